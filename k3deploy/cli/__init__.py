@@ -1,0 +1,58 @@
+"""The `k3deploy` command: a thin typer app; each command parses, loads the profile, calls its stage, exits.
+
+Command modules register themselves on `app`; none imports `kubernetes` at import time.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from k3deploy.cli.app import app
+from k3deploy.console import print_error
+from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_USAGE, K3DeployError
+
+# Registration by import: each module adds its commands to `app`.
+from k3deploy.cli import render as _render  # noqa: E402,F401
+
+_OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout")
+for _name in _OPTIONAL_COMMAND_MODULES:
+    try:
+        __import__(f"k3deploy.cli.{_name}")
+    except ModuleNotFoundError as _exc:  # a stage not built yet must not break the others
+        if _exc.name != f"k3deploy.cli.{_name}":
+            raise
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app; turn every K3DeployError into `error:` / `hint:` and its exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if debug:
+        args.remove("--debug")
+    try:
+        app(args=args, prog_name="k3deploy", standalone_mode=False)
+    except K3DeployError as exc:
+        if debug:
+            raise
+        print_error(exc.message, exc.hint)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print_error("interrupted", "re-run the same command: it continues from the live state")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print_error("aborted", None)
+        sys.exit(130)
+    except Exception as exc:
+        # typer's (vendored) click usage errors: duck-typed, since typer moved click inside itself.
+        if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int) and not debug:
+            print_error(exc.format_message(), "run the command with --help for usage")
+            sys.exit(EXIT_USAGE if exc.exit_code == 2 else exc.exit_code)
+        if debug:
+            raise
+        print_error(f"unexpected {type(exc).__name__}: {exc}", "re-run with --debug for the traceback and report it")
+        sys.exit(EXIT_ENVIRONMENT)
+    sys.exit(0)

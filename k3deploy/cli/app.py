@@ -1,0 +1,56 @@
+"""The typer application and the options every command shares."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from k3deploy import __version__
+from k3deploy.profile import DEFAULT_PROFILE, Profile, load_profile
+
+app = typer.Typer(
+    name="k3deploy",
+    help="Deploy Kimi K3 + DSpark on GB300 with vLLM, and prove it reached its targets. Add --debug for tracebacks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"k3deploy {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+) -> None:
+    """k3deploy: preflight, render, roll out and smoke-test Kimi K3 on GB300."""
+
+
+class OutputFormat(str, Enum):
+    """Output of data commands."""
+
+    table = "table"
+    json = "json"
+
+
+ProfileOpt = Annotated[
+    str,
+    typer.Option("--profile", "-p", help=f"Built-in profile name or path to a profile YAML (default {DEFAULT_PROFILE})."),
+]
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", help="Override a profile field: key.path=value (repeatable)."),
+]
+FormatOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="table or json.")]
+
+
+def get_profile(profile: str, sets: list[str] | None) -> Profile:
+    """Load the profile named on the command line, with its overrides."""
+    return load_profile(profile, sets or [])

@@ -1,0 +1,69 @@
+"""Commands of the render stage: render, plan, profiles, schema."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.console import out
+from k3deploy.errors import CheckFailed
+from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
+from k3deploy.render.plan import plan as make_plan
+
+
+@app.command()
+def plan(
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    set_: SetOpt = None,
+    output: FormatOpt = OutputFormat.table,
+) -> None:
+    """Print the capacity plan: weights, draft and KV cache per GPU; exit 1 when it does not fit."""
+    prof = get_profile(profile, set_)
+    result = make_plan(prof)
+    if output is OutputFormat.json:
+        out.print_json(result.model_dump_json())
+    else:
+        from k3deploy.render.plan_view import plan_table
+
+        out.print(plan_table(result))
+    if not result.fits:
+        raise CheckFailed(f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len")
+
+
+@app.command()
+def profiles(output: FormatOpt = OutputFormat.table) -> None:
+    """List the built-in profiles."""
+    rows = []
+    for name in builtin_names():
+        prof = load_profile(name, check_fit=False)
+        rows.append({"name": name, "target": prof.target, "model": prof.model.id, "description": prof.description})
+    if output is OutputFormat.json:
+        out.print_json(json.dumps(rows))
+        return
+    from rich.table import Table
+
+    table = Table("NAME", "TARGET", "MODEL", "DESCRIPTION", box=None)
+    for row in rows:
+        table.add_row(row["name"], row["target"], row["model"], row["description"])
+    out.print(table)
+
+
+@app.command()
+def schema() -> None:
+    """Print the profile's JSON Schema (for editors)."""
+    typer.echo(profile_schema(), nl=False)
+
+
+@app.command()
+def render(
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    set_: SetOpt = None,
+    output_dir: Annotated[str, typer.Option("--output", "-o", help="Directory to write, or '-' for a YAML stream on stdout.")] = "-",
+) -> None:
+    """Write the deployment for a profile: Kubernetes manifests, or the vLLM argv/env for a local target."""
+    from k3deploy.render.write import render_to
+
+    render_to(get_profile(profile, set_), output_dir)

@@ -1,0 +1,29 @@
+"""Where messages go: data to stdout, progress and messages to stderr; quiet when not a TTY."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+#: Progress, tables and messages: stderr, so stdout stays clean for data (`-o json`, `-o -`).
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+#: Data only.
+out = Console(highlight=False, soft_wrap=True)
+
+
+def is_interactive() -> bool:
+    """True when stderr is a terminal (live views and spinners allowed)."""
+    return sys.stderr.isatty()
+
+
+def print_error(message: str, hint: str | None = None) -> None:
+    """The one abort path's output: `error: ...` and `hint: ...` on stderr."""
+    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False) if is_interactive() else print(
+        f"error: {message}", file=sys.stderr
+    )
+    if hint:
+        if is_interactive():
+            err.print(f"[yellow]hint:[/] {hint}", markup=True, highlight=False)
+        else:
+            print(f"hint: {hint}", file=sys.stderr)

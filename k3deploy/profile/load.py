@@ -1,0 +1,123 @@
+"""Load a profile by built-in name or file path, apply `--set` overrides, validate, explain errors.
+
+Every failure becomes one `ProfileError` line naming the dotted field path of the bad value.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from k3deploy.errors import ProfileError
+from k3deploy.profile.model import Profile
+
+#: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
+DEFAULT_PROFILE = "local-cpu"
+_BUILTIN_PACKAGE = "k3deploy.profile.builtin"
+
+
+def builtin_names() -> list[str]:
+    """Names of the profiles shipped inside the package, sorted."""
+    files = resources.files(_BUILTIN_PACKAGE).iterdir()
+    return sorted(f.name[: -len(".yaml")] for f in files if f.name.endswith(".yaml"))
+
+
+def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
+    """Return the raw mapping of a built-in name or a YAML file, and where it came from."""
+    if ref in builtin_names():
+        text = resources.files(_BUILTIN_PACKAGE).joinpath(f"{ref}.yaml").read_text(encoding="utf-8")
+        origin = f"built-in profile {ref!r}"
+    else:
+        path = Path(ref)
+        if not path.is_file():
+            raise ProfileError(
+                f"profile {ref!r} is neither a built-in profile nor a file",
+                hint=f"built-in profiles: {', '.join(builtin_names())}; or pass a path to a YAML file",
+            )
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ProfileError(f"cannot read profile {ref!r}: {exc.strerror}", hint="check the path and its permissions") from exc
+        origin = f"profile file {ref!r}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ProfileError(f"{origin} is not valid YAML{where}", hint="fix the YAML syntax") from exc
+    if not isinstance(data, dict):
+        raise ProfileError(f"{origin} must be a YAML mapping, got {type(data).__name__}", hint="start the file with 'name: ...'")
+    return data, origin
+
+
+def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
+    """Apply `key.path=value` overrides; values are parsed as YAML (numbers, booleans, JSON lists/maps)."""
+    out = copy.deepcopy(data)
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ProfileError(f"--set {item!r} is not key.path=value", hint="for example: --set vllm.gpu_memory_utilization=0.9")
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError:
+            value = raw
+        node: Any = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.get(part) if isinstance(node, dict) else None
+            if child is None:
+                child = {}
+                node[part] = child
+            if not isinstance(child, dict):
+                raise ProfileError(f"--set {key}: {part!r} is not a section", hint="only mapping fields can hold sub-keys")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def _explain(exc: ValidationError, origin: str) -> ProfileError:
+    """Turn a pydantic error into one line naming each bad field by its dotted path."""
+    parts = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        # Cross-field errors carry no location; their message names the fields itself.
+        parts.append(f"{path}: {msg}" if path else msg)
+    first = exc.errors()[0]["loc"] if exc.errors() else ()
+    hint = "see `k3deploy schema` for the allowed fields and types"
+    if first:
+        hint = f"fix '{'.'.join(str(p) for p in first)}' in the profile or with --set; " + hint
+    return ProfileError(f"{origin} is invalid: " + "; ".join(parts), hint=hint)
+
+
+def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
+    """Load, override and validate a profile; also refuse one whose weights cannot fit its GPUs."""
+    data, origin = _read_raw(ref or DEFAULT_PROFILE)
+    data = apply_overrides(data, sets or [])
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(exc, origin) from None
+    if check_fit and profile.hardware is not None:
+        from k3deploy.render.plan import plan
+
+        result = plan(profile)
+        if not result.fits and result.reason.startswith("weights do not fit"):
+            raise ProfileError(
+                f"{origin} is invalid: {result.reason}",
+                hint="add GPUs (parallel.nodes / parallel.gpus_per_node with tensor_parallel_size), or a smaller checkpoint",
+            )
+    return profile
+
+
+def profile_schema() -> str:
+    """The JSON Schema of a profile, as stable pretty-printed JSON."""
+    return json.dumps(Profile.model_json_schema(), indent=2, sort_keys=True) + "\n"

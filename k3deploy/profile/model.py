@@ -1,0 +1,249 @@
+"""The profile: one pydantic model for everything a deployment needs, with cross-field validation.
+
+Pure: imports nothing that does I/O. Every constant the plan or the manifests use (layer counts, HBM
+per GPU, checkpoint size, flags) lives here as a field, never as a literal in code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
+#: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
+MAX_NAME_LENGTH = 51
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_IMAGE_WITH_TAG_OR_DIGEST = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127}(@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$")
+
+
+class _Strict(BaseModel):
+    """Base for every profile section: unknown keys are errors, fields are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(_Strict):
+    """The target model and the architecture facts the capacity plan needs."""
+
+    id: str = Field(description="Hub repo id or a local directory path of the target model.")
+    revision: str | None = Field(None, description="Hub revision to pin (commit sha preferred); null for a local path.")
+    served_name: str = Field(description="Name the OpenAI API serves the model under (--served-model-name).")
+    trust_remote_code: bool = False
+    rehearsal: bool = Field(False, description="True for a generated random-weight model used only to rehearse the pipeline.")
+    context_length: int = Field(gt=0, description="Maximum context the model supports, in tokens.")
+    total_layers: int = Field(gt=0)
+    mla_layers: int = Field(ge=0, description="Layers with an MLA (paged) KV cache.")
+    mla_kv_elements: int = Field(ge=0, description="Cached elements per token per MLA layer (kv_lora_rank + qk_rope_head_dim).")
+    linear_layers: int = Field(0, ge=0, description="Linear-attention (KDA) layers with a per-sequence recurrent state.")
+    linear_state_elements: int = Field(0, ge=0, description="Recurrent-state elements per linear layer per sequence (heads x dk x dv).")
+    linear_state_dtype_bytes: int = Field(4, gt=0)
+    linear_state_tp_sharded: bool = Field(True, description="Linear-attention heads are split across tensor-parallel ranks.")
+    checkpoint_bytes: int = Field(gt=0, description="Bytes of the weights on disk (and, near enough, in HBM).")
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+
+    @model_validator(mode="after")
+    def _layers_add_up(self) -> ModelSpec:
+        if self.mla_layers + self.linear_layers > self.total_layers:
+            raise ValueError(
+                f"mla_layers ({self.mla_layers}) + linear_layers ({self.linear_layers}) exceed total_layers ({self.total_layers})"
+            )
+        return self
+
+
+class SpeculativeSpec(_Strict):
+    """vLLM `--speculative-config`: the keys vLLM reads, plus facts for the plan."""
+
+    method: str = Field(description="vLLM speculative method: dspark, draft_model, ngram, eagle3, ...")
+    model: str | None = Field(None, description="Draft model repo id or path; null for model-free methods (ngram).")
+    revision: str | None = Field(None, description="Hub revision of the draft model to pin.")
+    num_speculative_tokens: int
+    draft_sample_method: str | None = None
+    rejection_sample_method: Literal["standard", "synthetic", "block"] | None = None
+    attention_backend: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict, description="Further keys passed verbatim (prompt_lookup_max, ...).")
+    draft_bytes: int = Field(0, ge=0, description="Bytes of the draft weights, for the capacity plan.")
+
+    @field_validator("num_speculative_tokens")
+    @classmethod
+    def _tokens_in_range(cls, value: int) -> int:
+        if not 1 <= value <= 16:
+            raise ValueError(f"must be between 1 and 16, got {value}")
+        return value
+
+    def config(self) -> dict[str, Any]:
+        """The speculative config as vLLM receives it (None-valued keys dropped, extras merged)."""
+        keys = ("model", "method", "num_speculative_tokens", "attention_backend", "draft_sample_method", "rejection_sample_method")
+        out: dict[str, Any] = {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+        if self.revision is not None and self.model is not None:
+            out["revision"] = self.revision
+        out.update(self.extra)
+        return out
+
+
+class HardwareSpec(_Strict):
+    """What one GPU node looks like; preflight checks the real ones against it."""
+
+    gpu_product: str = Field(description="Name NVML / nvidia-smi report, e.g. 'NVIDIA GB300'.")
+    allowed_products: list[str] = Field(default_factory=list, description="Further products accepted (e.g. B300).")
+    gfd_product_label: str | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
+    gpu_memory_mib: int = Field(gt=0, description="Memory one GPU reports, in MiB (a GB300 reports 284208).")
+    compute_capability: str = "10.3"
+    min_driver_version: str = "580"
+    min_cuda_version: str = "13.0"
+    arch: Literal["arm64", "amd64"] = "arm64"
+    nvlink_domain: bool = Field(True, description="Multi-node NVLink (needs IMEX / a ComputeDomain).")
+    runtime_reserve_mib: int = Field(8192, ge=0, description="Per-GPU memory kept for activations, CUDA graphs and NCCL buffers.")
+
+
+class ParallelSpec(_Strict):
+    """How the model is split: tensor parallel across nodes x GPUs per node."""
+
+    nodes: int = Field(ge=1)
+    gpus_per_node: int = Field(ge=1)
+    tensor_parallel_size: int = Field(ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+
+
+class VllmSpec(_Strict):
+    """The vLLM server: image, serving flags and environment."""
+
+    image: str = Field(description="Container image with tag or digest (Kubernetes target).")
+    image_arch: Literal["arm64", "amd64"] = Field("arm64", description="CPU architecture the image is built for.")
+    port: int = Field(8000, gt=0, lt=65536)
+    max_model_len: int = Field(gt=0)
+    kv_cache_dtype: Literal["auto", "fp8", "bf16", "float32"] = "auto"
+    kv_cache_dtype_bytes: int | None = Field(None, description="Bytes per cached element; derived from kv_cache_dtype when null.")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    dtype: str | None = None
+    load_format: str | None = None
+    max_num_seqs: int | None = None
+    enable_prefix_caching: bool | None = None
+    enforce_eager: bool = False
+    attention_config: dict[str, Any] | None = None
+    extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("image")
+    @classmethod
+    def _image_pinned(cls, value: str) -> str:
+        if not _IMAGE_WITH_TAG_OR_DIGEST.match(value):
+            raise ValueError(f"image {value!r} has no tag or digest; pin it, e.g. 'repo/name:tag' or 'repo/name@sha256:...'")
+        return value
+
+    def kv_bytes_per_element(self) -> int:
+        """Bytes per cached KV element for the configured dtype."""
+        if self.kv_cache_dtype_bytes is not None:
+            return self.kv_cache_dtype_bytes
+        return {"fp8": 1, "bf16": 2, "auto": 2, "float32": 4}[self.kv_cache_dtype]
+
+
+class SecretRef(_Strict):
+    """A key in a Kubernetes Secret."""
+
+    name: str
+    key: str = "token"
+
+
+class KubernetesSpec(_Strict):
+    """Where and how the set is placed on a cluster."""
+
+    namespace: str = "kimi-k3"
+    service_account: str = "k3deploy"
+    hf_token_secret: SecretRef | None = None
+    storage_class: str | None = None
+    model_cache_size: str = "2Ti"
+    model_cache_path: str = "/models"
+    shm_size: str = "64Gi"
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    clique_label: str = "nvidia.com/gpu.clique"
+    compute_domain: bool = True
+    startup_probe_budget_s: int = Field(7200, gt=0)
+    rollout_timeout_s: int = Field(10800, gt=0)
+    service_monitor: bool = True
+    smoke_image: str = "ghcr.io/k3deploy/k3deploy:0.1.0"
+    prefetch_image: str = "python:3.12-slim"
+    cpu_request: str = "32"
+    memory_request: str = "512Gi"
+
+
+class LocalSpec(_Strict):
+    """A vLLM server on this host (the rehearsal target)."""
+
+    python: str | None = Field(None, description="Interpreter with vLLM installed; default: K3DEPLOY_VLLM_PYTHON or the current one.")
+    host: str = "127.0.0.1"
+    state_dir: str | None = Field(None, description="Where logs, pid files and the generated model live; default ~/.cache/k3deploy.")
+    ready_timeout_s: int = Field(600, gt=0)
+    min_free_ram_gib: float = Field(4.0, ge=0)
+    min_free_disk_gib: float = Field(1.0, ge=0)
+
+
+class SmokeSpec(_Strict):
+    """How `k3deploy smoke` exercises the endpoint."""
+
+    correctness: bool = True
+    requests: int = Field(8, ge=1)
+    output_tokens: int = Field(256, ge=2)
+    concurrency: list[int] = Field(default_factory=lambda: [1])
+    temperature: float = Field(0.0, ge=0)
+    tier: Literal["low_entropy", "high_entropy", "all"] = "low_entropy"
+    request_timeout_s: float = Field(600, gt=0)
+    overall_timeout_s: float = Field(3600, gt=0)
+
+
+class TargetsSpec(_Strict):
+    """What the deployment must reach; smoke judges against these."""
+
+    decode_tok_s: float | None = Field(None, ge=0, description="Minimum median bs=1 decode tok/s (enforced).")
+    peak_decode_tok_s: float | None = Field(None, ge=0, description="Published peak bs=1 decode tok/s (reported, not enforced).")
+    baseline_decode_tok_s: float | None = Field(None, ge=0, description="Published decode tok/s without speculation (reported).")
+    min_acceptance_length: float | None = Field(None, ge=1, description="Minimum mean acceptance length (1 + accepted/drafts).")
+
+
+class Profile(_Strict):
+    """A complete deployment description; see `k3deploy schema` for the JSON Schema."""
+
+    name: str = Field(description="Deployment name: a DNS-1123 label of at most 51 characters.")
+    description: str = ""
+    target: Literal["kubernetes", "local"] = "kubernetes"
+    production: bool = Field(True, description="Production profiles refuse test-only settings.")
+    model: ModelSpec
+    speculative: SpeculativeSpec | None = None
+    hardware: HardwareSpec | None = None
+    parallel: ParallelSpec = Field(default_factory=lambda: ParallelSpec(nodes=1, gpus_per_node=1, tensor_parallel_size=1))
+    vllm: VllmSpec
+    kubernetes: KubernetesSpec = Field(default_factory=KubernetesSpec)
+    local: LocalSpec = Field(default_factory=LocalSpec)
+    smoke: SmokeSpec = Field(default_factory=SmokeSpec)
+    targets: TargetsSpec = Field(default_factory=TargetsSpec)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_dns_label(cls, value: str) -> str:
+        if not _DNS1123_LABEL.match(value):
+            raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending alphanumeric)")
+        if len(value) > MAX_NAME_LENGTH:
+            raise ValueError(f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Profile:
+        par = self.parallel
+        if par.tensor_parallel_size * par.pipeline_parallel_size != par.nodes * par.gpus_per_node:
+            raise ValueError(
+                f"parallel: tensor_parallel_size ({par.tensor_parallel_size}) x pipeline_parallel_size "
+                f"({par.pipeline_parallel_size}) must equal nodes ({par.nodes}) x gpus_per_node ({par.gpus_per_node})"
+            )
+        if self.vllm.max_model_len > self.model.context_length:
+            raise ValueError(
+                f"vllm.max_model_len ({self.vllm.max_model_len}) is above the model's context_length ({self.model.context_length})"
+            )
+        if self.production and self.speculative and self.speculative.rejection_sample_method == "synthetic":
+            raise ValueError(
+                "speculative.rejection_sample_method 'synthetic' is a test mode; a production profile must use 'block' or 'standard'"
+            )
+        if self.target == "kubernetes" and self.hardware is None:
+            raise ValueError("hardware is required for target 'kubernetes'")
+        return self

@@ -1,0 +1,79 @@
+"""Profile loading, overrides and validation: each bad profile gives exit 2 and one line naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from k3deploy.errors import ProfileError
+from k3deploy.profile import builtin_names, load_profile
+
+from tests.conftest import run_cli
+
+
+def test_builtins_load() -> None:
+    assert {"kimi-k3-gb300-tp16", "local-cpu"} <= set(builtin_names())
+    prof = load_profile("kimi-k3-gb300-tp16")
+    assert prof.parallel.tensor_parallel_size == 16 == prof.parallel.nodes * prof.parallel.gpus_per_node
+    assert prof.speculative is not None
+    assert prof.speculative.config() == {
+        "model": "Inferact/Kimi-K3-DSpark",
+        "method": "dspark",
+        "num_speculative_tokens": 7,
+        "attention_backend": "FLASHINFER_MLA",
+        "draft_sample_method": "probabilistic",
+        "rejection_sample_method": "block",
+        "revision": "main",
+    }
+    assert prof.targets.decode_tok_s == 370 and prof.targets.peak_decode_tok_s == 464
+
+
+def test_set_override_parses_yaml_values() -> None:
+    prof = load_profile("kimi-k3-gb300-tp16", ["vllm.gpu_memory_utilization=0.9", "smoke.concurrency=[1,4]"])
+    assert prof.vllm.gpu_memory_utilization == 0.9
+    assert prof.smoke.concurrency == [1, 4]
+
+
+BAD = [
+    (["parallel.tensor_parallel_size=8"], "parallel: tensor_parallel_size (8)"),
+    (["speculative.num_speculative_tokens=17"], "speculative.num_speculative_tokens: must be between 1 and 16"),
+    (["speculative.num_speculative_tokens=0"], "speculative.num_speculative_tokens: must be between 1 and 16"),
+    (["speculative.rejection_sample_method=synthetic"], "'synthetic' is a test mode"),
+    (["vllm.max_model_len=2097152"], "above the model's context_length"),
+    (["name=Kimi_K3"], "name: 'Kimi_K3' is not a DNS-1123 label"),
+    (["name=" + "k" * 52], "LeaderWorkerSet pod names break past 51"),
+    (["vllm.image=vllm/vllm-openai"], "vllm.image: image 'vllm/vllm-openai' has no tag or digest"),
+    (["model.checkpoint_bytes=9000000000000"], "weights do not fit"),
+    (["vllm.bogus=1"], "vllm.bogus: unknown field"),
+    (["parallel.nodes=four"], "parallel.nodes: Input should be a valid integer"),
+]
+
+
+@pytest.mark.parametrize(("sets", "expected"), BAD)
+def test_bad_profile_is_a_profile_error(sets: list[str], expected: str) -> None:
+    with pytest.raises(ProfileError) as info:
+        load_profile("kimi-k3-gb300-tp16", sets)
+    assert expected in info.value.message
+    assert "\n" not in info.value.message
+
+
+def test_bad_profile_cli_exit_2_one_line_no_traceback() -> None:
+    result = run_cli("plan", "-p", "kimi-k3-gb300-tp16", "--set", "parallel.tensor_parallel_size=8")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("error: built-in profile 'kimi-k3-gb300-tp16' is invalid: parallel")
+    assert lines[1].startswith("hint: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_profile_and_bad_yaml(tmp_path) -> None:
+    result = run_cli("plan", "-p", "no-such-profile")
+    assert result.returncode == 2 and "neither a built-in profile nor a file" in result.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\n  model: [\n")
+    result = run_cli("plan", "-p", str(bad))
+    assert result.returncode == 2 and "is not valid YAML at line" in result.stderr
+
+
+def test_synthetic_allowed_outside_production() -> None:
+    prof = load_profile("kimi-k3-gb300-tp16", ["production=false", "speculative.rejection_sample_method=synthetic"])
+    assert prof.speculative is not None and prof.speculative.rejection_sample_method == "synthetic"
