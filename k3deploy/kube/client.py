@@ -1,0 +1,83 @@
+"""Connect to a cluster the kubectl way, and translate API errors once, at this boundary.
+
+Config order: --kubeconfig, then KUBECONFIG, then ~/.kube/config, then in-cluster (when run as a Job).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError, UsageError
+
+
+@dataclass(frozen=True)
+class KubeOptions:
+    """The kubectl-style connection options of a command."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+
+
+def connect(options: KubeOptions) -> Any:
+    """Return a configured `kubernetes.client.ApiClient`; raise EnvironmentProblem when no config is found."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    configuration = client.Configuration()
+    path = options.kubeconfig or os.environ.get("KUBECONFIG")
+    try:
+        if path or os.path.exists(os.path.expanduser("~/.kube/config")) or options.context:
+            config.load_kube_config(config_file=path, context=options.context, client_configuration=configuration)
+        else:
+            config.load_incluster_config(client_configuration=configuration)
+    except (ConfigException, FileNotFoundError, OSError) as exc:
+        raise EnvironmentProblem(
+            f"no usable Kubernetes configuration: {exc}",
+            hint="pass --kubeconfig FILE, set KUBECONFIG, or run inside a cluster",
+        ) from None
+    # Fail fast on an unreachable server instead of urllib3's long default retries.
+    configuration.retries = 0
+    return client.ApiClient(configuration)
+
+
+def server_message(exc: Any) -> str:
+    """The API server's own message from an ApiException body, or its reason."""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            data = json.loads(body)
+            if isinstance(data, dict) and data.get("message"):
+                return str(data["message"])
+        except (ValueError, TypeError):
+            pass
+    return str(getattr(exc, "reason", None) or exc)
+
+
+def translate(exc: BaseException, action: str) -> K3DeployError:
+    """Map a kubernetes/urllib3 exception raised while doing `action` to one domain error (keeps the server's words)."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    if isinstance(exc, K3DeployError):
+        return exc
+    if isinstance(exc, ApiException):
+        status = exc.status or 0
+        message = server_message(exc)
+        if status == 401:
+            return EnvironmentProblem(f"{action}: unauthorized: {message}", hint="refresh your credentials or kubeconfig")
+        if status == 403:
+            return EnvironmentProblem(f"{action}: forbidden: {message}", hint="ask for RBAC permission for this verb and resource")
+        if status == 404:
+            return CheckFailed(f"{action}: not found: {message}", hint="check the name, namespace and that the CRD is installed")
+        if status == 409:
+            return CheckFailed(f"{action}: conflict: {message}", hint="another field manager owns these fields; --force-conflicts takes them over")
+        if status == 422 or status == 400:
+            return UsageError(f"{action}: rejected by the API server: {message}", hint="the object is invalid for this cluster's schema")
+        return EnvironmentProblem(f"{action}: API server answered {status}: {message}", hint="check the cluster's health and retry")
+    if isinstance(exc, (HTTPError, OSError)):
+        return EnvironmentProblem(f"{action}: Kubernetes API unreachable: {exc}", hint="check --kubeconfig/--context and that the API server is up")
+    return EnvironmentProblem(f"{action}: {type(exc).__name__}: {exc}", hint="re-run with --debug for details")

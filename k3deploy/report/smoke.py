@@ -1,0 +1,163 @@
+"""The smoke report: a versioned, JSON-saveable record of one `k3deploy smoke` run. Pure model, no I/O but save/load.
+
+Times inside a run are seconds on the client's monotonic clock relative to the run's start (`started_at` gives the
+wall-clock anchor), so records from one run can be laid on one axis without clock jumps.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from k3deploy.report.model import CheckResult, Status, worst
+
+#: Bump on any change that makes an older reader misread a newer report.
+SMOKE_SCHEMA_VERSION = 1
+
+Tier = Literal["low_entropy", "high_entropy"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RequestRecord(_Model):
+    """One streamed request: raw stamps and what follows from them."""
+
+    index: int = Field(description="Order of the request within its phase.")
+    phase: Literal["warmup", "measured", "sweep", "correctness"]
+    concurrency: int = 1
+    prompt_id: str
+    tier: Tier | None = None
+    ok: bool
+    error: str | None = None
+    max_tokens: int
+    t_send: float = Field(description="Seconds since the run started when the request was sent.")
+    t_first: float | None = Field(None, description="Arrival of the first chunk carrying output tokens.")
+    t_last: float | None = Field(None, description="Arrival of the last chunk carrying output tokens.")
+    t_end: float = Field(description="When the stream ended (or failed).")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = Field(None, description="From the server's usage, never from a client tokenizer.")
+    finish_reason: str | None = None
+    per_chunk_usage: bool = Field(False, description="Every chunk carried cumulative usage (continuous_usage_stats).")
+    chunk_offsets_s: list[float] = Field(default_factory=list, description="Output-chunk arrivals, seconds after t_send.")
+    chunk_tokens: list[int] = Field(default_factory=list, description="Tokens per output chunk; empty without per-chunk usage.")
+    malformed_lines: int = 0
+    ttft_s: float | None = None
+    decode_tok_s: float | None = Field(None, description="(tokens after the first chunk) / (t_last - t_first).")
+    tpot_ms: float | None = None
+    tokens_per_chunk: float | None = None
+    text: str | None = Field(None, description="The answer; kept for correctness probes only.")
+
+
+class Stats(_Model):
+    """Distribution of one figure: linear-interpolated percentiles, as numpy's default."""
+
+    count: int
+    p10: float | None = None
+    median: float | None = None
+    p90: float | None = None
+    mean: float | None = None
+
+
+class TierSummary(_Model):
+    """Figures over the successful measured requests of one tier (or all of them)."""
+
+    requests: int
+    failed: int
+    completion_tokens: int
+    decode_tok_s: Stats
+    ttft_s: Stats
+    tpot_ms: Stats
+    tokens_per_chunk: Stats = Field(description="Mean tokens per output chunk per request; count 0 without per-chunk usage.")
+
+
+class SweepPoint(_Model):
+    """One concurrency level: aggregate throughput over its own wall-clock window."""
+
+    concurrency: int
+    requests: int
+    failed: int
+    completion_tokens: int
+    window_s: float
+    aggregate_tok_s: float | None
+    median_decode_tok_s: float | None
+
+
+class SmokeSummary(_Model):
+    """Batch-size-1 figures: per tier, overall, and the aggregate over the measured window."""
+
+    tiers: dict[str, TierSummary]
+    overall: TierSummary
+    window_s: float | None = Field(None, description="First measured send to last measured token.")
+    aggregate_tok_s: float | None = Field(None, description="Measured completion tokens / window_s.")
+    sweep: list[SweepPoint] = Field(default_factory=list)
+
+
+class SpecDecodeDelta(_Model):
+    """Speculative-decoding counters over the measured window, summed across engines."""
+
+    drafts: float
+    draft_tokens: float
+    accepted_tokens: float
+    accepted_per_position: dict[int, float] = Field(default_factory=dict)
+    acceptance_rate: float | None = Field(None, description="accepted / draft_tokens.")
+    mean_acceptance_length: float | None = Field(None, description="1 + accepted / drafts (counts the bonus token).")
+    per_position_rates: dict[int, float] = Field(default_factory=dict, description="accepted at position / drafts.")
+
+
+class MetricsDelta(_Model):
+    """What `/metrics` said before and after the measured requests."""
+
+    available: bool = Field(description="Both scrapes succeeded and parsed.")
+    error: str | None = None
+    window_s: float | None = Field(None, description="Between the two scrapes.")
+    generation_tokens: float | None = None
+    prompt_tokens: float | None = None
+    server_tok_s: float | None = Field(None, description="generation_tokens / window_s: the server's own figure.")
+    spec_decode: SpecDecodeDelta | None = Field(None, description="None when the server exports no spec-decode series.")
+    counter_resets: list[str] = Field(default_factory=list, description="Series that went backwards (server restarted).")
+
+
+class SmokeReport(_Model):
+    """Everything one smoke run found; `checks` decide the exit code."""
+
+    schema_version: int = SMOKE_SCHEMA_VERSION
+    kind: Literal["k3deploy.smoke"] = "k3deploy.smoke"
+    profile: str
+    endpoint: str
+    server_model: str | None = Field(None, description="The served model name the endpoint listed and was tested.")
+    settings: dict = Field(default_factory=dict, description="The profile's smoke section as run (after flags).")
+    targets: dict = Field(default_factory=dict, description="The profile's targets as judged.")
+    started_at: datetime
+    finished_at: datetime | None = None
+    duration_s: float | None = None
+    reachable: bool = Field(True, description="False when the endpoint could not be reached (or refused our key) at all.")
+    checks: list[CheckResult] = Field(default_factory=list)
+    requests: list[RequestRecord] = Field(default_factory=list)
+    summary: SmokeSummary | None = None
+    metrics: MetricsDelta | None = None
+
+    @property
+    def status(self) -> Status:
+        """Worst status over the checks."""
+        return worst(self.checks)
+
+    def check(self, name: str) -> CheckResult | None:
+        """The check called `name`, if it ran."""
+        return next((c for c in self.checks if c.name == name), None)
+
+    def save(self, path: Path) -> None:
+        """Write the report as indented JSON."""
+        path.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> SmokeReport:
+        """Read a report written by `save`; refuses other schema versions."""
+        report = cls.model_validate_json(path.read_text(encoding="utf-8"))
+        if report.schema_version != SMOKE_SCHEMA_VERSION:
+            raise ValueError(f"{path}: smoke report schema_version {report.schema_version}, this k3deploy reads {SMOKE_SCHEMA_VERSION}")
+        return report

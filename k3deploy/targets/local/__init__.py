@@ -1,0 +1,1 @@
+"""The local target: a vLLM OpenAI server as a managed background process on this host."""
