@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.kubeapi.fixtures"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Upstream CRDs and reference data live beside the checkout, not in it.
 SHARED_DIR = REPO_ROOT.parent / "shared"

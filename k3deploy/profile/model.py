@@ -162,6 +162,8 @@ class KubernetesSpec(_Strict):
     compute_domain: bool = True
     startup_probe_budget_s: int = Field(7200, gt=0)
     rollout_timeout_s: int = Field(10800, gt=0)
+    unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
+    endpoint_override: str | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
     smoke_image: str = "ghcr.io/k3deploy/k3deploy:0.1.0"
     prefetch_image: str = "python:3.12-slim"
@@ -184,6 +186,8 @@ class SmokeSpec(_Strict):
     """How `k3deploy smoke` exercises the endpoint."""
 
     correctness: bool = True
+    correctness_max_tokens: int = Field(512, ge=8, description="Output budget of each correctness probe (room for a reasoning model to think).")
+    api: Literal["chat", "completions"] = Field("chat", description="OpenAI API smoke talks to: chat (templated) or completions (raw prompt).")
     requests: int = Field(8, ge=1)
     output_tokens: int = Field(256, ge=2)
     concurrency: list[int] = Field(default_factory=lambda: [1])

@@ -6,6 +6,7 @@ wall-clock anchor), so records from one run can be laid on one axis without cloc
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -135,7 +136,7 @@ class SmokeReport(_Model):
     started_at: datetime
     finished_at: datetime | None = None
     duration_s: float | None = None
-    reachable: bool = Field(True, description="False when the endpoint could not be reached (or refused our key) at all.")
+    blocked_by: str | None = Field(None, description="Why the endpoint could not be tested at all (unreachable, refused the key).")
     checks: list[CheckResult] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)
     summary: SmokeSummary | None = None
@@ -157,7 +158,8 @@ class SmokeReport(_Model):
     @classmethod
     def load(cls, path: Path) -> SmokeReport:
         """Read a report written by `save`; refuses other schema versions."""
-        report = cls.model_validate_json(path.read_text(encoding="utf-8"))
-        if report.schema_version != SMOKE_SCHEMA_VERSION:
-            raise ValueError(f"{path}: smoke report schema_version {report.schema_version}, this k3deploy reads {SMOKE_SCHEMA_VERSION}")
-        return report
+        data = json.loads(path.read_text(encoding="utf-8"))
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != SMOKE_SCHEMA_VERSION:
+            raise ValueError(f"{path}: smoke report schema_version {version}, this k3deploy reads {SMOKE_SCHEMA_VERSION}")
+        return cls.model_validate(data)

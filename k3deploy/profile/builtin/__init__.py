@@ -1,0 +1,1 @@
+"""Built-in profiles, shipped as YAML data files beside this module."""

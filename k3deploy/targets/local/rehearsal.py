@@ -82,6 +82,7 @@ def ensure_rehearsal_model(dest: Path) -> Path:
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        work.chmod(0o755)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot create the rehearsal model under {dest.parent}: {exc.strerror}",
                                  hint="check the state directory's permissions and free space") from exc
@@ -144,6 +145,9 @@ def _make_model(vocab_size: int, tokenizer: Any) -> Any:
     """LlamaForCausalLM with seeded random weights; special tokens can never win a greedy step."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     config = LlamaConfig(
         vocab_size=vocab_size,

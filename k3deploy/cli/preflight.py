@@ -1,0 +1,57 @@
+"""The `preflight` command: check a profile against this GPU node and/or a cluster before anything is applied."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.console import err, out
+from k3deploy.errors import CheckFailed
+from k3deploy.profile import DEFAULT_PROFILE
+from k3deploy.report.model import Status, worst
+
+
+@app.command()
+def preflight(
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    set_: SetOpt = None,
+    node: Annotated[bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")] = False,
+    cluster: Annotated[bool, typer.Option("--cluster", help="Check the cluster through the Kubernetes API.")] = False,
+    kubeconfig: Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config).")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")] = None,
+    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")] = None,
+    output: FormatOpt = OutputFormat.table,
+) -> None:
+    """Check GPU node and cluster prerequisites; exit 0 (no FAIL), 1 (a FAIL), 3 (could not look).
+
+    Without --node or --cluster: the cluster for a kubernetes profile, this host (no GPUs) for a local one.
+    """
+    from k3deploy.kube.client import KubeOptions
+    from k3deploy.preflight import run_preflight
+
+    sets = list(set_ or [])
+    if namespace:
+        sets.append(f"kubernetes.namespace={namespace}")
+    prof = get_profile(profile, sets)
+    gpus = True
+    if not node and not cluster:
+        cluster = prof.target == "kubernetes"
+        node, gpus = not cluster, False
+    results = run_preflight(prof, node, cluster, KubeOptions(kubeconfig, context, namespace), gpus=gpus)
+    overall = worst(results)
+    if output is OutputFormat.json:
+        payload = {"profile": prof.name, "status": overall.value, "checks": [r.model_dump(mode="json") for r in results]}
+        out.print_json(json.dumps(payload))
+    else:
+        from k3deploy.preflight.view import preflight_table
+
+        out.print(preflight_table(prof.name, results))
+    counts = {s: sum(r.status is s for r in results) for s in Status}
+    err.print(", ".join(f"{counts[s]} {s.value}" for s in Status if counts[s]), markup=False, highlight=False)
+    failed = [r.name for r in results if r.status is Status.FAIL]
+    if failed:
+        raise CheckFailed(f"preflight failed {len(failed)} check(s): {', '.join(failed)}",
+                          hint="fix the FAIL rows (see each row's fix) and run preflight again")

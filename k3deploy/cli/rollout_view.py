@@ -1,0 +1,33 @@
+"""The table `k3deploy status` prints: objects, pods by group, endpoint, revisions, last smoke verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+
+def status_view(report: dict[str, Any]) -> Group:
+    """A rich renderable of a status report (the dict `-o json` prints)."""
+    objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None, title=None)
+    for row in report.get("objects", []):
+        objects.add_row(row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", row.get("detail", ""))
+    pods = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", box=None)
+    for pod in report.get("pods", []):
+        pods.add_row(pod["name"], str(pod.get("group") or "-"), str(pod.get("worker") or "-"), pod.get("node") or "-",
+                     pod.get("clique") or "-", pod["phase"], str(pod["restarts"]))
+    revision = report.get("revision") or {}
+    smoke = report.get("smoke")
+    lines = [
+        Text(f"deployment {report.get('deployment')} in namespace {report.get('namespace')}: "
+             f"{'ready' if report.get('ready') else ('not ready' if report.get('deployed') else 'not deployed')}"),
+        objects,
+        pods if report.get("pods") else Text("no serving pods"),
+        Text(f"endpoint: {report.get('endpoint')}"),
+        Text(f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
+             f"previous {revision.get('previous') or '-'}"),
+        Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
+    ]
+    return Group(*lines)

@@ -1,0 +1,90 @@
+"""The `smoke` command: check a running vLLM endpoint against the profile's targets."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.console import err, is_interactive, out
+from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.profile import DEFAULT_PROFILE
+
+
+def _concurrency(raw: str) -> list[int]:
+    try:
+        levels = [int(part) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        levels = []
+    if not levels or any(level < 1 for level in levels):
+        raise UsageError(f"--concurrency {raw!r} is not a list of positive integers", hint="for example --concurrency 1,4,16")
+    return levels
+
+
+def flag_overrides(requests: int | None, output_tokens: int | None, concurrency: str | None,
+                   min_tok_s: float | None, min_acceptance_length: float | None) -> list[str]:
+    """The command's flags as profile overrides (applied after --set, so a flag wins)."""
+    sets = []
+    if requests is not None:
+        sets.append(f"smoke.requests={requests}")
+    if output_tokens is not None:
+        sets.append(f"smoke.output_tokens={output_tokens}")
+    if concurrency is not None:
+        sets.append(f"smoke.concurrency={_concurrency(concurrency)}")
+    if min_tok_s is not None:
+        sets.append(f"targets.decode_tok_s={min_tok_s}")
+    if min_acceptance_length is not None:
+        sets.append(f"targets.min_acceptance_length={min_acceptance_length}")
+    return sets
+
+
+@app.command()
+def smoke(
+    endpoint: Annotated[str, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server, e.g. http://10.0.0.5:8000.")],
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    set_: SetOpt = None,
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
+    requests: Annotated[Optional[int], typer.Option("--requests", help="Measured bs=1 requests (smoke.requests).")] = None,
+    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Tokens per request (smoke.output_tokens).")] = None,
+    concurrency: Annotated[Optional[str], typer.Option("--concurrency", help="Concurrency levels, e.g. 1,4,16.")] = None,
+    min_tok_s: Annotated[Optional[float], typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
+    min_acceptance_length: Annotated[Optional[float], typer.Option(
+        "--min-acceptance-length", help="Minimum mean acceptance length (targets.min_acceptance_length).")] = None,
+    output: FormatOpt = OutputFormat.table,
+    report_file: Annotated[Optional[Path], typer.Option("--report", help="Write the JSON report to this file.")] = None,
+) -> None:
+    """Check a running endpoint: liveness, correctness, bs=1 throughput, speculative decoding, targets.
+
+    Exit 0 when every check passes, 1 when one fails, 3 when the endpoint cannot be reached.
+    """
+    api_key = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=...")
+    prof = get_profile(profile, (set_ or []) + flag_overrides(requests, output_tokens, concurrency, min_tok_s, min_acceptance_length))
+
+    from k3deploy.report.smoke_view import smoke_view
+    from k3deploy.smoke.runner import SmokeOptions, exit_code, run_smoke
+
+    progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
+    report = run_smoke(prof, endpoint, SmokeOptions(api_key=api_key, progress=progress))
+    err.print(smoke_view(report))
+    if report_file is not None:
+        try:
+            report.save(report_file)
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot write the report to {report_file}: {exc.strerror}", hint="check the path") from None
+    if output is OutputFormat.json:
+        out.print_json(report.model_dump_json())
+    code = exit_code(report)
+    if code == 3:
+        raise EnvironmentProblem(f"endpoint {report.endpoint} cannot be tested: {report.blocked_by}",
+                                 hint=next((c.hint for c in report.checks if c.hint), None))
+    if code == 1:
+        failed = [c for c in report.checks if c.status.value == "fail"]
+        raise CheckFailed("smoke failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed),
+                          hint=failed[0].hint if failed else None)

@@ -1,0 +1,227 @@
+"""Raw-dict access to any kind through the official DynamicClient, with transient failures retried.
+
+Every method takes and returns plain dicts (the objects as the API server sends them), so the pure
+rollout modules never see a client type. Non-transient errors are translated once, here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from k3deploy.errors import CheckFailed, K3DeployError
+from k3deploy.kube.client import KubeOptions, connect, translate
+from k3deploy.kube.retry import call_with_retries
+
+#: The field manager of every server-side apply k3deploy makes.
+FIELD_MANAGER = "k3deploy"
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status of an API error (ApiException and the dynamic client's subclasses), None for anything else."""
+    from kubernetes.client.exceptions import ApiException
+
+    return int(exc.status or 0) if isinstance(exc, ApiException) else None
+
+
+def object_key(obj: dict[str, Any]) -> str:
+    """`Kind/name` (with `namespace/` in front for namespaced objects): how objects are named in messages."""
+    meta = obj.get("metadata", {})
+    namespace = meta.get("namespace")
+    name = f"{obj.get('kind')}/{meta.get('name')}"
+    return f"{namespace}/{name}" if namespace else name
+
+
+class KubeApi:
+    """One cluster connection: discovery, get/list/apply/delete/watch, logs and events as raw dicts."""
+
+    def __init__(self, options: KubeOptions) -> None:
+        from kubernetes.dynamic import DynamicClient
+
+        self.options = options
+        self.client = connect(options)
+        # A per-process discovery cache: the library's default is shared in /tmp by host and goes stale
+        # when CRDs are installed between runs.
+        cache_dir = tempfile.mkdtemp(prefix="k3deploy-discovery-")
+        atexit.register(shutil.rmtree, cache_dir, True)
+        try:
+            self.dynamic = call_with_retries(
+                DynamicClient, self.client, cache_file=os.path.join(cache_dir, "discovery.json")
+            )
+        except Exception as exc:
+            raise translate(exc, "discover the API") from None
+        self._resources: dict[tuple[str, str], Any] = {}
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        """The dynamic resource of a kind; CheckFailed naming the kind when the cluster does not serve it."""
+        key = (api_version, kind)
+        if key not in self._resources:
+            from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+            try:
+                self._resources[key] = call_with_retries(self.dynamic.resources.get, api_version=api_version, kind=kind)
+            except ResourceNotFoundError:
+                raise CheckFailed(
+                    f"the cluster does not serve {kind} ({api_version})",
+                    hint="install its CustomResourceDefinition (operator) first; `k3deploy preflight` lists what is missing",
+                ) from None
+            except Exception as exc:
+                raise translate(exc, f"discover {kind}") from None
+        return self._resources[key]
+
+    def served(self, api_version: str, kind: str) -> bool:
+        """True when the cluster serves this kind (its CRD is installed)."""
+        try:
+            self.resource(api_version, kind)
+        except CheckFailed:
+            return False
+        return True
+
+    def _call(self, action: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call_with_retries(func, *args, **kwargs)
+        except K3DeployError:
+            raise
+        except Exception as exc:
+            raise translate(exc, action) from exc
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The live object, or None when it (or its kind) does not exist."""
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        if not self.served(api_version, kind):
+            return None
+        res = self.resource(api_version, kind)
+        try:
+            found = call_with_retries(res.get, name=name, namespace=namespace if res.namespaced else None)
+        except NotFoundError:
+            return None
+        except Exception as exc:
+            raise translate(exc, f"get {kind}/{name}") from exc
+        return found.to_dict()
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Objects of a kind and the list's resourceVersion (to start a watch from)."""
+        res = self.resource(api_version, kind)
+        result = self._call(
+            f"list {kind}",
+            res.get,
+            namespace=namespace if res.namespaced else None,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        ).to_dict()
+        return list(result.get("items") or []), str(result.get("metadata", {}).get("resourceVersion", ""))
+
+    def apply(self, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply with field manager `k3deploy`; raw ApiException for 409 so callers can explain it."""
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        meta = obj.get("metadata", {})
+        return call_with_retries(
+            self.dynamic.server_side_apply,
+            res,
+            body=obj,
+            name=meta.get("name"),
+            namespace=meta.get("namespace") if res.namespaced else None,
+            field_manager=FIELD_MANAGER,
+            force_conflicts=force,
+            dry_run="All" if dry_run else None,
+        ).to_dict()
+
+    def delete(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"
+    ) -> bool:
+        """Delete one object (dependents by `propagation`); False when it (or its kind) was already gone."""
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        if not self.served(api_version, kind):
+            return False
+        res = self.resource(api_version, kind)
+        try:
+            call_with_retries(
+                res.delete,
+                name=name,
+                namespace=namespace if res.namespaced else None,
+                body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
+            )
+        except NotFoundError:
+            return False
+        except Exception as exc:
+            raise translate(exc, f"delete {kind}/{name}") from exc
+        return True
+
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        resource_version: str,
+        *,
+        timeout_s: int,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """One watch connection: raw events {type, object} from `resource_version` until the server ends it.
+
+        Errors are raised untranslated (ApiException 410, connection errors): the caller re-lists or resumes.
+        """
+        from kubernetes import watch
+
+        res = self.resource(api_version, kind)
+        watcher = watch.Watch()
+        stream = watcher.stream(
+            res.get,
+            namespace=namespace if res.namespaced else None,
+            field_selector=field_selector,
+            label_selector=label_selector,
+            resource_version=resource_version,
+            timeout_seconds=timeout_s,
+            allow_watch_bookmarks=True,
+            serialize=False,
+            # A read timeout past the server's own end of the watch catches a connection that died silently.
+            _request_timeout=(10, timeout_s + 15),
+        )
+        try:
+            for event in stream:
+                yield {"type": event["type"], "object": event["raw_object"]}
+        finally:
+            watcher.stop()
+            stream.close()
+
+    def pod_log(self, name: str, namespace: str, container: str | None, *, tail_lines: int, previous: bool) -> str:
+        """The last `tail_lines` lines of a container's log ('' when the server has none)."""
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.client)
+        try:
+            text = call_with_retries(
+                core.read_namespaced_pod_log,
+                name,
+                namespace,
+                container=container,
+                tail_lines=tail_lines,
+                previous=previous,
+            )
+        except Exception:
+            # Logs are evidence for a diagnosis, never a reason to fail it.
+            return ""
+        return text if isinstance(text, str) else str(text or "")
+
+    def events(self, namespace: str) -> list[dict[str, Any]]:
+        """Core events of a namespace (empty when they cannot be read)."""
+        try:
+            items, _ = self.list("v1", "Event", namespace)
+        except K3DeployError:
+            return []
+        return items

@@ -1,0 +1,234 @@
+"""The only module that knows the stage order: `up` = preflight -> render -> apply -> wait -> smoke -> report.
+
+Works for any Target. Each stage is shown as it runs; one summary closes the run; the exit code is the
+first failing stage's. When wait or smoke fails (or the prefetch wait inside apply), the previous revision
+is restored, or a first install removed, unless rollback is off. Ctrl-C stops without rolling back: the
+live state is where a re-run continues from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from k3deploy.errors import CheckFailed, K3DeployError
+from k3deploy.profile.model import Profile
+from k3deploy.report.model import CheckResult, Status, worst
+from k3deploy.targets.base import Revision, Target
+
+UP_STAGES = ("preflight", "render", "apply", "wait", "smoke", "report")
+APPLY_STAGES = ("render", "apply", "wait")
+
+
+@dataclass
+class StageResult:
+    """How one stage ended."""
+
+    name: str
+    status: Status
+    detail: str = ""
+    seconds: float = 0.0
+    exit_code: int = 0
+
+
+@dataclass
+class RunSummary:
+    """The outcome of a pipeline run: stages in order, what was rolled back, the exit code."""
+
+    command: str
+    profile: str
+    target: str
+    stages: list[StageResult] = field(default_factory=list)
+    rollback: str | None = None
+    endpoint: str | None = None
+    error: str | None = None
+    hint: str | None = None
+    diagnosis: dict[str, Any] | None = None
+    exit_code: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (`-o json`)."""
+        return {
+            "command": self.command, "profile": self.profile, "target": self.target, "exit_code": self.exit_code,
+            "stages": [{"name": s.name, "status": s.status.value, "detail": s.detail, "seconds": round(s.seconds, 3)}
+                       for s in self.stages],
+            "rollback": self.rollback, "endpoint": self.endpoint, "error": self.error, "hint": self.hint,
+            "diagnosis": self.diagnosis, **self.extra,
+        }
+
+
+def default_timeout_s(profile: Profile) -> float:
+    """The rollout deadline a profile asks for on its target."""
+    return float(profile.local.ready_timeout_s if profile.target == "local" else profile.kubernetes.rollout_timeout_s)
+
+
+class _Stages:
+    """Runs stages in order, showing each, stopping at the first failure."""
+
+    def __init__(self, summary: RunSummary, names: tuple[str, ...], note: Callable[[str], None]) -> None:
+        self.summary, self.names, self.note = summary, names, note
+        self.failed: StageResult | None = None
+        self.error: K3DeployError | None = None
+
+    def run(self, name: str, action: Callable[[], str]) -> bool:
+        """Run one stage; False (and nothing more runs) when it failed."""
+        if self.failed is not None:
+            return False
+        self.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}")
+        started = time.monotonic()
+        try:
+            detail = action()
+        except K3DeployError as exc:
+            result = StageResult(name, Status.FAIL, exc.message, time.monotonic() - started, exc.exit_code)
+            self.summary.stages.append(result)
+            self.failed, self.error = result, exc
+            self.note(f"    FAIL {name}: {exc.message} ({result.seconds:.1f}s)")
+            return False
+        except KeyboardInterrupt:
+            self.summary.stages.append(StageResult(name, Status.FAIL, "interrupted", time.monotonic() - started, 130))
+            raise
+        result = StageResult(name, Status.PASS, detail, time.monotonic() - started)
+        self.summary.stages.append(result)
+        self.note(f"    ok   {name}: {detail} ({result.seconds:.1f}s)")
+        return True
+
+    def skip(self, name: str, why: str) -> None:
+        """Record a stage as skipped."""
+        if self.failed is None:
+            self.summary.stages.append(StageResult(name, Status.SKIP, why))
+            self.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}: skipped ({why})")
+
+
+def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> str:
+    for check in results:
+        note(f"    {check.status.value:<4} {check.name}" + (f": {check.detail}" if check.detail else ""))
+    failed = [c for c in results if c.status is Status.FAIL]
+    if failed:
+        first = failed[0]
+        raise CheckFailed(f"{len(failed)} preflight check(s) failed, first: {first.name}: {first.detail}",
+                          hint=first.hint or "fix the failing checks, or --skip-preflight to go on regardless")
+    return f"{len(results)} checks, {worst(results).value}"
+
+
+def _render(profile: Profile) -> str:
+    from k3deploy.render.plan import plan
+
+    capacity = plan(profile)
+    if not capacity.fits:
+        raise CheckFailed(f"capacity plan does not fit: {capacity.reason}", hint="`k3deploy plan` shows the numbers")
+    if profile.target == "kubernetes":
+        from k3deploy.render.manifests import build
+
+        return f"capacity plan fits; {len(build(profile))} objects rendered"
+    return "capacity plan fits"
+
+
+def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
+    try:
+        from k3deploy.smoke import exit_code, run_smoke
+    except ImportError as exc:
+        raise CheckFailed(f"the smoke stage is not available: {exc}", hint="use --skip-smoke") from None
+    endpoint = target.endpoint(profile)
+    report = run_smoke(profile, endpoint)
+    verdict = {"status": report.status.value, "blocked_by": report.blocked_by,
+               "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks]}
+    summary.extra["smoke"] = verdict
+    recorder = getattr(target, "record_smoke", None)
+    if callable(recorder):
+        recorder(profile, verdict)
+    code = exit_code(report)
+    if code != 0:
+        failed = [c for c in report.checks if c.status is Status.FAIL]
+        why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
+        raise K3DeployError(f"smoke against {endpoint} failed: {why}", hint="`k3deploy smoke` re-runs it alone", exit_code=code)
+    return f"{endpoint}: {len(report.checks)} checks, {report.status.value}"
+
+
+def _roll_back(target: Target, profile: Profile, previous: Revision | None, summary: RunSummary,
+               note: Callable[[str], None]) -> None:
+    what = f"revision {previous.number}" if previous is not None else "first install"
+    note(f"==> rollback ({what}) because {summary.stages[-1].name} failed")
+    try:
+        summary.rollback = target.rollback(profile, previous)
+        note(f"    ok   rollback: {summary.rollback}")
+    except K3DeployError as exc:
+        summary.rollback = f"rollback failed: {exc.message}"
+        note(f"    FAIL rollback: {exc.message}")
+
+
+def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout_s: float | None = None,
+       preflight: bool = True, smoke: bool = True, rollback: bool = True) -> RunSummary:
+    """preflight -> render -> apply -> wait -> smoke -> report; rollback on a failed wait or smoke."""
+    summary = RunSummary("up", profile.name, target.name)
+    stages = _Stages(summary, UP_STAGES, note)
+    if preflight:
+        stages.run("preflight", lambda: _checks_detail(target.preflight(profile), note))
+    else:
+        stages.skip("preflight", "--skip-preflight")
+    stages.run("render", lambda: _render(profile))
+    previous: list[Revision | None] = [None]
+
+    def apply() -> str:
+        previous[0] = target.current_revision(profile)
+        return target.apply(profile).summary
+
+    stages.run("apply", apply)
+    stages.run("wait", lambda: (target.wait_ready(profile, timeout_s or default_timeout_s(profile)), "ready")[1])
+    summary.endpoint = target.endpoint(profile) if stages.failed is None else None
+    if smoke:
+        stages.run("smoke", lambda: _smoke(profile, target, summary))
+    else:
+        stages.skip("smoke", "--skip-smoke")
+    _finish(summary, stages)
+    rollout_failed = stages.failed is not None and (
+        stages.failed.name in ("wait", "smoke") or (stages.failed.name == "apply" and _is_rollout_failure(stages.error))
+    )
+    if rollout_failed and rollback:
+        _roll_back(target, profile, previous[0], summary, note)
+    elif rollout_failed:
+        summary.rollback = "skipped (--no-rollback): the failed revision is still live"
+    stages.summary.stages.append(StageResult("report", Status.FAIL if stages.failed else Status.PASS,
+                                             "rolled back" if summary.rollback and rollback and rollout_failed else ""))
+    return summary
+
+
+def apply(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool = True,
+          timeout_s: float | None = None) -> RunSummary:
+    """render -> apply (-> wait): what `k3deploy apply` does; no preflight, smoke or rollback."""
+    summary = RunSummary("apply", profile.name, target.name)
+    stages = _Stages(summary, APPLY_STAGES, note)
+    stages.run("render", lambda: _render(profile))
+    stages.run("apply", lambda: target.apply(profile).summary)
+    if wait:
+        stages.run("wait", lambda: (target.wait_ready(profile, timeout_s or default_timeout_s(profile)), "ready")[1])
+    else:
+        stages.skip("wait", "--no-wait")
+    _finish(summary, stages)
+    return summary
+
+
+def _is_rollout_failure(exc: K3DeployError | None) -> bool:
+    from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
+
+    return isinstance(exc, (RolloutFailed, RolloutTimeout))
+
+
+def _finish(summary: RunSummary, stages: _Stages) -> None:
+    if stages.failed is not None and stages.error is not None:
+        summary.exit_code = stages.failed.exit_code
+        summary.error, summary.hint = stages.error.message, stages.error.hint
+        diagnosis = getattr(stages.error, "diagnosis", None)
+        summary.diagnosis = diagnosis.to_dict() if diagnosis is not None else None
+
+
+def status(profile: Profile, target: Target) -> dict[str, Any]:
+    """What is live for the profile on its target."""
+    return target.status(profile)
+
+
+def down(profile: Profile, target: Target, *, purge: bool) -> str:
+    """Remove the deployment (weights kept unless purge)."""
+    return target.down(profile, purge)

@@ -1,0 +1,77 @@
+"""`evaluate(profile, facts)`: every preflight check, as pure functions of the profile and observed facts.
+
+Pure: no I/O. Node checks live in `checks_node.py`, cluster checks in `checks_cluster.py`; the checks of
+the profile itself (pinned revisions, the capacity plan) are here and always run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from k3deploy.preflight.checks_cluster import cluster_checks
+from k3deploy.preflight.checks_node import gpu_checks, host_checks
+from k3deploy.preflight.facts import Facts
+from k3deploy.profile.model import Profile
+from k3deploy.render.plan import GIB, plan
+from k3deploy.report.model import CheckResult, Status
+
+_COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _is_hub_id(model_id: str) -> bool:
+    """True for an `org/name` Hub repo id; False for a local path."""
+    return not model_id.startswith(("/", ".", "~")) and model_id.count("/") == 1
+
+
+def revision_checks(profile: Profile) -> list[CheckResult]:
+    """WARN for each Hub model whose revision is not a 40-hex commit: a branch or tag moves under you."""
+    pinned: list[tuple[str, str, str | None]] = []
+    if not profile.model.rehearsal and _is_hub_id(profile.model.id):
+        pinned.append(("model.revision", profile.model.id, profile.model.revision))
+    spec = profile.speculative
+    if spec is not None and spec.model is not None and _is_hub_id(spec.model):
+        pinned.append(("speculative.revision", spec.model, spec.revision))
+    if not pinned:
+        return [CheckResult(name="profile.revisions", status=Status.SKIP, detail="no Hub models to pin (local or generated weights)")]
+    results = []
+    for field, repo, revision in pinned:
+        name = f"profile.{field}"
+        if revision is not None and _COMMIT_SHA.match(revision):
+            results.append(CheckResult(name=name, status=Status.PASS, measured=revision, target="40-hex commit", detail=f"{repo} pinned"))
+            continue
+        results.append(CheckResult(
+            name=name, status=Status.WARN, measured=revision, target="40-hex commit",
+            detail=f"{repo} at {revision!r} floats: a re-deploy may load different weights than the ones you validated",
+            hint=f"pin the commit you validated: --set {field}=<40-hex sha> (see the repo's commit history on the Hub)",
+        ))
+    return results
+
+
+def capacity_check(profile: Profile) -> CheckResult:
+    """The capacity plan as a check: weights + draft + one full-length sequence must fit every GPU."""
+    result = plan(profile)
+    if result.hbm_bytes_per_gpu is None:
+        return CheckResult(name="plan.capacity", status=Status.SKIP, detail=result.reason)
+    measured = (
+        f"{(result.weight_bytes_per_gpu + result.draft_bytes_per_gpu + result.reserve_bytes_per_gpu) / GIB:.1f} GiB fixed "
+        f"+ {result.bytes_per_full_sequence / GIB:.2f} GiB per {result.max_model_len}-token sequence"
+    )
+    target = f"<= {(result.usable_bytes_per_gpu or 0) / GIB:.1f} GiB usable per GPU"
+    if result.fits:
+        return CheckResult(name="plan.capacity", status=Status.PASS, measured=measured, target=target, detail=result.reason)
+    return CheckResult(
+        name="plan.capacity", status=Status.FAIL, measured=measured, target=target, detail=result.reason,
+        hint="add GPUs (parallel.*), lower vllm.max_model_len, or use an fp8 KV cache (vllm.kv_cache_dtype=fp8); see `k3deploy plan`",
+    )
+
+
+def evaluate(profile: Profile, facts: Facts) -> list[CheckResult]:
+    """All checks for the facts gathered, in a stable order: profile, GPUs, host, cluster."""
+    results = [*revision_checks(profile), capacity_check(profile)]
+    if facts.gpu is not None:
+        results += gpu_checks(profile, facts.gpu)
+    if facts.host is not None:
+        results += host_checks(profile, facts.host)
+    if facts.cluster is not None:
+        results += cluster_checks(profile, facts.cluster)
+    return results

@@ -1,0 +1,248 @@
+"""Checks of a cluster's facts (Kubernetes API) against a profile. Pure: no I/O.
+
+Also `required_access(profile)`: the verbs `k3deploy up` uses, which the cluster probe asks the API
+server about with SelfSubjectAccessReviews.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from k3deploy.preflight.facts import ClusterFacts, NodeFacts, parse_quantity, version_tuple
+from k3deploy.profile.model import Profile
+from k3deploy.render.plan import GIB
+from k3deploy.report.model import CheckResult, Status
+
+LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
+COMPUTE_DOMAIN_CRD = "computedomains.resource.nvidia.com"
+SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
+#: API groups whose resources preflight looks up in discovery.
+CRD_GROUPS = ["leaderworkerset.x-k8s.io", "resource.nvidia.com", "monitoring.coreos.com"]
+#: Kubernetes version from which DRA (ComputeDomain's resource claims) is on by default.
+MIN_DRA_VERSION = (1, 34)
+#: GPU Feature Discovery labels a GPU node must carry (besides the clique label when NVLink is used).
+GFD_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/cuda.driver-version.full", "kubernetes.io/arch")
+_NODE_REASONS_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class Access:
+    """One permission `up` needs: verb on resource.group (namespaced in the profile's namespace unless cluster-wide)."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    namespaced: bool = True
+    subresource: str = ""
+
+
+def required_access(profile: Profile) -> list[Access]:
+    """The verbs `up` uses: server-side apply (create + patch), reads for waiting, deletes for rollback and down."""
+    kinds = [("leaderworkersets", "leaderworkerset.x-k8s.io"), ("services", ""), ("persistentvolumeclaims", ""),
+             ("jobs", "batch"), ("serviceaccounts", "")]
+    if profile.kubernetes.compute_domain:
+        kinds.append(("computedomains", "resource.nvidia.com"))
+    if profile.kubernetes.service_monitor:
+        kinds.append(("servicemonitors", "monitoring.coreos.com"))
+    out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
+    out += [Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"), Access("list", "pods"), Access("watch", "pods"),
+            Access("get", "pods", subresource="log"), Access("list", "events")]
+    return out
+
+
+def _result(name: str, ok: bool, measured: object, target: object, detail: str = "", hint: str = "",
+            bad: Status = Status.FAIL) -> CheckResult:
+    if ok:
+        return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=detail)
+    return CheckResult(name=name, status=bad, measured=measured, target=target, detail=detail, hint=hint)
+
+
+def _version(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    found = version_tuple(facts.server_version)[:2]
+    need = ".".join(map(str, MIN_DRA_VERSION))
+    return _result("k8s.version", found >= MIN_DRA_VERSION, facts.server_version, f">= {need}",
+                   "" if found >= MIN_DRA_VERSION else f"Kubernetes {'.'.join(map(str, found))} does not enable DRA by default; "
+                   "ComputeDomain resource claims need it",
+                   f"upgrade the control plane and kubelets to {need}+ (or set kubernetes.compute_domain=false to use host IMEX)",
+                   Status.FAIL if profile.kubernetes.compute_domain else Status.WARN)
+
+
+def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
+    served = set(facts.resources)
+    results = [_result("k8s.crd.leaderworkerset", LWS_CRD in served, "served" if LWS_CRD in served else "missing", LWS_CRD,
+                       "" if LWS_CRD in served else "the TP16 group is a LeaderWorkerSet: leader + 3 workers",
+                       "install LeaderWorkerSet (kubectl apply --server-side -f <lws release manifests.yaml>)")]
+    if profile.kubernetes.compute_domain:
+        ok = COMPUTE_DOMAIN_CRD in served
+        results.append(_result("k8s.crd.computedomain", ok, "served" if ok else "missing", COMPUTE_DOMAIN_CRD,
+                               "" if ok else "multi-node NVLink needs IMEX channels, which a ComputeDomain provides",
+                               "install the NVIDIA DRA driver for GPUs with ComputeDomains enabled (helm chart nvidia-dra-driver-gpu), "
+                               "or set kubernetes.compute_domain=false to use host IMEX"))
+    if profile.kubernetes.service_monitor:
+        ok = SERVICE_MONITOR_CRD in served
+        results.append(_result("k8s.crd.servicemonitor", ok, "served" if ok else "missing", SERVICE_MONITOR_CRD,
+                               "" if ok else "vLLM's /metrics will not be scraped",
+                               "install the Prometheus Operator CRDs, or set kubernetes.service_monitor=false", Status.WARN))
+    return results
+
+
+def _gpu_nodes(facts: ClusterFacts) -> list[NodeFacts]:
+    return [n for n in facts.nodes if n.allocatable_gpus > 0]
+
+
+def _gfd(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    gpu_nodes = _gpu_nodes(facts)
+    wanted = [*GFD_LABELS, *([profile.kubernetes.clique_label] if profile.hardware and profile.hardware.nvlink_domain else [])]
+    if not gpu_nodes:
+        return _result("k8s.gfd_labels", False, "no node advertises nvidia.com/gpu", "GPU nodes with GFD labels",
+                       f"none of {len(facts.nodes)} node(s) has allocatable nvidia.com/gpu",
+                       "install the NVIDIA GPU Operator (device plugin + GPU Feature Discovery) on the GPU nodes")
+    problems = []
+    hw = profile.hardware
+    for node in gpu_nodes:
+        missing = [label for label in wanted if label not in node.labels]
+        if missing:
+            problems.append(f"{node.name} lacks {', '.join(missing)}")
+            continue
+        if hw is None:
+            continue
+        memory = node.labels["nvidia.com/gpu.memory"]
+        if memory.isdigit() and int(memory) < hw.gpu_memory_mib:
+            problems.append(f"{node.name}: gpu.memory {memory} MiB < {hw.gpu_memory_mib}")
+        driver = node.labels["nvidia.com/cuda.driver-version.full"]
+        if version_tuple(driver) < version_tuple(hw.min_driver_version):
+            problems.append(f"{node.name}: driver {driver} < {hw.min_driver_version}")
+    labeled = len(gpu_nodes) - sum(" lacks " in p for p in problems)
+    measured = f"{labeled} of {len(gpu_nodes)} GPU node(s) labelled"
+    return _result("k8s.gfd_labels", not problems, measured, ", ".join(wanted), "; ".join(problems[:_NODE_REASONS_SHOWN]),
+                   "deploy GPU Feature Discovery (GPU Operator gfd.enabled=true) and check the node's driver; "
+                   "the clique label needs the NVLink fabric to be Completed on the node")
+
+
+def _exclusion(profile: Profile, node: NodeFacts) -> str | None:
+    """Why `node` cannot take one rank group of the profile, or None when it can."""
+    need = profile.parallel.gpus_per_node
+    if not node.ready:
+        return "not Ready"
+    if node.unschedulable:
+        return "cordoned"
+    for key, value in profile.kubernetes.node_selector.items():
+        if node.labels.get(key) != value:
+            return f"{key}={node.labels.get(key, '<unset>')}, not {value}"
+    if node.free_gpus < need:
+        return f"{node.free_gpus} of {node.allocatable_gpus} GPUs free, needs {need}"
+    return None
+
+
+def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    par, label = profile.parallel, profile.kubernetes.clique_label
+    nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
+    target = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
+    by_clique: dict[str, list[str]] = {}
+    reasons: list[str] = []
+    for node in _gpu_nodes(facts):
+        why = _exclusion(profile, node)
+        clique = node.labels.get(label) if nvlink else "(any)"
+        if why is None and clique is None:
+            why = f"no {label} label"
+        if why is not None:
+            reasons.append(f"{node.name}: {why}")
+            continue
+        by_clique.setdefault(clique, []).append(node.name)
+    ranked = sorted(by_clique.items(), key=lambda item: (-len(item[1]), item[0]))
+    if ranked and len(ranked[0][1]) >= par.nodes:
+        clique, names = ranked[0]
+        where = f"clique {clique}" if nvlink else "the cluster"
+        return CheckResult(name="k8s.placement", status=Status.PASS, measured=f"{where}: {len(names)} eligible node(s)", target=target,
+                           detail=f"the group fits in {where} on {', '.join(names[:par.nodes])}")
+    counts = [f"clique {c} has {len(n)} eligible node(s), needs {par.nodes}" for c, n in ranked] if nvlink else \
+        [f"{len(ranked[0][1]) if ranked else 0} eligible node(s), needs {par.nodes}"]
+    if not counts:
+        counts = ["no GPU node is eligible"]
+    detail = "; ".join(counts)
+    if reasons:
+        more = len(reasons) - _NODE_REASONS_SHOWN
+        detail += " (" + "; ".join(reasons[:_NODE_REASONS_SHOWN]) + (f"; {more} more" if more > 0 else "") + ")"
+    return CheckResult(name="k8s.placement", status=Status.FAIL, measured=counts[0], target=target, detail=detail,
+                       hint="free GPUs in one clique (other pods hold nvidia.com/gpu: kubectl describe node), uncordon nodes, "
+                            "or add nodes to a clique; the whole group must share one NVLink partition")
+
+
+def _namespace(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    ns = facts.namespace
+    if facts.namespace_exists:
+        return _result("k8s.namespace", True, f"{ns} exists", "exists or may be created")
+    create = next((a for a in facts.access if a.resource == "namespaces" and a.verb == "create"), None)
+    if create is not None and create.allowed:
+        return _result("k8s.namespace", True, f"{ns} absent", "exists or may be created", "`up` will create it")
+    return _result("k8s.namespace", False, f"{ns} absent", "exists or may be created", "you may not create namespaces",
+                   f"ask an admin to create namespace {ns} (kubectl create namespace {ns}), or pass -n with one you may use")
+
+
+def _secret(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
+    ref = profile.kubernetes.hf_token_secret
+    if ref is None:
+        return []
+    target = f"Secret {ref.name} with key {ref.key} in {facts.namespace}"
+    create = (f"kubectl create secret generic {ref.name} -n {facts.namespace} --from-literal={ref.key}=<hf token>"
+              " (or set kubernetes.hf_token_secret=null for public weights)")
+    if facts.secret_keys is None:
+        return [_result("k8s.secret", False, "missing", target, "the weight prefetch reads the Hugging Face token from it", create)]
+    if ref.key not in facts.secret_keys:
+        return [_result("k8s.secret", False, f"keys: {', '.join(facts.secret_keys) or 'none'}", target,
+                        f"Secret {ref.name} has no key {ref.key!r}", f"add the key, or set kubernetes.hf_token_secret.key; {create}")]
+    return [_result("k8s.secret", True, "present", target)]
+
+
+def _storage(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
+    wanted = profile.kubernetes.storage_class
+    if wanted is not None:
+        ok = wanted in facts.storage_classes
+        cls = _result("k8s.storage_class", ok, wanted if ok else f"{wanted} missing", f"StorageClass {wanted}",
+                      "" if ok else f"available: {', '.join(facts.storage_classes) or 'none'}",
+                      "set kubernetes.storage_class to an existing class (kubectl get storageclass)")
+    else:
+        ok = facts.default_storage_class is not None
+        cls = _result("k8s.storage_class", ok, facts.default_storage_class or "no default class", "a default StorageClass",
+                      "" if ok else f"the model-cache PVC names no class; available: {', '.join(facts.storage_classes) or 'none'}",
+                      "set kubernetes.storage_class=<name>, or mark a class default (storageclass.kubernetes.io/is-default-class)")
+    need = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
+    size = parse_quantity(profile.kubernetes.model_cache_size)
+    cache = _result("k8s.cache_size", size >= need, profile.kubernetes.model_cache_size, f">= {need / GIB:,.0f} GiB (weights + draft)",
+                    "" if size >= need else f"{size / GIB:,.0f} GiB cannot hold {need / GIB:,.0f} GiB of weights",
+                    f"set kubernetes.model_cache_size to at least {-(-need // GIB)}Gi (leave headroom for the download)")
+    return [cls, cache]
+
+
+def _rbac(facts: ClusterFacts) -> CheckResult:
+    relevant = [a for a in facts.access if a.resource != "namespaces"]
+    denied = [a for a in relevant if not a.allowed]
+    if not denied:
+        return _result("k8s.rbac", True, f"{len(relevant)} verbs allowed", "the verbs `up` uses")
+    first = denied[0]
+    listed = ", ".join(a.label for a in denied[:8]) + (f" and {len(denied) - 8} more" if len(denied) > 8 else "")
+    return _result("k8s.rbac", False, f"{len(denied)} of {len(relevant)} denied", "the verbs `up` uses",
+                   f"denied in {facts.namespace}: {listed}",
+                   f"ask an admin for a Role in {facts.namespace} granting them "
+                   f"(check with: kubectl auth can-i {first.verb} {first.resource}{'.' + first.group if first.group else ''} -n {facts.namespace})")
+
+
+def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    selector = profile.kubernetes.node_selector
+    candidates = [n for n in _gpu_nodes(facts) if all(n.labels.get(k) == v for k, v in selector.items())]
+    archs = sorted({n.labels.get("kubernetes.io/arch", "unknown") for n in candidates})
+    want = profile.vllm.image_arch
+    if not candidates:
+        return CheckResult(name="k8s.image_arch", status=Status.SKIP, target=want, detail="no GPU node matches the node selector")
+    ok = want in archs
+    return _result("k8s.image_arch", ok, ", ".join(archs), want,
+                   "" if ok else f"{profile.vllm.image} is built for {want}; the GPU nodes are {', '.join(archs)}",
+                   f"use an image built for {archs[0]} (vLLM's arm64 tags carry a suffix such as -aarch64-cu130) "
+                   f"and set vllm.image_arch={archs[0]}")
+
+
+def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
+    """Version, CRDs, GPU Feature Discovery labels, clique placement, namespace, Secret, storage, RBAC, image arch."""
+    return [_version(profile, facts), *_crds(profile, facts), _gfd(profile, facts), _placement(profile, facts),
+            _image_arch(profile, facts), _namespace(profile, facts), *_secret(profile, facts), *_storage(profile, facts),
+            _rbac(facts)]

@@ -1,0 +1,46 @@
+"""Probe a cluster: the facts preflight checks, read through k3deploy/kube (the only user of `kubernetes`)."""
+
+from __future__ import annotations
+
+from k3deploy.kube import read
+from k3deploy.kube.client import KubeOptions, connect
+from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
+from k3deploy.preflight.facts import AccessFacts, ClusterFacts, parse_nodes
+from k3deploy.profile.model import Profile
+
+
+def _review(api: object, need: Access, namespace: str) -> AccessFacts:
+    """Ask the API server whether this user may do `need`."""
+    where = namespace if need.namespaced else None
+    allowed, reason = read.can_i(api, need.verb, need.resource, need.group, where, need.subresource)
+    resource = f"{need.resource}/{need.subresource}" if need.subresource else need.resource
+    return AccessFacts(verb=need.verb, resource=resource, group=need.group, namespace=where, allowed=allowed, reason=reason)
+
+
+def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
+    """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read."""
+    api = connect(options)
+    try:
+        namespace = options.namespace or profile.kubernetes.namespace
+        version = read.server_version(api)
+        exists = read.namespace_exists(api, namespace)
+        access = [_review(api, need, namespace) for need in required_access(profile)]
+        if not exists:
+            allowed, reason = read.can_i(api, "create", "namespaces")
+            access.append(AccessFacts(verb="create", resource="namespaces", allowed=allowed, reason=reason))
+        secret = profile.kubernetes.hf_token_secret
+        classes, default = read.storage_classes(api)
+        return ClusterFacts(
+            server_version=version,
+            resources=read.served_resources(api, CRD_GROUPS),
+            nodes=parse_nodes(read.nodes(api), read.active_pods(api)),
+            namespace=namespace,
+            namespace_exists=exists,
+            secret_name=secret.name if secret else None,
+            secret_keys=read.secret_keys(api, namespace, secret.name) if secret and exists else None,
+            storage_classes=classes,
+            default_storage_class=default,
+            access=access,
+        )
+    finally:
+        api.close()

@@ -1,0 +1,321 @@
+"""Observations of the world that preflight checks: GPU, host and cluster facts, and pure parsers for them.
+
+Pure: no I/O. The probes (`node.py` for NVML / nvidia-smi, `cluster.py` for the Kubernetes API) turn what
+they read into these types; NVML and `nvidia-smi -q -x` produce identical `GpuNodeFacts` for the same GPUs.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+MIB = 1024 * 1024
+#: The extended resource the NVIDIA device plugin advertises.
+GPU_RESOURCE = "nvidia.com/gpu"
+
+#: nvmlGpuFabricState_t values, named as `nvidia-smi -q` prints them.
+FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
+#: nvmlReturn_t values a fabric probe reports, named as `nvidia-smi -q` prints them.
+NVML_RETURNS = {0: "Success", 3: "Not Supported", 6: "Not Found", 9: "Driver Not Loaded", 10: "Timeout", 999: "Unknown Error"}
+#: nvmlDeviceGpuRecoveryAction_t values, named as `nvidia-smi -q` prints them.
+RECOVERY_ACTIONS = {
+    0: "None", 1: "Reset", 2: "Reboot", 3: "Drain P2P", 4: "Drain and Reset",
+    5: "Recover IMEX Domain", 6: "Bus Reset", 7: "System Reboot",
+}
+_ARCH_NAMES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "amd64", "amd64": "amd64"}
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|k|m)?$")
+_QUANTITY_FACTORS = {
+    None: 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}
+
+
+class _Facts(BaseModel):
+    """Base of every fact type: immutable, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GpuFacts(_Facts):
+    """One GPU as NVML or nvidia-smi describes it; None means the device does not report the value."""
+
+    index: int
+    name: str
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    memory_mib: int
+    compute_capability: str | None = None
+    mig_enabled: bool | None = None
+    persistence_mode: bool | None = None
+    recovery_action: str | None = None
+    retired_pages_pending: bool | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    uncorrectable_ecc_volatile: int | None = None
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+    fabric_cluster_uuid: str | None = None
+    fabric_clique_id: int | None = None
+
+    @property
+    def clique(self) -> str | None:
+        """`<ClusterUUID>.<CliqueId>`, the NVLink partition as GPU Feature Discovery labels it."""
+        if self.fabric_cluster_uuid is None or self.fabric_clique_id is None:
+            return None
+        return f"{self.fabric_cluster_uuid}.{self.fabric_clique_id}"
+
+
+class GpuNodeFacts(_Facts):
+    """The GPUs of this node and the driver they run under."""
+
+    source: Literal["nvml", "nvidia-smi"]
+    driver_version: str
+    cuda_driver_version: str
+    gpus: list[GpuFacts]
+
+
+class HostFacts(_Facts):
+    """The host (or the pod) preflight runs on."""
+
+    arch: str
+    shm_bytes: int | None = None
+    cache_path: str
+    cache_probe_path: str | None = None
+    cache_free_bytes: int | None = None
+    imex_service: Literal["active", "inactive", "absent"] | None = None
+
+
+class NodeFacts(_Facts):
+    """One Kubernetes node: its labels and how many `nvidia.com/gpu` it has left."""
+
+    name: str
+    labels: dict[str, str]
+    allocatable_gpus: int
+    requested_gpus: int
+    ready: bool = True
+    unschedulable: bool = False
+
+    @property
+    def free_gpus(self) -> int:
+        """Allocatable GPUs not requested by running or pending pods."""
+        return self.allocatable_gpus - self.requested_gpus
+
+
+class AccessFacts(_Facts):
+    """The answer of one SelfSubjectAccessReview."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    namespace: str | None = None
+    allowed: bool
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        """`verb resource.group` as kubectl auth can-i spells it."""
+        res = f"{self.resource}.{self.group}" if self.group else self.resource
+        return f"{self.verb} {res}"
+
+
+class ClusterFacts(_Facts):
+    """What the Kubernetes API says about the cluster a profile would be deployed to."""
+
+    server_version: str
+    resources: list[str]
+    nodes: list[NodeFacts]
+    namespace: str
+    namespace_exists: bool
+    secret_name: str | None = None
+    secret_keys: list[str] | None = None
+    storage_classes: list[str] = []
+    default_storage_class: str | None = None
+    access: list[AccessFacts] = []
+
+
+class Facts(_Facts):
+    """Everything one preflight run observed; a part is None when it was not asked for."""
+
+    gpu: GpuNodeFacts | None = None
+    host: HostFacts | None = None
+    cluster: ClusterFacts | None = None
+
+
+def normalize_arch(machine: str) -> str:
+    """Kubernetes' name for a CPU architecture (`aarch64` -> `arm64`, `x86_64` -> `amd64`)."""
+    return _ARCH_NAMES.get(machine.lower(), machine.lower())
+
+
+def cuda_version_from_int(value: int) -> str:
+    """NVML's CUDA driver version integer (13000) as `major.minor` (13.0)."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def format_fabric_uuid(raw: bytes) -> str | None:
+    """The 16-byte fabric ClusterUUID in the 8-4-4-4-12 form nvidia-smi prints; None when all zero (no domain)."""
+    if not any(raw):
+        return None
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """`580.95.05` -> (580, 95, 5); `v1.34.1-gke.2` -> (1, 34, 1); anything after the dotted numbers is dropped."""
+    match = re.match(r"[vV]?(\d+(?:\.\d+)*)", version.strip())
+    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
+
+
+def parse_quantity(text: str) -> int:
+    """A Kubernetes quantity (`2Ti`, `64Gi`, `1500G`, `1.5T`) in bytes; ValueError when malformed."""
+    match = _QUANTITY.match(str(text).strip())
+    if not match or match.group(2) == "m":
+        raise ValueError(f"not a byte quantity: {text!r}")
+    return int(float(match.group(1)) * _QUANTITY_FACTORS[match.group(2)])
+
+
+def parse_compute_caps(csv_text: str) -> dict[int, str]:
+    """`nvidia-smi --query-gpu=index,compute_cap --format=csv,noheader` -> {index: "10.3"}."""
+    caps: dict[int, str] = {}
+    for line in csv_text.splitlines():
+        if not line.strip():
+            continue
+        index, _, cap = (part.strip() for part in line.partition(","))
+        if index.isdigit() and re.fullmatch(r"\d+\.\d+", cap):
+            caps[int(index)] = cap
+    return caps
+
+
+def _text(node: ET.Element | None, path: str) -> str | None:
+    """Text at `path` under `node`; None when missing, empty or one of nvidia-smi's not-available words."""
+    if node is None:
+        return None
+    found = node.find(path)
+    if found is None or found.text is None:
+        return None
+    value = found.text.strip()
+    if not value or value in {"N/A", "[N/A]", "Unknown Error", "Not Supported", "[Not Supported]"} or "deprecated" in value:
+        return None
+    return value
+
+
+def _yes_no(node: ET.Element, path: str, yes: str = "Yes") -> bool | None:
+    value = _text(node, path)
+    return None if value is None else value == yes
+
+
+def _int(node: ET.Element, path: str) -> int | None:
+    value = _text(node, path)
+    if value is None:
+        return None
+    match = re.match(r"-?\d+", value)
+    return int(match.group()) if match else None
+
+
+def _uncorrectable_ecc(gpu: ET.Element) -> int | None:
+    """Sum of the volatile uncorrectable ECC counters (DRAM + SRAM), as NVML's total uncorrected count."""
+    volatile = gpu.find("ecc_errors/volatile")
+    if volatile is None:
+        return None
+    values = [_int(volatile, child.tag) for child in volatile if "uncorrectable" in child.tag]
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _gpu_from_xml(index: int, gpu: ET.Element, caps: dict[int, str]) -> GpuFacts:
+    memory = _text(gpu, "fb_memory_usage/total")
+    if memory is None or not memory.endswith("MiB"):
+        raise ValueError(f"GPU {index}: no fb_memory_usage/total in MiB")
+    mig = _text(gpu, "mig_mode/current_mig")
+    persistence = _text(gpu, "persistence_mode")
+    recovery = gpu.find("gpu_recovery_action")
+    state = _text(gpu, "fabric/state")
+    return GpuFacts(
+        index=index,
+        name=_text(gpu, "product_name") or "unknown",
+        uuid=_text(gpu, "uuid"),
+        pci_bus_id=_text(gpu, "pci/pci_bus_id") or gpu.get("id"),
+        memory_mib=int(memory.split()[0]),
+        compute_capability=caps.get(index),
+        mig_enabled=None if mig is None else mig == "Enabled",
+        persistence_mode=None if persistence is None else persistence == "Enabled",
+        recovery_action=recovery.text.strip() if recovery is not None and recovery.text else None,
+        retired_pages_pending=_yes_no(gpu, "retired_pages/pending_retirement"),
+        remapped_rows_pending=_yes_no(gpu, "remapped_rows/remapped_row_pending"),
+        remapped_rows_failure=_yes_no(gpu, "remapped_rows/remapped_row_failure"),
+        uncorrectable_ecc_volatile=_uncorrectable_ecc(gpu),
+        fabric_state=None if state in (None, "Not Supported") else state,
+        fabric_status=_text(gpu, "fabric/status") if state not in (None, "Not Supported") else None,
+        fabric_cluster_uuid=_fabric_uuid_text(_text(gpu, "fabric/clusterUuid")),
+        fabric_clique_id=_int(gpu, "fabric/cliqueId"),
+    )
+
+
+def _fabric_uuid_text(value: str | None) -> str | None:
+    if value is None or not value.strip("0-"):
+        return None
+    return value.lower()
+
+
+def parse_nvidia_smi_xml(xml_text: str, compute_caps: dict[int, str] | None = None) -> GpuNodeFacts:
+    """Parse `nvidia-smi -q -x` (schema nvsmi_device_v12) plus the compute capabilities it does not carry."""
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as exc:
+        raise ValueError(f"nvidia-smi -q -x printed malformed XML: {exc}") from None
+    if root.tag != "nvidia_smi_log":
+        raise ValueError(f"nvidia-smi -q -x printed <{root.tag}>, not <nvidia_smi_log>")
+    driver = _text(root, "driver_version")
+    cuda = _text(root, "cuda_version")
+    if driver is None or cuda is None:
+        raise ValueError("nvidia-smi -q -x lacks driver_version or cuda_version")
+    gpus = [_gpu_from_xml(i, gpu, compute_caps or {}) for i, gpu in enumerate(root.findall("gpu"))]
+    return GpuNodeFacts(source="nvidia-smi", driver_version=driver, cuda_driver_version=cuda, gpus=gpus)
+
+
+def _gpu_quantity(resources: dict | None) -> int:
+    """`nvidia.com/gpu` from a requests or limits map (extended resources are whole numbers)."""
+    value = (resources or {}).get(GPU_RESOURCE)
+    try:
+        return int(str(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def pod_gpu_request(pod: dict) -> int:
+    """The `nvidia.com/gpu` a pod holds on its node: max(sum over containers, largest init container)."""
+    spec = pod.get("spec") or {}
+
+    def request(container: dict) -> int:
+        resources = container.get("resources") or {}
+        # For extended resources a limit without a request is also the request.
+        return _gpu_quantity(resources.get("requests")) or _gpu_quantity(resources.get("limits"))
+
+    main = sum(request(c) for c in spec.get("containers") or [])
+    init = max((request(c) for c in spec.get("initContainers") or []), default=0)
+    return max(main, init)
+
+
+def parse_nodes(nodes: list[dict], pods: list[dict]) -> list[NodeFacts]:
+    """Nodes as the API returns them, with the GPUs already requested by pods bound to them and not finished."""
+    requested: dict[str, int] = {}
+    for pod in pods:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            requested[node_name] = requested.get(node_name, 0) + pod_gpu_request(pod)
+    out = []
+    for node in nodes:
+        meta, status = node.get("metadata") or {}, node.get("status") or {}
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        name = meta.get("name", "")
+        out.append(NodeFacts(
+            name=name,
+            labels=dict(meta.get("labels") or {}),
+            allocatable_gpus=_gpu_quantity(status.get("allocatable")),
+            requested_gpus=requested.get(name, 0),
+            ready=conditions.get("Ready") == "True",
+            unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
+        ))
+    return sorted(out, key=lambda n: n.name)

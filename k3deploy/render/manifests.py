@@ -1,0 +1,206 @@
+"""The ordered set of Kubernetes objects for a profile: context from the profile, objects from the templates.
+
+Pure: the profile goes in, plain dicts come out (reading the template files is the only I/O). The order is
+the apply order (namespace, service account, weight cache, ComputeDomain, prefetch Job, LeaderWorkerSet,
+Service, PodDisruptionBudget, ServiceMonitor, smoke Job) and gives each file its numeric prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import yaml
+
+from k3deploy.errors import ProfileError
+from k3deploy.profile.model import Profile
+from k3deploy.render.argv import canonical_json, serve_command, serve_env
+from k3deploy.render.templating import render_template
+
+#: Value of app.kubernetes.io/managed-by on every object of the set.
+MANAGED_BY = "k3deploy"
+#: Name of the pod-level claim on the ComputeDomain's IMEX channel.
+CHANNEL_CLAIM = "compute-domain-channel"
+#: Probe period of the leader's startup probe; the failure threshold spreads the profile's budget over it.
+STARTUP_PROBE_PERIOD_S = 10
+#: LWS labels its pods with these; the Service and the PDB select on them.
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One rendered object and its place in the set."""
+
+    order: int
+    obj: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        """The object's kind."""
+        return str(self.obj["kind"])
+
+    @property
+    def name(self) -> str:
+        """The object's metadata.name."""
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def filename(self) -> str:
+        """File name in a rendered directory, e.g. `10-leaderworkerset-kimi-k3-gb300-tp16.yaml`."""
+        return f"{self.order:02d}-{self.kind.lower()}-{self.name}.yaml"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    order: int
+    template: str
+    wanted: Callable[[Profile], bool]
+
+
+_ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
+
+#: The set, in apply order. Gaps in the numbering leave room for later objects without renaming files.
+SET: tuple[_Entry, ...] = (
+    _Entry(0, "namespace.yaml.j2", _ALWAYS),
+    _Entry(1, "serviceaccount.yaml.j2", _ALWAYS),
+    _Entry(2, "model-cache-pvc.yaml.j2", _ALWAYS),
+    _Entry(3, "computedomain.yaml.j2", lambda p: p.kubernetes.compute_domain),
+    _Entry(5, "prefetch-job.yaml.j2", _ALWAYS),
+    _Entry(10, "leaderworkerset.yaml.j2", _ALWAYS),
+    _Entry(11, "service.yaml.j2", _ALWAYS),
+    _Entry(12, "poddisruptionbudget.yaml.j2", _ALWAYS),
+    _Entry(13, "servicemonitor.yaml.j2", lambda p: p.kubernetes.service_monitor),
+    _Entry(20, "smoke-job.yaml.j2", _ALWAYS),
+)
+
+
+def api_service_name(profile: Profile) -> str:
+    """Name of the Service in front of the leader's HTTP port.
+
+    Not the LeaderWorkerSet's own name: LWS creates a headless Service of that name for the pods' DNS
+    (`LWS_LEADER_ADDRESS`), and would silently skip it if ours took the name.
+    """
+    return f"{profile.name}-api"
+
+
+def service_url(profile: Profile) -> str:
+    """In-cluster URL of the OpenAI API (what the smoke Job and in-cluster clients use)."""
+    return f"http://{api_service_name(profile)}.{profile.kubernetes.namespace}.svc:{profile.vllm.port}"
+
+
+def prefetch_repos(profile: Profile) -> list[list[str | None]]:
+    """[repo id, revision] of every Hub repo the pods need: the target, then the draft when it has one."""
+    repos: list[list[str | None]] = [[profile.model.id, profile.model.revision]]
+    spec = profile.speculative
+    if spec is not None and spec.model:
+        repos.append([spec.model, spec.revision])
+    return repos
+
+
+def context(profile: Profile) -> dict[str, Any]:
+    """Every value the templates use, derived from the profile only."""
+    kube, name = profile.kubernetes, profile.name
+    base_labels = {
+        "app.kubernetes.io/name": "vllm",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/part-of": name,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+    }
+
+    def labels(component: str) -> dict[str, str]:
+        return {**base_labels, "app.kubernetes.io/component": component}
+
+    repos = prefetch_repos(profile)
+    repos_json = canonical_json(repos)
+    # The marker names what was fetched, so a new revision makes the pods wait for the new download.
+    marker = f"{kube.model_cache_path}/.k3deploy/prefetch-{hashlib.sha256(repos_json.encode()).hexdigest()[:16]}.done"
+    hf_env = {
+        "HF_HOME": f"{kube.model_cache_path}/hf",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        # The cache is mounted read-only; remote code is copied into a writable place.
+        "HF_MODULES_CACHE": "/tmp/hf-modules",
+    }
+    token_env: list[dict[str, Any]] = []
+    if kube.hf_token_secret is not None:
+        ref = {"name": kube.hf_token_secret.name, "key": kube.hf_token_secret.key}
+        token_env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": ref}}]
+    server_env = [{"name": key, "value": value} for key, value in sorted({**hf_env, **serve_env(profile)}.items())]
+    hardware = profile.hardware
+    node_selector = dict(kube.node_selector)
+    if hardware is not None and hardware.gfd_product_label and "nvidia.com/gpu.product" not in node_selector:
+        node_selector["nvidia.com/gpu.product"] = hardware.gfd_product_label
+    node_selector.setdefault("kubernetes.io/arch", profile.vllm.image_arch)
+    return {
+        "profile": profile,
+        "name": name,
+        "namespace": kube.namespace,
+        "kube": kube,
+        "labels": labels,
+        "names": {
+            "model_cache": f"{name}-model-cache",
+            "compute_domain": f"{name}-compute-domain",
+            "channel_template": f"{name}-compute-domain-channel",
+            "prefetch": f"{name}-prefetch",
+            "smoke": f"{name}-smoke",
+            "service": api_service_name(profile),
+        },
+        "lws_labels": {"name": LWS_NAME_LABEL, "worker_index": LWS_WORKER_INDEX_LABEL, "group_key": LWS_GROUP_KEY_LABEL},
+        "channel_claim": CHANNEL_CLAIM,
+        "leader_command": serve_command(profile, role="leader"),
+        "worker_command": serve_command(profile, role="worker"),
+        "server_env": server_env + token_env,
+        "prefetch_env": [
+            {"name": "HF_HOME", "value": hf_env["HF_HOME"]},
+            {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
+            {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
+            *token_env,
+        ],
+        "marker": marker,
+        "node_selector": dict(sorted(node_selector.items())),
+        "gpus": str(profile.parallel.gpus_per_node),
+        "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,
+        "startup_failure_threshold": math.ceil(kube.startup_probe_budget_s / STARTUP_PROBE_PERIOD_S),
+        "endpoint": service_url(profile),
+        "smoke_deadline_s": math.ceil(profile.smoke.overall_timeout_s) + 600,
+    }
+
+
+def build(profile: Profile) -> list[Manifest]:
+    """Render the profile's objects in apply order."""
+    if profile.target != "kubernetes":
+        raise ProfileError(
+            f"profile {profile.name!r} has target {profile.target!r}: it has no Kubernetes objects",
+            hint="use a profile with target: kubernetes",
+        )
+    ctx = context(profile)
+    manifests = []
+    for entry in SET:
+        if not entry.wanted(profile):
+            continue
+        obj = yaml.safe_load(render_template(entry.template, ctx))
+        if not isinstance(obj, dict) or "kind" not in obj:
+            raise ValueError(f"template {entry.template} did not render one object")
+        manifests.append(Manifest(entry.order, obj))
+    return manifests
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that writes multi-line strings (scripts) as literal blocks, readable in review."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump(obj: Any) -> str:
+    """Canonical YAML of one object: key order as rendered, block style, no line folding."""
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1_000_000)

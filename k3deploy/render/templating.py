@@ -1,0 +1,50 @@
+"""Jinja2 rendering of the Kubernetes templates: StrictUndefined, values inserted as JSON scalars.
+
+Pure apart from reading the template files. Every interpolated value goes through the `json` filter, so
+YAML never sees an unquoted user string (a model id, a JSON flag, an env value) it could misread.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+import k3deploy
+
+
+def template_dirs() -> list[Path]:
+    """Where templates are looked up: inside an installed wheel first, then the source tree's templates/."""
+    package = Path(k3deploy.__file__).resolve().parent
+    return [path for path in (package / "_templates", package.parent / "templates") if path.is_dir()]
+
+
+def _json(value: Any) -> str:
+    """One JSON scalar or collection: valid YAML flow syntax with every string quoted."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The shared Jinja2 environment (cached: template parsing is the slow part)."""
+    dirs = template_dirs()
+    if not dirs:
+        raise FileNotFoundError("no templates directory found beside the k3deploy package")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["json"] = _json
+    return env
+
+
+def render_template(name: str, context: dict[str, Any]) -> str:
+    """Render one template by file name with `context`; a missing variable raises jinja2.UndefinedError."""
+    return environment().get_template(name).render(**context)

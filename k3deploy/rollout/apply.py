@@ -1,0 +1,117 @@
+"""Server-side apply of the rendered set (field manager `k3deploy`), server dry run, diffs against live.
+
+An object whose resourceVersion did not move was unchanged; a Job whose pod template changed is
+re-created (its template is immutable); a conflict with another field manager names the owner.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from k3deploy.errors import CheckFailed, K3DeployError
+from k3deploy.kube.api import KubeApi, http_status, object_key
+from k3deploy.kube.client import translate
+from k3deploy.rollout.changes import conflicts, describe_conflicts, same, unified_diff
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one apply did to one object: created, configured, replaced or unchanged."""
+
+    key: str
+    action: str
+    obj: dict[str, Any]
+
+    @property
+    def changed(self) -> bool:
+        """True unless the object was already as desired."""
+        return self.action != "unchanged"
+
+
+def _status_body(exc: Any) -> dict[str, Any]:
+    try:
+        body = json.loads(getattr(exc, "body", None) or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _server_apply(api: KubeApi, obj: dict[str, Any], *, force: bool, dry_run: bool) -> dict[str, Any]:
+    """One apply call; a 409 becomes a CheckFailed naming the owning manager of each contested field."""
+    try:
+        return api.apply(obj, force=force, dry_run=dry_run)
+    except Exception as exc:
+        if http_status(exc) == 409:
+            raise CheckFailed(
+                describe_conflicts(object_key(obj), conflicts(_status_body(exc))),
+                hint="re-run with --force-conflicts to take these fields over for k3deploy, or undo the other change",
+            ) from None
+        raise
+
+
+def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> Applied:
+    """Apply one object and say what happened to it."""
+    key = object_key(obj)
+    meta = obj["metadata"]
+    live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+    try:
+        result = _server_apply(api, obj, force=force, dry_run=dry_run)
+    except K3DeployError:
+        raise
+    except Exception as exc:
+        status = http_status(exc)
+        if status == 422 and obj["kind"] == "Job" and live is not None:
+            # A Job's pod template is immutable: a changed Job is deleted and created again.
+            if dry_run:
+                return Applied(key, "replaced", obj)
+            api.delete(obj["apiVersion"], "Job", meta["name"], meta.get("namespace"))
+            try:
+                return Applied(key, "replaced", _server_apply(api, obj, force=force, dry_run=False))
+            except K3DeployError:
+                raise
+            except Exception as again:
+                raise translate(again, f"apply {key}") from None
+        if status == 404 and dry_run and live is None:
+            # Its namespace is created by this same apply: the server cannot dry-run into it yet.
+            return Applied(key, "created", obj)
+        raise translate(exc, f"apply {key}") from None
+    if live is None:
+        return Applied(key, "created", result)
+    if dry_run:
+        return Applied(key, "unchanged" if same(live, result) else "configured", result)
+    moved = live.get("metadata", {}).get("resourceVersion") != result.get("metadata", {}).get("resourceVersion")
+    return Applied(key, "configured" if moved else "unchanged", result)
+
+
+def apply_objects(
+    api: KubeApi,
+    objects: list[dict[str, Any]],
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    on_applied: Callable[[Applied], None] | None = None,
+) -> list[Applied]:
+    """Apply objects in the order given (the caller orders them); report each as it is done."""
+    done = []
+    for obj in objects:
+        applied = apply_object(api, obj, force=force, dry_run=dry_run)
+        done.append(applied)
+        if on_applied is not None:
+            on_applied(applied)
+    return done
+
+
+def diff_objects(api: KubeApi, objects: list[dict[str, Any]], *, force: bool = False) -> list[tuple[str, str]]:
+    """(key, unified diff) for every object a server dry-run apply would change."""
+    diffs = []
+    for obj in objects:
+        meta = obj["metadata"]
+        live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+        applied = apply_object(api, obj, force=force, dry_run=True)
+        text = unified_diff(applied.key, live, applied.obj)
+        if text:
+            diffs.append((applied.key, text))
+    return diffs

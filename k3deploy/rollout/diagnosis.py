@@ -1,0 +1,113 @@
+"""Why a rollout failed: the failing object, its reason, the last events and log lines, as one block.
+
+Logs are captured by the waiter the moment a container crashes (LeaderWorkerSet deletes the whole group
+on a restart, and the logs with it); events are read when the block is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.kube.api import KubeApi
+
+#: Events shown in a diagnosis (the latest ones).
+EVENT_LINES = 10
+#: Log lines kept from a crashed container.
+LOG_LINES = 40
+
+
+@dataclass
+class CapturedLog:
+    """The tail of one container's log, read before its pod could be deleted."""
+
+    pod: str
+    container: str | None
+    lines: list[str]
+
+
+@dataclass
+class Diagnosis:
+    """The failing object, why, the last events of the objects involved and the last log lines."""
+
+    subject: str
+    reason: str
+    message: str
+    events: list[str] = field(default_factory=list)
+    log: CapturedLog | None = None
+
+    def lines(self) -> list[str]:
+        """The block as plain lines (what the user reads on stderr)."""
+        out = [f"failed: {self.subject}", f"  reason: {self.reason}"]
+        if self.message:
+            out.append(f"  message: {self.message}")
+        if self.events:
+            out.append("  last events:")
+            out.extend(f"    {line}" for line in self.events)
+        if self.log is not None and self.log.lines:
+            source = f"{self.log.pod}/{self.log.container}" if self.log.container else self.log.pod
+            out.append(f"  last log lines of {source}:")
+            out.extend(f"    | {line}" for line in self.log.lines)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for `-o json` and the run report."""
+        log = None
+        if self.log is not None:
+            log = {"pod": self.log.pod, "container": self.log.container, "lines": self.log.lines}
+        return {"subject": self.subject, "reason": self.reason, "message": self.message, "events": self.events, "log": log}
+
+
+class RolloutFailed(CheckFailed):
+    """The rollout failed for good (a pod cannot run, a Job failed); carries the diagnosis (exit 1)."""
+
+    def __init__(self, message: str, diagnosis: Diagnosis, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.diagnosis = diagnosis
+
+
+class RolloutTimeout(EnvironmentProblem):
+    """The deadline passed before the set was ready; carries the diagnosis (exit 3)."""
+
+    def __init__(self, message: str, diagnosis: Diagnosis, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.diagnosis = diagnosis
+
+
+def _event_time(event: dict[str, Any]) -> str:
+    return str(
+        event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+        or event.get("metadata", {}).get("creationTimestamp") or ""
+    )
+
+
+def format_events(events: list[dict[str, Any]], names: set[str], limit: int = EVENT_LINES) -> list[str]:
+    """The last `limit` events about any of `names`, oldest first, one line each."""
+    involved = [e for e in events if (e.get("involvedObject") or {}).get("name") in names]
+    involved.sort(key=_event_time)
+    lines = []
+    for event in involved[-limit:]:
+        obj = event.get("involvedObject") or {}
+        count = int(event.get("count") or 1)
+        repeat = f" (x{count})" if count > 1 else ""
+        lines.append(f"{event.get('type', 'Normal')} {event.get('reason', '')} {obj.get('kind')}/{obj.get('name')}: "
+                     f"{(event.get('message') or '').strip()}{repeat}")
+    return lines
+
+
+def read_log(api: KubeApi, pod: dict[str, Any], container: str | None, lines: int = LOG_LINES) -> CapturedLog:
+    """The tail of a container's log: the previous (crashed) instance when there is one, else the current."""
+    meta = pod.get("metadata", {})
+    name, namespace = meta.get("name", ""), meta.get("namespace", "")
+    text = api.pod_log(name, namespace, container, tail_lines=lines, previous=True)
+    if not text.strip():
+        text = api.pod_log(name, namespace, container, tail_lines=lines, previous=False)
+    return CapturedLog(name, container, text.splitlines()[-lines:])
+
+
+def diagnose(
+    api: KubeApi, namespace: str, subject: str, reason: str, message: str, names: set[str], log: CapturedLog | None
+) -> Diagnosis:
+    """Build the diagnosis block, reading the namespace's events now."""
+    return Diagnosis(subject, reason, message, format_events(api.events(namespace), names), log)

@@ -1,0 +1,122 @@
+"""vLLM's Prometheus `/metrics`: parse with prometheus_client's text parser, diff two scrapes. Pure.
+
+Counters are diffed per labelled series and then summed over `engine` (and every other label but `position`),
+so one engine restarting mid-window counts from its restart instead of going negative (Prometheus' own rule:
+a counter that went down was reset, and its new value is the increase since).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from k3deploy.report.smoke import MetricsDelta, SpecDecodeDelta
+
+GENERATION_TOKENS = "vllm:generation_tokens_total"
+PROMPT_TOKENS = "vllm:prompt_tokens_total"
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+COUNTERS = (GENERATION_TOKENS, PROMPT_TOKENS, DRAFTS, DRAFT_TOKENS, ACCEPTED, ACCEPTED_PER_POS)
+
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+class MetricsFormatError(ValueError):
+    """A `/metrics` body the Prometheus text parser rejects."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSnapshot:
+    """The counter series k3deploy reads, keyed by (sample name, sorted labels), and when they were read."""
+
+    series: dict[SeriesKey, float]
+    stamp: float
+
+    def names(self) -> set[str]:
+        """Sample names present."""
+        return {name for name, _ in self.series}
+
+
+def parse_metrics(text: str, stamp: float) -> MetricsSnapshot:
+    """Keep the counters of `COUNTERS` from a Prometheus text exposition."""
+    series: dict[SeriesKey, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name in COUNTERS:
+                    series[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+    except ValueError as exc:
+        raise MetricsFormatError(f"/metrics is not Prometheus text: {exc}") from None
+    return MetricsSnapshot(series, stamp)
+
+
+def counter_increase(before: float | None, after: float) -> float:
+    """Increase of one counter series; a value lower than before means a reset, so the increase is the new value."""
+    if before is None or after < before:
+        return after
+    return after - before
+
+
+def _increases(before: MetricsSnapshot, after: MetricsSnapshot) -> tuple[dict[SeriesKey, float], list[str]]:
+    out: dict[SeriesKey, float] = {}
+    resets: list[str] = []
+    for key, value in after.series.items():
+        prev = before.series.get(key)
+        if prev is not None and value < prev:
+            resets.append(key[0] + "{" + ",".join(f'{k}="{v}"' for k, v in key[1]) + "}")
+        out[key] = counter_increase(prev, value)
+    return out, resets
+
+
+def _total(increases: dict[SeriesKey, float], name: str) -> float | None:
+    values = [v for (n, _), v in increases.items() if n == name]
+    return sum(values) if values else None
+
+
+def _per_position(increases: dict[SeriesKey, float]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for (name, labels), value in increases.items():
+        pos = dict(labels).get("position")
+        if name == ACCEPTED_PER_POS and pos is not None and pos.isdigit():
+            out[int(pos)] = out.get(int(pos), 0.0) + value
+    return dict(sorted(out.items()))
+
+
+def spec_decode_figures(drafts: float, draft_tokens: float, accepted: float, per_pos: dict[int, float]) -> SpecDecodeDelta:
+    """Acceptance rate = accepted / draft tokens; mean acceptance length = 1 + accepted / drafts; per-position rates."""
+    return SpecDecodeDelta(
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted_tokens=accepted,
+        accepted_per_position=per_pos,
+        acceptance_rate=accepted / draft_tokens if draft_tokens > 0 else None,
+        mean_acceptance_length=1.0 + accepted / drafts if drafts > 0 else None,
+        per_position_rates={pos: n / drafts for pos, n in per_pos.items()} if drafts > 0 else {},
+    )
+
+
+def diff(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
+    """The window's deltas; `spec_decode` is None when the server exports no spec-decode series at all."""
+    increases, resets = _increases(before, after)
+    window = after.stamp - before.stamp
+    generation = _total(increases, GENERATION_TOKENS)
+    spec = None
+    if {DRAFTS, DRAFT_TOKENS, ACCEPTED} & after.names():
+        spec = spec_decode_figures(
+            _total(increases, DRAFTS) or 0.0,
+            _total(increases, DRAFT_TOKENS) or 0.0,
+            _total(increases, ACCEPTED) or 0.0,
+            _per_position(increases),
+        )
+    return MetricsDelta(
+        available=True,
+        window_s=window,
+        generation_tokens=generation,
+        prompt_tokens=_total(increases, PROMPT_TOKENS),
+        server_tok_s=generation / window if generation is not None and window > 0 else None,
+        spec_decode=spec,
+        counter_resets=resets,
+    )

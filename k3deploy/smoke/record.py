@@ -1,0 +1,131 @@
+"""From one request's raw stamped stream to its record: TTFT, decode tok/s, TPOT, tokens per chunk. Pure.
+
+Token counts come from the server's cumulative `usage.completion_tokens` (continuous_usage_stats), so a chunk
+holding a whole speculative verify step counts every token in it. Without per-chunk usage the final usage still
+gives the total, and chunks are recognised by their text; the per-chunk figures are then left empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from k3deploy.report.smoke import RequestRecord, Tier
+from k3deploy.smoke.sse import ChunkFormatError, decode_events, parse_chunk
+
+
+@dataclass(slots=True)
+class RawStream:
+    """What the client saw: when it sent, each line with its arrival stamp, when it stopped, and why if it failed."""
+
+    t_send: float
+    t_end: float = 0.0
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """What a request asked for, so its record can be judged against it."""
+
+    index: int
+    phase: str
+    prompt_id: str
+    max_tokens: int
+    tier: Tier | None = None
+    concurrency: int = 1
+    expect_full: bool = True
+    keep_text: bool = False
+
+
+def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
+    """Turn a raw stream into a record; any way the stream went wrong ends up in `error` with `ok=False`."""
+    decoded = decode_events(raw.lines)
+    problems: list[str] = []
+    malformed = list(decoded.malformed)
+    offsets: list[float] = []
+    deltas: list[int | None] = []
+    texts: list[str] = []
+    seen_tokens = 0
+    total: int | None = None
+    prompt_tokens: int | None = None
+    finish: str | None = None
+    done = False
+    for event in decoded.events:
+        try:
+            chunk = parse_chunk(event.data)
+        except ChunkFormatError as exc:
+            malformed.append(str(exc))
+            continue
+        if chunk.done:
+            done = True
+            continue
+        if chunk.error is not None:
+            problems.append(f"server error in stream: {chunk.error}")
+            continue
+        if chunk.completion_tokens is not None:
+            total = chunk.completion_tokens
+        prompt_tokens = chunk.prompt_tokens if chunk.prompt_tokens is not None else prompt_tokens
+        finish = chunk.finish_reason or finish
+        if not chunk.has_choices:
+            continue
+        texts.append(chunk.text)
+        delta = None if chunk.completion_tokens is None else chunk.completion_tokens - seen_tokens
+        if chunk.completion_tokens is not None:
+            seen_tokens = chunk.completion_tokens
+        if (delta is not None and delta > 0) or (delta is None and chunk.text):
+            offsets.append(event.stamp - raw.t_send)
+            deltas.append(delta)
+
+    if raw.error:
+        problems.insert(0, raw.error)
+    if malformed:
+        problems.append(f"{len(malformed)} malformed SSE line(s), first: {malformed[0][:120]}")
+    if not raw.error and not done:
+        problems.append(f"stream ended before [DONE] after {seen_tokens if total is None else total} token(s)")
+    if total is None and not raw.error:
+        problems.append("the server sent no usage; tokens cannot be counted without a client tokenizer")
+    elif total is not None and spec.expect_full and done and total < spec.max_tokens:
+        problems.append(f"stopped after {total} of {spec.max_tokens} tokens (finish_reason={finish})")
+
+    per_chunk = bool(deltas) and all(d is not None for d in deltas)
+    chunk_tokens = [int(d) for d in deltas if d is not None] if per_chunk else []
+    record = RequestRecord(
+        index=spec.index,
+        phase=spec.phase,  # type: ignore[arg-type]
+        concurrency=spec.concurrency,
+        prompt_id=spec.prompt_id,
+        tier=spec.tier,
+        ok=not problems,
+        error="; ".join(problems) or None,
+        max_tokens=spec.max_tokens,
+        t_send=raw.t_send,
+        t_first=raw.t_send + offsets[0] if offsets else None,
+        t_last=raw.t_send + offsets[-1] if offsets else None,
+        t_end=raw.t_end,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=total,
+        finish_reason=finish,
+        per_chunk_usage=per_chunk,
+        chunk_offsets_s=[round(o, 6) for o in offsets],
+        chunk_tokens=chunk_tokens,
+        malformed_lines=len(malformed),
+        text="".join(texts) if spec.keep_text else None,
+    )
+    return record.model_copy(update=_timings(record))
+
+
+def _timings(record: RequestRecord) -> dict[str, float | None]:
+    """TTFT, decode rate and TPOT of a record; decode counts the tokens after the first output chunk."""
+    out: dict[str, float | None] = {"ttft_s": None, "decode_tok_s": None, "tpot_ms": None, "tokens_per_chunk": None}
+    if record.t_first is None or record.t_last is None or record.completion_tokens is None:
+        return out
+    out["ttft_s"] = record.t_first - record.t_send
+    if record.chunk_tokens:
+        out["tokens_per_chunk"] = sum(record.chunk_tokens) / len(record.chunk_tokens)
+    first = record.chunk_tokens[0] if record.chunk_tokens else 1
+    decode_tokens = record.completion_tokens - first
+    span = record.t_last - record.t_first
+    if decode_tokens > 0 and span > 0:
+        out["decode_tok_s"] = decode_tokens / span
+        out["tpot_ms"] = 1000.0 * span / decode_tokens
+    return out

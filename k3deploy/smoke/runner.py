@@ -1,0 +1,229 @@
+"""Smoke orchestration: liveness, correctness, warm-up, measured bs=1 requests between two /metrics scrapes,
+the concurrency sweep, then the verdict. The only smoke module that knows the order.
+
+`run_smoke(profile, endpoint, options)` is what the CLI and the `up` pipeline call; it always returns a report
+(failures are checks in it) and raises only for bad usage (a malformed endpoint URL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+from k3deploy.errors import UsageError
+from k3deploy.profile import Profile
+from k3deploy.report.model import CheckResult, Status
+from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
+from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
+from k3deploy.smoke.client import EndpointError, SmokeClient
+from k3deploy.smoke.record import RequestSpec, build_record
+
+STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+
+
+@dataclass
+class SmokeOptions:
+    """How to reach the endpoint; everything about *what* to run comes from the profile."""
+
+    api_key: str | None = None
+    transport: httpx.AsyncBaseTransport | None = None
+    progress: Callable[[str], None] | None = None
+
+
+def normalize_endpoint(url: str) -> str:
+    """`http(s)://host[:port]` without a trailing slash or `/v1`; a URL without a scheme is a usage error."""
+    parsed = httpx.URL(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint="for example --endpoint http://10.0.0.5:8000")
+    base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+def request_body(profile: Profile, prompt: str, max_tokens: int, *, ignore_eos: bool) -> tuple[str, dict[str, Any]]:
+    """Path and JSON body of one streamed request (chat or completions, per the profile)."""
+    body: dict[str, Any] = {
+        "model": profile.model.served_name,
+        "max_tokens": max_tokens,
+        "temperature": profile.smoke.temperature,
+        "stream": True,
+        "stream_options": STREAM_OPTIONS,
+        "ignore_eos": ignore_eos,
+    }
+    if profile.smoke.api == "completions":
+        return "/v1/completions", {**body, "prompt": prompt}
+    return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": prompt}]}
+
+
+@dataclass
+class _State:
+    """What the run has observed so far; the verdict is drawn from it even when the run stops early."""
+
+    liveness: verdict.LivenessFacts | None = None
+    blocked_by: str | None = None
+    probes: list[tuple[str, bool, str]] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
+    before: metrics.MetricsSnapshot | None = None
+    after: metrics.MetricsSnapshot | None = None
+    metrics_error: str | None = None
+    stopped: str | None = None
+
+    def phase(self, name: str) -> list[RequestRecord]:
+        return [r for r in self.records if r.phase == name]
+
+
+class _Run:
+    def __init__(self, profile: Profile, client: SmokeClient, state: _State, progress: Callable[[str], None]) -> None:
+        self.profile, self.client, self.state, self.say = profile, client, state, progress
+
+    async def one(self, spec: RequestSpec, prompt: str, *, ignore_eos: bool = True) -> RequestRecord:
+        path, body = request_body(self.profile, prompt, spec.max_tokens, ignore_eos=ignore_eos)
+        record = build_record(await self.client.stream(path, body), spec)
+        self.state.records.append(record)
+        return record
+
+    async def liveness(self) -> bool:
+        try:
+            status = await self.client.health()
+            models = tuple(await self.client.models()) if status == 200 else None
+            self.state.liveness = verdict.LivenessFacts(status, models)
+        except EndpointError as exc:
+            self.state.liveness = verdict.LivenessFacts(error=exc.message, unauthorized=exc.kind == "unauthorized")
+            if exc.kind in ("unreachable", "unauthorized"):
+                self.state.blocked_by = exc.message
+        facts = self.state.liveness
+        return facts.error is None and facts.health_status == 200 and self.profile.model.served_name in (facts.models or ())
+
+    async def correctness(self) -> None:
+        budget = self.profile.smoke.correctness_max_tokens
+        for i, probe in enumerate(correctness.PROBES):
+            spec = RequestSpec(i, "correctness", probe.id, budget, expect_full=False, keep_text=True)
+            record = await self.one(spec, probe.prompt, ignore_eos=False)
+            ok, detail = (False, record.error or "") if not record.ok else correctness.judge_answer(probe, record.text)
+            self.state.probes.append((probe.id, ok, detail))
+            self.say(f"correctness {probe.id}: {'right' if ok else 'WRONG'}")
+
+    async def scrape(self) -> metrics.MetricsSnapshot | None:
+        try:
+            text, stamp = await self.client.metrics()
+            return metrics.parse_metrics(text, stamp)
+        except (EndpointError, metrics.MetricsFormatError) as exc:
+            self.state.metrics_error = self.state.metrics_error or f"/metrics unavailable: {exc}"
+            return None
+
+    async def measured(self) -> None:
+        smoke = self.profile.smoke
+        chosen = prompts.select(smoke.tier, smoke.requests + 1)
+        warm = await self.one(RequestSpec(0, "warmup", chosen[0].id, smoke.output_tokens, chosen[0].tier), chosen[0].text)
+        self.say(f"warm-up: {'ok' if warm.ok else warm.error}")
+        self.state.before = await self.scrape()
+        for i, prompt in enumerate(chosen[1:]):
+            rec = await self.one(RequestSpec(i, "measured", prompt.id, smoke.output_tokens, prompt.tier), prompt.text)
+            rate = f"{rec.decode_tok_s:.2f} decode tok/s" if rec.decode_tok_s else (rec.error or "no rate")
+            self.say(f"request {i + 1}/{smoke.requests} ({prompt.tier}): {rate}")
+        if self.state.before is not None:
+            self.state.after = await self.scrape()
+
+    async def sweep(self) -> None:
+        smoke = self.profile.smoke
+        for level in sorted({c for c in smoke.concurrency if c > 1}):
+            chosen = prompts.select(smoke.tier, max(smoke.requests, level))
+            gate = asyncio.Semaphore(level)
+
+            async def gated(i: int, prompt: prompts.Prompt, level: int = level, gate: asyncio.Semaphore = gate) -> None:
+                async with gate:
+                    await self.one(RequestSpec(i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level), prompt.text)
+
+            await asyncio.gather(*(gated(i, p) for i, p in enumerate(chosen)))
+            self.say(f"concurrency {level}: done")
+
+
+def _metrics_delta(state: _State) -> MetricsDelta:
+    if state.before is not None and state.after is not None:
+        return metrics.diff(state.before, state.after)
+    return MetricsDelta(available=False, error=state.metrics_error or "the measured phase did not complete")
+
+
+def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckResult]:
+    out = [verdict.judge_liveness(state.liveness or verdict.LivenessFacts(error="not checked"), profile.model.served_name)]
+    if out[0].status is Status.FAIL:
+        return out + [CheckResult(name=n, status=Status.SKIP, detail="not run: liveness failed")
+                      for n in (verdict.CORRECTNESS, verdict.THROUGHPUT, verdict.SPECULATIVE, verdict.DECODE_TARGET)]
+    out.append(verdict.judge_correctness(profile.smoke.correctness, state.probes))
+    out.append(verdict.judge_throughput(state.phase("measured") + state.phase("sweep"), report.summary))
+    out.append(verdict.judge_speculative(profile.speculative is not None, profile.targets.min_acceptance_length,
+                                         report.metrics, report.summary))
+    out.append(verdict.judge_decode_target(profile.targets.decode_tok_s, profile.smoke.tier, report.summary,
+                                           profile.targets.peak_decode_tok_s, profile.targets.baseline_decode_tok_s))
+    if state.stopped:
+        out.append(CheckResult(name="overall timeout", status=Status.FAIL, target=profile.smoke.overall_timeout_s,
+                               detail=state.stopped, hint="raise smoke.overall_timeout_s or lower smoke.requests / output_tokens"))
+    return out
+
+
+async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions | None = None) -> SmokeReport:
+    """Run every smoke check against `endpoint`; see the module docstring."""
+    options = options or SmokeOptions()
+    base = normalize_endpoint(endpoint)
+    smoke = profile.smoke
+    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    state = _State()
+    levels = max(smoke.concurrency + [1])
+    async with SmokeClient(base, api_key=options.api_key, request_timeout_s=smoke.request_timeout_s, max_connections=levels,
+                           transport=options.transport, clock=lambda: time.perf_counter() - t0) as client:
+        run = _Run(profile, client, state, options.progress or (lambda _msg: None))
+
+        async def everything() -> None:
+            if not await run.liveness():
+                return
+            if smoke.correctness:
+                await run.correctness()
+            await run.measured()
+            await run.sweep()
+
+        try:
+            await asyncio.wait_for(everything(), timeout=smoke.overall_timeout_s)
+        except asyncio.TimeoutError:
+            state.stopped = f"the run passed smoke.overall_timeout_s ({smoke.overall_timeout_s:g} s) and was stopped"
+
+    measured = state.phase("measured")
+    points = []
+    if len(set(smoke.concurrency)) > 1 and measured:
+        points.append(summary.sweep_point(1, measured))
+    for level in sorted({c for c in smoke.concurrency if c > 1}):
+        recs = [r for r in state.phase("sweep") if r.concurrency == level]
+        if recs:
+            points.append(summary.sweep_point(level, recs))
+    report = SmokeReport(
+        profile=profile.name,
+        endpoint=base,
+        server_model=profile.model.served_name if state.liveness and profile.model.served_name in (state.liveness.models or ()) else None,
+        settings=smoke.model_dump(mode="json"),
+        targets=profile.targets.model_dump(mode="json"),
+        started_at=started,
+        blocked_by=state.blocked_by,
+        requests=state.records,
+        summary=summary.summarize(measured, points) if state.liveness and not state.liveness.error else None,
+        metrics=_metrics_delta(state) if measured else None,
+    )
+    report.checks = _checks(profile, state, report)
+    report.finished_at = datetime.now(timezone.utc)
+    report.duration_s = time.perf_counter() - t0
+    return report
+
+
+def run_smoke(profile: Profile, endpoint: str, options: SmokeOptions | None = None) -> SmokeReport:
+    """Synchronous entry point for the CLI and the `up` pipeline."""
+    return asyncio.run(run_smoke_async(profile, endpoint, options))
+
+
+def exit_code(report: SmokeReport) -> int:
+    """0 every check passed (or warned/skipped), 1 a check or target failed, 3 the endpoint could not be tested at all."""
+    if report.blocked_by is not None:
+        return 3
+    return 1 if report.status is Status.FAIL else 0

@@ -1,0 +1,137 @@
+"""Turn what smoke observed into named checks against the profile's targets. Pure.
+
+Check names, in order: liveness, correctness, throughput, speculative decoding, decode target.
+Every failure names the metric, the measured value and the target, and says how to look further.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from k3deploy.report.model import CheckResult, Status
+from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
+
+LIVENESS = "liveness"
+CORRECTNESS = "correctness"
+THROUGHPUT = "throughput"
+SPECULATIVE = "speculative decoding"
+DECODE_TARGET = "decode target"
+NOT_ACTIVE = "speculative decoding is not active"
+
+
+@dataclass(frozen=True, slots=True)
+class LivenessFacts:
+    """What /health and /v1/models answered; `error` when they could not be asked."""
+
+    health_status: int | None = None
+    models: tuple[str, ...] | None = None
+    error: str | None = None
+    unauthorized: bool = False
+
+
+def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
+    """/health is 200 and /v1/models lists the served name."""
+    target = f"/health 200, /v1/models lists {served_name!r}"
+    if facts.error is not None:
+        hint = ("pass the API key with --api-key-env VAR (the server runs with --api-key)" if facts.unauthorized
+                else "check the URL, that the server runs, and the network path to it")
+        return CheckResult(name=LIVENESS, status=Status.FAIL, target=target, detail=facts.error, hint=hint)
+    if facts.health_status != 200:
+        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=facts.health_status, target=target,
+                           detail=f"/health answered {facts.health_status}", hint="the engine is not healthy: read the server log")
+    models = list(facts.models or ())
+    if served_name not in models:
+        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=models, target=target,
+                           detail=f"/v1/models lists {models}, not {served_name!r}",
+                           hint="the endpoint serves another model: check --endpoint, or model.served_name in the profile")
+    return CheckResult(name=LIVENESS, status=Status.PASS, measured=served_name, target=target, detail="healthy")
+
+
+def judge_correctness(enabled: bool, results: Sequence[tuple[str, bool, str]]) -> CheckResult:
+    """Every probe answered right; a profile that turned the check off gets SKIP, never PASS."""
+    if not enabled:
+        return CheckResult(name=CORRECTNESS, status=Status.SKIP, detail="turned off by the profile (smoke.correctness: false)")
+    wrong = [(pid, detail) for pid, ok, detail in results if not ok]
+    measured = f"{len(results) - len(wrong)}/{len(results)} right"
+    if not results or wrong:
+        detail = "; ".join(f"{pid}: {d}" for pid, d in wrong) or "no probe ran"
+        return CheckResult(name=CORRECTNESS, status=Status.FAIL, measured=measured, target="all right", detail=detail,
+                           hint="wrong answers at full speed point at a broken cross-node all-reduce or bad weights")
+    return CheckResult(name=CORRECTNESS, status=Status.PASS, measured=measured, target="all right", detail="every probe answered right")
+
+
+def judge_throughput(measured: Sequence[RequestRecord], summary: SmokeSummary) -> CheckResult:
+    """Every measured request streamed in full; WARN when the server gave no per-chunk token counts."""
+    failed = [r for r in measured if not r.ok]
+    rate = summary.overall.decode_tok_s.median
+    if not measured or failed:
+        first = failed[0].error if failed else "no request was run"
+        return CheckResult(name=THROUGHPUT, status=Status.FAIL, measured=f"{len(failed)}/{len(measured)} failed",
+                           target="every request streams in full", detail=f"request {failed[0].index if failed else '-'}: {first}",
+                           hint="read the server log around the failure; per-request errors are in the JSON report")
+    detail = f"{summary.overall.completion_tokens} tokens in {len(measured)} requests, median decode {rate:.2f} tok/s" if rate else ""
+    if not all(r.per_chunk_usage for r in measured):
+        return CheckResult(name=THROUGHPUT, status=Status.WARN, measured=rate, target="every request streams in full",
+                           detail=detail + "; per-chunk figures unavailable: the server sent no continuous_usage_stats, "
+                           "totals come from the final usage", hint="a vLLM server sends per-chunk usage; an older one or a proxy may not")
+    return CheckResult(name=THROUGHPUT, status=Status.PASS, measured=rate, target="every request streams in full", detail=detail)
+
+
+def judge_speculative(expected: bool, min_length: float | None, delta: MetricsDelta | None,
+                      summary: SmokeSummary | None) -> CheckResult:
+    """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates)."""
+    target = f">= {min_length}" if min_length is not None else ("drafts > 0" if expected else None)
+    if summary is None or summary.overall.requests == summary.overall.failed:
+        return CheckResult(name=SPECULATIVE, status=Status.FAIL if expected else Status.SKIP, target=target,
+                           detail="no measured request succeeded; acceptance cannot be judged")
+    if delta is None or not delta.available:
+        why = delta.error if delta is not None and delta.error else "/metrics was not read"
+        if not expected:
+            return CheckResult(name=SPECULATIVE, status=Status.SKIP, detail=f"the profile has no speculative decoding; {why}")
+        return CheckResult(name=SPECULATIVE, status=Status.FAIL, target=target, detail=f"cannot verify speculative decoding: {why}",
+                           hint="expose vLLM's /metrics on the serving port (do not disable it), or reach it through the same URL")
+    spec = delta.spec_decode
+    drafts = spec.drafts if spec else 0.0
+    if drafts <= 0:
+        if not expected:
+            return CheckResult(name=SPECULATIVE, status=Status.SKIP, measured=0, detail="the profile has no speculative decoding")
+        why = "no spec-decode series in /metrics" if spec is None else "0 drafts during the measured requests"
+        return CheckResult(name=SPECULATIVE, status=Status.FAIL, measured=0, target=target, detail=f"{NOT_ACTIVE}: {why}",
+                           hint="check --speculative-config in the server's argv and its start-up log")
+    length = spec.mean_acceptance_length
+    chunk = summary.overall.tokens_per_chunk.mean
+    positions = ", ".join(f"{p}: {r:.2f}" for p, r in spec.per_position_rates.items())
+    detail = (f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {drafts:g} drafts), "
+              f"acceptance rate {spec.acceptance_rate:.3f}" if spec.acceptance_rate is not None else f"mean acceptance length {length:.3f}")
+    detail += f"; per position {{{positions}}}" if positions else ""
+    detail += f"; mean tokens per chunk at bs=1 {chunk:.3f}" if chunk is not None else "; tokens per chunk unavailable"
+    if not expected:
+        return CheckResult(name=SPECULATIVE, status=Status.WARN, measured=length, detail="drafts seen but the profile has no speculative decoding; " + detail)
+    if min_length is not None and length is not None and length < min_length:
+        return CheckResult(name=SPECULATIVE, status=Status.FAIL, measured=length, target=target,
+                           detail=f"mean acceptance length {length:.3f} is below the minimum {min_length}; " + detail,
+                           hint="check the draft model and its revision, temperature, and that the prompts suit the tier")
+    return CheckResult(name=SPECULATIVE, status=Status.PASS, measured=length, target=target, detail=detail)
+
+
+def judge_decode_target(target: float | None, tier: str, summary: SmokeSummary | None,
+                        peak: float | None = None, baseline: float | None = None) -> CheckResult:
+    """Median bs=1 decode tok/s of the judged tier against the profile's target; peak and baseline only reported."""
+    judged_tier = "low_entropy" if tier == "all" else tier
+    part = summary.tiers.get(judged_tier) if summary is not None else None
+    measured = part.decode_tok_s.median if part is not None else None
+    metric = f"decode tok/s (median, {judged_tier} tier, bs=1)"
+    extra = "".join(f"; {name} {value:g} tok/s (reported, not enforced)"
+                    for name, value in (("published peak", peak), ("published baseline", baseline)) if value is not None)
+    if target is None:
+        return CheckResult(name=DECODE_TARGET, status=Status.SKIP, measured=measured, detail=f"no decode target in the profile{extra}")
+    if measured is None:
+        return CheckResult(name=DECODE_TARGET, status=Status.FAIL, target=target, detail=f"{metric}: nothing measured{extra}",
+                           hint="see the throughput check")
+    if measured < target:
+        return CheckResult(name=DECODE_TARGET, status=Status.FAIL, measured=measured, target=target,
+                           detail=f"{metric} {measured:.2f} is below the target {target:g}{extra}",
+                           hint="compare with the published figure's workload; check the draft's acceptance and the GPUs' clocks")
+    return CheckResult(name=DECODE_TARGET, status=Status.PASS, measured=measured, target=target,
+                       detail=f"{metric} {measured:.2f} >= {target:g}{extra}")

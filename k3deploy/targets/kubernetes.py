@@ -1,0 +1,207 @@
+"""The Kubernetes target: the rendered set on a cluster, rolled out with server-side apply and watched.
+
+Apply order and phases come from rollout/order.py: the prefetch Job is waited to completion before the
+LeaderWorkerSet is applied, and the smoke Job is applied once the LeaderWorkerSet is ready.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from k3deploy.errors import EnvironmentProblem, K3DeployError
+from k3deploy.kube.client import KubeOptions
+from k3deploy.profile.model import Profile
+from k3deploy.report.model import CheckResult
+from k3deploy.rollout.progress import ProgressView
+from k3deploy.targets import DeployOptions
+from k3deploy.targets.base import ApplyOutcome, Revision
+
+
+def _objects(profile: Profile) -> list[dict[str, Any]]:
+    from k3deploy.render.manifests import build
+
+    return [manifest.obj for manifest in build(profile)]
+
+
+class KubernetesTarget:
+    """A profile deployed as a LeaderWorkerSet (plus its namespace, cache, Jobs, Service...) on a cluster."""
+
+    name = "kubernetes"
+
+    def __init__(self, options: DeployOptions | None = None, view: ProgressView | None = None) -> None:
+        self.options = options or DeployOptions()
+        self.view = view or ProgressView(interactive=False)
+        self._api: Any = None
+        self._deadline: float | None = None
+        self._pending: list[dict[str, Any]] = []
+        #: What the last apply/diff reported, for `-o json`.
+        self.last_applied: list[dict[str, str]] = []
+        self.last_diffs: list[tuple[str, str]] = []
+
+    @property
+    def api(self) -> Any:
+        """The cluster connection (made on first use, so `status` of a bad kubeconfig fails where it should)."""
+        if self._api is None:
+            from k3deploy.kube.api import KubeApi
+
+            self._api = KubeApi(self.options.kube)
+        return self._api
+
+    def _timeout_s(self, profile: Profile) -> float:
+        return float(self.options.timeout_s or profile.kubernetes.rollout_timeout_s)
+
+    def _waiter(self, profile: Profile) -> Any:
+        from k3deploy.rollout.wait import Waiter
+
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self._timeout_s(profile)
+        return Waiter(self.api, profile.kubernetes.namespace, self.view, deadline=self._deadline,
+                      unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
+                      timeout_label=f" ({self._timeout_s(profile):g}s)")
+
+    # -- the Target protocol ------------------------------------------------------------------------------
+
+    def preflight(self, profile: Profile) -> list[CheckResult]:
+        """Cluster checks of the preflight stage (node checks need the GPU host and run there)."""
+        try:
+            from k3deploy.preflight.run import run_preflight
+        except ImportError as exc:
+            raise EnvironmentProblem(f"the preflight stage is not available: {exc}", hint="use --skip-preflight") from None
+        return run_preflight(profile, node=False, cluster=True, kube=self.options.kube)
+
+    def current_revision(self, profile: Profile) -> Revision | None:
+        """The last recorded revision of the set, or None on a first install."""
+        from k3deploy.rollout.rollback import read_history
+
+        entries = read_history(self.api, profile.kubernetes.namespace, profile.name)
+        if not entries:
+            return None
+        last = entries[-1]
+        return Revision(target=self.name, number=int(last["revision"]), data={"objects": last["objects"]})
+
+    def apply(self, profile: Profile) -> ApplyOutcome:
+        """Apply the set phase by phase (prefetch Job waited to completion when waiting); or dry-run / diff it."""
+        from k3deploy.rollout.apply import apply_objects, diff_objects
+        from k3deploy.rollout.order import phases
+        from k3deploy.rollout.rollback import record_revision
+
+        objects = _objects(profile)
+        self._deadline = time.monotonic() + self._timeout_s(profile)
+        if self.options.diff:
+            self.last_diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
+            changed = [key for key, _ in self.last_diffs]
+            summary = f"{len(changed)} of {len(objects)} objects would change" if changed else f"no changes: all {len(objects)} objects match the live state"
+            return ApplyOutcome(changed=bool(changed), summary=summary)
+        suffix = " (server dry run)" if self.options.dry_run else ""
+        results = []
+        self._pending = []
+        for phase in phases(objects):
+            if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
+                self._pending = phase.objects
+                continue
+            results += apply_objects(
+                self.api, phase.objects, force=self.options.force_conflicts, dry_run=self.options.dry_run,
+                on_applied=lambda a: self.view.note(f"  {a.key} {a.action}{suffix}"),
+            )
+            if phase.name == "prefetch" and self.options.wait and not self.options.dry_run:
+                self._waiter(profile).wait(phase.objects)
+        self.last_applied = [{"object": a.key, "action": a.action} for a in results]
+        if not self.options.wait and not self.options.dry_run:
+            record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
+        return _outcome(results, len(results), suffix)
+
+    def wait_ready(self, profile: Profile, timeout_s: float) -> None:
+        """Wait for the LeaderWorkerSet, then apply the smoke Job and wait for it; record the revision."""
+        from k3deploy.rollout.apply import apply_objects
+        from k3deploy.rollout.order import phases
+        from k3deploy.rollout.rollback import record_revision
+
+        objects = _objects(profile)
+        deadline = time.monotonic() + timeout_s
+        self._deadline = min(self._deadline, deadline) if self._deadline is not None else deadline
+        serving = [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
+        self._waiter(profile).wait(serving)
+        if self._pending:
+            for applied in apply_objects(self.api, self._pending, force=self.options.force_conflicts):
+                self.view.note(f"  {applied.key} {applied.action}")
+                self.last_applied.append({"object": applied.key, "action": applied.action})
+            self._waiter(profile).wait(self._pending)
+            self._pending = []
+        record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
+
+    def endpoint(self, profile: Profile) -> str:
+        """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
+        override = self.options.endpoint or profile.kubernetes.endpoint_override
+        if override:
+            return override.rstrip("/")
+        from k3deploy.render.manifests import service_url
+
+        return service_url(profile)
+
+    def rollback(self, profile: Profile, previous: Revision | None) -> str:
+        """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
+        from k3deploy.rollout.order import phases
+        from k3deploy.rollout.rollback import history_name, record_revision, remove, restore
+
+        objects = _objects(profile)
+        namespace = profile.kubernetes.namespace
+        if previous is None:
+            removed = remove(self.api, objects, self.view.note)
+            self.api.delete("v1", "ConfigMap", history_name(profile.name), namespace)
+            return f"first install removed ({len(removed)} objects deleted; weight cache PVC and namespace kept)"
+        old = list(previous.data.get("objects") or [])
+        done = restore(self.api, old, objects, self.view.note)
+        self._deadline = time.monotonic() + self._timeout_s(profile)
+        serving = [obj for phase in phases(old) if phase.name == "serving" for obj in phase.objects]
+        self._waiter(profile).wait(serving)
+        number = record_revision(self.api, namespace, profile.name, old)
+        return f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
+
+    def status(self, profile: Profile) -> dict[str, Any]:
+        """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
+        from k3deploy.targets.kubernetes_status import describe
+
+        return describe(self.api, profile, _objects(profile), self.endpoint(profile))
+
+    def down(self, profile: Profile, purge: bool) -> str:
+        """Delete in reverse order and wait for the pods to go; the weight PVC stays unless `purge`."""
+        from k3deploy.rollout.rollback import KEPT_KINDS, history_name, remove
+
+        objects = _objects(profile)
+        namespace = profile.kubernetes.namespace
+        removed = remove(self.api, objects, self.view.note, keep=frozenset() if purge else KEPT_KINDS)
+        if self.api.delete("v1", "ConfigMap", history_name(profile.name), namespace):
+            removed.append("revision history")
+        self._deadline = time.monotonic() + self._timeout_s(profile)
+        try:
+            self._waiter(profile).wait_pods_gone(profile.name)
+        except K3DeployError:
+            if not purge:
+                raise
+            # With the namespace deleted the pods go with it; a namespace still terminating is not a failure.
+        kept = "" if purge else "; weight cache PVC kept (--purge deletes it)"
+        return (f"deleted {len(removed)} objects, pods gone{kept}" if removed else f"nothing to delete{kept}")
+
+    # -- beyond the protocol ------------------------------------------------------------------------------
+
+    def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
+        """Keep the smoke verdict beside the revision it judged (shown by `status`)."""
+        from k3deploy.rollout.rollback import record_smoke
+
+        record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)
+
+
+def _outcome(results: list[Any], total: int, suffix: str) -> ApplyOutcome:
+    counts: dict[str, int] = {}
+    for applied in results:
+        counts[applied.action] = counts.get(applied.action, 0) + 1
+    changed = any(a.changed for a in results)
+    created = [a.key for a in results if a.action == "created"]
+    if not changed:
+        return ApplyOutcome(changed=False, summary=f"no changes: all {total} objects unchanged{suffix}")
+    summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
+    return ApplyOutcome(changed=True, summary=summary + suffix, created=created)
+
+
+__all__ = ["KubeOptions", "KubernetesTarget"]

@@ -1,0 +1,84 @@
+"""`k3deploy status` on a cluster: what is live for a profile, as one JSON-able dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from k3deploy.errors import K3DeployError
+from k3deploy.profile.model import Profile
+from k3deploy.rollout.readiness import (
+    LWS_GROUP_LABEL,
+    LWS_NAME_LABEL,
+    LWS_WORKER_LABEL,
+    pod_phase_label,
+    pod_ready,
+    readiness,
+    restarts,
+)
+
+
+def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
+    if name not in cache:
+        try:
+            node = api.get("v1", "Node", name)
+        except K3DeployError:
+            node = None  # nodes are cluster-scoped: a namespaced user may not read them
+        cache[name] = (node or {}).get("metadata", {}).get("labels") or {}
+    return cache[name]
+
+
+def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
+    """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
+    from k3deploy.rollout.rollback import read_history
+
+    namespace = profile.kubernetes.namespace
+    rows = []
+    for obj in objects:
+        meta = obj["metadata"]
+        live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+        verdict = readiness(live) if live is not None else None
+        rows.append({
+            "kind": obj["kind"],
+            "name": meta["name"],
+            "exists": live is not None,
+            "ready": bool(verdict and verdict.ready),
+            "state": "NotFound" if verdict is None else (verdict.reason or ("Ready" if verdict.ready else "Progressing")),
+            "detail": verdict.message if verdict else "",
+        })
+    pods = []
+    if any(r["exists"] for r in rows):
+        items, _ = api.list("v1", "Pod", namespace, label_selector=f"{LWS_NAME_LABEL}={profile.name}")
+        nodes: dict[str, dict[str, str]] = {}
+        for pod in sorted(items, key=lambda p: (p["metadata"].get("labels", {}).get(LWS_GROUP_LABEL, ""),
+                                                 p["metadata"].get("labels", {}).get(LWS_WORKER_LABEL, ""))):
+            labels = pod["metadata"].get("labels") or {}
+            node = (pod.get("spec") or {}).get("nodeName")
+            pods.append({
+                "name": pod["metadata"]["name"],
+                "group": labels.get(LWS_GROUP_LABEL),
+                "worker": labels.get(LWS_WORKER_LABEL),
+                "node": node,
+                "clique": _node_labels(api, node, nodes).get(profile.kubernetes.clique_label) if node else None,
+                "phase": pod_phase_label(pod),
+                "ready": pod_ready(pod),
+                "restarts": restarts(pod),
+            })
+    history = read_history(api, namespace, profile.name) if rows and rows[0]["exists"] else []
+    current = history[-1] if history else None
+    previous = history[-2] if len(history) > 1 else None
+    return {
+        "deployment": profile.name,
+        "target": "kubernetes",
+        "namespace": namespace,
+        "deployed": any(r["exists"] and r["kind"] == "LeaderWorkerSet" for r in rows),
+        "ready": all(r["ready"] for r in rows if r["kind"] in ("LeaderWorkerSet",)) and any(r["exists"] for r in rows),
+        "objects": rows,
+        "pods": pods,
+        "endpoint": endpoint,
+        "revision": {
+            "current": current["revision"] if current else None,
+            "current_applied_at": current.get("appliedAt") if current else None,
+            "previous": previous["revision"] if previous else None,
+        },
+        "smoke": current.get("smoke") if current else None,
+    }

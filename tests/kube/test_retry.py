@@ -1,0 +1,53 @@
+"""Which API failures are retried, and how long the backoff honours Retry-After."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ProtocolError
+
+from k3deploy.kube.retry import call_with_retries, is_transient, retry_after_s
+
+
+def api_error(status: int, retry_after: str | None = None) -> ApiException:
+    exc = ApiException(status=status, reason="x")
+    exc.headers = {"Retry-After": retry_after} if retry_after else {}
+    return exc
+
+
+@pytest.mark.parametrize(("status", "expected"), [(429, True), (500, True), (503, True), (404, False), (409, False), (403, False)])
+def test_transient_statuses(status: int, expected: bool) -> None:
+    assert is_transient(api_error(status)) is expected
+
+
+def test_connection_errors_are_transient_and_others_not() -> None:
+    assert is_transient(ProtocolError("connection dropped")) is True
+    assert is_transient(ValueError("bad")) is False
+
+
+def test_retry_after_is_read_from_the_header() -> None:
+    assert retry_after_s(api_error(429, "2")) == 2.0
+    assert retry_after_s(api_error(429)) is None
+    assert retry_after_s(ValueError()) is None
+
+
+def test_call_with_retries_retries_transient_then_returns_and_reraises_others() -> None:
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise api_error(500)
+        return "ok"
+
+    assert call_with_retries(flaky) == "ok"
+    assert len(calls) == 3
+
+    def conflict() -> None:
+        calls.append(1)
+        raise api_error(409)
+
+    calls.clear()
+    with pytest.raises(ApiException) as info:
+        call_with_retries(conflict)
+    assert info.value.status == 409 and len(calls) == 1

@@ -1,0 +1,43 @@
+"""The simulated controllers that run beside the test API server, switched on and off by tests."""
+
+from __future__ import annotations
+
+from tests.kubeapi.controllers.base import Controller
+from tests.kubeapi.controllers.job import JobController
+from tests.kubeapi.controllers.kubelet import Kubelet
+from tests.kubeapi.controllers.lws import LeaderWorkerSetController
+from tests.kubeapi.controllers.scheduler import Scheduler
+from tests.kubeapi.store import Store
+
+
+class Controllers:
+    """`kube.controllers`: .lws, .scheduler, .kubelet and .jobs; each has `enabled` and its own settings."""
+
+    def __init__(self, store: Store) -> None:
+        self.lws = LeaderWorkerSetController(store)
+        self.scheduler = Scheduler(store)
+        self.kubelet = Kubelet(store)
+        self.jobs = JobController(store)
+
+    def all(self) -> list[Controller]:
+        """Every controller."""
+        return [self.lws, self.scheduler, self.kubelet, self.jobs]
+
+    def start(self) -> None:
+        """Start every controller's thread."""
+        for controller in self.all():
+            controller.start()
+
+    def stop(self) -> None:
+        """Stop every controller's thread."""
+        for controller in self.all():
+            controller.stop()
+
+    def errors(self) -> list[str]:
+        """Unexpected exceptions any controller raised."""
+        return [e for c in self.all() for e in c.errors]
+
+    def disable(self) -> None:
+        """Switch every controller off (the store is then only what the test writes)."""
+        for controller in self.all():
+            controller.enabled = False

@@ -1,0 +1,54 @@
+"""pytest fixtures for the test Kubernetes API server (registered as a plugin by tests/conftest.py).
+
+`kube`: a started KubeApiServer with controllers running and `kube.kubeconfig` (a kubeconfig file for it);
+`kube_factory`: start more servers (e.g. at another version) within one test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.kubeapi.server import KubeApiServer
+
+
+def _forget_dynamic_client_cache(url: str) -> None:
+    """The kubernetes DynamicClient caches discovery per server URL in the temp dir; a reused port must not
+    inherit another test's CRDs."""
+    name = f"osrcp-{hashlib.md5(url.encode('utf-8'), usedforsecurity=False).hexdigest()}.json"
+    try:
+        os.remove(os.path.join(tempfile.gettempdir(), name))
+    except FileNotFoundError:
+        pass
+
+
+@pytest.fixture
+def kube_factory(tmp_path: Path) -> Iterator[Callable[..., KubeApiServer]]:
+    """Start KubeApiServers: `kube_factory(git_version="v1.33.2", controllers=True)`; all stopped at the end."""
+    started: list[KubeApiServer] = []
+
+    def start(git_version: str = "v1.34.1", controllers: bool = True, history_limit: int = 1000) -> KubeApiServer:
+        server = KubeApiServer(git_version, history_limit).start(controllers=controllers)
+        _forget_dynamic_client_cache(server.url)
+        server.kubeconfig = server.write_kubeconfig(tmp_path / f"kubeconfig-{len(started)}")
+        started.append(server)
+        return server
+
+    yield start
+    errors = []
+    for server in started:
+        server.stop()
+        _forget_dynamic_client_cache(server.url)
+        errors += server.controllers.errors()
+    assert not errors, "simulated controllers raised:\n" + "\n".join(errors)
+
+
+@pytest.fixture
+def kube(kube_factory: Callable[..., KubeApiServer]) -> KubeApiServer:
+    """A test Kubernetes API server (v1.34.1) with its controllers running; see tests/kubeapi/server.py."""
+    return kube_factory()

@@ -1,0 +1,83 @@
+"""The cluster checks as pure functions of ClusterFacts (the probe itself is tested against the test API server)."""
+
+from __future__ import annotations
+
+from k3deploy.preflight.checks_cluster import cluster_checks, required_access
+from k3deploy.preflight.facts import AccessFacts, ClusterFacts, NodeFacts, parse_nodes, pod_gpu_request
+from k3deploy.profile import load_profile
+from k3deploy.report.model import Status
+
+GB300 = load_profile("kimi-k3-gb300-tp16")
+CLIQUE_A = "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35.7"
+CLIQUE_B = "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35.9"
+
+
+def gb300(name: str, clique: str | None, requested: int = 0, **labels: str) -> NodeFacts:
+    base = {"nvidia.com/gpu.product": "NVIDIA-GB300", "nvidia.com/gpu.memory": "284208", "kubernetes.io/arch": "arm64",
+            "nvidia.com/cuda.driver-version.full": "580.95.05"}
+    if clique:
+        base["nvidia.com/gpu.clique"] = clique
+    base.update(labels)
+    return NodeFacts(name=name, labels=base, allocatable_gpus=4, requested_gpus=requested)
+
+
+def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
+    access = [AccessFacts(verb=a.verb, resource=a.resource, group=a.group, namespace="kimi-k3", allowed=True)
+              for a in required_access(GB300)]
+    base = dict(server_version="v1.34.1", resources=["leaderworkersets.leaderworkerset.x-k8s.io", "computedomains.resource.nvidia.com",
+                                                      "servicemonitors.monitoring.coreos.com"],
+                nodes=nodes, namespace="kimi-k3", namespace_exists=True, secret_name="hf-token", secret_keys=["token"],
+                storage_classes=["local-nvme"], default_storage_class="local-nvme", access=access)
+    base.update(changes)
+    return ClusterFacts(**base)
+
+
+def by_name(cluster: ClusterFacts, profile=GB300):
+    return {r.name: r for r in cluster_checks(profile, cluster)}
+
+
+def test_two_cliques_pick_the_one_with_room() -> None:
+    nodes = [gb300(f"a{i}", CLIQUE_A, requested=4 if i == 0 else 0) for i in range(5)] + [gb300(f"b{i}", CLIQUE_B) for i in range(3)]
+    results = by_name(facts(nodes))
+    assert {n: r.status for n, r in results.items() if r.status is not Status.PASS} == {}
+    assert results["k8s.placement"].measured == f"clique {CLIQUE_A}: 4 eligible node(s)"
+    assert results["k8s.placement"].detail == f"the group fits in clique {CLIQUE_A} on a1, a2, a3, a4"
+
+
+def test_no_clique_with_room_explains_each() -> None:
+    nodes = [gb300(f"a{i}", CLIQUE_A, requested=2 if i == 0 else 0) for i in range(4)] + [gb300(f"b{i}", CLIQUE_B) for i in range(2)]
+    result = by_name(facts(nodes))["k8s.placement"]
+    assert result.status is Status.FAIL
+    assert result.measured == f"clique {CLIQUE_A} has 3 eligible node(s), needs 4"
+    assert result.detail == (f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 2 eligible node(s), needs 4 "
+                             "(a0: 2 of 4 GPUs free, needs 4)")
+
+
+def test_pod_gpu_requests_count_limits_and_init_containers() -> None:
+    pod = {"spec": {"nodeName": "a0", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}},
+                                                      {"resources": {"requests": {"nvidia.com/gpu": 1}}}],
+                    "initContainers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]}, "status": {"phase": "Running"}}
+    assert pod_gpu_request(pod) == 4
+    done = {"spec": {"nodeName": "a0", "containers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]}, "status": {"phase": "Succeeded"}}
+    node = {"metadata": {"name": "a0", "labels": {}}, "status": {"allocatable": {"nvidia.com/gpu": "4"},
+                                                                   "conditions": [{"type": "Ready", "status": "True"}]}}
+    [parsed] = parse_nodes([node], [pod, done])
+    assert (parsed.allocatable_gpus, parsed.requested_gpus, parsed.free_gpus, parsed.ready) == (4, 4, 0, True)
+
+
+def test_rbac_lists_what_is_denied() -> None:
+    cluster = facts([gb300(f"a{i}", CLIQUE_A) for i in range(4)])
+    denied = [a.model_copy(update={"allowed": False}) if (a.verb, a.resource) == ("create", "leaderworkersets") else a for a in cluster.access]
+    result = by_name(cluster.model_copy(update={"access": denied}))["k8s.rbac"]
+    assert (result.status, result.measured) == (Status.FAIL, f"1 of {len(denied)} denied")
+    assert result.detail == "denied in kimi-k3: create leaderworkersets.leaderworkerset.x-k8s.io"
+    assert "kubectl auth can-i create leaderworkersets.leaderworkerset.x-k8s.io -n kimi-k3" in (result.hint or "")
+
+
+def test_without_nvlink_any_nodes_do() -> None:
+    profile = load_profile("kimi-k3-gb300-tp16", ["hardware.nvlink_domain=false", "kubernetes.compute_domain=false"])
+    results = by_name(facts([gb300(f"n{i}", None) for i in range(4)], resources=["leaderworkersets.leaderworkerset.x-k8s.io"]), profile)
+    assert results["k8s.placement"].status is Status.PASS
+    assert results["k8s.gfd_labels"].status is Status.PASS
+    assert "k8s.crd.computedomain" not in results
+    assert results["k8s.crd.servicemonitor"].status is Status.WARN

@@ -1,0 +1,215 @@
+"""Cluster preflight over the real code path: the official kubernetes client, through a kubeconfig, against the
+test API server populated with fake GB300 nodes. One healthy cluster, then one fault at a time."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+
+import pytest
+
+from k3deploy.errors import EnvironmentProblem
+from k3deploy.kube.client import KubeOptions
+from k3deploy.preflight import run_preflight
+from k3deploy.profile import load_profile
+from k3deploy.report.model import CheckResult, Status
+
+from tests.conftest import run_cli
+
+GB300 = "kimi-k3-gb300-tp16"
+CLIQUE_A = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"
+CLIQUE_B = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.2"
+SHA = "0123456789abcdef0123456789abcdef01234567"
+#: Pinned revisions, so a healthy cluster has no WARN row at all.
+PINNED = [f"model.revision={SHA}", f"speculative.revision={SHA}"]
+
+
+def hold_gpus(kube, node: str, gpus: int = 4, name: str | None = None) -> None:
+    """A running pod of someone else's that holds `gpus` nvidia.com/gpu on `node`."""
+    kube.store.create("pods", {
+        "metadata": {"name": name or f"training-{node}", "namespace": "default"},
+        "spec": {"nodeName": node, "restartPolicy": "Always",
+                 "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.10-py3",
+                                 "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+    }, namespace="default")
+
+
+def healthy(kube) -> None:
+    """Two cliques of GB300 trays: A has 4 nodes but one is busy, B has 4 free nodes; everything else in place."""
+    kube.add_crds()
+    kube.add_gb300_nodes(clique=CLIQUE_A, count=4, prefix="rack1")
+    kube.add_gb300_nodes(clique=CLIQUE_B, count=4, prefix="rack2")
+    hold_gpus(kube, "rack1-01")
+    kube.add_storage_class("local-nvme", provisioner="local.csi.openebs.io", default=True)
+    kube.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
+    kube.store.create("secrets", {"metadata": {"name": "hf-token"}, "type": "Opaque",
+                                  "data": {"token": base64.b64encode(b"hf_test").decode()}}, namespace="kimi-k3")
+
+
+def preflight(kube, *sets: str) -> dict[str, CheckResult]:
+    profile = load_profile(GB300, [*PINNED, *sets])
+    results = run_preflight(profile, node=False, cluster=True, kube=KubeOptions(kubeconfig=str(kube.kubeconfig)))
+    return {r.name: r for r in results}
+
+
+def failing(results: dict[str, CheckResult]) -> set[str]:
+    return {name for name, r in results.items() if r.status is Status.FAIL}
+
+
+def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube) -> None:
+    healthy(kube)
+    results = preflight(kube)
+    assert {n: r.status.value for n, r in results.items() if r.status is not Status.PASS} == {}
+    placement = results["k8s.placement"]
+    assert placement.measured == f"clique {CLIQUE_B}: 4 eligible node(s)"
+    assert placement.detail == f"the group fits in clique {CLIQUE_B} on rack2-05, rack2-06, rack2-07, rack2-08"
+    assert results["k8s.image_arch"].measured == "arm64"
+    assert results["k8s.rbac"].measured == "33 verbs allowed"
+    assert results["k8s.storage_class"].measured == "local-nvme"
+
+
+def _no_lws(kube) -> None:
+    kube.store.delete("customresourcedefinitions", "leaderworkersets.leaderworkerset.x-k8s.io")
+
+
+def _no_compute_domain(kube) -> None:
+    kube.store.delete("customresourcedefinitions", "computedomains.resource.nvidia.com")
+
+
+def _only_three_free(kube) -> None:
+    hold_gpus(kube, "rack2-06", gpus=2, name="notebook")
+
+
+def _no_secret(kube) -> None:
+    kube.store.delete("secrets", "hf-token", "kimi-k3")
+
+
+def _secret_without_key(kube) -> None:
+    kube.store.delete("secrets", "hf-token", "kimi-k3")
+    kube.store.create("secrets", {"metadata": {"name": "hf-token"}, "data": {"HF_TOKEN": "aGY="}}, namespace="kimi-k3")
+
+
+def _deny_create_lws(kube) -> None:
+    kube.access.deny("create", "leaderworkersets", "leaderworkerset.x-k8s.io")
+
+
+def _no_namespace_and_no_right_to_create_one(kube) -> None:
+    kube.store.delete("secrets", "hf-token", "kimi-k3")
+    kube.store.remove_now("namespaces", "kimi-k3")
+    kube.access.deny("create", "namespaces")
+
+
+def _unlabelled_gpu_nodes(kube) -> None:
+    for node in ("rack2-05", "rack2-06", "rack2-07", "rack2-08"):
+        kube.store.delete("nodes", node)
+    for i in range(4):
+        kube.add_node(f"bare-{i}", {}, {"cpu": "144", "nvidia.com/gpu": "4"})
+
+
+def _old_driver_nodes(kube) -> None:
+    kube.add_gb300_nodes(clique=CLIQUE_B, count=1, prefix="old", driver="575.57.08")
+
+
+def _cordoned(kube) -> None:
+    kube.store.update("nodes", "rack2-07", None, lambda node: node["spec"].update(unschedulable=True))
+
+
+def _no_default_class(kube) -> None:
+    kube.store.delete("storageclasses", "local-nvme")
+    kube.add_storage_class("shared-rwx")
+
+
+SCENARIOS: list[tuple[str, Callable, list[str], set[str], str, str]] = [
+    # (id, fault, --set, failing checks, words in the first failing check's detail or measured, words in its hint)
+    ("missing-lws-crd", _no_lws, [], {"k8s.crd.leaderworkerset"}, "missing", "install LeaderWorkerSet"),
+    ("missing-computedomain-crd", _no_compute_domain, [], {"k8s.crd.computedomain"}, "missing", "nvidia-dra-driver-gpu"),
+    ("kubernetes-1.33", lambda kube: kube.set_version("v1.33.5"), [], {"k8s.version"}, "v1.33.5", "upgrade the control plane"),
+    ("only-3-free-per-clique", _only_three_free, [], {"k8s.placement"},
+     f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 3 eligible node(s), needs 4", "free GPUs in one clique"),
+    ("amd64-image-on-arm64", lambda kube: None, ["vllm.image=vllm/vllm-openai:kimi-k3", "vllm.image_arch=amd64"],
+     {"k8s.image_arch"}, "vllm/vllm-openai:kimi-k3 is built for amd64; the GPU nodes are arm64", "vllm.image_arch=arm64"),
+    ("missing-secret", _no_secret, [], {"k8s.secret"}, "missing", "kubectl create secret generic hf-token -n kimi-k3"),
+    ("secret-without-key", _secret_without_key, [], {"k8s.secret"}, "Secret hf-token has no key 'token'", "hf_token_secret.key"),
+    ("403-on-create", _deny_create_lws, [], {"k8s.rbac"}, "denied in kimi-k3: create leaderworkersets.leaderworkerset.x-k8s.io",
+     "kubectl auth can-i create leaderworkersets.leaderworkerset.x-k8s.io -n kimi-k3"),
+    ("namespace-not-creatable", _no_namespace_and_no_right_to_create_one, [], {"k8s.namespace", "k8s.secret"},
+     "you may not create namespaces", "kubectl create namespace kimi-k3"),
+    ("no-gfd-labels", _unlabelled_gpu_nodes, [], {"k8s.gfd_labels", "k8s.placement"},
+     "bare-0 lacks nvidia.com/gpu.product, nvidia.com/gpu.memory, nvidia.com/cuda.driver-version.full, nvidia.com/gpu.clique",
+     "deploy GPU Feature Discovery"),
+    ("old-driver-label", _old_driver_nodes, [], {"k8s.gfd_labels"}, "old-09: driver 575.57.08 < 580", "check the node's driver"),
+    ("cordoned-node", _cordoned, [], {"k8s.placement"}, "rack2-07: cordoned", "uncordon"),
+    ("storage-class-missing", lambda kube: None, ["kubernetes.storage_class=fast-nvme"], {"k8s.storage_class"},
+     "available: local-nvme", "kubernetes.storage_class"),
+    ("no-default-storage-class", _no_default_class, [], {"k8s.storage_class"}, "available: shared-rwx", "is-default-class"),
+    ("pvc-too-small", lambda kube: None, ["kubernetes.model_cache_size=1Ti"], {"k8s.cache_size"},
+     "1,024 GiB cannot hold 1,459 GiB of weights", "model_cache_size to at least 1460Gi"),
+]
+
+
+@pytest.mark.parametrize("fault,sets,fails,words,hint", [s[1:] for s in SCENARIOS], ids=[s[0] for s in SCENARIOS])
+def test_each_fault_fails_its_check_with_its_hint(kube, fault, sets: list[str], fails: set[str], words: str, hint: str) -> None:
+    healthy(kube)
+    fault(kube)
+    results = preflight(kube, *sets)
+    assert failing(results) == fails
+    first = next(r for r in results.values() if r.status is Status.FAIL)
+    assert words in f"{first.measured} | {first.detail}"
+    assert hint in (first.hint or "")
+
+
+def test_missing_service_monitor_only_warns(kube) -> None:
+    healthy(kube)
+    kube.store.delete("customresourcedefinitions", "servicemonitors.monitoring.coreos.com")
+    results = preflight(kube)
+    assert failing(results) == set()
+    assert results["k8s.crd.servicemonitor"].status is Status.WARN
+
+
+def test_absent_namespace_that_may_be_created_passes(kube) -> None:
+    healthy(kube)
+    kube.store.delete("secrets", "hf-token", "kimi-k3")
+    kube.store.remove_now("namespaces", "kimi-k3")
+    results = preflight(kube, "kubernetes.hf_token_secret=null")
+    assert failing(results) == set()
+    assert (results["k8s.namespace"].measured, results["k8s.namespace"].detail) == ("kimi-k3 absent", "`up` will create it")
+
+
+def test_forbidden_to_list_nodes_is_exit_3(kube) -> None:
+    healthy(kube)
+    kube.access.deny("list", "nodes")
+    with pytest.raises(EnvironmentProblem) as info:
+        preflight(kube)
+    assert str(info.value) == ('list nodes: forbidden: nodes is forbidden: User "test-user" cannot list resource "nodes" '
+                               'in API group "" at the cluster scope')
+
+
+def test_cli_healthy_cluster_json_exit_0(kube) -> None:
+    healthy(kube)
+    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
+                   *[arg for s in PINNED for arg in ("--set", s)])
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["status"] == "pass"
+    assert {c["name"]: c["status"] for c in report["checks"]}["k8s.placement"] == "pass"
+
+
+def test_cli_missing_crd_exit_1_and_table(kube) -> None:
+    healthy(kube)
+    _no_lws(kube)
+    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig))
+    assert done.returncode == 1
+    rows = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[1:] if len(line.split()) > 1}
+    assert rows["k8s.crd.leaderworkerset"] == "FAIL" and rows["k8s.placement"] == "PASS"
+    assert "error: preflight failed 1 check(s): k8s.crd.leaderworkerset" in done.stderr
+
+
+def test_cli_api_unreachable_exit_3(kube) -> None:
+    healthy(kube)
+    kube.faults.add("*", ".*", drop=True, times=None)
+    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig))
+    assert done.returncode == 3
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith("error: read the server version: Kubernetes API unreachable:")
+    assert "Traceback" not in done.stderr

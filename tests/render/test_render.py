@@ -1,0 +1,234 @@
+"""`k3deploy render`: the committed manifests are its exact output, and the set says what the issue asks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+import yaml
+
+from k3deploy.profile import builtin_names, load_profile
+from k3deploy.render.argv import serve_command, serve_env
+from k3deploy.render.manifests import build
+from k3deploy.render.templating import render_template, template_dirs
+from k3deploy.render.write import rendered_files, rendered_stream
+from tests.conftest import REPO_ROOT, run_cli
+from tests.profile.test_profile import BAD
+
+K3 = "kimi-k3-gb300-tp16"
+KUBE_PROFILES = [name for name in builtin_names() if load_profile(name).target == "kubernetes"]
+
+
+def _objects(sets: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """kind/name -> object of the K3 set."""
+    return {f"{m.kind}/{m.name}": m.obj for m in build(load_profile(K3, sets or []))}
+
+
+def _read_dir(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+
+
+def test_every_kubernetes_builtin_has_committed_manifests() -> None:
+    assert KUBE_PROFILES == [K3]
+    assert sorted(p.name for p in (REPO_ROOT / "manifests").iterdir()) == KUBE_PROFILES
+
+
+@pytest.mark.parametrize("name", KUBE_PROFILES)
+def test_render_reproduces_the_committed_manifests(name: str, tmp_path: Path) -> None:
+    committed = _read_dir(REPO_ROOT / "manifests" / name)
+    for attempt in ("first", "second"):
+        result = run_cli("render", "-p", name, "-o", str(tmp_path / attempt))
+        assert result.returncode == 0, result.stderr
+        assert _read_dir(tmp_path / attempt) == committed, f"manifests/{name} drifted: re-run k3deploy render -p {name} -o manifests/{name}"
+    stream = run_cli("render", "-p", name, "-o", "-")
+    assert stream.returncode == 0, stream.stderr
+    resources = yaml.safe_load(committed["kustomization.yaml"])["resources"]
+    assert sorted(resources) == sorted(set(committed) - {"kustomization.yaml"})
+    assert stream.stdout == "".join("---\n" + committed[f].decode() for f in resources)
+
+
+def test_stream_parses_to_the_same_objects_as_the_files() -> None:
+    profile = load_profile(K3)
+    docs = list(yaml.safe_load_all(rendered_stream(profile)))
+    files = rendered_files(profile)
+    resources = yaml.safe_load(files["kustomization.yaml"])["resources"]
+    assert docs == [yaml.safe_load(files[f]) for f in resources]
+    assert rendered_files(profile) == files
+
+
+def _lws(objs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return objs[f"LeaderWorkerSet/{K3}"]
+
+
+def test_leaderworkerset_shape_and_argv() -> None:
+    profile = load_profile(K3)
+    lws = _lws(_objects())
+    spec = lws["spec"]
+    assert spec["replicas"] == 1 and spec["leaderWorkerTemplate"]["size"] == 4
+    assert spec["startupPolicy"] == "LeaderCreated"
+    leader = spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    worker = spec["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert leader["command"] == serve_command(profile, role="leader")
+    assert worker["command"] == leader["command"] + ["--headless"]
+    cmd = leader["command"]
+    assert cmd[:3] == ["vllm", "serve", "moonshotai/Kimi-K3"]
+    pairs = dict(zip(cmd, cmd[1:]))
+    assert pairs["--tensor-parallel-size"] == "16" and pairs["--nnodes"] == "4"
+    assert pairs["--node-rank"] == "$(LWS_WORKER_INDEX)" and pairs["--master-addr"] == "$(LWS_LEADER_ADDRESS)"
+    assert json.loads(pairs["--speculative-config"]) == {
+        "model": "Inferact/Kimi-K3-DSpark", "revision": "main", "method": "dspark", "num_speculative_tokens": 7,
+        "attention_backend": "FLASHINFER_MLA", "draft_sample_method": "probabilistic", "rejection_sample_method": "block",
+    }
+    assert pairs["--speculative-config"] == json.dumps(profile.speculative.config(), sort_keys=True, separators=(",", ":"))
+    for container in (leader, worker):
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "4"
+        assert container["resources"]["claims"] == [{"name": "compute-domain-channel"}]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert {k: env[k] for k in serve_env(profile)} == serve_env(profile)
+        assert env["NCCL_MNNVL_ENABLE"] == "1" and env["VLLM_ENGINE_READY_TIMEOUT_S"] == "3600"
+        assert env["HF_HOME"] == "/models/hf" and env["HF_HUB_OFFLINE"] == "1"
+        mounts = {m["name"]: m for m in container["volumeMounts"]}
+        assert mounts["dshm"]["mountPath"] == "/dev/shm"
+        assert mounts["model-cache"] == {"name": "model-cache", "mountPath": "/models", "readOnly": True}
+    assert "startupProbe" not in worker and "readinessProbe" not in worker
+
+
+def test_pod_placement_probes_and_volumes() -> None:
+    objs = _objects()
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod = _lws(objs)["spec"]["leaderWorkerTemplate"][role]["spec"]
+        assert pod["nodeSelector"] == {"kubernetes.io/arch": "arm64", "nvidia.com/gpu.product": "NVIDIA-GB300"}
+        term = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        assert term["topologyKey"] == "nvidia.com/gpu.clique"
+        assert term["labelSelector"]["matchLabels"] == {"leaderworkerset.sigs.k8s.io/name": K3}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
+        assert volumes["model-cache"]["persistentVolumeClaim"] == {"claimName": f"{K3}-model-cache", "readOnly": True}
+        assert pod["resourceClaims"] == [{"name": "compute-domain-channel", "resourceClaimTemplateName": f"{K3}-compute-domain-channel"}]
+    leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    startup = leader["startupProbe"]
+    assert startup["httpGet"] == {"path": "/health", "port": "http"}
+    assert startup["periodSeconds"] * startup["failureThreshold"] == 7200
+    assert leader["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert leader["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+
+
+def test_objects_reference_each_other_consistently() -> None:
+    objs = _objects()
+    cd = objs[f"ComputeDomain/{K3}-compute-domain"]
+    assert cd["spec"]["channel"]["resourceClaimTemplate"]["name"] == f"{K3}-compute-domain-channel"
+    assert f"PersistentVolumeClaim/{K3}-model-cache" in objs
+    service = objs[f"Service/{K3}-api"]
+    # LWS owns a headless Service named after the LeaderWorkerSet (the pods' DNS); ours must not take it.
+    assert f"Service/{K3}" not in objs
+    assert service["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": K3, "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    assert service["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
+    monitor = objs[f"ServiceMonitor/{K3}"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == "http" and monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    pdb = objs[f"PodDisruptionBudget/{K3}"]
+    assert pdb["spec"]["selector"]["matchLabels"] == {"leaderworkerset.sigs.k8s.io/name": K3}
+    prefetch = objs[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]
+    fetch_env = {e["name"]: e.get("value") for e in prefetch["containers"][0]["env"]}
+    assert json.loads(fetch_env["K3DEPLOY_PREFETCH"]) == [["moonshotai/Kimi-K3", "main"], ["Inferact/Kimi-K3-DSpark", "main"]]
+    wait = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["initContainers"][0]
+    assert wait["env"] == [{"name": "K3DEPLOY_PREFETCH_MARKER", "value": fetch_env["K3DEPLOY_PREFETCH_MARKER"]}]
+    smoke = objs[f"Job/{K3}-smoke"]
+    assert smoke["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
+    container = smoke["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "ghcr.io/k3deploy/k3deploy:0.1.0"
+    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", K3]
+
+
+def test_every_object_is_labelled_and_namespaced() -> None:
+    for key, obj in _objects().items():
+        labels = obj["metadata"]["labels"]
+        assert labels["app.kubernetes.io/managed-by"] == "k3deploy", key
+        assert labels["app.kubernetes.io/instance"] == K3 and labels["app.kubernetes.io/part-of"] == K3, key
+        assert labels["app.kubernetes.io/name"] == "vllm", key
+        if obj["kind"] != "Namespace":
+            assert obj["metadata"]["namespace"] == "kimi-k3", key
+
+
+def test_hf_token_only_as_secret_ref() -> None:
+    def envs(node: Any) -> list[dict[str, Any]]:
+        if isinstance(node, dict):
+            found = [e for e in node.get("env", []) if isinstance(e, dict)] if isinstance(node.get("env"), list) else []
+            return found + [e for v in node.values() for e in envs(v)]
+        if isinstance(node, list):
+            return [e for v in node for e in envs(v)]
+        return []
+
+    tokens = [e for obj in _objects().values() for e in envs(obj) if e["name"] == "HF_TOKEN"]
+    assert len(tokens) == 3  # prefetch, leader, worker
+    for entry in tokens:
+        assert entry == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
+
+
+def test_optional_objects_follow_the_profile() -> None:
+    objs = _objects(["kubernetes.service_monitor=false", "kubernetes.compute_domain=false", "kubernetes.hf_token_secret=null"])
+    kinds = [o["kind"] for o in objs.values()]
+    assert "ServiceMonitor" not in kinds and "ComputeDomain" not in kinds
+    pod = _lws(objs)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    assert "resourceClaims" not in pod and "claims" not in pod["containers"][0]["resources"]
+    assert "HF_TOKEN" not in json.dumps(objs)
+
+
+def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
+    assert run_cli("render", "-p", K3, "-o", str(tmp_path)).returncode == 0
+    (tmp_path / "README.md").write_text("mine\n")
+    result = run_cli("render", "-p", K3, "--set", "kubernetes.service_monitor=false", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
+    assert len(names) == 11  # 9 objects + kustomization + README
+
+
+def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    result = run_cli("render", "-p", K3, "-o", str(target))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == f"error: --output {str(target)!r} exists and is not a directory"
+
+
+def test_local_profile_renders_its_argv_and_env() -> None:
+    profile = load_profile("local-cpu")
+    result = run_cli("render", "-p", "local-cpu")
+    assert result.returncode == 0, result.stderr
+    view = yaml.safe_load(result.stdout)
+    assert view == {
+        "profile": "local-cpu",
+        "target": "local",
+        "command": serve_command(profile, role="local", python="python3"),
+        "env": serve_env(profile),
+    }
+    assert view["command"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+
+
+@pytest.mark.parametrize(("sets", "expected"), BAD)
+def test_bad_profile_render_exits_2_with_one_line_naming_the_field(sets: list[str], expected: str) -> None:
+    args = [a for s in sets for a in ("--set", s)]
+    result = run_cli("render", "-p", K3, *args, "-o", "-")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("hint: ")
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_templates_use_strict_undefined() -> None:
+    assert template_dirs()[-1] == REPO_ROOT / "templates"
+    with pytest.raises(jinja2.UndefinedError):
+        render_template("namespace.yaml.j2", {"namespace": "x"})
+
+
+def test_local_profile_into_a_directory(tmp_path: Path) -> None:
+    result = run_cli("render", "-p", "local-cpu", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vllm-server.yaml"]
+    assert (tmp_path / "vllm-server.yaml").read_text() == run_cli("render", "-p", "local-cpu").stdout

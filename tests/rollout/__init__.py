@@ -1,0 +1,1 @@
+"""Tests of k3deploy.rollout, the Kubernetes target, the up/down/status pipeline and their commands."""

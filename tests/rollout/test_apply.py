@@ -1,0 +1,97 @@
+"""`k3deploy apply` against the test API server: order, idempotence, dry run, diff, conflicts, retries."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from tests.rollout.conftest import FAST, K3, NAMESPACE, live
+
+pytestmark = pytest.mark.timeout(180)
+LWS = "kimi-k3-gb300-tp16"
+
+
+def applied_lines(stderr: str) -> list[str]:
+    """The per-object lines of an apply: `<key> <action>`."""
+    return [line.strip() for line in stderr.splitlines()
+            if re.fullmatch(r"  \S+/\S+ (created|configured|unchanged|replaced)( \(server dry run\))?", line)]
+
+
+def test_apply_waits_in_dependency_order_then_a_rerun_changes_nothing(k3: K3, cluster: Any) -> None:
+    first = k3("apply", "--timeout", "60s", *FAST)
+    assert first.returncode == 0, first.stderr
+    assert applied_lines(first.stderr) == [
+        "Namespace/kimi-k3 created",
+        "kimi-k3/ServiceAccount/k3deploy created",
+        "kimi-k3/PersistentVolumeClaim/kimi-k3-gb300-tp16-model-cache created",
+        "kimi-k3/ComputeDomain/kimi-k3-gb300-tp16-compute-domain created",
+        "kimi-k3/Job/kimi-k3-gb300-tp16-prefetch created",
+        "kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16 created",
+        "kimi-k3/Service/kimi-k3-gb300-tp16-api created",
+        "kimi-k3/PodDisruptionBudget/kimi-k3-gb300-tp16 created",
+        "kimi-k3/ServiceMonitor/kimi-k3-gb300-tp16 created",
+        "kimi-k3/Job/kimi-k3-gb300-tp16-smoke created",
+    ]
+    # The prefetch Job finished before the LeaderWorkerSet existed.
+    prefetch_done = first.stderr.index("Job/kimi-k3-gb300-tp16-prefetch: Complete")
+    assert prefetch_done < first.stderr.index("LeaderWorkerSet/kimi-k3-gb300-tp16 created")
+    lws = live(cluster, "leaderworkersets", LWS)
+    assert [m["manager"] for m in lws["metadata"]["managedFields"] if m["operation"] == "Apply"] == ["k3deploy"]
+    assert lws["status"]["readyReplicas"] == 1
+
+    again = k3("apply", "--timeout", "60s", "-o", "json", *FAST)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["stages"][1]["detail"] == "no changes: all 9 objects unchanged"
+    assert {o["action"] for o in report["objects"]} == {"unchanged"}
+    assert live(cluster, "leaderworkersets", LWS)["metadata"]["resourceVersion"] == lws["metadata"]["resourceVersion"]
+
+
+def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
+    dry = k3("apply", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "Namespace/kimi-k3 created (server dry run)" in dry.stderr
+    assert cluster.store.get("namespaces", NAMESPACE) is None
+
+    assert k3("apply", "--timeout", "60s", *FAST).returncode == 0
+    diff = k3("apply", "--diff", "--set", "vllm.max_model_len=524288")
+    assert diff.returncode == 0, diff.stderr
+    assert "--- live/kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16" in diff.stdout
+    assert "-        - '1048576'" in diff.stdout or "1048576" in diff.stdout
+    assert "+" in diff.stdout and "524288" in diff.stdout
+    args = live(cluster, "leaderworkersets", LWS)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    assert "524288" not in json.dumps(args)
+    same = k3("apply", "--diff")
+    assert same.returncode == 0 and same.stdout == ""
+    assert "no changes" in same.stderr
+
+
+def test_conflict_names_the_owner_then_force_conflicts_takes_the_field(k3: K3, cluster: Any) -> None:
+    assert k3("apply", "--timeout", "60s", *FAST).returncode == 0
+    lws = live(cluster, "leaderworkersets", LWS)
+    cluster.store.apply("leaderworkersets", {"apiVersion": lws["apiVersion"], "kind": "LeaderWorkerSet",
+                                             "metadata": {"name": LWS, "namespace": NAMESPACE}, "spec": {"replicas": 2}},
+                        NAMESPACE, manager="kubectl-scale", force=True)
+    conflict = k3("apply", "--no-wait")
+    assert conflict.returncode == 1
+    assert ("error: apply kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16: conflict with another field manager: "
+            ".spec.replicas (owned by 'kubectl-scale')") in conflict.stderr
+    assert "hint: re-run with --force-conflicts" in conflict.stderr
+    assert live(cluster, "leaderworkersets", LWS)["spec"]["replicas"] == 2
+
+    forced = k3("apply", "--no-wait", "--force-conflicts")
+    assert forced.returncode == 0, forced.stderr
+    assert live(cluster, "leaderworkersets", LWS)["spec"]["replicas"] == 1
+
+
+def test_429_and_500_are_retried(k3: K3, cluster: Any) -> None:
+    throttled = cluster.faults.add("PATCH", r"/leaderworkersets/", 429, retry_after=0.2, times=2)
+    broken = cluster.faults.add("GET", r"/namespaces/kimi-k3/jobs", 500, times=2)
+    result = k3("apply", "--timeout", "60s", *FAST)
+    assert result.returncode == 0, result.stderr
+    assert (throttled.hits, broken.hits) == (2, 2)
+    assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
+

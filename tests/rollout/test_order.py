@@ -1,0 +1,60 @@
+"""Apply order and phases of the rendered set."""
+
+from __future__ import annotations
+
+from k3deploy.rollout.order import apply_order, delete_order, job_role, phases
+
+
+def obj(kind: str, name: str, component: str | None = None) -> dict:
+    labels = {"app.kubernetes.io/component": component} if component else {}
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "labels": labels}}
+
+
+SET = [
+    obj("Job", "k3-smoke", "smoke"),
+    obj("ServiceMonitor", "k3"),
+    obj("Service", "k3"),
+    obj("LeaderWorkerSet", "k3"),
+    obj("Job", "k3-prefetch", "prefetch"),
+    obj("PodDisruptionBudget", "k3"),
+    obj("ComputeDomain", "k3-cd"),
+    obj("PersistentVolumeClaim", "k3-model-cache"),
+    obj("ServiceAccount", "k3"),
+    obj("Namespace", "kimi"),
+]
+
+
+def names(objects: list[dict]) -> list[str]:
+    return [f"{o['kind']}/{o['metadata']['name']}" for o in objects]
+
+
+def test_apply_order_is_dependency_order() -> None:
+    assert names(apply_order(SET)) == [
+        "Namespace/kimi", "ServiceAccount/k3", "PersistentVolumeClaim/k3-model-cache", "ComputeDomain/k3-cd",
+        "Job/k3-prefetch", "LeaderWorkerSet/k3", "Service/k3", "PodDisruptionBudget/k3", "ServiceMonitor/k3",
+        "Job/k3-smoke",
+    ]
+
+
+def test_delete_order_is_the_reverse() -> None:
+    assert names(delete_order(SET)) == list(reversed(names(apply_order(SET))))
+
+
+def test_phases_split_around_the_waited_jobs() -> None:
+    split = {p.name: names(p.objects) for p in phases(SET)}
+    assert list(split) == ["prerequisites", "prefetch", "serving", "smoke"]
+    assert split["prefetch"] == ["Job/k3-prefetch"]
+    assert split["serving"] == ["LeaderWorkerSet/k3", "Service/k3", "PodDisruptionBudget/k3", "ServiceMonitor/k3"]
+    assert split["smoke"] == ["Job/k3-smoke"]
+
+
+def test_job_role_falls_back_to_the_name_and_unknown_kinds_go_after_serving() -> None:
+    assert job_role(obj("Job", "x-prefetch")) == "prefetch"
+    assert job_role(obj("Job", "other")) is None
+    assert job_role(obj("Service", "smoke")) is None
+    ordered = names(apply_order([obj("Widget", "w"), obj("LeaderWorkerSet", "k3"), obj("Job", "k3-smoke")]))
+    assert ordered == ["LeaderWorkerSet/k3", "Widget/w", "Job/k3-smoke"]
+
+
+def test_empty_phases_are_dropped() -> None:
+    assert [p.name for p in phases([obj("Namespace", "n"), obj("LeaderWorkerSet", "k3")])] == ["prerequisites", "serving"]

@@ -1,0 +1,227 @@
+"""A small scripted OpenAI/vLLM-like HTTP server on 127.0.0.1 for smoke's fault tests.
+
+A real socket server (chunked HTTP/1.1 streams, real connection drops), not a mock transport: each `Script`
+field turns on one way a deployment misbehaves. Its /metrics counters move with what it streamed, the way
+vLLM's do: one verify step per chunk, `num_speculative_tokens` drafted, chunk size - 1 accepted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "rehearsal-llama-tiny"
+
+
+@dataclass
+class Script:
+    """How the server behaves; defaults are a healthy speculating server."""
+
+    health_status: int = 200
+    models: list[str] = field(default_factory=lambda: [MODEL])
+    api_key: str | None = None
+    metrics: str = "auto"  # auto | missing | no_spec | garbage
+    completion_status: int = 200
+    tokens_per_chunk: list[int] = field(default_factory=lambda: [3, 2, 4, 1])
+    num_speculative_tokens: int = 4
+    continuous_usage: bool = True
+    stop_after_chunks: int | None = None
+    malformed_line: str | None = None
+    chunk_delay_s: float = 0.002
+    first_chunk_delay_s: float = 0.0
+    answers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Counters:
+    """Server-side counters, as vLLM exports them."""
+
+    generation: int = 0
+    prompt: int = 0
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    per_pos: dict[int, int] = field(default_factory=dict)
+    requests: int = 0
+
+    def text(self, spec: bool) -> str:
+        labels = f'engine="0",model_name="{MODEL}"'
+        lines = [
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{labels}}} {float(self.generation)}",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{labels}}} {float(self.prompt)}",
+        ]
+        if spec:
+            for name, value in (("drafts", self.drafts), ("draft_tokens", self.draft_tokens), ("accepted_tokens", self.accepted)):
+                lines += [f"# TYPE vllm:spec_decode_num_{name}_total counter",
+                          f"vllm:spec_decode_num_{name}_total{{{labels}}} {float(value)}"]
+            lines.append("# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter")
+            lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{p}"}} {float(n)}'
+                      for p, n in sorted(self.per_pos.items())]
+        return "\n".join(lines) + "\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        # As uvicorn does: without it Nagle's algorithm holds small SSE chunks back and they arrive in bursts.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, *args: object) -> None:  # keep test output clean
+        pass
+
+    def _send(self, status: int, body: str, ctype: str = "application/json") -> None:
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _authorized(self) -> bool:
+        key = self.server.script.api_key
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self._send(401, json.dumps({"error": {"message": "Unauthorized", "code": 401}}))
+            return False
+        return True
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        script = self.server.script
+        if self.path == "/health":
+            self._send(script.health_status, "")
+        elif self.path == "/v1/models":
+            if self._authorized():
+                self._send(200, json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in script.models]}))
+        elif self.path == "/metrics" and script.metrics != "missing":
+            body = "this is { not prometheus\n" if script.metrics == "garbage" else self.server.counters.text(script.metrics == "auto")
+            self._send(200, body, "text/plain; version=0.0.4")
+        else:
+            self._send(404, json.dumps({"detail": "Not Found"}))
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if not self._authorized():
+            return
+        script = self.server.script
+        if script.completion_status != 200:
+            self._send(script.completion_status, json.dumps({"error": {"message": "engine core died", "code": script.completion_status}}))
+            return
+        chat = self.path == "/v1/chat/completions"
+        prompt = body["messages"][-1]["content"] if chat else body["prompt"]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._stream(body, prompt, chat)
+
+    def _write(self, data: str) -> None:
+        raw = data.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(raw), raw))
+        self.wfile.flush()
+
+    def _plan(self, body: dict, prompt: str) -> list[str]:
+        """Token texts per chunk: the scripted answer (one chunk per word) or max_tokens in the scripted pattern."""
+        script = self.server.script
+        if prompt in script.answers:
+            return [w + " " for w in script.answers[prompt].split(" ")][: body["max_tokens"]]
+        remaining, out, pattern = body["max_tokens"] - 1, ["tok "], script.tokens_per_chunk
+        i = 0
+        while remaining > 0:
+            k = min(pattern[i % len(pattern)], remaining)
+            out.append("tok " * k)
+            remaining -= k
+            i += 1
+        return out
+
+    def _stream(self, body: dict, prompt: str, chat: bool) -> None:
+        script, counters = self.server.script, self.server.counters
+        continuous = script.continuous_usage and (body.get("stream_options") or {}).get("continuous_usage_stats")
+        chunks = self._plan(body, prompt)
+        prompt_tokens = len(prompt.split())
+        with self.server.lock:
+            counters.prompt += prompt_tokens
+            counters.requests += 1
+        done = 0
+        time.sleep(script.first_chunk_delay_s)
+        for n, text in enumerate(chunks):
+            if script.stop_after_chunks is not None and n == script.stop_after_chunks:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            k = len(text.split()) if text.strip() else 1
+            done += k
+            with self.server.lock:
+                counters.generation += k
+                if n > 0:
+                    counters.drafts += 1
+                    counters.draft_tokens += script.num_speculative_tokens
+                    counters.accepted += k - 1
+                    for pos in range(k - 1):
+                        counters.per_pos[pos] = counters.per_pos.get(pos, 0) + 1
+            last = n == len(chunks) - 1
+            choice = {"index": 0, "finish_reason": "length" if last else None}
+            choice.update({"delta": {"content": text}} if chat else {"text": text})
+            chunk: dict = {"id": "x", "object": "chunk", "model": MODEL, "choices": [choice]}
+            if continuous:
+                chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+            self._write(f"data: {json.dumps(chunk)}\n\n")
+            if n == 1 and script.malformed_line is not None:
+                self._write(script.malformed_line + "\n\n")
+            time.sleep(script.chunk_delay_s)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+        self._write(f"data: {json.dumps({'id': 'x', 'object': 'chunk', 'model': MODEL, 'choices': [], 'usage': usage})}\n\n")
+        self._write("data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, script: Script) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.script = script
+        self.counters = Counters()
+        self.lock = threading.Lock()
+
+
+@dataclass
+class Running:
+    """A started server: its URL, its script (mutable while running) and its counters."""
+
+    url: str
+    script: Script
+    counters: Counters
+
+
+@contextlib.contextmanager
+def scripted_server(script: Script | None = None) -> Iterator[Running]:
+    """Serve `script` on 127.0.0.1 (a free port) until the block ends."""
+    server = _Server(script or Script())
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield Running(f"http://127.0.0.1:{server.server_address[1]}", server.script, server.counters)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def unused_port() -> int:
+    """A port on 127.0.0.1 with nothing listening (bound then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,101 @@
+"""Checks drawn from observations: every status, with the metric, measured value and target named."""
+
+from __future__ import annotations
+
+from k3deploy.report.model import Status
+from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
+from k3deploy.smoke.metrics import spec_decode_figures
+from k3deploy.smoke.summary import summarize
+from k3deploy.smoke.verdict import (
+    LivenessFacts,
+    judge_correctness,
+    judge_decode_target,
+    judge_liveness,
+    judge_speculative,
+    judge_throughput,
+)
+
+
+def _rec(i: int, rate: float, *, tier: str = "low_entropy", ok: bool = True, per_chunk: bool = True, chunk: float = 2.5) -> RequestRecord:
+    return RequestRecord(index=i, phase="measured", prompt_id="p", tier=tier, ok=ok, error=None if ok else "boom", max_tokens=64,
+                         t_send=0.0, t_first=0.1, t_last=1.0, t_end=1.0, completion_tokens=64, decode_tok_s=rate,
+                         per_chunk_usage=per_chunk, tokens_per_chunk=chunk if per_chunk else None)
+
+
+def _summary(*records: RequestRecord) -> SmokeSummary:
+    return summarize(list(records))
+
+
+def test_liveness() -> None:
+    assert judge_liveness(LivenessFacts(200, ("m",)), "m").status is Status.PASS
+    down = judge_liveness(LivenessFacts(error="cannot connect to http://x: refused"), "m")
+    assert down.status is Status.FAIL and down.detail == "cannot connect to http://x: refused"
+    assert judge_liveness(LivenessFacts(503, None), "m").detail == "/health answered 503"
+    other = judge_liveness(LivenessFacts(200, ("a", "b")), "m")
+    assert other.status is Status.FAIL and other.detail == "/v1/models lists ['a', 'b'], not 'm'"
+
+
+def test_correctness_off_is_skip_never_pass() -> None:
+    assert judge_correctness(False, []).status is Status.SKIP
+    assert judge_correctness(True, [("a", True, "ok"), ("b", True, "ok")]).status is Status.PASS
+    wrong = judge_correctness(True, [("a", True, "ok"), ("b", False, "answered 7, expected 8")])
+    assert wrong.status is Status.FAIL and wrong.measured == "1/2 right" and wrong.detail == "b: answered 7, expected 8"
+    assert judge_correctness(True, []).status is Status.FAIL
+
+
+def test_throughput() -> None:
+    good = [_rec(0, 10.0), _rec(1, 12.0)]
+    assert judge_throughput(good, _summary(*good)).status is Status.PASS
+    bad = [_rec(0, 10.0), _rec(1, 12.0, ok=False)]
+    failed = judge_throughput(bad, _summary(*bad))
+    assert failed.status is Status.FAIL and failed.measured == "1/2 failed" and failed.detail == "request 1: boom"
+    coarse = [_rec(0, 10.0, per_chunk=False)]
+    warn = judge_throughput(coarse, _summary(*coarse))
+    assert warn.status is Status.WARN and "per-chunk figures unavailable" in warn.detail
+
+
+def _delta(drafts: float, accepted: float, *, spec: bool = True) -> MetricsDelta:
+    figures = spec_decode_figures(drafts, drafts * 3, accepted, {0: accepted}) if spec else None
+    return MetricsDelta(available=True, window_s=1.0, generation_tokens=64, spec_decode=figures)
+
+
+def test_speculative_pass_and_cross_check() -> None:
+    summary = _summary(_rec(0, 10.0))
+    check = judge_speculative(True, 2.0, _delta(20, 30), summary)
+    assert check.status is Status.PASS and check.measured == 2.5 and check.target == ">= 2.0"
+    assert check.detail == ("mean acceptance length 2.500 (1 + 30 accepted / 20 drafts), acceptance rate 0.500; "
+                            "per position {0: 1.50}; mean tokens per chunk at bs=1 2.500")
+
+
+def test_speculative_failures() -> None:
+    summary = _summary(_rec(0, 10.0))
+    low = judge_speculative(True, 3.0, _delta(20, 30), summary)
+    assert low.status is Status.FAIL and low.detail.startswith("mean acceptance length 2.500 is below the minimum 3.0")
+    none = judge_speculative(True, None, _delta(0, 0), summary)
+    assert none.status is Status.FAIL and none.detail == "speculative decoding is not active: 0 drafts during the measured requests"
+    absent = judge_speculative(True, 2.0, _delta(0, 0, spec=False), summary)
+    assert absent.detail == "speculative decoding is not active: no spec-decode series in /metrics"
+    blind = judge_speculative(True, 2.0, MetricsDelta(available=False, error="/metrics unavailable: 404"), summary)
+    assert blind.status is Status.FAIL and blind.detail == "cannot verify speculative decoding: /metrics unavailable: 404"
+    nothing = judge_speculative(True, 2.0, _delta(20, 30), _summary(_rec(0, 1.0, ok=False)))
+    assert nothing.status is Status.FAIL and nothing.detail == "no measured request succeeded; acceptance cannot be judged"
+
+
+def test_speculative_without_speculation_in_the_profile() -> None:
+    summary = _summary(_rec(0, 10.0))
+    assert judge_speculative(False, None, _delta(0, 0, spec=False), summary).status is Status.SKIP
+    assert judge_speculative(False, None, MetricsDelta(available=False, error="x"), summary).status is Status.SKIP
+    assert judge_speculative(False, None, _delta(20, 30), summary).status is Status.WARN
+
+
+def test_decode_target_judges_the_low_entropy_median() -> None:
+    summary = _summary(_rec(0, 300.0), _rec(1, 400.0), _rec(2, 50.0, tier="high_entropy"))
+    ok = judge_decode_target(340.0, "all", summary, peak=464, baseline=118)
+    assert ok.status is Status.PASS and ok.measured == 350.0 and ok.target == 340.0
+    assert ok.detail == ("decode tok/s (median, low_entropy tier, bs=1) 350.00 >= 340; published peak 464 tok/s (reported, not enforced); "
+                         "published baseline 118 tok/s (reported, not enforced)")
+    miss = judge_decode_target(370.0, "low_entropy", summary)
+    assert miss.status is Status.FAIL and miss.detail == "decode tok/s (median, low_entropy tier, bs=1) 350.00 is below the target 370"
+    assert judge_decode_target(None, "low_entropy", summary).status is Status.SKIP
+    assert judge_decode_target(10.0, "low_entropy", None).status is Status.FAIL
+    assert judge_decode_target(10.0, "high_entropy", summary).measured == 50.0

@@ -1,0 +1,1 @@
+"""Tests of k3deploy.targets."""

@@ -1,0 +1,59 @@
+"""What the local target runs: the exact argv and environment, where its files go, and when it counts as changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from k3deploy.profile import load_profile
+from k3deploy.targets.local.launch import argv_hash, default_state_dir, model_path, plan_launch, resolved
+
+
+def test_state_dir_defaults_to_the_user_cache_per_profile() -> None:
+    profile = load_profile("local-cpu")
+    assert default_state_dir(profile, Path("/home/u")) == Path("/home/u/.cache/k3deploy/local-cpu")
+    assert default_state_dir(profile, Path("/home/u"), "/xdg") == Path("/xdg/k3deploy/local-cpu")
+    chosen = load_profile("local-cpu", ["local.state_dir=/srv/k3"])
+    assert default_state_dir(chosen, Path("/home/u"), "/xdg") == Path("/srv/k3")
+
+
+def test_rehearsal_launch_is_the_exact_argv_with_the_generated_folder_as_model_and_draft() -> None:
+    launch = plan_launch(load_profile("local-cpu"), Path("/s"), "/py/bin/python")
+    assert launch.argv == [
+        "/py/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/s/model",
+        "--served-model-name", "rehearsal-llama-tiny", "--tensor-parallel-size", "1",
+        "--host", "127.0.0.1", "--port", "18431", "--max-model-len", "1024", "--gpu-memory-utilization", "0.9",
+        "--dtype", "float32", "--enforce-eager",
+        "--speculative-config", '{"method":"draft_model","model":"/s/model","num_speculative_tokens":3}',
+    ]
+    assert launch.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "TMPDIR": "/s/tmp",
+                          "VLLM_CACHE_ROOT": "/s/tmp/vllm-cache"}
+    assert launch.log_path == Path("/s/server.log")
+    assert launch.model_path == "/s/model"
+
+
+def test_real_model_is_used_as_given_and_its_draft_untouched() -> None:
+    profile = load_profile("local-cpu", ["model.rehearsal=false", "model.id=/models/llama", "speculative.model=/models/draft"])
+    assert model_path(profile, Path("/s")) == "/models/llama"
+    assert resolved(profile, Path("/s")) is profile
+    argv = plan_launch(profile, Path("/s"), "python3").argv
+    assert argv[3:5] == ["--model", "/models/llama"]
+    assert argv[-1] == '{"method":"draft_model","model":"/models/draft","num_speculative_tokens":3}'
+    hub = load_profile("local-cpu", ["model.rehearsal=false", "model.id=org/name"])
+    assert plan_launch(hub, Path("/s"), "python3").argv[3:5] == ["--model", "org/name"]
+
+
+def test_model_free_speculation_is_not_rewritten() -> None:
+    profile = load_profile("local-cpu", ['speculative={"method": "ngram", "num_speculative_tokens": 3, "extra": {"prompt_lookup_max": 4}}'])
+    assert plan_launch(profile, Path("/s"), "python3").argv[-1] == '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+
+
+def test_hash_is_stable_and_follows_argv_and_env() -> None:
+    base = plan_launch(load_profile("local-cpu"), Path("/s"), "python3")
+    assert base.argv_hash == plan_launch(load_profile("local-cpu"), Path("/s"), "python3").argv_hash
+    assert base.argv_hash == argv_hash(base.argv, base.env)
+    other_port = plan_launch(load_profile("local-cpu", ["vllm.port=18500"]), Path("/s"), "python3")
+    other_env = plan_launch(load_profile("local-cpu", ["vllm.env.VLLM_CPU_KVCACHE_SPACE='2'"]), Path("/s"), "python3")
+    # Smoke settings and targets do not change what runs: the same server is reused.
+    targets_only = plan_launch(load_profile("local-cpu", ["targets.decode_tok_s=1000"]), Path("/s"), "python3")
+    assert len({base.argv_hash, other_port.argv_hash, other_env.argv_hash}) == 3
+    assert targets_only.argv_hash == base.argv_hash
