@@ -18,7 +18,8 @@ from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.targets.base import Revision, Target
 
-UP_STAGES = ("preflight", "render", "apply", "wait", "smoke", "report")
+#: The stages of `up`; the report is the summary the command prints at the end.
+UP_STAGES = ("preflight", "render", "apply", "wait", "smoke")
 APPLY_STAGES = ("render", "apply", "wait")
 
 
@@ -190,8 +191,6 @@ def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout
         _roll_back(target, profile, previous[0], summary, note)
     elif rollout_failed:
         summary.rollback = "skipped (--no-rollback): the failed revision is still live"
-    stages.summary.stages.append(StageResult("report", Status.FAIL if stages.failed else Status.PASS,
-                                             "rolled back" if summary.rollback and rollback and rollout_failed else ""))
     return summary
 
 

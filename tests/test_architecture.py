@@ -15,6 +15,8 @@ PURE_MODULES = [
     "profile/load.py",
     "render/plan.py",
     "render/argv.py",
+    "render/manifests.py",
+    "render/templating.py",
     "report/model.py",
     "preflight/facts.py",
     "preflight/checks.py",

@@ -20,9 +20,13 @@ def preflight(
     set_: SetOpt = None,
     node: Annotated[bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")] = False,
     cluster: Annotated[bool, typer.Option("--cluster", help="Check the cluster through the Kubernetes API.")] = False,
-    kubeconfig: Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config).")] = None,
+    kubeconfig: Annotated[
+        Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config).")
+    ] = None,
     context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")] = None,
-    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")] = None,
+    namespace: Annotated[
+        Optional[str], typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")
+    ] = None,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Check GPU node and cluster prerequisites; exit 0 (no FAIL), 1 (a FAIL), 3 (could not look).

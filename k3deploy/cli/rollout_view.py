@@ -11,6 +11,10 @@ from rich.text import Text
 
 def status_view(report: dict[str, Any]) -> Group:
     """A rich renderable of a status report (the dict `-o json` prints)."""
+    if report.get("target") == "local":
+        from k3deploy.cli.local_status_view import local_status_view
+
+        return local_status_view(report)
     objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None, title=None)
     for row in report.get("objects", []):
         objects.add_row(row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", row.get("detail", ""))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, parse_quantity, version_tuple
-from k3deploy.profile.model import Profile
+from k3deploy.profile.model import HardwareSpec, Profile
 from k3deploy.render.plan import GIB
 from k3deploy.report.model import CheckResult, Status
 
@@ -97,26 +97,32 @@ def _gfd(profile: Profile, facts: ClusterFacts) -> CheckResult:
         return _result("k8s.gfd_labels", False, "no node advertises nvidia.com/gpu", "GPU nodes with GFD labels",
                        f"none of {len(facts.nodes)} node(s) has allocatable nvidia.com/gpu",
                        "install the NVIDIA GPU Operator (device plugin + GPU Feature Discovery) on the GPU nodes")
-    problems = []
+    problems: list[str] = []
+    unlabelled = 0
     hw = profile.hardware
     for node in gpu_nodes:
         missing = [label for label in wanted if label not in node.labels]
         if missing:
+            unlabelled += 1
             problems.append(f"{node.name} lacks {', '.join(missing)}")
-            continue
-        if hw is None:
-            continue
-        memory = node.labels["nvidia.com/gpu.memory"]
-        if memory.isdigit() and int(memory) < hw.gpu_memory_mib:
-            problems.append(f"{node.name}: gpu.memory {memory} MiB < {hw.gpu_memory_mib}")
-        driver = node.labels["nvidia.com/cuda.driver-version.full"]
-        if version_tuple(driver) < version_tuple(hw.min_driver_version):
-            problems.append(f"{node.name}: driver {driver} < {hw.min_driver_version}")
-    labeled = len(gpu_nodes) - sum(" lacks " in p for p in problems)
-    measured = f"{labeled} of {len(gpu_nodes)} GPU node(s) labelled"
+        elif hw is not None:
+            problems += _label_values(node, hw)
+    measured = f"{len(gpu_nodes) - unlabelled} of {len(gpu_nodes)} GPU node(s) labelled"
     return _result("k8s.gfd_labels", not problems, measured, ", ".join(wanted), "; ".join(problems[:_NODE_REASONS_SHOWN]),
                    "deploy GPU Feature Discovery (GPU Operator gfd.enabled=true) and check the node's driver; "
                    "the clique label needs the NVLink fabric to be Completed on the node")
+
+
+def _label_values(node: NodeFacts, hw: HardwareSpec) -> list[str]:
+    """What a labelled GPU node's GFD values say is below the profile's hardware."""
+    problems = []
+    memory = node.labels["nvidia.com/gpu.memory"]
+    if memory.isdigit() and int(memory) < hw.gpu_memory_mib:
+        problems.append(f"{node.name}: gpu.memory {memory} MiB < {hw.gpu_memory_mib}")
+    driver = node.labels["nvidia.com/cuda.driver-version.full"]
+    if version_tuple(driver) < version_tuple(hw.min_driver_version):
+        problems.append(f"{node.name}: driver {driver} < {hw.min_driver_version}")
+    return problems
 
 
 def _exclusion(profile: Profile, node: NodeFacts) -> str | None:
@@ -220,11 +226,12 @@ def _rbac(facts: ClusterFacts) -> CheckResult:
     if not denied:
         return _result("k8s.rbac", True, f"{len(relevant)} verbs allowed", "the verbs `up` uses")
     first = denied[0]
+    first_resource = f"{first.resource}.{first.group}" if first.group else first.resource
     listed = ", ".join(a.label for a in denied[:8]) + (f" and {len(denied) - 8} more" if len(denied) > 8 else "")
     return _result("k8s.rbac", False, f"{len(denied)} of {len(relevant)} denied", "the verbs `up` uses",
                    f"denied in {facts.namespace}: {listed}",
                    f"ask an admin for a Role in {facts.namespace} granting them "
-                   f"(check with: kubectl auth can-i {first.verb} {first.resource}{'.' + first.group if first.group else ''} -n {facts.namespace})")
+                   f"(check with: kubectl auth can-i {first.verb} {first_resource} -n {facts.namespace})")
 
 
 def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:

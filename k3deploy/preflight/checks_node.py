@@ -92,7 +92,8 @@ def _mig(facts: GpuNodeFacts) -> CheckResult:
         return _pass("gpu.mig", "disabled", "disabled")
     return _fail("gpu.mig", f"enabled on GPU {_gpu_list(on)}", "disabled",
                  "MIG splits each GPU; tensor parallelism needs whole GPUs",
-                 f"disable MIG: `nvidia-smi -i {on[0].index} -mig 0` (then reset the GPU), or relabel the node for the GPU Operator's MIG manager (nvidia.com/mig.config=all-disabled)")
+                 f"disable MIG: `nvidia-smi -i {on[0].index} -mig 0` (then reset the GPU), or relabel the node for "
+                 "the GPU Operator's MIG manager (nvidia.com/mig.config=all-disabled)")
 
 
 def _health_problems(gpu: GpuFacts) -> list[str]:
@@ -210,7 +211,11 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
             results.append(CheckResult(
                 name="host.imex", status=Status.WARN, measured="nvidia-imex.service active", target="inactive (ComputeDomain runs IMEX)",
                 detail="a host IMEX daemon holds the IMEX channels the ComputeDomain's daemons need (NV_ERR_IN_USE)",
-                hint="systemctl disable --now nvidia-imex.service on every GB300 node, or set kubernetes.compute_domain=false to use the host IMEX"))
+                hint="systemctl disable --now nvidia-imex.service on every GB300 node, "
+                     "or set kubernetes.compute_domain=false to use the host IMEX"))
+        elif host.imex_service is None:
+            results.append(CheckResult(name="host.imex", status=Status.SKIP, target="inactive (ComputeDomain runs IMEX)",
+                                       detail="cannot tell without systemd: run `systemctl is-active nvidia-imex` on the host"))
         else:
-            results.append(_pass("host.imex", host.imex_service or "unknown", "inactive (ComputeDomain runs IMEX)"))
+            results.append(_pass("host.imex", host.imex_service, "inactive (ComputeDomain runs IMEX)"))
     return results

@@ -132,7 +132,8 @@ def nvml_facts() -> GpuNodeFacts:
             gpus=[_gpu(i) for i in range(pynvml.nvmlDeviceGetCount())],
         )
     except pynvml.NVMLError as exc:
-        raise EnvironmentProblem(f"NVML failed while reading the GPUs: {exc}", hint="check the driver with nvidia-smi; a GPU may be lost") from None
+        raise EnvironmentProblem(f"NVML failed while reading the GPUs: {exc}",
+                                 hint="check the driver with nvidia-smi; a GPU may be lost") from None
     finally:
         pynvml.nvmlShutdown()
 
@@ -170,7 +171,8 @@ def gpu_facts() -> GpuNodeFacts:
         if smi is None:
             raise EnvironmentProblem(
                 f"cannot look at the GPUs: NVML and nvidia-smi were not found (NVML: {nvml_error}; nvidia-smi: not on PATH)",
-                hint="run `k3deploy preflight --node` on a GPU node (or in a pod with the NVIDIA runtime); use --cluster from a workstation",
+                hint="run `k3deploy preflight --node` on a GPU node (or in a pod with the NVIDIA runtime); "
+                     "use --cluster from a workstation",
             ) from None
         return smi_facts(smi)
 
@@ -194,7 +196,7 @@ def _systemctl(*args: str) -> str | None:
 
 
 def _imex_service() -> str | None:
-    """`active`/`inactive`/`absent` for the host nvidia-imex service; None when it cannot be told."""
+    """`active`/`inactive`/`absent` for the host nvidia-imex service; None when it cannot be told (no systemd)."""
     state = _systemctl("is-active", "nvidia-imex.service")
     if state == "active":
         return "active"
@@ -202,16 +204,15 @@ def _imex_service() -> str | None:
         # `is-active` answers "inactive" for a missing unit too; `list-unit-files` tells them apart.
         listed = _systemctl("list-unit-files", "nvidia-imex.service", "--no-legend") or ""
         return "inactive" if "nvidia-imex" in listed else "absent"
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return None
-    for comm in proc.glob("[0-9]*/comm"):
+    # Without systemd (a container) a running daemon still shows in /proc when the PID namespace is the host's;
+    # not seeing one proves nothing, so that is "unknown", not "absent".
+    for comm in Path("/proc").glob("[0-9]*/comm"):
         try:
             if comm.read_text().strip() == "nvidia-imex":
                 return "active"
         except OSError:
             continue
-    return "absent"
+    return None
 
 
 def host_facts(cache_path: str) -> HostFacts:

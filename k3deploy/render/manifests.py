@@ -1,8 +1,9 @@
 """The ordered set of Kubernetes objects for a profile: context from the profile, objects from the templates.
 
 Pure: the profile goes in, plain dicts come out (reading the template files is the only I/O). The order is
-the apply order (namespace, service account, weight cache, ComputeDomain, prefetch Job, LeaderWorkerSet,
-Service, PodDisruptionBudget, ServiceMonitor, smoke Job) and gives each file its numeric prefix.
+the apply order of rollout/order.py (namespace, service account, the profile ConfigMap, weight cache,
+ComputeDomain, prefetch Job, LeaderWorkerSet, Service, PodDisruptionBudget, ServiceMonitor, smoke Job) and
+gives each file its numeric prefix.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ STARTUP_PROBE_PERIOD_S = 10
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+#: Where the smoke Job mounts the profile ConfigMap, and the one key it holds.
+PROFILE_MOUNT_DIR = "/etc/k3deploy"
+PROFILE_KEY = "profile.yaml"
+#: Pod-template annotation with the profile's digest: a changed profile changes the smoke Job, so it runs again.
+PROFILE_DIGEST_ANNOTATION = "k3deploy/profile-sha256"
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,9 @@ _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 SET: tuple[_Entry, ...] = (
     _Entry(0, "namespace.yaml.j2", _ALWAYS),
     _Entry(1, "serviceaccount.yaml.j2", _ALWAYS),
-    _Entry(2, "model-cache-pvc.yaml.j2", _ALWAYS),
-    _Entry(3, "computedomain.yaml.j2", lambda p: p.kubernetes.compute_domain),
+    _Entry(2, "profile-configmap.yaml.j2", _ALWAYS),
+    _Entry(3, "model-cache-pvc.yaml.j2", _ALWAYS),
+    _Entry(4, "computedomain.yaml.j2", lambda p: p.kubernetes.compute_domain),
     _Entry(5, "prefetch-job.yaml.j2", _ALWAYS),
     _Entry(10, "leaderworkerset.yaml.j2", _ALWAYS),
     _Entry(11, "service.yaml.j2", _ALWAYS),
@@ -135,6 +142,7 @@ def context(profile: Profile) -> dict[str, Any]:
     if hardware is not None and hardware.gfd_product_label and "nvidia.com/gpu.product" not in node_selector:
         node_selector["nvidia.com/gpu.product"] = hardware.gfd_product_label
     node_selector.setdefault("kubernetes.io/arch", profile.vllm.image_arch)
+    dumped = profile_yaml(profile)
     return {
         "profile": profile,
         "name": name,
@@ -147,6 +155,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "channel_template": f"{name}-compute-domain-channel",
             "prefetch": f"{name}-prefetch",
             "smoke": f"{name}-smoke",
+            "profile": f"{name}-profile",
             "service": api_service_name(profile),
         },
         "lws_labels": {"name": LWS_NAME_LABEL, "worker_index": LWS_WORKER_INDEX_LABEL, "group_key": LWS_GROUP_KEY_LABEL},
@@ -166,6 +175,11 @@ def context(profile: Profile) -> dict[str, Any]:
         "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,
         "startup_failure_threshold": math.ceil(kube.startup_probe_budget_s / STARTUP_PROBE_PERIOD_S),
         "endpoint": service_url(profile),
+        "profile_yaml": dumped,
+        "profile_key": PROFILE_KEY,
+        "profile_mount_dir": PROFILE_MOUNT_DIR,
+        "profile_path": f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}",
+        "profile_digest": {PROFILE_DIGEST_ANNOTATION: hashlib.sha256(dumped.encode()).hexdigest()},
         "smoke_deadline_s": math.ceil(profile.smoke.overall_timeout_s) + 600,
     }
 
@@ -204,3 +218,14 @@ _Dumper.add_representer(str, _represent_str)
 def dump(obj: Any) -> str:
     """Canonical YAML of one object: key order as rendered, block style, no line folding."""
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1_000_000)
+
+
+def profile_yaml(profile: Profile) -> str:
+    """The effective profile (after overrides) as YAML that `load_profile` reads back to an equal profile.
+
+    Keys sorted, so equal profiles give the same bytes (and the same digest) whatever order their source had.
+    """
+    return yaml.dump(
+        profile.model_dump(mode="json"), Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True,
+        width=1_000_000,
+    )

@@ -51,6 +51,7 @@ class RequestRecord(_Model):
     decode_tok_s: float | None = Field(None, description="(tokens after the first chunk) / (t_last - t_first).")
     tpot_ms: float | None = None
     tokens_per_chunk: float | None = None
+    bursty: bool = Field(False, description="Chunks arrived in bursts (buffering proxy, starved API server): decode rate unknowable.")
     text: str | None = Field(None, description="The answer; kept for correctness probes only.")
 
 
@@ -69,6 +70,7 @@ class TierSummary(_Model):
 
     requests: int
     failed: int
+    bursty: int = Field(0, description="Successful requests left out of the timing figures because their chunks arrived in bursts.")
     completion_tokens: int
     decode_tok_s: Stats
     ttft_s: Stats

@@ -96,13 +96,26 @@ def format_events(events: list[dict[str, Any]], names: set[str], limit: int = EV
     return lines
 
 
+def _running_again(pod: dict[str, Any], container: str | None) -> bool:
+    status = pod.get("status") or {}
+    for cs in list(status.get("initContainerStatuses") or []) + list(status.get("containerStatuses") or []):
+        if container is None or cs.get("name") == container:
+            return "running" in (cs.get("state") or {}) and int(cs.get("restartCount") or 0) > 0
+    return False
+
+
 def read_log(api: KubeApi, pod: dict[str, Any], container: str | None, lines: int = LOG_LINES) -> CapturedLog:
-    """The tail of a container's log: the previous (crashed) instance when there is one, else the current."""
+    """The tail of the log of a container's crashed run.
+
+    A container waiting to restart (CrashLoopBackOff) or terminated still shows that run as its current log;
+    one already running again has it as `--previous`. The other one is the fallback.
+    """
     meta = pod.get("metadata", {})
     name, namespace = meta.get("name", ""), meta.get("namespace", "")
-    text = api.pod_log(name, namespace, container, tail_lines=lines, previous=True)
+    previous_first = _running_again(pod, container)
+    text = api.pod_log(name, namespace, container, tail_lines=lines, previous=previous_first)
     if not text.strip():
-        text = api.pod_log(name, namespace, container, tail_lines=lines, previous=False)
+        text = api.pod_log(name, namespace, container, tail_lines=lines, previous=not previous_first)
     return CapturedLog(name, container, text.splitlines()[-lines:])
 
 

@@ -168,6 +168,8 @@ class Waiter:
                         break
                 for message in messages:
                     self._absorb(message, state, synced)
+                    if message[0] == "event" and message[1] == "Pod" and message[2] != "DELETED":
+                        self._observe_crash(message[3], waited, state)
                 if len(synced) < len(kinds):
                     continue
                 if self._judge(waited, state):
@@ -219,6 +221,18 @@ class Waiter:
             self.view.note(f"  {message[1]}")
         elif message[0] == "error":
             raise message[1]
+
+    def _observe_crash(self, pod: dict[str, Any], waited: list[dict[str, Any]], state: _State) -> None:
+        """Read a crashed container's log as soon as its pod shows the crash, before the group is deleted."""
+        labels = pod.get("metadata", {}).get("labels") or {}
+        for target in waited:
+            mine = (labels.get(LWS_NAME_LABEL) == _name(target) if target["kind"] == "LeaderWorkerSet"
+                    else _owned_by_job(pod, state.objects.get("Job", {}).get(_name(target), target)))
+            if mine:
+                for problem in pod_problems(pod):
+                    if problem.crashed:
+                        self._capture(target, pod, problem, state)
+                return
 
     def _pods_of(self, target: dict[str, Any], state: _State) -> list[dict[str, Any]]:
         pods = [p for p in state.objects.get("Pod", {}).values() if not p.get("metadata", {}).get("deletionTimestamp")]
@@ -287,8 +301,6 @@ class Waiter:
             if now - first >= self.grace:
                 return _Failure(f"Pod/{pod_name}", "Unschedulable", unschedulable.message, names, pod_name)
         for problem in problems:
-            if problem.crashed:
-                self._capture(target, pod, problem, state)
             if is_fatal(problem) and not (is_job and problem.reason == "CrashLoopBackOff"):
                 return _Failure(f"Pod/{pod_name}", problem.reason, problem.message, names, pod_name)
         if not is_job:

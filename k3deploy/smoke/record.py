@@ -114,9 +114,26 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     return record.model_copy(update=_timings(record))
 
 
-def _timings(record: RequestRecord) -> dict[str, float | None]:
+#: Fewer chunks than this say too little about how they arrived to call a stream bursty.
+BURST_MIN_CHUNKS = 8
+#: No server produces decode steps this close together; when most chunks arrive closer than this they were held
+#: back and released together (a buffering proxy, an API server starved of CPU, or a client too slow to read).
+BURST_GAP_S = 0.0005
+
+
+def is_bursty(offsets: list[float]) -> bool:
+    """True when most output chunks arrived back-to-back rather than one decode step at a time."""
+    if len(offsets) < BURST_MIN_CHUNKS:
+        return False
+    gaps = sorted(b - a for a, b in zip(offsets, offsets[1:]))
+    median = gaps[len(gaps) // 2] if len(gaps) % 2 else (gaps[len(gaps) // 2 - 1] + gaps[len(gaps) // 2]) / 2
+    return median < BURST_GAP_S
+
+
+def _timings(record: RequestRecord) -> dict[str, object]:
     """TTFT, decode rate and TPOT of a record; decode counts the tokens after the first output chunk."""
-    out: dict[str, float | None] = {"ttft_s": None, "decode_tok_s": None, "tpot_ms": None, "tokens_per_chunk": None}
+    out: dict[str, object] = {"ttft_s": None, "decode_tok_s": None, "tpot_ms": None, "tokens_per_chunk": None,
+                              "bursty": is_bursty(record.chunk_offsets_s)}
     if record.t_first is None or record.t_last is None or record.completion_tokens is None:
         return out
     out["ttft_s"] = record.t_first - record.t_send

@@ -37,15 +37,17 @@ def stats(values: Sequence[float | None]) -> Stats:
 
 
 def summarize_tier(records: Sequence[RequestRecord]) -> TierSummary:
-    """Figures of the successful records; failed ones are only counted."""
+    """Figures of the successful records; failed ones are only counted, bursty ones count for tokens, not timing."""
     good = [r for r in records if r.ok]
+    timed = [r for r in good if not r.bursty]
     return TierSummary(
         requests=len(records),
         failed=len(records) - len(good),
+        bursty=len(good) - len(timed),
         completion_tokens=sum(r.completion_tokens or 0 for r in good),
-        decode_tok_s=stats([r.decode_tok_s for r in good]),
-        ttft_s=stats([r.ttft_s for r in good]),
-        tpot_ms=stats([r.tpot_ms for r in good]),
+        decode_tok_s=stats([r.decode_tok_s for r in timed]),
+        ttft_s=stats([r.ttft_s for r in timed]),
+        tpot_ms=stats([r.tpot_ms for r in timed]),
         tokens_per_chunk=stats([r.tokens_per_chunk for r in good]),
     )
 
@@ -69,7 +71,7 @@ def aggregate_tok_s(records: Sequence[RequestRecord]) -> tuple[int, float | None
 def sweep_point(concurrency: int, records: Sequence[RequestRecord]) -> SweepPoint:
     """Aggregate throughput of one concurrency level over its own window."""
     tokens, span, rate = aggregate_tok_s(records)
-    median = stats([r.decode_tok_s for r in records if r.ok]).median
+    median = stats([r.decode_tok_s for r in records if r.ok and not r.bursty]).median
     return SweepPoint(
         concurrency=concurrency,
         requests=len(records),

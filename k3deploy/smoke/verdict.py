@@ -70,7 +70,13 @@ def judge_throughput(measured: Sequence[RequestRecord], summary: SmokeSummary) -
         return CheckResult(name=THROUGHPUT, status=Status.FAIL, measured=f"{len(failed)}/{len(measured)} failed",
                            target="every request streams in full", detail=f"request {failed[0].index if failed else '-'}: {first}",
                            hint="read the server log around the failure; per-request errors are in the JSON report")
-    detail = f"{summary.overall.completion_tokens} tokens in {len(measured)} requests, median decode {rate:.2f} tok/s" if rate else ""
+    detail = f"{summary.overall.completion_tokens} tokens in {len(measured)} requests" + (f", median decode {rate:.2f} tok/s" if rate else "")
+    bursty = [r for r in measured if r.bursty]
+    if bursty:
+        return CheckResult(name=THROUGHPUT, status=Status.WARN, measured=rate, target="every request streams in full",
+                           detail=f"{detail}; {len(bursty)} of {len(measured)} streams arrived in bursts, so their decode tok/s "
+                           "is left out (it would overstate the server)",
+                           hint="a proxy that buffers responses (disable buffering for text/event-stream) or an API server short of CPU")
     if not all(r.per_chunk_usage for r in measured):
         return CheckResult(name=THROUGHPUT, status=Status.WARN, measured=rate, target="every request streams in full",
                            detail=detail + "; per-chunk figures unavailable: the server sent no continuous_usage_stats, "
@@ -127,7 +133,8 @@ def judge_decode_target(target: float | None, tier: str, summary: SmokeSummary |
     if target is None:
         return CheckResult(name=DECODE_TARGET, status=Status.SKIP, measured=measured, detail=f"no decode target in the profile{extra}")
     if measured is None:
-        return CheckResult(name=DECODE_TARGET, status=Status.FAIL, target=target, detail=f"{metric}: nothing measured{extra}",
+        why = "every stream arrived in bursts" if part is not None and part.bursty and part.bursty == part.requests - part.failed else "nothing measured"
+        return CheckResult(name=DECODE_TARGET, status=Status.FAIL, target=target, detail=f"{metric}: {why}{extra}",
                            hint="see the throughput check")
     if measured < target:
         return CheckResult(name=DECODE_TARGET, status=Status.FAIL, measured=measured, target=target,

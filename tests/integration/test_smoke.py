@@ -56,15 +56,15 @@ def test_reachable_targets_pass_with_real_acceptance(vllm_spec_server: str, tmp_
 
 def test_token_counts_match_the_servers_counter_exactly(vllm_spec_server: str, tmp_path: Path) -> None:
     before = counter(vllm_spec_server, "vllm:generation_tokens_total")
-    result, report = smoke(vllm_spec_server, tmp_path / "b.json", "--requests", "4", "--output-tokens", "384")
+    result, report = smoke(vllm_spec_server, tmp_path / "b.json", "--requests", "8", "--output-tokens", "384")
     after = counter(vllm_spec_server, "vllm:generation_tokens_total")
     assert result.returncode == 0, result.stderr
     assert report is not None and report.metrics is not None and report.summary is not None
     measured = [r for r in report.requests if r.phase == "measured"]
     # Everything the client streamed (warm-up included) is exactly what the server generated over the run ...
-    assert after - before == sum(r.completion_tokens for r in report.requests) == 5 * 384
+    assert after - before == sum(r.completion_tokens for r in report.requests) == 9 * 384
     # ... and the measured requests are exactly the server's delta between k3deploy's own scrapes.
-    assert report.metrics.generation_tokens == sum(r.completion_tokens for r in measured) == 4 * 384
+    assert report.metrics.generation_tokens == sum(r.completion_tokens for r in measured) == 8 * 384
     ratio = report.summary.aggregate_tok_s / report.metrics.server_tok_s
     print(f"\n[smoke b] client {report.summary.aggregate_tok_s:.1f} tok/s vs server delta {report.metrics.server_tok_s:.1f} tok/s "
           f"(ratio {ratio:.4f}) over {report.metrics.window_s:.2f} s")

@@ -48,7 +48,8 @@ class KubeApiServer:
     def start(self, controllers: bool = True) -> KubeApiServer:
         """Listen, create the standard namespaces and start the controllers."""
         self._httpd = ApiHTTPServer(self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kubeapi-http", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="kubeapi-http",
+                                        daemon=True)
         self._thread.start()
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.store.create("namespaces", {"metadata": {"name": ns}}, manager="kube-apiserver")

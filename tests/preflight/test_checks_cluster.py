@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from k3deploy.preflight.checks_cluster import cluster_checks, required_access
 from k3deploy.preflight.facts import AccessFacts, ClusterFacts, NodeFacts, parse_nodes, pod_gpu_request
-from k3deploy.profile import load_profile
-from k3deploy.report.model import Status
+from k3deploy.profile import Profile, load_profile
+from k3deploy.report.model import CheckResult, Status
 
 GB300 = load_profile("kimi-k3-gb300-tp16")
 CLIQUE_A = "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35.7"
@@ -32,7 +32,7 @@ def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
     return ClusterFacts(**base)
 
 
-def by_name(cluster: ClusterFacts, profile=GB300):
+def by_name(cluster: ClusterFacts, profile: Profile = GB300) -> dict[str, CheckResult]:
     return {r.name: r for r in cluster_checks(profile, cluster)}
 
 

@@ -92,3 +92,16 @@ def test_healthy_gb300_through_nvml_exits_0(tmp_path: Path) -> None:
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["gpu.count"]["detail"] == "4 GPU(s) via nvml"
     assert not [name for name, c in checks.items() if c["status"] == "fail"]
+
+
+def test_local_profile_without_flags_checks_the_host_only() -> None:
+    done = run_cli("preflight", "-o", "json", "--set", f"vllm.image_arch={HOST_ARCH}")
+    assert done.returncode == 0, done.stderr
+    names = [c["name"] for c in json.loads(done.stdout)["checks"]]
+    assert names == ["profile.revisions", "plan.capacity", "host.arch", "host.cache_disk"]
+
+
+def test_unknown_option_is_a_usage_error() -> None:
+    done = run_cli("preflight", "--gpu")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0].startswith("error: No such option: --gpu")

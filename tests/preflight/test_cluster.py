@@ -16,6 +16,7 @@ from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
 
 from tests.conftest import run_cli
+from tests.kubeapi.server import KubeApiServer
 
 GB300 = "kimi-k3-gb300-tp16"
 CLIQUE_A = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"
@@ -25,7 +26,7 @@ SHA = "0123456789abcdef0123456789abcdef01234567"
 PINNED = [f"model.revision={SHA}", f"speculative.revision={SHA}"]
 
 
-def hold_gpus(kube, node: str, gpus: int = 4, name: str | None = None) -> None:
+def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = None) -> None:
     """A running pod of someone else's that holds `gpus` nvidia.com/gpu on `node`."""
     kube.store.create("pods", {
         "metadata": {"name": name or f"training-{node}", "namespace": "default"},
@@ -35,7 +36,7 @@ def hold_gpus(kube, node: str, gpus: int = 4, name: str | None = None) -> None:
     }, namespace="default")
 
 
-def healthy(kube) -> None:
+def healthy(kube: KubeApiServer) -> None:
     """Two cliques of GB300 trays: A has 4 nodes but one is busy, B has 4 free nodes; everything else in place."""
     kube.add_crds()
     kube.add_gb300_nodes(clique=CLIQUE_A, count=4, prefix="rack1")
@@ -47,7 +48,7 @@ def healthy(kube) -> None:
                                   "data": {"token": base64.b64encode(b"hf_test").decode()}}, namespace="kimi-k3")
 
 
-def preflight(kube, *sets: str) -> dict[str, CheckResult]:
+def preflight(kube: KubeApiServer, *sets: str) -> dict[str, CheckResult]:
     profile = load_profile(GB300, [*PINNED, *sets])
     results = run_preflight(profile, node=False, cluster=True, kube=KubeOptions(kubeconfig=str(kube.kubeconfig)))
     return {r.name: r for r in results}
@@ -57,7 +58,7 @@ def failing(results: dict[str, CheckResult]) -> set[str]:
     return {name for name, r in results.items() if r.status is Status.FAIL}
 
 
-def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube) -> None:
+def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeApiServer) -> None:
     healthy(kube)
     results = preflight(kube)
     assert {n: r.status.value for n, r in results.items() if r.status is not Status.PASS} == {}
@@ -69,58 +70,58 @@ def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube) -> No
     assert results["k8s.storage_class"].measured == "local-nvme"
 
 
-def _no_lws(kube) -> None:
+def _no_lws(kube: KubeApiServer) -> None:
     kube.store.delete("customresourcedefinitions", "leaderworkersets.leaderworkerset.x-k8s.io")
 
 
-def _no_compute_domain(kube) -> None:
+def _no_compute_domain(kube: KubeApiServer) -> None:
     kube.store.delete("customresourcedefinitions", "computedomains.resource.nvidia.com")
 
 
-def _only_three_free(kube) -> None:
+def _only_three_free(kube: KubeApiServer) -> None:
     hold_gpus(kube, "rack2-06", gpus=2, name="notebook")
 
 
-def _no_secret(kube) -> None:
+def _no_secret(kube: KubeApiServer) -> None:
     kube.store.delete("secrets", "hf-token", "kimi-k3")
 
 
-def _secret_without_key(kube) -> None:
+def _secret_without_key(kube: KubeApiServer) -> None:
     kube.store.delete("secrets", "hf-token", "kimi-k3")
     kube.store.create("secrets", {"metadata": {"name": "hf-token"}, "data": {"HF_TOKEN": "aGY="}}, namespace="kimi-k3")
 
 
-def _deny_create_lws(kube) -> None:
+def _deny_create_lws(kube: KubeApiServer) -> None:
     kube.access.deny("create", "leaderworkersets", "leaderworkerset.x-k8s.io")
 
 
-def _no_namespace_and_no_right_to_create_one(kube) -> None:
+def _no_namespace_and_no_right_to_create_one(kube: KubeApiServer) -> None:
     kube.store.delete("secrets", "hf-token", "kimi-k3")
     kube.store.remove_now("namespaces", "kimi-k3")
     kube.access.deny("create", "namespaces")
 
 
-def _unlabelled_gpu_nodes(kube) -> None:
+def _unlabelled_gpu_nodes(kube: KubeApiServer) -> None:
     for node in ("rack2-05", "rack2-06", "rack2-07", "rack2-08"):
         kube.store.delete("nodes", node)
     for i in range(4):
         kube.add_node(f"bare-{i}", {}, {"cpu": "144", "nvidia.com/gpu": "4"})
 
 
-def _old_driver_nodes(kube) -> None:
+def _old_driver_nodes(kube: KubeApiServer) -> None:
     kube.add_gb300_nodes(clique=CLIQUE_B, count=1, prefix="old", driver="575.57.08")
 
 
-def _cordoned(kube) -> None:
+def _cordoned(kube: KubeApiServer) -> None:
     kube.store.update("nodes", "rack2-07", None, lambda node: node["spec"].update(unschedulable=True))
 
 
-def _no_default_class(kube) -> None:
+def _no_default_class(kube: KubeApiServer) -> None:
     kube.store.delete("storageclasses", "local-nvme")
     kube.add_storage_class("shared-rwx")
 
 
-SCENARIOS: list[tuple[str, Callable, list[str], set[str], str, str]] = [
+SCENARIOS: list[tuple[str, Callable[[KubeApiServer], None], list[str], set[str], str, str]] = [
     # (id, fault, --set, failing checks, words in the first failing check's detail or measured, words in its hint)
     ("missing-lws-crd", _no_lws, [], {"k8s.crd.leaderworkerset"}, "missing", "install LeaderWorkerSet"),
     ("missing-computedomain-crd", _no_compute_domain, [], {"k8s.crd.computedomain"}, "missing", "nvidia-dra-driver-gpu"),
@@ -145,11 +146,14 @@ SCENARIOS: list[tuple[str, Callable, list[str], set[str], str, str]] = [
     ("no-default-storage-class", _no_default_class, [], {"k8s.storage_class"}, "available: shared-rwx", "is-default-class"),
     ("pvc-too-small", lambda kube: None, ["kubernetes.model_cache_size=1Ti"], {"k8s.cache_size"},
      "1,024 GiB cannot hold 1,459 GiB of weights", "model_cache_size to at least 1460Gi"),
+    ("capacity-plan", lambda kube: None, ["hardware.gpu_memory_mib=115000"], {"plan.capacity"},
+     "no room for one 1048576-token sequence: needs 13.53 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
 ]
 
 
 @pytest.mark.parametrize("fault,sets,fails,words,hint", [s[1:] for s in SCENARIOS], ids=[s[0] for s in SCENARIOS])
-def test_each_fault_fails_its_check_with_its_hint(kube, fault, sets: list[str], fails: set[str], words: str, hint: str) -> None:
+def test_each_fault_fails_its_check_with_its_hint(kube: KubeApiServer, fault: Callable[[KubeApiServer], None], sets: list[str],
+                                                  fails: set[str], words: str, hint: str) -> None:
     healthy(kube)
     fault(kube)
     results = preflight(kube, *sets)
@@ -159,7 +163,7 @@ def test_each_fault_fails_its_check_with_its_hint(kube, fault, sets: list[str], 
     assert hint in (first.hint or "")
 
 
-def test_missing_service_monitor_only_warns(kube) -> None:
+def test_missing_service_monitor_only_warns(kube: KubeApiServer) -> None:
     healthy(kube)
     kube.store.delete("customresourcedefinitions", "servicemonitors.monitoring.coreos.com")
     results = preflight(kube)
@@ -167,7 +171,7 @@ def test_missing_service_monitor_only_warns(kube) -> None:
     assert results["k8s.crd.servicemonitor"].status is Status.WARN
 
 
-def test_absent_namespace_that_may_be_created_passes(kube) -> None:
+def test_absent_namespace_that_may_be_created_passes(kube: KubeApiServer) -> None:
     healthy(kube)
     kube.store.delete("secrets", "hf-token", "kimi-k3")
     kube.store.remove_now("namespaces", "kimi-k3")
@@ -176,7 +180,7 @@ def test_absent_namespace_that_may_be_created_passes(kube) -> None:
     assert (results["k8s.namespace"].measured, results["k8s.namespace"].detail) == ("kimi-k3 absent", "`up` will create it")
 
 
-def test_forbidden_to_list_nodes_is_exit_3(kube) -> None:
+def test_forbidden_to_list_nodes_is_exit_3(kube: KubeApiServer) -> None:
     healthy(kube)
     kube.access.deny("list", "nodes")
     with pytest.raises(EnvironmentProblem) as info:
@@ -185,7 +189,7 @@ def test_forbidden_to_list_nodes_is_exit_3(kube) -> None:
                                'in API group "" at the cluster scope')
 
 
-def test_cli_healthy_cluster_json_exit_0(kube) -> None:
+def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer) -> None:
     healthy(kube)
     done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
                    *[arg for s in PINNED for arg in ("--set", s)])
@@ -195,7 +199,7 @@ def test_cli_healthy_cluster_json_exit_0(kube) -> None:
     assert {c["name"]: c["status"] for c in report["checks"]}["k8s.placement"] == "pass"
 
 
-def test_cli_missing_crd_exit_1_and_table(kube) -> None:
+def test_cli_missing_crd_exit_1_and_table(kube: KubeApiServer) -> None:
     healthy(kube)
     _no_lws(kube)
     done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig))
@@ -205,7 +209,7 @@ def test_cli_missing_crd_exit_1_and_table(kube) -> None:
     assert "error: preflight failed 1 check(s): k8s.crd.leaderworkerset" in done.stderr
 
 
-def test_cli_api_unreachable_exit_3(kube) -> None:
+def test_cli_api_unreachable_exit_3(kube: KubeApiServer) -> None:
     healthy(kube)
     kube.faults.add("*", ".*", drop=True, times=None)
     done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig))
@@ -213,3 +217,16 @@ def test_cli_api_unreachable_exit_3(kube) -> None:
     [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert error.startswith("error: read the server version: Kubernetes API unreachable:")
     assert "Traceback" not in done.stderr
+
+
+def test_cli_namespace_and_context_options(kube: KubeApiServer) -> None:
+    healthy(kube)
+    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "--context", "test",
+                   "-n", "other", "-o", "json")
+    assert done.returncode == 1
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert (checks["k8s.namespace"]["status"], checks["k8s.namespace"]["measured"]) == ("pass", "other absent")
+    assert checks["k8s.secret"]["target"] == "Secret hf-token with key token in other"
+    unknown = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "--context", "nope")
+    assert unknown.returncode == 3
+    assert unknown.stderr.startswith("error: no usable Kubernetes configuration:")

@@ -50,7 +50,8 @@ def test_xml_parser_reads_mig_on_and_in_progress_fabric() -> None:
     <gpu_recovery_action>Drain and Reset</gpu_recovery_action>
     <ecc_errors><volatile><sram_uncorrectable_parity>1</sram_uncorrectable_parity><dram_uncorrectable>2</dram_uncorrectable>
     <dram_correctable>9</dram_correctable></volatile></ecc_errors>
-    <fabric><state>In Progress</state><status>N/A</status><cliqueId>N/A</cliqueId><clusterUuid>00000000-0000-0000-0000-000000000000</clusterUuid></fabric>
+    <fabric><state>In Progress</state><status>N/A</status><cliqueId>N/A</cliqueId>
+    <clusterUuid>00000000-0000-0000-0000-000000000000</clusterUuid></fabric>
     </gpu></nvidia_smi_log>"""
     gpu = parse_nvidia_smi_xml(xml).gpus[0]
     assert (gpu.mig_enabled, gpu.persistence_mode, gpu.recovery_action) == (True, False, "Drain and Reset")
@@ -69,7 +70,8 @@ def test_xml_parser_rejects_what_is_not_nvidia_smi(xml: str, message: str) -> No
 def test_floating_revisions_warn_and_commits_pass() -> None:
     floating = {r.name: r for r in revision_checks(load_profile("kimi-k3-gb300-tp16"))}
     assert floating["profile.model.revision"].status is Status.WARN
-    assert floating["profile.model.revision"].hint == "pin the commit you validated: --set model.revision=<40-hex sha> (see the repo's commit history on the Hub)"
+    assert floating["profile.model.revision"].hint == (
+        "pin the commit you validated: --set model.revision=<40-hex sha> (see the repo's commit history on the Hub)")
     assert floating["profile.speculative.revision"].status is Status.WARN
     pinned = revision_checks(load_profile("kimi-k3-gb300-tp16", [f"model.revision={SHA}", f"speculative.revision={SHA}"]))
     assert [(r.name, r.status) for r in pinned] == [("profile.model.revision", Status.PASS), ("profile.speculative.revision", Status.PASS)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.preflight import node
 from k3deploy.preflight.checks_node import gpu_checks
-from k3deploy.preflight.facts import parse_compute_caps, parse_nvidia_smi_xml
+from k3deploy.preflight.facts import GpuNodeFacts, parse_compute_caps, parse_nvidia_smi_xml
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 
@@ -20,7 +21,7 @@ DATA = Path(__file__).parent / "data"
 GB300 = "kimi-k3-gb300-tp16"
 
 
-def smi_fixture(name: str):
+def smi_fixture(name: str) -> GpuNodeFacts:
     return parse_nvidia_smi_xml((DATA / f"{name}-nvidia-smi-q-x.xml").read_text(),
                                 parse_compute_caps((DATA / f"{name}-compute-cap.csv").read_text()))
 
@@ -39,7 +40,8 @@ def test_nvml_reads_a_gb300_tray(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("name,fake", [("gb300", gb300_node), ("h100", h100_node)])
-def test_nvidia_smi_xml_gives_the_same_facts_as_nvml(monkeypatch: pytest.MonkeyPatch, name: str, fake) -> None:
+def test_nvidia_smi_xml_gives_the_same_facts_as_nvml(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                   fake: Callable[[], FakeNvml]) -> None:
     fake_nvml.install(monkeypatch, fake())
     from_nvml = node.gpu_facts()
     from_xml = smi_fixture(name)
@@ -95,7 +97,8 @@ FAILURES = [
 
 
 @pytest.mark.parametrize("make,check,found,hint_words", FAILURES, ids=[f[1] + str(i) for i, f in enumerate(FAILURES)])
-def test_each_nvml_failure_fails_its_check_with_a_hint(monkeypatch: pytest.MonkeyPatch, make, check, found, hint_words) -> None:
+def test_each_nvml_failure_fails_its_check_with_a_hint(monkeypatch: pytest.MonkeyPatch, make: Callable[[], FakeNvml], check: str,
+                                                       found: object, hint_words: str) -> None:
     fake_nvml.install(monkeypatch, make())
     results = {r.name: r for r in gpu_checks(load_profile(GB300), node.gpu_facts())}
     result = results[check]
@@ -123,7 +126,8 @@ def test_health_names_each_problem(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_persistence_off_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nvml.install(monkeypatch, gb300_node(persistence=fake_nvml.NVML_FEATURE_DISABLED))
     result = {r.name: r for r in gpu_checks(load_profile(GB300), node.gpu_facts())}["gpu.persistence"]
-    assert (result.status, result.measured, result.hint) == (Status.WARN, "off on GPU 0, 1, 2, 3", "enable nvidia-persistenced (or `nvidia-smi -pm 1`)")
+    assert (result.status, result.measured) == (Status.WARN, "off on GPU 0, 1, 2, 3")
+    assert result.hint == "enable nvidia-persistenced (or `nvidia-smi -pm 1`)"
 
 
 def test_b300_is_accepted_when_the_profile_allows_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -140,7 +140,14 @@ def test_objects_reference_each_other_consistently() -> None:
     assert smoke["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
     container = smoke["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "ghcr.io/k3deploy/k3deploy:0.1.0"
-    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", K3]
+    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", "/etc/k3deploy/profile.yaml"]
+    # The profile path in the args is the ConfigMap's one key, mounted where the args look for it.
+    profile_map = objs[f"ConfigMap/{K3}-profile"]
+    assert list(profile_map["data"]) == ["profile.yaml"]
+    volumes = {v["name"]: v for v in smoke["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["profile"]["configMap"] == {"name": f"{K3}-profile", "items": [{"key": "profile.yaml", "path": "profile.yaml"}]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert mounts["profile"] == {"name": "profile", "mountPath": "/etc/k3deploy", "readOnly": True}
 
 
 def test_every_object_is_labelled_and_namespaced() -> None:
@@ -184,7 +191,7 @@ def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
-    assert len(names) == 11  # 9 objects + kustomization + README
+    assert len(names) == 12  # 10 objects + kustomization + README
 
 
 def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:

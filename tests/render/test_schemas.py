@@ -35,8 +35,8 @@ def _id(item: tuple[str, Manifest]) -> str:
 
 def test_the_set_has_the_expected_kinds() -> None:
     kinds = [m.kind for m in build(load_profile("kimi-k3-gb300-tp16"))]
-    assert kinds == ["Namespace", "ServiceAccount", "PersistentVolumeClaim", "ComputeDomain", "Job", "LeaderWorkerSet",
-                     "Service", "PodDisruptionBudget", "ServiceMonitor", "Job"]
+    assert kinds == ["Namespace", "ServiceAccount", "ConfigMap", "PersistentVolumeClaim", "ComputeDomain", "Job",
+                     "LeaderWorkerSet", "Service", "PodDisruptionBudget", "ServiceMonitor", "Job"]
 
 
 @pytest.mark.parametrize("item", BUILTIN_KINDS, ids=_id)
@@ -50,6 +50,16 @@ def test_strict_validation_catches_an_unknown_field() -> None:
     bad["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
+
+
+def test_strict_validation_checks_the_profile_configmap() -> None:
+    config_map = next(m for m in build(load_profile("kimi-k3-gb300-tp16")) if m.kind == "ConfigMap").obj
+    assert list(config_map["data"]) == ["profile.yaml"]
+    for field, value in (("data", {"profile.yaml": 3}), ("dataa", {})):
+        bad = copy.deepcopy(config_map)
+        bad[field] = value
+        with pytest.raises(kubernetes_validate.ValidationError):
+            kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
 
 
 @pytest.mark.parametrize("item", CUSTOM_KINDS, ids=_id)

@@ -30,10 +30,11 @@ def cluster(kube: Any) -> Any:
 
 @pytest.fixture
 def k3(cluster: Any) -> K3:
-    """`k3("apply", "--timeout", "20s", ...)`: the CLI with --kubeconfig and the GB300 profile."""
+    """`k3("apply", "--timeout", "20s", ...)`: the CLI with --kubeconfig, the GB300 profile and FAST."""
 
     def run(command: str, *args: str, timeout: float = 90, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        return run_cli(command, "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig), *args, timeout=timeout, input=input)
+        return run_cli(command, "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig), *FAST, *args,
+                       timeout=timeout, input=input)
 
     return run
 

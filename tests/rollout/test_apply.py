@@ -8,7 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.rollout.conftest import FAST, K3, NAMESPACE, live
+from k3deploy.kube.api import object_key
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import build
+from k3deploy.rollout.order import apply_order
+from tests.rollout.conftest import K3, NAMESPACE, PROFILE, live
 
 pytestmark = pytest.mark.timeout(180)
 LWS = "kimi-k3-gb300-tp16"
@@ -21,20 +25,15 @@ def applied_lines(stderr: str) -> list[str]:
 
 
 def test_apply_waits_in_dependency_order_then_a_rerun_changes_nothing(k3: K3, cluster: Any) -> None:
-    first = k3("apply", "--timeout", "60s", *FAST)
+    first = k3("apply", "--timeout", "60s")
     assert first.returncode == 0, first.stderr
-    assert applied_lines(first.stderr) == [
-        "Namespace/kimi-k3 created",
-        "kimi-k3/ServiceAccount/k3deploy created",
-        "kimi-k3/PersistentVolumeClaim/kimi-k3-gb300-tp16-model-cache created",
-        "kimi-k3/ComputeDomain/kimi-k3-gb300-tp16-compute-domain created",
-        "kimi-k3/Job/kimi-k3-gb300-tp16-prefetch created",
-        "kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16 created",
-        "kimi-k3/Service/kimi-k3-gb300-tp16-api created",
-        "kimi-k3/PodDisruptionBudget/kimi-k3-gb300-tp16 created",
-        "kimi-k3/ServiceMonitor/kimi-k3-gb300-tp16 created",
-        "kimi-k3/Job/kimi-k3-gb300-tp16-smoke created",
-    ]
+    lines = applied_lines(first.stderr)
+    rendered = apply_order([m.obj for m in build(load_profile(PROFILE, []))])
+    assert lines == [f"{object_key(obj)} created" for obj in rendered]
+    keys = [line.rsplit(" ", 1)[0] for line in lines]
+    assert keys[0] == "Namespace/kimi-k3" and keys[-1] == "kimi-k3/Job/kimi-k3-gb300-tp16-smoke"
+    assert keys.index("kimi-k3/PersistentVolumeClaim/kimi-k3-gb300-tp16-model-cache") < keys.index(
+        "kimi-k3/Job/kimi-k3-gb300-tp16-prefetch") < keys.index("kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16")
     # The prefetch Job finished before the LeaderWorkerSet existed.
     prefetch_done = first.stderr.index("Job/kimi-k3-gb300-tp16-prefetch: Complete")
     assert prefetch_done < first.stderr.index("LeaderWorkerSet/kimi-k3-gb300-tp16 created")
@@ -42,10 +41,10 @@ def test_apply_waits_in_dependency_order_then_a_rerun_changes_nothing(k3: K3, cl
     assert [m["manager"] for m in lws["metadata"]["managedFields"] if m["operation"] == "Apply"] == ["k3deploy"]
     assert lws["status"]["readyReplicas"] == 1
 
-    again = k3("apply", "--timeout", "60s", "-o", "json", *FAST)
+    again = k3("apply", "--timeout", "60s", "-o", "json")
     assert again.returncode == 0, again.stderr
     report = json.loads(again.stdout)
-    assert report["stages"][1]["detail"] == "no changes: all 9 objects unchanged"
+    assert report["stages"][1]["detail"] == f"no changes: all {len(rendered) - 1} objects unchanged"
     assert {o["action"] for o in report["objects"]} == {"unchanged"}
     assert live(cluster, "leaderworkersets", LWS)["metadata"]["resourceVersion"] == lws["metadata"]["resourceVersion"]
 
@@ -56,7 +55,7 @@ def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
     assert "Namespace/kimi-k3 created (server dry run)" in dry.stderr
     assert cluster.store.get("namespaces", NAMESPACE) is None
 
-    assert k3("apply", "--timeout", "60s", *FAST).returncode == 0
+    assert k3("apply", "--timeout", "60s").returncode == 0
     diff = k3("apply", "--diff", "--set", "vllm.max_model_len=524288")
     assert diff.returncode == 0, diff.stderr
     assert "--- live/kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16" in diff.stdout
@@ -70,7 +69,7 @@ def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
 
 
 def test_conflict_names_the_owner_then_force_conflicts_takes_the_field(k3: K3, cluster: Any) -> None:
-    assert k3("apply", "--timeout", "60s", *FAST).returncode == 0
+    assert k3("apply", "--timeout", "60s").returncode == 0
     lws = live(cluster, "leaderworkersets", LWS)
     cluster.store.apply("leaderworkersets", {"apiVersion": lws["apiVersion"], "kind": "LeaderWorkerSet",
                                              "metadata": {"name": LWS, "namespace": NAMESPACE}, "spec": {"replicas": 2}},
@@ -90,7 +89,7 @@ def test_conflict_names_the_owner_then_force_conflicts_takes_the_field(k3: K3, c
 def test_429_and_500_are_retried(k3: K3, cluster: Any) -> None:
     throttled = cluster.faults.add("PATCH", r"/leaderworkersets/", 429, retry_after=0.2, times=2)
     broken = cluster.faults.add("GET", r"/namespaces/kimi-k3/jobs", 500, times=2)
-    result = k3("apply", "--timeout", "60s", *FAST)
+    result = k3("apply", "--timeout", "60s")
     assert result.returncode == 0, result.stderr
     assert (throttled.hits, broken.hits) == (2, 2)
     assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1

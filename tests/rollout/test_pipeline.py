@@ -69,10 +69,10 @@ def test_stages_run_in_order_and_pass(profile: Any) -> None:
     assert target.calls == ["preflight", "current_revision", "apply", "wait_ready"]
     assert [(s.name, s.status) for s in summary.stages] == [
         ("preflight", Status.PASS), ("render", Status.PASS), ("apply", Status.PASS), ("wait", Status.PASS),
-        ("smoke", Status.SKIP), ("report", Status.PASS)]
+        ("smoke", Status.SKIP)]
     assert summary.exit_code == 0 and summary.rollback is None
     assert [line for line in lines if line.startswith("==>")][:4] == [
-        "==> [1/6] preflight", "==> [2/6] render", "==> [3/6] apply", "==> [4/6] wait"]
+        "==> [1/5] preflight", "==> [2/5] render", "==> [3/5] apply", "==> [4/5] wait"]
 
 
 def test_failed_wait_rolls_back_to_the_previous_revision_with_the_stage_exit_code(profile: Any) -> None:

@@ -97,7 +97,7 @@ def test_401_without_the_key_exits_3_and_passes_with_it(tmp_path: Path) -> None:
 
 def test_5xx_fails_the_throughput_check() -> None:
     with scripted_server(Script(completion_status=500)) as srv:
-        report = smoke(srv.url)
+        report = smoke(srv.url, "smoke.api=chat")
     assert exit_code(report) == 1 and statuses(report)["throughput"] == "fail"
     assert report.check("throughput").detail == f'request 0: {srv.url}/v1/chat/completions answered 500: ' \
                                                 '{"error": {"message": "engine core died", "code": 500}}'
@@ -116,7 +116,7 @@ def test_unhealthy_or_wrong_model_fails_liveness() -> None:
 def test_stream_stopping_mid_way() -> None:
     with scripted_server(Script(stop_after_chunks=3)) as srv:
         result = run_cli("smoke", "--endpoint", srv.url, *sum((["--set", s] for s in FAST), []), "-o", "json")
-    assert_clean_cli(result, 1, "error: smoke failed: throughput: request 0: connection to", "/v1/chat/completions broke")
+    assert_clean_cli(result, 1, "error: smoke failed: throughput: request 0: connection to", "/v1/completions broke")
     report = SmokeReport.model_validate_json(result.stdout)
     first = next(r for r in report.requests if r.phase == "measured")
     assert not first.ok and first.completion_tokens == 6  # 1 + 3 + 2 tokens arrived before the drop

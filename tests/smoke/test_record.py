@@ -84,3 +84,21 @@ def test_no_usage_at_all_cannot_be_counted() -> None:
 def test_server_error_event() -> None:
     rec = build_record(_raw(['data: {"error": {"message": "boom"}}', "", "data: [DONE]", ""]), SPEC)
     assert rec.error == "server error in stream: boom; the server sent no usage; tokens cannot be counted without a client tokenizer"
+
+
+def test_bursts_are_recognised() -> None:
+    from k3deploy.smoke.record import is_bursty
+
+    steady = [0.01 * i for i in range(10)]
+    assert not is_bursty(steady)
+    assert not is_bursty(steady[:5] + [0.2] + [0.2 + 0.01 * i for i in range(1, 5)])  # one stall in a steady stream
+    assert is_bursty([0.5 + 1e-5 * i for i in range(10)])  # everything at once (a buffering proxy)
+    assert is_bursty([0.0] + [0.3 + 1e-5 * i for i in range(5)] + [0.6 + 1e-5 * i for i in range(5)])  # two flushes
+    assert not is_bursty([0.0, 0.0, 0.0])  # too few chunks to tell
+
+
+def test_a_bursty_record_is_flagged() -> None:
+    lines = _lines("chat_continuous_usage.sse")
+    stamped = [(0.5 if i > 3 else float(i) * 0.01, line) for i, line in enumerate(lines)]  # all but the first chunk at once
+    rec = build_record(RawStream(t_send=0.0, t_end=1.0, lines=stamped), SPEC)
+    assert rec.ok and rec.bursty and rec.decode_tok_s == 47 / (0.5 - 0.02)

@@ -54,3 +54,10 @@ def test_sweep_point() -> None:
     point = sweep_point(4, [_rec(0, "low_entropy", 8.0, 50, 1.0, 3.0), _rec(1, "low_entropy", 12.0, 50, 1.0, 5.0)])
     assert (point.concurrency, point.requests, point.failed, point.completion_tokens) == (4, 2, 0, 100)
     assert point.window_s == 4.0 and point.aggregate_tok_s == 25.0 and point.median_decode_tok_s == 10.0
+
+
+def test_bursty_records_count_tokens_but_not_timings() -> None:
+    bursty = _rec(1, "low_entropy", 90000.0, 100, 10.0, 12.0).model_copy(update={"bursty": True})
+    summary = summarize([_rec(0, "low_entropy", 10.0, 100, 0.0, 10.0), bursty])
+    assert summary.overall.bursty == 1 and summary.overall.completion_tokens == 200
+    assert summary.overall.decode_tok_s.count == 1 and summary.overall.decode_tok_s.median == 10.0

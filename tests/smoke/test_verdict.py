@@ -99,3 +99,12 @@ def test_decode_target_judges_the_low_entropy_median() -> None:
     assert judge_decode_target(None, "low_entropy", summary).status is Status.SKIP
     assert judge_decode_target(10.0, "low_entropy", None).status is Status.FAIL
     assert judge_decode_target(10.0, "high_entropy", summary).measured == 50.0
+
+
+def test_bursty_streams_warn_and_cannot_meet_a_target_alone() -> None:
+    bursty = [_rec(0, 90000.0).model_copy(update={"bursty": True}), _rec(1, 80000.0).model_copy(update={"bursty": True})]
+    summary = _summary(*bursty)
+    warn = judge_throughput(bursty, summary)
+    assert warn.status is Status.WARN and "2 of 2 streams arrived in bursts" in warn.detail
+    miss = judge_decode_target(10.0, "low_entropy", summary)
+    assert miss.status is Status.FAIL and miss.detail == "decode tok/s (median, low_entropy tier, bs=1): every stream arrived in bursts"

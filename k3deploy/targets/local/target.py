@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import time
 from datetime import datetime, timezone
@@ -24,24 +23,13 @@ from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Revision
-from k3deploy.targets.local import checks, probe, process
+from k3deploy.targets.local import checks, probe, process, startup
 from k3deploy.targets.local.launch import MODEL_DIR, SCRATCH_DIR, STATE_FILE, default_state_dir, plan_launch
 from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
 from k3deploy.targets.local.state import ServerRecord, clear_record, read_record, write_record
 
 SMOKE_FILE = "smoke.json"
 _POLL_S = 1.0
-#: Log lines that mark how far start-up got, newest phase last (shown as progress while /health is not 200).
-_PHASES = (
-    ("reading the model config", re.compile(r"non-default args|Resolved architecture")),
-    ("starting the engine", re.compile(r"Initializing a V1 LLM engine")),
-    ("loading model", re.compile(r"Starting to load model|Loading weights|load_model")),
-    ("profiling memory", re.compile(r"KV cache|num_gpu_blocks|Memory profiling", re.I)),
-    ("starting API", re.compile(r"Starting vLLM API server|Available routes|Uvicorn running|Started server process")),
-)
-_ERROR_LINE = re.compile(r"(Error|Exception|error:|Traceback|Killed)")
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -61,23 +49,6 @@ def _healthy(url: str) -> bool:
         return httpx.get(f"{url}/health", timeout=2.0).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def _phase(log: Path) -> str:
-    text = "\n".join(process.log_tail(log, 400))
-    phase = "importing vLLM"
-    for name, pattern in _PHASES:
-        if pattern.search(text):
-            phase = name
-    return phase
-
-
-def _failure_line(lines: list[str]) -> str:
-    """The most telling line of a failed start: the last that names an error, else the last line."""
-    for line in reversed(lines):
-        if _ERROR_LINE.search(line):
-            return line.strip()
-    return lines[-1].strip() if lines else "(the log is empty)"
 
 
 class LocalTarget:
@@ -162,22 +133,23 @@ class LocalTarget:
         """Stop the new server; restart the previous one (same argv and environment) when there was one."""
         record_path = self._record_path(profile)
         current = read_record(record_path)
+        (record_path.parent / SMOKE_FILE).unlink(missing_ok=True)  # the verdict was the failed server's
         prev = ServerRecord.model_validate(previous.data) if previous is not None else None
         if prev is not None and current is not None and current.argv_hash == prev.argv_hash \
                 and process.is_ours(current.pid, current.create_time):
             return f"kept the running server (pid {current.pid}): the failed up did not change it"
-        stopped = ""
+        stopped = "nothing to stop"
         if current is not None:
-            if process.stop(current.pid, current.create_time):
-                stopped = f"stopped the new server (pid {current.pid})"
+            was = "stopped the new server" if process.stop(current.pid, current.create_time) else "the new server had exited"
+            stopped = f"{was} (pid {current.pid})"
             clear_record(record_path)
         if prev is None:
-            return (stopped or "nothing to stop") + "; nothing ran before"
+            return f"{stopped}; nothing ran before"
         pid, created = process.start(prev.argv, prev.env, Path(prev.log_path), cwd=Path(prev.env.get("TMPDIR", ".")))
         restored = prev.model_copy(update={"pid": pid, "create_time": created, "started_at": _now()})
         write_record(record_path, restored)
         self._wait(restored, float(profile.local.ready_timeout_s))
-        return f"{stopped + '; ' if stopped else ''}restored the previous server (revision {prev.generation}, pid {pid})"
+        return f"{stopped}; restored the previous server (revision {prev.generation}, pid {pid})"
 
     def status(self, profile: Profile) -> dict[str, Any]:
         """Whether the server runs, where, with which model and argv, and the last smoke verdict."""
@@ -235,13 +207,13 @@ class LocalTarget:
                     tail = process.log_tail(log)
                     view.show([Row(name, "Failed", "exited before it was ready", since)])
                     view.block([f"    last lines of {log}:", *(f"      {line}" for line in tail)])
-                    raise CheckFailed(f"vLLM exited before it was ready: {_failure_line(tail)}",
+                    raise CheckFailed(f"vLLM exited before it was ready: {startup.failure_line(tail)}",
                                       hint=f"the full log is {log}")
                 if time.monotonic() >= deadline:
                     view.block([f"    last lines of {log}:", *(f"      {line}" for line in process.log_tail(log))])
                     raise EnvironmentProblem(f"vLLM (pid {record.pid}) not ready after {timeout_s:.0f} s",
                                              hint=f"raise local.ready_timeout_s, or read {log}")
-                phase = _phase(log)
+                phase = startup.phase(process.log_tail(log, 400))
                 if phase != state:
                     state, since = phase, time.monotonic()
                 view.show([Row(name, "Starting", phase, since)])

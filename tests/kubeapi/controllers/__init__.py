@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 from tests.kubeapi.controllers.base import Controller
+from tests.kubeapi.controllers.computedomain import ComputeDomainController
 from tests.kubeapi.controllers.job import JobController
 from tests.kubeapi.controllers.kubelet import Kubelet
 from tests.kubeapi.controllers.lws import LeaderWorkerSetController
 from tests.kubeapi.controllers.scheduler import Scheduler
+from tests.kubeapi.controllers.storage import VolumeBinder
 from tests.kubeapi.store import Store
 
 
 class Controllers:
-    """`kube.controllers`: .lws, .scheduler, .kubelet and .jobs; each has `enabled` and its own settings."""
+    """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes and .compute_domains; each has `enabled`
+    and its own settings."""
 
     def __init__(self, store: Store) -> None:
         self.lws = LeaderWorkerSetController(store)
         self.scheduler = Scheduler(store)
         self.kubelet = Kubelet(store)
         self.jobs = JobController(store)
+        self.volumes = VolumeBinder(store)
+        self.compute_domains = ComputeDomainController(store)
 
     def all(self) -> list[Controller]:
         """Every controller."""
-        return [self.lws, self.scheduler, self.kubelet, self.jobs]
+        return [self.lws, self.scheduler, self.kubelet, self.jobs, self.volumes, self.compute_domains]
 
     def start(self) -> None:
         """Start every controller's thread."""

@@ -238,7 +238,10 @@ class Kubelet(Controller):
                       "finishedAt": now()}
         container = self._containers(pod)[0]["name"]
         with self.store.lock:
-            self.store.logs.setdefault((ns, name, container), []).extend(rule.logs)
+            lines = self.store.logs.setdefault((ns, name, container), [])
+            lines.extend(rule.logs)
+            if not completes:  # the dead instance is now the "previous" one; its logs stay until a restart
+                self.store.previous_logs[(ns, name, container)] = list(lines)
         if completes:
             self._write(pod, "Failed", terminated=terminated)
             return
@@ -255,9 +258,7 @@ class Kubelet(Controller):
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         with self.store.lock:
             for container in self._containers(pod):
-                key = (ns, name, container["name"])
-                self.store.previous_logs[key] = self.store.logs.get(key, [])
-                self.store.logs[key] = list(self.startup_logs)
+                self.store.logs[(ns, name, container["name"])] = list(self.startup_logs)
         self._write(pod, "Running", running=True, ready=False)
 
     def _complete(self, pod: dict) -> None:

@@ -29,6 +29,11 @@ class LeaderWorkerSetController(Controller):
 
     name = "lws-controller"
 
+    def __init__(self, store, tick: float = 0.05) -> None:  # noqa: ANN001 - Store
+        super().__init__(store, tick)
+        #: uids of LWSs rolling to a new template (UpdateInProgress until every group is ready on it).
+        self._updating: set[str] = set()
+
     def reconcile(self) -> None:
         """Sync every LWS."""
         rtype = self.store.registry.by_key(KEY)
@@ -183,8 +188,8 @@ class LeaderWorkerSetController(Controller):
 
     def _status(self, rtype, lws: dict, current: str, replicas: int, size: int) -> None:  # noqa: ANN001
         meta = lws["metadata"]
-        pods = [p for p in self.store.list("pods", meta["namespace"], label=f"{PREFIX}/name={meta['name']}")
-                if not p["metadata"].get("deletionTimestamp")]
+        everything = self.store.list("pods", meta["namespace"], label=f"{PREFIX}/name={meta['name']}")
+        pods = [p for p in everything if not p["metadata"].get("deletionTimestamp")]
         groups: dict[int, list[dict]] = {}
         for pod in pods:
             groups.setdefault(int(pod["metadata"]["labels"][f"{PREFIX}/group-index"]), []).append(pod)
@@ -192,7 +197,11 @@ class LeaderWorkerSetController(Controller):
                    all(p["metadata"]["labels"].get(f"{PREFIX}/template-revision-hash") == current for p in m)]
         ready = [i for i, m in groups.items() if i < replicas and self._group_ready(m, size)]
         ready_updated = [i for i in ready if i in updated]
-        outdated = [i for i, m in groups.items() if i not in updated]
+        if any(p["metadata"]["labels"].get(f"{PREFIX}/template-revision-hash") != current for p in everything):
+            self._updating.add(meta["uid"])
+        elif len(ready_updated) >= replicas:
+            self._updating.discard(meta["uid"])
+        rolling = meta["uid"] in self._updating
         stamp = now()
 
         def write(obj: dict) -> None:
@@ -210,8 +219,8 @@ class LeaderWorkerSetController(Controller):
                 set_condition(conditions, "Available", "False", "AllGroupsReady", "All replicas are ready", stamp)
                 set_condition(conditions, "Progressing", "True", "GroupsProgressing", "Replicas are progressing",
                               stamp)
-            if outdated or (conditions and any(c["type"] == "UpdateInProgress" for c in conditions)):
-                set_condition(conditions, "UpdateInProgress", "True" if outdated else "False", "GroupsUpdating",
+            if rolling or any(c["type"] == "UpdateInProgress" for c in conditions):
+                set_condition(conditions, "UpdateInProgress", "True" if rolling else "False", "GroupsUpdating",
                               "Rolling Upgrade is in progress", stamp)
 
         self.store.update(rtype, meta["name"], meta["namespace"], write, subresource="status", manager=self.name)

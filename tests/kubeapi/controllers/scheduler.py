@@ -107,7 +107,8 @@ class Scheduler(Controller):
             verdicts = {name: self._filter(pod, node, nodes, bound) for name, node in nodes.items()}
             feasible = [name for name, reasons in verdicts.items() if not reasons]
             if feasible:
-                chosen = max(feasible, key=lambda n: (self._free(nodes[n], bound).get("nvidia.com/gpu", 0), n))
+                # Most free GPUs first, then by name: deterministic where kube-scheduler breaks ties at random.
+                chosen = min(feasible, key=lambda n: (-self._free(nodes[n], bound).get("nvidia.com/gpu", 0), n))
                 self._bind(pod, chosen)
                 pod["spec"]["nodeName"] = chosen
                 bound.append(pod)

@@ -1,0 +1,90 @@
+"""Real kubectl against the test API server, to keep its semantics honest."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.kubeapi.server import KubeApiServer
+
+pytestmark = pytest.mark.integration
+
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+
+LWS = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+       "metadata": {"name": "x", "namespace": "default"},
+       "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 4, "workerTemplate": {"spec": {"containers": [{
+           "name": "vllm", "image": "vllm/vllm-openai:kimi-k3", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}}}}
+
+
+@pytest.fixture
+def kubectl(kube: KubeApiServer):  # noqa: ANN201 - returns a runner
+    """Run kubectl with the fixture's kubeconfig; returns the completed process."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed (the test extra installs it beside the interpreter)")
+
+    def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([KUBECTL, "--kubeconfig", str(kube.kubeconfig), *args], capture_output=True,
+                              text=True, timeout=timeout)
+
+    return run
+
+
+def test_kubectl_server_side_apply_get_and_wait(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:  # noqa: ANN001
+    kube.add_crds()
+    kube.add_gb300_nodes(count=4)
+    manifest = tmp_path / "lws.yaml"
+    manifest.write_text(yaml.safe_dump(LWS))
+    applied = kubectl("apply", "--server-side", "-f", str(manifest))
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.strip() == "leaderworkerset.leaderworkerset.x-k8s.io/x serverside-applied"
+    waited = kubectl("wait", "--for=condition=Available", "leaderworkerset/x", "--timeout=60s")
+    assert waited.returncode == 0, waited.stderr
+    assert waited.stdout.strip() == "leaderworkerset.leaderworkerset.x-k8s.io/x condition met"
+    pods = kubectl("get", "pods", "--no-headers")
+    assert pods.returncode == 0, pods.stderr
+    rows = [line.split() for line in pods.stdout.splitlines()]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("x-0", "1/1", "Running"), ("x-0-1", "1/1", "Running"), ("x-0-2", "1/1", "Running"),
+        ("x-0-3", "1/1", "Running")]
+    ready = kubectl("get", "lws", "x", "-o", "jsonpath={.status.readyReplicas}")
+    assert ready.stdout == "1"
+    owners = kube.store.get("leaderworkersets", "x", "default")["metadata"]["managedFields"]
+    assert [(e["manager"], e["operation"]) for e in owners if not e.get("subresource")] == [("kubectl", "Apply")]
+
+
+def test_kubectl_reports_conflicts_and_forces_them(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:  # noqa: ANN001
+    kube.controllers.disable()
+    kube.add_crds()
+    manifest = tmp_path / "lws.yaml"
+    manifest.write_text(yaml.safe_dump(LWS))
+    assert kubectl("apply", "--server-side", "--field-manager=k3deploy", "-f", str(manifest)).returncode == 0
+    scaled = kubectl("patch", "lws", "x", "--type=merge", "-p", '{"spec":{"replicas":2}}')
+    assert scaled.returncode == 0, scaled.stderr
+    again = kubectl("apply", "--server-side", "--field-manager=k3deploy", "-f", str(manifest))
+    assert again.returncode == 1
+    assert 'conflict with "kubectl-patch" using leaderworkerset.x-k8s.io/v1: .spec.replicas' in again.stderr
+    forced = kubectl("apply", "--server-side", "--field-manager=k3deploy", "--force-conflicts", "-f", str(manifest))
+    assert forced.returncode == 0, forced.stderr
+    assert kube.store.get("leaderworkersets", "x", "default")["spec"]["replicas"] == 1
+
+
+def test_kubectl_logs_and_events(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001
+    kube.add_gb300_nodes(count=1)
+    kube.controllers.kubelet.fail("CrashLoopBackOff", pod="^crash$", logs=["Traceback (most recent call last):",
+                                                                            "RuntimeError: CUDA error"])
+    kube.store.create("pods", {"metadata": {"name": "crash"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                      "default")
+    kube.wait_for(lambda: kube.store.get("pods", "crash", "default")["status"].get("containerStatuses", [{}])[0]
+                  .get("restartCount", 0) >= 1)
+    logs = kubectl("logs", "crash", "--previous", "--tail=1")
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout == "RuntimeError: CUDA error\n"
+    events = kubectl("get", "events", "--field-selector", "involvedObject.name=crash,reason=BackOff", "-o",
+                     "jsonpath={.items[*].type}")
+    assert events.returncode == 0 and events.stdout.split() == ["Warning"]

@@ -1,0 +1,94 @@
+"""Waiting and diagnosing against the test API server: each way a rollout fails, and watches that break."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from tests.rollout.conftest import K3
+
+pytestmark = pytest.mark.timeout(180)
+IMAGE = "vllm/vllm-openai"
+
+
+def diagnosis(stderr: str) -> str:
+    """The diagnosis block of a failed run (from `failed:` to the summary)."""
+    start = stderr.index("failed: ")
+    return stderr[start:stderr.index("summary (", start)]
+
+
+def test_not_enough_gpus_in_one_clique_is_unschedulable_with_the_scheduler_message(k3: K3, cluster: Any) -> None:
+    cluster.store.delete("nodes", "gb300-04")
+    cluster.add_gb300_nodes(clique="0a0b0c0d-1111-2222-3333-444455556666.7", count=1, prefix="other")
+    result = k3("apply", "--timeout", "60s")
+    assert result.returncode == 1, result.stderr
+    block = diagnosis(result.stderr)
+    assert block.startswith("failed: Pod/kimi-k3-gb300-tp16-0-")
+    assert "  reason: Unschedulable\n" in block
+    assert "nodes are available" in block and "FailedScheduling" in block
+    assert "hint: the group needs nodes with free nvidia.com/gpu in one NVLink clique" in result.stderr
+
+
+def test_image_pull_failure_fails_fast(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.fail("ImagePullBackOff", image=IMAGE)
+    result = k3("apply", "--timeout", "60s")
+    assert result.returncode == 1, result.stderr
+    block = diagnosis(result.stderr)
+    assert "  reason: ImagePullBackOff\n" in block
+    assert "error: Pod/kimi-k3-gb300-tp16-0" in result.stderr and ": ImagePullBackOff" in result.stderr
+    assert "hint: check vllm.image" in result.stderr
+
+
+def test_crash_loop_shows_the_crashed_containers_log(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.fail("CrashLoopBackOff", image=IMAGE,
+                                     logs=["Loading safetensors shard 12/96", "RuntimeError: NCCL error: unhandled cuda error"])
+    result = k3("apply", "--timeout", "60s")
+    assert result.returncode == 1, result.stderr
+    block = diagnosis(result.stderr)
+    assert "  reason: CrashLoop" in block
+    assert "    | RuntimeError: NCCL error: unhandled cuda error\n" in block
+    assert "last log lines of kimi-k3-gb300-tp16-0" in block
+
+
+def test_prefetch_job_failure_stops_before_the_leaderworkerset(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.fail("Error", pod="prefetch", exit_code=1,
+                                     logs=["fetching moonshotai/Kimi-K3@main", "huggingface_hub.errors.GatedRepoError: 401"])
+    result = k3("apply", "--timeout", "90s")
+    assert result.returncode == 1, result.stderr
+    block = diagnosis(result.stderr)
+    assert block.startswith("failed: Job/kimi-k3-gb300-tp16-prefetch\n  reason: BackoffLimitExceeded\n")
+    assert "    | huggingface_hub.errors.GatedRepoError: 401\n" in block
+    assert cluster.store.get("leaderworkersets", "kimi-k3-gb300-tp16", "kimi-k3") is None
+
+
+def test_deadline_exceeded_exits_3_with_what_was_pending(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.fail("NeverReady", image=IMAGE)
+    result = k3("apply", "--timeout", "3s")
+    assert result.returncode == 3, result.stderr
+    assert "error: LeaderWorkerSet/kimi-k3-gb300-tp16 not ready before the deadline (3s)" in result.stderr
+    assert "failed: LeaderWorkerSet/kimi-k3-gb300-tp16" in result.stderr
+    assert "hint: raise --timeout" in result.stderr
+
+
+def test_dropped_watches_and_410_gone_mid_wait_still_complete(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.ready_delay = 2.0
+    dropped = cluster.faults.add("GET", r"/pods\?.*watch=true", drop=True, drop_after=1, times=3)
+    stop = threading.Event()
+
+    def compact_often() -> None:
+        while not stop.wait(0.3):
+            cluster.store.compact()
+
+    compactor = threading.Thread(target=compact_often, daemon=True)
+    compactor.start()
+    try:
+        result = k3("apply", "--timeout", "60s")
+    finally:
+        stop.set()
+        compactor.join()
+    assert result.returncode == 0, result.stderr
+    assert dropped.hits == 3
+    assert "watch of Pod expired (410 Gone): re-listing" in result.stderr
+    assert cluster.store.get("leaderworkersets", "kimi-k3-gb300-tp16", "kimi-k3")["status"]["readyReplicas"] == 1
