@@ -27,6 +27,9 @@ PURE_MODULES = [
     "smoke/sse.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
+    "targets/local/launch.py",
+    "targets/local/checks.py",
+    "targets/local/startup.py",
 ]
 IO_LIBRARIES = {"kubernetes", "httpx", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}
 

@@ -50,6 +50,7 @@ class RequestRecord(_Model):
     ttft_s: float | None = None
     decode_tok_s: float | None = Field(None, description="(tokens after the first chunk) / (t_last - t_first).")
     tpot_ms: float | None = None
+    e2e_tok_s: float | None = Field(None, description="completion_tokens / (t_last - t_send): prefill included, a lower bound of decode.")
     tokens_per_chunk: float | None = None
     bursty: bool = Field(False, description="Chunks arrived in bursts (buffering proxy, starved API server): decode rate unknowable.")
     text: str | None = Field(None, description="The answer; kept for correctness probes only.")
@@ -70,7 +71,8 @@ class TierSummary(_Model):
 
     requests: int
     failed: int
-    bursty: int = Field(0, description="Successful requests left out of the timing figures because their chunks arrived in bursts.")
+    bursty: int = Field(0, description="Successful requests whose chunks arrived in bursts: no TTFT/TPOT, and their "
+                        "end-to-end tok/s (a lower bound) stands in for their decode tok/s.")
     completion_tokens: int
     decode_tok_s: Stats
     ttft_s: Stats

@@ -210,3 +210,38 @@ def test_job_fails_after_the_backoff_limit_with_logs(kube: KubeApiServer) -> Non
     pod = kube.store.list("pods", NS, label="job-name=bad")[0]["metadata"]["name"]
     core = client.CoreV1Api(config.new_client_from_config(str(kube.kubeconfig)))
     assert core.read_namespaced_pod_log(pod, NS).splitlines()[-1] == "401 Client Error: Unauthorized"
+
+
+def test_claims_bind_and_pods_wait_for_them(kube: KubeApiServer) -> None:
+    kube.add_gb300_nodes(count=1)
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}], "volumes": [
+        {"name": "w", "persistentVolumeClaim": {"claimName": "weights"}}]}}
+    kube.store.create("pods", pod, NS)
+    assert kube.wait_for(lambda: _condition(kube.store.get("pods", "p", NS), "PodScheduled").get("message")) == \
+        '0/1 nodes are available: persistentvolumeclaim "weights" not found.'
+    kube.store.create("persistentvolumeclaims", {"metadata": {"name": "weights"}, "spec": {
+        "accessModes": ["ReadWriteMany"], "storageClassName": "shared-rwx",
+        "resources": {"requests": {"storage": "3000Gi"}}}}, NS)
+    unbound = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    assert kube.wait_for(lambda: _condition(kube.store.get("pods", "p", NS), "PodScheduled").get("message")
+                         == unbound)
+    kube.add_storage_class("shared-rwx")
+    claim = kube.wait_for(lambda: kube.store.get("persistentvolumeclaims", "weights", NS)["status"]["phase"] == "Bound"
+                          and kube.store.get("persistentvolumeclaims", "weights", NS))
+    assert claim["status"]["capacity"] == {"storage": "3000Gi"}
+    assert kube.wait_for(lambda: kube.store.get("pods", "p", NS)["spec"].get("nodeName")) == "gb300-01"
+
+
+def test_compute_domain_creates_its_claim_template_and_turns_ready(cluster: KubeApiServer) -> None:
+    cluster.store.create("computedomains", {"metadata": {"name": "k3-cd"}, "spec": {
+        "numNodes": 4, "channel": {"resourceClaimTemplate": {"name": "k3-channel"}}}}, NS)
+    cluster.wait_for(lambda: cluster.store.get("resourceclaimtemplates", "k3-channel", NS))
+    assert cluster.wait_for(lambda: (cluster.store.get("computedomains", "k3-cd", NS).get("status") or {})
+                            .get("status")) == "NotReady"
+    body = _lws()
+    spec = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    spec["resourceClaims"] = [{"name": "channel", "resourceClaimTemplateName": "k3-channel"}]
+    _apply_lws(cluster, body)
+    domain = cluster.wait_for(lambda: cluster.store.get("computedomains", "k3-cd", NS)["status"]["status"] == "Ready"
+                              and cluster.store.get("computedomains", "k3-cd", NS))
+    assert sorted(n["name"] for n in domain["status"]["nodes"]) == ["gb300-01", "gb300-02", "gb300-03", "gb300-04"]

@@ -101,4 +101,4 @@ def test_a_bursty_record_is_flagged() -> None:
     lines = _lines("chat_continuous_usage.sse")
     stamped = [(0.5 if i > 3 else float(i) * 0.01, line) for i, line in enumerate(lines)]  # all but the first chunk at once
     rec = build_record(RawStream(t_send=0.0, t_end=1.0, lines=stamped), SPEC)
-    assert rec.ok and rec.bursty and rec.decode_tok_s == 47 / (0.5 - 0.02)
+    assert rec.ok and rec.bursty and rec.decode_tok_s == 47 / (0.5 - 0.02) and rec.e2e_tok_s == 48 / 0.5

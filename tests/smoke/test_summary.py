@@ -56,8 +56,9 @@ def test_sweep_point() -> None:
     assert point.window_s == 4.0 and point.aggregate_tok_s == 25.0 and point.median_decode_tok_s == 10.0
 
 
-def test_bursty_records_count_tokens_but_not_timings() -> None:
-    bursty = _rec(1, "low_entropy", 90000.0, 100, 10.0, 12.0).model_copy(update={"bursty": True})
+def test_a_bursty_record_counts_its_end_to_end_rate_and_no_ttft() -> None:
+    bursty = _rec(1, "low_entropy", 90000.0, 100, 10.0, 14.0).model_copy(update={"bursty": True, "e2e_tok_s": 25.0})
     summary = summarize([_rec(0, "low_entropy", 10.0, 100, 0.0, 10.0), bursty])
     assert summary.overall.bursty == 1 and summary.overall.completion_tokens == 200
-    assert summary.overall.decode_tok_s.count == 1 and summary.overall.decode_tok_s.median == 10.0
+    assert summary.overall.decode_tok_s.count == 2 and summary.overall.decode_tok_s.median == 17.5
+    assert summary.overall.ttft_s.count == 1 and summary.overall.tpot_ms.count == 1

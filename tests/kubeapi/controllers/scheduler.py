@@ -104,6 +104,10 @@ class Scheduler(Controller):
         nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes")}
         bound = [p for p in pods if p["spec"].get("nodeName") and not _terminal(p)]
         for pod in pending:
+            problem = self._volume_problem(pod)
+            if problem:
+                self._unschedulable(pod, f"0/{len(nodes)} nodes are available: {problem}.")
+                continue
             verdicts = {name: self._filter(pod, node, nodes, bound) for name, node in nodes.items()}
             feasible = [name for name, reasons in verdicts.items() if not reasons]
             if feasible:
@@ -114,6 +118,21 @@ class Scheduler(Controller):
                 bound.append(pod)
             else:
                 self._unschedulable(pod, self.message(len(nodes), verdicts))
+
+    def _volume_problem(self, pod: dict) -> str | None:
+        """The PreFilter verdict on the pod's claims: missing, or unbound though their class binds at once."""
+        for volume in pod["spec"].get("volumes") or []:
+            name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if not name:
+                continue
+            claim = self.store.get("persistentvolumeclaims", name, pod["metadata"]["namespace"])
+            if claim is None:
+                return f'persistentvolumeclaim "{name}" not found'
+            if claim.get("status", {}).get("phase") != "Bound":
+                sc = self.store.get("storageclasses", claim["spec"].get("storageClassName") or "")
+                if sc is None or sc.get("volumeBindingMode", "Immediate") == "Immediate":
+                    return "pod has unbound immediate PersistentVolumeClaims"
+        return None
 
     @staticmethod
     def message(total: int, verdicts: dict[str, list[str]]) -> str:

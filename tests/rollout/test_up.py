@@ -1,0 +1,132 @@
+"""`k3deploy up / status / down` end to end against the test API server, smoke against a scripted endpoint."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO_ROOT, cli_env
+from tests.rollout.conftest import FAST, K3, NAMESPACE, PROFILE, live
+from tests.smoke.scripted_server import Script, scripted_server
+
+pytestmark = pytest.mark.timeout(240)
+LWS = "kimi-k3-gb300-tp16"
+PVC = "kimi-k3-gb300-tp16-model-cache"
+#: Public weights (no token Secret) and a short smoke: 2 requests of 64 tokens, answers not judged.
+UP = ("--timeout", "60s", "--set", "kubernetes.hf_token_secret=null", "--set", "smoke.requests=2",
+      "--set", "smoke.output_tokens=64", "--set", "smoke.correctness=false")
+QUICK = ("--skip-preflight", "--skip-smoke", *UP)
+
+
+def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any) -> None:
+    # Four tokens per verify step: acceptance length 4 clears the profile's minimum of 3.
+    with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as endpoint:
+        first = k3("up", *UP, "--endpoint", endpoint.url, "-o", "json")
+        assert first.returncode == 0, first.stderr
+        report = json.loads(first.stdout)
+        assert [(s["name"], s["status"]) for s in report["stages"]] == [
+            ("preflight", "pass"), ("render", "pass"), ("apply", "pass"), ("wait", "pass"), ("smoke", "pass")]
+        assert report["endpoint"] == endpoint.url and report["rollback"] is None and report["exit_code"] == 0
+        assert endpoint.counters.requests >= 2
+
+        again = k3("up", *UP, "--endpoint", endpoint.url)
+    assert again.returncode == 0, again.stderr
+    assert "ok   apply: no changes: all" in again.stderr
+
+    status = k3("status", "-o", "json")
+    assert status.returncode == 0, status.stderr
+    state = json.loads(status.stdout)
+    assert state["ready"] is True and state["revision"] == {"current": 1, "current_applied_at": state["revision"]["current_applied_at"], "previous": None}
+    assert state["smoke"]["status"] == "pass"
+    assert sorted(p["name"] for p in state["pods"]) == [LWS + "-0", LWS + "-0-1", LWS + "-0-2", LWS + "-0-3"]
+    assert {p["clique"] for p in state["pods"]} == {"5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"}
+    assert all(p["node"].startswith("gb300-") and p["ready"] for p in state["pods"])
+    table = k3("status")
+    assert table.returncode == 0 and "ready" in table.stdout and "revision: current 1" in table.stdout
+
+
+def test_failed_upgrade_rolls_back_to_the_previous_spec(k3: K3, cluster: Any) -> None:
+    assert k3("up", *QUICK).returncode == 0
+    before = live(cluster, "leaderworkersets", LWS)["spec"]
+    cluster.controllers.kubelet.fail("ImagePullBackOff", image="no-such-tag")
+    upgrade = k3("up", *QUICK, "--set", "vllm.image=vllm/vllm-openai:no-such-tag")
+    assert upgrade.returncode == 1, upgrade.stderr
+    assert "==> rollback (revision 1) because wait failed" in upgrade.stderr
+    assert "rollback: restored revision 1" in upgrade.stderr
+    assert live(cluster, "leaderworkersets", LWS)["spec"] == before
+    assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
+
+
+def test_no_rollback_leaves_the_failed_revision(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.fail("ImagePullBackOff", image="vllm/vllm-openai")
+    result = k3("up", *QUICK, "--no-rollback")
+    assert result.returncode == 1
+    assert "rollback: skipped (--no-rollback)" in result.stderr
+    assert live(cluster, "leaderworkersets", LWS) is not None
+
+
+def test_failed_first_install_is_removed_but_keeps_the_weight_cache(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.fail("ImagePullBackOff", image="vllm/vllm-openai")
+    result = k3("up", *QUICK)
+    assert result.returncode == 1, result.stderr
+    assert "==> rollback (first install) because wait failed" in result.stderr
+    assert live(cluster, "leaderworkersets", LWS) is None
+    assert live(cluster, "jobs", LWS + "-prefetch") is None
+    assert live(cluster, "services", LWS + "-api") is None
+    assert live(cluster, "persistentvolumeclaims", PVC) is not None
+    assert cluster.store.get("namespaces", NAMESPACE) is not None
+
+
+def test_failed_smoke_rolls_back_too(k3: K3, cluster: Any) -> None:
+    with scripted_server(Script(models=["moonshotai/Kimi-K3"], completion_status=500)) as endpoint:
+        result = k3("up", "--skip-preflight", *UP, "--endpoint", endpoint.url)
+    assert result.returncode in (1, 3), result.stderr
+    assert "FAIL smoke: smoke against " in result.stderr
+    assert "==> rollback (first install) because smoke failed" in result.stderr
+    assert live(cluster, "leaderworkersets", LWS) is None
+
+
+def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> None:
+    assert k3("up", *QUICK).returncode == 0
+    down = k3("down", input="")
+    assert down.returncode == 0, down.stderr
+    assert "pods gone; weight cache PVC kept (--purge deletes it)" in down.stderr
+    assert live(cluster, "leaderworkersets", LWS) is None
+    assert cluster.store.list("pods", NAMESPACE) == []
+    assert live(cluster, "persistentvolumeclaims", PVC) is not None
+    status = json.loads(k3("status", "-o", "json").stdout)
+    assert status["deployed"] is False and status["revision"]["current"] is None
+
+    purge = k3("down", "--yes", "--purge")
+    assert purge.returncode == 0, purge.stderr
+    assert live(cluster, "persistentvolumeclaims", PVC) is None
+    again = k3("down", "--yes")
+    assert again.returncode == 0 and "nothing to delete" in again.stderr
+
+
+def test_ctrl_c_mid_wait_stops_cleanly_and_a_rerun_completes(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.ready_delay = 30.0
+    args = [sys.executable, "-m", "k3deploy", "up", "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig), *FAST, *QUICK]
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=cli_env(), cwd=REPO_ROOT)
+    seen = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        if "Pod/kimi-k3-gb300-tp16-0-3: Running" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=30) == 130, "".join(seen) + rest
+    assert "error: interrupted" in rest and "rollback" not in rest
+    assert live(cluster, "leaderworkersets", LWS) is not None
+
+    cluster.controllers.kubelet.ready_delay = 0.2
+    rerun = k3("up", *QUICK)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "ok   apply: no changes: all" in rerun.stderr
+    assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
