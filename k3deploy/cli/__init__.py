@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     if debug:
         args.remove("--debug")
     try:
-        app(args=args, prog_name="k3deploy", standalone_mode=False)
+        returned = app(args=args, prog_name="k3deploy", standalone_mode=False)
     except K3DeployError as exc:
         if debug:
             raise
@@ -55,4 +55,7 @@ def main(argv: list[str] | None = None) -> None:
             raise
         print_error(f"unexpected {type(exc).__name__}: {exc}", "re-run with --debug for the traceback and report it")
         sys.exit(EXIT_ENVIRONMENT)
+    if returned == 130:  # typer turns Ctrl-C into a returned 130 when not in standalone mode
+        print_error("interrupted", "re-run the same command: it continues from the live state")
+        sys.exit(130)
     sys.exit(0)

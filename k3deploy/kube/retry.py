@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ class _WaitRetryAfter:
     """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
 
     def __init__(self) -> None:
-        self._backoff = wait_exponential_jitter(initial=0.2, max=MAX_WAIT_S, jitter=0.2)
+        self._backoff = wait_exponential(multiplier=0.2, max=MAX_WAIT_S) + wait_random(0, 0.2)
 
     def __call__(self, state: RetryCallState) -> float:
         backoff = self._backoff(state)

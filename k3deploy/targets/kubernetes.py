@@ -1,7 +1,7 @@
 """The Kubernetes target: the rendered set on a cluster, rolled out with server-side apply and watched.
 
 Apply order and phases come from rollout/order.py: the prefetch Job is waited to completion before the
-LeaderWorkerSet is applied, and the smoke Job is applied once the LeaderWorkerSet is ready.
+LeaderWorkerSet is applied, and the smoke Job is applied once the LeaderWorkerSet is ready (with --wait).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class KubernetesTarget:
         return _outcome(results, len(results), suffix)
 
     def wait_ready(self, profile: Profile, timeout_s: float) -> None:
-        """Wait for the LeaderWorkerSet, then apply the smoke Job and wait for it; record the revision."""
+        """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
         from k3deploy.rollout.apply import apply_objects
         from k3deploy.rollout.order import phases
         from k3deploy.rollout.rollback import record_revision
@@ -123,10 +123,11 @@ class KubernetesTarget:
         serving = [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
         self._waiter(profile).wait(serving)
         if self._pending:
+            # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
+            # `up` smoke-tests on its own, so nothing waits for it.
             for applied in apply_objects(self.api, self._pending, force=self.options.force_conflicts):
                 self.view.note(f"  {applied.key} {applied.action}")
                 self.last_applied.append({"object": applied.key, "action": applied.action})
-            self._waiter(profile).wait(self._pending)
             self._pending = []
         record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
 

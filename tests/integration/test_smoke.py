@@ -41,11 +41,10 @@ def test_reachable_targets_pass_with_real_acceptance(vllm_spec_server: str, tmp_
     drafts_after = counter(vllm_spec_server, "vllm:spec_decode_num_drafts_total")
     assert result.returncode == 0, result.stderr
     assert report is not None and report.server_model == "rehearsal-llama-tiny"
+    checks = {c.name: c.status.value for c in report.checks}
     # Throughput may WARN: on 2 shared cores the API server is sometimes starved and releases a stream in bursts.
-    assert {c.name: c.status.value for c in report.checks} == {
-        "liveness": "pass", "correctness": "skip", "throughput": report.check("throughput").status.value,
-        "speculative decoding": "pass", "decode target": "pass"}
-    assert report.check("throughput").status.value in ("pass", "warn")
+    assert checks.pop("throughput") in ("pass", "warn")
+    assert checks == {"liveness": "pass", "correctness": "skip", "speculative decoding": "pass", "decode target": "pass"}
     spec = report.metrics.spec_decode
     assert spec is not None and spec.drafts > 0
     assert spec.mean_acceptance_length == 1 + spec.accepted_tokens / spec.drafts >= 2.0

@@ -1,5 +1,6 @@
 """The CustomResourceDefinitions k3deploy needs (LeaderWorkerSet, ComputeDomain, ServiceMonitor), with the real
-groups, names, scopes and subresources and an open schema."""
+groups, names, scopes and subresources and an open schema.
+"""
 
 from __future__ import annotations
 

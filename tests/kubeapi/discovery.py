@@ -90,7 +90,8 @@ _PARAMS = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems"
 
 def openapi_v3_group(registry: Registry, group: str, version: str, git_version: str) -> dict | None:
     """A group/version's OpenAPI v3 document: operations tagged with their GVK and the query parameters, so
-    kubectl finds that the server validates fields itself; schemas are open (any object is accepted)."""
+    kubectl finds that the server validates fields itself; schemas are open (any object is accepted).
+    """
     types = registry.in_version(group, version)
     if not types:
         return None

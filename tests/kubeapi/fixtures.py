@@ -1,7 +1,19 @@
 """pytest fixtures for the test Kubernetes API server (registered as a plugin by tests/conftest.py).
 
-`kube`: a started KubeApiServer with controllers running and `kube.kubeconfig` (a kubeconfig file for it);
-`kube_factory`: start more servers (e.g. at another version) within one test.
+`kube`: a started KubeApiServer (v1.34.1) with its controllers running; `kube_factory(git_version=...,
+controllers=..., history_limit=...)` starts more. What a test uses:
+
+- `kube.kubeconfig` (file; pass as --kubeconfig or KUBECONFIG), `kube.url`, `kube.set_version("v1.33.2")`
+- `kube.add_crds(lws=True, compute_domain=True, service_monitor=True)`, `kube.add_gb300_nodes(clique=..., count=4,
+  gpus=4, arch=..., product=..., memory=..., driver=...)`, `kube.add_node(...)`, `kube.add_storage_class(...)`
+- `kube.store`: get / list / create / replace / update / apply / delete objects directly, `logs[(ns, pod, c)]`,
+  `compact()`; `kube.wait_for(lambda: ...)` waits on store changes; `kube.when(...)` times past changes
+- `kube.faults.add(method, path_regex, status=429, retry_after=1, times=2, delay=..., drop=..., drop_after=...)`,
+  `kube.faults.requests`; `kube.break_watches("drop" | "close" | "expire")`; `kube.access.deny(verb, resource, group)`
+- `kube.controllers.{lws, scheduler, kubelet, jobs, volumes, compute_domains}` (each `.enabled`);
+  `kube.controllers.kubelet.fail(mode, image=..., pod=..., logs=[...], times=...)`, `.start_delay`,
+  `.ready_delay`, `.termination_delay`; `kube.controllers.disable()`.
+The fixture fails the test if a controller raised.
 """
 
 from __future__ import annotations
@@ -19,7 +31,8 @@ from tests.kubeapi.server import KubeApiServer
 
 def _forget_dynamic_client_cache(url: str) -> None:
     """The kubernetes DynamicClient caches discovery per server URL in the temp dir; a reused port must not
-    inherit another test's CRDs."""
+    inherit another test's CRDs.
+    """
     name = f"osrcp-{hashlib.md5(url.encode('utf-8'), usedforsecurity=False).hexdigest()}.json"
     try:
         os.remove(os.path.join(tempfile.gettempdir(), name))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tests.kubeapi.server import KubeApiServer
 
 
-class _Dropped(Exception):
+class _DroppedError(Exception):
     """The connection was closed on purpose (fault injection)."""
 
 
@@ -86,7 +86,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
         self.close_connection = True
-        raise _Dropped
+        raise _DroppedError
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -104,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
             if fault is not None:
                 self._inject(fault, query=dict(parse_qsl(parts.query)))
             self._route(method, parts.path, dict(parse_qsl(parts.query)), body, fault)
-        except _Dropped:
+        except _DroppedError:
             return
         except ApiError as error:
             self._send_error(error)
@@ -235,7 +235,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         sent = 0
         for event in stream:
-            if fault is not None and fault.drop and sent >= fault.drop_after:
+            if event["type"] == watch.DROP or (fault is not None and fault.drop and sent >= fault.drop_after):
                 self._drop()
             self._chunk(json.dumps(event).encode() + b"\n")
             sent += 1

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from tests.kubeapi import protobuf
 from tests.kubeapi.errors import ApiError
 from tests.kubeapi.patch import json_patch, merge_patch
 from tests.kubeapi.registry import ResourceType
@@ -46,9 +47,11 @@ class Call:
         return self.query.get("fieldManager") or agent or "unknown"
 
     def json_body(self) -> object:
-        """The body parsed as JSON, or YAML (apply configurations may be either)."""
+        """The body parsed as JSON, or YAML (apply configurations may be either), or the protobuf kubectl sends."""
         if not self.body:
             return None
+        if self.headers.get("content-type", "").startswith(protobuf.PROTOBUF):
+            return protobuf.decode(self.body)
         try:
             return json.loads(self.body)
         except ValueError:
@@ -185,7 +188,8 @@ def delete(store: Store, call: Call) -> dict:
 
 def delete_collection(store: Store, call: Call) -> dict:
     """DELETE a collection (with selectors)."""
-    by_label, by_field = label_selector(call.query.get("labelSelector")), field_selector(call.query.get("fieldSelector"))
+    by_label = label_selector(call.query.get("labelSelector"))
+    by_field = field_selector(call.query.get("fieldSelector"))
     gone = []
     for obj in store.list(call.rtype, call.namespace):
         if by_label(obj) and by_field(obj):

@@ -1,5 +1,6 @@
 """The test Kubernetes API server: the HTTP server, its store, faults, access rules, controllers and helpers to
-populate a cluster (GB300 nodes, CRDs, storage classes) and to write a kubeconfig for it."""
+populate a cluster (GB300 nodes, CRDs, storage classes) and to write a kubeconfig for it.
+"""
 
 from __future__ import annotations
 
@@ -108,6 +109,27 @@ class KubeApiServer:
                 if remaining <= 0:
                     raise TimeoutError(f"condition not met within {timeout}s (last value: {value!r})")
                 self.store.changed.wait(min(remaining, 0.1))
+
+    def break_watches(self, how: str = "drop") -> None:
+        """End every open watch: "drop" cuts the connection, "close" ends the stream cleanly, "expire" compacts
+        the history and sends ERROR 410 Expired in the stream (the resume then gets 410 too).
+        """
+        self.store.break_watches(how)
+
+    def when(self, ref: str, name: str, predicate: Callable[[dict], bool],
+             namespace: str | None = None) -> float | None:
+        """time.monotonic() of the first change still in history after which the object satisfied `predicate`
+        (for benchmarks: e.g. when an LWS turned Available).
+        """
+        rtype = self.store.rtype(ref)
+        with self.store.lock:
+            for event in self.store.history:
+                meta = event.obj["metadata"]
+                if event.key == rtype.key and meta["name"] == name and \
+                        (namespace is None or meta.get("namespace") == namespace) and \
+                        event.type != "DELETED" and predicate(event.obj):
+                    return event.at
+        return None
 
     # ----- cluster population ------------------------------------------------------------------------------
     def set_version(self, git_version: str) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tests.kubeapi import apply as ssa
 from tests.kubeapi.errors import ApiError
@@ -23,13 +24,16 @@ ObjKey = tuple[str, str]  # (namespace or "", name)
 
 @dataclass(frozen=True)
 class WatchEvent:
-    """One change: its resourceVersion, ADDED/MODIFIED/DELETED, the type's (group, plural), new and old objects."""
+    """One change: its resourceVersion, ADDED/MODIFIED/DELETED, the type's (group, plural), new and old objects,
+    and when it happened (time.monotonic(), for benchmarks that time reactions to it).
+    """
 
     rv: int
     type: str
     key: tuple[str, str]
     obj: dict
     old: dict | None
+    at: float = field(default_factory=time.monotonic)
 
 
 def _spec_part(obj: dict) -> dict:
@@ -53,6 +57,9 @@ class Store:
         #: Seconds a deleted pod stays (with deletionTimestamp) before it is removed; the kubelet removes it.
         self.pod_termination_delay = 0.0
         self.closed = False
+        #: Bumped by break_watches(); open watches end the way `watch_break_mode` says.
+        self.watch_breaks = 0
+        self.watch_break_mode = "drop"
 
     # ----- reading -----------------------------------------------------------------------------------------
     def rtype(self, ref: str | ResourceType) -> ResourceType:
@@ -298,9 +305,9 @@ class Store:
 
     def _validate_update(self, rtype: ResourceType, old: dict, new: dict) -> None:
         if rtype.key == ("batch", "jobs"):
-            for field in ("template", "selector", "completions"):
-                if old.get("spec", {}).get(field) != new.get("spec", {}).get(field):
-                    raise ApiError.invalid(rtype, old["metadata"]["name"], f"spec.{field}",
+            for part in ("template", "selector", "completions"):
+                if old.get("spec", {}).get(part) != new.get("spec", {}).get(part):
+                    raise ApiError.invalid(rtype, old["metadata"]["name"], f"spec.{part}",
                                            "Invalid value: field is immutable")
 
     def _after_write(self, rtype: ResourceType, obj: dict, event: str) -> None:
@@ -329,6 +336,19 @@ class Store:
         with self.lock:
             self.history.clear()
             self.compacted_rv = self.rv
+
+    def break_watches(self, how: str = "drop") -> None:
+        """End every open watch: "drop" (connection cut), "close" (clean end of stream) or "expire" (history
+        compacted and an in-stream ERROR 410 Expired, as when etcd compacts under a watch).
+        """
+        if how not in ("drop", "close", "expire"):
+            raise ValueError(f"unknown watch break {how!r}")
+        with self.lock:
+            if how == "expire":
+                self.compact()
+            self.watch_break_mode = how
+            self.watch_breaks += 1
+            self.changed.notify_all()
 
     def close(self) -> None:
         """Wake and end every watch (server shutdown)."""

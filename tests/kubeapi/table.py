@@ -1,5 +1,6 @@
 """meta.k8s.io/v1 Table output (what `kubectl get` asks for): pods like the server prints them, CRDs by their
-additionalPrinterColumns, everything else by name and age."""
+additionalPrinterColumns, everything else by name and age.
+"""
 
 from __future__ import annotations
 
@@ -73,5 +74,5 @@ def as_table(rtype: ResourceType, items: list[dict], resource_version: str) -> d
         "columnDefinitions": [{"name": n, "type": "integer" if t == "integer" else "string", "format": "",
                                "description": n, "priority": p} for n, t, p in columns],
         "rows": [{"cells": row, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                                           "metadata": obj["metadata"]}} for row, obj in zip(rows, items)],
+                                           "metadata": obj["metadata"]}} for row, obj in zip(rows, items, strict=True)],
     }

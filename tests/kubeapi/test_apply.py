@@ -1,5 +1,6 @@
 """Server-side apply through the official client: create, field ownership, conflicts and force, removal of
-fields a manager stops sending, dry run, no-op applies and the status subresource."""
+fields a manager stops sending, dry run, no-op applies and the status subresource.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def lws(kube: KubeApiServer) -> dynamic.Resource:
     return dyn.resources.get(api_version=LWS_API, kind="LeaderWorkerSet")
 
 
-def _apply(lws: dynamic.Resource, body: dict, manager: str = "k3deploy", force: bool = False, **kw: object):
+def _apply(lws: dynamic.Resource, body: dict, manager: str = "k3deploy", force: bool = False,
+           **kw: object) -> dynamic.ResourceInstance:
     return lws.client.server_side_apply(lws, body=body, field_manager=manager, force_conflicts=force, **kw)
 
 
@@ -63,8 +65,9 @@ def test_conflict_names_the_field_and_the_other_manager_until_forced(lws: dynami
     assert status["reason"] == "Conflict"
     assert status["message"] == ('Apply failed with 1 conflict: conflict with "kubectl-edit" using '
                                  'leaderworkerset.x-k8s.io/v1: .spec.replicas')
-    assert status["details"]["causes"] == [{"reason": "FieldManagerConflict", "field": ".spec.replicas",
-                                            "message": 'conflict with "kubectl-edit" using leaderworkerset.x-k8s.io/v1'}]
+    assert status["details"]["causes"] == [{
+        "reason": "FieldManagerConflict", "field": ".spec.replicas",
+        "message": 'conflict with "kubectl-edit" using leaderworkerset.x-k8s.io/v1'}]
     # Applying the value the other manager set is no conflict (shared ownership).
     _apply(lws, _lws(replicas=3))
     forced = _apply(lws, _lws(replicas=1), force=True)

@@ -1,5 +1,6 @@
 """The official kubernetes client against the test API server: discovery, CRUD, patches, selectors, status,
-logs, events, access reviews and garbage collection."""
+logs, events, access reviews and garbage collection.
+"""
 
 from __future__ import annotations
 

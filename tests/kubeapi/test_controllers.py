@@ -9,6 +9,7 @@ from tests.kubeapi.server import KubeApiServer
 
 NS = "default"
 CLIQUE_A, CLIQUE_B = "0d3f.1", "0d3f.2"
+HASH = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 
 
 def _lws(name: str = "k3", replicas: int = 1, size: int = 4, image: str = "vllm/vllm-openai:kimi-k3",
@@ -162,19 +163,20 @@ def test_lws_recreates_a_group_after_a_restart_and_recovers(cluster: KubeApiServ
     first = cluster.wait_for(lambda: cluster.store.get("pods", "k3-0-1", NS))["metadata"]["uid"]
     lws = cluster.wait_for(lambda: _available(cluster))
     assert cluster.store.get("pods", "k3-0-1", NS)["metadata"]["uid"] != first
-    reasons = [e["reason"] for e in cluster.store.list("events", NS, field=f"involvedObject.uid={lws['metadata']['uid']}")]
+    about = f"involvedObject.uid={lws['metadata']['uid']}"
+    reasons = [e["reason"] for e in cluster.store.list("events", NS, field=about)]
     assert "RecreateGroup" in reasons
 
 
 def test_template_change_rolls_the_group_and_deleting_the_lws_collects_its_pods(cluster: KubeApiServer) -> None:
     _apply_lws(cluster, _lws())
-    old_hash = cluster.wait_for(lambda: _available(cluster)) and \
-        cluster.store.get("pods", "k3-0", NS)["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/template-revision-hash"]
+    cluster.wait_for(lambda: _available(cluster))
+    old_hash = cluster.store.get("pods", "k3-0", NS)["metadata"]["labels"][HASH]
     _apply_lws(cluster, _lws(image="vllm/vllm-openai:kimi-k3-v2"))
     cluster.wait_for(lambda: _condition(cluster.store.get("leaderworkersets", "k3", NS),
                                         "UpdateInProgress").get("status") == "True")
     lws = cluster.wait_for(lambda: _available(cluster) if not any(
-        p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/template-revision-hash"] == old_hash
+        p["metadata"]["labels"][HASH] == old_hash
         for p in cluster.store.list("pods", NS)) else None)
     assert lws["status"]["updatedReplicas"] == 1 and lws["metadata"]["generation"] == 2
     assert _condition(lws, "UpdateInProgress")["status"] == "False"
@@ -191,6 +193,7 @@ def _job(name: str, backoff: int = 0) -> dict:
 
 def test_job_completes(kube: KubeApiServer) -> None:
     kube.add_gb300_nodes(count=1)
+    kube.controllers.fail_job("bad")
     kube.store.create("jobs", _job("ok"), NS)
     job = kube.wait_for(lambda: _condition(kube.store.get("jobs", "ok", NS), "Complete").get("status") == "True"
                         and kube.store.get("jobs", "ok", NS))
@@ -201,7 +204,7 @@ def test_job_completes(kube: KubeApiServer) -> None:
 
 def test_job_fails_after_the_backoff_limit_with_logs(kube: KubeApiServer) -> None:
     kube.add_gb300_nodes(count=1)
-    kube.controllers.kubelet.fail("Error", image="hf-prefetch", logs=["401 Client Error: Unauthorized"])
+    kube.controllers.fail_job("bad", logs=["401 Client Error: Unauthorized"])
     kube.store.create("jobs", _job("bad", backoff=1), NS)
     job = kube.wait_for(lambda: _condition(kube.store.get("jobs", "bad", NS), "Failed").get("status") == "True"
                         and kube.store.get("jobs", "bad", NS))
@@ -245,3 +248,12 @@ def test_compute_domain_creates_its_claim_template_and_turns_ready(cluster: Kube
     domain = cluster.wait_for(lambda: cluster.store.get("computedomains", "k3-cd", NS)["status"]["status"] == "Ready"
                               and cluster.store.get("computedomains", "k3-cd", NS))
     assert sorted(n["name"] for n in domain["status"]["nodes"]) == ["gb300-01", "gb300-02", "gb300-03", "gb300-04"]
+
+
+def test_when_times_the_change_that_made_the_lws_available(cluster: KubeApiServer) -> None:
+    assert cluster.when("leaderworkersets", "k3", lambda o: True) is None
+    _apply_lws(cluster, _lws())
+    cluster.wait_for(lambda: _available(cluster))
+    became = cluster.when("leaderworkersets", "k3", lambda o: _condition(o, "Available").get("status") == "True")
+    applied = cluster.when("leaderworkersets", "k3", lambda o: True)
+    assert applied is not None and became is not None and applied < became

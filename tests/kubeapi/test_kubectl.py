@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import SHARED_DIR
 from tests.kubeapi.server import KubeApiServer
 
 pytestmark = pytest.mark.integration
@@ -88,3 +89,27 @@ def test_kubectl_logs_and_events(kube: KubeApiServer, kubectl) -> None:  # noqa:
     events = kubectl("get", "events", "--field-selector", "involvedObject.name=crash,reason=BackOff", "-o",
                      "jsonpath={.items[*].type}")
     assert events.returncode == 0 and events.stdout.split() == ["Warning"]
+
+
+def test_upstream_crds_install_with_kubectl_and_serve_their_kinds(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001
+    crds = SHARED_DIR / "crds"
+    if not crds.is_dir():
+        pytest.skip("the upstream CRDs are not beside the checkout")
+    for path in sorted(crds.glob("*.yaml")):
+        installed = kubectl("apply", "--server-side", "-f", str(path))
+        assert installed.returncode == 0, installed.stderr
+    resources = kubectl("api-resources", "--api-group=leaderworkerset.x-k8s.io", "--no-headers")
+    assert resources.stdout.split()[:5] == ["leaderworkersets", "lws", "leaderworkerset.x-k8s.io/v1", "true",
+                                            "LeaderWorkerSet"]
+    kinds = {(t.group, t.kind) for t in kube.registry.all() if t.crd}
+    assert kinds == {("leaderworkerset.x-k8s.io", "LeaderWorkerSet"), ("resource.nvidia.com", "ComputeDomain"),
+                     ("monitoring.coreos.com", "ServiceMonitor")}
+
+
+def test_kubectl_auth_can_i_reads_the_deny_list(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001
+    kube.add_crds()
+    kube.access.deny(verb="create", resource="leaderworkersets", group="leaderworkerset.x-k8s.io")
+    denied = kubectl("auth", "can-i", "create", "leaderworkersets.leaderworkerset.x-k8s.io")
+    assert (denied.returncode, denied.stdout.strip()) == (1, "no")
+    allowed = kubectl("auth", "can-i", "list", "pods")
+    assert (allowed.returncode, allowed.stdout.strip()) == (0, "yes")

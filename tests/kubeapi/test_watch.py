@@ -1,5 +1,6 @@
 """Watches through the official client: initial state, resume from a resourceVersion, selector transitions,
-bookmarks, timeoutSeconds, 410 Gone for compacted versions, and a watch dropped mid-stream."""
+bookmarks, timeoutSeconds, 410 Gone for compacted versions, and a watch dropped mid-stream.
+"""
 
 from __future__ import annotations
 
@@ -124,3 +125,26 @@ def test_dynamic_client_watch(kube: KubeApiServer) -> None:
     events = [(e["type"], e["object"].status.readyReplicas if e["object"].status else None)
               for e in lws.watch(namespace="default", resource_version=rv, timeout=1)]
     assert events == [("ADDED", None), ("MODIFIED", 1)]
+
+
+@pytest.mark.parametrize("how", ["drop", "close", "expire"])
+def test_break_watches_ends_open_streams(kube: KubeApiServer, core: client.CoreV1Api, how: str) -> None:
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    resp = core.list_namespaced_config_map("default", watch=True, resource_version=rv, timeout_seconds=30,
+                                           _preload_content=False)
+    _cm(core, "a")
+    lines = []
+    kube.wait_for(lambda: kube.watch_events_sent >= 1)
+    kube.break_watches(how)
+    try:
+        for chunk in resp.stream(1024):
+            lines += chunk.decode().splitlines()
+    except urllib3.exceptions.ProtocolError:
+        lines.append("<dropped>")
+    events = [json.loads(line)["type"] if line.startswith("{") else line for line in lines]
+    assert events == {"drop": ["ADDED", "<dropped>"], "close": ["ADDED"], "expire": ["ADDED", "ERROR"]}[how]
+    if how == "expire":
+        assert json.loads(lines[-1])["object"]["code"] == 410
+        with pytest.raises(ApiException) as exc:
+            _events(core, resource_version=rv)
+        assert exc.value.status == 410

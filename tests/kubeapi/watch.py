@@ -11,6 +11,9 @@ from tests.kubeapi.registry import ResourceType
 from tests.kubeapi.selectors import Predicate
 from tests.kubeapi.store import Store, WatchEvent
 
+#: Not a Kubernetes event: tells the HTTP layer to cut the connection (see Store.break_watches).
+DROP = "__DROP__"
+
 
 def _in_scope(rtype: ResourceType, namespace: str | None, obj: dict) -> bool:
     return namespace is None or not rtype.namespaced or obj["metadata"].get("namespace") == namespace
@@ -44,6 +47,7 @@ def events(store: Store, rtype: ResourceType, api_version: str, namespace: str |
     """Watch events as dicts ({type, object}) until `timeout` seconds pass or the server closes."""
     deadline = time.monotonic() + timeout
     with store.lock:
+        breaks = store.watch_breaks
         if resource_version in (None, "", "0"):
             initial = [o for o in store.list(rtype, namespace) if matches(o)]
             last = store.rv
@@ -61,6 +65,12 @@ def events(store: Store, rtype: ResourceType, api_version: str, namespace: str |
     next_bookmark = time.monotonic() + (bookmark_interval or 0)
     while True:
         with store.lock:
+            if store.watch_breaks != breaks:
+                if store.watch_break_mode == "drop":
+                    yield {"type": DROP}
+                elif store.watch_break_mode == "expire":
+                    yield gone(last, store.compacted_rv)
+                return
             if last < store.compacted_rv:
                 yield gone(last, store.compacted_rv)
                 return

@@ -17,9 +17,10 @@ from tests.smoke.scripted_server import Script, scripted_server
 pytestmark = pytest.mark.timeout(240)
 LWS = "kimi-k3-gb300-tp16"
 PVC = "kimi-k3-gb300-tp16-model-cache"
-#: Public weights (no token Secret) and a short smoke: 2 requests of 64 tokens, answers not judged.
+#: Public weights (no token Secret) and a short smoke: 2 requests of 64 tokens, answers not judged, a decode
+#: target a loaded 2-core CI machine reaches (the scripted server's speed is not what is under test).
 UP = ("--timeout", "60s", "--set", "kubernetes.hf_token_secret=null", "--set", "smoke.requests=2",
-      "--set", "smoke.output_tokens=64", "--set", "smoke.correctness=false")
+      "--set", "smoke.output_tokens=64", "--set", "smoke.correctness=false", "--set", "targets.decode_tok_s=20")
 QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 
 
@@ -34,7 +35,8 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any)
         assert report["endpoint"] == endpoint.url and report["rollback"] is None and report["exit_code"] == 0
         assert endpoint.counters.requests >= 2
 
-        again = k3("up", *UP, "--endpoint", endpoint.url)
+        # Preflight is skipped on the re-run: its placement check counts this deployment's own pods as using the GPUs.
+        again = k3("up", "--skip-preflight", *UP, "--endpoint", endpoint.url)
     assert again.returncode == 0, again.stderr
     assert "ok   apply: no changes: all" in again.stderr
 

@@ -18,7 +18,10 @@ from k3deploy.render.argv import canonical_json, serve_command, serve_env
 STATE_FILE = "server.json"
 LOG_FILE = "server.log"
 MODEL_DIR = "model"
-SCRATCH_DIR = "tmp"
+CACHE_DIR = "vllm-cache"
+#: vLLM's engine and API server talk over ZMQ IPC sockets in TMPDIR, and a socket path may not exceed 107
+#: bytes: TMPDIR is a short folder in the system temp directory, named after the state directory.
+_SCRATCH_PREFIX = "k3deploy-"
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class Launch:
     env: dict[str, str]
     log_path: Path
     model_path: str
+    scratch: Path
     argv_hash: str
 
 
@@ -64,11 +68,17 @@ def argv_hash(argv: list[str], env: dict[str, str]) -> str:
     return hashlib.sha256(canonical_json({"argv": argv, "env": env}).encode()).hexdigest()[:16]
 
 
-def plan_launch(profile: Profile, state_dir: Path, python: str) -> Launch:
-    """The launch of `profile` with the interpreter `python`, its files under `state_dir`."""
+def scratch_dir(state_dir: Path, temp_root: Path) -> Path:
+    """The server's TMPDIR: short (socket paths live there) and unique to the state directory."""
+    return temp_root / (_SCRATCH_PREFIX + hashlib.sha256(str(state_dir).encode()).hexdigest()[:12])
+
+
+def plan_launch(profile: Profile, state_dir: Path, python: str, temp_root: Path) -> Launch:
+    """The launch of `profile` with the interpreter `python`, its files under `state_dir` and `temp_root`."""
     path = model_path(profile, state_dir)
     argv = serve_command(resolved(profile, state_dir), role="local", model_path=path, python=python)
-    scratch = state_dir / SCRATCH_DIR
-    # vLLM leaves temporary files and compile caches behind: keep them in the state directory.
-    env = {**serve_env(profile), "TMPDIR": str(scratch), "VLLM_CACHE_ROOT": str(scratch / "vllm-cache")}
-    return Launch(argv=argv, env=env, log_path=state_dir / LOG_FILE, model_path=path, argv_hash=argv_hash(argv, env))
+    scratch = scratch_dir(state_dir, temp_root)
+    # vLLM leaves temporary files and compile caches behind: keep them in folders of our own.
+    env = {**serve_env(profile), "TMPDIR": str(scratch), "VLLM_CACHE_ROOT": str(state_dir / CACHE_DIR)}
+    return Launch(argv=argv, env=env, log_path=state_dir / LOG_FILE, model_path=path, scratch=scratch,
+                  argv_hash=argv_hash(argv, env))

@@ -7,8 +7,12 @@ shipped in this package, so the same folder is produced on every machine. `trans
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -165,3 +169,46 @@ def _make_model(vocab_size: int, tokenizer: Any) -> Any:
         for token_id in tokenizer.all_special_ids:
             model.lm_head.weight[token_id].zero_()
     return model.eval()
+
+
+def can_generate_here() -> bool:
+    """True when this interpreter has what generation needs (it is the vLLM environment)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "transformers", "tokenizers"))
+
+
+def ensure_rehearsal_model_with(python: str, dest: Path) -> Path:
+    """`ensure_rehearsal_model(dest)` run by another interpreter (the one with vLLM, hence torch and transformers).
+
+    k3deploy itself may live in a light environment; the package is put on that interpreter's path, and
+    this module needs nothing beyond the standard library to start.
+    """
+    package_root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    try:
+        done = subprocess.run([python, "-m", __name__, str(dest)], capture_output=True, text=True, env=env, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: {exc}",
+                                 hint="set local.python (or K3DEPLOY_VLLM_PYTHON) to the interpreter that has vLLM") from exc
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: {last}",
+                                 hint="that interpreter needs torch, transformers and tokenizers (vLLM brings them)")
+    return Path(dest).expanduser().absolute()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m k3deploy.targets.local.rehearsal DEST`: make the rehearsal model in DEST (used across venvs)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m k3deploy.targets.local.rehearsal DEST", file=sys.stderr)
+        return 2
+    try:
+        print(ensure_rehearsal_model(Path(args[0])))
+    except EnvironmentProblem as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

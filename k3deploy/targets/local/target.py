@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,9 +24,8 @@ from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Revision
-from k3deploy.targets.local import checks, probe, process, startup
-from k3deploy.targets.local.launch import MODEL_DIR, SCRATCH_DIR, STATE_FILE, default_state_dir, plan_launch
-from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
+from k3deploy.targets.local import checks, probe, process, rehearsal, startup
+from k3deploy.targets.local.launch import CACHE_DIR, MODEL_DIR, STATE_FILE, default_state_dir, plan_launch, scratch_dir
 from k3deploy.targets.local.state import ServerRecord, clear_record, read_record, write_record
 
 SMOKE_FILE = "smoke.json"
@@ -74,7 +74,7 @@ class LocalTarget:
         return record if record is not None and process.is_ours(record.pid, record.create_time) else None
 
     def _launch(self, profile: Profile) -> Any:
-        return plan_launch(profile, self.state_dir(profile), probe.vllm_python(profile))
+        return plan_launch(profile, self.state_dir(profile), probe.vllm_python(profile), Path(tempfile.gettempdir()))
 
     # -- the Target protocol ---------------------------------------------------------------------------
     def preflight(self, profile: Profile) -> list[CheckResult]:
@@ -97,14 +97,18 @@ class LocalTarget:
         old = read_record(record_path)
         if old is not None and old.argv_hash == launch.argv_hash and process.is_ours(old.pid, old.create_time):
             return ApplyOutcome(changed=False, summary=f"already running (pid {old.pid}) at {_url(old.host, old.port)}")
-        if profile.model.rehearsal:
-            ensure_rehearsal_model(state_dir / MODEL_DIR)
+        if profile.model.rehearsal and not rehearsal.is_rehearsal_model(state_dir / MODEL_DIR):
+            if rehearsal.can_generate_here():
+                rehearsal.ensure_rehearsal_model(state_dir / MODEL_DIR)
+            else:
+                rehearsal.ensure_rehearsal_model_with(probe.vllm_python(profile), state_dir / MODEL_DIR)
         verb = "started"
         if old is not None:
             if process.stop(old.pid, old.create_time):
                 verb = "upgraded: stopped pid {} and started".format(old.pid)
             clear_record(record_path)
-        pid, created = process.start(launch.argv, launch.env, launch.log_path, cwd=state_dir / SCRATCH_DIR)
+        launch.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        pid, created = process.start(launch.argv, launch.env, launch.log_path, cwd=state_dir)
         record = ServerRecord(
             profile=profile.name, pid=pid, create_time=created, host=profile.local.host, port=profile.vllm.port,
             argv=launch.argv, env=launch.env, argv_hash=launch.argv_hash, log_path=str(launch.log_path),
@@ -145,7 +149,8 @@ class LocalTarget:
             clear_record(record_path)
         if prev is None:
             return f"{stopped}; nothing ran before"
-        pid, created = process.start(prev.argv, prev.env, Path(prev.log_path), cwd=Path(prev.env.get("TMPDIR", ".")))
+        Path(prev.env["TMPDIR"]).mkdir(mode=0o700, parents=True, exist_ok=True)
+        pid, created = process.start(prev.argv, prev.env, Path(prev.log_path), cwd=Path(prev.log_path).parent)
         restored = prev.model_copy(update={"pid": pid, "create_time": created, "started_at": _now()})
         write_record(record_path, restored)
         self._wait(restored, float(profile.local.ready_timeout_s))
@@ -180,10 +185,12 @@ class LocalTarget:
                 said = f"stopped vLLM (pid {record.pid})"
             clear_record(state_dir / STATE_FILE)
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
+        # What vLLM left in its TMPDIR is of no use once it stopped.
+        shutil.rmtree(scratch_dir(state_dir, Path(tempfile.gettempdir())), ignore_errors=True)
         if purge:
-            for sub in (MODEL_DIR, SCRATCH_DIR):
+            for sub in (MODEL_DIR, CACHE_DIR):
                 shutil.rmtree(state_dir / sub, ignore_errors=True)
-            said += f"; removed the generated model and scratch files under {state_dir}"
+            said += f"; removed the generated model and vLLM's cache under {state_dir}"
         return said
 
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:

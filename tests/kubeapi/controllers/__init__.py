@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.kubeapi.controllers.base import Controller
 from tests.kubeapi.controllers.computedomain import ComputeDomainController
 from tests.kubeapi.controllers.job import JobController
@@ -14,7 +16,8 @@ from tests.kubeapi.store import Store
 
 class Controllers:
     """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes and .compute_domains; each has `enabled`
-    and its own settings."""
+    and its own settings.
+    """
 
     def __init__(self, store: Store) -> None:
         self.lws = LeaderWorkerSetController(store)
@@ -41,6 +44,10 @@ class Controllers:
     def errors(self) -> list[str]:
         """Unexpected exceptions any controller raised."""
         return [e for c in self.all() for e in c.errors]
+
+    def fail_job(self, name: str, logs: list[str] | None = None, times: int | None = None) -> None:
+        """Make the pods of Job `name` exit 1 with these log lines (`times` pods; None: all, so the Job fails)."""
+        self.kubelet.fail("Error", pod=rf"^{re.escape(name)}-[a-z0-9]{{5}}$", logs=logs, times=times)
 
     def disable(self) -> None:
         """Switch every controller off (the store is then only what the test writes)."""

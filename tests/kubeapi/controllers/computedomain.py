@@ -1,5 +1,6 @@
 """A ComputeDomain controller in the manner of NVIDIA's DRA driver: it creates the channel's
-ResourceClaimTemplate and reports the domain Ready once pods claiming that template run on enough nodes."""
+ResourceClaimTemplate and reports the domain Ready once pods claiming that template run on enough nodes.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A Job controller: one pod at a time until `completions` succeed (Complete) or failures pass backoffLimit
-(Failed, reason BackoffLimitExceeded); whether a pod succeeds is the kubelet's call (see Kubelet.fail)."""
+(Failed, reason BackoffLimitExceeded); whether a pod succeeds is the kubelet's call (see Kubelet.fail).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """A kubelet for every node: bound pods go Running then Ready after configurable delays, or into a failure mode
 chosen per pod or image (ImagePullBackOff, CrashLoopBackOff with logs, OOMKilled, Error, never ready, stuck
-creating); run-to-completion pods finish; deleted pods are removed after the termination delay."""
+creating); run-to-completion pods finish; deleted pods are removed after the termination delay.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A LeaderWorkerSet controller: groups of leader + worker pods named, labelled and injected as LWS does, group
-recreation on restarts and template changes (one group at a time), and the LWS status with its conditions."""
+recreation on restarts and template changes (one group at a time), and the LWS status with its conditions.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """A scheduler: binds pending pods to nodes that pass the filters k3deploy's pods meet (unschedulable nodes,
 taints, nodeSelector / required node affinity, allocatable resources, required pod (anti-)affinity by topology),
-and reports unschedulable pods the way kube-scheduler does."""
+and reports unschedulable pods the way kube-scheduler does.
+"""
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 
@@ -178,7 +180,7 @@ class Scheduler(Controller):
 
     @staticmethod
     def _selector(pod: dict, term: dict) -> dict:
-        selector = {k: list(v) if isinstance(v, list) else dict(v) for k, v in (term.get("labelSelector") or {}).items()}
+        selector = copy.deepcopy(term.get("labelSelector") or {})
         labels = pod["metadata"].get("labels") or {}
         for key in term.get("matchLabelKeys") or []:
             if key in labels:

@@ -1,5 +1,6 @@
 """A volume binder: PersistentVolumeClaims of an existing StorageClass (or the default one) become Bound, at once
-for Immediate classes or once a pod using them is scheduled for WaitForFirstConsumer ones."""
+for Immediate classes or once a pod using them is scheduled for WaitForFirstConsumer ones.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ class VolumeBinder(Controller):
         for claim in self.store.list("persistentvolumeclaims"):
             if claim.get("status", {}).get("phase") == "Bound":
                 continue
-            meta = claim["metadata"]
             wanted = claim["spec"].get("storageClassName", default)
             sc = classes.get(wanted or "")
             if sc is None:

