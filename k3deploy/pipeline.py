@@ -127,6 +127,11 @@ def _render(profile: Profile) -> str:
     return "capacity plan fits"
 
 
+def _wait(target: Target, profile: Profile, timeout_s: float | None) -> str:
+    target.wait_ready(profile, timeout_s or default_timeout_s(profile))
+    return "ready"
+
+
 def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
     try:
         from k3deploy.smoke import exit_code, run_smoke
@@ -173,11 +178,12 @@ def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout
     previous: list[Revision | None] = [None]
 
     def apply() -> str:
+        """Remember what is live (for a rollback), then apply."""
         previous[0] = target.current_revision(profile)
         return target.apply(profile).summary
 
     stages.run("apply", apply)
-    stages.run("wait", lambda: (target.wait_ready(profile, timeout_s or default_timeout_s(profile)), "ready")[1])
+    stages.run("wait", lambda: _wait(target, profile, timeout_s))
     summary.endpoint = target.endpoint(profile) if stages.failed is None else None
     if smoke:
         stages.run("smoke", lambda: _smoke(profile, target, summary))
@@ -202,7 +208,7 @@ def apply(profile: Profile, target: Target, note: Callable[[str], None], *, wait
     stages.run("render", lambda: _render(profile))
     stages.run("apply", lambda: target.apply(profile).summary)
     if wait:
-        stages.run("wait", lambda: (target.wait_ready(profile, timeout_s or default_timeout_s(profile)), "ready")[1])
+        stages.run("wait", lambda: _wait(target, profile, timeout_s))
     else:
         stages.skip("wait", "--no-wait")
     _finish(summary, stages)

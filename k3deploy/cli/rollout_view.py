@@ -1,7 +1,11 @@
-"""The table `k3deploy status` prints: objects, pods by group, endpoint, revisions, last smoke verdict."""
+"""The table `k3deploy status` prints: objects, pods by group, endpoint, revisions, last smoke verdict.
+
+A Kubernetes report gets its object and pod tables; any other target's report is shown as key/value rows.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import Group
@@ -9,13 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 
-def status_view(report: dict[str, Any]) -> Group:
-    """A rich renderable of a status report (the dict `-o json` prints)."""
-    if report.get("target") == "local":
-        from k3deploy.cli.local_status_view import local_status_view
-
-        return local_status_view(report)
-    objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None, title=None)
+def _kubernetes_view(report: dict[str, Any]) -> Group:
+    objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None)
     for row in report.get("objects", []):
         objects.add_row(row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", row.get("detail", ""))
     pods = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", box=None)
@@ -24,14 +23,23 @@ def status_view(report: dict[str, Any]) -> Group:
                      pod.get("clique") or "-", pod["phase"], str(pod["restarts"]))
     revision = report.get("revision") or {}
     smoke = report.get("smoke")
-    lines = [
-        Text(f"deployment {report.get('deployment')} in namespace {report.get('namespace')}: "
-             f"{'ready' if report.get('ready') else ('not ready' if report.get('deployed') else 'not deployed')}"),
+    state = "ready" if report.get("ready") else ("not ready" if report.get("deployed") else "not deployed")
+    return Group(
+        Text(f"deployment {report.get('deployment')} in namespace {report.get('namespace')}: {state}"),
         objects,
         pods if report.get("pods") else Text("no serving pods"),
         Text(f"endpoint: {report.get('endpoint')}"),
         Text(f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
              f"previous {revision.get('previous') or '-'}"),
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
-    ]
-    return Group(*lines)
+    )
+
+
+def status_view(report: dict[str, Any]) -> Group | Table:
+    """A rich renderable of a status report (the dict `-o json` prints)."""
+    if report.get("target") == "kubernetes":
+        return _kubernetes_view(report)
+    table = Table("FIELD", "VALUE", box=None)
+    for key, value in report.items():
+        table.add_row(key, value if isinstance(value, str) else json.dumps(value))
+    return table

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
-from k3deploy.console import err, is_interactive, out
+from k3deploy.console import err, is_interactive
 from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
@@ -79,7 +79,8 @@ def smoke(
         except OSError as exc:
             raise EnvironmentProblem(f"cannot write the report to {report_file}: {exc.strerror}", hint="check the path") from None
     if output is OutputFormat.json:
-        out.print_json(report.model_dump_json())
+        # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
+        typer.echo(report.model_dump_json(indent=2))
     code = exit_code(report)
     if code == 3:
         raise EnvironmentProblem(f"endpoint {report.endpoint} cannot be tested: {report.blocked_by}",

@@ -171,15 +171,15 @@ class KubeApi:
         timeout_s: int,
         field_selector: str | None = None,
         label_selector: str | None = None,
+        watcher: Any = None,
     ) -> Iterator[dict[str, Any]]:
         """One watch connection: raw events {type, object} from `resource_version` until the server ends it.
 
         Errors are raised untranslated (ApiException 410, connection errors): the caller re-lists or resumes.
+        `watcher` (from `new_watcher`) lets another thread end the connection with `watcher.stop()`.
         """
-        from kubernetes import watch
-
         res = self.resource(api_version, kind)
-        watcher = watch.Watch()
+        watcher = watcher or self.new_watcher()
         stream = watcher.stream(
             res.get,
             namespace=namespace if res.namespaced else None,
@@ -198,6 +198,13 @@ class KubeApi:
         finally:
             watcher.stop()
             stream.close()
+
+    @staticmethod
+    def new_watcher() -> Any:
+        """A `kubernetes.watch.Watch`: pass it to `watch` to be able to stop that watch from another thread."""
+        from kubernetes import watch
+
+        return watch.Watch()
 
     def pod_log(self, name: str, namespace: str, container: str | None, *, tail_lines: int, previous: bool) -> str:
         """The last `tail_lines` lines of a container's log ('' when the server has none)."""

@@ -19,10 +19,13 @@ MAX_WAIT_S = 10.0
 def is_transient(exc: BaseException) -> bool:
     """True for errors worth retrying: a transient HTTP status or a connection-level failure."""
     from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+    from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
 
     if isinstance(exc, ApiException):
         return (exc.status or 0) in TRANSIENT_STATUSES
+    if isinstance(exc, MaxRetryError) and isinstance(exc.reason, NewConnectionError):
+        # Nothing listens there (refused, no route): kubectl fails at once too, so do not keep the user waiting.
+        return False
     return isinstance(exc, (HTTPError, ConnectionError, TimeoutError))
 
 

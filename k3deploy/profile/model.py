@@ -186,7 +186,7 @@ class SmokeSpec(_Strict):
     """How `k3deploy smoke` exercises the endpoint."""
 
     correctness: bool = True
-    correctness_max_tokens: int = Field(512, ge=8, description="Output budget of each correctness probe (room for a reasoning model to think).")
+    correctness_max_tokens: int = Field(2048, ge=8, description="Output budget of each correctness probe (room for a reasoning model to think).")
     api: Literal["chat", "completions"] = Field("chat", description="OpenAI API smoke talks to: chat (templated) or completions (raw prompt).")
     requests: int = Field(8, ge=1)
     output_tokens: int = Field(256, ge=2)

@@ -1,7 +1,7 @@
 """Server-side apply of the rendered set (field manager `k3deploy`), server dry run, diffs against live.
 
-An object whose resourceVersion did not move was unchanged; a Job whose pod template changed is
-re-created (its template is immutable); a conflict with another field manager names the owner.
+An object whose resourceVersion did not move was unchanged; a Job whose pod template changed (immutable)
+or that failed is re-created; a conflict with another field manager names the owner.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from k3deploy.errors import CheckFailed, K3DeployError
 from k3deploy.kube.api import KubeApi, http_status, object_key
 from k3deploy.kube.client import translate
 from k3deploy.rollout.changes import conflicts, describe_conflicts, same, unified_diff
+from k3deploy.rollout.readiness import job_readiness
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_
     key = object_key(obj)
     meta = obj["metadata"]
     live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+    if live is not None and obj["kind"] == "Job" and job_readiness(live).failed and not dry_run:
+        # A failed Job never runs again by itself: a re-run of the rollout gets a fresh one.
+        api.delete(obj["apiVersion"], "Job", meta["name"], meta.get("namespace"))
+        return Applied(key, "replaced", _server_apply(api, obj, force=force, dry_run=False))
     try:
         result = _server_apply(api, obj, force=force, dry_run=dry_run)
     except K3DeployError:

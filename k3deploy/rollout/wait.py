@@ -49,11 +49,20 @@ class _Stream(threading.Thread):
         super().__init__(name=f"watch-{kind}", daemon=True)
         self.api, self.api_version, self.kind, self.namespace = api, api_version, kind, namespace
         self.out, self.stop = out, stop
+        self._watcher: Any = None
+
+    def halt(self) -> None:
+        """Stop now: end the open watch connection instead of waiting for the server to close it."""
+        self.stop.set()
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.stop()
 
     def _pause(self, seconds: float) -> None:
         self.stop.wait(seconds)
 
     def run(self) -> None:
+        """The thread: list, watch, resume or re-list, until stopped or a non-transient error."""
         version: str | None = None
         backoff = 0.2
         while not self.stop.is_set():
@@ -63,7 +72,11 @@ class _Stream(threading.Thread):
                     self.out.put(("sync", self.kind, items))
                 opened = time.monotonic()
                 seen = 0
-                for event in self.api.watch(self.api_version, self.kind, self.namespace, version, timeout_s=WATCH_TIMEOUT_S):
+                self._watcher = self.api.new_watcher()
+                if self.stop.is_set():
+                    return
+                for event in self.api.watch(self.api_version, self.kind, self.namespace, version,
+                                            timeout_s=WATCH_TIMEOUT_S, watcher=self._watcher):
                     if self.stop.is_set():
                         return
                     obj = event["object"]
@@ -118,6 +131,17 @@ def _name(obj: dict[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
 
 
+def _pods_in(message: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """The pods a stream message carries (a re-list or one added/modified pod)."""
+    if len(message) < 2 or message[1] != "Pod":
+        return []
+    if message[0] == "sync":
+        return list(message[2])
+    if message[0] == "event" and message[2] != "DELETED":
+        return [message[3]]
+    return []
+
+
 def _owned_by_job(pod: dict[str, Any], job: dict[str, Any]) -> bool:
     meta = pod.get("metadata", {})
     uid = job.get("metadata", {}).get("uid")
@@ -168,20 +192,22 @@ class Waiter:
                         break
                 for message in messages:
                     self._absorb(message, state, synced)
-                    if message[0] == "event" and message[1] == "Pod" and message[2] != "DELETED":
-                        self._observe_crash(message[3], waited, state)
+                    for pod in _pods_in(message):
+                        self._observe_crash(pod, waited, state)
                 if len(synced) < len(kinds):
                     continue
                 if self._judge(waited, state):
                     return
         finally:
-            stop.set()
+            for stream in streams:
+                stream.halt()
 
     def wait_pods_gone(self, lws_name: str) -> None:
         """Return once no pod of the LeaderWorkerSet `lws_name` is left (watching, not polling)."""
         inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         stop = threading.Event()
-        _Stream(self.api, "v1", "Pod", self.namespace, inbox, stop).start()
+        stream = _Stream(self.api, "v1", "Pod", self.namespace, inbox, stop)
+        stream.start()
         state = _State(objects={"Pod": {}})
         synced: set[str] = set()
         try:
@@ -204,7 +230,7 @@ class Waiter:
                 if not left:
                     return
         finally:
-            stop.set()
+            stream.halt()
 
     def _absorb(self, message: tuple[Any, ...], state: _State, synced: set[str]) -> None:
         kind = message[1] if len(message) > 1 else ""
@@ -344,16 +370,17 @@ class Waiter:
         for target in waited:
             live = state.objects.get(target["kind"], {}).get(_name(target))
             verdict = readiness(live) if live is not None else None
-            if verdict is None or not verdict.ready:
-                subject = f"{target['kind']}/{_name(target)}"
-                reason = "NotFound" if verdict is None else verdict.reason or "Progressing"
-                message = "" if verdict is None else verdict.message
-                for pod in self._pods_of(target, state):
-                    names.add(_name(pod))
-                    problems = pod_problems(pod)
-                    if problems and not message.endswith(")"):
-                        message = f"{message} (Pod/{_name(pod)}: {problems[0].reason} {problems[0].message})".strip()
-                break
+            if verdict is not None and verdict.ready:
+                continue
+            subject = f"{target['kind']}/{_name(target)}"
+            reason = "NotFound" if verdict is None else verdict.reason or "Progressing"
+            message = "" if verdict is None else verdict.message
+            pods = self._pods_of(target, state)
+            names.update(_name(pod) for pod in pods)
+            stuck = next(((pod, problems[0]) for pod in pods if (problems := pod_problems(pod))), None)
+            if stuck is not None:
+                message = f"{message}; Pod/{_name(stuck[0])}: {stuck[1].reason} {stuck[1].message}".strip("; ")
+            break
         diagnosis = diagnose(self.api, self.namespace, subject, reason, message, names, state.last_log)
         self.view.block(diagnosis.lines())
         raise RolloutTimeout(

@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 from k3deploy.errors import EnvironmentProblem, K3DeployError
-from k3deploy.kube.client import KubeOptions
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView
@@ -152,6 +151,8 @@ class KubernetesTarget:
             self.api.delete("v1", "ConfigMap", history_name(profile.name), namespace)
             return f"first install removed ({len(removed)} objects deleted; weight cache PVC and namespace kept)"
         old = list(previous.data.get("objects") or [])
+        if old == objects:
+            return f"nothing to roll back to: revision {previous.number} is the one that failed"
         done = restore(self.api, old, objects, self.view.note)
         self._deadline = time.monotonic() + self._timeout_s(profile)
         serving = [obj for phase in phases(old) if phase.name == "serving" for obj in phase.objects]
@@ -176,7 +177,8 @@ class KubernetesTarget:
             removed.append("revision history")
         self._deadline = time.monotonic() + self._timeout_s(profile)
         try:
-            self._waiter(profile).wait_pods_gone(profile.name)
+            for lws in (obj for obj in objects if obj["kind"] == "LeaderWorkerSet"):
+                self._waiter(profile).wait_pods_gone(lws["metadata"]["name"])
         except K3DeployError:
             if not purge:
                 raise
@@ -204,5 +206,3 @@ def _outcome(results: list[Any], total: int, suffix: str) -> ApplyOutcome:
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
     return ApplyOutcome(changed=True, summary=summary + suffix, created=created)
 
-
-__all__ = ["KubeOptions", "KubernetesTarget"]

@@ -86,9 +86,12 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     assert code == 0, stderr
     assert stages(summary) == [("preflight", "pass"), ("render", "pass"), ("apply", "pass"), ("wait", "pass"),
                                ("smoke", "pass")]
-    assert summary["smoke"]["status"] == "pass"
-    spec = next(c for c in summary["smoke"]["checks"] if c["name"] == "speculative decoding")
-    assert spec["status"] == "pass"
+    checks = {c["name"]: c for c in summary["smoke"]["checks"]}
+    assert {name: c["status"] for name, c in checks.items() if name != "throughput"} == {
+        "liveness": "pass", "correctness": "skip", "speculative decoding": "pass", "decode target": "pass"}
+    # On a busy 2-core host the client may read a stream in one burst: smoke then warns instead of timing chunks.
+    throughput = checks["throughput"]
+    assert throughput["status"] == "pass" or (throughput["status"] == "warn" and "arrived in bursts" in throughput["detail"])
     endpoint = summary["endpoint"]
     assert endpoint == f"http://127.0.0.1:{local.port}"
     assert drafts_total(endpoint) > 0

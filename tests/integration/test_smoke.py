@@ -85,7 +85,7 @@ def test_server_without_speculation_fails_not_active(vllm_plain_server: str, tmp
     result, report = smoke(vllm_plain_server, tmp_path / "d.json", "--requests", "2")
     assert result.returncode == 1
     assert "speculative decoding: speculative decoding is not active: no spec-decode series in /metrics" in result.stderr
-    assert report is not None and report.check("throughput").status.value == "pass"
+    assert report is not None and report.check("throughput").status.value in ("pass", "warn")  # warn: bursts, see (a)
 
 
 def _listener_pid(base_url: str) -> int:

@@ -51,3 +51,10 @@ def test_call_with_retries_retries_transient_then_returns_and_reraises_others() 
     with pytest.raises(ApiException) as info:
         call_with_retries(conflict)
     assert info.value.status == 409 and len(calls) == 1
+
+
+def test_a_refused_connection_is_not_retried() -> None:
+    from urllib3.exceptions import MaxRetryError, NewConnectionError
+
+    refused = MaxRetryError(None, "/api", NewConnectionError(None, "Connection refused"))  # type: ignore[arg-type]
+    assert is_transient(refused) is False

@@ -12,7 +12,9 @@ from k3deploy.kube.api import object_key
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
 from k3deploy.rollout.order import apply_order
-from tests.rollout.conftest import K3, NAMESPACE, PROFILE, live
+from tests.conftest import run_cli
+from tests.rollout.conftest import FAST, K3, NAMESPACE, PROFILE, live
+from tests.smoke.scripted_server import unused_port
 
 pytestmark = pytest.mark.timeout(180)
 LWS = "kimi-k3-gb300-tp16"
@@ -94,3 +96,25 @@ def test_429_and_500_are_retried(k3: K3, cluster: Any) -> None:
     assert (throttled.hits, broken.hits) == (2, 2)
     assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
 
+
+
+def test_kubectl_conventions_namespace_flag_and_kubeconfig_env(cluster: Any) -> None:
+    result = run_cli("apply", "-p", PROFILE, "-n", "team-a", "--no-wait", *FAST, env={"KUBECONFIG": str(cluster.kubeconfig)})
+    assert result.returncode == 0, result.stderr
+    assert cluster.store.get("leaderworkersets", LWS, "team-a") is not None
+    assert cluster.store.get("leaderworkersets", LWS, NAMESPACE) is None
+
+
+def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:
+    missing = run_cli("status", "-p", PROFILE, "--kubeconfig", str(tmp_path / "nope"))
+    assert missing.returncode == 3
+    assert missing.stderr.startswith("error: no usable Kubernetes configuration")
+    dead = tmp_path / "dead"
+    dead.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{unused_port()}'}}}}]\n"
+        "users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+    unreachable = run_cli("apply", "-p", PROFILE, "--kubeconfig", str(dead))
+    assert unreachable.returncode == 3, unreachable.stderr
+    assert "Kubernetes API unreachable" in unreachable.stderr and "hint: check --kubeconfig/--context" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr

@@ -64,6 +64,12 @@ def test_prefetch_job_failure_stops_before_the_leaderworkerset(k3: K3, cluster: 
     assert "    | huggingface_hub.errors.GatedRepoError: 401\n" in block
     assert cluster.store.get("leaderworkersets", "kimi-k3-gb300-tp16", "kimi-k3") is None
 
+    # Once the cause is fixed, a re-run replaces the failed Job instead of waiting on it forever.
+    cluster.controllers.kubelet.rules.clear()
+    rerun = k3("apply", "--timeout", "60s")
+    assert rerun.returncode == 0, rerun.stderr
+    assert "kimi-k3/Job/kimi-k3-gb300-tp16-prefetch replaced" in rerun.stderr
+
 
 def test_deadline_exceeded_exits_3_with_what_was_pending(k3: K3, cluster: Any) -> None:
     cluster.controllers.kubelet.fail("NeverReady", image=IMAGE)
@@ -100,3 +106,17 @@ def test_dropped_watches_and_410_gone_mid_wait_still_complete(k3: K3, cluster: A
     assert (dropped.hits, held.hits) == (2, 1)
     assert "watch of Pod expired (410 Gone): re-listing" in result.stderr
     assert cluster.store.get("leaderworkersets", "kimi-k3-gb300-tp16", "kimi-k3")["status"]["readyReplicas"] == 1
+
+
+def test_waiting_watches_instead_of_polling(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.ready_delay = 3.0
+    result = k3("apply", "--timeout", "60s")
+    assert result.returncode == 0, result.stderr
+    served = [r for r in cluster.faults.requests if r.startswith("GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets")]
+    lists = [r for r in served if "?" not in r or "watch=true" not in r.split("?", 1)[1]]
+    watches = [r for r in served if "watch=true" in r]
+    # However long the pods take: one GET before the apply, one list, one watch.
+    assert [r.split("?")[0] for r in lists] == [
+        "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets/kimi-k3-gb300-tp16",
+        "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets"]
+    assert len(watches) == 1

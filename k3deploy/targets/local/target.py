@@ -25,11 +25,21 @@ from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Revision
 from k3deploy.targets.local import checks, probe, process, rehearsal, startup
-from k3deploy.targets.local.launch import CACHE_DIR, MODEL_DIR, STATE_FILE, default_state_dir, plan_launch, scratch_dir
+from k3deploy.targets.local.launch import (
+    CACHE_DIR,
+    MODEL_DIR,
+    STATE_FILE,
+    Launch,
+    default_state_dir,
+    plan_launch,
+    scratch_dir,
+)
 from k3deploy.targets.local.state import ServerRecord, clear_record, read_record, write_record
 
 SMOKE_FILE = "smoke.json"
 _POLL_S = 1.0
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -73,14 +83,15 @@ class LocalTarget:
         record = read_record(self._record_path(profile))
         return record if record is not None and process.is_ours(record.pid, record.create_time) else None
 
-    def _launch(self, profile: Profile) -> Any:
+    def launch(self, profile: Profile) -> Launch:
+        """The exact argv and environment `apply` runs for `profile` on this host."""
         return plan_launch(profile, self.state_dir(profile), probe.vllm_python(profile), Path(tempfile.gettempdir()))
 
     # -- the Target protocol ---------------------------------------------------------------------------
     def preflight(self, profile: Profile) -> list[CheckResult]:
         """vLLM importable, model reachable, CPU, free RAM and disk, port free (or held by our own server)."""
         live = self._live(profile)
-        same = live is not None and live.argv_hash == self._launch(profile).argv_hash
+        same = live is not None and live.argv_hash == self.launch(profile).argv_hash
         facts = probe.gather(profile, self.state_dir(profile), live.pid if live else None, same)
         return checks.evaluate(profile, facts)
 
@@ -91,7 +102,7 @@ class LocalTarget:
 
     def apply(self, profile: Profile) -> ApplyOutcome:
         """Reuse the running server when it serves this exact argv; otherwise (re)start it."""
-        launch = self._launch(profile)
+        launch = self.launch(profile)
         state_dir = self.state_dir(profile)
         record_path = state_dir / STATE_FILE
         old = read_record(record_path)
@@ -105,7 +116,7 @@ class LocalTarget:
         verb = "started"
         if old is not None:
             if process.stop(old.pid, old.create_time):
-                verb = "upgraded: stopped pid {} and started".format(old.pid)
+                verb = f"upgraded: stopped pid {old.pid} and started"
             clear_record(record_path)
         launch.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
         pid, created = process.start(launch.argv, launch.env, launch.log_path, cwd=state_dir)
@@ -168,7 +179,7 @@ class LocalTarget:
         out.update(running=True, healthy=_healthy(url), pid=record.pid, endpoint=url, revision=record.generation,
                    started_at=record.started_at, model=record.model_path, rehearsal=record.rehearsal,
                    argv_hash=record.argv_hash, argv=record.argv, log=record.log_path,
-                   matches_profile=record.argv_hash == self._launch(profile).argv_hash)
+                   matches_profile=record.argv_hash == self.launch(profile).argv_hash)
         try:
             out["last_smoke"] = json.loads((state_dir / SMOKE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):

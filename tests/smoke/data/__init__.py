@@ -1,0 +1,1 @@
+"""Recorded vLLM stream transcripts and /metrics texts, and the script that records them."""

@@ -24,6 +24,7 @@ def test_rehearsal_launch_is_the_exact_argv_with_the_generated_folder_as_model_a
         "--host", "127.0.0.1", "--port", "18431", "--max-model-len", "1024", "--gpu-memory-utilization", "0.9",
         "--dtype", "float32", "--enforce-eager",
         "--speculative-config", '{"method":"draft_model","model":"/s/model","num_speculative_tokens":3}',
+        "--distributed-executor-backend", "uni",
     ]
     assert launch.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "TMPDIR": str(launch.scratch),
                           "VLLM_CACHE_ROOT": "/s/vllm-cache"}
@@ -37,14 +38,15 @@ def test_real_model_is_used_as_given_and_its_draft_untouched() -> None:
     assert resolved(profile, Path("/s")) is profile
     argv = plan_launch(profile, Path("/s"), "python3", Path("/t")).argv
     assert argv[3:5] == ["--model", "/models/llama"]
-    assert argv[-1] == '{"method":"draft_model","model":"/models/draft","num_speculative_tokens":3}'
+    assert argv[argv.index("--speculative-config") + 1] == '{"method":"draft_model","model":"/models/draft","num_speculative_tokens":3}'
     hub = load_profile("local-cpu", ["model.rehearsal=false", "model.id=org/name"])
     assert plan_launch(hub, Path("/s"), "python3", Path("/t")).argv[3:5] == ["--model", "org/name"]
 
 
 def test_model_free_speculation_is_not_rewritten() -> None:
     profile = load_profile("local-cpu", ['speculative={"method": "ngram", "num_speculative_tokens": 3, "extra": {"prompt_lookup_max": 4}}'])
-    assert plan_launch(profile, Path("/s"), "python3", Path("/t")).argv[-1] == '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    argv = plan_launch(profile, Path("/s"), "python3", Path("/t")).argv
+    assert argv[argv.index("--speculative-config") + 1] == '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
 
 
 def test_hash_is_stable_and_follows_argv_and_env() -> None:
