@@ -12,6 +12,8 @@ from k3deploy.profile.model import Profile
 
 
 _REVIEW_WORKERS = 8
+#: Label the LeaderWorkerSet controller puts on every pod of a set.
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 def _review(api: object, need: Access, namespace: str) -> AccessFacts:
@@ -20,6 +22,15 @@ def _review(api: object, need: Access, namespace: str) -> AccessFacts:
     allowed, reason = read.can_i(api, need.verb, need.resource, need.group, where, need.subresource)
     resource = f"{need.resource}/{need.subresource}" if need.subresource else need.resource
     return AccessFacts(verb=need.verb, resource=resource, group=need.group, namespace=where, allowed=allowed, reason=reason)
+
+
+def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict]:
+    """Pods not of this deployment: an upgrade replaces our own group, so its GPUs count as free."""
+    def ours(pod: dict) -> bool:
+        meta = pod.get("metadata") or {}
+        return (meta.get("namespace") == namespace
+                and (meta.get("labels") or {}).get(LWS_NAME_LABEL) == profile.name)
+    return [pod for pod in pods if not ours(pod)]
 
 
 def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
@@ -40,7 +51,7 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
         return ClusterFacts(
             server_version=version,
             resources=read.served_resources(api, CRD_GROUPS),
-            nodes=parse_nodes(read.nodes(api), read.active_pods(api)),
+            nodes=parse_nodes(read.nodes(api), others_pods(read.active_pods(api), profile, namespace)),
             namespace=namespace,
             namespace_exists=exists,
             secret_name=secret.name if secret else None,

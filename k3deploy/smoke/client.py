@@ -124,14 +124,14 @@ class SmokeClient:
         except (ValueError, KeyError, TypeError):
             raise EndpointError("protocol", f"{self._url('/v1/models')} did not answer an OpenAI model list: {resp.text[:120]!r}") from None
 
-    async def metrics(self) -> tuple[str, float]:
-        """The Prometheus text of GET /metrics and the stamp half-way through the scrape."""
-        before = self.clock()
+    async def metrics(self) -> tuple[str, float, float]:
+        """The Prometheus text of GET /metrics, and the stamps when the scrape began and ended."""
+        started = self.clock()
         resp = await self._get("/metrics")
-        after = self.clock()
+        finished = self.clock()
         if resp.status_code != 200:
             raise _status_error(resp.status_code, self._url("/metrics"), resp.text)
-        return resp.text, (before + after) / 2
+        return resp.text, started, finished
 
     async def stream(self, path: str, payload: dict[str, Any]) -> RawStream:
         """POST a streaming request and record each line with its arrival stamp; never raises for endpoint failures."""

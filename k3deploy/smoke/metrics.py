@@ -30,18 +30,19 @@ class MetricsFormatError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class MetricsSnapshot:
-    """The counter series k3deploy reads, keyed by (sample name, sorted labels), and when they were read."""
+    """The counter series k3deploy reads, keyed by (sample name, sorted labels), and when the scrape began and ended."""
 
     series: dict[SeriesKey, float]
-    stamp: float
+    started: float
+    finished: float
 
     def names(self) -> set[str]:
         """Sample names present."""
         return {name for name, _ in self.series}
 
 
-def parse_metrics(text: str, stamp: float) -> MetricsSnapshot:
-    """Keep the counters of `COUNTERS` from a Prometheus text exposition."""
+def parse_metrics(text: str, started: float, finished: float | None = None) -> MetricsSnapshot:
+    """Keep the counters of `COUNTERS` from a Prometheus text exposition scraped between `started` and `finished`."""
     series: dict[SeriesKey, float] = {}
     try:
         for family in text_string_to_metric_families(text):
@@ -50,7 +51,7 @@ def parse_metrics(text: str, stamp: float) -> MetricsSnapshot:
                     series[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
     except ValueError as exc:
         raise MetricsFormatError(f"/metrics is not Prometheus text: {exc}") from None
-    return MetricsSnapshot(series, stamp)
+    return MetricsSnapshot(series, started, started if finished is None else finished)
 
 
 def counter_increase(before: float | None, after: float) -> float:
@@ -99,9 +100,13 @@ def spec_decode_figures(drafts: float, draft_tokens: float, accepted: float, per
 
 
 def diff(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
-    """The window's deltas; `spec_decode` is None when the server exports no spec-decode series at all."""
+    """The window's deltas; `spec_decode` is None when the server exports no spec-decode series at all.
+
+    The window runs from the end of the first scrape to the start of the second: the tightest span that holds all
+    traffic between them (a scrape of a busy server can take a good part of a second; its midpoint would not do).
+    """
     increases, resets = _increases(before, after)
-    window = after.stamp - before.stamp
+    window = after.started - before.finished
     generation = _total(increases, GENERATION_TOKENS)
     spec = None
     if {DRAFTS, DRAFT_TOKENS, ACCEPTED} & after.names():

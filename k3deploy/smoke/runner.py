@@ -110,8 +110,8 @@ class _Run:
 
     async def scrape(self) -> metrics.MetricsSnapshot | None:
         try:
-            text, stamp = await self.client.metrics()
-            return metrics.parse_metrics(text, stamp)
+            text, started, finished = await self.client.metrics()
+            return metrics.parse_metrics(text, started, finished)
         except (EndpointError, metrics.MetricsFormatError) as exc:
             self.state.metrics_error = self.state.metrics_error or f"/metrics unavailable: {exc}"
             return None

@@ -70,6 +70,30 @@ def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeA
     assert results["k8s.storage_class"].measured == "local-nvme"
 
 
+def _group_pod(kube: KubeApiServer, node: str, labels: dict[str, str]) -> None:
+    """A running pod of the deployment's namespace holding 4 GPUs on `node`."""
+    kube.store.create("pods", {
+        "metadata": {"name": f"{GB300}-0-{node}", "namespace": "kimi-k3", "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "vllm", "image": "vllm/vllm-openai:x",
+                                                   "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+    }, namespace="kimi-k3")
+
+
+@pytest.mark.parametrize("ours", [True, False])
+def test_own_running_group_does_not_count_as_taking_gpus(kube: KubeApiServer, ours: bool) -> None:
+    """Re-running preflight on a live deployment (an upgrade) must not see our own group as someone else's."""
+    healthy(kube)
+    labels = {"leaderworkerset.sigs.k8s.io/name": GB300 if ours else "another-model"}
+    for index in range(5, 9):
+        _group_pod(kube, f"rack2-0{index}", labels)
+    placement = preflight(kube)["k8s.placement"]
+    if ours:
+        assert placement.status is Status.PASS
+        assert placement.measured == f"clique {CLIQUE_B}: 4 eligible node(s)"
+    else:
+        assert placement.status is Status.FAIL
+
+
 def _no_lws(kube: KubeApiServer) -> None:
     kube.store.delete("customresourcedefinitions", "leaderworkersets.leaderworkerset.x-k8s.io")
 

@@ -35,8 +35,8 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any)
         assert report["endpoint"] == endpoint.url and report["rollback"] is None and report["exit_code"] == 0
         assert endpoint.counters.requests >= 2
 
-        # Preflight is skipped on the re-run: its placement check counts this deployment's own pods as using the GPUs.
-        again = k3("up", "--skip-preflight", *UP, "--endpoint", endpoint.url)
+        # Preflight runs again on the live deployment: its own pods must not count as taking the GPUs.
+        again = k3("up", *UP, "--endpoint", endpoint.url)
     assert again.returncode == 0, again.stderr
     assert "ok   apply: no changes: all" in again.stderr
 

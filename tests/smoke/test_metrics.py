@@ -11,12 +11,13 @@ from k3deploy.smoke.metrics import MetricsFormatError, counter_increase, diff, p
 DATA = Path(__file__).parent / "data"
 
 
-def _snap(name: str, stamp: float):
-    return parse_metrics((DATA / name).read_text(encoding="utf-8"), stamp)
+def _snap(name: str, started: float, finished: float):
+    return parse_metrics((DATA / name).read_text(encoding="utf-8"), started, finished)
 
 
 def test_recorded_window_gives_exact_spec_decode_figures() -> None:
-    delta = diff(_snap("metrics_before.prom", 10.0), _snap("metrics_after.prom", 14.0))
+    # The window runs from the end of the first scrape (10.0) to the start of the second (14.0).
+    delta = diff(_snap("metrics_before.prom", 9.5, 10.0), _snap("metrics_after.prom", 14.0, 14.75))
     assert delta.available and delta.window_s == 4.0
     assert delta.generation_tokens == 144 - 48 == 96 and delta.server_tok_s == 24.0
     assert delta.prompt_tokens == 132
