@@ -37,6 +37,10 @@ def _kubernetes_view(report: dict[str, Any]) -> Group:
 
 def status_view(report: dict[str, Any]) -> Group | Table:
     """A rich renderable of a status report (the dict `-o json` prints)."""
+    if report.get("target") == "local":
+        from k3deploy.cli.local_status_view import local_status_view
+
+        return local_status_view(report)
     if report.get("target") == "kubernetes":
         return _kubernetes_view(report)
     table = Table("FIELD", "VALUE", box=None)

@@ -15,6 +15,8 @@ def _fmt(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
+        if value.is_integer():
+            return f"{value:,.0f}"
         return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
     return str(value)
 

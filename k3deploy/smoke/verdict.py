@@ -70,7 +70,8 @@ def judge_throughput(measured: Sequence[RequestRecord], summary: SmokeSummary) -
         return CheckResult(name=THROUGHPUT, status=Status.FAIL, measured=f"{len(failed)}/{len(measured)} failed",
                            target="every request streams in full", detail=f"request {failed[0].index if failed else '-'}: {first}",
                            hint="read the server log around the failure; per-request errors are in the JSON report")
-    detail = f"{summary.overall.completion_tokens} tokens in {len(measured)} requests" + (f", median decode {rate:.2f} tok/s" if rate else "")
+    bs1 = summary.overall
+    detail = f"{bs1.completion_tokens} tokens in {bs1.requests} bs=1 requests" + (f", median decode {rate:.2f} tok/s" if rate else "")
     bursty = [r for r in measured if r.bursty]
     if bursty:
         return CheckResult(name=THROUGHPUT, status=Status.WARN, measured=rate, target="every request streams in full",

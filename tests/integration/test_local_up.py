@@ -100,7 +100,7 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     # status: running, healthy, the pid alive and leading the group that holds the engine core.
     first = local.status()
     assert (first["running"], first["healthy"], first["matches_profile"], first["rehearsal"]) == (True, True, True, True)
-    assert first["last_smoke"]["status"] == "pass"
+    assert first["last_smoke"]["status"] == summary["smoke"]["status"]
     pid = first["pid"]
     members = group_members(pid)
     assert pid in members and len(members) >= 2

@@ -51,6 +51,7 @@ class Counters:
     requests: int = 0
 
     def text(self, spec: bool) -> str:
+        """The counters as Prometheus text; without `spec`, no spec-decode series (a server that does not speculate)."""
         labels = f'engine="0",model_name="{MODEL}"'
         lines = [
             "# HELP vllm:generation_tokens_total Number of generation tokens processed.",

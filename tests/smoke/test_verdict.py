@@ -45,7 +45,8 @@ def test_correctness_off_is_skip_never_pass() -> None:
 
 def test_throughput() -> None:
     good = [_rec(0, 10.0), _rec(1, 12.0)]
-    assert judge_throughput(good, _summary(*good)).status is Status.PASS
+    passed = judge_throughput(good, _summary(*good))
+    assert passed.status is Status.PASS and passed.detail == "128 tokens in 2 bs=1 requests, median decode 11.00 tok/s"
     bad = [_rec(0, 10.0), _rec(1, 12.0, ok=False)]
     failed = judge_throughput(bad, _summary(*bad))
     assert failed.status is Status.FAIL and failed.measured == "1/2 failed" and failed.detail == "request 1: boom"
