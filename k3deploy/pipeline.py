@@ -135,12 +135,14 @@ def _wait(target: Target, profile: Profile, timeout_s: float | None) -> str:
 def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
     try:
         from k3deploy.smoke import exit_code, run_smoke
+        from k3deploy.smoke.headline import headline
     except ImportError as exc:
         raise CheckFailed(f"the smoke stage is not available: {exc}", hint="use --skip-smoke") from None
     endpoint = target.endpoint(profile)
     report = run_smoke(profile, endpoint)
     verdict = {"status": report.status.value, "blocked_by": report.blocked_by,
-               "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks]}
+               "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks],
+               "figures": headline(report, model=profile.model.id, rehearsal=profile.model.rehearsal)}
     summary.extra["smoke"] = verdict
     recorder = getattr(target, "record_smoke", None)
     if callable(recorder):

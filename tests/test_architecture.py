@@ -27,6 +27,7 @@ PURE_MODULES = [
     "smoke/sse.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
+    "smoke/headline.py",
     "targets/local/launch.py",
     "targets/local/checks.py",
     "targets/local/startup.py",

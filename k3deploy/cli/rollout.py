@@ -65,6 +65,12 @@ def _print_summary(summary: Any, output: OutputFormat) -> None:
         err.print(f"  {stage.name:<10} {stage.status.value:<5} {stage.seconds:6.1f}s{detail}", markup=False, highlight=False)
     if summary.rollback:
         err.print(f"  rollback: {summary.rollback}", markup=False, highlight=False)
+    figures = (summary.extra.get("smoke") or {}).get("figures")
+    if figures:
+        from k3deploy.smoke.headline import headline_lines
+
+        for line in headline_lines(figures):
+            err.print(line, markup=False, highlight=False)
     if summary.exit_code:
         raise K3DeployError(summary.error or "failed", summary.hint, exit_code=summary.exit_code)
 
@@ -164,20 +170,26 @@ def down(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    purge: Annotated[bool, typer.Option("--purge", help="Also delete the weight cache (PVC) and the namespace.")] = False,
+    purge: Annotated[bool, typer.Option("--purge", help="Also delete the weights: the cache PVC and namespace (kubernetes), the generated model and vLLM's cache (local).")] = False,
     timeout: TimeoutOpt = None,
 ) -> None:
-    """Delete the deployment in reverse order and wait for its pods to go; keeps the weight PVC unless --purge."""
+    """Remove the deployment: stop the local vLLM server, or delete the objects in reverse order and wait for the pods to go.
+
+    The weights (cache PVC, generated model) are kept unless --purge.
+    """
     from k3deploy import pipeline
     from k3deploy.rollout.progress import ProgressView
     from k3deploy.targets import target_for
 
     prof = _load(profile, set_, namespace)
+    options = _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout))
     if not yes and sys.stdin.isatty():
-        what = "everything, including the downloaded weights" if purge else "the deployment (weights kept)"
-        if not typer.confirm(f"Delete {what} of {prof.name!r} in namespace {prof.kubernetes.namespace!r}?", err=True):
+        from k3deploy.cli.rollout_view import down_question
+
+        local = pipeline.status(prof, target_for(prof, options)) if prof.target == "local" else None
+        if not typer.confirm(down_question(prof, purge, local), err=True):
             raise typer.Abort()
     with ProgressView() as view:
-        target = target_for(prof, _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout)), view)
+        target = target_for(prof, options, view)
         result = pipeline.down(prof, target, purge=purge)
     err.print(f"down: {result}", markup=False, highlight=False)

@@ -1,4 +1,4 @@
-"""The table `k3deploy status` prints: objects, pods by group, endpoint, revisions, last smoke verdict.
+"""What the rollout commands show: `status`'s table and `down`'s confirmation question.
 
 A Kubernetes report gets its object and pod tables; any other target's report is shown as key/value rows.
 """
@@ -11,6 +11,8 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+
+from k3deploy.profile.model import Profile
 
 
 def _kubernetes_view(report: dict[str, Any]) -> Group:
@@ -47,3 +49,21 @@ def status_view(report: dict[str, Any]) -> Group | Table:
     for key, value in report.items():
         table.add_row(key, value if isinstance(value, str) else json.dumps(value))
     return table
+
+
+def down_question(profile: Profile, purge: bool, local_status: dict[str, Any] | None = None) -> str:
+    """What `down` asks on a terminal: the local server (pid, endpoint) it stops, or the namespace it empties.
+
+    `local_status` is the local target's status report (pid and endpoint when a server runs).
+    """
+    if profile.target == "local":
+        state = local_status or {}
+        if state.get("running"):
+            what = f"Stop the local vLLM server of {profile.name!r} (pid {state.get('pid')}, {state.get('endpoint')})"
+        else:
+            what = f"No local vLLM server of {profile.name!r} is running (port {profile.vllm.port}); clear its record"
+        if purge:
+            what += f" and delete the generated model and vLLM's cache under {state.get('state_dir') or 'its state directory'}"
+        return what + "?"
+    deleted = "everything, including the downloaded weights" if purge else "the deployment (weights kept)"
+    return f"Delete {deleted} of {profile.name!r} in namespace {profile.kubernetes.namespace!r}?"

@@ -1,8 +1,10 @@
 """`k3deploy render` output: a GitOps directory (one file per object + kustomization.yaml) or a YAML stream.
 
-`rendered_files` and `rendered_stream` are pure and deterministic (same profile, same bytes); `render_to`
-is the only function that touches the file system or stdout. A `target: local` profile has no Kubernetes
-objects: its rendering is the exact vLLM command line and environment the local target runs.
+`rendered_files` and `rendered_stream` are deterministic (same profile, same bytes); `render_to` is the only
+function that touches the file system or stdout. A `target: local` profile has no Kubernetes objects: its
+rendering is the exact vLLM command line and environment the local target would launch on this host (its
+interpreter, its state directory, where a rehearsal model will be generated), computed without starting
+or generating anything.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Any
 
 from k3deploy.errors import EnvironmentProblem, UsageError
 from k3deploy.profile.model import Profile
-from k3deploy.render.argv import serve_command, serve_env
 from k3deploy.render.manifests import build, dump
 
 KUSTOMIZATION = "kustomization.yaml"
@@ -26,13 +27,18 @@ _DOCUMENT_SEPARATOR = "---\n"
 
 
 def local_view(profile: Profile) -> dict[str, Any]:
-    """What a local profile runs: the server's argv and environment, nothing machine-specific."""
-    python = profile.local.python or "python3"
+    """What a local profile runs on this host: the local target's own launch (argv, added environment, files)."""
+    from k3deploy.targets.local import LocalTarget
+
+    launch = LocalTarget().launch(profile)
     return {
         "profile": profile.name,
         "target": profile.target,
-        "command": serve_command(profile, role="local", python=python),
-        "env": serve_env(profile),
+        "command": launch.argv,
+        "env": launch.env,
+        "model": launch.model_path,
+        "rehearsal": profile.model.rehearsal,
+        "log": str(launch.log_path),
     }
 
 

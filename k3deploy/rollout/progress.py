@@ -60,12 +60,15 @@ class ProgressView:
 
     def _table(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
         table = Table("OBJECT", "STATE", "DETAIL", "FOR", box=None, pad_edge=False)
         now = time.monotonic()
+        # Text, never markup strings: the console may have markup off, and names and details come from the
+        # cluster (an image reference in brackets would otherwise vanish as an unknown tag).
         for row in self._rows:
             style = "green" if row.state in ("Ready", "Available", "Complete") else ("red" if row.state in _BAD else "")
-            table.add_row(row.name, f"[{style}]{row.state}[/]" if style else row.state, row.detail, _elapsed(now - row.since))
+            table.add_row(Text(row.name), Text(row.state, style=style), Text(row.detail), Text(_elapsed(now - row.since)))
         return table
 
     def note(self, text: str) -> None:

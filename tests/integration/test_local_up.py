@@ -16,6 +16,7 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from k3deploy.smoke.headline import REHEARSAL_LABEL
 from k3deploy.targets.local.process import group_members
 from tests.conftest import run_cli
 from tests.integration.vllm_server import free_port
@@ -96,6 +97,10 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     assert endpoint == f"http://127.0.0.1:{local.port}"
     assert drafts_total(endpoint) > 0
     assert "rehearsal model: random weights, not Kimi K3" in stderr
+    # The closing figures say they are a rehearsal model's, not Kimi K3's.
+    figures = summary["smoke"]["figures"]
+    assert (figures["rehearsal"], figures["acceptance_length"]["status"]) == (True, "pass")
+    assert f"  smoke figures (rehearsal-llama-tiny) - {REHEARSAL_LABEL}:" in stderr
 
     # status: running, healthy, the pid alive and leading the group that holds the engine core.
     first = local.status()

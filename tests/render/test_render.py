@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from k3deploy.render.argv import serve_command, serve_env
 from k3deploy.render.manifests import build
 from k3deploy.render.templating import render_template, template_dirs
 from k3deploy.render.write import rendered_files, rendered_stream
+from k3deploy.targets.local.launch import plan_launch
 from tests.conftest import REPO_ROOT, run_cli
 from tests.profile.test_profile import BAD
 
@@ -202,18 +204,29 @@ def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
     assert result.stderr.splitlines()[0] == f"error: --output {str(target)!r} exists and is not a directory"
 
 
-def test_local_profile_renders_its_argv_and_env() -> None:
+def test_local_profile_renders_the_argv_and_env_the_local_target_launches(tmp_path: Path) -> None:
     profile = load_profile("local-cpu")
-    result = run_cli("render", "-p", "local-cpu")
+    host = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "K3DEPLOY_VLLM_PYTHON": "/opt/vllm/bin/python"}
+    result = run_cli("render", "-p", "local-cpu", env=host)
     assert result.returncode == 0, result.stderr
+    state_dir = tmp_path / "cache" / "k3deploy" / "local-cpu"
+    launch = plan_launch(profile, state_dir, "/opt/vllm/bin/python", Path(tempfile.gettempdir()))
     view = yaml.safe_load(result.stdout)
     assert view == {
         "profile": "local-cpu",
         "target": "local",
-        "command": serve_command(profile, role="local", python="python3"),
-        "env": serve_env(profile),
+        "command": launch.argv,
+        "env": launch.env,
+        "model": str(state_dir / "model"),
+        "rehearsal": True,
+        "log": str(state_dir / "server.log"),
     }
-    assert view["command"][1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert view["command"][:5] == ["/opt/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server",
+                                   "--model", str(state_dir / "model")]
+    assert "rehearsal-llama-tiny" not in view["command"][view["command"].index("--speculative-config") + 1]
+    assert view["env"]["VLLM_CACHE_ROOT"] == str(state_dir / "vllm-cache")
+    # Rendering shows where the model will be generated; it generates nothing and starts nothing.
+    assert not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize(("sets", "expected"), BAD)
@@ -235,7 +248,10 @@ def test_templates_use_strict_undefined() -> None:
 
 
 def test_local_profile_into_a_directory(tmp_path: Path) -> None:
-    result = run_cli("render", "-p", "local-cpu", "-o", str(tmp_path))
+    host = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    result = run_cli("render", "-p", "local-cpu", "-o", str(out), env=host)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["vllm-server.yaml"]
-    assert (tmp_path / "vllm-server.yaml").read_text() == run_cli("render", "-p", "local-cpu").stdout
+    assert sorted(p.name for p in out.iterdir()) == ["vllm-server.yaml"]
+    assert (out / "vllm-server.yaml").read_text() == run_cli("render", "-p", "local-cpu", env=host).stdout
+    assert not (tmp_path / "cache").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -106,14 +107,15 @@ def test_malformed_speculative_config_fails_the_parser(parsers: Parsers, capsys:
     assert "--speculative-config" in capsys.readouterr().err
 
 
-def test_local_cpu_argv_parses(parsers: Parsers) -> None:
-    result = run_cli("render", "-p", "local-cpu")
+def test_local_cpu_argv_parses(parsers: Parsers, tmp_path: Path) -> None:
+    result = run_cli("render", "-p", "local-cpu", env={"XDG_CACHE_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     view: dict[str, Any] = yaml.safe_load(result.stdout)
     command = view["command"]
     assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     args = parsers.api_server.parse_args(command[3:])
     profile = load_profile("local-cpu")
-    assert args.model == profile.model.id and args.port == profile.vllm.port
-    assert args.speculative_config == profile.speculative.config()
+    model = str(tmp_path / "k3deploy" / "local-cpu" / "model")
+    assert args.model == model and args.port == profile.vllm.port
+    assert args.speculative_config == {**profile.speculative.config(), "model": model}
     assert args.enforce_eager is True and args.dtype == "float32"

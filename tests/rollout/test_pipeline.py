@@ -10,7 +10,9 @@ from k3deploy import pipeline
 from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
+from k3deploy.smoke.headline import REHEARSAL_LABEL, headline_lines
 from k3deploy.targets.base import ApplyOutcome, Revision
+from tests.smoke.scripted_server import Script, scripted_server
 
 
 class ScriptedTarget:
@@ -108,3 +110,57 @@ def test_ctrl_c_propagates_without_rollback(profile: Any) -> None:
     with pytest.raises(KeyboardInterrupt):
         pipeline.up(profile, target, lambda _: None, smoke=False, preflight=False)
     assert "rollback" not in target.calls
+
+
+class EndpointTarget(ScriptedTarget):
+    """A ScriptedTarget whose endpoint is a real (scripted) server on 127.0.0.1."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    def endpoint(self, profile: Any) -> str:
+        return self.url
+
+
+def test_up_ends_with_the_smoke_figures_labelled_as_a_rehearsal() -> None:
+    # Per request: a first token, then chunks of 4, 3, 4, ... (28 tokens): 8 drafts of 4 tokens, 20 accepted.
+    rehearsal = load_profile("local-cpu", ["smoke.requests=2", "smoke.output_tokens=29", "targets.decode_tok_s=1"])
+    with scripted_server(Script(tokens_per_chunk=[4, 3], num_speculative_tokens=4)) as endpoint:
+        summary = pipeline.up(rehearsal, EndpointTarget(endpoint.url), lambda _: None, preflight=False)
+    assert summary.exit_code == 0, summary.error
+    figures = summary.to_dict()["smoke"]["figures"]
+    median = figures["decode_tok_s"].pop("median")
+    assert figures == {
+        "model": "rehearsal-llama-tiny", "rehearsal": True, "label": REHEARSAL_LABEL,
+        "decode_tok_s": {"target": 1.0, "published_peak": None, "published_baseline": None, "status": "pass"},
+        "acceptance_length": {"mean": 3.5, "minimum": 2.0, "status": "pass"},
+        "acceptance_rate": 0.625, "drafts": 16.0,
+    }
+    # The very figure the decode-target check judged, not a recomputation.
+    decode_check = next(c for c in summary.extra["smoke"]["checks"] if c["name"] == "decode target")
+    assert f"{median:.2f} >= 1" in decode_check["detail"]
+
+    lines = headline_lines({**figures, "decode_tok_s": {**figures["decode_tok_s"], "median": median}})
+    assert lines[0] == f"  smoke figures (rehearsal-llama-tiny) - {REHEARSAL_LABEL}:"
+    assert "not Kimi K3" in lines[0]
+    assert lines[1] == f"    decode tok/s       {median:.1f} median at bs=1 vs target 1 [pass]"
+    assert lines[2:] == ["    acceptance length  3.50 mean vs minimum 2 [pass]",
+                         "    acceptance rate    0.625 over 16 drafts",
+                         "    result             targets met"]
+
+
+def test_a_missed_target_is_said_in_the_figures() -> None:
+    figures = {"model": "moonshotai/Kimi-K3", "rehearsal": False, "label": None,
+               "decode_tok_s": {"median": 301.25, "target": 370.0, "published_peak": 464.0, "published_baseline": 118.0,
+                                "status": "fail"},
+               "acceptance_length": {"mean": 3.42, "minimum": 3.0, "status": "pass"},
+               "acceptance_rate": 0.61, "drafts": 1200.0}
+    assert headline_lines(figures) == [
+        "  smoke figures (moonshotai/Kimi-K3):",
+        "    decode tok/s       301.2 median at bs=1 vs target 370, 464 tok/s published peak, "
+        "118 tok/s published without speculation [fail]",
+        "    acceptance length  3.42 mean vs minimum 3 [pass]",
+        "    acceptance rate    0.610 over 1,200 drafts",
+        "    result             targets NOT met: decode tok/s",
+    ]

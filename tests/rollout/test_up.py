@@ -34,6 +34,25 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any)
             ("preflight", "pass"), ("render", "pass"), ("apply", "pass"), ("wait", "pass"), ("smoke", "pass")]
         assert report["endpoint"] == endpoint.url and report["rollback"] is None and report["exit_code"] == 0
         assert endpoint.counters.requests >= 2
+        # 2 requests of a first token then chunks of 4 (3 at the end): 32 drafts of 4 tokens, 94 accepted.
+        figures = report["smoke"]["figures"]
+        assert figures["decode_tok_s"]["median"] > 20
+        assert {**figures, "decode_tok_s": {**figures["decode_tok_s"], "median": None}} == {
+            "model": "moonshotai/Kimi-K3", "rehearsal": False, "label": None,
+            "decode_tok_s": {"median": None, "target": 20.0, "published_peak": 464.0, "published_baseline": 118.0,
+                             "status": "pass"},
+            "acceptance_length": {"mean": 3.9375, "minimum": 3.0, "status": "pass"},
+            "acceptance_rate": 0.734375, "drafts": 32.0,
+        }
+        median = f"{figures['decode_tok_s']['median']:.1f}"
+        assert first.stderr.splitlines()[-5:] == [
+            "  smoke figures (moonshotai/Kimi-K3):",
+            f"    decode tok/s       {median} median at bs=1 vs target 20, 464 tok/s published peak, "
+            "118 tok/s published without speculation [pass]",
+            "    acceptance length  3.94 mean vs minimum 3 [pass]",
+            "    acceptance rate    0.734 over 32 drafts",
+            "    result             targets met",
+        ]
 
         # Preflight runs again on the live deployment: its own pods must not count as taking the GPUs.
         again = k3("up", *UP, "--endpoint", endpoint.url)

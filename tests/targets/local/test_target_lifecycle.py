@@ -163,9 +163,11 @@ def test_a_record_whose_process_died_counts_as_nothing_running(target: LocalTarg
         target.apply(profile)
         target.wait_ready(profile, 30)
         pid = target.status(profile)["pid"]
-        for member in group_members(pid):
-            psutil.Process(member).kill()
-        psutil.wait_procs([psutil.Process(pid)], timeout=10)
+        members = [psutil.Process(member) for member in group_members(pid)]
+        for member in members:
+            member.kill()
+        # All of them: a member still dying would be stopped by the next apply, which then says "upgraded".
+        psutil.wait_procs(members, timeout=10)
         assert target.status(profile)["detail"] == f"not running (pid {pid} exited)"
         assert target.current_revision(profile) is None
         assert target.apply(profile).summary.startswith("started vLLM (pid ")
