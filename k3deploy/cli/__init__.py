@@ -6,6 +6,7 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 from __future__ import annotations
 
 import sys
+import traceback
 
 import typer
 
@@ -34,8 +35,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         returned = app(args=args, prog_name="k3deploy", standalone_mode=False)
     except K3DeployError as exc:
-        if debug:
-            raise
+        if debug:  # the traceback is extra; the exit code stays the one the error carries
+            traceback.print_exc()
         print_error(exc.message, exc.hint)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
@@ -48,11 +49,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as exc:
         # typer's (vendored) click usage errors: duck-typed, since typer moved click inside itself.
-        if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int) and not debug:
+        if debug:
+            traceback.print_exc()
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `k3deploy`: the help itself, not an error line
+            typer.echo(exc.format_message(), err=True)  # type: ignore[attr-defined]
+            sys.exit(EXIT_USAGE)
+        if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
             print_error(exc.format_message(), "run the command with --help for usage")
             sys.exit(EXIT_USAGE if exc.exit_code == 2 else exc.exit_code)
-        if debug:
-            raise
         print_error(f"unexpected {type(exc).__name__}: {exc}", "re-run with --debug for the traceback and report it")
         sys.exit(EXIT_ENVIRONMENT)
     if returned == 130:  # typer turns Ctrl-C into a returned 130 when not in standalone mode

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
-from k3deploy.console import out
+from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
 from k3deploy.render.plan import plan as make_plan
@@ -29,6 +29,10 @@ def plan(
         from k3deploy.render.plan_view import plan_table
 
         out.print(plan_table(result))
+        if prof.model.rehearsal:
+            from k3deploy.smoke.headline import REHEARSAL_LABEL
+
+            err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if not result.fits:
         raise CheckFailed(f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len")
 

@@ -101,9 +101,12 @@ def apply_cmd(
         target = target_for(prof, options, view)
         summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
     if diff:
-        for key, text in getattr(target, "last_diffs", []):
-            out.print(text, end="", markup=False, highlight=False)
-        summary.extra["diff"] = [key for key, _ in getattr(target, "last_diffs", [])]
+        diffs = getattr(target, "last_diffs", [])
+        if output is OutputFormat.json:  # stdout must stay one JSON document: the diffs go inside it
+            summary.extra["diff"] = [{"object": key, "diff": text} for key, text in diffs]
+        else:
+            for _, text in diffs:
+                out.print(text, end="", markup=False, highlight=False)
     summary.extra["objects"] = getattr(target, "last_applied", [])
     _print_summary(summary, output)
 

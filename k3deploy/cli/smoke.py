@@ -47,8 +47,8 @@ def smoke(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
     api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
-    requests: Annotated[Optional[int], typer.Option("--requests", help="Measured bs=1 requests (smoke.requests).")] = None,
-    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", help="Tokens per request (smoke.output_tokens).")] = None,
+    requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="Measured bs=1 requests (smoke.requests).")] = None,
+    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", min=2, help="Tokens per request (smoke.output_tokens).")] = None,
     concurrency: Annotated[Optional[str], typer.Option("--concurrency", help="Concurrency levels, e.g. 1,4,16.")] = None,
     min_tok_s: Annotated[Optional[float], typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
     min_acceptance_length: Annotated[Optional[float], typer.Option(
@@ -65,6 +65,9 @@ def smoke(
         api_key = os.environ.get(api_key_env)
         if not api_key:
             raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=...")
+    if report_file is not None and not report_file.parent.is_dir():
+        # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
+        raise UsageError(f"--report {report_file}: folder {report_file.parent} does not exist", hint="create it, or pick another path")
     prof = get_profile(profile, (set_ or []) + flag_overrides(requests, output_tokens, concurrency, min_tok_s, min_acceptance_length))
 
     from k3deploy.report.smoke_view import smoke_view
@@ -73,6 +76,10 @@ def smoke(
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
     report = run_smoke(prof, endpoint, SmokeOptions(api_key=api_key, progress=progress))
     err.print(smoke_view(report))
+    if prof.model.rehearsal:
+        from k3deploy.smoke.headline import REHEARSAL_LABEL
+
+        err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if report_file is not None:
         try:
             report.save(report_file)

@@ -57,6 +57,19 @@ def server_message(exc: Any) -> str:
     return str(getattr(exc, "reason", None) or exc)
 
 
+def _where_and_why(exc: BaseException) -> str:
+    """' at HOST:PORT: reason' from urllib3's retry wrapper, without the pool and connection reprs it repeats."""
+    pool = getattr(exc, "pool", None)
+    where = f" at {pool.host}:{pool.port}" if getattr(pool, "host", None) else ""
+    reason = getattr(exc, "reason", None)
+    cause = reason if isinstance(reason, BaseException) else exc
+    text = str(cause)
+    # NewConnectionError reads "HTTPConnection(host=..., port=...): Failed to establish ...: [Errno 111] ..."
+    if text.startswith(("HTTPConnection(", "HTTPSConnection(")) and "): " in text:
+        text = text.split("): ", 1)[1]
+    return f"{where}: {text}"
+
+
 def translate(exc: BaseException, action: str) -> K3DeployError:
     """Map a kubernetes/urllib3 exception raised while doing `action` to one domain error (keeps the server's words)."""
     from kubernetes.client.exceptions import ApiException
@@ -79,5 +92,6 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
             return UsageError(f"{action}: rejected by the API server: {message}", hint="the object is invalid for this cluster's schema")
         return EnvironmentProblem(f"{action}: API server answered {status}: {message}", hint="check the cluster's health and retry")
     if isinstance(exc, (HTTPError, OSError)):
-        return EnvironmentProblem(f"{action}: Kubernetes API unreachable: {exc}", hint="check --kubeconfig/--context and that the API server is up")
+        return EnvironmentProblem(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
+                                  hint="check --kubeconfig/--context and that the API server is up")
     return EnvironmentProblem(f"{action}: {type(exc).__name__}: {exc}", hint="re-run with --debug for details")

@@ -151,6 +151,13 @@ class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
     namespace: str = "kimi-k3"
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_is_dns_label(cls, value: str) -> str:
+        if not _DNS1123_LABEL.match(value) or len(value) > 63:
+            raise ValueError(f"{value!r} is not a valid namespace (a DNS-1123 label of at most 63 characters)")
+        return value
     service_account: str = "k3deploy"
     hf_token_secret: SecretRef | None = None
     storage_class: str | None = None
@@ -165,6 +172,8 @@ class KubernetesSpec(_Strict):
     unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
     endpoint_override: str | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
+    node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
+    gpu_runtime_class: str = Field("nvidia", description="RuntimeClass of the node-preflight pods: it shows them every GPU (NVIDIA_VISIBLE_DEVICES=all) without requesting nvidia.com/gpu.")
     smoke_image: str = "ghcr.io/k3deploy/k3deploy:0.1.0"
     prefetch_image: str = "python:3.12-slim"
     cpu_request: str = "32"

@@ -1,9 +1,9 @@
 """The ordered set of Kubernetes objects for a profile: context from the profile, objects from the templates.
 
 Pure: the profile goes in, plain dicts come out (reading the template files is the only I/O). The order is
-the apply order of rollout/order.py (namespace, service account, the profile ConfigMap, weight cache,
-ComputeDomain, prefetch Job, LeaderWorkerSet, Service, PodDisruptionBudget, ServiceMonitor, smoke Job) and
-gives each file its numeric prefix.
+the apply order of rollout/order.py (namespace, service account, the profile ConfigMap, node-preflight Job,
+weight cache, ComputeDomain, prefetch Job, LeaderWorkerSet, Service, PodDisruptionBudget, ServiceMonitor,
+smoke Job) and gives each file its numeric prefix.
 """
 
 from __future__ import annotations
@@ -35,6 +35,13 @@ PROFILE_MOUNT_DIR = "/etc/k3deploy"
 PROFILE_KEY = "profile.yaml"
 #: Pod-template annotation with the profile's digest: a changed profile changes the smoke Job, so it runs again.
 PROFILE_DIGEST_ANNOTATION = "k3deploy/profile-sha256"
+#: Component label of the node-preflight Job and its pods (what their anti-affinity selects on).
+NODE_PREFLIGHT_COMPONENT = "node-preflight"
+#: The node-preflight Job gives up after this (an image pull and a few NVML queries take a minute): a pod
+#: that cannot be placed must fail the PreSync hook, not hold the sync forever.
+NODE_PREFLIGHT_DEADLINE_S = 900
+#: A finished node-preflight Job (and its pods' JSON reports) is kept this long, then removed.
+NODE_PREFLIGHT_TTL_S = 86400
 
 
 @dataclass(frozen=True)
@@ -74,9 +81,10 @@ SET: tuple[_Entry, ...] = (
     _Entry(0, "namespace.yaml.j2", _ALWAYS),
     _Entry(1, "serviceaccount.yaml.j2", _ALWAYS),
     _Entry(2, "profile-configmap.yaml.j2", _ALWAYS),
-    _Entry(3, "model-cache-pvc.yaml.j2", _ALWAYS),
-    _Entry(4, "computedomain.yaml.j2", lambda p: p.kubernetes.compute_domain),
-    _Entry(5, "prefetch-job.yaml.j2", _ALWAYS),
+    _Entry(3, "node-preflight-job.yaml.j2", lambda p: p.kubernetes.node_preflight),
+    _Entry(4, "model-cache-pvc.yaml.j2", _ALWAYS),
+    _Entry(5, "computedomain.yaml.j2", lambda p: p.kubernetes.compute_domain),
+    _Entry(6, "prefetch-job.yaml.j2", _ALWAYS),
     _Entry(10, "leaderworkerset.yaml.j2", _ALWAYS),
     _Entry(11, "service.yaml.j2", _ALWAYS),
     _Entry(12, "poddisruptionbudget.yaml.j2", _ALWAYS),
@@ -155,6 +163,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "channel_template": f"{name}-compute-domain-channel",
             "prefetch": f"{name}-prefetch",
             "smoke": f"{name}-smoke",
+            "node_preflight": f"{name}-node-preflight",
             "profile": f"{name}-profile",
             "service": api_service_name(profile),
         },
@@ -181,6 +190,13 @@ def context(profile: Profile) -> dict[str, Any]:
         "profile_path": f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}",
         "profile_digest": {PROFILE_DIGEST_ANNOTATION: hashlib.sha256(dumped.encode()).hexdigest()},
         "smoke_deadline_s": math.ceil(profile.smoke.overall_timeout_s) + 600,
+        "node_preflight_component": NODE_PREFLIGHT_COMPONENT,
+        "node_preflight_selector": {
+            "app.kubernetes.io/instance": name,
+            "app.kubernetes.io/component": NODE_PREFLIGHT_COMPONENT,
+        },
+        "node_preflight_deadline_s": NODE_PREFLIGHT_DEADLINE_S,
+        "node_preflight_ttl_s": NODE_PREFLIGHT_TTL_S,
     }
 
 

@@ -1,8 +1,9 @@
 """The order objects are applied in (and deleted in, reversed), grouped into phases the rollout waits between.
 
-Pure: objects are raw dicts. Apply order: namespace, identities, config, storage, ComputeDomain, the
-prefetch Job (waited to completion before any serving pod starts), the LeaderWorkerSet and what fronts it,
-and the smoke Job last.
+Pure: objects are raw dicts. Apply order: namespace, identities, config, the node-preflight Job (waited to
+completion: a GPU node that fails its checks stops the rollout before anything heavy starts), storage,
+ComputeDomain, the prefetch Job (waited to completion before any serving pod starts), the LeaderWorkerSet and
+what fronts it, and the smoke Job last.
 """
 
 from __future__ import annotations
@@ -18,34 +19,39 @@ KIND_RANK: dict[str, int] = {
     "ServiceAccount": 2,
     "Secret": 3,
     "ConfigMap": 4,
-    "ClusterRole": 5,
-    "Role": 5,
-    "ClusterRoleBinding": 6,
-    "RoleBinding": 6,
-    "PersistentVolumeClaim": 7,
-    "ResourceClaimTemplate": 8,
-    "ComputeDomain": 9,
+    "ClusterRole": 6,
+    "Role": 6,
+    "ClusterRoleBinding": 7,
+    "RoleBinding": 7,
+    "PersistentVolumeClaim": 8,
+    "ResourceClaimTemplate": 9,
+    "ComputeDomain": 10,
     "LeaderWorkerSet": 20,
     "Service": 21,
     "PodDisruptionBudget": 22,
     "ServiceMonitor": 23,
 }
-PREFETCH_RANK = 10
+NODE_PREFLIGHT_RANK = 5
+PREFETCH_RANK = 11
 UNKNOWN_RANK = 24
 SMOKE_RANK = 30
 
-#: The label that tells a prefetch Job from a smoke Job (names are the fallback).
+#: The label that tells the set's Jobs apart (names are the fallback).
 COMPONENT_LABEL = "app.kubernetes.io/component"
+#: Job roles, most specific first, and their rank.
+JOB_RANKS: dict[str, int] = {"node-preflight": NODE_PREFLIGHT_RANK, "prefetch": PREFETCH_RANK, "smoke": SMOKE_RANK}
+#: Phases whose Jobs are waited to completion before the next phase is applied.
+WAITED_PHASES = frozenset(JOB_RANKS) - {"smoke"}
 
 
 def job_role(obj: dict[str, Any]) -> str | None:
-    """'prefetch' or 'smoke' for the two Jobs of the set (by component label, else by name), else None."""
+    """'node-preflight', 'prefetch' or 'smoke' for the Jobs of the set (by component label, else name), else None."""
     if obj.get("kind") != "Job":
         return None
     meta = obj.get("metadata", {})
     component = (meta.get("labels") or {}).get(COMPONENT_LABEL, "")
     name = meta.get("name", "")
-    for role in ("prefetch", "smoke"):
+    for role in JOB_RANKS:
         if role in component or role in name:
             return role
     return None
@@ -54,10 +60,8 @@ def job_role(obj: dict[str, Any]) -> str | None:
 def rank(obj: dict[str, Any]) -> int:
     """Position of an object's kind in apply order."""
     role = job_role(obj)
-    if role == "prefetch":
-        return PREFETCH_RANK
-    if role == "smoke":
-        return SMOKE_RANK
+    if role is not None:
+        return JOB_RANKS[role]
     return KIND_RANK.get(obj.get("kind", ""), UNKNOWN_RANK)
 
 
@@ -79,18 +83,27 @@ class Phase:
     objects: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _phase_name(obj: dict[str, Any]) -> str:
+    if job_role(obj) == "node-preflight":
+        return "node-preflight"
+    position = rank(obj)
+    if position < PREFETCH_RANK:
+        return "prerequisites"
+    if position == PREFETCH_RANK:
+        return "prefetch"
+    return "serving" if position < SMOKE_RANK else "smoke"
+
+
 def phases(objects: list[dict[str, Any]]) -> list[Phase]:
-    """Split the set into prerequisites, prefetch, serving and smoke (empty phases dropped)."""
-    buckets = {"prerequisites": Phase("prerequisites"), "prefetch": Phase("prefetch"),
-               "serving": Phase("serving"), "smoke": Phase("smoke")}
+    """Split the set, in apply order, into runs of prerequisites, node-preflight, prefetch, serving and smoke.
+
+    The node-preflight Job sits inside the prerequisites (right after the profile ConfigMap it reads), so a
+    set with it has two prerequisites phases around it; one without it has the four phases it always had.
+    """
+    split: list[Phase] = []
     for obj in apply_order(objects):
-        position = rank(obj)
-        if position < PREFETCH_RANK:
-            buckets["prerequisites"].objects.append(obj)
-        elif position == PREFETCH_RANK:
-            buckets["prefetch"].objects.append(obj)
-        elif position < SMOKE_RANK:
-            buckets["serving"].objects.append(obj)
-        else:
-            buckets["smoke"].objects.append(obj)
-    return [phase for phase in buckets.values() if phase.objects]
+        name = _phase_name(obj)
+        if not split or split[-1].name != name:
+            split.append(Phase(name))
+        split[-1].objects.append(obj)
+    return split

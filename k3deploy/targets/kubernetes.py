@@ -1,7 +1,8 @@
 """The Kubernetes target: the rendered set on a cluster, rolled out with server-side apply and watched.
 
-Apply order and phases come from rollout/order.py: the prefetch Job is waited to completion before the
-LeaderWorkerSet is applied, and the smoke Job is applied once the LeaderWorkerSet is ready (with --wait).
+Apply order and phases come from rollout/order.py: the node-preflight Job (when rendered) and the prefetch
+Job are waited to completion before what follows them is applied, and the smoke Job is applied once the
+LeaderWorkerSet is ready (with --wait).
 """
 
 from __future__ import annotations
@@ -80,9 +81,9 @@ class KubernetesTarget:
         return Revision(target=self.name, number=int(last["revision"]), data={"objects": last["objects"]})
 
     def apply(self, profile: Profile) -> ApplyOutcome:
-        """Apply the set phase by phase (prefetch Job waited to completion when waiting); or dry-run / diff it."""
+        """Apply the set phase by phase (node-preflight, prefetch Jobs waited to completion); or dry-run / diff it."""
         from k3deploy.rollout.apply import apply_objects, diff_objects
-        from k3deploy.rollout.order import phases
+        from k3deploy.rollout.order import WAITED_PHASES, phases
         from k3deploy.rollout.rollback import record_revision
 
         objects = _objects(profile)
@@ -103,7 +104,7 @@ class KubernetesTarget:
                 self.api, phase.objects, force=self.options.force_conflicts, dry_run=self.options.dry_run,
                 on_applied=lambda a: self.view.note(f"  {a.key} {a.action}{suffix}"),
             )
-            if phase.name == "prefetch" and self.options.wait and not self.options.dry_run:
+            if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
                 self._waiter(profile).wait(phase.objects)
         self.last_applied = [{"object": a.key, "action": a.action} for a in results]
         if not self.options.wait and not self.options.dry_run:

@@ -239,7 +239,8 @@ def test_cli_api_unreachable_exit_3(kube: KubeApiServer) -> None:
     done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig))
     assert done.returncode == 3
     [error] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert error.startswith("error: read the server version: Kubernetes API unreachable:")
+    assert error.startswith("error: read the server version: Kubernetes API unreachable at 127.0.0.1:")
+    assert "Remote end closed connection without response" in error
     assert "Traceback" not in done.stderr
 
 

@@ -44,6 +44,7 @@ BAD = [
     (["vllm.image=vllm/vllm-openai"], "vllm.image: image 'vllm/vllm-openai' has no tag or digest"),
     (["model.checkpoint_bytes=9000000000000"], "weights do not fit"),
     (["vllm.bogus=1"], "vllm.bogus: unknown field"),
+    (["kubernetes.namespace=Bad_NS"], "kubernetes.namespace: 'Bad_NS' is not a valid namespace"),
     (["parallel.nodes=four"], "parallel.nodes: Input should be a valid integer"),
 ]
 

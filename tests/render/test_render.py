@@ -193,7 +193,7 @@ def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
-    assert len(names) == 12  # 10 objects + kustomization + README
+    assert len(names) == 13  # 11 objects + kustomization + README
 
 
 def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -65,6 +65,10 @@ def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
     assert "+" in diff.stdout and "524288" in diff.stdout
     args = live(cluster, "leaderworkersets", LWS)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     assert "524288" not in json.dumps(args)
+    as_json = k3("apply", "--diff", "--set", "vllm.max_model_len=524288", "-o", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    changed = {entry["object"]: entry["diff"] for entry in json.loads(as_json.stdout)["diff"]}
+    assert "524288" in changed["kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16"]
     same = k3("apply", "--diff")
     assert same.returncode == 0 and same.stdout == ""
     assert "no changes" in same.stderr

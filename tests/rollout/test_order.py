@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from k3deploy.rollout.order import apply_order, delete_order, job_role, phases
+from k3deploy.rollout.order import WAITED_PHASES, apply_order, delete_order, job_role, phases
 
 
 def obj(kind: str, name: str, component: str | None = None) -> dict:
@@ -58,3 +58,21 @@ def test_job_role_falls_back_to_the_name_and_unknown_kinds_go_after_serving() ->
 
 def test_empty_phases_are_dropped() -> None:
     assert [p.name for p in phases([obj("Namespace", "n"), obj("LeaderWorkerSet", "k3")])] == ["prerequisites", "serving"]
+
+
+def test_node_preflight_job_follows_the_profile_configmap_in_its_own_waited_phase() -> None:
+    objects = [*SET, obj("Job", "k3-node-preflight", "node-preflight"), obj("ConfigMap", "k3-profile")]
+    assert job_role(obj("Job", "x-node-preflight")) == "node-preflight"
+    ordered = names(apply_order(objects))
+    assert ordered[:6] == ["Namespace/kimi", "ServiceAccount/k3", "ConfigMap/k3-profile", "Job/k3-node-preflight",
+                           "PersistentVolumeClaim/k3-model-cache", "ComputeDomain/k3-cd"]
+    split = [(p.name, names(p.objects)) for p in phases(objects)]
+    assert split[:4] == [
+        ("prerequisites", ["Namespace/kimi", "ServiceAccount/k3", "ConfigMap/k3-profile"]),
+        ("node-preflight", ["Job/k3-node-preflight"]),
+        ("prerequisites", ["PersistentVolumeClaim/k3-model-cache", "ComputeDomain/k3-cd"]),
+        ("prefetch", ["Job/k3-prefetch"]),
+    ]
+    assert [name for name, _ in split[4:]] == ["serving", "smoke"]
+    assert [o for p in phases(objects) for o in p.objects] == apply_order(objects)
+    assert WAITED_PHASES == {"node-preflight", "prefetch"}

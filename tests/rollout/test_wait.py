@@ -71,6 +71,21 @@ def test_prefetch_job_failure_stops_before_the_leaderworkerset(k3: K3, cluster: 
     assert "kimi-k3/Job/kimi-k3-gb300-tp16-prefetch replaced" in rerun.stderr
 
 
+def test_failing_node_preflight_pod_stops_before_the_weight_cache_with_its_report(k3: K3, cluster: Any) -> None:
+    cluster.controllers.kubelet.fail("Error", pod="node-preflight", exit_code=1, times=1, logs=[
+        '{"profile": "kimi-k3-gb300-tp16", "status": "fail", "checks": []}',
+        "error: preflight failed 1 check(s): fabric.state"])
+    result = k3("apply", "--timeout", "90s")
+    assert result.returncode == 1, result.stderr
+    block = diagnosis(result.stderr)
+    assert block.startswith("failed: Job/kimi-k3-gb300-tp16-node-preflight\n  reason: BackoffLimitExceeded\n")
+    assert "    | error: preflight failed 1 check(s): fabric.state\n" in block
+    # Nothing after it was applied: no weight cache, no download, no serving group.
+    assert cluster.store.get("persistentvolumeclaims", "kimi-k3-gb300-tp16-model-cache", "kimi-k3") is None
+    assert cluster.store.get("jobs", "kimi-k3-gb300-tp16-prefetch", "kimi-k3") is None
+    assert cluster.store.get("leaderworkersets", "kimi-k3-gb300-tp16", "kimi-k3") is None
+
+
 def test_deadline_exceeded_exits_3_with_what_was_pending(k3: K3, cluster: Any) -> None:
     cluster.controllers.kubelet.fail("NeverReady", image=IMAGE)
     result = k3("apply", "--timeout", "3s")

@@ -8,6 +8,7 @@ state directory, so a second `up` reuses it, a changed profile replaces it, and 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 import shutil
@@ -69,6 +70,8 @@ class LocalTarget:
     def __init__(self, options: Any = None, view: ProgressView | None = None) -> None:
         self.options = options
         self._view = view
+        #: What `apply --diff` prints: (what, unified diff of the running argv against the planned one).
+        self.last_diffs: list[tuple[str, str]] = []
 
     # -- where things are ------------------------------------------------------------------------------
     def state_dir(self, profile: Profile) -> Path:
@@ -108,6 +111,8 @@ class LocalTarget:
         old = read_record(record_path)
         if old is not None and old.argv_hash == launch.argv_hash and process.is_ours(old.pid, old.create_time):
             return ApplyOutcome(changed=False, summary=f"already running (pid {old.pid}) at {_url(old.host, old.port)}")
+        if getattr(self.options, "dry_run", False) or getattr(self.options, "diff", False):
+            return self._dry_run(old, launch)
         if profile.model.rehearsal and not rehearsal.is_rehearsal_model(state_dir / MODEL_DIR):
             if rehearsal.can_generate_here():
                 rehearsal.ensure_rehearsal_model(state_dir / MODEL_DIR)
@@ -134,6 +139,15 @@ class LocalTarget:
         label = " (rehearsal model: random weights, not Kimi K3)" if profile.model.rehearsal else ""
         return ApplyOutcome(changed=True, summary=f"{verb} vLLM (pid {pid}) on {profile.local.host}:{profile.vllm.port}"
                             f"{label}; log {launch.log_path}", created=[f"process {pid}"])
+
+    def _dry_run(self, old: ServerRecord | None, launch: Launch) -> ApplyOutcome:
+        """Say what apply would do and, for --diff, how the argv would change; start and stop nothing."""
+        live = old is not None and process.is_ours(old.pid, old.create_time)
+        before = old.argv if live and old is not None else []
+        self.last_diffs = [("process", "".join(difflib.unified_diff(
+            [f"{arg}\n" for arg in before], [f"{arg}\n" for arg in launch.argv], "running", "planned")))]
+        action = f"would replace pid {old.pid}" if live and old is not None else "would start vLLM"
+        return ApplyOutcome(changed=True, summary=f"dry run: {action}; nothing started or stopped")
 
     def wait_ready(self, profile: Profile, timeout_s: float) -> None:
         """Follow start-up until /health is 200; fail fast with the log tail when the process exits."""
@@ -238,8 +252,9 @@ class LocalTarget:
                                       hint=f"the full log is {log}")
                 if time.monotonic() >= deadline:
                     view.block([f"    last lines of {log}:", *(f"      {line}" for line in process.log_tail(log))])
+                    knob = "--timeout" if getattr(self.options, "timeout_s", None) is not None else "local.ready_timeout_s"
                     raise EnvironmentProblem(f"vLLM (pid {record.pid}) not ready after {timeout_s:.0f} s",
-                                             hint=f"raise local.ready_timeout_s, or read {log}")
+                                             hint=f"raise {knob}, or read {log}")
                 phase = startup.phase(process.log_tail(log, 400))
                 if phase != state:
                     state, since = phase, time.monotonic()

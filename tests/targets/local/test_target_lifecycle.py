@@ -17,6 +17,7 @@ from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.profile.model import Profile
 from k3deploy.targets.local.process import group_members
+from k3deploy.targets import DeployOptions
 from k3deploy.targets.local.target import LocalTarget
 from tests.integration.vllm_server import free_port
 
@@ -155,6 +156,22 @@ def test_a_server_never_healthy_times_out_and_is_left_for_rollback(target: Local
         assert target.rollback(profile, None).startswith("stopped the new server")
     finally:
         target.down(profile, purge=False)
+
+
+def test_the_timeout_hint_names_the_knob_that_was_used(fake_vllm: None, tmp_path: Path) -> None:
+    profile = profile_for(tmp_path, free_port(), "unready")
+    log = tmp_path / "state" / "server.log"
+    from_profile, from_flag = LocalTarget(), LocalTarget(DeployOptions(timeout_s=1))
+    try:
+        from_profile.apply(profile)
+        with pytest.raises(EnvironmentProblem) as by_profile:
+            from_profile.wait_ready(profile, 1)
+        with pytest.raises(EnvironmentProblem) as by_flag:
+            from_flag.wait_ready(profile, 1)
+    finally:
+        from_profile.down(profile, purge=False)
+    assert by_profile.value.hint == f"raise local.ready_timeout_s, or read {log}"
+    assert by_flag.value.hint == f"raise --timeout, or read {log}"
 
 
 def test_a_record_whose_process_died_counts_as_nothing_running(target: LocalTarget, tmp_path: Path) -> None:

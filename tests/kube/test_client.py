@@ -1,0 +1,68 @@
+"""How an unreachable API server is reported: where it was dialled and why, without urllib3's internal reprs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.integration.vllm_server import free_port
+
+
+def _kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+    )
+    return path
+
+
+def test_connection_refused_names_the_address_and_the_reason_on_one_line(tmp_path: Path) -> None:
+    port = free_port()
+    result = run_cli("status", "-p", "kimi-k3-gb300-tp16", "--kubeconfig", str(_kubeconfig(tmp_path, f"http://127.0.0.1:{port}")))
+    assert result.returncode == 3
+    assert result.stderr.splitlines() == [
+        f"error: discover the API: Kubernetes API unreachable at 127.0.0.1:{port}: "
+        "Failed to establish a new connection: [Errno 111] Connection refused",
+        "hint: check --kubeconfig/--context and that the API server is up",
+    ]
+
+
+def test_without_any_kubeconfig_the_pod_service_account_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a Job in the cluster: no kubeconfig anywhere, the service account's token and CA, the API at the service env."""
+    import kubernetes.config.incluster_config as incluster
+
+    from k3deploy.kube.client import KubeOptions, connect
+
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("pod-token")
+    (account / "ca.crt").write_text("not checked until a TLS handshake\n")
+    # The kubelet mounts these at fixed paths; the loader reads its module constants at call time.
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(account / "token"))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(account / "ca.crt"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    api = connect(KubeOptions())
+    assert api.configuration.host == "https://10.96.0.1:443"
+    assert api.configuration.auth_settings()["BearerToken"]["value"] == "bearer pod-token"
+    assert api.configuration.ssl_ca_cert == str(account / "ca.crt")
+
+
+def test_outside_a_cluster_without_kubeconfig_is_an_environment_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from k3deploy.errors import EnvironmentProblem
+    from k3deploy.kube.client import KubeOptions, connect
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(EnvironmentProblem) as info:
+        connect(KubeOptions())
+    assert info.value.exit_code == 3
+    assert info.value.message == "no usable Kubernetes configuration: Service host/port is not set."

@@ -1,0 +1,145 @@
+"""The node-preflight Job: `k3deploy preflight --node` once per GB300 node, before anything else is synced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import yaml
+
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import build
+from tests.conftest import REPO_ROOT, run_cli
+from tests.preflight.test_cli_node import FITS_HERE, fake_pynvml_dir
+from tests.render.kube_schemas import K8S_VERSION
+
+K3 = "kimi-k3-gb300-tp16"
+JOB = f"Job/{K3}-node-preflight"
+PROFILE_MAP = f"ConfigMap/{K3}-profile"
+HOOK = "argocd.argoproj.io/hook"
+
+
+def _objects(sets: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    pairs = [s for s in (sets or []) if s != "--set"]
+    return {f"{m.kind}/{m.name}": m.obj for m in build(load_profile(K3, pairs))}
+
+
+def _pod(objs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return objs[JOB]["spec"]["template"]["spec"]
+
+
+def test_job_comes_right_after_the_profile_configmap_and_is_committed() -> None:
+    manifests = build(load_profile(K3))
+    keys = [f"{m.kind}/{m.name}" for m in manifests]
+    assert keys[keys.index(PROFILE_MAP) + 1] == JOB
+    job = next(m for m in manifests if f"{m.kind}/{m.name}" == JOB)
+    assert job.filename == f"03-job-{K3}-node-preflight.yaml"
+    committed = yaml.safe_load((REPO_ROOT / "manifests" / K3 / job.filename).read_text(encoding="utf-8"))
+    assert committed == job.obj
+
+
+def test_job_validates_strictly_against_kubernetes_1_34() -> None:
+    assert kubernetes_validate.validate(_objects()[JOB], K8S_VERSION, strict=True) == K8S_VERSION
+
+
+def test_one_pod_per_node_of_the_group_and_a_failed_check_fails_the_job() -> None:
+    spec = _objects()[JOB]["spec"]
+    assert (spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (4, 4, 0)
+    assert spec["ttlSecondsAfterFinished"] == 86400 and spec["activeDeadlineSeconds"] == 900
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    two = _objects(["parallel.nodes=2", "parallel.tensor_parallel_size=8"])[JOB]["spec"]
+    assert (two["parallelism"], two["completions"]) == (2, 2)
+
+
+def test_anti_affinity_spreads_its_own_pods_and_placement_matches_the_serving_pods() -> None:
+    objs = _objects()
+    pod = _pod(objs)
+    own_labels = objs[JOB]["spec"]["template"]["metadata"]["labels"]
+    assert own_labels == objs[JOB]["metadata"]["labels"]
+    assert own_labels["app.kubernetes.io/component"] == "node-preflight"
+    assert list(pod["affinity"]) == ["podAntiAffinity"]  # no clique affinity: every tray of every clique is checked
+    (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    selector = term["labelSelector"]["matchLabels"]
+    assert selector == {"app.kubernetes.io/instance": K3, "app.kubernetes.io/component": "node-preflight"}
+    assert selector.items() <= own_labels.items()
+    # The selector matches none of the set's other pods, so it spreads only its own.
+    for key, obj in objs.items():
+        if key != JOB and obj["kind"] == "Job":
+            assert not selector.items() <= obj["spec"]["template"]["metadata"]["labels"].items(), key
+    lws = objs[f"LeaderWorkerSet/{K3}"]["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert pod["nodeSelector"] == lws[role]["spec"]["nodeSelector"]
+    assert pod["nodeSelector"] == {"kubernetes.io/arch": "arm64", "nvidia.com/gpu.product": "NVIDIA-GB300"}
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_sees_the_gpus_through_the_runtime_without_taking_any() -> None:
+    objs = _objects()
+    pod = _pod(objs)
+    (container,) = pod["containers"]
+    assert pod["runtimeClassName"] == "nvidia"
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
+    assert "nvidia.com/gpu" not in json.dumps(container["resources"])
+    assert "resourceClaims" not in pod and "claims" not in container["resources"]
+    assert _pod(_objects(["kubernetes.gpu_runtime_class=nvidia-cdi"]))["runtimeClassName"] == "nvidia-cdi"
+
+
+def test_args_read_the_mounted_profile_and_the_host_cache_disk() -> None:
+    objs = _objects()
+    pod = _pod(objs)
+    (container,) = pod["containers"]
+    assert container["image"] == load_profile(K3).kubernetes.smoke_image == "ghcr.io/k3deploy/k3deploy:0.1.0"
+    assert container["args"] == ["preflight", "--node", "-p", "/etc/k3deploy/profile.yaml", "-o", "json"]
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    profile_path = Path(container["args"][3])
+    mount = next(m for m in mounts.values() if m["mountPath"] == str(profile_path.parent))
+    assert mount["readOnly"] is True
+    config_map = volumes[mount["name"]]["configMap"]
+    assert f"ConfigMap/{config_map['name']}" == PROFILE_MAP
+    assert config_map["items"] == [{"key": "profile.yaml", "path": profile_path.name}]
+    assert profile_path.name in objs[PROFILE_MAP]["data"]
+    assert mounts["model-cache"] == {"name": "model-cache", "mountPath": "/models", "readOnly": True}
+    assert volumes["model-cache"]["hostPath"] == {"path": "/models", "type": "DirectoryOrCreate"}
+    assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
+    assert "serviceAccountName" not in pod and pod["automountServiceAccountToken"] is False
+
+
+def test_the_rendered_args_run_the_node_checks_on_the_configmaps_profile(tmp_path: Path) -> None:
+    # The Job's argv as the pod runs it, on a healthy GB300 behind the fake NVML; the profile is the ConfigMap's,
+    # rendered with weights small enough and the image arch of this machine so the host checks pass here too.
+    objs = _objects(FITS_HERE)
+    profile_file = tmp_path / "profile.yaml"
+    profile_file.write_text(objs[PROFILE_MAP]["data"]["profile.yaml"], encoding="utf-8")
+    args = [str(profile_file) if a == "/etc/k3deploy/profile.yaml" else a for a in _pod(objs)["containers"][0]["args"]]
+    env = {"PYTHONPATH": f"{fake_pynvml_dir(tmp_path, 'gb300_node()')}:{REPO_ROOT}"}
+    done = run_cli(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["profile"] == K3 and report["status"] == "warn"  # the floating `main` revisions
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["gpu.count"]["detail"] == "4 GPU(s) via nvml"
+    assert checks["host.cache_disk"]["status"] == "pass" and "host.shm" in checks
+    assert not [name for name, c in checks.items() if c["status"] == "fail"]
+
+
+def test_argo_runs_it_before_the_sync_after_its_profile() -> None:
+    objs = _objects()
+    job, profile_map = objs[JOB]["metadata"]["annotations"], objs[PROFILE_MAP]["metadata"]["annotations"]
+    assert job[HOOK] == profile_map[HOOK] == "PreSync"
+    assert job["argocd.argoproj.io/hook-delete-policy"] == "BeforeHookCreation"
+    assert int(profile_map["argocd.argoproj.io/sync-wave"]) < int(job["argocd.argoproj.io/sync-wave"])
+    digest = objs[JOB]["spec"]["template"]["metadata"]["annotations"]["k3deploy/profile-sha256"]
+    assert digest == objs[f"Job/{K3}-smoke"]["spec"]["template"]["metadata"]["annotations"]["k3deploy/profile-sha256"]
+
+
+def test_node_preflight_false_removes_it_and_the_profile_is_a_plain_object_again() -> None:
+    objs = _objects(["kubernetes.node_preflight=false"])
+    assert JOB not in objs
+    assert [k for k in objs if k.startswith("Job/")] == [f"Job/{K3}-prefetch", f"Job/{K3}-smoke"]
+    assert "annotations" not in objs[PROFILE_MAP]["metadata"]
+    assert load_profile(K3).kubernetes.node_preflight is True
