@@ -25,9 +25,14 @@ def _concurrency(raw: str) -> list[int]:
 
 
 def flag_overrides(requests: int | None, output_tokens: int | None, concurrency: str | None,
-                   min_tok_s: float | None, min_acceptance_length: float | None) -> list[str]:
+                   min_tok_s: float | None, min_acceptance_length: float | None,
+                   request_timeout: float | None = None, overall_timeout: float | None = None) -> list[str]:
     """The command's flags as profile overrides (applied after --set, so a flag wins)."""
     sets = []
+    if request_timeout is not None:
+        sets.append(f"smoke.request_timeout_s={request_timeout}")
+    if overall_timeout is not None:
+        sets.append(f"smoke.overall_timeout_s={overall_timeout}")
     if requests is not None:
         sets.append(f"smoke.requests={requests}")
     if output_tokens is not None:
@@ -53,6 +58,10 @@ def smoke(
     min_tok_s: Annotated[Optional[float], typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
     min_acceptance_length: Annotated[Optional[float], typer.Option(
         "--min-acceptance-length", help="Minimum mean acceptance length (targets.min_acceptance_length).")] = None,
+    request_timeout: Annotated[Optional[float], typer.Option(
+        "--request-timeout", min=0.001, help="Seconds one request may take (smoke.request_timeout_s).")] = None,
+    overall_timeout: Annotated[Optional[float], typer.Option(
+        "--overall-timeout", min=0.001, help="Seconds the whole smoke run may take (smoke.overall_timeout_s).")] = None,
     output: FormatOpt = OutputFormat.table,
     report_file: Annotated[Optional[Path], typer.Option("--report", help="Write the JSON report to this file.")] = None,
 ) -> None:
@@ -68,7 +77,8 @@ def smoke(
     if report_file is not None and not report_file.parent.is_dir():
         # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
         raise UsageError(f"--report {report_file}: folder {report_file.parent} does not exist", hint="create it, or pick another path")
-    prof = get_profile(profile, (set_ or []) + flag_overrides(requests, output_tokens, concurrency, min_tok_s, min_acceptance_length))
+    prof = get_profile(profile, (set_ or []) + flag_overrides(
+        requests, output_tokens, concurrency, min_tok_s, min_acceptance_length, request_timeout, overall_timeout))
 
     from k3deploy.report.smoke_view import smoke_view
     from k3deploy.smoke.runner import SmokeOptions, exit_code, run_smoke

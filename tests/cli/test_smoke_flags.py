@@ -28,3 +28,24 @@ def test_report_into_a_missing_folder_is_refused_before_the_run(tmp_path: Path) 
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == f"error: --report {target}: folder {target.parent} does not exist"
     assert "liveness" not in result.stderr
+
+
+def test_timeout_flags_override_the_profile() -> None:
+    from tests.smoke.scripted_server import Script, scripted_server
+
+    with scripted_server(Script(first_chunk_delay_s=1.5)) as srv:
+        result = run_cli("smoke", "--endpoint", srv.url, "--requests", "1",
+                         "--output-tokens", "20", "--request-timeout", "0.3", "--overall-timeout", "60",
+                         "-o", "json")
+    assert result.returncode == 1, result.stderr
+    import json
+
+    report = json.loads(result.stdout)
+    throughput = next(c for c in report["checks"] if c["name"] == "throughput")
+    assert throughput["detail"] == "request 0: request timed out after 0.3 s (smoke.request_timeout_s)"
+
+
+def test_timeout_flag_must_be_positive() -> None:
+    result = run_cli("smoke", "--endpoint", _NOWHERE, "--request-timeout", "0")
+    assert result.returncode == 2
+    assert "'--request-timeout'" in result.stderr.splitlines()[0]
