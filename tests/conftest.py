@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,11 @@ pytest_plugins = ["tests.kubeapi.fixtures"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Upstream CRDs and reference data live beside the checkout, not in it.
 SHARED_DIR = REPO_ROOT.parent / "shared"
+
+
+def venv_tool(name: str) -> str | None:
+    """A command-line tool installed beside this interpreter (the venv's bin), else the one on PATH; None if neither."""
+    return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
 
 
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:

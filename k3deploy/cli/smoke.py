@@ -28,22 +28,16 @@ def flag_overrides(requests: int | None, output_tokens: int | None, concurrency:
                    min_tok_s: float | None, min_acceptance_length: float | None,
                    request_timeout: float | None = None, overall_timeout: float | None = None) -> list[str]:
     """The command's flags as profile overrides (applied after --set, so a flag wins)."""
-    sets = []
-    if request_timeout is not None:
-        sets.append(f"smoke.request_timeout_s={request_timeout}")
-    if overall_timeout is not None:
-        sets.append(f"smoke.overall_timeout_s={overall_timeout}")
-    if requests is not None:
-        sets.append(f"smoke.requests={requests}")
-    if output_tokens is not None:
-        sets.append(f"smoke.output_tokens={output_tokens}")
-    if concurrency is not None:
-        sets.append(f"smoke.concurrency={_concurrency(concurrency)}")
-    if min_tok_s is not None:
-        sets.append(f"targets.decode_tok_s={min_tok_s}")
-    if min_acceptance_length is not None:
-        sets.append(f"targets.min_acceptance_length={min_acceptance_length}")
-    return sets
+    values = {
+        "smoke.request_timeout_s": request_timeout,
+        "smoke.overall_timeout_s": overall_timeout,
+        "smoke.requests": requests,
+        "smoke.output_tokens": output_tokens,
+        "smoke.concurrency": None if concurrency is None else _concurrency(concurrency),
+        "targets.decode_tok_s": min_tok_s,
+        "targets.min_acceptance_length": min_acceptance_length,
+    }
+    return [f"{key}={value}" for key, value in values.items() if value is not None]
 
 
 @app.command()

@@ -98,20 +98,15 @@ def restore(
             done.append(f"{applied.action} {applied.key}")
             note(f"  rollback: {applied.action} {applied.key}")
     kept = {_identity(obj) for obj in previous}
-    for obj in delete_order(current):
-        if _identity(obj) in kept or obj.get("kind") in KEPT_KINDS:
-            continue
-        api_version, kind, namespace, name = _identity(obj)
-        if api.delete(api_version, kind, name, namespace or None):
-            done.append(f"deleted {object_key(obj)}")
-            note(f"  rollback: deleted {object_key(obj)}")
-    return done
+    added = [obj for obj in current if _identity(obj) not in kept]
+    return done + remove(api, added, note, label="rollback: ")
 
 
 def remove(
-    api: KubeApi, objects: list[dict[str, Any]], note: Callable[[str], None], *, keep: frozenset[str] = KEPT_KINDS
+    api: KubeApi, objects: list[dict[str, Any]], note: Callable[[str], None], *, keep: frozenset[str] = KEPT_KINDS,
+    label: str = "",
 ) -> list[str]:
-    """Delete the objects in reverse apply order, except the kinds in `keep`; what was deleted."""
+    """Delete the objects in reverse apply order, except the kinds in `keep`; what was deleted (noted after `label`)."""
     done = []
     for obj in delete_order(objects):
         if obj.get("kind") in keep:
@@ -119,5 +114,5 @@ def remove(
         api_version, kind, namespace, name = _identity(obj)
         if api.delete(api_version, kind, name, namespace or None):
             done.append(f"deleted {object_key(obj)}")
-            note(f"  deleted {object_key(obj)}")
+            note(f"  {label}deleted {object_key(obj)}")
     return done

@@ -26,6 +26,7 @@ from k3deploy.rollout.readiness import (
     LWS_NAME_LABEL,
     LWS_WORKER_LABEL,
     PodProblem,
+    Readiness,
     is_fatal,
     pod_phase_label,
     pod_problems,
@@ -151,6 +152,19 @@ def _owned_by_job(pod: dict[str, Any], job: dict[str, Any]) -> bool:
     return _name(job) in (labels.get("batch.kubernetes.io/job-name"), labels.get("job-name"))
 
 
+def _in_set(pod: dict[str, Any], target: dict[str, Any], state: _State) -> bool:
+    """Whether `pod` belongs to the waited `target`: a LeaderWorkerSet's by its label, a Job's by owner."""
+    if target["kind"] == "LeaderWorkerSet":
+        return (pod.get("metadata", {}).get("labels") or {}).get(LWS_NAME_LABEL) == _name(target)
+    return _owned_by_job(pod, state.objects.get("Job", {}).get(_name(target), target))
+
+
+def _verdict(target: dict[str, Any], state: _State) -> Readiness | None:
+    """Where the waited `target` stands in the watched state; None when it is not there (yet)."""
+    live = state.objects.get(target["kind"], {}).get(_name(target))
+    return readiness(live) if live is not None else None
+
+
 class Waiter:
     """Waits for objects of one namespace to be ready, failing fast on what waiting will not fix."""
 
@@ -250,24 +264,18 @@ class Waiter:
 
     def _observe_crash(self, pod: dict[str, Any], waited: list[dict[str, Any]], state: _State) -> None:
         """Read a crashed container's log as soon as its pod shows the crash, before the group is deleted."""
-        labels = pod.get("metadata", {}).get("labels") or {}
         for target in waited:
-            mine = (labels.get(LWS_NAME_LABEL) == _name(target) if target["kind"] == "LeaderWorkerSet"
-                    else _owned_by_job(pod, state.objects.get("Job", {}).get(_name(target), target)))
-            if mine:
+            if _in_set(pod, target, state):
                 for problem in pod_problems(pod):
                     if problem.crashed:
                         self._capture(target, pod, problem, state)
                 return
 
     def _pods_of(self, target: dict[str, Any], state: _State) -> list[dict[str, Any]]:
-        pods = [p for p in state.objects.get("Pod", {}).values() if not p.get("metadata", {}).get("deletionTimestamp")]
-        if target["kind"] == "LeaderWorkerSet":
-            return sorted(
-                (p for p in pods if (p["metadata"].get("labels") or {}).get(LWS_NAME_LABEL) == _name(target)), key=_name
-            )
-        live = state.objects.get("Job", {}).get(_name(target), target)
-        return sorted((p for p in pods if _owned_by_job(p, live)), key=_name)
+        pods = state.objects.get("Pod", {}).values()
+        return sorted(
+            (p for p in pods if not p.get("metadata", {}).get("deletionTimestamp") and _in_set(p, target, state)), key=_name
+        )
 
     def _judge(self, waited: list[dict[str, Any]], state: _State) -> bool:
         """Update the view; True when all are ready; raise when one failed."""
@@ -277,8 +285,7 @@ class Waiter:
         failure: _Failure | None = None
         for target in waited:
             key = f"{target['kind']}/{_name(target)}"
-            live = state.objects.get(target["kind"], {}).get(_name(target))
-            verdict = readiness(live) if live is not None else None
+            verdict = _verdict(target, state)
             state_label = "NotFound" if verdict is None else (verdict.reason or ("Ready" if verdict.ready else "Progressing"))
             rows.append(self._row(state, key, state_label, verdict.message if verdict else "", now))
             if verdict is None or not verdict.ready:
@@ -349,12 +356,24 @@ class Waiter:
             state.last_log = log
         self.view.note(f"  {_name(pod)}: container {problem.container} {problem.reason}; log captured ({len(log.lines)} lines)")
 
+    def _job_pod_log(self, job: str) -> CapturedLog | None:
+        """The log of a failed Job's pod, read from the API: the Job's failure can arrive before its pod's crash."""
+        pods, _ = self.api.list("v1", "Pod", self.namespace, label_selector=f"job-name={job}")
+        failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"] or pods
+        for pod in sorted(failed, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True):
+            log = read_log(self.api, pod, None)
+            if log.lines:
+                return log
+        return None
+
     def _fail(self, failure: _Failure, waited: list[dict[str, Any]], state: _State) -> None:
         log = state.logs.get(failure.pod or "") or state.last_log
         if log is None and failure.pod and failure.reason not in ("Unschedulable", "ImagePullBackOff", "ErrImagePull", "InvalidImageName"):
             pod = state.objects.get("Pod", {}).get(failure.pod)
             if pod is not None:
                 log = read_log(self.api, pod, None)
+        if log is None and failure.subject.startswith("Job/"):
+            log = self._job_pod_log(failure.subject.removeprefix("Job/"))
         names = failure.names | {_name(t) for t in waited}
         diagnosis = diagnose(self.api, self.namespace, failure.subject, failure.reason, failure.message, names, log)
         self.view.block(diagnosis.lines())
@@ -368,8 +387,7 @@ class Waiter:
         subject, reason, message = "the set", "Timeout", ""
         names = {_name(t) for t in waited}
         for target in waited:
-            live = state.objects.get(target["kind"], {}).get(_name(target))
-            verdict = readiness(live) if live is not None else None
+            verdict = _verdict(target, state)
             if verdict is not None and verdict.ready:
                 continue
             subject = f"{target['kind']}/{_name(target)}"

@@ -24,6 +24,13 @@ def _objects(profile: Profile) -> list[dict[str, Any]]:
     return [manifest.obj for manifest in build(profile)]
 
 
+def _serving(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects of the serving phase: what a rollout (or a rollback) waits to be ready."""
+    from k3deploy.rollout.order import phases
+
+    return [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
+
+
 class KubernetesTarget:
     """A profile deployed as a LeaderWorkerSet (plus its namespace, cache, Jobs, Service...) on a cluster."""
 
@@ -109,19 +116,17 @@ class KubernetesTarget:
         self.last_applied = [{"object": a.key, "action": a.action} for a in results]
         if not self.options.wait and not self.options.dry_run:
             record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
-        return _outcome(results, len(results), suffix)
+        return _outcome(results, suffix)
 
     def wait_ready(self, profile: Profile, timeout_s: float) -> None:
         """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
         from k3deploy.rollout.apply import apply_objects
-        from k3deploy.rollout.order import phases
         from k3deploy.rollout.rollback import record_revision
 
         objects = _objects(profile)
         deadline = time.monotonic() + timeout_s
         self._deadline = min(self._deadline, deadline) if self._deadline is not None else deadline
-        serving = [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
-        self._waiter(profile).wait(serving)
+        self._waiter(profile).wait(_serving(objects))
         if self._pending:
             # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
             # `up` smoke-tests on its own, so nothing waits for it.
@@ -142,7 +147,6 @@ class KubernetesTarget:
 
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
-        from k3deploy.rollout.order import phases
         from k3deploy.rollout.rollback import history_name, record_revision, remove, restore
 
         objects = _objects(profile)
@@ -156,8 +160,7 @@ class KubernetesTarget:
             return f"nothing to roll back to: revision {previous.number} is the one that failed"
         done = restore(self.api, old, objects, self.view.note)
         self._deadline = time.monotonic() + self._timeout_s(profile)
-        serving = [obj for phase in phases(old) if phase.name == "serving" for obj in phase.objects]
-        self._waiter(profile).wait(serving)
+        self._waiter(profile).wait(_serving(old))
         number = record_revision(self.api, namespace, profile.name, old)
         return f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
 
@@ -196,14 +199,14 @@ class KubernetesTarget:
         record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)
 
 
-def _outcome(results: list[Any], total: int, suffix: str) -> ApplyOutcome:
+def _outcome(results: list[Any], suffix: str) -> ApplyOutcome:
     counts: dict[str, int] = {}
     for applied in results:
         counts[applied.action] = counts.get(applied.action, 0) + 1
     changed = any(a.changed for a in results)
     created = [a.key for a in results if a.action == "created"]
     if not changed:
-        return ApplyOutcome(changed=False, summary=f"no changes: all {total} objects unchanged{suffix}")
+        return ApplyOutcome(changed=False, summary=f"no changes: all {len(results)} objects unchanged{suffix}")
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
     return ApplyOutcome(changed=True, summary=summary + suffix, created=created)
 

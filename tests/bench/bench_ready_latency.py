@@ -12,7 +12,6 @@ more round trips), so (b) includes those; (a) is the like-for-like figure. Print
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT, cli_env
+from tests.conftest import REPO_ROOT, cli_env, venv_tool
 from tests.kubeapi.server import KubeApiServer
 
 PROFILE = "kimi-k3-gb300-tp16"
@@ -90,7 +89,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ready-delay", type=float, default=3.0, help="Seconds the kubelet takes from Running to Ready.")
     args = parser.parse_args()
-    kubectl = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+    kubectl = venv_tool("kubectl")
     if kubectl is None:
         sys.exit("kubectl not found (it is installed into the venv by .ci/setup)")
     rounds = []

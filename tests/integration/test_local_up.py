@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from k3deploy.smoke.headline import REHEARSAL_LABEL
 from k3deploy.targets.local.process import group_members
 from tests.conftest import run_cli
-from tests.integration.vllm_server import free_port
+from tests.integration.vllm_server import alive, free_port
 
 pytestmark = [
     pytest.mark.integration,
@@ -51,13 +50,6 @@ class Local:
     def down(self) -> tuple[int, str]:
         code, _, stderr = self.run("down", json_out=False, extra=("--yes",))
         return code, stderr
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def stages(summary: dict) -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from k3deploy.profile import load_profile
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
@@ -39,6 +40,14 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie awaiting its parent's wait does not count)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def server_argv(model_dir: Path, *, speculative: dict[str, Any] | None, port: int) -> list[str]:

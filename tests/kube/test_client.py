@@ -8,22 +8,13 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.integration.vllm_server import free_port
-
-
-def _kubeconfig(tmp_path: Path, server: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
-    )
-    return path
+from tests.kubeapi.server import write_kubeconfig
 
 
 def test_connection_refused_names_the_address_and_the_reason_on_one_line(tmp_path: Path) -> None:
     port = free_port()
-    result = run_cli("status", "-p", "kimi-k3-gb300-tp16", "--kubeconfig", str(_kubeconfig(tmp_path, f"http://127.0.0.1:{port}")))
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+    result = run_cli("status", "-p", "kimi-k3-gb300-tp16", "--kubeconfig", str(kubeconfig))
     assert result.returncode == 3
     assert result.stderr.splitlines() == [
         f"error: discover the API: Kubernetes API unreachable at 127.0.0.1:{port}: "

@@ -25,6 +25,18 @@ from tests.kubeapi.store import Store
 T = TypeVar("T")
 
 
+def write_kubeconfig(path: Path, server: str, namespace: str = "default", context: str = "test") -> Path:
+    """A kubeconfig whose current context points at `server` (token auth, the given namespace)."""
+    config = {
+        "apiVersion": "v1", "kind": "Config", "preferences": {}, "current-context": context,
+        "clusters": [{"name": "test-cluster", "cluster": {"server": server}}],
+        "users": [{"name": USER, "user": {"token": "test-token"}}],
+        "contexts": [{"name": context, "context": {"cluster": "test-cluster", "user": USER, "namespace": namespace}}],
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
 class KubeApiServer:
     """A Kubernetes API on 127.0.0.1 (random port) for the official client and kubectl, with simulated controllers."""
 
@@ -84,15 +96,7 @@ class KubeApiServer:
 
     def write_kubeconfig(self, path: Path, namespace: str = "default", context: str = "test") -> Path:
         """A kubeconfig whose current context points at this server (token auth, the given namespace)."""
-        config = {
-            "apiVersion": "v1", "kind": "Config", "preferences": {}, "current-context": context,
-            "clusters": [{"name": "test-cluster", "cluster": {"server": self.url}}],
-            "users": [{"name": USER, "user": {"token": "test-token"}}],
-            "contexts": [{"name": context, "context": {"cluster": "test-cluster", "user": USER,
-                                                       "namespace": namespace}}],
-        }
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        return path
+        return write_kubeconfig(path, self.url, namespace, context)
 
     def wait_for(self, condition: Callable[[], T], timeout: float = 10.0) -> T:
         """Wait (woken by every store change, no sleep-polling) until `condition()` is truthy; return its value.

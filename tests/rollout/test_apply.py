@@ -13,8 +13,9 @@ from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
 from k3deploy.rollout.order import apply_order
 from tests.conftest import run_cli
+from tests.integration.vllm_server import free_port
+from tests.kubeapi.server import write_kubeconfig
 from tests.rollout.conftest import FAST, K3, NAMESPACE, PROFILE, live
-from tests.smoke.scripted_server import unused_port
 
 pytestmark = pytest.mark.timeout(180)
 LWS = "kimi-k3-gb300-tp16"
@@ -113,11 +114,7 @@ def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:
     missing = run_cli("status", "-p", PROFILE, "--kubeconfig", str(tmp_path / "nope"))
     assert missing.returncode == 3
     assert missing.stderr.startswith("error: no usable Kubernetes configuration")
-    dead = tmp_path / "dead"
-    dead.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{unused_port()}'}}}}]\n"
-        "users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+    dead = write_kubeconfig(tmp_path / "dead", f"http://127.0.0.1:{free_port()}")
     unreachable = run_cli("apply", "-p", PROFILE, "--kubeconfig", str(dead))
     assert unreachable.returncode == 3, unreachable.stderr
     assert "Kubernetes API unreachable" in unreachable.stderr and "hint: check --kubeconfig/--context" in unreachable.stderr

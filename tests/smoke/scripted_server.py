@@ -219,10 +219,3 @@ def scripted_server(script: Script | None = None) -> Iterator[Running]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def unused_port() -> int:
-    """A port on 127.0.0.1 with nothing listening (bound then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -17,7 +17,8 @@ from k3deploy.report.smoke import SmokeReport
 from k3deploy.smoke import exit_code, run_smoke
 from k3deploy.smoke.correctness import PROBES
 from tests.conftest import run_cli
-from tests.smoke.scripted_server import Script, scripted_server, unused_port
+from tests.integration.vllm_server import free_port
+from tests.smoke.scripted_server import Script, scripted_server
 
 FAST = ["smoke.requests=3", "smoke.output_tokens=20", "smoke.request_timeout_s=10", "smoke.overall_timeout_s=60"]
 RIGHT_ANSWERS = {
@@ -62,7 +63,7 @@ def test_healthy_speculating_server_passes_and_agrees_with_its_counters() -> Non
 
 
 def test_connection_refused_exits_3() -> None:
-    url = f"http://127.0.0.1:{unused_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     result = run_cli("smoke", "--endpoint", url, "--requests", "1")
     assert_clean_cli(result, 3, f"error: endpoint {url} cannot be tested: cannot connect to {url}/health:", "connection refused (nothing listens there)",
                      "hint: check the URL")

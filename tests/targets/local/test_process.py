@@ -14,6 +14,7 @@ import pytest
 
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.targets.local import process
+from tests.integration.vllm_server import alive
 
 #: A leader that starts a child in its own group (like vLLM's API server and engine core) and waits.
 LEADER = """
@@ -41,13 +42,6 @@ def start_group(script: str, tmp_path: Path) -> tuple[int, float, int]:
         time.sleep(0.05)
     child = int(log.read_text().split()[1])
     return pid, created, child
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_started_server_leads_its_own_group_and_stop_ends_all_of_it(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from k3deploy.profile.model import Profile
 from k3deploy.targets.local.process import group_members
 from k3deploy.targets import DeployOptions
 from k3deploy.targets.local.target import LocalTarget
-from tests.integration.vllm_server import free_port
+from tests.integration.vllm_server import alive, free_port
 
 FAKE_SERVER = textwrap.dedent('''
     """Stands in for vLLM's API server: /health 200 (503 for a model named 'unready'), exit 1 for 'broken'."""
@@ -66,13 +66,6 @@ def profile_for(tmp_path: Path, port: int, model: str = "model", *sets: str) -> 
     folder.mkdir(exist_ok=True)
     return load_profile("local-cpu", [f"local.state_dir={tmp_path / 'state'}", f"vllm.port={port}", "model.rehearsal=false",
                                       f"model.id={folder}", "speculative=null", "local.ready_timeout_s=30", *sets])
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_reuse_upgrade_rollback_and_down(target: LocalTarget, tmp_path: Path) -> None:
