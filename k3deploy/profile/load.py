@@ -110,7 +110,7 @@ def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check
         from k3deploy.render.plan import plan
 
         result = plan(profile)
-        if not result.fits and result.reason.startswith("weights do not fit"):
+        if not result.weights_fit:
             raise ProfileError(
                 f"{origin} is invalid: {result.reason}",
                 hint="add GPUs (parallel.nodes / parallel.gpus_per_node with tensor_parallel_size), or a smaller checkpoint",

@@ -39,6 +39,13 @@ class CapacityPlan(BaseModel):
     fits: bool
     reason: str
 
+    @property
+    def weights_fit(self) -> bool:
+        """Weights, draft and reserve fit in usable memory (KV room aside); True when no GPU is planned."""
+        if self.usable_bytes_per_gpu is None:
+            return True
+        return self.weight_bytes_per_gpu + self.draft_bytes_per_gpu + self.reserve_bytes_per_gpu <= self.usable_bytes_per_gpu
+
 
 def plan(profile: Profile) -> CapacityPlan:
     """Compute the capacity plan; never raises for a plan that does not fit (see `fits`)."""
@@ -54,16 +61,18 @@ def plan(profile: Profile) -> CapacityPlan:
     state_seq = model.linear_layers * model.linear_state_elements * model.linear_state_dtype_bytes
     state_gpu = math.ceil(state_seq / par.tensor_parallel_size) if model.linear_state_tp_sharded else state_seq
     full_seq = vllm.max_model_len * kv_per_token + state_gpu
+    common = dict(
+        profile=profile.name, gpus=gpus, tensor_parallel_size=par.tensor_parallel_size, weight_bytes_per_gpu=weight,
+        draft_bytes_per_gpu=draft, kv_bytes_per_token=kv_per_token, kv_dtype_bytes=kv_dtype,
+        linear_state_bytes_per_sequence=state_seq, linear_state_bytes_per_sequence_per_gpu=state_gpu,
+        max_model_len=vllm.max_model_len, bytes_per_full_sequence=full_seq,
+    )
     hw = profile.hardware
     if hw is None:
         return CapacityPlan(
-            profile=profile.name, gpus=gpus, tensor_parallel_size=par.tensor_parallel_size,
-            hbm_bytes_per_gpu=None, usable_bytes_per_gpu=None, weight_bytes_per_gpu=weight,
-            draft_bytes_per_gpu=draft, reserve_bytes_per_gpu=0, kv_bytes_per_token=kv_per_token,
-            kv_dtype_bytes=kv_dtype, linear_state_bytes_per_sequence=state_seq,
-            linear_state_bytes_per_sequence_per_gpu=state_gpu, max_model_len=vllm.max_model_len,
-            bytes_per_full_sequence=full_seq, kv_budget_bytes_per_gpu=None, kv_tokens_per_gpu=None,
-            full_sequences_per_gpu=None, fits=True, reason="no GPU hardware in the profile: GPU fit not planned",
+            **common, hbm_bytes_per_gpu=None, usable_bytes_per_gpu=None, reserve_bytes_per_gpu=0,
+            kv_budget_bytes_per_gpu=None, kv_tokens_per_gpu=None, full_sequences_per_gpu=None,
+            fits=True, reason="no GPU hardware in the profile: GPU fit not planned",
         )
     hbm = hw.gpu_memory_mib * MIB
     usable = int(hbm * vllm.gpu_memory_utilization)
@@ -71,7 +80,7 @@ def plan(profile: Profile) -> CapacityPlan:
     budget = usable - weight - draft - reserve
     kv_tokens = max(budget, 0) // kv_per_token if kv_per_token else None
     sequences = max(budget, 0) // full_seq if full_seq else None
-    if weight + draft + reserve > usable:
+    if weight + draft + reserve > usable:  # the rule of CapacityPlan.weights_fit
         fits = False
         reason = (
             f"weights do not fit: {weight / GIB:.1f} GiB weights + {draft / GIB:.1f} GiB draft + {reserve / GIB:.1f} GiB reserve "
@@ -87,10 +96,7 @@ def plan(profile: Profile) -> CapacityPlan:
         fits = True
         reason = f"{sequences} sequences of {vllm.max_model_len} tokens fit per GPU ({kv_tokens} KV tokens)"
     return CapacityPlan(
-        profile=profile.name, gpus=gpus, tensor_parallel_size=par.tensor_parallel_size, hbm_bytes_per_gpu=hbm,
-        usable_bytes_per_gpu=usable, weight_bytes_per_gpu=weight, draft_bytes_per_gpu=draft,
-        reserve_bytes_per_gpu=reserve, kv_bytes_per_token=kv_per_token, kv_dtype_bytes=kv_dtype,
-        linear_state_bytes_per_sequence=state_seq, linear_state_bytes_per_sequence_per_gpu=state_gpu,
-        max_model_len=vllm.max_model_len, bytes_per_full_sequence=full_seq, kv_budget_bytes_per_gpu=budget,
-        kv_tokens_per_gpu=kv_tokens, full_sequences_per_gpu=sequences, fits=fits, reason=reason,
+        **common, hbm_bytes_per_gpu=hbm, usable_bytes_per_gpu=usable, reserve_bytes_per_gpu=reserve,
+        kv_budget_bytes_per_gpu=budget, kv_tokens_per_gpu=kv_tokens, full_sequences_per_gpu=sequences,
+        fits=fits, reason=reason,
     )
