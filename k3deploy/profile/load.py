@@ -98,6 +98,12 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
     return ProfileError(f"{origin} is invalid: " + "; ".join(parts), hint=hint)
 
 
+def load_raw(ref: str | None = None, sets: list[str] | None = None) -> tuple[dict[str, Any], str]:
+    """The profile's mapping as written (overrides applied, not validated) and where it came from."""
+    data, origin = _read_raw(ref or DEFAULT_PROFILE)
+    return apply_overrides(data, sets or []), origin
+
+
 def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
     """Load, override and validate a profile; also refuse one whose weights cannot fit its GPUs."""
     data, origin = _read_raw(ref or DEFAULT_PROFILE)

@@ -1,0 +1,39 @@
+"""The `pin` command: resolve a profile's floating versions (image tags, Hub branches) and write it pinned."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from k3deploy.cli.app import ProfileOpt, SetOpt, app
+from k3deploy.console import err
+from k3deploy.profile import DEFAULT_PROFILE
+
+
+@app.command()
+def pin(
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    set_: SetOpt = None,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="File to write the pinned profile to, or '-' for stdout (default).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file that `pin` did not write.")] = False,
+) -> None:
+    """Pin a profile: image tags to digests (checking the nodes' platform is built), Hub revisions to commits.
+
+    Exit 1 when an image is not built for the nodes' platform or does not exist, 3 when the registry or the
+    Hub cannot be reached. K3DEPLOY_REGISTRY_URL and HF_ENDPOINT point at mirrors; HF_TOKEN reads private repos.
+    """
+    from k3deploy.pin.hub import HubClient
+    from k3deploy.pin.registry import RegistryClient
+    from k3deploy.pin.run import pin_profile, write_pinned
+
+    with RegistryClient() as registry, HubClient() as hub:
+        outcome = pin_profile(profile, list(set_ or []), registry, hub)
+    write_pinned(outcome.text, output, force=force)
+    for row in outcome.rows:
+        change = f"{row.before} -> {row.after}" if row.before != row.after else f"{row.after} (unchanged)"
+        err.print(f"{row.field}: {change}  [{row.note}]", markup=False, highlight=False)
+    if output not in (None, "-"):
+        err.print(f"wrote the pinned profile to {output}", markup=False, highlight=False)

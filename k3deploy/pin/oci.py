@@ -1,0 +1,166 @@
+"""Image references, registry auth challenges and manifest platforms: the pure half of `k3deploy pin`.
+
+Pure: no I/O. The reference grammar follows distribution/reference (`reference.go`, `normalize.go`): the
+first path component is a registry host when it holds a '.' or ':' or is `localhost`; otherwise the image
+is on Docker Hub, whose API host is `registry-1.docker.io` and whose one-component names live under
+`library/`. Media types and the index/manifest shapes are the OCI image-spec's and Docker's
+(distribution `manifest/ocischema`, `manifest/manifestlist`, `manifest/schema2`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Media types a registry may answer a manifest GET with, in the Accept order a client sends them.
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+MANIFEST_ACCEPT = (OCI_INDEX, DOCKER_MANIFEST_LIST, OCI_MANIFEST, DOCKER_MANIFEST)
+INDEX_TYPES = (OCI_INDEX, DOCKER_MANIFEST_LIST)
+IMAGE_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
+
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_API_HOST = "registry-1.docker.io"
+_DOCKER_HUB_ALIASES = {"docker.io", "index.docker.io", "registry-1.docker.io"}
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_TAG = re.compile(r"^[\w][\w.-]{0,127}$")
+_REPOSITORY = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
+_CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
+
+
+class ReferenceError(ValueError):
+    """An image reference that distribution's grammar does not accept."""
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """A parsed image reference: where the registry is, which repository, which tag and/or digest."""
+
+    original: str
+    registry: str
+    repository: str
+    tag: str | None
+    digest: str | None
+
+    @property
+    def api_host(self) -> str:
+        """The host that serves the registry API for this reference."""
+        return DOCKER_HUB_API_HOST if self.registry == DOCKER_HUB else self.registry
+
+    @property
+    def reference(self) -> str:
+        """What to put after `/manifests/`: the digest when pinned, else the tag."""
+        return self.digest or self.tag or "latest"
+
+    def pinned(self, digest: str) -> str:
+        """The original reference with `digest` attached (the tag kept, for people reading it)."""
+        return f"{self.original.split('@', 1)[0]}@{digest}"
+
+
+def parse_image(text: str) -> ImageRef:
+    """Parse `[host[:port]/]path[:tag][@sha256:...]`; raise ReferenceError on anything else."""
+    name, _, digest = text.partition("@")
+    if digest and not DIGEST.match(digest):
+        raise ReferenceError(f"{text!r}: digest {digest!r} is not sha256:<64 hex>")
+    tag = None
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1:]
+        if not _TAG.match(tag):
+            raise ReferenceError(f"{text!r}: tag {tag!r} is not a valid tag")
+    first, sep, rest = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        registry, repository = first, rest
+    else:
+        registry, repository = DOCKER_HUB, name
+    if registry in _DOCKER_HUB_ALIASES:
+        registry = DOCKER_HUB
+        if "/" not in repository:
+            repository = f"library/{repository}"
+    if not _REPOSITORY.match(repository):
+        raise ReferenceError(f"{text!r}: repository {repository!r} is not lower-case path components")
+    return ImageRef(original=text, registry=registry, repository=repository, tag=tag, digest=digest or None)
+
+
+@dataclass(frozen=True)
+class BearerChallenge:
+    """A `WWW-Authenticate: Bearer realm=...,service=...,scope=...` challenge (RFC 6750 section 3)."""
+
+    realm: str
+    service: str | None
+    scope: str | None
+
+
+def parse_bearer_challenge(header: str) -> BearerChallenge | None:
+    """The Bearer challenge in a WWW-Authenticate value; None when the registry asks for another scheme.
+
+    distribution writes it as `Bearer realm="...",service="...",scope="..."`
+    (registry/auth/token/accesscontroller.go, challengeParams).
+    """
+    scheme, _, params = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    values = {m.group(1).lower(): (m.group(2) if m.group(2) is not None else m.group(3)) for m in _CHALLENGE_PARAM.finditer(params)}
+    if not values.get("realm"):
+        return None
+    return BearerChallenge(realm=values["realm"], service=values.get("service"), scope=values.get("scope"))
+
+
+@dataclass(frozen=True)
+class Platform:
+    """An image platform as an index lists it (`os/architecture[/variant]`)."""
+
+    os: str
+    architecture: str
+    variant: str | None = None
+
+    def __str__(self) -> str:
+        return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
+
+
+def index_platforms(index: dict) -> list[Platform]:
+    """The runnable platforms an OCI index or Docker manifest list names.
+
+    Attestation manifests (BuildKit's `unknown/unknown` entries) are not platforms a node can run.
+    """
+    platforms = []
+    for entry in index.get("manifests") or []:
+        platform = entry.get("platform") or {}
+        os_name, arch = platform.get("os"), platform.get("architecture")
+        if not os_name or not arch or "unknown" in (os_name, arch):
+            continue
+        platforms.append(Platform(os=os_name, architecture=arch, variant=platform.get("variant")))
+    return platforms
+
+
+def config_platform(config: dict) -> Platform | None:
+    """The platform an image config blob declares (`os`, `architecture`, `variant`)."""
+    os_name, arch = config.get("os"), config.get("architecture")
+    if not os_name or not arch:
+        return None
+    return Platform(os=os_name, architecture=arch, variant=config.get("variant"))
+
+
+def runs_on(platforms: list[Platform], arch: str, os_name: str = "linux") -> bool:
+    """True when one of `platforms` runs on `os_name/arch` nodes (any arm64 variant counts: v8 is the only one)."""
+    return any(p.os == os_name and p.architecture == arch for p in platforms)
+
+
+def media_type(content_type: str | None, body: dict) -> str | None:
+    """The manifest's media type: the response's Content-Type, else the body's own `mediaType`."""
+    declared = (content_type or "").split(";", 1)[0].strip()
+    if declared in MANIFEST_ACCEPT:
+        return declared
+    inner = body.get("mediaType")
+    return inner if inner in MANIFEST_ACCEPT else None
+
+
+def registry_errors(body: object) -> str | None:
+    """`CODE: message` of a registry error body `{"errors": [{"code", "message", "detail"}]}`."""
+    if not isinstance(body, dict) or not isinstance(body.get("errors"), list):
+        return None
+    parts = [f"{e.get('code')}: {e.get('message')}" for e in body["errors"] if isinstance(e, dict)]
+    return "; ".join(parts) or None

@@ -1,0 +1,116 @@
+"""`k3deploy pin`: resolve every floating version of a profile and write the pinned profile.
+
+Images become `name:tag@sha256:...` after the registry shows their index lists the nodes' platform;
+Hub revisions become the commit they point at. Everything else in the profile is kept as written.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError, UsageError
+from k3deploy.pin.floating import Pinnable, node_arch, pinnable_fields
+from k3deploy.pin.hub import HubClient
+from k3deploy.pin.oci import runs_on
+from k3deploy.pin.registry import RegistryClient
+from k3deploy.profile.load import load_profile, load_raw
+from k3deploy.profile.model import Profile
+
+#: First line of every file `pin` writes: how it recognises a file it may overwrite.
+HEADER = "# Pinned profile written by `k3deploy pin`"
+
+
+@dataclass(frozen=True)
+class PinRow:
+    """One field: its value before and after, and what the source said about it."""
+
+    field: str
+    before: str | None
+    after: str
+    note: str
+
+
+@dataclass(frozen=True)
+class PinOutcome:
+    """The pinned profile as a mapping, its YAML text, and one row per version field."""
+
+    data: dict[str, Any]
+    text: str
+    rows: list[PinRow]
+
+
+def _set(data: dict[str, Any], dotted: str, value: str) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+
+
+def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> PinRow:
+    resolved = registry.resolve(item.value or "")
+    listed = ", ".join(str(p) for p in resolved.platforms) or "no platform"
+    if not runs_on(resolved.platforms, arch):
+        raise CheckFailed(
+            f"{item.field} {item.value} is built for {listed}, not linux/{arch} (the nodes' platform)",
+            hint=f"choose a tag built for linux/{arch} (check with `k3deploy pin`), or correct hardware.arch")
+    kind = "index" if resolved.is_index else "single-platform image"
+    return PinRow(item.field, item.value, resolved.pinned, f"{kind}: {listed}")
+
+
+def pin_profile(ref: str, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
+    """Resolve the floating versions of profile `ref` (with `sets` applied); exit 1 when an image cannot run on the nodes."""
+    profile = load_profile(ref, sets)
+    data, origin = load_raw(ref, sets)
+    arch = node_arch(profile)
+    rows = []
+    for item in pinnable_fields(profile):
+        if item.kind == "image":
+            row = _pin_image(item, arch, registry)
+        elif item.pinned:
+            row = PinRow(item.field, item.value, item.value or "", "already a commit")
+        else:
+            sha = hub.commit(item.subject, item.value)
+            row = PinRow(item.field, item.value, sha, f"{item.subject}@{item.value or 'main'}")
+        _set(data, item.field, row.after)
+        rows.append(row)
+    try:
+        Profile.model_validate(data)
+    except ValidationError as exc:  # a resolved value the model refuses is a bug here, not the user's
+        raise ProfileError(f"the pinned profile does not validate: {exc.errors()[0]['msg']}",
+                           hint="report it; pin each field by hand with --set meanwhile") from None
+    body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    text = f"{HEADER} from {origin}.\n{body}"
+    return PinOutcome(data=data, text=text, rows=rows)
+
+
+def write_pinned(text: str, output: str | None, *, force: bool = False) -> None:
+    """Write to stdout (`-` or None) or a file; a file `pin` did not write is only replaced with `force`."""
+    if output in (None, "-"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise UsageError(f"--output {output!r} is a directory", hint="pass a file name, e.g. -o pinned.yaml, or '-' for stdout")
+    if path.exists() and not force and not _written_by_pin(path):
+        raise UsageError(f"{output!r} exists and was not written by `k3deploy pin`",
+                         hint="choose another file name, or add --force to replace it")
+    try:
+        path.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot write {output!r}: {exc.strerror or exc}", hint="check the path and its permissions") from exc
+
+
+def _written_by_pin(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return handle.readline().startswith(HEADER)
+    except OSError:
+        return False

@@ -1,0 +1,102 @@
+"""A Hugging Face Hub API stand-in on 127.0.0.1: `GET /api/models/{repo_id}/revision/{revision}` only.
+
+Imitates what huggingface_hub relies on (hf_api.py `model_info`, utils/_http.py `hf_raise_for_status`):
+- the revision is one URL-quoted path segment (`refs%2Fpr%2F1`); an unquoted `/` in it does not route (404);
+- a repo that does not exist, or is private and the request carries no token that can read it, is 401 with
+  `X-Error-Code: RepoNotFound` (the Hub does not tell them apart);
+- a token it does not know is 401 with `X-Error-Message: Invalid credentials in Authorization header`;
+- an unknown revision is 404 with `X-Error-Code: RevisionNotFound` and `{"error": "Invalid rev id: ..."}`;
+- a known one answers the model info with `sha`, the commit the revision points at (a 40-hex revision that
+  is a commit of the repo resolves to itself).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlsplit
+
+_ROUTE = re.compile(r"^/api/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)/revision/(?P<rev>[^/]+)$")
+
+
+@dataclass
+class HubModel:
+    """One repo: its refs (branch or tag -> commit) and who may read it."""
+
+    refs: dict[str, str]
+    private: bool = False
+    readers: set[str] = field(default_factory=set)
+
+
+class Hub:
+    """The Hub's repos and tokens; `url` once started."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, HubModel] = {}
+        self.tokens: set[str] = set()
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.url = ""
+        self._server: ThreadingHTTPServer | None = None
+
+    def start(self) -> Hub:
+        """Serve on an ephemeral 127.0.0.1 port in a daemon thread."""
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.hub = self  # type: ignore[attr-defined]
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ThreadingHTTPServer
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        """Quiet; tests read `hub.requests`."""
+
+    def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802
+        """The model-info-at-revision route."""
+        hub: Hub = self.server.hub  # type: ignore[attr-defined]
+        raw_path = urlsplit(self.path).path
+        hub.requests.append((raw_path, dict(self.headers.items())))
+        match = _ROUTE.match(raw_path)
+        if not match:
+            return self._send(404, {"error": "Sorry, we can't find the page you are looking for."})
+        token = None
+        auth = self.headers.get("Authorization")
+        if auth:
+            scheme, _, token = auth.partition(" ")
+            if scheme != "Bearer" or token not in hub.tokens:
+                message = "Invalid credentials in Authorization header"
+                return self._send(401, {"error": message}, {"X-Error-Message": message})
+        repo_id = f"{match['org']}/{match['name']}"
+        model = hub.models.get(repo_id)
+        if model is None or (model.private and token not in model.readers):
+            return self._send(401, {"error": "Repository not found"},
+                              {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"})
+        rev = unquote(match["rev"])
+        sha = model.refs.get(rev) or (rev if rev in model.refs.values() else None)
+        if sha is None:
+            message = f"Invalid rev id: {rev}"
+            return self._send(404, {"error": message}, {"X-Error-Code": "RevisionNotFound", "X-Error-Message": message})
+        self._send(200, {"_id": "0" * 24, "id": repo_id, "modelId": repo_id, "sha": sha, "private": model.private,
+                         "gated": False, "disabled": False, "siblings": [{"rfilename": "config.json"}]})
