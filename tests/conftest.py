@@ -15,6 +15,9 @@ pytest_plugins = ["tests.kubeapi.fixtures"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Upstream CRDs and reference data live beside the checkout, not in it.
 SHARED_DIR = REPO_ROOT.parent / "shared"
+#: Tests never reach a public registry: one a test does not start itself is a closed port on 127.0.0.1
+#: (preflight then reports the image platforms as unknown, a WARN).
+os.environ.setdefault("K3DEPLOY_REGISTRY_URL", "http://127.0.0.1:9")
 
 
 def venv_tool(name: str) -> str | None:

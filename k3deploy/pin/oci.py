@@ -10,7 +10,7 @@ is on Docker Hub, whose API host is `registry-1.docker.io` and whose one-compone
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Media types a registry may answer a manifest GET with, in the Accept order a client sends them.
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -119,6 +119,26 @@ class Platform:
 
     def __str__(self) -> str:
         return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
+
+
+@dataclass(frozen=True)
+class ImageResolution:
+    """What the registry says an image reference is: its digest, manifest type and the platforms it runs on."""
+
+    ref: ImageRef
+    digest: str
+    media_type: str
+    platforms: list[Platform] = field(default_factory=list)
+
+    @property
+    def pinned(self) -> str:
+        """The reference with its digest attached."""
+        return self.ref.pinned(self.digest)
+
+    @property
+    def is_index(self) -> bool:
+        """True for a multi-platform index or manifest list."""
+        return self.media_type in INDEX_TYPES
 
 
 def index_platforms(index: dict) -> list[Platform]:

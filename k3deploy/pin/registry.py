@@ -17,17 +17,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httpx
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError
 from k3deploy.pin.oci import (
-    INDEX_TYPES,
     MANIFEST_ACCEPT,
+    INDEX_TYPES,
     BearerChallenge,
     ImageRef,
+    ImageResolution,
     Platform,
     ReferenceError,
     config_platform,
@@ -44,26 +44,6 @@ DEFAULT_TIMEOUT_S = 15.0
 #: distribution refuses manifests over 4 MiB (maxManifestBodySize); so do we.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-
-
-@dataclass(frozen=True)
-class ImageResolution:
-    """What the registry says an image reference is: its digest, manifest type and the platforms it runs on."""
-
-    ref: ImageRef
-    digest: str
-    media_type: str
-    platforms: list[Platform] = field(default_factory=list)
-
-    @property
-    def pinned(self) -> str:
-        """The reference with its digest attached."""
-        return self.ref.pinned(self.digest)
-
-    @property
-    def is_index(self) -> bool:
-        """True for a multi-platform index or manifest list."""
-        return self.media_type in INDEX_TYPES
 
 
 def base_url(ref: ImageRef) -> str:

@@ -1,51 +1,18 @@
 """`evaluate(profile, facts)`: every preflight check, as pure functions of the profile and observed facts.
 
 Pure: no I/O. Node checks live in `checks_node.py`, cluster checks in `checks_cluster.py`; the checks of
-the profile itself (pinned revisions, the capacity plan) are here and always run.
+the profile itself (pinned versions in `checks_versions.py`, the capacity plan) always run.
 """
 
 from __future__ import annotations
 
-import re
-
 from k3deploy.preflight.checks_cluster import cluster_checks
 from k3deploy.preflight.checks_node import gpu_checks, host_checks
+from k3deploy.preflight.checks_versions import version_checks
 from k3deploy.preflight.facts import Facts
 from k3deploy.profile.model import Profile
 from k3deploy.render.plan import GIB, plan
 from k3deploy.report.model import CheckResult, Status
-
-_COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
-
-
-def _is_hub_id(model_id: str) -> bool:
-    """True for an `org/name` Hub repo id; False for a local path."""
-    return not model_id.startswith(("/", ".", "~")) and model_id.count("/") == 1
-
-
-def revision_checks(profile: Profile) -> list[CheckResult]:
-    """WARN for each Hub model whose revision is not a 40-hex commit: a branch or tag moves under you."""
-    pinned: list[tuple[str, str, str | None]] = []
-    if not profile.model.rehearsal and _is_hub_id(profile.model.id):
-        pinned.append(("model.revision", profile.model.id, profile.model.revision))
-    spec = profile.speculative
-    if spec is not None and spec.model is not None and _is_hub_id(spec.model):
-        pinned.append(("speculative.revision", spec.model, spec.revision))
-    if not pinned:
-        return [CheckResult(name="profile.revisions", status=Status.SKIP, detail="no Hub models to pin (local or generated weights)")]
-    results = []
-    for field, repo, revision in pinned:
-        name = f"profile.{field}"
-        if revision is not None and _COMMIT_SHA.match(revision):
-            results.append(CheckResult(name=name, status=Status.PASS, measured=revision, target="40-hex commit", detail=f"{repo} pinned"))
-            continue
-        results.append(CheckResult(
-            name=name, status=Status.WARN, measured=revision, target="40-hex commit",
-            detail=f"{repo} at {revision!r} floats: a re-deploy may load different weights than the ones you validated",
-            hint=f"pin the commit you validated: --set {field}=<40-hex sha> (see the repo's commit history on the Hub)",
-        ))
-    return results
-
 
 def capacity_check(profile: Profile) -> CheckResult:
     """The capacity plan as a check: weights + draft + one full-length sequence must fit every GPU."""
@@ -67,7 +34,7 @@ def capacity_check(profile: Profile) -> CheckResult:
 
 def evaluate(profile: Profile, facts: Facts) -> list[CheckResult]:
     """All checks for the facts gathered, in a stable order: profile, GPUs, host, cluster."""
-    results = [*revision_checks(profile), capacity_check(profile)]
+    results = [*version_checks(profile), capacity_check(profile)]
     if facts.gpu is not None:
         results += gpu_checks(profile, facts.gpu)
     if facts.host is not None:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 
+from k3deploy.errors import EXIT_FAILED
 from k3deploy.kube.client import KubeOptions
+from k3deploy.pin.floating import node_arch
 from k3deploy.preflight.checks import evaluate
 from k3deploy.preflight.facts import Facts
 from k3deploy.profile.model import Profile
-from k3deploy.report.model import CheckResult
+from k3deploy.report.model import CheckResult, Status
+
+#: Preflight asks the registry once; a registry slower than this is reported as unreachable (WARN).
+REGISTRY_TIMEOUT_S = 10.0
 
 
 def host_cache_path(profile: Profile) -> str:
@@ -34,4 +39,25 @@ def run_preflight(profile: Profile, node: bool, cluster: bool, kube: KubeOptions
         from k3deploy.preflight.cluster import cluster_facts as read_cluster
 
         cluster_facts = read_cluster(profile, kube or KubeOptions())
-    return evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
+    results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
+    if cluster and profile.target == "kubernetes":
+        results.append(image_platforms(profile))
+    return results
+
+
+def image_platforms(profile: Profile) -> CheckResult:
+    """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN."""
+    from k3deploy.errors import K3DeployError
+    from k3deploy.pin.registry import RegistryClient
+    from k3deploy.preflight.checks_versions import image_platform_check
+
+    image = profile.vllm.image
+    try:
+        with RegistryClient(timeout_s=REGISTRY_TIMEOUT_S) as registry:
+            resolved = registry.resolve(image)
+    except K3DeployError as exc:
+        if exc.exit_code == EXIT_FAILED:  # the registry answered: no such image is a failure, not a warning
+            return CheckResult(name="image.platforms", status=Status.FAIL, measured=None, target=f"linux/{node_arch(profile)}",
+                               detail=exc.message, hint=exc.hint)
+        return image_platform_check(profile, image, None, exc.message)
+    return image_platform_check(profile, image, resolved, None)

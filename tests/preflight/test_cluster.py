@@ -17,13 +17,14 @@ from k3deploy.report.model import CheckResult, Status
 
 from tests.conftest import run_cli
 from tests.kubeapi.server import KubeApiServer
+from tests.pin.conftest import registry  # noqa: F401 - the fixture
+from tests.pin.registry_server import Registry
 
 GB300 = "kimi-k3-gb300-tp16"
 CLIQUE_A = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"
 CLIQUE_B = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.2"
-SHA = "0123456789abcdef0123456789abcdef01234567"
-#: Pinned revisions, so a healthy cluster has no WARN row at all.
-PINNED = [f"model.revision={SHA}", f"speculative.revision={SHA}"]
+#: Every version pinned, as a production profile must be (floating ones FAIL; tests/preflight/test_checks_versions.py).
+from tests.preflight.test_checks_versions import DIGEST, PINNED  # noqa: E402
 
 
 def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = None) -> None:
@@ -58,9 +59,12 @@ def failing(results: dict[str, CheckResult]) -> set[str]:
     return {name for name, r in results.items() if r.status is Status.FAIL}
 
 
-def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeApiServer) -> None:
+def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeApiServer, registry: Registry,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     healthy(kube)
-    results = preflight(kube)
+    monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
+    digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
+    results = preflight(kube, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}")
     assert {n: r.status.value for n, r in results.items() if r.status is not Status.PASS} == {}
     placement = results["k8s.placement"]
     assert placement.measured == f"clique {CLIQUE_B}: 4 eligible node(s)"
@@ -152,8 +156,8 @@ SCENARIOS: list[tuple[str, Callable[[KubeApiServer], None], list[str], set[str],
     ("kubernetes-1.33", lambda kube: kube.set_version("v1.33.5"), [], {"k8s.version"}, "v1.33.5", "upgrade the control plane"),
     ("only-3-free-per-clique", _only_three_free, [], {"k8s.placement"},
      f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 3 eligible node(s), needs 4", "free GPUs in one clique"),
-    ("amd64-image-on-arm64", lambda kube: None, ["vllm.image=vllm/vllm-openai:kimi-k3", "vllm.image_arch=amd64"],
-     {"k8s.image_arch"}, "vllm/vllm-openai:kimi-k3 is built for amd64; the GPU nodes are arm64", "vllm.image_arch=arm64"),
+    ("amd64-image-on-arm64", lambda kube: None, [f"vllm.image=vllm/vllm-openai:kimi-k3@{DIGEST}", "vllm.image_arch=amd64"],
+     {"k8s.image_arch"}, f"vllm/vllm-openai:kimi-k3@{DIGEST} is built for amd64; the GPU nodes are arm64", "vllm.image_arch=arm64"),
     ("missing-secret", _no_secret, [], {"k8s.secret"}, "missing", "kubectl create secret generic hf-token -n kimi-k3"),
     ("secret-without-key", _secret_without_key, [], {"k8s.secret"}, "Secret hf-token has no key 'token'", "hf_token_secret.key"),
     ("403-on-create", _deny_create_lws, [], {"k8s.rbac"}, "denied in kimi-k3: create leaderworkersets.leaderworkerset.x-k8s.io",
@@ -213,20 +217,42 @@ def test_forbidden_to_list_nodes_is_exit_3(kube: KubeApiServer) -> None:
                                'in API group "" at the cluster scope')
 
 
-def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer) -> None:
+def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Registry) -> None:
     healthy(kube)
+    digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
+    sets = [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}"]
     done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
-                   *[arg for s in PINNED for arg in ("--set", s)])
+                   *[arg for s in sets for arg in ("--set", s)], env={"K3DEPLOY_REGISTRY_URL": registry.url})
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["status"] == "pass"
-    assert {c["name"]: c["status"] for c in report["checks"]}["k8s.placement"] == "pass"
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["k8s.placement"]["status"] == "pass"
+    assert (checks["image.platforms"]["status"], checks["image.platforms"]["measured"]) == ("pass", "linux/amd64, linux/arm64/v8")
+
+
+def test_cli_image_without_the_nodes_platform_fails(kube: KubeApiServer, registry: Registry) -> None:
+    healthy(kube)
+    registry.push_index("vllm/vllm-openai", "kimi-k3", ["amd64"])
+    sets = [*PINNED, "vllm.image=vllm/vllm-openai:kimi-k3"]
+    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
+                   *[arg for s in sets for arg in ("--set", s)], env={"K3DEPLOY_REGISTRY_URL": registry.url})
+    assert done.returncode == 1
+    checks = {c["name"]: c["status"] for c in json.loads(done.stdout)["checks"]}
+    assert (checks["image.platforms"], checks["profile.vllm.image"]) == ("fail", "fail")
+
+
+def test_unreachable_registry_only_warns(kube: KubeApiServer) -> None:
+    healthy(kube)
+    result = preflight(kube)["image.platforms"]
+    assert result.status is Status.WARN and "cannot reach registry 127.0.0.1:9" in result.detail
 
 
 def test_cli_missing_crd_exit_1_and_table(kube: KubeApiServer) -> None:
     healthy(kube)
     _no_lws(kube)
-    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig))
+    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig),
+                   *[arg for s in PINNED for arg in ("--set", s)])
     assert done.returncode == 1
     rows = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[1:] if len(line.split()) > 1}
     assert rows["k8s.crd.leaderworkerset"] == "FAIL" and rows["k8s.placement"] == "PASS"

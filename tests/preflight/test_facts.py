@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from k3deploy.preflight.checks import capacity_check, revision_checks
+from k3deploy.preflight.checks import capacity_check
 from k3deploy.preflight.facts import (
     cuda_version_from_int,
     format_fabric_uuid,
@@ -17,7 +17,6 @@ from k3deploy.preflight.facts import (
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 
-SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
 @pytest.mark.parametrize("text,expected", [("2Ti", 2 * 2**40), ("64Gi", 64 * 2**30), ("1500G", 1_500_000_000_000),
@@ -65,19 +64,6 @@ def test_xml_parser_reads_mig_on_and_in_progress_fabric() -> None:
 def test_xml_parser_rejects_what_is_not_nvidia_smi(xml: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_nvidia_smi_xml(xml)
-
-
-def test_floating_revisions_warn_and_commits_pass() -> None:
-    floating = {r.name: r for r in revision_checks(load_profile("kimi-k3-gb300-tp16"))}
-    assert floating["profile.model.revision"].status is Status.WARN
-    assert floating["profile.model.revision"].hint == (
-        "pin the commit you validated: --set model.revision=<40-hex sha> (see the repo's commit history on the Hub)")
-    assert floating["profile.speculative.revision"].status is Status.WARN
-    pinned = revision_checks(load_profile("kimi-k3-gb300-tp16", [f"model.revision={SHA}", f"speculative.revision={SHA}"]))
-    assert [(r.name, r.status) for r in pinned] == [("profile.model.revision", Status.PASS), ("profile.speculative.revision", Status.PASS)]
-    unpinned = {r.name: r for r in revision_checks(load_profile("kimi-k3-gb300-tp16", ["model.revision=null"]))}
-    assert unpinned["profile.model.revision"].status is Status.WARN
-    assert [r.status for r in revision_checks(load_profile("local-cpu"))] == [Status.SKIP]
 
 
 def test_capacity_plan_is_a_check_with_numbers() -> None:

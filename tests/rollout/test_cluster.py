@@ -5,7 +5,8 @@ k3deploy-e2e; everything in it is deleted at the end), K3DEPLOY_CLUSTER_TIMEOUT 
 K3DEPLOY_CLUSTER_SET (extra `--set k=v` pairs, comma-separated). Failures are provoked through the profile only
 (an image that does not exist, a node selector nothing matches, a vLLM flag that makes it exit), so they work on
 any cluster. Smoke from outside the cluster needs a port-forward to the Service and
-K3DEPLOY_CLUSTER_SET=kubernetes.endpoint_override=http://127.0.0.1:PORT.
+K3DEPLOY_CLUSTER_SET=kubernetes.endpoint_override=http://127.0.0.1:PORT. Preflight FAILs a production profile
+with floating versions: point K3DEPLOY_CLUSTER_PROFILE at the file `k3deploy pin -p ... -o pinned.yaml` wrote.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT, cli_env
+from tests.pin.conftest import registry  # noqa: F401 - the fixture
+from tests.pin.registry_server import Registry
+from tests.preflight.test_checks_versions import PINNED
 from tests.rollout.conftest import FAST, K3, NAMESPACE, PROFILE, live
 from tests.smoke.scripted_server import Script, scripted_server
 
@@ -24,10 +27,15 @@ UP = ("--timeout", "60s", "--set", "kubernetes.hf_token_secret=null", "--set", "
 QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 
 
-def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any) -> None:
+def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any, registry: Registry,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # A production profile deploys pinned versions only; the registry shows the image runs on the arm64 nodes.
+    monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
+    digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
+    pinned = [arg for s in [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}"] for arg in ("--set", s)]
     # Four tokens per verify step: acceptance length 4 clears the profile's minimum of 3.
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as endpoint:
-        first = k3("up", *UP, "--endpoint", endpoint.url, "-o", "json")
+        first = k3("up", *UP, *pinned, "--endpoint", endpoint.url, "-o", "json")
         assert first.returncode == 0, first.stderr
         report = json.loads(first.stdout)
         assert [(s["name"], s["status"]) for s in report["stages"]] == [
@@ -55,7 +63,7 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any)
         ]
 
         # Preflight runs again on the live deployment: its own pods must not count as taking the GPUs.
-        again = k3("up", *UP, "--endpoint", endpoint.url)
+        again = k3("up", *UP, *pinned, "--endpoint", endpoint.url)
     assert again.returncode == 0, again.stderr
     assert "ok   apply: no changes: all" in again.stderr
 
