@@ -32,6 +32,9 @@ def pin(
     with RegistryClient() as registry, HubClient() as hub:
         outcome = pin_profile(profile, list(set_ or []), registry, hub)
     write_pinned(outcome.text, output, force=force)
+    if not outcome.rows:
+        err.print("nothing to pin: the profile names no Hub model and no image (a local target with local or generated weights)",
+                  markup=False, highlight=False)
     for row in outcome.rows:
         change = f"{row.before} -> {row.after}" if row.before != row.after else f"{row.after} (unchanged)"
         err.print(f"{row.field}: {change}  [{row.note}]", markup=False, highlight=False)

@@ -98,3 +98,10 @@ def test_refuses_to_overwrite_a_file_it_did_not_write(pin_env: dict[str, str], r
     assert mine.read_text() == "name: my-notes\n"
     forced = run_cli("pin", "-p", PROFILE, "-o", str(mine), "--force", env=pin_env)
     assert forced.returncode == 0 and yaml.safe_load(mine.read_text())["name"] == PROFILE
+
+
+def test_local_profile_has_nothing_to_pin(pin_env: dict[str, str], registry: Registry, hub: Hub) -> None:
+    result = run_cli("pin", "-p", "local-cpu", env=pin_env)
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load(result.stdout) == load_raw("local-cpu")[0]
+    assert "nothing to pin" in result.stderr and registry.requests == [] and hub.requests == []
