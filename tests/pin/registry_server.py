@@ -60,6 +60,8 @@ class Registry:
         self.tokens: dict[str, set[str]] = {}
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.url = ""
+        #: Serve manifests with one byte changed but the stored digest: what a rewriting proxy would do.
+        self.tamper = False
         self._server: ThreadingHTTPServer | None = None
 
     # content -------------------------------------------------------------------------------------
@@ -208,6 +210,8 @@ class _Handler(BaseHTTPRequestHandler):
             media_type, data = self.reg.manifests[digest]
             if DOCKER_MANIFEST not in accepts:
                 return self._error(400, "MANIFEST_INVALID", "Schema 2 manifest not supported by client")
+        if self.reg.tamper:
+            data = data + b" "
         self._send(200, data, {"Content-Type": media_type, "Docker-Content-Digest": digest, "Etag": f'"{digest}"'}, head)
 
     # auth ----------------------------------------------------------------------------------------

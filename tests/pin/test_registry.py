@@ -92,6 +92,14 @@ def test_unreachable_registry_is_an_environment_problem_naming_the_host(monkeypa
     assert exc.value.exit_code == 3
 
 
+def test_manifest_that_does_not_match_its_digest_is_refused(registry: Registry, client: RegistryClient) -> None:
+    digest = registry.push_index("vllm/vllm-openai", "kimi-k3", ["arm64"])
+    registry.tamper = True
+    with pytest.raises(EnvironmentProblem, match=f"Docker-Content-Digest {digest} of {IMAGE} is not the sha256") as exc:
+        client.resolve(IMAGE)
+    assert exc.value.exit_code == 3
+
+
 # The test registry itself: it must refuse what distribution refuses, or the tests above prove little.
 
 def test_server_refuses_an_oci_index_to_a_client_that_does_not_accept_it(registry: Registry) -> None:
