@@ -99,6 +99,9 @@ def write_pinned(text: str, output: str | None, *, force: bool = False) -> None:
     path = Path(output)
     if path.is_dir():
         raise UsageError(f"--output {output!r} is a directory", hint="pass a file name, e.g. -o pinned.yaml, or '-' for stdout")
+    if path.is_symlink() and not force:
+        raise UsageError(f"{output!r} is a symbolic link; pin does not write through one",
+                         hint="pass the real file name, or add --force")
     if path.exists() and not force and not _written_by_pin(path):
         raise UsageError(f"{output!r} exists and was not written by `k3deploy pin`",
                          hint="choose another file name, or add --force to replace it")

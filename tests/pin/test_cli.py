@@ -98,6 +98,10 @@ def test_refuses_to_overwrite_a_file_it_did_not_write(pin_env: dict[str, str], r
     assert mine.read_text() == "name: my-notes\n"
     forced = run_cli("pin", "-p", PROFILE, "-o", str(mine), "--force", env=pin_env)
     assert forced.returncode == 0 and yaml.safe_load(mine.read_text())["name"] == PROFILE
+    link = tmp_path / "link.yaml"
+    link.symlink_to(mine)  # points at a file pin wrote: still not written through without --force
+    through = run_cli("pin", "-p", PROFILE, "-o", str(link), env=pin_env)
+    assert through.returncode == 2 and "symbolic link" in through.stderr
 
 
 def test_local_profile_has_nothing_to_pin(pin_env: dict[str, str], registry: Registry, hub: Hub) -> None:
