@@ -22,6 +22,8 @@ PURE_MODULES = [
     "preflight/checks.py",
     "preflight/checks_node.py",
     "preflight/checks_cluster.py",
+    "preflight/checks_storage.py",
+    "render/features.py",
     "rollout/readiness.py",
     "rollout/order.py",
     "smoke/sse.py",

@@ -108,6 +108,11 @@ def api_service_name(profile: Profile) -> str:
     return f"{profile.name}-api"
 
 
+def model_cache_name(profile: Profile) -> str:
+    """Name of the weight-cache PersistentVolumeClaim."""
+    return f"{profile.name}-model-cache"
+
+
 def service_url(profile: Profile) -> str:
     """In-cluster URL of the OpenAI API (what the smoke Job and in-cluster clients use)."""
     return f"http://{api_service_name(profile)}.{profile.kubernetes.namespace}.svc:{profile.vllm.port}"
@@ -165,7 +170,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "kube": kube,
         "labels": labels,
         "names": {
-            "model_cache": f"{name}-model-cache",
+            "model_cache": model_cache_name(profile),
             "compute_domain": f"{name}-compute-domain",
             "channel_template": f"{name}-compute-domain-channel",
             "prefetch": f"{name}-prefetch",

@@ -27,7 +27,7 @@ def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
     base = dict(server_version="v1.34.1", resources=["leaderworkersets.leaderworkerset.x-k8s.io", "computedomains.resource.nvidia.com",
                                                       "servicemonitors.monitoring.coreos.com"],
                 nodes=nodes, namespace="kimi-k3", namespace_exists=True, secret_name="hf-token", secret_keys=["token"],
-                storage_classes=["local-nvme"], default_storage_class="local-nvme", access=access)
+                storage_classes=["local-nvme"], default_storage_class="local-nvme", access=access, runtime_class_exists=True)
     base.update(changes)
     return ClusterFacts(**base)
 
