@@ -26,6 +26,7 @@ PURE_MODULES = [
     "render/features.py",
     "rollout/readiness.py",
     "rollout/order.py",
+    "rollout/surge.py",
     "smoke/sse.py",
     "smoke/metrics.py",
     "smoke/verdict.py",

@@ -92,6 +92,7 @@ class KubernetesTarget:
         from k3deploy.rollout.apply import apply_objects, diff_objects
         from k3deploy.rollout.order import WAITED_PHASES, phases
         from k3deploy.rollout.rollback import record_revision
+        from k3deploy.rollout.surge import in_place_note
 
         objects = _objects(profile)
         self._deadline = time.monotonic() + self._timeout_s(profile)
@@ -109,7 +110,7 @@ class KubernetesTarget:
                 continue
             results += apply_objects(
                 self.api, phase.objects, force=self.options.force_conflicts, dry_run=self.options.dry_run,
-                on_applied=lambda a: self.view.note(f"  {a.key} {a.action}{suffix}"),
+                on_applied=lambda a: self._noted(a, suffix, in_place_note(a.obj, a.action)),
             )
             if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
                 self._waiter(profile).wait(phase.objects)
@@ -117,6 +118,11 @@ class KubernetesTarget:
         if not self.options.wait and not self.options.dry_run:
             record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
         return _outcome(results, suffix)
+
+    def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
+        self.view.note(f"  {applied.key} {applied.action}{suffix}")
+        if warning is not None:
+            self.view.note(f"  {warning}")
 
     def wait_ready(self, profile: Profile, timeout_s: float) -> None:
         """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""

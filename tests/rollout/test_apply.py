@@ -119,3 +119,15 @@ def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:
     assert unreachable.returncode == 3, unreachable.stderr
     assert "Kubernetes API unreachable" in unreachable.stderr and "hint: check --kubeconfig/--context" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+
+def test_a_changed_single_group_says_it_is_replaced_in_place(k3: K3, cluster: Any) -> None:
+    first = k3("apply", "--timeout", "60s")
+    assert first.returncode == 0, first.stderr
+    assert "replaces the group in place" not in first.stderr  # created, not replaced
+    changed = k3("apply", "--timeout", "60s", "--set", "vllm.max_model_len=524288")
+    assert changed.returncode == 0, changed.stderr
+    lines = changed.stderr.splitlines()
+    at = lines.index(f"  kimi-k3/LeaderWorkerSet/{LWS} configured")
+    assert lines[at + 1].startswith(f"  note: LeaderWorkerSet {LWS} has one replica and maxSurge 0: a changed pod "
+                                    "template replaces the group in place, so the endpoint is down")
