@@ -141,13 +141,13 @@ def _exclusion(profile: Profile, node: NodeFacts) -> str | None:
     return None
 
 
-def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
-    par, label = profile.parallel, profile.kubernetes.clique_label
+def _by_clique(profile: Profile, nodes: list[NodeFacts]) -> tuple[dict[str, list[str]], list[str]]:
+    """Eligible GPU nodes by clique ("(any)" without NVLink), and why each other GPU node is not eligible."""
+    label = profile.kubernetes.clique_label
     nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
-    target = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
     by_clique: dict[str, list[str]] = {}
     reasons: list[str] = []
-    for node in _gpu_nodes(facts):
+    for node in [n for n in nodes if n.allocatable_gpus > 0]:
         why = _exclusion(profile, node)
         clique = node.labels.get(label) if nvlink else "(any)"
         if why is None and clique is None:
@@ -156,6 +156,22 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
             reasons.append(f"{node.name}: {why}")
             continue
         by_clique.setdefault(clique, []).append(node.name)
+    return by_clique, reasons
+
+
+def eligible_hosts(profile: Profile, nodes: list[NodeFacts]) -> list[str]:
+    """Every node the scheduler may put a pod of the group on: the eligible nodes of every clique that holds a whole
+    group. The node-preflight Job checks exactly these (kubernetes.node_preflight_hosts), so whichever nodes the
+    group lands on were checked; nodes of a clique too small for the group can never run it and are left out."""
+    by_clique, _ = _by_clique(profile, nodes)
+    return sorted(name for names in by_clique.values() if len(names) >= profile.parallel.nodes for name in names)
+
+
+def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    par, label = profile.parallel, profile.kubernetes.clique_label
+    nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
+    target = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
+    by_clique, reasons = _by_clique(profile, facts.nodes)
     ranked = sorted(by_clique.items(), key=lambda item: (-len(item[1]), item[0]))
     if ranked and len(ranked[0][1]) >= par.nodes:
         clique, names = ranked[0]
