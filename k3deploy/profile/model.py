@@ -155,8 +155,10 @@ class VllmSpec(_Strict):
         for key in DERIVED_ENV:
             if key in self.env:
                 raise ValueError(f"env {key} is derived by k3deploy ({DERIVED_ENV[key]}); remove it from vllm.env")
+        # vLLM's parser takes --a_b for --a-b, so compare the option names with '_' as '-'.
+        given = {arg.split("=", 1)[0].replace("_", "-") for arg in self.extra_args if arg.startswith("--")}
         for flag, field in DERIVED_FLAGS.items():
-            if any(arg == flag or arg.startswith(flag + "=") for arg in self.extra_args):
+            if flag in given:
                 raise ValueError(f"extra_args {flag} is rendered from vllm.{field}; set that field instead")
         return self
 

@@ -78,6 +78,7 @@ def test_single_node_keeps_vllm_defaults_and_explicit_fields_win() -> None:
     (["vllm.env.VLLM_USE_NCCL_SYMM_MEM='1'"], "derived by k3deploy (vllm.nccl_symm_mem)"),
     (["vllm.extra_args=[--disable-custom-all-reduce]"], "rendered from vllm.disable_custom_all_reduce"),
     (["vllm.extra_args=[--distributed-timeout-seconds=60]"], "rendered from vllm.distributed_timeout_s"),
+    (["vllm.extra_args=[--distributed_timeout_seconds, '60']"], "rendered from vllm.distributed_timeout_s"),
     (["kubernetes.lws_version=latest"], "'latest' is not a release version"),
     (["kubernetes.tolerations=[{operator: Exists, value: x}]"], "operator Exists takes no value"),
 ])
