@@ -107,6 +107,17 @@ class ParallelSpec(_Strict):
     pipeline_parallel_size: int = Field(1, ge=1)
 
 
+#: Environment variables k3deploy derives, and from what: setting them in vllm.env would be a second source.
+DERIVED_ENV = {"VLLM_USE_NCCL_SYMM_MEM": "vllm.nccl_symm_mem"}
+#: Derived for the pods of target kubernetes only (the local target keeps whatever vllm.env says).
+DERIVED_KUBE_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "kubernetes.startup_probe_budget_s"}
+#: vLLM flags k3deploy renders from a field.
+DERIVED_FLAGS = {
+    "--distributed-timeout-seconds": "distributed_timeout_s",
+    "--disable-custom-all-reduce": "disable_custom_all_reduce",
+}
+
+
 class VllmSpec(_Strict):
     """The vLLM server: image, serving flags and environment."""
 
@@ -125,6 +136,31 @@ class VllmSpec(_Strict):
     attention_config: dict[str, Any] | None = None
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
     env: dict[str, str] = Field(default_factory=dict)
+    # Multi-node collectives; null means the default k3deploy derives from the parallel layout (see argv.py).
+    distributed_timeout_s: int | None = Field(
+        None, gt=0,
+        description="--distributed-timeout-seconds (torch.distributed init and collectives); null: 1800 when the group "
+                    "spans nodes (pods of a group can start minutes apart), else vLLM's default (PyTorch's 600 s).")
+    disable_custom_all_reduce: bool | None = Field(
+        None,
+        description="--disable-custom-all-reduce; null: on when the tensor-parallel group spans nodes (vLLM's custom "
+                    "all-reduce uses CUDA IPC handles, which do not cross trays).")
+    nccl_symm_mem: bool | None = Field(
+        None,
+        description="VLLM_USE_NCCL_SYMM_MEM; null: 0 when the group spans nodes (NVIDIA Dynamo's Kimi K3 TP16 recipe "
+                    "sets it: symmetric memory breaks CUDA-graph capture), else vLLM's default.")
+
+    @model_validator(mode="after")
+    def _one_source_per_knob(self) -> VllmSpec:
+        for key in DERIVED_ENV:
+            if key in self.env:
+                raise ValueError(f"env {key} is derived by k3deploy ({DERIVED_ENV[key]}); remove it from vllm.env")
+        # vLLM's parser takes --a_b for --a-b, so compare the option names with '_' as '-'.
+        given = {arg.split("=", 1)[0].replace("_", "-") for arg in self.extra_args if arg.startswith("--")}
+        for flag, field in DERIVED_FLAGS.items():
+            if flag in given:
+                raise ValueError(f"extra_args {flag} is rendered from vllm.{field}; set that field instead")
+        return self
 
     @field_validator("image")
     @classmethod
@@ -145,6 +181,47 @@ class SecretRef(_Strict):
 
     name: str
     key: str = "token"
+
+
+class Toleration(_Strict):
+    """One pod toleration (core/v1 Toleration), rendered on every GPU pod of the set."""
+
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = Field(None, description="Only with effect NoExecute: how long the pod stays bound.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Toleration:
+        # The same rules the API server applies (k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations).
+        if self.operator == "Exists" and self.value:
+            raise ValueError("a toleration with operator Exists takes no value")
+        if self.key is None and self.operator != "Exists":
+            raise ValueError("a toleration without a key must use operator Exists")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("toleration_seconds is only valid with effect NoExecute")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """The toleration as the pod spec takes it (unset fields left out)."""
+        out: dict[str, Any] = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect,
+                               "tolerationSeconds": self.toleration_seconds}
+        return {key: value for key, value in out.items() if value is not None}
+
+
+def _gpu_toleration() -> list[Toleration]:
+    return [Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")]
+
+
+_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
+
+
+def release_version(value: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release version such as 'v0.10.0' or '25.8.1' (pre-release suffix ignored)."""
+    core = re.split(r"[-+]", value.lstrip("v"), maxsplit=1)[0].split(".")
+    numbers = [int(part) for part in core] + [0, 0]
+    return numbers[0], numbers[1], numbers[2]
 
 
 class KubernetesSpec(_Strict):
@@ -173,11 +250,59 @@ class KubernetesSpec(_Strict):
     endpoint_override: str | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
-    gpu_runtime_class: str = Field("nvidia", description="RuntimeClass of the node-preflight pods: it shows them every GPU (NVIDIA_VISIBLE_DEVICES=all) without requesting nvidia.com/gpu.")
     smoke_image: str = "ghcr.io/k3deploy/k3deploy:0.1.0"
     prefetch_image: str = "python:3.12-slim"
     cpu_request: str = "32"
     memory_request: str = "512Gi"
+    # Placement and the cluster's installed controllers (what the set is rendered for).
+    tolerations: list[Toleration] = Field(
+        default_factory=_gpu_toleration,
+        description="Tolerations of every GPU pod (serving and node-preflight); the default tolerates the nvidia.com/gpu "
+                    "taint, so no pod depends on the opt-in ExtendedResourceToleration admission plugin.")
+    runtime_class: str | None = Field(
+        "nvidia",
+        description="RuntimeClass of the serving pods and the node-preflight pods (null: the cluster's default runtime). "
+                    "The node-preflight pods see every GPU through it (NVIDIA_VISIBLE_DEVICES=all) without requesting one.")
+    lws_version: str = Field(
+        "0.10.0",
+        description="LeaderWorkerSet release installed in the cluster: >= 0.9 renders restartPolicy RecreateGroupAfterStart, "
+                    "0.8 its annotation, older RecreateGroupOnPodRestart.")
+    dra_driver_version: str = Field(
+        "0.4.0",
+        description="NVIDIA DRA driver (dra-driver-nvidia-gpu) release installed: from 0.2 (25.8) ComputeDomain numNodes is 0 "
+                    "(IMEX daemons with DNS names); older releases need numNodes = parallel.nodes.")
+    pdb_max_unavailable: int = Field(
+        1, ge=0,
+        description="maxUnavailable of the serving pods' PodDisruptionBudget: 1 lets `kubectl drain` evict one pod at a "
+                    "time (the group is recreated); 0 refuses every voluntary eviction.")
+    service_monitor_labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra labels of the ServiceMonitor, e.g. {release: kube-prometheus-stack}, "
+                                          "for a Prometheus whose serviceMonitorSelector selects on them.")
+    prefetch_timeout_s: int = Field(
+        21600, gt=0, description="activeDeadlineSeconds of the weight-prefetch Job (1.56 TB at ~100 MB/s is ~4.5 h).")
+    node_preflight_hosts: list[str] = Field(
+        default_factory=list,
+        description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
+                    "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate_gpu_runtime_class(cls, data: Any) -> Any:
+        # gpu_runtime_class (node-preflight only) became runtime_class (every GPU pod): old profiles keep loading.
+        if isinstance(data, dict) and "gpu_runtime_class" in data:
+            data = dict(data)
+            old = data.pop("gpu_runtime_class")
+            if "runtime_class" in data and data["runtime_class"] != old:
+                raise ValueError("gpu_runtime_class is the old name of runtime_class: set only runtime_class")
+            data["runtime_class"] = old
+        return data
+
+    @field_validator("lws_version", "dra_driver_version")
+    @classmethod
+    def _is_release_version(cls, value: str) -> str:
+        if not _VERSION.match(value):
+            raise ValueError(f"{value!r} is not a release version such as 0.10.0")
+        return value
 
 
 class LocalSpec(_Strict):
@@ -259,4 +384,8 @@ class Profile(_Strict):
             )
         if self.target == "kubernetes" and self.hardware is None:
             raise ValueError("hardware is required for target 'kubernetes'")
+        if self.target == "kubernetes":
+            for key, source in DERIVED_KUBE_ENV.items():
+                if key in self.vllm.env:
+                    raise ValueError(f"vllm.env {key} is derived from {source}; remove it from vllm.env")
         return self

@@ -31,6 +31,12 @@ def _serving(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
 
 
+def _with_hosts(profile: Profile, hosts: list[str]) -> Profile:
+    """The profile with the node-preflight Job pinned to `hosts`."""
+    kube = profile.kubernetes.model_copy(update={"node_preflight_hosts": hosts})
+    return profile.model_copy(update={"kubernetes": kube})
+
+
 class KubernetesTarget:
     """A profile deployed as a LeaderWorkerSet (plus its namespace, cache, Jobs, Service...) on a cluster."""
 
@@ -45,6 +51,8 @@ class KubernetesTarget:
         #: What the last apply/diff reported, for `-o json`.
         self.last_applied: list[dict[str, str]] = []
         self.last_diffs: list[tuple[str, str]] = []
+        #: The set the last apply rendered (node-preflight pinned to the eligible nodes), for wait and rollback.
+        self._applied: list[dict[str, Any]] | None = None
 
     @property
     def api(self) -> Any:
@@ -66,6 +74,27 @@ class KubernetesTarget:
         return Waiter(self.api, profile.kubernetes.namespace, self.view, deadline=self._deadline,
                       unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
                       timeout_label=f" ({self._timeout_s(profile):g}s)")
+
+    def _rollout_objects(self, profile: Profile) -> list[dict[str, Any]]:
+        """The set to apply: with the node-preflight Job on every eligible node when the profile names none."""
+        kube = profile.kubernetes
+        if kube.node_preflight and not kube.node_preflight_hosts:
+            from k3deploy.preflight.checks_cluster import eligible_hosts
+            from k3deploy.preflight.cluster import others_pods
+            from k3deploy.preflight.facts import parse_nodes
+
+            try:
+                nodes, _ = self.api.list("v1", "Node")
+                pods, _ = self.api.list("v1", "Pod")
+            except K3DeployError as exc:
+                # Without node access the Job still checks parallel.nodes GPU nodes, as a GitOps sync does.
+                self.view.note(f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})")
+                return _objects(profile)
+            hosts = eligible_hosts(profile, parse_nodes(nodes, others_pods(pods, profile, kube.namespace)))
+            if hosts:
+                self.view.note(f"  node-preflight checks every eligible node: {', '.join(hosts)}")
+                profile = _with_hosts(profile, hosts)
+        return _objects(profile)
 
     # -- the Target protocol ------------------------------------------------------------------------------
 
@@ -92,8 +121,9 @@ class KubernetesTarget:
         from k3deploy.rollout.apply import apply_objects, diff_objects
         from k3deploy.rollout.order import WAITED_PHASES, phases
         from k3deploy.rollout.rollback import record_revision
+        from k3deploy.rollout.surge import in_place_note
 
-        objects = _objects(profile)
+        objects = self._applied = self._rollout_objects(profile)
         self._deadline = time.monotonic() + self._timeout_s(profile)
         if self.options.diff:
             self.last_diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
@@ -109,7 +139,7 @@ class KubernetesTarget:
                 continue
             results += apply_objects(
                 self.api, phase.objects, force=self.options.force_conflicts, dry_run=self.options.dry_run,
-                on_applied=lambda a: self.view.note(f"  {a.key} {a.action}{suffix}"),
+                on_applied=lambda a: self._noted(a, suffix, in_place_note(a.obj, a.action)),
             )
             if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
                 self._waiter(profile).wait(phase.objects)
@@ -118,12 +148,17 @@ class KubernetesTarget:
             record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
         return _outcome(results, suffix)
 
+    def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
+        self.view.note(f"  {applied.key} {applied.action}{suffix}")
+        if warning is not None:
+            self.view.note(f"  {warning}")
+
     def wait_ready(self, profile: Profile, timeout_s: float) -> None:
         """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
         from k3deploy.rollout.apply import apply_objects
         from k3deploy.rollout.rollback import record_revision
 
-        objects = _objects(profile)
+        objects = self._applied or _objects(profile)
         deadline = time.monotonic() + timeout_s
         self._deadline = min(self._deadline, deadline) if self._deadline is not None else deadline
         self._waiter(profile).wait(_serving(objects))
@@ -149,7 +184,7 @@ class KubernetesTarget:
         """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
         from k3deploy.rollout.rollback import history_name, record_revision, remove, restore
 
-        objects = _objects(profile)
+        objects = self._applied or _objects(profile)
         namespace = profile.kubernetes.namespace
         if previous is None:
             removed = remove(self.api, objects, self.view.note)

@@ -79,6 +79,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, "status", "pdb"),
     _t("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, "", "sc"),
     _t("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False, ""),
+    _t("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, ""),
     _t("rbac.authorization.k8s.io", "v1", "Role", "roles", True, ""),
     _t("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, ""),
     _t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, ""),

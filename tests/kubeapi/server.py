@@ -202,6 +202,10 @@ class KubeApiServer:
                                        arch=arch))
         return nodes
 
+    def add_runtime_class(self, name: str = "nvidia", handler: str = "nvidia") -> dict:
+        """A RuntimeClass (node.k8s.io/v1), as the GPU Operator's container toolkit creates it."""
+        return self.store.create("runtimeclasses", {"metadata": {"name": name}, "handler": handler}, manager="test")
+
     def add_storage_class(self, name: str = "shared-rwx", provisioner: str = "nfs.csi.k8s.io",
                           default: bool = False) -> dict:
         """A StorageClass (optionally the cluster default)."""
