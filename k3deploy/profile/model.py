@@ -6,16 +6,26 @@ per GPU, checkpoint size, flags) lives here as a field, never as a literal in co
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from k3deploy.profile.names import (
+    ConfigKey,
+    DNSLabel,
+    DNSSubdomain,
+    HttpUrl,
+    LabelKey,
+    LabelValue,
+    PinnedImage,
+    PositiveQuantity,
+    Quantity,
+    check_dns_label,
+)
+
 #: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
 #: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
 MAX_NAME_LENGTH = 51
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_IMAGE_WITH_TAG_OR_DIGEST = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127}(@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$")
 
 
 class _Strict(BaseModel):
@@ -88,7 +98,7 @@ class HardwareSpec(_Strict):
 
     gpu_product: str = Field(description="Name NVML / nvidia-smi report, e.g. 'NVIDIA GB300'.")
     allowed_products: list[str] = Field(default_factory=list, description="Further products accepted (e.g. B300).")
-    gfd_product_label: str | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
+    gfd_product_label: LabelValue | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
     gpu_memory_mib: int = Field(gt=0, description="Memory one GPU reports, in MiB (a GB300 reports 284208).")
     compute_capability: str = "10.3"
     min_driver_version: str = "580"
@@ -110,7 +120,7 @@ class ParallelSpec(_Strict):
 class VllmSpec(_Strict):
     """The vLLM server: image, serving flags and environment."""
 
-    image: str = Field(description="Container image with tag or digest (Kubernetes target).")
+    image: PinnedImage = Field(description="Container image with tag or digest (Kubernetes target).")
     image_arch: Literal["arm64", "amd64"] = Field("arm64", description="CPU architecture the image is built for.")
     port: int = Field(8000, gt=0, lt=65536)
     max_model_len: int = Field(gt=0)
@@ -126,13 +136,6 @@ class VllmSpec(_Strict):
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
     env: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("image")
-    @classmethod
-    def _image_pinned(cls, value: str) -> str:
-        if not _IMAGE_WITH_TAG_OR_DIGEST.match(value):
-            raise ValueError(f"image {value!r} has no tag or digest; pin it, e.g. 'repo/name:tag' or 'repo/name@sha256:...'")
-        return value
-
     def kv_bytes_per_element(self) -> int:
         """Bytes per cached KV element for the configured dtype."""
         if self.kv_cache_dtype_bytes is not None:
@@ -143,41 +146,34 @@ class VllmSpec(_Strict):
 class SecretRef(_Strict):
     """A key in a Kubernetes Secret."""
 
-    name: str
-    key: str = "token"
+    name: DNSSubdomain
+    key: ConfigKey = "token"
 
 
 class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
-    namespace: str = "kimi-k3"
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace_is_dns_label(cls, value: str) -> str:
-        if not _DNS1123_LABEL.match(value) or len(value) > 63:
-            raise ValueError(f"{value!r} is not a valid namespace (a DNS-1123 label of at most 63 characters)")
-        return value
-    service_account: str = "k3deploy"
+    namespace: DNSLabel = "kimi-k3"
+    service_account: DNSSubdomain = "k3deploy"
     hf_token_secret: SecretRef | None = None
-    storage_class: str | None = None
-    model_cache_size: str = "2Ti"
+    storage_class: DNSSubdomain | None = None
+    model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
-    shm_size: str = "64Gi"
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    clique_label: str = "nvidia.com/gpu.clique"
+    shm_size: Quantity = "64Gi"
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    clique_label: LabelKey = "nvidia.com/gpu.clique"
     compute_domain: bool = True
     startup_probe_budget_s: int = Field(7200, gt=0)
     rollout_timeout_s: int = Field(10800, gt=0)
     unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
-    endpoint_override: str | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
+    endpoint_override: HttpUrl | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
-    gpu_runtime_class: str = Field("nvidia", description="RuntimeClass of the node-preflight pods: it shows them every GPU (NVIDIA_VISIBLE_DEVICES=all) without requesting nvidia.com/gpu.")
-    smoke_image: str = "ghcr.io/k3deploy/k3deploy:0.1.0"
-    prefetch_image: str = "python:3.12-slim"
-    cpu_request: str = "32"
-    memory_request: str = "512Gi"
+    gpu_runtime_class: DNSSubdomain = Field("nvidia", description="RuntimeClass of the node-preflight pods: it shows them every GPU (NVIDIA_VISIBLE_DEVICES=all) without requesting nvidia.com/gpu.")
+    smoke_image: PinnedImage = "ghcr.io/k3deploy/k3deploy:0.1.0"
+    prefetch_image: PinnedImage = "python:3.12-slim"
+    cpu_request: Quantity = "32"
+    memory_request: Quantity = "512Gi"
 
 
 class LocalSpec(_Strict):
@@ -235,8 +231,7 @@ class Profile(_Strict):
     @field_validator("name")
     @classmethod
     def _name_is_dns_label(cls, value: str) -> str:
-        if not _DNS1123_LABEL.match(value):
-            raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending alphanumeric)")
+        check_dns_label(value)
         if len(value) > MAX_NAME_LENGTH:
             raise ValueError(f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}")
         return value
