@@ -21,7 +21,7 @@ def plan(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Print the capacity plan: weights, draft and KV cache per GPU; exit 1 when it does not fit."""
-    prof = get_profile(profile, set_)
+    prof = get_profile(profile, set_, check_fit=False)  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
     if output is OutputFormat.json:
         out.print_json(result.model_dump_json())
