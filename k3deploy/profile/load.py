@@ -153,10 +153,24 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
     return ProfileError(f"{origin} is invalid: " + "; ".join(parts), hint=hint)
 
 
+def _check_text(node: Any, path: str, origin: str) -> None:
+    """Refuse strings that cannot be written out as UTF-8: lone surrogates, from a YAML "\\ud800" escape or from
+    command-line bytes that were not UTF-8 (Python keeps those as surrogate escapes)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        where = f"{path}.{key}" if path else str(key)
+        for text in (key, value):
+            if isinstance(text, str) and any("\ud800" <= ch <= "\udfff" for ch in text):
+                raise ProfileError(f"{origin} is invalid: {where}: not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)",
+                                   hint=f"fix '{where}' in the profile or with --set")
+        _check_text(value, where, origin)
+
+
 def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
     """Load, override and validate a profile; also refuse one whose weights cannot fit its GPUs."""
     data, origin = _read_raw(ref or DEFAULT_PROFILE)
     data = apply_overrides(data, sets or [])
+    _check_text(data, "", origin)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:

@@ -42,12 +42,13 @@ def normalize_endpoint(url: str) -> str:
     hint = "for example --endpoint http://10.0.0.5:8000"
     try:
         parsed = httpx.URL(url.strip())
-    except httpx.InvalidURL as exc:
-        raise UsageError(f"--endpoint {url!r} is not a valid URL: {exc}", hint=hint) from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
+        scheme_ok = parsed.scheme in ("http", "https") and bool(parsed.host)
+    except httpx.InvalidURL:
+        scheme_ok = True  # malformed past the scheme: check_http_url says how
+    if not scheme_ok:
         raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint=hint)
     try:
-        check_http_url(url.strip())  # what httpx accepts but cannot connect to: port 99999, port 0
+        check_http_url(url.strip())  # also what httpx accepts but cannot connect to: port 99999, port 0
     except ValueError as exc:
         raise UsageError(f"--endpoint {exc}", hint=hint) from None
     base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")

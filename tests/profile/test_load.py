@@ -76,3 +76,11 @@ def test_non_utf8_binary_and_huge_profiles_are_usage_errors(tmp_path: Path) -> N
 
 def test_a_directory_as_profile_is_a_usage_error(tmp_path: Path) -> None:
     _one_error(run_cli("plan", "-p", str(tmp_path)), "is neither a built-in profile nor a file")
+
+
+def test_text_that_is_not_unicode_is_a_usage_error_naming_the_field() -> None:
+    # A YAML escape for a lone surrogate, and command-line bytes that are not UTF-8 (kept as surrogate escapes).
+    _one_error(run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", 'description="\\ud800"', "-o", "-"),
+               "description: not valid Unicode text")
+    _one_error(run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", "vllm.env.X=\udcff", "-o", "-"),
+               "vllm.env.X: not valid Unicode text")

@@ -259,3 +259,11 @@ def test_local_profile_into_a_directory(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [RECORD, "vllm-server.yaml"]
     assert (out / "vllm-server.yaml").read_text() == run_cli("render", "-p", "local-cpu", env=host).stdout
     assert not (tmp_path / "cache").exists()
+
+
+def test_strings_with_characters_yaml_does_not_take_raw_render_exactly() -> None:
+    odd = "a\x7fb\x85c\u2028d\x9fe\ufffe"
+    objs = _objects([f"model.served_name={json.dumps(odd)}"])  # JSON escapes make it a YAML double-quoted string
+    leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    command = leader["command"]
+    assert command[command.index("--served-model-name") + 1] == odd
