@@ -14,6 +14,7 @@ from k3deploy.profile.names import (
     ConfigKey,
     DNSLabel,
     DNSSubdomain,
+    EnvName,
     HttpUrl,
     LabelKey,
     LabelValue,
@@ -134,7 +135,7 @@ class VllmSpec(_Strict):
     enforce_eager: bool = False
     attention_config: dict[str, Any] | None = None
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, str] = Field(default_factory=dict)
 
     def kv_bytes_per_element(self) -> int:
         """Bytes per cached KV element for the configured dtype."""

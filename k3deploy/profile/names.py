@@ -6,7 +6,8 @@ Patterns are matched with `re.fullmatch` and ASCII classes only, as Go's RE2 doe
 accept a trailing newline, and `\\d` / `\\w` would accept non-ASCII digits and letters).
 
 Sources, imitated exactly:
-- kubernetes/apimachinery pkg/util/validation/validation.go (IsDNS1123Label, IsDNS1123Subdomain) and
+- kubernetes/apimachinery pkg/util/validation/validation.go (IsDNS1123Label, IsDNS1123Subdomain,
+  IsRelaxedEnvVarName) and
   pkg/api/validate/content/kube.go (IsLabelKey, IsLabelValue).
 - kubernetes/apimachinery pkg/api/resource/quantity.go (the serialization grammar and ParseQuantity) and
   suffix.go (the suffixes: n u m "" k M G T P E, Ki..Ei, and e/E with a 64-bit integer exponent).
@@ -99,6 +100,13 @@ def check_config_key(value: str) -> str:
     return value
 
 
+def check_env_name(value: str) -> str:
+    """IsRelaxedEnvVarName: non-empty, printable ASCII (space included) except '='."""
+    if not value or any(not " " <= ch <= "~" or ch == "=" for ch in value):
+        raise ValueError(f"{value!r} is not an environment variable name (printable ASCII characters except '=')")
+    return value
+
+
 def quantity_value(value: str) -> Decimal:
     """The number a Kubernetes quantity stands for (`64Gi` -> 68719476736); ValueError when not one."""
     match = _QUANTITY.fullmatch(value)
@@ -186,6 +194,8 @@ LabelValue = Annotated[str, AfterValidator(check_label_value)]
 """A label value (node-selector values)."""
 ConfigKey = Annotated[str, AfterValidator(check_config_key)]
 """A Secret or ConfigMap data key."""
+EnvName = Annotated[str, AfterValidator(check_env_name)]
+"""An environment variable name, as a container's env accepts it."""
 Quantity = Annotated[str, BeforeValidator(_number_as_text), AfterValidator(check_quantity)]
 """A non-negative resource quantity (`32`, `512Gi`, `500m`)."""
 PositiveQuantity = Annotated[str, BeforeValidator(_number_as_text), AfterValidator(check_positive_quantity)]

@@ -23,7 +23,9 @@ import hashlib
 import json
 import os
 import secrets
+import signal
 import stat
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,6 +40,8 @@ _STAGING_PREFIX = ".k3deploy-staging-"
 _GENERATOR = "k3deploy render"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _CHUNK = 1 << 20
+#: A record larger than this is not one k3deploy wrote (it holds a line per file).
+_MAX_RECORD_BYTES = 1 << 20
 
 
 @dataclass
@@ -128,6 +132,23 @@ def _write_new(name: str, text: str, dfd: int) -> None:
 
 
 @contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the set is written, SIGTERM raises KeyboardInterrupt, so the staging folder is removed on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
 def _staging(dfd: int) -> Iterator[int]:
     """A fresh private folder inside the output folder; removed with whatever is left in it."""
     name = _STAGING_PREFIX + secrets.token_hex(8)
@@ -178,7 +199,8 @@ def _plan(files: dict[str, str], dfd: int, force: bool, shown: str) -> _Plan:
     record_info = _lstat(RECORD, dfd)
     owned: dict[str, set[str]] | None = {}
     if record_info is not None:
-        owned = _parse_record(_read(RECORD, dfd)) if stat.S_ISREG(record_info.st_mode) else None
+        readable = stat.S_ISREG(record_info.st_mode) and record_info.st_size <= _MAX_RECORD_BYTES
+        owned = _parse_record(_read(RECORD, dfd)) if readable else None
     blocked, foreign, on_disk = [], [], {}
     for name in [*files, RECORD]:
         info = _lstat(name, dfd)
@@ -235,7 +257,7 @@ def write_set(directory: Path, files: dict[str, str], *, force: bool = False) ->
         raise EnvironmentProblem(f"cannot create {shown!r}: {exc.strerror or exc}", hint="check the path and its permissions") from None
     try:
         plan = _plan(files, dfd, force, shown)
-        with _staging(dfd) as sfd:
+        with _terminate_as_interrupt(), _staging(dfd) as sfd:
             for name, text in files.items():
                 _write_new(name, text, sfd)
             _write_new(RECORD + ".pending", record_text(files, plan.on_disk), sfd)

@@ -12,6 +12,7 @@ from k3deploy.profile.names import (
     check_config_key,
     check_dns_label,
     check_dns_subdomain,
+    check_env_name,
     check_http_url,
     check_label_key,
     check_label_value,
@@ -48,6 +49,10 @@ GRAMMARS = {
     check_config_key: (
         ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "A", "AB", "AbC", "a_b", ".a", ".a.b", "token"],
         ["", ".", "..", "..a", "a/b", "a b", "a" * 254],
+    ),
+    check_env_name: (
+        ["A", "my.env-name", "MY_ENV.NAME", "MyEnvName1", "1ABC", "A B", "~!@#"],
+        ["", "A=B", "é", "A\n", "A\x7f"],
     ),
     check_quantity: (
         ["0", "0n", "0u", "0m", "0Ki", "0k", "0Mi", "0M", "1", "1.", ".1", "1.1", "+1", "1e3", "1E+3", "1e-3",

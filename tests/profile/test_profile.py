@@ -59,6 +59,8 @@ BAD = [
     (["kubernetes.node_selector={Bad/Key/x: v}"], "kubernetes.node_selector: key 'Bad/Key/x' is not a label key"),
     (["kubernetes.node_selector={ok: not ok}"], "kubernetes.node_selector.ok: 'not ok' is not a label value"),
     (["hardware.gfd_product_label=NVIDIA GB300"], "hardware.gfd_product_label: 'NVIDIA GB300' is not a label value"),
+    (["vllm.env={'A=B': x}"], "vllm.env: key 'A=B' is not an environment variable name"),
+    (["vllm.env={'': x}"], "vllm.env: key '' is not an environment variable name"),
     # Resource quantities with quantity.go's grammar.
     (["kubernetes.memory_request=lots"], "kubernetes.memory_request: 'lots' is not a Kubernetes quantity"),
     (["kubernetes.memory_request=512GB"], "kubernetes.memory_request: '512GB' is not a Kubernetes quantity"),

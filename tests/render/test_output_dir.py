@@ -171,3 +171,25 @@ def test_nothing_is_written_outside_the_folder_whatever_the_names(tmp_path: Path
     (out / RECORD).write_text(json.dumps({"generator": "k3deploy render", "files": {"../victim.yaml": digest}}))
     output_dir.write_set(out, {"a.yaml": "a"})
     assert victim.read_text() == "v"
+
+
+def test_sigterm_while_staging_removes_the_staging_folder_and_keeps_the_old_set(tmp_path: Path, monkeypatch) -> None:
+    from k3deploy.profile import load_profile
+    from k3deploy.render.write import rendered_files
+
+    assert _render(tmp_path).returncode == 0
+    before = _snapshot(tmp_path)
+    real_write, written = output_dir._write_new, []
+
+    def write_then_terminated(name: str, text: str, dfd: int) -> None:
+        real_write(name, text, dfd)
+        written.append(name)
+        if len(written) == 3:
+            os.kill(os.getpid(), signal.SIGTERM)  # as `kill PID` would, between two files
+
+    monkeypatch.setattr(output_dir, "_write_new", write_then_terminated)
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt):
+        output_dir.write_set(tmp_path, rendered_files(load_profile(K3, ["vllm.max_num_seqs=64"])))
+    assert len(written) == 3 and signal.getsignal(signal.SIGTERM) == previous
+    assert _snapshot(tmp_path) == before
