@@ -26,7 +26,7 @@ from tests.kubeapi.server import write_kubeconfig
 K3 = "kimi-k3-gb300-tp16"
 BUILTINS = {name: yaml.safe_load((REPO_ROOT / "k3deploy" / "profile" / "builtin" / f"{name}.yaml").read_text())
             for name in (K3, "local-cpu")}
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+FAST = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                         HealthCheck.too_slow])
 
 
@@ -134,7 +134,7 @@ def closed_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig", f"http://127.0.0.1:{CLOSED}")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(duration=durations)
 def test_generated_durations(closed_kubeconfig: Path, duration: str) -> None:
     args = ["apply", "-p", K3, "--kubeconfig", str(closed_kubeconfig), "--timeout", duration]
@@ -153,7 +153,7 @@ urls = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, database=None)
 @given(url=urls)
 def test_generated_endpoint_urls(url: str) -> None:
     args = ["smoke", "-p", "local-cpu", "--endpoint", url, "--request-timeout", "2", "--overall-timeout", "5"]
@@ -161,7 +161,7 @@ def test_generated_endpoint_urls(url: str) -> None:
     _assert_contract(code, stderr, args)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=6, deadline=None, database=None)
 @given(case=st.sampled_from([
     ("render", "-p", K3, "--set", "speculative.extra={a: &x [1], b: *x}"),
     ("render", "-p", K3, "--set", "kubernetes.memory_request=lots"),
