@@ -250,6 +250,8 @@ def write_set(directory: Path, files: dict[str, str], *, force: bool = False) ->
     """Write `files` (name -> text) into `directory` as described in the module docstring."""
     for name in files:
         _check_name(name)
+        if name.startswith(RECORD):
+            raise ValueError(f"{name!r} is the record's own name")
     shown = str(directory)
     try:
         dfd = _open_output(directory)
