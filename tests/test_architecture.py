@@ -13,6 +13,7 @@ PACKAGE = REPO_ROOT / "k3deploy"
 PURE_MODULES = [
     "profile/model.py",
     "profile/load.py",
+    "profile/names.py",
     "render/plan.py",
     "render/argv.py",
     "render/manifests.py",

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, checked_endpoint, get_profile
 from k3deploy.console import err, out
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import DEFAULT_PROFILE, Profile
@@ -53,6 +53,8 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
     from k3deploy.kube.client import KubeOptions
     from k3deploy.targets import DeployOptions
 
+    if kwargs.get("endpoint") is not None:
+        kwargs["endpoint"] = checked_endpoint(kwargs["endpoint"])
     return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace), **kwargs)
 
 

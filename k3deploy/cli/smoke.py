@@ -68,9 +68,14 @@ def smoke(
         api_key = os.environ.get(api_key_env)
         if not api_key:
             raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=...")
+    if report_file is not None and (report_file.is_dir() or report_file.is_symlink()):
+        raise UsageError(f"--report {report_file}: is a folder or a symlink, not a file to write", hint="name a file, e.g. --report smoke.json")
     if report_file is not None and not report_file.parent.is_dir():
         # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
         raise UsageError(f"--report {report_file}: folder {report_file.parent} does not exist", hint="create it, or pick another path")
+    from k3deploy.smoke.runner import normalize_endpoint
+
+    normalize_endpoint(endpoint)  # a malformed URL is a usage error before the profile or the network is touched
     prof = get_profile(profile, (set_ or []) + flag_overrides(
         requests, output_tokens, concurrency, min_tok_s, min_acceptance_length, request_timeout, overall_timeout))
 

@@ -13,6 +13,57 @@ from typing import Any
 from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError, UsageError
 
 
+#: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
+#: not the Kubernetes API's (an HTML login page of a proxy in front of it).
+_server: str | None = None
+#: Sections of a kubeconfig (client-go's clientcmd/api/v1 Config) and the one mapping each named entry holds.
+_KUBECONFIG_LISTS = {"clusters": "cluster", "contexts": "context", "users": "user"}
+
+
+def _bad_kubeconfig(path: str, what: str) -> EnvironmentProblem:
+    return EnvironmentProblem(f"kubeconfig {path!r} is not a valid kubeconfig: {what}",
+                              hint="fix the file, or pass another with --kubeconfig (`kubectl config view` reads it too)")
+
+
+def check_kubeconfig_file(path: str) -> None:
+    """Refuse a kubeconfig that is not YAML of client-go's Config shape, naming the file and what is wrong.
+
+    The kubernetes library indexes into whatever it parsed, so garbage would end in a TypeError. A missing
+    file is left to the library (it reports it).
+    """
+    import yaml
+
+    if not os.path.isfile(path):
+        return
+    try:
+        with open(path, "rb") as handle:
+            data = yaml.safe_load(handle.read(16 << 20).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise _bad_kubeconfig(path, "not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise _bad_kubeconfig(path, "not valid YAML" + (f" at line {mark.line + 1}" if mark else "")) from None
+    except (RecursionError, OSError) as exc:
+        raise _bad_kubeconfig(path, f"unreadable ({type(exc).__name__})") from None
+    if data is None:
+        return  # an empty file: the library says there is no configuration
+    if not isinstance(data, dict):
+        raise _bad_kubeconfig(path, f"expected a mapping (apiVersion, clusters, contexts, users), got {type(data).__name__}")
+    for section, inner in _KUBECONFIG_LISTS.items():
+        entries = data.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise _bad_kubeconfig(path, f"'{section}' must be a list, got {type(entries).__name__}")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise _bad_kubeconfig(path, f"{section}[{index}] must be a mapping with a 'name'")
+            if entry.get(inner) is not None and not isinstance(entry[inner], dict):
+                raise _bad_kubeconfig(path, f"{section}[{index}].{inner} must be a mapping")
+    if data.get("current-context") is not None and not isinstance(data["current-context"], str):
+        raise _bad_kubeconfig(path, "'current-context' must be a string")
+
+
 @dataclass(frozen=True)
 class KubeOptions:
     """The kubectl-style connection options of a command."""
@@ -29,9 +80,16 @@ def connect(options: KubeOptions) -> Any:
 
     configuration = client.Configuration()
     path = options.kubeconfig or os.environ.get("KUBECONFIG")
+    default = os.path.expanduser("~/.kube/config")
     try:
-        if path or os.path.exists(os.path.expanduser("~/.kube/config")) or options.context:
-            config.load_kube_config(config_file=path, context=options.context, client_configuration=configuration)
+        if path or os.path.exists(default) or options.context:
+            files = [p for p in (path or default).split(os.pathsep) if p]
+            for name in files:
+                check_kubeconfig_file(name)
+            try:
+                config.load_kube_config(config_file=path, context=options.context, client_configuration=configuration)
+            except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a shape the library does not expect
+                raise _bad_kubeconfig(", ".join(files), f"{type(exc).__name__}: {exc}") from None
         else:
             config.load_incluster_config(client_configuration=configuration)
     except (ConfigException, FileNotFoundError, OSError) as exc:
@@ -39,6 +97,8 @@ def connect(options: KubeOptions) -> Any:
             f"no usable Kubernetes configuration: {exc}",
             hint="pass --kubeconfig FILE, set KUBECONFIG, or run inside a cluster",
         ) from None
+    global _server
+    _server = configuration.host
     # Fail fast on an unreachable server instead of urllib3's long default retries.
     configuration.retries = 0
     return client.ApiClient(configuration)
@@ -94,4 +154,11 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
     if isinstance(exc, (HTTPError, OSError)):
         return EnvironmentProblem(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
                                   hint="check --kubeconfig/--context and that the API server is up")
+    if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError)):
+        # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
+        where = f"the server at {_server}" if _server else "the API server"
+        return EnvironmentProblem(
+            f"{action}: {where} did not answer as a Kubernetes API server ({type(exc).__name__}: {exc})",
+            hint="check that --kubeconfig/--context point at the API server itself, not a proxy or a login page",
+        )
     return EnvironmentProblem(f"{action}: {type(exc).__name__}: {exc}", hint="re-run with --debug for details")

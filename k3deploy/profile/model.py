@@ -11,11 +11,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from k3deploy.profile.names import (
+    ConfigKey,
+    DNSLabel,
+    DNSSubdomain,
+    EnvName,
+    HttpUrl,
+    LabelKey,
+    LabelValue,
+    PinnedImage,
+    PositiveQuantity,
+    Quantity,
+    check_dns_label,
+)
+
 #: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
 #: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
 MAX_NAME_LENGTH = 51
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_IMAGE_WITH_TAG_OR_DIGEST = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127}(@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$")
 
 
 class _Strict(BaseModel):
@@ -88,7 +100,7 @@ class HardwareSpec(_Strict):
 
     gpu_product: str = Field(description="Name NVML / nvidia-smi report, e.g. 'NVIDIA GB300'.")
     allowed_products: list[str] = Field(default_factory=list, description="Further products accepted (e.g. B300).")
-    gfd_product_label: str | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
+    gfd_product_label: LabelValue | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
     gpu_memory_mib: int = Field(gt=0, description="Memory one GPU reports, in MiB (a GB300 reports 284208).")
     compute_capability: str = "10.3"
     min_driver_version: str = "580"
@@ -121,7 +133,7 @@ DERIVED_FLAGS = {
 class VllmSpec(_Strict):
     """The vLLM server: image, serving flags and environment."""
 
-    image: str = Field(description="Container image with tag or digest (Kubernetes target).")
+    image: PinnedImage = Field(description="Container image with tag or digest (Kubernetes target).")
     image_arch: Literal["arm64", "amd64"] = Field("arm64", description="CPU architecture the image is built for.")
     port: int = Field(8000, gt=0, lt=65536)
     max_model_len: int = Field(gt=0)
@@ -135,7 +147,7 @@ class VllmSpec(_Strict):
     enforce_eager: bool = False
     attention_config: dict[str, Any] | None = None
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, str] = Field(default_factory=dict)
     # Multi-node collectives; null means the default k3deploy derives from the parallel layout (see argv.py).
     distributed_timeout_s: int | None = Field(
         None, gt=0,
@@ -162,12 +174,6 @@ class VllmSpec(_Strict):
                 raise ValueError(f"extra_args {flag} is rendered from vllm.{field}; set that field instead")
         return self
 
-    @field_validator("image")
-    @classmethod
-    def _image_pinned(cls, value: str) -> str:
-        if not _IMAGE_WITH_TAG_OR_DIGEST.match(value):
-            raise ValueError(f"image {value!r} has no tag or digest; pin it, e.g. 'repo/name:tag' or 'repo/name@sha256:...'")
-        return value
 
     def kv_bytes_per_element(self) -> int:
         """Bytes per cached KV element for the configured dtype."""
@@ -179,16 +185,16 @@ class VllmSpec(_Strict):
 class SecretRef(_Strict):
     """A key in a Kubernetes Secret."""
 
-    name: str
-    key: str = "token"
+    name: DNSSubdomain
+    key: ConfigKey = "token"
 
 
 class Toleration(_Strict):
     """One pod toleration (core/v1 Toleration), rendered on every GPU pod of the set."""
 
-    key: str | None = None
+    key: LabelKey | None = None
     operator: Literal["Exists", "Equal"] = "Equal"
-    value: str | None = None
+    value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: int | None = Field(None, description="Only with effect NoExecute: how long the pod stays bound.")
 
@@ -227,39 +233,32 @@ def release_version(value: str) -> tuple[int, int, int]:
 class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
-    namespace: str = "kimi-k3"
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace_is_dns_label(cls, value: str) -> str:
-        if not _DNS1123_LABEL.match(value) or len(value) > 63:
-            raise ValueError(f"{value!r} is not a valid namespace (a DNS-1123 label of at most 63 characters)")
-        return value
-    service_account: str = "k3deploy"
+    namespace: DNSLabel = "kimi-k3"
+    service_account: DNSSubdomain = "k3deploy"
     hf_token_secret: SecretRef | None = None
-    storage_class: str | None = None
-    model_cache_size: str = "2Ti"
+    storage_class: DNSSubdomain | None = None
+    model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
-    shm_size: str = "64Gi"
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    clique_label: str = "nvidia.com/gpu.clique"
+    shm_size: Quantity = "64Gi"
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    clique_label: LabelKey = "nvidia.com/gpu.clique"
     compute_domain: bool = True
     startup_probe_budget_s: int = Field(7200, gt=0)
     rollout_timeout_s: int = Field(10800, gt=0)
     unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
-    endpoint_override: str | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
+    endpoint_override: HttpUrl | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
-    smoke_image: str = "ghcr.io/k3deploy/k3deploy:0.1.0"
-    prefetch_image: str = "python:3.12-slim"
-    cpu_request: str = "32"
-    memory_request: str = "512Gi"
+    smoke_image: PinnedImage = "ghcr.io/k3deploy/k3deploy:0.1.0"
+    prefetch_image: PinnedImage = "python:3.12-slim"
+    cpu_request: Quantity = "32"
+    memory_request: Quantity = "512Gi"
     # Placement and the cluster's installed controllers (what the set is rendered for).
     tolerations: list[Toleration] = Field(
         default_factory=_gpu_toleration,
         description="Tolerations of every GPU pod (serving and node-preflight); the default tolerates the nvidia.com/gpu "
                     "taint, so no pod depends on the opt-in ExtendedResourceToleration admission plugin.")
-    runtime_class: str | None = Field(
+    runtime_class: DNSSubdomain | None = Field(
         "nvidia",
         description="RuntimeClass of the serving pods and the node-preflight pods (null: the cluster's default runtime). "
                     "The node-preflight pods see every GPU through it (NVIDIA_VISIBLE_DEVICES=all) without requesting one.")
@@ -275,12 +274,12 @@ class KubernetesSpec(_Strict):
         1, ge=0,
         description="maxUnavailable of the serving pods' PodDisruptionBudget: 1 lets `kubectl drain` evict one pod at a "
                     "time (the group is recreated); 0 refuses every voluntary eviction.")
-    service_monitor_labels: dict[str, str] = Field(
+    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="Extra labels of the ServiceMonitor, e.g. {release: kube-prometheus-stack}, "
                                           "for a Prometheus whose serviceMonitorSelector selects on them.")
     prefetch_timeout_s: int = Field(
         21600, gt=0, description="activeDeadlineSeconds of the weight-prefetch Job (1.56 TB at ~100 MB/s is ~4.5 h).")
-    node_preflight_hosts: list[str] = Field(
+    node_preflight_hosts: list[DNSSubdomain] = Field(
         default_factory=list,
         description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
                     "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.")
@@ -360,8 +359,7 @@ class Profile(_Strict):
     @field_validator("name")
     @classmethod
     def _name_is_dns_label(cls, value: str) -> str:
-        if not _DNS1123_LABEL.match(value):
-            raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending alphanumeric)")
+        check_dns_label(value)
         if len(value) > MAX_NAME_LENGTH:
             raise ValueError(f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}")
         return value

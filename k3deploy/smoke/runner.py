@@ -18,6 +18,7 @@ import httpx
 
 from k3deploy.errors import UsageError
 from k3deploy.profile import Profile
+from k3deploy.profile.names import check_http_url
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
@@ -38,9 +39,18 @@ class SmokeOptions:
 
 def normalize_endpoint(url: str) -> str:
     """`http(s)://host[:port]` without a trailing slash or `/v1`; a URL without a scheme is a usage error."""
-    parsed = httpx.URL(url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint="for example --endpoint http://10.0.0.5:8000")
+    hint = "for example --endpoint http://10.0.0.5:8000"
+    try:
+        parsed = httpx.URL(url.strip())
+        scheme_ok = parsed.scheme in ("http", "https") and bool(parsed.host)
+    except httpx.InvalidURL:
+        scheme_ok = True  # malformed past the scheme: check_http_url says how
+    if not scheme_ok:
+        raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint=hint)
+    try:
+        check_http_url(url.strip())  # also what httpx accepts but cannot connect to: port 99999, port 0
+    except ValueError as exc:
+        raise UsageError(f"--endpoint {exc}", hint=hint) from None
     base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")
     return base[: -len("/v1")] if base.endswith("/v1") else base
 

@@ -15,6 +15,7 @@ from k3deploy.profile import builtin_names, load_profile
 from k3deploy.render.argv import serve_command, serve_env
 from k3deploy.render.manifests import build
 from k3deploy.render.templating import render_template, template_dirs
+from k3deploy.render.output_dir import RECORD, record_text
 from k3deploy.render.write import rendered_files, rendered_stream
 from k3deploy.targets.local.launch import plan_launch
 from tests.conftest import REPO_ROOT, run_cli
@@ -48,7 +49,10 @@ def test_render_reproduces_the_committed_manifests(name: str, tmp_path: Path) ->
     stream = run_cli("render", "-p", name, "-o", "-")
     assert stream.returncode == 0, stream.stderr
     resources = yaml.safe_load(committed["kustomization.yaml"])["resources"]
-    assert sorted(resources) == sorted(set(committed) - {"kustomization.yaml"})
+    assert sorted(resources) == sorted(set(committed) - {"kustomization.yaml", RECORD})
+    # The record of what k3deploy wrote names every file of the set with the digest of its committed bytes.
+    texts = {name: data.decode() for name, data in committed.items() if name != RECORD}
+    assert committed[RECORD].decode() == record_text(texts)
     assert stream.stdout == "".join("---\n" + committed[f].decode() for f in resources)
 
 
@@ -195,7 +199,7 @@ def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
-    assert len(names) == 13  # 11 objects + kustomization + README
+    assert len(names) == 14  # 11 objects + kustomization + README + the record
 
 
 def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
@@ -254,6 +258,14 @@ def test_local_profile_into_a_directory(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run_cli("render", "-p", "local-cpu", "-o", str(out), env=host)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["vllm-server.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == [RECORD, "vllm-server.yaml"]
     assert (out / "vllm-server.yaml").read_text() == run_cli("render", "-p", "local-cpu", env=host).stdout
     assert not (tmp_path / "cache").exists()
+
+
+def test_strings_with_characters_yaml_does_not_take_raw_render_exactly() -> None:
+    odd = "a\x7fb\x85c\u2028d\x9fe\ufffe"
+    objs = _objects([f"model.served_name={json.dumps(odd)}"])  # JSON escapes make it a YAML double-quoted string
+    leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    command = leader["command"]
+    assert command[command.index("--served-model-name") + 1] == odd
