@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Annotated, Any, Optional
 
@@ -11,7 +10,8 @@ import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.console import err, out
-from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.duration import parse_duration
+from k3deploy.errors import K3DeployError
 from k3deploy.profile import DEFAULT_PROFILE, Profile
 
 KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
@@ -20,27 +20,6 @@ NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="
 TimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help="Rollout deadline, e.g. 90s, 15m, 3h (default: the profile's).")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
-
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
-
-
-def parse_duration(text: str | None) -> float | None:
-    """Seconds from `90`, `90s`, `15m`, `3h` or `1h30m`; None passes through; anything else is a usage error."""
-    if text is None:
-        return None
-    value = text.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        match = _DURATION.match(value)
-        if not value or not match:
-            raise UsageError(f"--timeout {text!r} is not a duration", hint="use seconds or a Go-style duration: 90s, 15m, 2h30m") from None
-        hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
-        seconds = hours * 3600 + minutes * 60 + secs
-    if seconds <= 0:
-        raise UsageError(f"--timeout {text!r} must be positive", hint="e.g. --timeout 15m")
-    return seconds
-
 
 def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:
     overrides = list(sets or [])

@@ -10,6 +10,7 @@ import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.console import err, is_interactive
+from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
@@ -52,10 +53,10 @@ def smoke(
     min_tok_s: Annotated[Optional[float], typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
     min_acceptance_length: Annotated[Optional[float], typer.Option(
         "--min-acceptance-length", help="Minimum mean acceptance length (targets.min_acceptance_length).")] = None,
-    request_timeout: Annotated[Optional[float], typer.Option(
-        "--request-timeout", min=0.001, help="Seconds one request may take (smoke.request_timeout_s).")] = None,
-    overall_timeout: Annotated[Optional[float], typer.Option(
-        "--overall-timeout", min=0.001, help="Seconds the whole smoke run may take (smoke.overall_timeout_s).")] = None,
+    request_timeout: Annotated[Optional[str], typer.Option(
+        "--request-timeout", help="How long one request may take, e.g. 90s, 10m (smoke.request_timeout_s).")] = None,
+    overall_timeout: Annotated[Optional[str], typer.Option(
+        "--overall-timeout", help="How long the whole smoke run may take, e.g. 30m (smoke.overall_timeout_s).")] = None,
     output: FormatOpt = OutputFormat.table,
     report_file: Annotated[Optional[Path], typer.Option("--report", help="Write the JSON report to this file.")] = None,
 ) -> None:
@@ -72,7 +73,8 @@ def smoke(
         # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
         raise UsageError(f"--report {report_file}: folder {report_file.parent} does not exist", hint="create it, or pick another path")
     prof = get_profile(profile, (set_ or []) + flag_overrides(
-        requests, output_tokens, concurrency, min_tok_s, min_acceptance_length, request_timeout, overall_timeout))
+        requests, output_tokens, concurrency, min_tok_s, min_acceptance_length,
+        parse_duration(request_timeout, "--request-timeout"), parse_duration(overall_timeout, "--overall-timeout")))
 
     from k3deploy.report.smoke_view import smoke_view
     from k3deploy.smoke.runner import SmokeOptions, exit_code, run_smoke

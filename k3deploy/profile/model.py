@@ -19,9 +19,12 @@ _IMAGE_WITH_TAG_OR_DIGEST = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127}(@sha256:[0-
 
 
 class _Strict(BaseModel):
-    """Base for every profile section: unknown keys are errors, fields are immutable."""
+    """Base for every profile section: unknown keys are errors, fields are immutable, numbers are finite.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    NaN and infinity pass `gt=0` style bounds in pydantic unless refused here, and a timeout of `inf` never ends.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelSpec(_Strict):
