@@ -30,6 +30,11 @@ class LivenessFacts:
     unauthorized: bool = False
 
 
+#: Model ids a liveness failure quotes (a hostile endpoint may list millions), and characters of each.
+MAX_MODELS_SHOWN = 10
+MAX_MODEL_ID_CHARS = 200
+
+
 def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
     """/health is 200 and /v1/models lists the served name."""
     target = f"/health 200, /v1/models lists {served_name!r}"
@@ -42,8 +47,10 @@ def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
                            detail=f"/health answered {facts.health_status}", hint="the engine is not healthy: read the server log")
     models = list(facts.models or ())
     if served_name not in models:
-        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=models, target=target,
-                           detail=f"/v1/models lists {models}, not {served_name!r}",
+        shown = [m[:MAX_MODEL_ID_CHARS] for m in models[:MAX_MODELS_SHOWN]]
+        listed = f"{shown}" if len(models) <= MAX_MODELS_SHOWN else f"{len(models)} models, first {shown}"
+        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=shown, target=target,
+                           detail=f"/v1/models lists {listed}, not {served_name!r}",
                            hint="the endpoint serves another model: check --endpoint, or model.served_name in the profile")
     return CheckResult(name=LIVENESS, status=Status.PASS, measured=served_name, target=target, detail="healthy")
 
