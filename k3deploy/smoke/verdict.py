@@ -28,6 +28,7 @@ class LivenessFacts:
     models: tuple[str, ...] | None = None
     error: str | None = None
     unauthorized: bool = False
+    not_ready: bool = False
 
 
 #: Model ids a liveness failure quotes (a hostile endpoint may list millions), and characters of each.
@@ -40,6 +41,8 @@ def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
     target = f"/health 200, /v1/models lists {served_name!r}"
     if facts.error is not None:
         hint = ("pass the API key with --api-key-env VAR (the server runs with --api-key)" if facts.unauthorized
+                else "the model may still be loading: read the server log, or wait longer with --wait-ready "
+                     "(smoke.ready_timeout_s)" if facts.not_ready
                 else "check the URL, that the server runs, and the network path to it")
         return CheckResult(name=LIVENESS, status=Status.FAIL, target=target, detail=facts.error, hint=hint)
     if facts.health_status != 200:
