@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -67,11 +68,13 @@ class BoundedApiClient(client.ApiClient):  # type: ignore[misc]
         """The API server's URL, as the kubeconfig names it."""
         return str(self.configuration.host).rstrip("/")
 
-    def _timed_out(self, what: str, bound: RequestBound, connecting: bool) -> ApiTimeout:
+    def _timed_out(self, what: str, bound: RequestBound, waited: float) -> ApiTimeout:
         if bound.cut and self.deadline.seconds is not None:
             within = f"the command's deadline of {self.deadline.seconds:g}s"
         else:
-            within = f"{bound.connect if connecting else bound.read:g}s"
+            # urllib3 reports a stalled TLS handshake (bounded by the connect timeout) as a read timeout, so the
+            # bound that fired is told by how long the request waited.
+            within = f"{min((bound.connect, bound.read), key=lambda t: abs(t - waited)):g}s"
         return ApiTimeout(
             f"the Kubernetes API at {self.server} did not answer within {within} ({what})",
             hint="check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path "
@@ -89,6 +92,7 @@ class BoundedApiClient(client.ApiClient):  # type: ignore[misc]
                 f"passed before {what} could be sent",
                 hint="raise --timeout, or check why the API server answers slowly",
             )
+        started = time.monotonic()
         try:
             response = super().call_api(method, url, header_params, body, post_params,
                                         _request_timeout=bound.as_tuple())
@@ -96,13 +100,7 @@ class BoundedApiClient(client.ApiClient):  # type: ignore[misc]
                 response.read()
         except Exception as exc:
             if is_timeout(exc):
-                raise self._timed_out(what, bound, _is_connect(exc)) from None
+                raise self._timed_out(what, bound, time.monotonic() - started) from None
             raise
         return response
 
-
-def _is_connect(exc: BaseException) -> bool:
-    from urllib3.exceptions import ConnectTimeoutError
-
-    reason = exc.reason if isinstance(exc, MaxRetryError) else exc
-    return isinstance(reason, ConnectTimeoutError)

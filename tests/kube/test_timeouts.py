@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import run_cli
 from tests.kube.stalling_server import stalling_server
@@ -57,3 +58,16 @@ def test_a_request_after_discovery_is_bounded_as_well(tmp_path: Path, kube: Kube
     lines = _run(tmp_path, kube.url, "status", "--timeout", "3s")
     assert lines == [f"error: the Kubernetes API at {kube.url} did not answer within the command's deadline of 3s "
                      "(GET /api/v1/namespaces/kimi-k3)", HINT]
+
+
+def test_a_tls_handshake_that_never_completes_is_bounded_by_the_connect_timeout(tmp_path: Path) -> None:
+    with stalling_server("silent") as url:
+        https = url.replace("http://", "https://")
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", https)
+        config = yaml.safe_load(kubeconfig.read_text())
+        config["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+        kubeconfig.write_text(yaml.safe_dump(config))
+        result = run_cli("status", "-p", PROFILE, "--kubeconfig", str(kubeconfig), timeout=150)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines() == [f"error: the Kubernetes API at {https} did not answer within 10s (GET /version)",
+                                          HINT]
