@@ -86,7 +86,10 @@ def smoke(
     from k3deploy.smoke.runner import SmokeOptions, exit_code, run_smoke
 
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
-    notice = lambda msg: err.print(msg, markup=False, highlight=False)  # noqa: E731
+
+    def notice(msg: str) -> None:
+        err.print(msg, markup=False, highlight=False)
+
     report = run_smoke(prof, endpoint, SmokeOptions(api_key=api_key, progress=progress, notice=notice))
     err.print(smoke_view(report))
     if prof.model.rehearsal:
