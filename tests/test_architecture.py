@@ -11,6 +11,7 @@ from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "k3deploy"
 PURE_MODULES = [
+    "duration.py",
     "profile/model.py",
     "profile/load.py",
     "profile/names.py",

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError, UsageError
+from k3deploy.kube.deadline import Deadline
 
 
 #: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
@@ -66,17 +67,21 @@ def check_kubeconfig_file(path: str) -> None:
 
 @dataclass(frozen=True)
 class KubeOptions:
-    """The kubectl-style connection options of a command."""
+    """The kubectl-style connection options of a command, and the deadline every API request of it is held to."""
 
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str | None = None
+    deadline: Deadline = field(default_factory=Deadline, compare=False)
 
 
 def connect(options: KubeOptions) -> Any:
-    """Return a configured `kubernetes.client.ApiClient`; raise EnvironmentProblem when no config is found."""
+    """Return a configured `kubernetes.client.ApiClient` whose every request is bounded (see kube/bounded.py);
+    raise EnvironmentProblem when no config is found."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
+
+    from k3deploy.kube.bounded import BoundedApiClient
 
     configuration = client.Configuration()
     path = options.kubeconfig or os.environ.get("KUBECONFIG")
@@ -101,7 +106,7 @@ def connect(options: KubeOptions) -> Any:
     _server = configuration.host
     # Fail fast on an unreachable server instead of urllib3's long default retries.
     configuration.retries = 0
-    return client.ApiClient(configuration)
+    return BoundedApiClient(configuration, options.deadline)
 
 
 def server_message(exc: Any) -> str:

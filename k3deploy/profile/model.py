@@ -31,9 +31,12 @@ MAX_NAME_LENGTH = 51
 
 
 class _Strict(BaseModel):
-    """Base for every profile section: unknown keys are errors, fields are immutable."""
+    """Base for every profile section: unknown keys are errors, fields are immutable, numbers are finite.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    NaN and infinity pass `gt=0` style bounds in pydantic unless refused here, and a timeout of `inf` never ends.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelSpec(_Strict):
@@ -328,6 +331,11 @@ class SmokeSpec(_Strict):
     tier: Literal["low_entropy", "high_entropy", "all"] = "low_entropy"
     request_timeout_s: float = Field(600, gt=0)
     overall_timeout_s: float = Field(3600, gt=0)
+    ready_timeout_s: float | None = Field(
+        None, gt=0, le=7 * 24 * 3600,
+        description="How long smoke waits for /health to answer 200 before it judges liveness (not counted in "
+                    "overall_timeout_s); null: judge at once. The in-cluster smoke Job waits "
+                    "kubernetes.startup_probe_budget_s when null: Argo CD can run it while the model still loads.")
 
 
 class TargetsSpec(_Strict):

@@ -113,6 +113,12 @@ def model_cache_name(profile: Profile) -> str:
     return f"{profile.name}-model-cache"
 
 
+def smoke_ready_s(profile: Profile) -> int:
+    """How long the in-cluster smoke Job waits for /health: the profile's bound, else the startup probe's budget
+    (an Argo CD PostSync hook can start while the model still loads: Argo CD knows no LeaderWorkerSet health)."""
+    return math.ceil(profile.smoke.ready_timeout_s or profile.kubernetes.startup_probe_budget_s)
+
+
 def service_url(profile: Profile) -> str:
     """In-cluster URL of the OpenAI API (what the smoke Job and in-cluster clients use)."""
     return f"http://{api_service_name(profile)}.{profile.kubernetes.namespace}.svc:{profile.vllm.port}"
@@ -202,7 +208,8 @@ def context(profile: Profile) -> dict[str, Any]:
         "profile_mount_dir": PROFILE_MOUNT_DIR,
         "profile_path": f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}",
         "profile_digest": {PROFILE_DIGEST_ANNOTATION: hashlib.sha256(dumped.encode()).hexdigest()},
-        "smoke_deadline_s": math.ceil(profile.smoke.overall_timeout_s) + 600,
+        "smoke_ready_s": smoke_ready_s(profile),
+        "smoke_deadline_s": math.ceil(profile.smoke.overall_timeout_s) + smoke_ready_s(profile) + 600,
         "node_preflight_component": NODE_PREFLIGHT_COMPONENT,
         "node_preflight_selector": {
             "app.kubernetes.io/instance": name,

@@ -146,7 +146,8 @@ def test_objects_reference_each_other_consistently() -> None:
     assert smoke["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
     container = smoke["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "ghcr.io/k3deploy/k3deploy:0.1.0"
-    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", "/etc/k3deploy/profile.yaml"]
+    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", "/etc/k3deploy/profile.yaml",
+                                 "--wait-ready", "7200s"]
     # The profile path in the args is the ConfigMap's one key, mounted where the args look for it.
     profile_map = objs[f"ConfigMap/{K3}-profile"]
     assert list(profile_map["data"]) == ["profile.yaml"]
@@ -269,3 +270,13 @@ def test_strings_with_characters_yaml_does_not_take_raw_render_exactly() -> None
     leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     command = leader["command"]
     assert command[command.index("--served-model-name") + 1] == odd
+
+
+def test_the_smoke_job_waits_for_health_and_its_deadline_covers_the_wait() -> None:
+    """An Argo CD PostSync hook can start before the model has loaded: the Job waits, within its own deadline."""
+    for sets, ready_s in (([], 7200), (["smoke.ready_timeout_s=600", "smoke.overall_timeout_s=900"], 600)):
+        job = _objects(sets)[f"Job/{K3}-smoke"]
+        args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--wait-ready") + 1] == f"{ready_s}s"
+        overall = 900 if sets else 3600
+        assert job["spec"]["activeDeadlineSeconds"] > ready_s + overall
