@@ -24,6 +24,8 @@ PURE_MODULES = [
     "preflight/checks_cluster.py",
     "rollout/readiness.py",
     "rollout/order.py",
+    "rollout/currency.py",
+    "rollout/judge.py",
     "smoke/sse.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
