@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 
+from k3deploy.errors import ProfileError
 from k3deploy.preflight.checks_cluster import cluster_checks
 from k3deploy.preflight.checks_node import gpu_checks, host_checks
 from k3deploy.preflight.facts import Facts
 from k3deploy.profile.model import Profile
+from k3deploy.preflight.versions import version_checks
+from k3deploy.render.manifests import build
 from k3deploy.render.plan import GIB, plan
 from k3deploy.report.model import CheckResult, Status
 
@@ -65,6 +68,14 @@ def capacity_check(profile: Profile) -> CheckResult:
     )
 
 
+def _rendered(profile: Profile) -> list[dict]:
+    """The objects the profile renders to (none when it cannot render: the render stage reports why)."""
+    try:
+        return [manifest.obj for manifest in build(profile)]
+    except ProfileError:
+        return []
+
+
 def evaluate(profile: Profile, facts: Facts) -> list[CheckResult]:
     """All checks for the facts gathered, in a stable order: profile, GPUs, host, cluster."""
     results = [*revision_checks(profile), capacity_check(profile)]
@@ -74,4 +85,5 @@ def evaluate(profile: Profile, facts: Facts) -> list[CheckResult]:
         results += host_checks(profile, facts.host)
     if facts.cluster is not None:
         results += cluster_checks(profile, facts.cluster)
+        results += version_checks(_rendered(profile), facts.cluster.installed_versions)
     return results

@@ -33,6 +33,15 @@ def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict
     return [pod for pod in pods if not ours(pod)]
 
 
+def _installed(api: object) -> dict[str, str] | None:
+    """The LWS controller's and the DRA driver's versions, from their workloads (None: none could be read)."""
+    from k3deploy.kube.workloads import controller_workloads
+    from k3deploy.preflight.versions import installed_versions
+
+    workloads = controller_workloads(api)
+    return None if workloads is None else installed_versions(workloads)
+
+
 def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read."""
     api = connect(options)
@@ -59,6 +68,7 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
             storage_classes=classes,
             default_storage_class=default,
             access=access,
+            installed_versions=_installed(api),
         )
     finally:
         api.close()

@@ -134,6 +134,8 @@ class ClusterFacts(_Facts):
     storage_classes: list[str] = []
     default_storage_class: str | None = None
     access: list[AccessFacts] = []
+    #: Installed controller versions by component (preflight/versions.py); None when they could not be read.
+    installed_versions: dict[str, str] | None = None
 
 
 class Facts(_Facts):

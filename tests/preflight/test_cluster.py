@@ -39,6 +39,7 @@ def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = 
 def healthy(kube: KubeApiServer) -> None:
     """Two cliques of GB300 trays: A has 4 nodes but one is busy, B has 4 free nodes; everything else in place."""
     kube.add_crds()
+    kube.add_controller_workloads()
     kube.add_gb300_nodes(clique=CLIQUE_A, count=4, prefix="rack1")
     kube.add_gb300_nodes(clique=CLIQUE_B, count=4, prefix="rack2")
     hold_gpus(kube, "rack1-01")
