@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.rollout.currency import Proof, prove_current
+from k3deploy.rollout.currency import REVISION_LABEL, Proof, prove_current, template_revision
 from k3deploy.rollout.readiness import (
     LWS_GROUP_LABEL,
     LWS_NAME_LABEL,
@@ -98,6 +98,22 @@ def pods_of(target: dict[str, Any], state: WaitState) -> list[dict[str, Any]]:
     pods = state.objects.get("Pod", {}).values()
     return sorted((p for p in pods if not p.get("metadata", {}).get("deletionTimestamp") and in_set(p, target, state)),
                   key=name_of)
+
+
+def current_key(target: dict[str, Any], state: WaitState) -> str | None:
+    """The template-revision-hash of a LeaderWorkerSet's current template: "" while the controller has not recorded
+    it, None when that cannot be known (not a LWS, no ControllerRevisions to read)."""
+    live = state.objects.get(target["kind"], {}).get(name_of(target))
+    revisions = list(state.objects.get(REVISIONS, {}).values())
+    if target["kind"] != "LeaderWorkerSet" or live is None or REVISIONS in state.unavailable or not revisions:
+        return None
+    revision = template_revision(live, revisions)
+    return "" if revision is None else str(((revision.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL, ""))
+
+
+def outgoing(pod: dict[str, Any], key: str | None) -> bool:
+    """A pod of an older template (the controller replaces it): shown, but its failures are not the rollout's."""
+    return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) != key
 
 
 def proof(live: dict[str, Any], state: WaitState) -> Proof:
@@ -188,8 +204,11 @@ def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: f
                 accepted.append((key, how))
         if found is not None and found.failed and failure is None:
             failure = Failure(key, found.reason, found.message, {name_of(target)})
+        key = current_key(target, state)
         for pod in pods_of(target, state):
             rows.append(pod_row(pod, state, now))
+            if outgoing(pod, key):
+                continue
             problem = pod_failure(target, pod, state, now, grace_s)
             if problem is not None and failure is None:
                 failure = problem

@@ -19,9 +19,11 @@ from k3deploy.rollout.judge import (
     WAITED_KINDS,
     Failure,
     WaitState,
+    current_key,
     in_set,
     judge,
     name_of,
+    outgoing,
     pending,
     pod_row,
 )
@@ -135,6 +137,8 @@ class Waiter:
         """Read a crashed container's log as soon as its pod shows the crash, before the group is deleted."""
         for target in waited:
             if in_set(pod, target, state):
+                if outgoing(pod, current_key(target, state)):
+                    return
                 for problem in pod_problems(pod):
                     if problem.crashed:
                         self._capture(target, pod, problem, state)

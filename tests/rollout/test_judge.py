@@ -74,3 +74,20 @@ def test_a_recreated_jobs_leftover_pods_are_not_adopted() -> None:
     old_labelled = {"metadata": {"labels": {"job-name": "prefetch", "batch.kubernetes.io/controller-uid": "old"}}}
     mine = {"metadata": {"ownerReferences": [{"uid": "new"}], "labels": {"job-name": "prefetch"}}}
     assert [owned_by_job(p, job) for p in (old_owned, old_labelled, mine)] == [False, False, True]
+
+
+def test_a_failing_pod_of_the_outgoing_template_is_not_the_rollouts_failure() -> None:
+    """After a rollback restores the old template, the failed template's pod is still there until the controller
+    replaces it (kubernetes-sigs/lws pkg/controllers/leaderworkerset_controller.go rolls by revision key)."""
+    lws = _lws("vllm:1", 3)
+    lws["status"]["observedGeneration"] = 3
+    good, bad = new_revision(lws, 3), new_revision(_lws("vllm:no-such-tag", 2), 2)
+    pulling = _pod("k3-0", bad["metadata"]["labels"][REVISION_KEY], uid="p-bad")
+    pulling["status"]["containerStatuses"] = [{"name": "vllm", "state": {"waiting": {"reason": "ImagePullBackOff"}}}]
+    state = _state(lws, [good, bad], [pulling])
+    verdict = judge(state, [LWS_TARGET], now=0.0, grace_s=0)
+    assert verdict.failure is None and verdict.rows[1].state == "ImagePullBackOff"
+    # The same pod on the current template is a failure at once.
+    pulling["metadata"]["labels"][REVISION_KEY] = good["metadata"]["labels"][REVISION_KEY]
+    failure = judge(state, [LWS_TARGET], now=1.0, grace_s=0).failure
+    assert failure is not None and failure.reason == "ImagePullBackOff"
