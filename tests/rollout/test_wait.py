@@ -135,3 +135,19 @@ def test_waiting_watches_instead_of_polling(k3: K3, cluster: Any) -> None:
         "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets/kimi-k3-gb300-tp16",
         "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets"]
     assert len(watches) == 1
+
+
+def test_a_replaced_job_is_judged_without_the_old_jobs_pods(k3: K3, cluster: Any) -> None:
+    """Garbage collection is asynchronous (kubernetes pkg/controller/garbagecollector): the failed node-preflight
+    Job's pod is still listed, with the same job-name label, while its replacement runs; it is not the new Job's."""
+    cluster.controllers.gc.delay = 60
+    cluster.controllers.kubelet.fail("Error", pod="node-preflight", exit_code=1, times=1, logs=["error: fabric.state"])
+    first = k3("apply", "--timeout", "90s")
+    assert first.returncode == 1, first.stderr
+    old = [p["metadata"]["name"] for p in cluster.store.list("pods", "kimi-k3")
+           if p.get("status", {}).get("phase") == "Failed"]
+    rerun = k3("apply", "--timeout", "60s")
+    assert rerun.returncode == 0, rerun.stderr
+    assert "kimi-k3/Job/kimi-k3-gb300-tp16-node-preflight replaced" in rerun.stderr
+    assert len(old) == 1 and cluster.store.get("pods", old[0], "kimi-k3") is not None
+    assert old[0] not in rerun.stderr

@@ -47,6 +47,7 @@ class _Run:
     seen: float
     phase: str = "bound"  # bound -> started -> ready | crashed -> ... ; done
     since: float = 0.0
+    crashes: int = 0
 
 
 class Kubelet(Controller):
@@ -126,6 +127,9 @@ class Kubelet(Controller):
         start = self.start_delay if rule.start_delay is None else rule.start_delay
         ready = self.ready_delay if rule.ready_delay is None else rule.ready_delay
         completes = pod["spec"].get("restartPolicy", "Always") != "Always"
+        # restartPolicy OnFailure restarts a failed container in place (with back-off), as Always does; only Never
+        # leaves the pod Failed (pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions).
+        fails_for_good = pod["spec"].get("restartPolicy", "Always") == "Never"
         if run.phase == "bound" and elapsed >= start:
             if rule.mode == "ContainerCreating":
                 self._write(pod, "Pending", waiting=("ContainerCreating", ""))
@@ -139,15 +143,17 @@ class Kubelet(Controller):
                 run.phase = "stuck"
         elif run.phase == "started":
             if rule.mode in ("CrashLoopBackOff", "OOMKilled", "Error") and elapsed >= self.crash_after:
-                self._crash(pod, rule, completes)
-                run.phase, run.since = ("done" if completes else "crashed"), clock
+                self._crash(pod, rule, fails_for_good)
+                run.phase, run.since = ("done" if fails_for_good else "crashed"), clock
+                run.crashes += 1
             elif completes and elapsed >= self.run_time:
                 self._complete(pod)
                 run.phase = "done"
             elif not completes and rule.mode != "NeverReady" and elapsed >= ready:
                 self._write(pod, "Running", running=True, ready=True)
                 run.phase = "ready"
-        elif run.phase == "crashed" and elapsed >= self.backoff:
+        elif run.phase == "crashed" and elapsed >= self.backoff * min(2 ** (run.crashes - 1), 2):
+            # The kubelet's restart back-off doubles per crash (10 s, 20 s, ... in a cluster; scaled down here).
             self._restart(pod)
             run.phase, run.since = "started", clock
 
