@@ -31,6 +31,10 @@ CRASH_LIMIT = 3
 WAITED_KINDS = frozenset({"LeaderWorkerSet", "Job"})
 #: Read beside a LeaderWorkerSet: its ControllerRevisions prove which template the pods run (rollout/currency.py).
 REVISIONS = "ControllerRevision"
+#: Read beside a LeaderWorkerSet: a pod claiming a template that does not exist never gets scheduled.
+CLAIM_TEMPLATES = "ResourceClaimTemplate"
+#: The kinds read only to judge better: the waiter goes on without them when they cannot be read.
+OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES})
 
 
 @dataclass
@@ -159,11 +163,36 @@ def pod_row(pod: dict[str, Any], state: WaitState, now: float) -> Row:
     return row(state, f"  Pod/{name_of(pod)}", pod_phase_label(pod), detail, now)
 
 
+def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
+    """Why a pod can never be scheduled because of its DRA claims: it claims a ResourceClaimTemplate that does not
+    exist, so kube-controller-manager cannot make its ResourceClaim (pkg/controller/resourceclaim/controller.go,
+    event FailedResourceClaimCreation) and the scheduler's DynamicResources PreEnqueue holds it without a condition
+    ("ResourceClaim not created yet"). None when that is not the case or the templates cannot be read."""
+    if CLAIM_TEMPLATES in state.unavailable or CLAIM_TEMPLATES not in state.objects:
+        return None
+    created = {s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    templates = state.objects[CLAIM_TEMPLATES]
+    for claim in (pod.get("spec") or {}).get("resourceClaims") or []:
+        template = claim.get("resourceClaimTemplateName")
+        if template and claim.get("name") not in created and template not in templates:
+            known = ", ".join(sorted(templates)) or "none"
+            return (f'spec.resourceClaims[{claim.get("name")}] names ResourceClaimTemplate "{template}", which does not '
+                    f"exist in the namespace (templates there: {known}); no ResourceClaim can be made, so the scheduler "
+                    "holds the pod (ResourceClaim not created yet)")
+    return None
+
+
 def pod_failure(target: dict[str, Any], pod: dict[str, Any], state: WaitState, now: float, grace_s: float) -> Failure | None:
-    """A failure when this pod cannot become ready (unschedulable past the grace, fatal, too many crashes)."""
+    """A failure when this pod cannot become ready (unschedulable past the grace, a claim on a missing
+    ResourceClaimTemplate past the grace, fatal, too many crashes)."""
     pod_name = name_of(pod)
     names = {name_of(target), pod_name}
     is_job = target["kind"] == "Job"
+    miswired = missing_claim_template(pod, state)
+    if miswired is not None:
+        first = state.unschedulable_since.setdefault(f"claim/{pod.get('metadata', {}).get('uid', pod_name)}", now)
+        if now - first >= grace_s:
+            return Failure(f"Pod/{pod_name}", "ResourceClaimTemplateNotFound", miswired, names, pod_name)
     problems = pod_problems(pod)
     unschedulable = next((p for p in problems if p.reason == "Unschedulable"), None)
     uid = pod.get("metadata", {}).get("uid", pod_name)

@@ -15,6 +15,8 @@ from typing import Any
 from k3deploy.kube.api import KubeApi
 from k3deploy.rollout.diagnosis import CapturedLog, RolloutFailed, RolloutTimeout, diagnose, read_log
 from k3deploy.rollout.judge import (
+    CLAIM_TEMPLATES,
+    OPTIONAL_KINDS,
     REVISIONS,
     WAITED_KINDS,
     Failure,
@@ -56,7 +58,7 @@ class Waiter:
             return
         kinds = {(t["apiVersion"], t["kind"]) for t in waited} | {("v1", "Pod")}
         if any(t["kind"] == "LeaderWorkerSet" for t in waited):
-            kinds.add(("apps/v1", REVISIONS))
+            kinds |= {("apps/v1", REVISIONS), ("resource.k8s.io/v1", CLAIM_TEMPLATES)}
 
         def step(state: WaitState, events: list[Event], now: float) -> bool:
             for event in events:
@@ -101,7 +103,9 @@ class Waiter:
         """The one loop: absorb each batch, then (once every kind is listed) `step` until it says done."""
         state = WaitState(objects={kind: {} for _, kind in kinds})
         synced: set[str] = set()
-        with Inbox(self.api, self.namespace, kinds, optional=frozenset({REVISIONS})) as inbox:
+        # Events that arrive before every kind is listed are judged with the first full state, not dropped.
+        unjudged: list[Event] = []
+        with Inbox(self.api, self.namespace, kinds, optional=OPTIONAL_KINDS) as inbox:
             while True:
                 now = self.clock()
                 if now >= self.deadline:
@@ -110,9 +114,11 @@ class Waiter:
                 events = inbox.drain(min(self.deadline - now, 1.0))
                 for event in events:
                     self._absorb(event, state, synced)
+                unjudged += events
                 if len(synced) < len(kinds):
                     continue
-                if step(state, events, self.clock()):
+                batch, unjudged = unjudged, []
+                if step(state, batch, self.clock()):
                     return
 
     def _absorb(self, event: Event, state: WaitState, synced: set[str]) -> None:
@@ -171,7 +177,7 @@ class Waiter:
 
     def _fail(self, failure: Failure, waited: list[dict[str, Any]], state: WaitState) -> None:
         log = self._logs.get(failure.pod or "") or self._last_log
-        if log is None and failure.pod and failure.reason not in ("Unschedulable", "ImagePullBackOff", "ErrImagePull", "InvalidImageName"):
+        if log is None and failure.pod and failure.reason not in ("Unschedulable", "ResourceClaimTemplateNotFound", "ImagePullBackOff", "ErrImagePull", "InvalidImageName"):
             pod = state.objects.get("Pod", {}).get(failure.pod)
             if pod is not None:
                 log = read_log(self.api, pod, None)
@@ -205,6 +211,8 @@ _HINTS = {
     "InvalidImageName": "check vllm.image",
     "CrashLoopBackOff": "the server crashed while starting: read the log lines above",
     "CrashLoop": "the server crashed while starting: read the log lines above",
+    "ResourceClaimTemplateNotFound": "the pods' resourceClaimTemplateName must be the ComputeDomain's "
+                                     "spec.channel.resourceClaimTemplate.name (`kubectl get resourceclaimtemplates,computedomains`)",
     "OOMKilled": "the container ran out of memory: raise kubernetes.memory_request or lower max_model_len",
     "BackoffLimitExceeded": "the Job's pod kept failing: read its log lines above",
 }

@@ -10,13 +10,14 @@ from tests.kubeapi.controllers.job import JobController
 from tests.kubeapi.controllers.kubelet import Kubelet
 from tests.kubeapi.controllers.lifecycle import GarbageCollector, NamespaceController, PvcProtection
 from tests.kubeapi.controllers.lws import LeaderWorkerSetController
+from tests.kubeapi.controllers.resourceclaims import ResourceClaimController
 from tests.kubeapi.controllers.scheduler import Scheduler
 from tests.kubeapi.controllers.storage import VolumeBinder
 from tests.kubeapi.store import Store
 
 
 class Controllers:
-    """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes, .compute_domains, .gc (garbage collection,
+    """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes, .compute_domains, .claims (ResourceClaims from templates), .gc (garbage collection,
     asynchronous: `.gc.delay`), .namespaces (Terminating namespaces) and .pvc_protection; each has `enabled` and its
     own settings.
     """
@@ -28,15 +29,17 @@ class Controllers:
         self.jobs = JobController(store)
         self.volumes = VolumeBinder(store)
         self.compute_domains = ComputeDomainController(store)
+        self.claims = ResourceClaimController(store)
         self.gc = GarbageCollector(store)
         self.namespaces = NamespaceController(store)
         self.pvc_protection = PvcProtection(store)
         self.store = store
+        self.kubelet.holds.append(self.compute_domains.holds)
 
     def all(self) -> list[Controller]:
         """Every controller."""
-        return [self.lws, self.scheduler, self.kubelet, self.jobs, self.volumes, self.compute_domains, self.gc,
-                self.namespaces, self.pvc_protection]
+        return [self.lws, self.scheduler, self.kubelet, self.jobs, self.volumes, self.compute_domains, self.claims,
+                self.gc, self.namespaces, self.pvc_protection]
 
     def start(self) -> None:
         """Start every controller's thread (garbage collection is then the collector's, asynchronous)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.kubeapi.apply import now
@@ -68,6 +69,8 @@ class Kubelet(Controller):
         #: Lines every container logs on start.
         self.startup_logs = ["INFO:     Started server process [1]", "INFO:     Application startup complete."]
         self.rules: list[Rule] = []
+        #: Predicates that hold a bound pod in ContainerCreating (a DRA driver not ready to prepare its claims).
+        self.holds: list[Callable[[dict], bool]] = []
         self._runs: dict[str, _Run] = {}
         self._deleting: dict[str, float] = {}
         self.termination_delay = 0.3
@@ -130,6 +133,13 @@ class Kubelet(Controller):
         # restartPolicy OnFailure restarts a failed container in place (with back-off), as Always does; only Never
         # leaves the pod Failed (pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions).
         fails_for_good = pod["spec"].get("restartPolicy", "Always") == "Never"
+        if run.phase == "bound" and any(hold(pod) for hold in self.holds):
+            # A DRA driver not ready to prepare the pod's claims keeps it ContainerCreating.
+            if ((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get("state", {}).get("waiting", {}) \
+                    .get("reason") != "ContainerCreating":
+                self._write(pod, "Pending", waiting=("ContainerCreating", ""))
+            run.since = clock
+            return
         if run.phase == "bound" and elapsed >= start:
             if rule.mode == "ContainerCreating":
                 self._write(pod, "Pending", waiting=("ContainerCreating", ""))
