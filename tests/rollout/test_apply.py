@@ -119,3 +119,16 @@ def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:
     assert unreachable.returncode == 3, unreachable.stderr
     assert "Kubernetes API unreachable" in unreachable.stderr and "hint: check --kubeconfig/--context" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+
+def test_applying_into_a_terminating_namespace_says_so(k3: K3, cluster: Any) -> None:
+    """The NamespaceLifecycle admission plugin (kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/
+    namespace/lifecycle/admission.go) refuses new content in a namespace being deleted: not an RBAC problem."""
+    cluster.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
+    cluster.controllers.namespaces.enabled = False
+    cluster.store.delete("namespaces", "kimi-k3")
+    result = k3("apply", "--timeout", "20s")
+    assert result.returncode == 3, result.stderr
+    assert ('is forbidden: unable to create new content in namespace kimi-k3 because it is being terminated'
+            in result.stderr)
+    assert "hint: the namespace is still being deleted (a recent `down --purge`?)" in result.stderr
