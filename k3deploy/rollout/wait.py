@@ -180,7 +180,9 @@ class Waiter:
         if log is None and failure.pod and failure.reason not in ("Unschedulable", "ResourceClaimTemplateNotFound", "ImagePullBackOff", "ErrImagePull", "InvalidImageName"):
             pod = state.objects.get("Pod", {}).get(failure.pod)
             if pod is not None:
-                log = read_log(self.api, pod, None)
+                # The crashed container's log, not the default container's (an init container comes first).
+                container = next((p.container for p in pod_problems(pod) if p.crashed), None)
+                log = read_log(self.api, pod, container)
         if log is None and failure.subject.startswith("Job/"):
             name = failure.subject.removeprefix("Job/")
             log = self._job_pod_log(state.objects.get("Job", {}).get(name), name)
