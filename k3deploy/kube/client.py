@@ -147,6 +147,11 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
         message = server_message(exc)
         if status == 401:
             return EnvironmentProblem(f"{action}: unauthorized: {message}", hint="refresh your credentials or kubeconfig")
+        if status == 403 and "because it is being terminated" in message:
+            # The NamespaceLifecycle admission plugin: a deleted namespace refuses new content until it is gone.
+            return EnvironmentProblem(f"{action}: forbidden: {message}",
+                                      hint="the namespace is still being deleted (a recent `down --purge`?): wait until "
+                                           "`kubectl get namespace` no longer lists it, then re-run")
         if status == 403:
             return EnvironmentProblem(f"{action}: forbidden: {message}", hint="ask for RBAC permission for this verb and resource")
         if status == 404:

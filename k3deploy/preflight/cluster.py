@@ -41,6 +41,15 @@ def _claim(pvc: dict) -> ClaimFacts:
                       storage_class=spec.get("storageClassName"), capacity=capacity, phase=status.get("phase"))
 
 
+def _installed(api: object) -> dict[str, str] | None:
+    """The LWS controller's and the DRA driver's versions, from their workloads (None: none could be read)."""
+    from k3deploy.kube.workloads import controller_workloads
+    from k3deploy.preflight.versions import installed_versions
+
+    workloads = controller_workloads(api)
+    return None if workloads is None else installed_versions(workloads)
+
+
 def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read."""
     api = connect(options)
@@ -72,6 +81,7 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
             storage_provisioners=provisioners,
             runtime_class_exists=read.runtime_class_exists(api, runtime) if runtime is not None else None,
             model_cache_claim=_claim(claim) if claim is not None else None,
+            installed_versions=_installed(api),
         )
     finally:
         api.close()

@@ -147,6 +147,8 @@ class ClusterFacts(_Facts):
     storage_provisioners: dict[str, str] = Field(default_factory=dict, description="StorageClass name -> provisioner.")
     runtime_class_exists: bool | None = Field(None, description="Whether the profile's RuntimeClass exists; None: not read.")
     model_cache_claim: ClaimFacts | None = Field(None, description="The weight-cache PVC when it already exists.")
+    #: Installed controller versions by component (preflight/versions.py); None when they could not be read.
+    installed_versions: dict[str, str] | None = None
 
 
 class Facts(_Facts):

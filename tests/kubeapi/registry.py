@@ -74,6 +74,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("apps", "v1", "StatefulSet", "statefulsets", True, "status scale", "sts", "all"),
     _t("apps", "v1", "DaemonSet", "daemonsets", True, "status", "ds", "all"),
     _t("apps", "v1", "ReplicaSet", "replicasets", True, "status scale", "rs", "all"),
+    _t("apps", "v1", "ControllerRevision", "controllerrevisions", True, ""),
     _t("batch", "v1", "Job", "jobs", True, "status", "", "all"),
     _t("batch", "v1", "CronJob", "cronjobs", True, "status", "cj", "all"),
     _t("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, "status", "pdb"),

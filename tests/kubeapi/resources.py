@@ -171,7 +171,8 @@ def patch(store: Store, call: Call) -> tuple[int, dict]:
 
 
 def delete(store: Store, call: Call) -> dict:
-    """DELETE an object; pods, namespaces and custom resources answer with the object, the rest with a Status."""
+    """DELETE an object; pods, namespaces, custom resources and objects whose deletion waits answer with the object,
+    the rest with a Status."""
     options = call.json_body() or {}
     propagation = call.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
     dry_run = call.dry_run or "All" in (options.get("dryRun") or [])
@@ -179,7 +180,11 @@ def delete(store: Store, call: Call) -> dict:
     grace = float(grace_raw) if grace_raw is not None else None
     gone = store.delete(call.rtype, call.name or "", call.namespace, dry_run=dry_run, propagation=propagation,
                         grace=grace)
-    if call.rtype.plural in ("pods", "namespaces") or call.rtype.crd:
+    pending = bool(gone["metadata"].get("deletionTimestamp")) and not dry_run and \
+        store.get(call.rtype, call.name or "", call.namespace) is not None
+    # apiserver registry/generic/registry/store.go Delete: an object whose deletion waits (finalizers, grace period)
+    # is returned as it now is.
+    if call.rtype.plural in ("pods", "namespaces") or call.rtype.crd or pending:
         return _versioned(gone, call.api_version)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "details": {"name": call.name, "group": call.rtype.group, "kind": call.rtype.plural,

@@ -56,6 +56,9 @@ class Store:
         self.previous_logs: dict[tuple[str, str, str], list[str]] = {}
         #: Seconds a deleted pod stays (with deletionTimestamp) before it is removed; the kubelet removes it.
         self.pod_termination_delay = 0.0
+        #: Dependents of a deleted owner are left to the garbage collector controller (asynchronous, as in a
+        #: cluster) instead of being deleted with their owner.
+        self.async_gc = False
         self.closed = False
         #: Bumped by break_watches(); open watches end the way `watch_break_mode` says.
         self.watch_breaks = 0
@@ -85,13 +88,21 @@ class Store:
             return copy.deepcopy(items)
 
     # ----- writing -----------------------------------------------------------------------------------------
-    def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
+    def _check_namespace(self, rtype: ResourceType, namespace: str, name: str = "", creating: bool = True) -> None:
         if rtype.namespaced:
             if not namespace:
                 raise ApiError.bad_request("the server could not find the requested resource: namespace required")
-            if ("", namespace) not in self.objects.get(("", "namespaces"), {}):
+            ns = self.objects.get(("", "namespaces"), {}).get(("", namespace))
+            if ns is None:
                 raise ApiError(404, f'namespaces "{namespace}" not found', details={"name": namespace,
                                                                                    "kind": "namespaces"})
+            if ns["metadata"].get("deletionTimestamp") and creating:
+                # kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go
+                raise ApiError(403, f'{rtype.group_resource} "{name}" is forbidden: unable to create new content in '
+                                    f"namespace {namespace} because it is being terminated", details={
+                                        "name": name, "group": rtype.group, "kind": rtype.plural, "causes": [{
+                                            "reason": "NamespaceTerminating", "field": "metadata.namespace",
+                                            "message": f"namespace {namespace} is being terminated"}]})
 
     def _commit(self, rtype: ResourceType, obj: dict, old: dict | None, event: str, dry_run: bool) -> dict:
         """Assign a resourceVersion, store (unless dry run), record the event and run the server-side hooks."""
@@ -140,7 +151,7 @@ class Store:
         obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
         with self.lock:
             meta = self._new_metadata(rtype, obj, namespace)
-            self._check_namespace(rtype, meta.get("namespace", ""))
+            self._check_namespace(rtype, meta.get("namespace", ""), meta["name"])
             if self.get(rtype, meta["name"], meta.get("namespace")) is not None:
                 raise ApiError.already_exists(rtype, meta["name"])
             self._defaults(rtype, obj)
@@ -160,7 +171,7 @@ class Store:
             meta["generation"] = old_meta.get("generation", 1) + 1
         if new == old:
             return copy.deepcopy(old)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and rtype.plural != "pods":
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and rtype.plural not in ("pods", "namespaces"):
             return self._commit(rtype, new, old, "DELETED", dry_run)
         return self._commit(rtype, new, old, "MODIFIED", dry_run)
 
@@ -224,7 +235,7 @@ class Store:
             if live is None:
                 if subresource:
                     raise ApiError.not_found(rtype, meta.get("name", ""))
-                self._check_namespace(rtype, namespace or "")
+                self._check_namespace(rtype, namespace or "", meta.get("name", ""))
                 merged = ssa.apply(None, config, rtype, manager, force, None, config["apiVersion"])
                 merged["metadata"]["name"] = meta.get("name")
                 self._new_metadata(rtype, merged, namespace)
@@ -250,12 +261,20 @@ class Store:
                     new["metadata"]["deletionGracePeriodSeconds"] = int(delay)
                     return self._commit(rtype, new, live, "MODIFIED", False)
                 return live
+            if rtype.key == ("", "namespaces") and not dry_run:
+                # The namespace controller empties it, then finalizes it (pkg/controller/namespace/deletion).
+                if live["metadata"].get("deletionTimestamp"):
+                    return live
+                new = copy.deepcopy(live)
+                new["metadata"]["deletionTimestamp"] = ssa.now()
+                new.setdefault("status", {})["phase"] = "Terminating"
+                return self._commit(rtype, new, live, "MODIFIED", False)
             if live["metadata"].get("finalizers") and not dry_run:
                 new = copy.deepcopy(live)
                 new["metadata"].setdefault("deletionTimestamp", ssa.now())
                 return self._commit(rtype, new, live, "MODIFIED", False)
             gone = self._commit(rtype, copy.deepcopy(live), live, "DELETED", dry_run)
-            if not dry_run and propagation != "Orphan":
+            if not dry_run and propagation != "Orphan" and not self.async_gc:
                 self._collect(live["metadata"]["uid"])
             return gone
 
@@ -266,7 +285,21 @@ class Store:
             live = self.get(rtype, name, namespace)
             if live is not None:
                 self._commit(rtype, live, live, "DELETED", False)
-                self._collect(live["metadata"]["uid"])
+                if not self.async_gc:
+                    self._collect(live["metadata"]["uid"])
+
+    def orphans(self) -> list[tuple[ResourceType, dict]]:
+        """Objects with owner references whose every owner is gone (what the garbage collector deletes)."""
+        with self.lock:
+            live_uids = {o["metadata"]["uid"] for bucket in self.objects.values() for o in bucket.values()}
+            found = []
+            for key, bucket in self.objects.items():
+                rtype = self.registry.by_key(key)
+                for obj in bucket.values():
+                    owners = [o for o in obj["metadata"].get("ownerReferences") or [] if o.get("uid")]
+                    if rtype is not None and owners and not any(o["uid"] in live_uids for o in owners):
+                        found.append((rtype, copy.deepcopy(obj)))
+            return found
 
     def _collect(self, owner_uid: str) -> None:
         """Background cascading deletion: remove objects whose every owner is gone."""
@@ -286,6 +319,7 @@ class Store:
     def _defaults(self, rtype: ResourceType, obj: dict) -> None:
         if rtype.key == ("", "namespaces"):
             obj["status"] = {"phase": "Active"}
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         elif rtype.key == ("", "pods"):
             obj.setdefault("status", {"phase": "Pending", "qosClass": "BestEffort"})
@@ -302,6 +336,10 @@ class Store:
                                  ("Established", "InitialNamesAccepted", "the initial names have been accepted"))]}
         elif rtype.key == ("", "persistentvolumeclaims"):
             obj.setdefault("status", {"phase": "Pending"})
+            # plugin/pkg/admission/storage/storageobjectinuseprotection: every claim gets the protection finalizer.
+            finalizers = obj["metadata"].setdefault("finalizers", [])
+            if "kubernetes.io/pvc-protection" not in finalizers:
+                finalizers.append("kubernetes.io/pvc-protection")
 
     def _validate_update(self, rtype: ResourceType, old: dict, new: dict) -> None:
         if rtype.key == ("batch", "jobs"):

@@ -23,8 +23,8 @@ from tests.pin.registry_server import Registry
 GB300 = "kimi-k3-gb300-tp16"
 CLIQUE_A = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"
 CLIQUE_B = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.2"
-#: Every version pinned, as a production profile must be (floating ones FAIL; tests/preflight/test_checks_versions.py).
-from tests.preflight.test_checks_versions import DIGEST, PINNED  # noqa: E402
+#: Every version pinned, as a production profile must be (floating ones FAIL; tests/preflight/test_checks_pinning.py).
+from tests.preflight.test_checks_pinning import DIGEST, PINNED  # noqa: E402
 
 
 def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = None) -> None:
@@ -40,6 +40,7 @@ def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = 
 def healthy(kube: KubeApiServer) -> None:
     """Two cliques of GB300 trays: A has 4 nodes but one is busy, B has 4 free nodes; everything else in place."""
     kube.add_crds()
+    kube.add_controller_workloads()
     kube.add_gb300_nodes(clique=CLIQUE_A, count=4, prefix="rack1")
     kube.add_gb300_nodes(clique=CLIQUE_B, count=4, prefix="rack2")
     hold_gpus(kube, "rack1-01")

@@ -151,3 +151,16 @@ def test_node_preflight_runs_on_every_eligible_node(k3: K3, cluster: Any) -> Non
     again = k3("apply", "--timeout", "60s")
     assert again.returncode == 0, again.stderr
     assert f"kimi-k3/Job/{LWS}-node-preflight unchanged" in again.stderr
+
+
+def test_applying_into_a_terminating_namespace_says_so(k3: K3, cluster: Any) -> None:
+    """The NamespaceLifecycle admission plugin (kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/
+    namespace/lifecycle/admission.go) refuses new content in a namespace being deleted: not an RBAC problem."""
+    cluster.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
+    cluster.controllers.namespaces.enabled = False
+    cluster.store.delete("namespaces", "kimi-k3")
+    result = k3("apply", "--timeout", "20s")
+    assert result.returncode == 3, result.stderr
+    assert ('is forbidden: unable to create new content in namespace kimi-k3 because it is being terminated'
+            in result.stderr)
+    assert "hint: the namespace is still being deleted (a recent `down --purge`?)" in result.stderr
