@@ -114,8 +114,10 @@ class Ownership:
 
     def __init__(self, obj: dict | None) -> None:
         self.entries: dict[tuple[str, str, str], tuple[str, set[Path]]] = {}
+        self.times: dict[tuple[str, str, str], str] = {}
         for entry in ((obj or {}).get("metadata") or {}).get("managedFields") or []:
             key = (entry["manager"], entry.get("operation", "Update"), entry.get("subresource", ""))
+            self.times[key] = entry.get("time", "")
             self.entries[key] = (entry.get("apiVersion", ""), from_fields_v1(entry.get("fieldsV1") or {}))
 
     def owners(self, path: Path, exclude_manager: str) -> list[tuple[str, str, str]]:
@@ -127,6 +129,16 @@ class Ownership:
             if any(p[:len(path)] == path or path[:len(p)] == p for p in paths):
                 found.append(key)
         return found
+
+    def describe(self, key: tuple[str, str, str]) -> str:
+        """printManager: `"name"` for an Apply manager; an Update one adds `using <apiVersion> at <time>`."""
+        manager, operation, subresource = key
+        out = f'"{manager}"' + (f' with subresource "{subresource}"' if subresource else "")
+        if operation == "Update":
+            out += f" using {self.entries[key][0]}"
+            if self.times.get(key):
+                out += f" at {self.times[key]}"
+        return out
 
     def drop(self, key: tuple[str, str, str], path: Path) -> None:
         """Remove ownership of `path` (and overlapping paths) from one entry."""
@@ -170,7 +182,7 @@ def apply(live: dict | None, config: dict, rtype: ResourceType, manager: str, fo
                                                             "kind": config["kind"], "metadata": {}}
     ownership = Ownership(live)
     me = (manager, "Apply", subresource or "")
-    conflicts: list[tuple[Path, str, str]] = []
+    conflicts: list[tuple[Path, str]] = []
     for path in sorted(applied):
         found, live_value = get_path(result, path)
         if found and (live_value == get_path(config, path)[1] or _empty_map_on_map(live_value, config, path)):
@@ -179,7 +191,7 @@ def apply(live: dict | None, config: dict, rtype: ResourceType, manager: str, fo
             if force:
                 ownership.drop(key, path)
             else:
-                conflicts.append((path, key[0], ownership.entries[key][0]))
+                conflicts.append((path, ownership.describe(key)))
     if conflicts:
         raise _conflict(rtype, config["metadata"]["name"], conflicts)
     previous = ownership.entries.get(me, (api_version, set()))[1]
@@ -211,13 +223,19 @@ def record_update(old: dict | None, new: dict, rtype: ResourceType, manager: str
     ownership.write(new, old)
 
 
-def _conflict(rtype: ResourceType, name: str, conflicts: list[tuple[Path, str, str]]) -> ApiError:
-    causes = [{"reason": "FieldManagerConflict", "message": f'conflict with "{who}" using {version}',
-               "field": _display(path)} for path, who, version in conflicts]
+def _conflict(rtype: ResourceType, name: str, conflicts: list[tuple[Path, str]]) -> ApiError:
+    """The apply conflict error of k8s.io/apimachinery/pkg/util/managedfields/internal/conflict.go: one cause per
+    field; one conflict in one line, several grouped by manager (sorted) as `conflicts with M:` and `- path` lines.
+    """
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": _display(path)}
+              for path, who in conflicts]
     if len(causes) == 1:
         summary = f"Apply failed with 1 conflict: {causes[0]['message']}: {causes[0]['field']}"
     else:
-        summary = f"Apply failed with {len(causes)} conflicts: " + "\n".join(
-            f"{c['message']}: {c['field']}" for c in causes)
+        lines = []
+        for who in sorted({who for _, who in conflicts}):
+            lines.append(f"conflicts with {who}:")
+            lines += [f"- {_display(path)}" for path, other in conflicts if other == who]
+        summary = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
     return ApiError(409, summary, "Conflict",
                     {"name": name, "group": rtype.group, "kind": rtype.plural, "causes": causes})

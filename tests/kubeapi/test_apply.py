@@ -56,18 +56,21 @@ def test_apply_creates_then_is_a_no_op_when_unchanged(lws: dynamic.Resource) -> 
 
 def test_conflict_names_the_field_and_the_other_manager_until_forced(lws: dynamic.Resource) -> None:
     _apply(lws, _lws(replicas=1))
-    lws.patch(name="k3", namespace="default", body={"spec": {"replicas": 3}},
-              content_type="application/merge-patch+json", field_manager="kubectl-edit")
+    """Update managers are named with `using <apiVersion> at <time>` (apimachinery
+    pkg/util/managedfields/internal/conflict.go printManager)."""
+    edited = lws.patch(name="k3", namespace="default", body={"spec": {"replicas": 3}},
+                       content_type="application/merge-patch+json", field_manager="kubectl-edit")
+    at = [e["time"] for e in edited.to_dict()["metadata"]["managedFields"] if e["manager"] == "kubectl-edit"][0]
     with pytest.raises(ApiException) as exc:
         _apply(lws, _lws(replicas=1))
     assert exc.value.status == 409
     status = json.loads(exc.value.body)
     assert status["reason"] == "Conflict"
     assert status["message"] == ('Apply failed with 1 conflict: conflict with "kubectl-edit" using '
-                                 'leaderworkerset.x-k8s.io/v1: .spec.replicas')
+                                 f'leaderworkerset.x-k8s.io/v1 at {at}: .spec.replicas')
     assert status["details"]["causes"] == [{
         "reason": "FieldManagerConflict", "field": ".spec.replicas",
-        "message": 'conflict with "kubectl-edit" using leaderworkerset.x-k8s.io/v1'}]
+        "message": f'conflict with "kubectl-edit" using leaderworkerset.x-k8s.io/v1 at {at}'}]
     # Applying the value the other manager set is no conflict (shared ownership).
     _apply(lws, _lws(replicas=3))
     forced = _apply(lws, _lws(replicas=1), force=True)
@@ -134,3 +137,16 @@ def test_custom_objects_api_apply_and_list(kube: KubeApiServer, lws: dynamic.Res
     assert [o["metadata"]["name"] for o in listed["items"]] == ["k3"]
     custom.delete_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets", "k3")
     assert kube.store.get("leaderworkersets", "k3", "default") is None
+
+
+def test_several_conflicts_are_listed_by_manager_and_apply_managers_have_no_version(lws: dynamic.Resource) -> None:
+    """apimachinery pkg/util/managedfields/internal/conflict.go getConflictMessage: managers sorted, each with a
+    `conflicts with M:` line and its `- path` lines; an Apply manager is printed by name only."""
+    _apply(lws, _lws(replicas=1, labels={"app": "k3"}))
+    _apply(lws, _lws(replicas=2, labels={"app": "other"}), manager="helm", force=True)
+    with pytest.raises(ApiException) as exc:
+        _apply(lws, _lws(replicas=1, labels={"app": "k3"}))
+    status = json.loads(exc.value.body)
+    assert status["message"] == ('Apply failed with 2 conflicts: conflicts with "helm":\n- .metadata.labels.app\n'
+                                 "- .spec.replicas")
+    assert [c["message"] for c in status["details"]["causes"]] == ['conflict with "helm"'] * 2

@@ -119,7 +119,9 @@ def test_dynamic_client_watch(kube: KubeApiServer) -> None:
     lws = dyn.resources.get(api_version="leaderworkerset.x-k8s.io/v1", kind="LeaderWorkerSet")
     rv = lws.get(namespace="default").metadata.resourceVersion
     lws.create(body={"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                     "metadata": {"name": "x"}, "spec": {"replicas": 1}}, namespace="default")
+                     "metadata": {"name": "x"},
+                     "spec": {"replicas": 1, "leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [
+                         {"name": "w", "image": "i"}]}}}}}, namespace="default")
     lws.status.patch(body={"status": {"readyReplicas": 1}}, name="x", namespace="default",
                      content_type="application/merge-patch+json")
     events = [(e["type"], e["object"].status.readyReplicas if e["object"].status else None)
