@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
 
+from tests.kubeapi import crds
 from tests.kubeapi.server import KubeApiServer
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -150,3 +151,32 @@ def test_several_conflicts_are_listed_by_manager_and_apply_managers_have_no_vers
     assert status["message"] == ('Apply failed with 2 conflicts: conflicts with "helm":\n- .metadata.labels.app\n'
                                  "- .spec.replicas")
     assert [c["message"] for c in status["details"]["causes"]] == ['conflict with "helm"'] * 2
+
+
+def test_list_map_elements_merge_by_key_and_conflicts_name_the_element(lws: dynamic.Resource) -> None:
+    """structured-merge-diff merge/update.go and fieldpath/pathelement.go: a `x-kubernetes-list-type: map` list (the
+    CRD's containers, keyed by name) merges element by element, managedFields hold `k:{"name":...}` with `.`, and
+    a conflict path names the element: `.spec...containers[name="vllm"].image`."""
+    crds.require()
+    _apply(lws, _lws(image="vllm:1"))
+    sidecar = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": {"name": "k3", "namespace": "default"},
+               "spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [
+                   {"name": "sidecar", "image": "proxy:1"}]}}}}}
+    merged = _apply(lws, sidecar, manager="ops")
+    containers = merged.to_dict()["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]
+    assert [(c["name"], c["image"]) for c in containers] == [("vllm", "vllm:1"), ("sidecar", "proxy:1")]
+    owned = _owned(merged, "ops")["f:spec"]["f:leaderWorkerTemplate"]["f:workerTemplate"]["f:spec"]["f:containers"]
+    assert owned == {'k:{"name":"sidecar"}': {".": {}, "f:image": {}, "f:name": {}}}
+    takeover = json.loads(json.dumps(sidecar))
+    takeover["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"] = [
+        {"name": "vllm", "image": "vllm:2"}]
+    with pytest.raises(ApiException) as exc:
+        _apply(lws, takeover, manager="ops")
+    assert json.loads(exc.value.body)["message"] == (
+        'Apply failed with 1 conflict: conflict with "k3deploy": '
+        '.spec.leaderWorkerTemplate.workerTemplate.spec.containers[name="vllm"].image')
+    # ops stops sending its sidecar: the element it alone owned goes, k3deploy's stays.
+    _apply(lws, {**sidecar, "spec": {"replicas": 1}}, manager="ops")
+    live = lws.get(name="k3", namespace="default").to_dict()
+    assert [c["name"] for c in live["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]] == [
+        "vllm"]
