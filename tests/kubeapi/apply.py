@@ -11,7 +11,9 @@ and conflicts name paths as the real server does (`.spec.template.spec.container
 from __future__ import annotations
 
 import copy
+import functools
 import json
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from tests.kubeapi import builtin
@@ -39,7 +41,9 @@ def element(keys: list[str], item: dict) -> str:
     return ELEMENT + json.dumps({k: item[k] for k in keys if k in item}, sort_keys=True, separators=(",", ":"))
 
 
+@functools.lru_cache(maxsize=4096)
 def _element_keys(part: str) -> dict:
+    # Cached (every managed path is resolved on each write); callers copy before changing it.
     return json.loads(part[1:])
 
 
@@ -56,7 +60,7 @@ def _sub(schema: dict | None, key: str) -> dict | None:
     return (schema.get("properties") or {}).get(key) or (extra if isinstance(extra, dict) else None)
 
 
-def _leaves(value: object, prefix: Path, out: set[Path], schema: dict | None) -> None:
+def _leaves(value: object, prefix: Path, out: dict[Path, object], schema: dict | None) -> None:
     keys = list_map_keys(schema) if schema else None
     if isinstance(value, dict) and value:
         for key, child in value.items():
@@ -66,22 +70,14 @@ def _leaves(value: object, prefix: Path, out: set[Path], schema: dict | None) ->
         for item in value:
             _leaves(item, prefix + (element(keys, item),), out, items)
     else:
-        out.add(prefix)
+        out[prefix] = value
 
 
-class _InOrder(list):
-    """A list collecting leaf paths in document order (set_path appends new list-map elements in that order)."""
-
-    add = list.append
-
-
-def leaf_paths(obj: dict, rtype: ResourceType, subresource: str | None, schema: dict | None = None) -> set[Path]:
-    """The owned leaf paths of `obj` for a write to the main resource or to its status subresource."""
-    return set(_leaf_paths(obj, rtype, subresource, schema, set()))
-
-
-def _leaf_paths(obj: dict, rtype: ResourceType, subresource: str | None, schema: dict | None,
-                out: set[Path] | _InOrder) -> set[Path] | _InOrder:
+def leaf_values(obj: dict, rtype: ResourceType, subresource: str | None,
+                schema: dict | None = None) -> dict[Path, object]:
+    """{owned leaf path: value} of `obj` for a write to the main resource or to its status subresource, in
+    document order (new list-map elements are appended in that order)."""
+    out: dict[Path, object] = {}
     for key, value in obj.items():
         if key in ("apiVersion", "kind"):
             continue
@@ -95,6 +91,28 @@ def _leaf_paths(obj: dict, rtype: ResourceType, subresource: str | None, schema:
         elif key != "status" or not rtype.has_status:
             _leaves(value, (key,), out, _sub(schema, key))
     return out
+
+
+def leaf_paths(obj: dict, rtype: ResourceType, subresource: str | None, schema: dict | None = None) -> set[Path]:
+    """The owned leaf paths of `obj` for a write to the main resource or to its status subresource."""
+    return set(leaf_values(obj, rtype, subresource, schema))
+
+
+def _present(leaves: dict[Path, object]) -> set[Path]:
+    """Every path that exists given these leaves: the leaves and the maps and elements above them."""
+    out: set[Path] = set()
+    for path in leaves:
+        out.update(path[:i] for i in range(1, len(path) + 1))
+    return out
+
+
+def _in_scope(path: Path, rtype: ResourceType, subresource: str | None) -> bool:
+    """Whether a write to the main resource or to status can change `path` (the rest is carried over)."""
+    if path[0] == "metadata":
+        return True
+    if subresource == "status":
+        return path[0] == "status"
+    return path[0] != "status" or not rtype.has_status
 
 
 def _find(items: list, part: str) -> dict | None:
@@ -213,10 +231,14 @@ class Ownership:
     def __init__(self, obj: dict | None) -> None:
         self.entries: dict[tuple[str, str, str], tuple[str, set[Path]]] = {}
         self.times: dict[tuple[str, str, str], str] = {}
+        self.raw: dict[tuple[str, str, str], dict] = {}
+        self.original: dict[tuple[str, str, str], set[Path]] = {}
         for entry in ((obj or {}).get("metadata") or {}).get("managedFields") or []:
             key = (entry["manager"], entry.get("operation", "Update"), entry.get("subresource", ""))
             self.times[key] = entry.get("time", "")
+            self.raw[key] = entry.get("fieldsV1") or {}
             self.entries[key] = (entry.get("apiVersion", ""), from_fields_v1(entry.get("fieldsV1") or {}))
+            self.original[key] = set(self.entries[key][1])
 
     def owners(self, path: Path, exclude_manager: str) -> list[tuple[str, str, str]]:
         """Entries of other managers owning `path` or a path overlapping it."""
@@ -243,16 +265,19 @@ class Ownership:
         api_version, paths = self.entries[key]
         self.entries[key] = (api_version, {p for p in paths if not (p[:len(path)] == path or path[:len(p)] == p)})
 
-    def write(self, obj: dict, previous: dict | None) -> None:
-        """Store the entries into obj.metadata.managedFields, keeping timestamps of unchanged entries."""
+    def write(self, obj: dict, previous: dict | None, present: set[Path],
+              in_scope: Callable[[Path], bool]) -> None:
+        """Store the entries into obj.metadata.managedFields, keeping timestamps of unchanged entries; owned paths
+        the write could touch (`in_scope`) stay only if `present`."""
         old_times = {(e["manager"], e.get("operation"), e.get("subresource", "")): (e.get("time"), e.get("fieldsV1"))
                      for e in ((previous or {}).get("metadata") or {}).get("managedFields") or []}
         entries = []
         for (manager, operation, sub), (api_version, paths) in self.entries.items():
-            paths = {p for p in paths if get_path(obj, p)[0]}
+            paths = {p for p in paths if p in present or not in_scope(p)}
             if not paths:
                 continue
-            fields = to_fields_v1(paths)
+            unchanged = paths == self.original.get((manager, operation, sub))
+            fields = self.raw[(manager, operation, sub)] if unchanged else to_fields_v1(paths)
             old = old_times.get((manager, operation, sub))
             entry = {"manager": manager, "operation": operation, "apiVersion": api_version,
                      "time": old[0] if old and old[1] == fields else now(), "fieldsType": "FieldsV1",
@@ -282,7 +307,9 @@ def _display(path: Path) -> str:
 def apply(live: dict | None, config: dict, rtype: ResourceType, manager: str, force: bool,
           subresource: str | None, api_version: str) -> dict:
     """The object after `manager` applies `config` to `live` (None: create); raises 409 on a conflict unless forced."""
-    applied = leaf_paths(config, rtype, subresource, schema_for(rtype, api_version))
+    schema = schema_for(rtype, api_version)
+    values = leaf_values(config, rtype, subresource, schema)
+    applied = set(values)
     result = copy.deepcopy(live) if live is not None else {"apiVersion": config["apiVersion"],
                                                             "kind": config["kind"], "metadata": {}}
     ownership = Ownership(live)
@@ -290,7 +317,7 @@ def apply(live: dict | None, config: dict, rtype: ResourceType, manager: str, fo
     conflicts: list[tuple[Path, str]] = []
     for path in sorted(applied):
         found, live_value = get_path(result, path)
-        if found and (live_value == get_path(config, path)[1] or _empty_map_on_map(live_value, config, path)):
+        if found and (live_value == values[path] or _empty_map_on_map(live_value, config, path)):
             continue
         for key in ownership.owners(path, manager):
             if force:
@@ -304,11 +331,12 @@ def apply(live: dict | None, config: dict, rtype: ResourceType, manager: str, fo
         if not any(p for p in applied if p[:len(path)] == path or path[:len(p)] == p) \
                 and not ownership.owners(path, manager):
             delete_path(result, path)
-    for path in _leaf_paths(config, rtype, subresource, schema_for(rtype, api_version), _InOrder()):
+    for path, value in values.items():
         if not _empty_map_on_map(get_path(result, path)[1], config, path):
-            set_path(result, path, get_path(config, path)[1])
+            set_path(result, path, value)
     ownership.entries[me] = (api_version, applied)
-    ownership.write(result, live)
+    ownership.write(result, live, _present(leaf_values(result, rtype, subresource, schema)),
+                    lambda p: _in_scope(p, rtype, subresource))
     return result
 
 
@@ -317,16 +345,16 @@ def record_update(old: dict | None, new: dict, rtype: ResourceType, manager: str
     """Give `manager` (operation Update) the fields a non-apply write changed or added; others lose them."""
     ownership = Ownership(old)
     schema = schema_for(rtype, api_version)
-    before = leaf_paths(old or {}, rtype, subresource, schema)
-    after = leaf_paths(new, rtype, subresource, schema)
-    changed = {p for p in after if p not in before or get_path(old, p)[1] != get_path(new, p)[1]}
+    before = leaf_values(old or {}, rtype, subresource, schema)
+    after = leaf_values(new, rtype, subresource, schema)
+    changed = {p for p, value in after.items() if p not in before or before[p] != value}
     me = (manager, "Update", subresource or "")
     for path in changed:
         for key in ownership.owners(path, manager):
             ownership.drop(key, path)
     mine = ownership.entries.get(me, (api_version, set()))[1]
     ownership.entries[me] = (api_version, mine | changed)
-    ownership.write(new, old)
+    ownership.write(new, old, _present(after), lambda p: _in_scope(p, rtype, subresource))
 
 
 def _conflict(rtype: ResourceType, name: str, conflicts: list[tuple[Path, str]]) -> ApiError:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.kubeapi import apply as ssa
-from tests.kubeapi.errors import ApiError
+from tests.kubeapi.errors import ApiError, FieldError, GoValue, invalid
 from tests.kubeapi.registry import Registry, ResourceType, crd_types
 from tests.kubeapi.selectors import field_selector, label_selector
 
@@ -322,8 +322,11 @@ class Store:
         if rtype.key == ("batch", "jobs"):
             for part in ("template", "selector", "completions"):
                 if old.get("spec", {}).get(part) != new.get("spec", {}).get(part):
-                    raise ApiError.invalid(rtype, old["metadata"]["name"], f"spec.{part}",
-                                           "Invalid value: field is immutable")
+                    # apivalidation.ValidateImmutableField prints the new value with Go's %#v; abridged here.
+                    shown = {"template": "core.PodTemplateSpec{...}", "selector": "&v1.LabelSelector{...}"}
+                    raise invalid(rtype, old["metadata"]["name"], [FieldError(
+                        "Invalid", f"spec.{part}", GoValue(shown.get(part, str(new["spec"].get(part)))),
+                        "field is immutable")])
 
     def _after_write(self, rtype: ResourceType, obj: dict, event: str) -> None:
         if rtype.key == ("apiextensions.k8s.io", "customresourcedefinitions"):

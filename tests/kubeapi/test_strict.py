@@ -220,3 +220,17 @@ def test_missing_upstream_crds_fail_under_ci_and_skip_elsewhere(monkeypatch: pyt
     assert crds.leaderworkerset()["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
         "x-kubernetes-preserve-unknown-fields"] is True
     assert os.environ["K3DEPLOY_TEST_CRDS"].endswith("absent")
+
+
+def test_a_job_template_is_immutable(kube: KubeApiServer) -> None:
+    """kubernetes pkg/apis/batch/validation/validation.go ValidateJobSpecUpdate: spec.template goes through
+    apivalidation.ValidateImmutableField, `field is immutable`."""
+    kube.controllers.disable()
+    path = "/apis/batch/v1/namespaces/default/jobs"
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}}
+    assert _apply(kube, path, job)[0] == 201
+    job["spec"]["template"]["spec"]["containers"][0]["image"] = "i:2"
+    status, body, _ = _apply(kube, path, job)
+    assert (status, body["message"]) == (422, 'Job.batch "j" is invalid: spec.template: Invalid value: '
+                                              "core.PodTemplateSpec{...}: field is immutable")
