@@ -129,16 +129,19 @@ def _detail(path: Path, text: str) -> str:
 
 def _validate(schema: dict, value: object, path: Path, errors: list[FieldError]) -> None:
     where = field_path(path)
-    if not _type_ok(schema, value):
+    typed = _type_ok(schema, value)
+    if not typed:
         want = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
         errors.append(FieldError("TypeInvalid", where, json_type(value),
                                  _detail(path, f"must be of type {want}: {json.dumps(json_type(value))}")))
+    elif value is None:
         return
-    if value is None:
-        return
+    # kube-openapi checks the enum even after a type failure (apiextensions-apiserver validation_test.go).
     if "enum" in schema and value not in schema["enum"]:
         errors.append(FieldError("NotSupported", where, value,
-                                 "supported values: " + ", ".join(json.dumps(v) for v in schema["enum"])))
+                                 "supported values: " + ", ".join(json.dumps(str(v)) for v in schema["enum"])))
+    if not typed:
+        return
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _numbers(schema, value, path, errors)
     elif isinstance(value, str):

@@ -234,3 +234,14 @@ def test_a_job_template_is_immutable(kube: KubeApiServer) -> None:
     status, body, _ = _apply(kube, path, job)
     assert (status, body["message"]) == (422, 'Job.batch "j" is invalid: spec.template: Invalid value: '
                                               "core.PodTemplateSpec{...}: field is immutable")
+
+
+def test_a_value_of_the_wrong_type_is_also_checked_against_the_enum(strict: KubeApiServer) -> None:
+    """apiextensions-apiserver pkg/apiserver/validation/validation_test.go: a mistyped enum field reports both the
+    TypeInvalid and the NotSupported error."""
+    status, body, _ = _request(strict, "POST", LWS_PATH, _lws(restartPolicy=3))
+    assert status == 422 and [c["reason"] for c in body["details"]["causes"]] == [
+        "FieldValueTypeInvalid", "FieldValueNotSupported"]
+    assert body["details"]["causes"][1]["message"] == (
+        'Unsupported value: 3: supported values: "Default", "RecreateGroupOnPodRestart", "RecreateGroupAfterStart", '
+        '"None"')
