@@ -122,6 +122,13 @@ def server_message(exc: Any) -> str:
     return str(getattr(exc, "reason", None) or exc)
 
 
+def is_schema_mismatch(exc: Any) -> bool:
+    """A server-side apply the API server could not convert to its schema (undeclared field, wrong type): it answers
+    500 "failed to create typed patch object" (kubernetes/kubernetes#139253), which no retry will change.
+    """
+    return getattr(exc, "status", None) == 500 and "failed to create typed patch object" in server_message(exc)
+
+
 def _where_and_why(exc: BaseException) -> str:
     """' at HOST:PORT: reason' from urllib3's retry wrapper, without the pool and connection reprs it repeats."""
     pool = getattr(exc, "pool", None)
@@ -152,6 +159,10 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
             return EnvironmentProblem(f"{action}: forbidden: {message}",
                                       hint="the namespace is still being deleted (a recent `down --purge`?): wait until "
                                            "`kubectl get namespace` no longer lists it, then re-run")
+        if status == 403 and message.startswith("admission webhook "):
+            # A validating webhook (e.g. the LWS controller's) refused the object: not a permission problem.
+            return UsageError(f"{action}: rejected by an admission webhook: {message}",
+                              hint="the object breaks a rule of the controller that owns its kind; fix the setting it names")
         if status == 403:
             return EnvironmentProblem(f"{action}: forbidden: {message}", hint="ask for RBAC permission for this verb and resource")
         if status == 404:
@@ -160,6 +171,10 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
             return CheckFailed(f"{action}: conflict: {message}", hint="another field manager owns these fields; --force-conflicts takes them over")
         if status == 422 or status == 400:
             return UsageError(f"{action}: rejected by the API server: {message}", hint="the object is invalid for this cluster's schema")
+        if is_schema_mismatch(exc):
+            return UsageError(f"{action}: the object does not fit the cluster's schema for its kind: {message}",
+                              hint="the installed CRD may be another version than k3deploy renders for; compare "
+                                   "`kubectl get crd -o yaml` with the README's requirements")
         return EnvironmentProblem(f"{action}: API server answered {status}: {message}", hint="check the cluster's health and retry")
     if isinstance(exc, (HTTPError, OSError)):
         return EnvironmentProblem(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",

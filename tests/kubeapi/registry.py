@@ -24,6 +24,14 @@ class ResourceType:
     verbs: tuple[str, ...] = CRUD_VERBS
     crd: bool = False
     printer_columns: tuple[dict, ...] = field(default=(), compare=False)
+    #: A CRD's openAPIV3Schema per served version (none for built-ins and for open CRDs).
+    schemas: dict[str, dict] = field(default_factory=dict, compare=False)
+
+    def schema(self, version: str | None = None) -> dict | None:
+        """The structural schema objects of `version` (default: the storage version) are held to, if any."""
+        found = self.schemas.get(version or self.versions[0])
+        return None if found is None or found.get("x-kubernetes-preserve-unknown-fields") and \
+            not found.get("properties") else found
 
     @property
     def singular(self) -> str:
@@ -118,6 +126,7 @@ def crd_types(crd: dict) -> ResourceType:
         namespaced=spec.get("scope", "Namespaced") == "Namespaced", subresources=frozenset(subresources),
         short_names=tuple(names.get("shortNames", [])), categories=tuple(names.get("categories", [])),
         crd=True, printer_columns=columns,
+        schemas={v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in served},
     )
 
 

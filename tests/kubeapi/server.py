@@ -47,9 +47,10 @@ class KubeApiServer:
         self.faults = Faults()
         self.access = Access()
         self.controllers = Controllers(self.store)
-        #: Server-side cap on a watch without timeoutSeconds, and the BOOKMARK period when bookmarks are asked for.
+        #: Server-side cap on a watch without timeoutSeconds, and the BOOKMARK period when bookmarks are asked for
+        #: (the watch cache's bookmarkFrequency is a minute; tests that need bookmarks sooner set it lower).
         self.default_watch_timeout = 300.0
-        self.bookmark_interval = 1.0
+        self.bookmark_interval = 60.0
         self.watch_events_sent = 0
         self._httpd: ApiHTTPServer | None = None
         self._thread: threading.Thread | None = None

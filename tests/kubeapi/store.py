@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.kubeapi import apply as ssa
-from tests.kubeapi.errors import ApiError
+from tests.kubeapi.errors import ApiError, FieldError, GoValue, invalid
 from tests.kubeapi.registry import Registry, ResourceType, crd_types
 from tests.kubeapi.selectors import field_selector, label_selector
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
+#: Admission of one HTTP write (see admission.py): admit(new, old, applied=...) mutates or raises ApiError.
+Admit = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,8 @@ class Store:
         return meta
 
     def create(self, ref: str | ResourceType, obj: dict, namespace: str | None = None, *, manager: str = "test",
-               dry_run: bool = False, version: str | None = None) -> dict:
-        """POST semantics: 409 if it exists, 404 if the namespace does not."""
+               dry_run: bool = False, version: str | None = None, admit: Admit | None = None) -> dict:
+        """POST semantics: 409 if it exists, 404 if the namespace does not; `admit` for writes from clients."""
         rtype = self.rtype(ref)
         obj = copy.deepcopy(obj)
         obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
@@ -155,6 +157,8 @@ class Store:
             if self.get(rtype, meta["name"], meta.get("namespace")) is not None:
                 raise ApiError.already_exists(rtype, meta["name"])
             self._defaults(rtype, obj)
+            if admit is not None:
+                admit(obj, None)
             obj["metadata"].pop("managedFields", None)
             ssa.record_update(None, obj, rtype, manager, None, obj["apiVersion"])
             return self._commit(rtype, obj, None, "ADDED", dry_run)
@@ -182,7 +186,8 @@ class Store:
         return live
 
     def replace(self, ref: str | ResourceType, obj: dict, namespace: str | None = None, *,
-                subresource: str | None = None, manager: str = "test", dry_run: bool = False) -> dict:
+                subresource: str | None = None, manager: str = "test", dry_run: bool = False,
+                admit: Admit | None = None) -> dict:
         """PUT semantics: optimistic concurrency on metadata.resourceVersion; status only via the subresource."""
         rtype = self.rtype(ref)
         with self.lock:
@@ -192,6 +197,8 @@ class Store:
             if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
                 raise ApiError.stale(rtype, name)
             new = self._merge_scope(rtype, old, copy.deepcopy(obj), subresource)
+            if admit is not None:
+                admit(new, old)
             ssa.record_update(old, new, rtype, manager, subresource, new["apiVersion"])
             return self._finish_update(rtype, old, new, dry_run)
 
@@ -211,7 +218,8 @@ class Store:
         return new
 
     def update(self, ref: str | ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None], *,
-               subresource: str | None = None, manager: str = "test", dry_run: bool = False) -> dict:
+               subresource: str | None = None, manager: str = "test", dry_run: bool = False,
+               admit: Admit | None = None) -> dict:
         """Read-modify-write under the store lock (merge patches and controllers use this)."""
         rtype = self.rtype(ref)
         with self.lock:
@@ -219,11 +227,14 @@ class Store:
             new = copy.deepcopy(old)
             mutate(new)
             new = self._merge_scope(rtype, old, new, subresource)
+            if admit is not None:
+                admit(new, old)
             ssa.record_update(old, new, rtype, manager, subresource, new["apiVersion"])
             return self._finish_update(rtype, old, new, dry_run)
 
     def apply(self, ref: str | ResourceType, config: dict, namespace: str | None = None, *, manager: str,
-              force: bool = False, subresource: str | None = None, dry_run: bool = False) -> dict:
+              force: bool = False, subresource: str | None = None, dry_run: bool = False,
+              admit: Admit | None = None) -> dict:
         """Server-side apply: create when missing, field ownership, conflicts (409 unless force), removals."""
         rtype = self.rtype(ref)
         meta = config.get("metadata") or {}
@@ -240,11 +251,15 @@ class Store:
                 merged["metadata"]["name"] = meta.get("name")
                 self._new_metadata(rtype, merged, namespace)
                 self._defaults(rtype, merged)
+                if admit is not None:
+                    admit(merged, None, applied=True)
                 return self._commit(rtype, merged, None, "ADDED", dry_run)
             sent_rv = meta.get("resourceVersion")
             if sent_rv and sent_rv != live["metadata"]["resourceVersion"]:
                 raise ApiError.stale(rtype, meta["name"])
             merged = ssa.apply(live, config, rtype, manager, force, subresource, config["apiVersion"])
+            if admit is not None:
+                admit(merged, live, applied=True)
             return self._finish_update(rtype, live, merged, dry_run)
 
     def delete(self, ref: str | ResourceType, name: str, namespace: str | None = None, *,
@@ -345,8 +360,11 @@ class Store:
         if rtype.key == ("batch", "jobs"):
             for part in ("template", "selector", "completions"):
                 if old.get("spec", {}).get(part) != new.get("spec", {}).get(part):
-                    raise ApiError.invalid(rtype, old["metadata"]["name"], f"spec.{part}",
-                                           "Invalid value: field is immutable")
+                    # apivalidation.ValidateImmutableField prints the new value with Go's %#v; abridged here.
+                    shown = {"template": "core.PodTemplateSpec{...}", "selector": "&v1.LabelSelector{...}"}
+                    raise invalid(rtype, old["metadata"]["name"], [FieldError(
+                        "Invalid", f"spec.{part}", GoValue(shown.get(part, str(new["spec"].get(part)))),
+                        "field is immutable")])
 
     def _after_write(self, rtype: ResourceType, obj: dict, event: str) -> None:
         if rtype.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
