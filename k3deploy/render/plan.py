@@ -64,6 +64,9 @@ class CapacityPlan(BaseModel):
     linear_page_padded_bytes: int
     linear_pages_per_sequence: int
     linear_state_bytes_per_sequence: int
+    kv_group_size: int
+    attention_layer_slots: int
+    linear_layer_slots: int
     linear_state_bytes_per_sequence_per_gpu: int
     max_model_len: int
     bytes_per_full_sequence: int
@@ -116,6 +119,7 @@ def cache_figures(profile: Profile) -> dict[str, int]:
     else:
         pages = 1 + num_spec
     draft_layers = profile.speculative.draft_kv_layers if profile.speculative else 0
+    group, mla_slots, linear_slots = _layer_groups(model.mla_layers + draft_layers, model.linear_layers if page else 0)
     return {
         "kv_dtype_bytes": kv_dtype,
         "mla_bytes_per_token_per_layer": per_layer_token,
@@ -131,8 +135,25 @@ def cache_figures(profile: Profile) -> dict[str, int]:
         "linear_state_bytes_per_sequence": model.linear_layers * (
             model.linear_state_elements * model.linear_state_dtype_bytes
             + model.linear_conv_dim * conv_len * model.linear_conv_dtype_bytes),
-        "linear_state_bytes_per_sequence_per_gpu": model.linear_layers * padded * (pages if model.linear_layers else 0),
+        "kv_group_size": group,
+        "attention_layer_slots": mla_slots,
+        "linear_layer_slots": linear_slots,
+        "linear_state_bytes_per_sequence_per_gpu": linear_slots * padded * (pages if model.linear_layers else 0),
     }
+
+
+def _layer_groups(attention: int, linear: int) -> tuple[int, int, int]:
+    """vLLM's KV cache groups of a hybrid model: (layers per group, attention slots, linear slots), padding included.
+
+    Every group holds the same number of layers (vllm/v1/core/kv_cache_utils.py:
+    _get_kv_cache_groups_uniform_page_size): the smaller layer count, or the larger one when it is under 1.5 x the
+    smaller; a type whose count is not a multiple is padded with empty layers that still take memory per block.
+    """
+    if not attention or not linear:
+        return attention or linear, attention, linear
+    low, high = min(attention, linear), max(attention, linear)
+    size = high if high < low * 1.5 else low
+    return size, math.ceil(attention / size) * size, math.ceil(linear / size) * size
 
 
 def assumptions(profile: Profile) -> list[Assumption]:
@@ -185,7 +206,8 @@ def plan(profile: Profile) -> CapacityPlan:
     draft = math.ceil(draft_total / par.tensor_parallel_size)
     figures = cache_figures(profile)
     block = figures["kv_block_size"]
-    token_bytes = figures["kv_bytes_per_token"] + figures["draft_kv_bytes_per_token"]
+    # Target and draft attention layers share one pool, padded up to whole groups (padding takes memory too).
+    token_bytes = figures["attention_layer_slots"] * figures["mla_bytes_per_token_per_layer"]
     # vLLM allocates whole blocks: a sequence of max_model_len tokens takes cdiv(len, block) pages per layer.
     full_seq = math.ceil(vllm.max_model_len / block) * block * token_bytes + figures["linear_state_bytes_per_sequence_per_gpu"]
     common = dict(

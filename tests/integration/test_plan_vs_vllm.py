@@ -8,7 +8,8 @@ own `KimiLinearConfig`, and vLLM's code sizes the caches from it:
 - `KimiLinearForCausalLM.get_mamba_state_shape_from_config` / `get_mamba_state_dtype_from_config` (what
   `KimiK3ForConditionalGeneration` delegates to) -> `MambaSpec` (KDA layers),
 - `Platform._align_hybrid_block_size` (`vllm/platforms/interface.py`): the block size and the KDA page padding,
-- `MambaSpec.max_memory_usage_bytes` / `FullAttentionSpec.max_memory_usage_bytes`: what one sequence holds.
+- `_get_kv_cache_groups_uniform_page_size` (`vllm/v1/core/kv_cache_utils.py`): the KV cache groups, padding
+  included, and `MambaSpec` / `FullAttentionSpec.max_memory_usage_bytes`: the blocks one sequence takes in each.
 The vLLM config is a plain namespace holding only what these functions read. The plan's figures come from the
 profile alone; every profile field that feeds them is cross-checked, and the negative cases prove a wrong one
 is caught.
@@ -93,7 +94,8 @@ def vllm_figures(profile: Profile) -> dict[str, Any]:
     from vllm.models.kimi_k3 import KimiK3ForConditionalGeneration, KimiLinearForCausalLM
     from vllm.models.kimi_k3.nvidia.mla import MultiHeadLatentAttention
     from vllm.platforms.interface import Platform
-    from vllm.v1.kv_cache_interface import MambaSpec
+    from vllm.v1.core.kv_cache_utils import _get_kv_cache_groups_uniform_page_size
+    from vllm.v1.kv_cache_interface import MambaSpec, MLAAttentionSpec
 
     hf = _hf_config()
     config = _vllm_config(profile, hf)
@@ -114,8 +116,17 @@ def vllm_figures(profile: Profile) -> dict[str, Any]:
     kda_layers = sum(hf.is_kda_layer(i) for i in range(NUM_LAYERS))
     mla_layers = NUM_LAYERS - kda_layers
     draft_layers = DSPARK_LAYERS if profile.speculative else 0
+    groups = _get_kv_cache_groups_uniform_page_size(
+        {**{f"mla.{i}": mla for i in range(mla_layers + draft_layers)}, **{f"kda.{i}": kda for i in range(kda_layers)}})
+    group_size = max(len(group.layer_names) for group in groups)
+    # A request of max_model_len takes cdiv(bytes, page) blocks in every group; a block spans group_size layers.
+    blocks = {kind: sum(math.ceil(g.kv_cache_spec.max_memory_usage_bytes(config) / g.kv_cache_spec.page_size_bytes)
+                        for g in groups if isinstance(g.kv_cache_spec, kind)) for kind in (MLAAttentionSpec, MambaSpec)}
     return {
         "layers (mla, kda)": (mla_layers, kda_layers),
+        "kv_group_size": group_size,
+        "attention_layer_slots": group_size * sum(isinstance(g.kv_cache_spec, MLAAttentionSpec) for g in groups),
+        "linear_layer_slots": group_size * sum(isinstance(g.kv_cache_spec, MambaSpec) for g in groups),
         "mla_bytes_per_token_per_layer": mla.page_size_bytes // mla.block_size,
         "kv_bytes_per_token": mla_layers * mla.page_size_bytes // mla.block_size,
         "draft_kv_bytes_per_token": draft_layers * mla.page_size_bytes // mla.block_size,
@@ -127,10 +138,9 @@ def vllm_figures(profile: Profile) -> dict[str, Any]:
         "linear_page_bytes": kda.real_page_size_bytes,
         "linear_page_padded_bytes": kda.page_size_bytes,
         "linear_pages_per_sequence": kda.max_memory_usage_bytes(config) // kda.page_size_bytes,
-        "linear_state_bytes_per_sequence_per_gpu": kda_layers * kda.max_memory_usage_bytes(config),
+        "linear_state_bytes_per_sequence_per_gpu": blocks[MambaSpec] * group_size * kda.page_size_bytes,
         "kda heads per rank": recurrent_shape[0],
-        "bytes_per_full_sequence": (mla_layers + draft_layers) * mla.max_memory_usage_bytes(config)
-        + kda_layers * kda.max_memory_usage_bytes(config),
+        "bytes_per_full_sequence": (blocks[MLAAttentionSpec] + blocks[MambaSpec]) * group_size * mla.page_size_bytes,
     }
 
 
@@ -143,7 +153,7 @@ def plan_figures(result: CapacityPlan, profile: Profile) -> dict[str, Any]:
         "kda heads per rank": (KDA_HEADS // result.tensor_parallel_size) if sharded else KDA_HEADS,
         **{key: getattr(result, key) for key in (
             "mla_bytes_per_token_per_layer", "kv_bytes_per_token", "draft_kv_bytes_per_token", "kv_block_size",
-            "mla_page_bytes", "linear_recurrent_bytes_per_layer", "linear_conv_bytes_per_layer", "linear_page_bytes",
+            "mla_page_bytes", "kv_group_size", "attention_layer_slots", "linear_layer_slots", "linear_recurrent_bytes_per_layer", "linear_conv_bytes_per_layer", "linear_page_bytes",
             "linear_page_padded_bytes", "linear_pages_per_sequence", "linear_state_bytes_per_sequence_per_gpu",
             "bytes_per_full_sequence")},
     }
@@ -203,10 +213,11 @@ WRONG_FIELDS = [
     ("model.linear_prefill_checkpoint_blocks=0", "linear_pages_per_sequence"),
     ("vllm.kv_cache_dtype_bytes=2", "mla_bytes_per_token_per_layer"),
     ("speculative.draft_kv_layers=0", "draft_kv_bytes_per_token"),
+    ("speculative.draft_kv_layers=0", "linear_layer_slots"),  # 24 + 69 layers group by 24, not 29
 ]
 
 
-@pytest.mark.parametrize(("wrong", "figure"), WRONG_FIELDS, ids=[w for w, _ in WRONG_FIELDS])
+@pytest.mark.parametrize(("wrong", "figure"), WRONG_FIELDS, ids=[f"{w}->{f}" for w, f in WRONG_FIELDS])
 def test_a_wrong_profile_field_is_caught(wrong: str, figure: str) -> None:
     found = mismatches(_profile(wrong))
     assert any(line.startswith(f"{figure}:") for line in found), found
@@ -217,3 +228,9 @@ def test_a_wrong_formula_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plan_module, "_prefix_caching", lambda profile: False)
     found = mismatches(_profile())
     assert any(line.startswith("linear_pages_per_sequence:") for line in found), found
+
+
+def test_ignoring_group_padding_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan_module, "_layer_groups", lambda attention, linear: (max(attention, linear), attention, linear))
+    found = mismatches(_profile())
+    assert any(line.startswith("bytes_per_full_sequence:") for line in found), found

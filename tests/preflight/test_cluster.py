@@ -171,7 +171,7 @@ SCENARIOS: list[tuple[str, Callable[[KubeApiServer], None], list[str], set[str],
     ("pvc-too-small", lambda kube: None, ["kubernetes.model_cache_size=1Ti"], {"k8s.cache_size"},
      "1,024 GiB cannot hold 1,459 GiB of weights", "model_cache_size to at least 1460Gi"),
     ("capacity-plan", lambda kube: None, ["hardware.gpu_memory_mib=115000"], {"plan.capacity"},
-     "no room for one 1048576-token sequence: needs 16.60 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
+     "no room for one 1048576-token sequence: needs 16.68 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
 ]
 
 

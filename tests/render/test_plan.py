@@ -28,10 +28,12 @@ def test_k3_plan_figures() -> None:
     assert result.kv_block_size == 768 and result.mla_page_bytes == 768 * 576 >= KDA_RECURRENT + KDA_CONV
     assert result.linear_page_padded_bytes == result.mla_page_bytes
     assert result.linear_pages_per_sequence == 2 + 7 + 1  # prefix caching: align mode
-    assert result.linear_state_bytes_per_sequence_per_gpu == 69 * 768 * 576 * 10
+    # 24 + 5 MLA layers and 69 KDA layers form groups of 29: 3 KDA groups, 18 padding layers that take memory
+    assert (result.kv_group_size, result.attention_layer_slots, result.linear_layer_slots) == (29, 29, 87)
+    assert result.linear_state_bytes_per_sequence_per_gpu == 87 * 768 * 576 * 10
     assert result.weight_bytes_per_gpu == 1_560_000_000_000 // 16
     blocks = -(-1048576 // 768)
-    assert result.bytes_per_full_sequence == blocks * 768 * (13824 + 2880) + 69 * 768 * 576 * 10
+    assert result.bytes_per_full_sequence == blocks * 768 * (13824 + 2880) + 87 * 768 * 576 * 10
     assert result.fits and result.full_sequences_per_gpu == 9
 
 
