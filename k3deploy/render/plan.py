@@ -14,6 +14,8 @@ vLLM's code (tests/integration/test_plan_vs_vllm.py):
   pages (2 + num_speculative_tokens + checkpoint pages with prefix caching: `MambaSpec.max_memory_usage_bytes`).
 - Hybrid page alignment: the block size is a multiple of 128 tokens large enough that one MLA page holds one
   KDA page, and the KDA page is padded to the MLA page (`Platform._align_hybrid_block_size`).
+- KV cache groups: every group holds the same number of layers, and padding layers take memory too
+  (`vllm/v1/core/kv_cache_utils.py: _get_kv_cache_groups_uniform_page_size`).
 - A draft model's attention layers cache KV in the same space (measured on the local target: vLLM's reported
   capacity halves when the 2-layer model drafts for itself).
 """
