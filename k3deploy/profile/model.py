@@ -28,6 +28,8 @@ from k3deploy.profile.names import (
 #: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
 #: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
 MAX_NAME_LENGTH = 51
+#: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
+_MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
 class _Strict(BaseModel):
@@ -55,6 +57,21 @@ class ModelSpec(_Strict):
     linear_state_elements: int = Field(0, ge=0, description="Recurrent-state elements per linear layer per sequence (heads x dk x dv).")
     linear_state_dtype_bytes: int = Field(4, gt=0)
     linear_state_tp_sharded: bool = Field(True, description="Linear-attention heads are split across tensor-parallel ranks.")
+    linear_conv_dim: int = Field(0, ge=0, description=(
+        "Short-convolution channels of one KDA layer (q, k and v: 3 x heads x head_dim), split across TP ranks like the "
+        "heads. vLLM caches kernel_size - 1 + num_speculative_tokens positions of them per sequence beside the recurrent "
+        "state (vllm MambaStateShapeCalculator.kda_state_shape)."))
+    linear_conv_kernel_size: int = Field(4, ge=1, description="KDA short_conv_kernel_size (config.json linear_attn_config).")
+    linear_conv_dtype_bytes: int = Field(2, gt=0, description=(
+        "Bytes per cached conv-state element: vLLM stores it in the model dtype (bf16) when mamba_cache_dtype is auto, "
+        "while the recurrent state stays float32 (vllm MambaStateDtypeCalculator.kda_state_dtype)."))
+    kv_block_alignment_tokens: int = Field(1, ge=1, description=(
+        "Tokens the KV block size is a multiple of. For a hybrid MLA + linear-attention model vLLM makes it a multiple of "
+        "128, grows it until one MLA page is at least one KDA state page, then pads the KDA page to the MLA page "
+        "(vllm Platform._align_hybrid_block_size)."))
+    linear_prefill_checkpoint_blocks: int = Field(0, ge=0, description=(
+        "Extra KDA state pages per sequence with prefix caching: 1 with the FlashKDA prefill backend, 0 otherwise "
+        "(vllm KimiK3DeltaAttention.get_kv_cache_spec). An assumption: the backend is chosen on the GPU."))
     checkpoint_bytes: int = Field(gt=0, description="Bytes of the weights on disk (and, near enough, in HBM).")
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
@@ -80,6 +97,10 @@ class SpeculativeSpec(_Strict):
     attention_backend: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict, description="Further keys passed verbatim (prompt_lookup_max, ...).")
     draft_bytes: int = Field(0, ge=0, description="Bytes of the draft weights, for the capacity plan.")
+    draft_kv_layers: int = Field(0, ge=0, description=(
+        "Attention layers of the draft model; each caches KV in the target's per-layer layout (model.mla_kv_elements) "
+        "and shares the KV space with the target. DSpark: 5 dense MLA layers sharing the 576-element layout "
+        "(Inferact/Kimi-K3-DSpark model card). An assumption: the draft's config is not read here."))
 
     @field_validator("num_speculative_tokens")
     @classmethod
@@ -110,7 +131,9 @@ class HardwareSpec(_Strict):
     min_cuda_version: str = "13.0"
     arch: Literal["arm64", "amd64"] = "arm64"
     nvlink_domain: bool = Field(True, description="Multi-node NVLink (needs IMEX / a ComputeDomain).")
-    runtime_reserve_mib: int = Field(8192, ge=0, description="Per-GPU memory kept for activations, CUDA graphs and NCCL buffers.")
+    runtime_reserve_mib: int = Field(8192, ge=0, description=(
+        "Per-GPU memory kept for activations, CUDA graphs and NCCL buffers. vLLM measures this at start-up (its profile "
+        "run) on the real GPUs; k3deploy cannot, so this is an estimate to confirm against the server's start-up log."))
 
 
 class ParallelSpec(_Strict):
@@ -140,7 +163,8 @@ class VllmSpec(_Strict):
     image_arch: Literal["arm64", "amd64"] = Field("arm64", description="CPU architecture the image is built for.")
     port: int = Field(8000, gt=0, lt=65536)
     max_model_len: int = Field(gt=0)
-    kv_cache_dtype: Literal["auto", "fp8", "bf16", "float32"] = "auto"
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"] = Field("auto", description=(
+        "vLLM --kv-cache-dtype (names from vllm.config.cache.CacheDType); auto caches in the model dtype (vllm.dtype)."))
     kv_cache_dtype_bytes: int | None = Field(None, description="Bytes per cached element; derived from kv_cache_dtype when null.")
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     dtype: str | None = None
@@ -182,7 +206,9 @@ class VllmSpec(_Strict):
         """Bytes per cached KV element for the configured dtype."""
         if self.kv_cache_dtype_bytes is not None:
             return self.kv_cache_dtype_bytes
-        return {"fp8": 1, "bf16": 2, "auto": 2, "float32": 4}[self.kv_cache_dtype]
+        if self.kv_cache_dtype == "auto":  # vLLM caches in the model dtype (vllm.utils.torch_utils.kv_cache_dtype_str_to_dtype)
+            return _MODEL_DTYPE_BYTES.get(self.dtype or "auto", 2)
+        return {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "bfloat16": 2, "float16": 2}[self.kv_cache_dtype]
 
 
 class SecretRef(_Strict):

@@ -207,7 +207,7 @@ SCENARIOS: list[tuple[str, Callable[[KubeApiServer], None], list[str], set[str],
     ("existing-small-cache-pvc", _cache_pvc("ReadWriteMany", "1Ti"), [], {"k8s.cache_pvc"},
      "1,024 GiB cannot hold 1,459 GiB of weights", "kubectl patch pvc"),
     ("capacity-plan", lambda kube: None, ["hardware.gpu_memory_mib=115000"], {"plan.capacity"},
-     "no room for one 1048576-token sequence: needs 13.53 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
+     "no room for one 1048576-token sequence: needs 16.68 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
 ]
 
 
