@@ -5,6 +5,7 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 
@@ -26,8 +27,17 @@ for _name in _OPTIONAL_COMMAND_MODULES:
             raise
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every `finally` (temporary folders, locks) runs before the exit."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn every K3DeployError into `error:` / `hint:` and its exit code."""
+    signal.signal(signal.SIGTERM, _terminated)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:
@@ -39,9 +49,9 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print_error(exc.message, exc.hint)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print_error("interrupted", "re-run the same command: it continues from the live state")
-        sys.exit(130)
+        sys.exit(143 if isinstance(exc, Terminated) else 130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
