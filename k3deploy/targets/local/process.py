@@ -118,8 +118,8 @@ def _environ(proc: psutil.Process) -> dict[str, str]:
 
 def identify(ident: Identity) -> psutil.Process | None:
     """The live process `ident` describes, or None when any part of the proof fails."""
-    if not 2 <= ident.pid <= PID_MAX or ident.pid == os.getpid():
-        return None
+    if ident.server_id is None or not 2 <= ident.pid <= PID_MAX or ident.pid == os.getpid():
+        return None  # a record without a launch id (forged, or older than ids) proves nothing
     _reap(ident.pid)
     try:
         proc = psutil.Process(ident.pid)
@@ -127,13 +127,18 @@ def identify(ident: Identity) -> psutil.Process | None:
             return None
         if not cmdline_matches(proc.cmdline(), ident.argv):
             return None
-        if ident.server_id is not None and _environ(proc).get(SERVER_ID_ENV) != ident.server_id:
+        if _environ(proc).get(SERVER_ID_ENV) != ident.server_id:
             return None
         if os.getsid(ident.pid) != ident.pid or os.getpgid(ident.pid) != ident.pid:
             return None
     except (psutil.Error, OSError):
         return None
     return proc
+
+
+def exists(pid: int) -> bool:
+    """True when some live process has this pid (whoever it is)."""
+    return 2 <= pid <= PID_MAX and not _leader_gone(pid)
 
 
 def is_ours(ident: Identity) -> bool:

@@ -60,9 +60,12 @@ def read_record_or_error(path: Path) -> ServerRecord | Unreadable | None:
         return Unreadable(f"cannot read {path}: {exc}")
     try:
         return ServerRecord.model_validate(json.loads(text))
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Unreadable(f"{path} is not a valid record ({first})")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the record"
+        return Unreadable(f"{path} is not a valid record ({where}: {first['msg']})")
+    except ValueError as exc:
+        return Unreadable(f"{path} is not a valid record (not JSON: {exc})")
 
 
 def read_record(path: Path) -> ServerRecord | None:

@@ -258,7 +258,12 @@ class LocalTarget:
         record, note = self._read(profile)
         out: dict[str, Any] = {"target": self.name, "profile": profile.name, "state_dir": str(state_dir)}
         if record is None or not _alive(record):
-            detail = "not running" if record is None else f"not running (pid {record.pid} exited)"
+            if record is None:
+                detail = "not running"
+            elif process.exists(record.pid):
+                detail = f"not running (pid {record.pid} is not the recorded server: another process, left alone)"
+            else:
+                detail = f"not running (pid {record.pid} exited)"
             out.update(running=False, detail=f"{detail}: {note}" if note else detail)
             return out
         url = _url(record.host, record.port)

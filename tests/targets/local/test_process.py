@@ -79,6 +79,7 @@ def test_what_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
     {"create_time": -100.0},  # another start time: the pid was reused
     {"argv": ("python3", "-m", "something.else")},  # another command line
     {"server_id": "id-forged"},  # another launch's id
+    {"server_id": None},  # no id at all
 ])
 def test_a_process_that_does_not_match_every_mark_is_not_ours_and_is_left_alone(tmp_path: Path, change: dict) -> None:
     ident, child = start_group(LEADER, tmp_path)
