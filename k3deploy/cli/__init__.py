@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 import traceback
+from typing import NoReturn
 
 import typer
 
@@ -27,12 +28,18 @@ for _name in _OPTIONAL_COMMAND_MODULES:
             raise
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so every `finally` (temporary folders, locks) runs before the exit."""
+_TERMINATED: list[bool] = []
 
 
 def _terminated(signum: int, frame: object) -> None:
-    raise Terminated()
+    """SIGTERM, raised like Ctrl-C so every `finally` (temporary folders, locks) runs before the exit (143)."""
+    _TERMINATED.append(True)
+    raise KeyboardInterrupt
+
+
+def _interrupted() -> NoReturn:
+    print_error("interrupted", "re-run the same command: it continues from the live state")
+    sys.exit(143 if _TERMINATED else 130)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -49,12 +56,13 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         print_error(exc.message, exc.hint)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt as exc:
-        print_error("interrupted", "re-run the same command: it continues from the live state")
-        sys.exit(143 if isinstance(exc, Terminated) else 130)
+    except KeyboardInterrupt:
+        _interrupted()
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
+        if _TERMINATED:
+            _interrupted()
         print_error("aborted", None)
         sys.exit(130)
     except Exception as exc:
@@ -70,6 +78,5 @@ def main(argv: list[str] | None = None) -> None:
         print_error(f"unexpected {type(exc).__name__}: {exc}", "re-run with --debug for the traceback and report it")
         sys.exit(EXIT_ENVIRONMENT)
     if returned == 130:  # typer turns Ctrl-C into a returned 130 when not in standalone mode
-        print_error("interrupted", "re-run the same command: it continues from the live state")
-        sys.exit(130)
+        _interrupted()
     sys.exit(0)
