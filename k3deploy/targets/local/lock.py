@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from k3deploy.errors import EnvironmentProblem
+from k3deploy.targets.local.process import signals_deferred
 
 LOCK_FILE = "k3deploy.lock"
 
@@ -35,6 +36,19 @@ def locked(state_dir: Path, what: str) -> Iterator[None]:
     except OSError as exc:
         raise EnvironmentProblem(f"cannot create the state directory {state_dir}: {exc.strerror}",
                                  hint="check its permissions, or set local.state_dir") from exc
+    with signals_deferred():  # a lock file made but not yet in the try below would be left behind
+        fd = _acquire(path, state_dir, what)
+    try:
+        yield
+    finally:
+        with signals_deferred():
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            os.close(fd)
+
+
+def _acquire(path: Path, state_dir: Path, what: str) -> int:
+    """The locked file descriptor of `path`, holding this process's pid."""
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -53,13 +67,7 @@ def locked(state_dir: Path, what: str) -> Iterator[None]:
         except FileNotFoundError:
             same = False
         if same:
-            break
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            return fd
         os.close(fd)  # the holder before us removed it after we opened it: lock the current file instead
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        os.close(fd)

@@ -194,8 +194,9 @@ class LocalTarget:
         """Create the server's scratch and cache folders, marked as k3deploy's (so `down` may remove them)."""
         try:
             state_dir.mkdir(parents=True, exist_ok=True)
-            ownership.create(state_dir, scratch, mode=0o700)
-            ownership.create(state_dir, state_dir / CACHE_DIR)
+            with process.signals_deferred():  # a folder made but not yet marked would never be removed
+                ownership.create(state_dir, scratch, mode=0o700)
+                ownership.create(state_dir, state_dir / CACHE_DIR)
         except OSError as exc:
             raise EnvironmentProblem(f"cannot create the server's folders under {state_dir}: {exc.strerror}",
                                      hint="check the state directory's permissions and free space") from exc
