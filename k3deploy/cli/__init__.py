@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
@@ -31,9 +31,16 @@ for _name in _OPTIONAL_COMMAND_MODULES:
 _TERMINATED: list[bool] = []
 
 
-def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM, raised like Ctrl-C so every `finally` (temporary folders, locks) runs before the exit (143)."""
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM, handled as Ctrl-C is, so every `finally` (temporary folders, locks) runs before the exit (143).
+
+    As Ctrl-C is: by the SIGINT handler in force, which inside `asyncio.run` cancels the main task first.
+    """
     _TERMINATED.append(True)
+    on_sigint = signal.getsignal(signal.SIGINT)
+    if callable(on_sigint) and on_sigint is not signal.default_int_handler:
+        on_sigint(signal.SIGINT, frame)
+        return
     raise KeyboardInterrupt
 
 

@@ -10,8 +10,8 @@ Like vLLM's API server (vllm/entrypoints/openai/api_server.py, vllm/entrypoints/
 with the bind error when the port is taken; it keeps an "engine core" child in its process group; it
 rejects flags k3deploy never passes and a model folder without config.json (vLLM's "Invalid repository ID
 or local directory"). Knobs, through the server's environment (set with `--set vllm.env.NAME=VALUE`):
-FAKE_VLLM_START_DELAY_S (seconds before it binds, like vLLM's imports), FAKE_VLLM_METRICS=nan (NaN
-spec-decode counters).
+FAKE_VLLM_START_DELAY_S (seconds before it binds, like vLLM's imports), FAKE_VLLM_CHUNK_DELAY_S (seconds
+between streamed chunks), FAKE_VLLM_METRICS=nan (NaN spec-decode counters).
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(sock: socket.socket, served_name: str, speculative: bool, nan: bool = False) -> None:
     """Serve the scripted OpenAI endpoints on `sock` until the process ends."""
     counters: Counters = _NanCounters() if nan else Counters()
-    script = Script(models=[served_name], metrics="auto" if speculative else "no_spec", chunk_delay_s=0.0)
+    script = Script(models=[served_name], metrics="auto" if speculative else "no_spec",
+                    chunk_delay_s=float(os.environ.get("FAKE_VLLM_CHUNK_DELAY_S", "0")))
     _Server(sock, script, counters).serve_forever(poll_interval=0.05)
 
 
