@@ -48,7 +48,7 @@ from k3deploy.targets.local.state import (
 )
 
 SMOKE_FILE = "smoke.json"
-_POLL_S = 1.0
+_POLL_S = 0.25
 
 
 def _now() -> str:
