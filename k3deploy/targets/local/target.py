@@ -107,9 +107,14 @@ class LocalTarget:
     def _read(self, profile: Profile) -> tuple[ServerRecord | None, str | None]:
         """(the record, a note) — the server found by port and command line when the record is missing or unreadable."""
         found = read_record_or_error(self._record_path(profile))
-        if isinstance(found, ServerRecord):
+        if isinstance(found, ServerRecord) and _alive(found):
             return found, None
         recovered = recover(profile, self.state_dir(profile), self.launch(profile))
+        if isinstance(found, ServerRecord):
+            if recovered is None:
+                return found, None
+            return recovered, (f"the record does not prove pid {found.pid} is the server; found k3deploy's server "
+                               f"(pid {recovered.pid}) by its port and command line")
         if isinstance(found, Unreadable):
             if recovered is None:
                 return None, f"{found.why}; no k3deploy server runs on port {profile.vllm.port}"

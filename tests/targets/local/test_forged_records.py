@@ -89,19 +89,24 @@ def test_a_record_forged_from_another_process_does_not_stop_it(fake_local: FakeL
     assert bystander.is_running() and bystander.status() != psutil.STATUS_ZOMBIE
 
 
-def test_a_record_pointing_at_the_real_server_with_another_command_line_is_refused(fake_local: FakeLocal) -> None:
+def test_a_record_that_does_not_match_the_server_is_not_used_to_signal_it(fake_local: FakeLocal,
+                                                                          bystander: psutil.Process) -> None:
     assert fake_local.run("up").returncode == 0
     record = fake_local.record()
     pid = record["pid"]
-    record["argv"] = [*record["argv"], "--extra"]
-    (fake_local.state_dir / "server.json").write_text(json.dumps(record))
+    # Another command line for the server's pid: not proof; the server is found by port and command line instead.
+    (fake_local.state_dir / "server.json").write_text(json.dumps({**record, "argv": [*record["argv"], "--extra"]}))
     code, report, _ = fake_local.json("status")
-    assert report["running"] is False and "is not the recorded server" in report["detail"]
-    assert alive(pid)
-    # Repaired, the record works again (and the fixture's down stops it).
-    record["argv"] = record["argv"][:-1]
-    (fake_local.state_dir / "server.json").write_text(json.dumps(record))
-    assert fake_local.json("status")[1]["running"] is True
+    assert (report["running"], report["pid"]) == (True, pid)
+    assert report["found_by"] == (f"the record does not prove pid {pid} is the server; found k3deploy's server "
+                                  f"(pid {pid}) by its port and command line")
+    # The bystander's pid with the server's id and argv: the bystander is left alone, the server is stopped.
+    forged = {**record, "pid": bystander.pid, "create_time": bystander.create_time()}
+    (fake_local.state_dir / "server.json").write_text(json.dumps(forged))
+    done = fake_local.run("down", extra=("--yes",))
+    assert done.stderr.strip() == f"down: stopped vLLM (pid {pid}) found by its port and command line"
+    assert wait_for(lambda: not alive(pid), 10)
+    assert bystander.is_running() and bystander.status() != psutil.STATUS_ZOMBIE
 
 
 def test_a_truncated_record_is_recovered_by_port_and_command_line(fake_local: FakeLocal) -> None:
