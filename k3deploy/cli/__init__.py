@@ -5,6 +5,7 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import traceback
@@ -46,7 +47,21 @@ def _terminated(signum: int, frame: Any) -> None:
 
 def _interrupted() -> NoReturn:
     print_error("interrupted", "re-run the same command: it continues from the live state")
+    _forget_unhandled_interrupt()
     sys.exit(143 if _TERMINATED else 130)
+
+
+def _forget_unhandled_interrupt() -> None:
+    """Keep the exit code when the interrupt crossed code a library ran with PyRun_String.
+
+    CPython marks a KeyboardInterrupt leaving such code as unhandled (Python/pythonrun.c, run_eval_code_obj) and then
+    ends the process by SIGINT (Modules/main.c, Py_RunMain), though k3deploy handled it. Running an empty statement
+    the same way clears the mark.
+    """
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.pythonapi.PyRun_SimpleString(b"pass")
 
 
 def main(argv: list[str] | None = None) -> None:
