@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+import psutil
+
 from k3deploy.profile.model import Profile
 from k3deploy.targets.local import process
 from k3deploy.targets.local.launch import Launch, argv_hash
@@ -25,7 +27,7 @@ def recover(profile: Profile, state_dir: Path, launch: Launch) -> ServerRecord |
     for proc in process.find_servers(state_dir, profile.vllm.port):
         try:
             cmdline, created = proc.cmdline(), proc.create_time()
-        except Exception:  # noqa: BLE001 - psutil.Error or a vanished /proc entry: not this one
+        except (psutil.Error, OSError):  # it vanished since it was found: not this one
             continue
         environ = process.environ_of(proc)
         argv = launch.argv if process.cmdline_matches(cmdline, launch.argv) else cmdline

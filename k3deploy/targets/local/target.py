@@ -14,7 +14,6 @@ import os
 import secrets
 import tempfile
 import time
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -163,7 +162,7 @@ class LocalTarget:
         verb = f"upgraded: stopped pid {old.pid} and started" if replaced and old is not None else "started"
         clear_record(record_path)
         self._own_folders(state_dir, launch.scratch)
-        record = ServerRecord(
+        record = ServerRecord(  # pid, start time and id are placeholders until _start fills them in
             profile=profile.name, pid=2, create_time=1.0, host=profile.local.host, port=profile.vllm.port,
             argv=launch.argv, env=launch.env, argv_hash=launch.argv_hash, log_path=str(launch.log_path),
             model_path=launch.model_path, rehearsal=profile.model.rehearsal, started_at=_now(),
