@@ -22,6 +22,8 @@ from tests.conftest import REPO_ROOT, cli_env, run_cli
 from tests.integration.vllm_server import free_port
 from tests.targets.local.fake_vllm import write_fake_python
 
+#: The fake server needs no RAM or disk to speak of: preflight must not fail because other work fills the host.
+HOST_INDEPENDENT = ("local.min_free_ram_gib=0", "local.min_free_disk_gib=0", "vllm.env.VLLM_CPU_KVCACHE_SPACE='0'")
 #: Smoke kept short: the fake server streams instantly.
 FAST_SMOKE = ("smoke.requests=2", "smoke.output_tokens=12", "smoke.request_timeout_s=20", "smoke.overall_timeout_s=60")
 
@@ -54,7 +56,7 @@ class FakeLocal:
         """The command line after `k3deploy`."""
         base = [f"local.python={self.python}", f"local.state_dir={self.state_dir}", f"vllm.port={self.port}",
                 "model.rehearsal=false", f"model.id={self.model}", f"speculative.model={self.model}",
-                "local.ready_timeout_s=30", *FAST_SMOKE, *self.sets, *sets]
+                "local.ready_timeout_s=30", *HOST_INDEPENDENT, *FAST_SMOKE, *self.sets, *sets]
         return [command, "-p", "local-cpu", *(a for s in base for a in ("--set", s)), *extra]
 
     def env(self) -> dict[str, str]:
