@@ -2,18 +2,21 @@
 
 Works for any Target. Each stage is shown as it runs; one summary closes the run; the exit code is the
 first failing stage's. When wait or smoke fails (or the prefetch wait inside apply), the previous revision
-is restored, or a first install removed, unless rollback is off. Ctrl-C stops without rolling back: the
-live state is where a re-run continues from.
+is restored, or a first install removed, unless rollback is off. A stage that fails with an unexpected
+exception (a bug, not a K3DeployError) fails like any other: summary, report and rollback, exit 3. Ctrl-C
+stops without rolling back: the live state is where a re-run continues from. A target that can be driven by
+one command at a time (`locked`) is held for the whole command.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.errors import CheckFailed, K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.targets.base import Revision, Target
@@ -73,6 +76,8 @@ class _Stages:
         self.summary, self.names, self.note = summary, names, note
         self.failed: StageResult | None = None
         self.error: K3DeployError | None = None
+        #: The failure was an unexpected exception: what the stage left behind is unknown.
+        self.unexpected = False
 
     def run(self, name: str, action: Callable[[], str]) -> bool:
         """Run one stage; False (and nothing more runs) when it failed."""
@@ -81,7 +86,13 @@ class _Stages:
         self.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}")
         started = time.monotonic()
         try:
-            detail = action()
+            try:
+                detail = action()
+            except K3DeployError:
+                raise
+            except Exception as exc:  # a bug must not skip the summary, the report and the rollback
+                self.unexpected = True
+                raise unexpected(exc, name) from exc
         except K3DeployError as exc:
             result = StageResult(name, Status.FAIL, exc.message, time.monotonic() - started, exc.exit_code)
             self.summary.stages.append(result)
@@ -101,6 +112,21 @@ class _Stages:
         if self.failed is None:
             self.summary.stages.append(StageResult(name, Status.SKIP, why))
             self.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}: skipped ({why})")
+
+
+def unexpected(exc: BaseException, where: str) -> K3DeployError:
+    """A K3DeployError (exit 3) standing for an exception k3deploy did not expect; the original is its cause."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return K3DeployError(f"unexpected {type(exc).__name__} in {where}" + (f": {text}" if text else ""),
+                         hint="re-run with --debug for the traceback and report it", exit_code=EXIT_ENVIRONMENT)
+
+
+@contextlib.contextmanager
+def _held(target: Target, profile: Profile, what: str) -> Iterator[None]:
+    """The target's lock for the whole command, when the target has one."""
+    locked = getattr(target, "locked", None)
+    with locked(profile, what) if callable(locked) else contextlib.nullcontext():
+        yield
 
 
 def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> str:
@@ -187,14 +213,21 @@ def _roll_back(target: Target, profile: Profile, previous: Revision | None, summ
     try:
         summary.rollback = target.rollback(profile, previous)
         note(f"    ok   rollback: {summary.rollback}")
-    except K3DeployError as exc:
-        summary.rollback = f"rollback failed: {exc.message}"
-        note(f"    FAIL rollback: {exc.message}")
+    except Exception as exc:  # noqa: BLE001 - the summary must say the rollback failed, whatever the reason
+        message = exc.message if isinstance(exc, K3DeployError) else unexpected(exc, "rollback").message
+        summary.rollback = f"rollback failed: {message}"
+        note(f"    FAIL rollback: {message}")
 
 
 def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout_s: float | None = None,
        preflight: bool = True, smoke: bool = True, rollback: bool = True) -> RunSummary:
     """preflight -> render -> apply -> wait -> smoke -> report; rollback on a failed wait or smoke."""
+    with _held(target, profile, "up"):
+        return _up(profile, target, note, timeout_s=timeout_s, preflight=preflight, smoke=smoke, rollback=rollback)
+
+
+def _up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout_s: float | None,
+        preflight: bool, smoke: bool, rollback: bool) -> RunSummary:
     summary = RunSummary("up", profile.name, target.name)
     stages = _Stages(summary, UP_STAGES, note)
     if preflight:
@@ -211,14 +244,17 @@ def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout
 
     stages.run("apply", apply)
     stages.run("wait", lambda: _wait(target, profile, timeout_s))
-    summary.endpoint = target.endpoint(profile) if stages.failed is None else None
+    if stages.failed is None:
+        with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
+            summary.endpoint = target.endpoint(profile)
     if smoke:
         stages.run("smoke", lambda: _smoke(profile, target, summary))
     else:
         stages.skip("smoke", "--skip-smoke")
     _finish(summary, stages)
     rollout_failed = stages.failed is not None and (
-        stages.failed.name in ("wait", "smoke") or (stages.failed.name == "apply" and _is_rollout_failure(stages.error))
+        stages.failed.name in ("wait", "smoke")
+        or (stages.failed.name == "apply" and (stages.unexpected or _is_rollout_failure(stages.error)))
     )
     if rollout_failed and rollback:
         _roll_back(target, profile, previous[0], summary, note)
@@ -230,6 +266,12 @@ def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout
 def apply(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool = True,
           timeout_s: float | None = None) -> RunSummary:
     """render -> apply (-> wait): what `k3deploy apply` does; no preflight, smoke or rollback."""
+    with _held(target, profile, "apply"):
+        return _apply(profile, target, note, wait=wait, timeout_s=timeout_s)
+
+
+def _apply(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool,
+           timeout_s: float | None) -> RunSummary:
     summary = RunSummary("apply", profile.name, target.name)
     stages = _Stages(summary, APPLY_STAGES, note)
     stages.run("render", lambda: _render(profile))
@@ -263,4 +305,5 @@ def status(profile: Profile, target: Target) -> dict[str, Any]:
 
 def down(profile: Profile, target: Target, *, purge: bool) -> str:
     """Remove the deployment (weights kept unless purge)."""
-    return target.down(profile, purge)
+    with _held(target, profile, "down"):
+        return target.down(profile, purge)

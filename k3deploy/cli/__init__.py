@@ -5,9 +5,12 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import traceback
+from typing import Any, NoReturn
 
 import typer
 
@@ -42,8 +45,44 @@ def _quiet_broken_pipe() -> None:
     sys.exit(EXIT_BROKEN_PIPE)
 
 
+_TERMINATED: list[bool] = []
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM, handled as Ctrl-C is, so every `finally` (temporary folders, locks) runs before the exit (143).
+
+    As Ctrl-C is: by the SIGINT handler in force, which inside `asyncio.run` cancels the main task first.
+    """
+    _TERMINATED.append(True)
+    on_sigint = signal.getsignal(signal.SIGINT)
+    if callable(on_sigint) and on_sigint is not signal.default_int_handler:
+        on_sigint(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt
+
+
+def _interrupted() -> NoReturn:
+    print_error("interrupted", "re-run the same command: it continues from the live state")
+    _forget_unhandled_interrupt()
+    sys.exit(143 if _TERMINATED else 130)
+
+
+def _forget_unhandled_interrupt() -> None:
+    """Keep the exit code when the interrupt crossed code a library ran with PyRun_String.
+
+    CPython marks a KeyboardInterrupt leaving such code as unhandled (Python/pythonrun.c, run_eval_code_obj) and then
+    ends the process by SIGINT (Modules/main.c, Py_RunMain), though k3deploy handled it. Running an empty statement
+    the same way clears the mark.
+    """
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.pythonapi.PyRun_SimpleString(b"pass")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn every K3DeployError into `error:` / `hint:` and its exit code."""
+    signal.signal(signal.SIGTERM, _terminated)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:
@@ -65,11 +104,12 @@ def main(argv: list[str] | None = None) -> None:
         print_error(exc.message, exc.hint)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        print_error("interrupted", "re-run the same command: it continues from the live state")
-        sys.exit(130)
+        _interrupted()
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
+        if _TERMINATED:
+            _interrupted()
         print_error("aborted", None)
         sys.exit(130)
     except Exception as exc:
@@ -85,6 +125,5 @@ def main(argv: list[str] | None = None) -> None:
         print_error(f"unexpected {type(exc).__name__}: {exc}", "re-run with --debug for the traceback and report it")
         sys.exit(EXIT_ENVIRONMENT)
     if returned == 130:  # typer turns Ctrl-C into a returned 130 when not in standalone mode
-        print_error("interrupted", "re-run the same command: it continues from the live state")
-        sys.exit(130)
+        _interrupted()
     sys.exit(0)

@@ -26,6 +26,7 @@ def local_status_view(report: dict[str, Any]) -> Group:
         ("revision", f"{report.get('revision')} (started {report.get('started_at')})"),
         ("profile", "matches the running server" if report.get("matches_profile") else "differs: `up` would replace the server"),
         ("log", report.get("log", "")),
+        *((("found", report["found_by"]),) if report.get("found_by") else ()),
     ):
         table.add_row(field, value)
     smoke = report.get("last_smoke")

@@ -31,7 +31,7 @@ def preflight(
 ) -> None:
     """Check GPU node and cluster prerequisites; exit 0 (no FAIL), 1 (a FAIL), 3 (could not look).
 
-    Without --node or --cluster: the cluster for a kubernetes profile, this host (no GPUs) for a local one.
+    Without --node or --cluster: the cluster for a kubernetes profile; for a local one, the checks `up` runs on this host.
     """
     from k3deploy.kube.client import KubeOptions
     from k3deploy.preflight import run_preflight
@@ -44,7 +44,12 @@ def preflight(
     if not node and not cluster:
         cluster = prof.target == "kubernetes"
         node, gpus = not cluster, False
-    results = run_preflight(prof, node, cluster, KubeOptions(kubeconfig, context, namespace), gpus=gpus)
+    if prof.target == "local" and node and not gpus:  # the same checks `up` runs before it starts vLLM
+        from k3deploy.targets import target_for
+
+        results = target_for(prof).preflight(prof)
+    else:
+        results = run_preflight(prof, node, cluster, KubeOptions(kubeconfig, context, namespace), gpus=gpus)
     overall = worst(results)
     if output is OutputFormat.json:
         payload = {"profile": prof.name, "status": overall.value, "checks": [r.model_dump(mode="json") for r in results]}

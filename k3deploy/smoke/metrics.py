@@ -3,11 +3,16 @@
 Counters are diffed per labelled series and then summed over `engine` (and every other label but `position`),
 so one engine restarting mid-window counts from its restart instead of going negative (Prometheus' own rule:
 a counter that went down was reset, and its new value is the increase since).
+
+A counter whose value is NaN or infinite (a broken exporter, a proxy rewriting the body) carries no count:
+it is kept out of the sums and named, every figure that depended on it is unknown (None), and spec-decode
+figures that depended on it make the delta unavailable with the reason, so the verdict fails with it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -35,6 +40,8 @@ class MetricsSnapshot:
     series: dict[SeriesKey, float]
     started: float
     finished: float
+    #: Series whose value was NaN or infinite, as `name{labels}=value`: they are not in `series`.
+    non_finite: tuple[str, ...] = field(default=())
 
     def names(self) -> set[str]:
         """Sample names present."""
@@ -44,14 +51,32 @@ class MetricsSnapshot:
 def parse_metrics(text: str, started: float, finished: float | None = None) -> MetricsSnapshot:
     """Keep the counters of `COUNTERS` from a Prometheus text exposition scraped between `started` and `finished`."""
     series: dict[SeriesKey, float] = {}
+    non_finite: list[str] = []
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name in COUNTERS:
-                    series[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+                    key = (sample.name, tuple(sorted(sample.labels.items())))
+                    value = float(sample.value)
+                    if math.isfinite(value):
+                        series[key] = value
+                    else:
+                        non_finite.append(f"{_series_name(key)}={value}")
     except ValueError as exc:
         raise MetricsFormatError(f"/metrics is not Prometheus text: {exc}") from None
-    return MetricsSnapshot(series, started, started if finished is None else finished)
+    return MetricsSnapshot(series, started, started if finished is None else finished, tuple(non_finite))
+
+
+def _series_name(key: SeriesKey) -> str:
+    return key[0] + "{" + ",".join(f'{k}="{v}"' for k, v in key[1]) + "}"
+
+
+def _broken(before: MetricsSnapshot, after: MetricsSnapshot) -> dict[str, str]:
+    """Counter name -> the first non-finite series of it, in either scrape."""
+    out: dict[str, str] = {}
+    for text in (*before.non_finite, *after.non_finite):
+        out.setdefault(text.split("{", 1)[0], text)
+    return out
 
 
 def counter_increase(before: float | None, after: float) -> float:
@@ -67,7 +92,7 @@ def _increases(before: MetricsSnapshot, after: MetricsSnapshot) -> tuple[dict[Se
     for key, value in after.series.items():
         prev = before.series.get(key)
         if prev is not None and value < prev:
-            resets.append(key[0] + "{" + ",".join(f'{k}="{v}"' for k, v in key[1]) + "}")
+            resets.append(_series_name(key))
         out[key] = counter_increase(prev, value)
     return out, resets
 
@@ -106,8 +131,16 @@ def diff(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
     traffic between them (a scrape of a busy server can take a good part of a second; its midpoint would not do).
     """
     increases, resets = _increases(before, after)
+    broken = _broken(before, after)
     window = after.started - before.finished
-    generation = _total(increases, GENERATION_TOKENS)
+    generation = None if GENERATION_TOKENS in broken else _total(increases, GENERATION_TOKENS)
+    prompt = None if PROMPT_TOKENS in broken else _total(increases, PROMPT_TOKENS)
+    spec_broken = [broken[name] for name in (DRAFTS, DRAFT_TOKENS, ACCEPTED) if name in broken]
+    if spec_broken:
+        return MetricsDelta(available=False, error=f"/metrics reported a non-finite spec-decode counter: {spec_broken[0]}",
+                            window_s=window, generation_tokens=generation, prompt_tokens=prompt,
+                            server_tok_s=generation / window if generation is not None and window > 0 else None,
+                            counter_resets=resets)
     spec = None
     if {DRAFTS, DRAFT_TOKENS, ACCEPTED} & after.names():
         spec = spec_decode_figures(
@@ -120,7 +153,7 @@ def diff(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
         available=True,
         window_s=window,
         generation_tokens=generation,
-        prompt_tokens=_total(increases, PROMPT_TOKENS),
+        prompt_tokens=prompt,
         server_tok_s=generation / window if generation is not None and window > 0 else None,
         spec_decode=spec,
         counter_resets=resets,

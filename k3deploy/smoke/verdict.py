@@ -6,6 +6,7 @@ Every failure names the metric, the measured value and the target, and says how 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -116,7 +117,12 @@ def judge_speculative(expected: bool, min_length: float | None, delta: MetricsDe
         why = "no spec-decode series in /metrics" if spec is None else "0 drafts during the measured requests"
         return CheckResult(name=SPECULATIVE, status=Status.FAIL, measured=0, target=target, detail=f"{NOT_ACTIVE}: {why}",
                            hint="check --speculative-config in the server's argv and its start-up log")
-    length = spec.mean_acceptance_length
+    length = spec.mean_acceptance_length if spec is not None else None
+    if spec is None or length is None or not math.isfinite(length):
+        return CheckResult(name=SPECULATIVE, status=Status.FAIL if expected else Status.WARN, target=target,
+                           detail=f"mean acceptance length unknown: the spec-decode counters give {length} "
+                           f"({spec.accepted_tokens if spec else None} accepted / {drafts} drafts)",
+                           hint="read the server's /metrics: its spec-decode counters are not usable counts")
     chunk = summary.overall.tokens_per_chunk.mean
     positions = ", ".join(f"{p}: {r:.2f}" for p, r in spec.per_position_rates.items())
     detail = (f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {drafts:g} drafts), "
@@ -143,7 +149,7 @@ def judge_decode_target(target: float | None, tier: str, summary: SmokeSummary |
                     for name, value in (("published peak", peak), ("published baseline", baseline)) if value is not None)
     if target is None:
         return CheckResult(name=DECODE_TARGET, status=Status.SKIP, measured=measured, detail=f"no decode target in the profile{extra}")
-    if measured is None:
+    if measured is None or not math.isfinite(measured):
         return CheckResult(name=DECODE_TARGET, status=Status.FAIL, target=target, detail=f"{metric}: nothing measured{extra}",
                            hint="see the throughput check")
     if measured < target:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 
 from k3deploy.cli.rollout_view import down_question
 from k3deploy.profile import load_profile
+from k3deploy.targets.local import process
 from k3deploy.targets.local.state import ServerRecord, write_record
 from tests.conftest import REPO_ROOT, cli_env
 
@@ -38,13 +40,15 @@ def test_kubernetes_question_names_the_namespace() -> None:
 
 
 def test_down_on_a_terminal_asks_about_the_local_server_and_no_keeps_it(tmp_path: Path) -> None:
-    # A stand-in for the server: a process of ours, recorded as the local target records vLLM.
-    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    # A stand-in for the server, started and recorded as the local target starts and records vLLM.
+    state_dir = tmp_path / "k3deploy" / "local-cpu"
+    argv = [sys.executable, "-c", "import time; time.sleep(120)"]
+    pid, created = process.start(argv, {}, state_dir / "server.log", state_dir, "id-1")
+    server = psutil.Process(pid)
     try:
-        state_dir = tmp_path / "k3deploy" / "local-cpu"
         write_record(state_dir / "server.json", ServerRecord(
-            profile="local-cpu", pid=server.pid, create_time=psutil.Process(server.pid).create_time(), host="127.0.0.1",
-            port=18431, argv=["python"], env={}, argv_hash="0" * 16, log_path=str(state_dir / "server.log"),
+            profile="local-cpu", pid=pid, create_time=created, host="127.0.0.1", server_id="id-1",
+            port=18431, argv=argv, env={}, argv_hash="0" * 16, log_path=str(state_dir / "server.log"),
             model_path=str(state_dir / "model"), rehearsal=True, started_at="2026-01-01T00:00:00+00:00"))
         primary, secondary = pty.openpty()
         os.write(primary, b"n\n")
@@ -58,7 +62,8 @@ def test_down_on_a_terminal_asks_about_the_local_server_and_no_keeps_it(tmp_path
         assert done.returncode == 130 and done.stderr.endswith("error: aborted\n"), done.stderr
         assert f"Stop the local vLLM server of 'local-cpu' (pid {server.pid}, http://127.0.0.1:18431)? [y/N]" in done.stderr
         assert "namespace" not in done.stderr
-        assert server.poll() is None and (state_dir / "server.json").exists()
+        assert server.is_running() and server.status() != psutil.STATUS_ZOMBIE and (state_dir / "server.json").exists()
     finally:
         server.kill()
-        server.wait()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)

@@ -164,3 +164,57 @@ def test_a_missed_target_is_said_in_the_figures() -> None:
         "    acceptance rate    0.610 over 1,200 drafts",
         "    result             targets NOT met: decode tok/s",
     ]
+
+
+@pytest.mark.parametrize("stage", ["wait_ready", "apply"])
+def test_an_unexpected_exception_in_a_stage_still_ends_with_summary_and_rollback(profile: Any, stage: str) -> None:
+    target = ScriptedTarget(fail={stage: TypeError("unsupported format string passed to NoneType.__format__")},
+                            previous=Revision(target="scripted", number=4))
+    summary = pipeline.up(profile, target, lambda _: None, smoke=False)
+    name = {"wait_ready": "wait", "apply": "apply"}[stage]
+    assert (summary.stages[-1].name, summary.stages[-1].status, summary.exit_code) == (name, Status.FAIL, 3)
+    assert summary.error == f"unexpected TypeError in {name}: unsupported format string passed to NoneType.__format__"
+    assert summary.hint == "re-run with --debug for the traceback and report it"
+    assert target.calls[-1] == "rollback" and summary.rollback == "restored 4"
+    assert summary.to_dict()["error"] == summary.error  # the JSON report says it too
+
+
+def test_an_unexpected_exception_in_smoke_rolls_back_with_the_report(profile: Any) -> None:
+    class BrokenEndpoint(ScriptedTarget):
+        def endpoint(self, profile: Any) -> str:
+            raise ValueError("no endpoint")
+
+    target = BrokenEndpoint()
+    summary = pipeline.up(profile, target, lambda _: None)
+    assert [(s.name, s.status) for s in summary.stages][-1] == ("smoke", Status.FAIL)
+    assert (summary.exit_code, summary.error) == (3, "unexpected ValueError in smoke: no endpoint")
+    assert summary.rollback == "removed" and target.calls[-1] == "rollback"
+
+
+def test_a_rollback_that_raises_anything_is_reported_as_failed(profile: Any) -> None:
+    class BadRollback(ScriptedTarget):
+        def rollback(self, profile: Any, previous: Revision | None) -> str:
+            raise KeyError("pid")
+
+    summary = pipeline.up(profile, BadRollback(fail={"wait_ready": CheckFailed("not ready")}), lambda _: None, smoke=False)
+    assert summary.exit_code == 1
+    assert summary.rollback == "rollback failed: unexpected KeyError in rollback: 'pid'"
+
+
+def test_a_target_lock_is_held_for_the_whole_command(profile: Any) -> None:
+    import contextlib
+
+    class Locking(ScriptedTarget):
+        @contextlib.contextmanager
+        def locked(self, profile: Any, what: str):  # type: ignore[no-untyped-def]
+            self.calls.append(f"lock {what}")
+            try:
+                yield
+            finally:
+                self.calls.append("unlock")
+
+    target = Locking(fail={"wait_ready": CheckFailed("not ready")})
+    pipeline.up(profile, target, lambda _: None, smoke=False)
+    assert target.calls == ["lock up", "preflight", "current_revision", "apply", "wait_ready", "rollback", "unlock"]
+    target = Locking()
+    assert pipeline.down(profile, target, purge=False) == "gone" and target.calls == ["lock down", "unlock"]

@@ -76,3 +76,19 @@ def test_zero_drafts_gives_no_ratios() -> None:
 def test_a_body_that_is_not_prometheus_text() -> None:
     with pytest.raises(MetricsFormatError, match="is not Prometheus text"):
         parse_metrics("this is { not prometheus\n", 0.0)
+
+
+@pytest.mark.parametrize("bad", ["NaN", "+Inf", "-Inf"])
+def test_non_finite_counters_are_data_not_numbers(bad: str) -> None:
+    before = parse_metrics(_text({"0": (10, 2, 6, 3)}), 0.0, 1.0)
+    broken = _text({"0": (30, 6, 18, 9)}).replace("vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"m\"} 6",
+                                                 f"vllm:spec_decode_num_drafts_total{{engine=\"0\",model_name=\"m\"}} {bad}")
+    after = parse_metrics(broken, 2.0, 3.0)
+    assert after.non_finite == (f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}}={float(bad)}',)
+    delta = diff(before, after)
+    assert not delta.available and delta.spec_decode is None
+    assert delta.error == f'/metrics reported a non-finite spec-decode counter: {after.non_finite[0]}'
+    assert delta.generation_tokens == 20  # what is finite is still measured
+    # A non-finite generation counter leaves that figure unknown, never NaN.
+    gen = parse_metrics(_text({"0": (10, 2, 6, 3)}).replace("} 10", f"}} {bad}", 1), 2.0, 3.0)
+    assert diff(before, gen).generation_tokens is None and diff(before, gen).server_tok_s is None

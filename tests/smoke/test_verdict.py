@@ -109,3 +109,14 @@ def test_bursty_streams_warn_and_are_judged_by_their_lower_bound() -> None:
     assert warn.status is Status.WARN and "2 of 2 streams arrived in bursts" in warn.detail
     assert judge_decode_target(41.0, "low_entropy", summary).status is Status.FAIL
     assert judge_decode_target(40.5, "low_entropy", summary).measured == 40.5
+
+
+def test_speculative_with_unusable_counters_fails_with_the_reason_instead_of_crashing() -> None:
+    summary = _summary(_rec(0, 10.0))
+    nan = float("nan")
+    broken = MetricsDelta(available=True, window_s=1.0, generation_tokens=64,
+                          spec_decode=spec_decode_figures(5, nan, nan, {}).model_copy(update={"mean_acceptance_length": None}))
+    check = judge_speculative(True, 2.0, broken, summary)
+    assert check.status is Status.FAIL
+    assert check.detail == "mean acceptance length unknown: the spec-decode counters give None (nan accepted / 5.0 drafts)"
+    assert judge_decode_target(5.0, "low_entropy", _summary(_rec(0, nan))).status is Status.FAIL

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,8 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}assistant: {% endif %}"
 )
 _CORPUS = "rehearsal_corpus.txt"
+_GENERATE_TIMEOUT_S = 600
+_CHILD_GRACE_S = 10
 _REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", MARKER_NAME)
 
 
@@ -185,12 +188,27 @@ def ensure_rehearsal_model_with(python: str, dest: Path) -> Path:
     package_root = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     try:
-        done = subprocess.run([python, "-m", __name__, str(dest)], capture_output=True, text=True, env=env, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        child = subprocess.Popen([python, "-m", __name__, str(dest)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env)
+    except OSError as exc:
         raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: {exc}",
                                  hint="set local.python (or K3DEPLOY_VLLM_PYTHON) to the interpreter that has vLLM") from exc
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+    try:
+        _, stderr = child.communicate(timeout=_GENERATE_TIMEOUT_S)
+    except BaseException as exc:
+        # Interrupted or too slow: SIGTERM lets the child remove its temporary folder; SIGKILL only if it will not.
+        child.terminate()
+        try:
+            child.communicate(timeout=_CHILD_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: no result after "
+                                     f"{_GENERATE_TIMEOUT_S} s", hint="the host is overloaded; try again") from None
+        raise
+    if child.returncode != 0:
+        last = (stderr.strip().splitlines() or ["(no output)"])[-1]
         raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: {last}",
                                  hint="that interpreter needs torch, transformers and tokenizers (vLLM brings them)")
     return Path(dest).expanduser().absolute()
@@ -198,6 +216,8 @@ def ensure_rehearsal_model_with(python: str, dest: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m k3deploy.targets.local.rehearsal DEST`: make the rehearsal model in DEST (used across venvs)."""
+    # SIGTERM raises like Ctrl-C, so the temporary folder is removed on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m k3deploy.targets.local.rehearsal DEST", file=sys.stderr)

@@ -11,7 +11,7 @@ import contextlib
 import difflib
 import json
 import os
-import shutil
+import secrets
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -25,20 +25,29 @@ from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Revision
-from k3deploy.targets.local import checks, probe, process, rehearsal, startup
+from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.launch import (
     CACHE_DIR,
     MODEL_DIR,
     STATE_FILE,
     Launch,
     default_state_dir,
+    model_path,
     plan_launch,
     scratch_dir,
 )
-from k3deploy.targets.local.state import ServerRecord, clear_record, read_record, write_record
+from k3deploy.targets.local.recovery import recover
+from k3deploy.targets.local.state import (
+    ServerRecord,
+    Unreadable,
+    atomic_write_text,
+    clear_record,
+    read_record_or_error,
+    write_record,
+)
 
 SMOKE_FILE = "smoke.json"
-_POLL_S = 1.0
+_POLL_S = 0.25
 
 
 def _now() -> str:
@@ -53,6 +62,15 @@ def _client_host(host: str) -> str:
 def _url(host: str, port: int) -> str:
     host = _client_host(host)
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def identity(record: ServerRecord) -> process.Identity:
+    """What proves a process is the recorded server."""
+    return process.Identity(record.pid, record.create_time, tuple(record.argv), record.server_id)
+
+
+def _alive(record: ServerRecord) -> bool:
+    return process.is_ours(identity(record))
 
 
 def _healthy(url: str) -> bool:
@@ -81,10 +99,33 @@ class LocalTarget:
     def _record_path(self, profile: Profile) -> Path:
         return self.state_dir(profile) / STATE_FILE
 
+    def locked(self, profile: Profile, what: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the state directory's lock for a whole command (one command at a time per state directory)."""
+        return lock.locked(self.state_dir(profile), what)
+
+    def _read(self, profile: Profile) -> tuple[ServerRecord | None, str | None]:
+        """(the record, a note) — the server found by port and command line when the record is missing or unreadable."""
+        found = read_record_or_error(self._record_path(profile))
+        if isinstance(found, ServerRecord) and _alive(found):
+            return found, None
+        recovered = recover(profile, self.state_dir(profile), self.launch(profile))
+        if isinstance(found, ServerRecord):
+            if recovered is None:
+                return found, None
+            return recovered, (f"the record does not prove pid {found.pid} is the server; found k3deploy's server "
+                               f"(pid {recovered.pid}) by its port and command line")
+        if isinstance(found, Unreadable):
+            if recovered is None:
+                return None, f"{found.why}; no k3deploy server runs on port {profile.vllm.port}"
+            return recovered, (f"{found.why}; found k3deploy's server (pid {recovered.pid}) by its port and command line")
+        if recovered is not None:
+            return recovered, f"no record; found k3deploy's server (pid {recovered.pid}) by its port and command line"
+        return None, None
+
     def _live(self, profile: Profile) -> ServerRecord | None:
-        """The recorded server when it still runs, else None."""
-        record = read_record(self._record_path(profile))
-        return record if record is not None and process.is_ours(record.pid, record.create_time) else None
+        """The recorded (or recovered) server when it still runs, else None."""
+        record, _ = self._read(profile)
+        return record if record is not None and _alive(record) else None
 
     def launch(self, profile: Profile) -> Launch:
         """The exact argv and environment `apply` runs for `profile` on this host."""
@@ -108,41 +149,77 @@ class LocalTarget:
         launch = self.launch(profile)
         state_dir = self.state_dir(profile)
         record_path = state_dir / STATE_FILE
-        old = read_record(record_path)
-        if old is not None and old.argv_hash == launch.argv_hash and process.is_ours(old.pid, old.create_time):
+        old, _ = self._read(profile)
+        if old is not None and old.argv_hash == launch.argv_hash and _alive(old):
+            if old.recovered:
+                write_record(record_path, old)
             return ApplyOutcome(changed=False, summary=f"already running (pid {old.pid}) at {_url(old.host, old.port)}")
         if getattr(self.options, "dry_run", False) or getattr(self.options, "diff", False):
             return self._dry_run(old, launch)
-        if profile.model.rehearsal and not rehearsal.is_rehearsal_model(state_dir / MODEL_DIR):
-            if rehearsal.can_generate_here():
-                rehearsal.ensure_rehearsal_model(state_dir / MODEL_DIR)
-            else:
-                rehearsal.ensure_rehearsal_model_with(probe.vllm_python(profile), state_dir / MODEL_DIR)
-        replaced = old is not None and process.stop(old.pid, old.create_time)
+        if profile.model.rehearsal:
+            self._ensure_rehearsal_model(profile, state_dir)
+        replaced = old is not None and process.stop(identity(old))
         verb = f"upgraded: stopped pid {old.pid} and started" if replaced and old is not None else "started"
         clear_record(record_path)
-        launch.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            pid, created = process.start(launch.argv, launch.env, launch.log_path, cwd=state_dir)
-        except EnvironmentProblem:
-            if replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
-                self._restart(record_path, old)
-            raise
-        record = ServerRecord(
-            profile=profile.name, pid=pid, create_time=created, host=profile.local.host, port=profile.vllm.port,
+        self._own_folders(state_dir, launch.scratch)
+        record = ServerRecord(  # pid, start time and id are placeholders until _start fills them in
+            profile=profile.name, pid=2, create_time=1.0, host=profile.local.host, port=profile.vllm.port,
             argv=launch.argv, env=launch.env, argv_hash=launch.argv_hash, log_path=str(launch.log_path),
             model_path=launch.model_path, rehearsal=profile.model.rehearsal, started_at=_now(),
             generation=(old.generation + 1) if old is not None else 1,
         )
-        write_record(record_path, record)
+        try:
+            record = self._start(record_path, record)
+        except EnvironmentProblem:
+            if replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
+                self._restart(record_path, old)
+            raise
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
         label = " (rehearsal model: random weights, not Kimi K3)" if profile.model.rehearsal else ""
-        return ApplyOutcome(changed=True, summary=f"{verb} vLLM (pid {pid}) on {profile.local.host}:{profile.vllm.port}"
-                            f"{label}; log {launch.log_path}", created=[f"process {pid}"])
+        return ApplyOutcome(changed=True, summary=f"{verb} vLLM (pid {record.pid}) on {profile.local.host}:{profile.vllm.port}"
+                            f"{label}; log {launch.log_path}", created=[f"process {record.pid}"])
+
+    @staticmethod
+    def _ensure_rehearsal_model(profile: Profile, state_dir: Path) -> None:
+        """Generate the rehearsal model when missing; a folder k3deploy generated is marked as its own."""
+        dest = state_dir / MODEL_DIR
+        if rehearsal.is_rehearsal_model(dest):
+            return
+        existed = os.path.lexists(dest)
+        if rehearsal.can_generate_here():
+            rehearsal.ensure_rehearsal_model(dest)
+        else:
+            rehearsal.ensure_rehearsal_model_with(probe.vllm_python(profile), dest)
+        if not existed:
+            ownership.mark(state_dir, dest)
+
+    @staticmethod
+    def _own_folders(state_dir: Path, scratch: Path) -> None:
+        """Create the server's scratch and cache folders, marked as k3deploy's (so `down` may remove them)."""
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            with process.signals_deferred():  # a folder made but not yet marked would never be removed
+                ownership.create(state_dir, scratch, mode=0o700)
+                ownership.create(state_dir, state_dir / CACHE_DIR)
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot create the server's folders under {state_dir}: {exc.strerror}",
+                                     hint="check the state directory's permissions and free space") from exc
+
+    @staticmethod
+    def _start(record_path: Path, record: ServerRecord) -> ServerRecord:
+        """Start the server `record` describes with a fresh id; record it before an interrupt can act."""
+        server_id = secrets.token_hex(16)
+        with process.signals_deferred():
+            pid, created = process.start(record.argv, record.env, Path(record.log_path), cwd=record_path.parent,
+                                         server_id=server_id)
+            started = record.model_copy(update={"pid": pid, "create_time": created, "started_at": _now(),
+                                                "server_id": server_id, "recovered": False})
+            write_record(record_path, started)
+        return started
 
     def _dry_run(self, old: ServerRecord | None, launch: Launch) -> ApplyOutcome:
         """Say what apply would do and, for --diff, how the argv would change; start and stop nothing."""
-        live = old is not None and process.is_ours(old.pid, old.create_time)
+        live = old is not None and _alive(old)
         before = old.argv if live and old is not None else []
         self.last_diffs = [("process", "".join(difflib.unified_diff(
             [f"{arg}\n" for arg in before], [f"{arg}\n" for arg in launch.argv], "running", "planned")))]
@@ -151,7 +228,7 @@ class LocalTarget:
 
     def wait_ready(self, profile: Profile, timeout_s: float) -> None:
         """Follow start-up until /health is 200; fail fast with the log tail when the process exits."""
-        record = read_record(self._record_path(profile))
+        record, _ = self._read(profile)
         if record is None:
             raise CheckFailed(f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`")
         self._wait(record, timeout_s)
@@ -164,15 +241,14 @@ class LocalTarget:
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Stop the new server; restart the previous one (same argv and environment) when there was one."""
         record_path = self._record_path(profile)
-        current = read_record(record_path)
+        current, _ = self._read(profile)
         (record_path.parent / SMOKE_FILE).unlink(missing_ok=True)  # the verdict was the failed server's
         prev = ServerRecord.model_validate(previous.data) if previous is not None else None
-        if prev is not None and current is not None and current.argv_hash == prev.argv_hash \
-                and process.is_ours(current.pid, current.create_time):
+        if prev is not None and current is not None and current.argv_hash == prev.argv_hash and _alive(current):
             return f"kept the running server (pid {current.pid}): the failed up did not change it"
         stopped = "nothing to stop"
         if current is not None:
-            was = "stopped the new server" if process.stop(current.pid, current.create_time) else "the new server had exited"
+            was = "stopped the new server" if process.stop(identity(current)) else "the new server had exited"
             stopped = f"{was} (pid {current.pid})"
             clear_record(record_path)
         if prev is None:
@@ -184,16 +260,24 @@ class LocalTarget:
     def status(self, profile: Profile) -> dict[str, Any]:
         """Whether the server runs, where, with which model and argv, and the last smoke verdict."""
         state_dir = self.state_dir(profile)
-        record = read_record(state_dir / STATE_FILE)
+        record, note = self._read(profile)
         out: dict[str, Any] = {"target": self.name, "profile": profile.name, "state_dir": str(state_dir)}
-        if record is None or not process.is_ours(record.pid, record.create_time):
-            out.update(running=False, detail="not running" if record is None else f"not running (pid {record.pid} exited)")
+        if record is None or not _alive(record):
+            if record is None:
+                detail = "not running"
+            elif process.exists(record.pid):
+                detail = f"not running (pid {record.pid} is not the recorded server: another process, left alone)"
+            else:
+                detail = f"not running (pid {record.pid} exited)"
+            out.update(running=False, detail=f"{detail}: {note}" if note else detail)
             return out
         url = _url(record.host, record.port)
         out.update(running=True, healthy=_healthy(url), pid=record.pid, endpoint=url, revision=record.generation,
                    started_at=record.started_at, model=record.model_path, rehearsal=record.rehearsal,
                    argv_hash=record.argv_hash, argv=record.argv, log=record.log_path,
                    matches_profile=record.argv_hash == self.launch(profile).argv_hash)
+        if note:
+            out["found_by"] = note
         try:
             out["last_smoke"] = json.loads((state_dir / SMOKE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -201,37 +285,49 @@ class LocalTarget:
         return out
 
     def down(self, profile: Profile, purge: bool) -> str:
-        """Stop the server's process group (a no-op when nothing runs); purge also deletes the generated model."""
+        """Stop the server's process group (a no-op when nothing runs); purge also deletes what k3deploy generated.
+
+        Only folders k3deploy created and marked are deleted (see `ownership`), never the profile's model.
+        """
         state_dir = self.state_dir(profile)
-        record = read_record(state_dir / STATE_FILE)
+        record, note = self._read(profile)
         said = f"nothing is running for {profile.name}"
         if record is not None:
-            if process.stop(record.pid, record.create_time):
-                said = f"stopped vLLM (pid {record.pid})"
-            clear_record(state_dir / STATE_FILE)
+            if process.stop(identity(record)):
+                said = f"stopped vLLM (pid {record.pid})" + (" found by its port and command line" if record.recovered else "")
+        clear_record(state_dir / STATE_FILE)
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
         # What vLLM left in its TMPDIR is of no use once it stopped.
-        shutil.rmtree(scratch_dir(state_dir, Path(tempfile.gettempdir())), ignore_errors=True)
+        ownership.remove(state_dir, scratch_dir(state_dir, Path(tempfile.gettempdir())))
         if purge:
-            for sub in (MODEL_DIR, CACHE_DIR):
-                shutil.rmtree(state_dir / sub, ignore_errors=True)
-            said += f"; removed the generated model and vLLM's cache under {state_dir}"
+            protected = [] if profile.model.rehearsal else [model_path(profile, state_dir)]
+            said += "; " + self._purge(state_dir, protected)
+        ownership.forget_missing(state_dir)
         return said
+
+    @staticmethod
+    def _purge(state_dir: Path, protected: list[str]) -> str:
+        """Delete the generated model and vLLM's cache when k3deploy made them; say what was removed and kept."""
+        removed, kept = [], []
+        for sub, what in ((MODEL_DIR, "the generated model"), (CACHE_DIR, "vLLM's cache")):
+            if not os.path.lexists(state_dir / sub):
+                continue
+            why = ownership.remove(state_dir, state_dir / sub, protected)
+            removed.extend([what] if why is None else [])
+            kept.extend([] if why is None else [why])
+        parts = ([f"removed {' and '.join(removed)} under {state_dir}"] if removed else []) + kept
+        return "; ".join(parts) or f"nothing k3deploy generated is left under {state_dir}"
 
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
         """Keep the last smoke verdict beside the record, for `status`."""
-        path = self.state_dir(profile) / SMOKE_FILE
-        path.write_text(json.dumps({"at": _now(), **verdict}, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(self.state_dir(profile) / SMOKE_FILE, json.dumps({"at": _now(), **verdict}, indent=2) + "\n")
 
     # -- starting again and waiting --------------------------------------------------------------------
-    @staticmethod
-    def _restart(record_path: Path, record: ServerRecord) -> ServerRecord:
+    def _restart(self, record_path: Path, record: ServerRecord) -> ServerRecord:
         """Start a recorded server again exactly as it ran (argv, environment, log); record the new pid."""
-        Path(record.env.get("TMPDIR", tempfile.gettempdir())).mkdir(mode=0o700, parents=True, exist_ok=True)
-        pid, created = process.start(record.argv, record.env, Path(record.log_path), cwd=record_path.parent)
-        restored = record.model_copy(update={"pid": pid, "create_time": created, "started_at": _now()})
-        write_record(record_path, restored)
-        return restored
+        scratch = Path(record.env.get("TMPDIR", tempfile.gettempdir()))
+        self._own_folders(record_path.parent, scratch)
+        return self._start(record_path, record)
 
     def _wait(self, record: ServerRecord, timeout_s: float) -> None:
         url, log = _url(record.host, record.port), Path(record.log_path)
@@ -242,9 +338,16 @@ class LocalTarget:
             state = ""
             while True:
                 if _healthy(url):
-                    view.show([Row(name, "Ready", f"{url}/health 200", since)])
-                    return
-                if not process.is_ours(record.pid, record.create_time):
+                    # /health alone could be another program's answer: the listening socket must be the server's.
+                    if record.port in process.listening_ports(record.pid):
+                        view.show([Row(name, "Ready", f"{url}/health 200", since)])
+                        return
+                    if _alive(record):
+                        view.show([Row(name, "Failed", "another process answers on its port", since)])
+                        raise EnvironmentProblem(
+                            f"{url} is answered by another process, not by the vLLM k3deploy started (pid {record.pid})",
+                            hint=f"stop what listens on port {record.port}, or choose another port with --set vllm.port=N")
+                if not _alive(record):
                     tail = process.log_tail(log)
                     view.show([Row(name, "Failed", "exited before it was ready", since)])
                     view.block([f"    last lines of {log}:", *(f"      {line}" for line in tail)])

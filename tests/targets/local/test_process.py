@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -14,6 +15,7 @@ import pytest
 
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.targets.local import process
+from k3deploy.targets.local.process import Identity
 from tests.integration.vllm_server import alive
 
 #: A leader that starts a child in its own group (like vLLM's API server and engine core) and waits.
@@ -33,78 +35,105 @@ time.sleep(120)
 """
 
 
-def start_group(script: str, tmp_path: Path) -> tuple[int, float, int]:
-    """Start `script` as a managed server; wait for its child; return (pid, start time, child pid)."""
+def start_group(script: str, tmp_path: Path, server_id: str = "id-1") -> tuple[Identity, int]:
+    """Start `script` as a managed server; wait for its child; return (its identity, child pid)."""
     log = tmp_path / "server.log"
-    pid, created = process.start([sys.executable, "-c", script], {"MARK": "1"}, log, tmp_path / "cwd")
+    argv = [sys.executable, "-c", script]
+    pid, created = process.start(argv, {"MARK": "1"}, log, tmp_path / "cwd", server_id)
     deadline = time.monotonic() + 30
     while "child" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     child = int(log.read_text().split()[1])
-    return pid, created, child
+    return Identity(pid, created, tuple(argv), server_id), child
 
 
 def test_started_server_leads_its_own_group_and_stop_ends_all_of_it(tmp_path: Path) -> None:
-    pid, created, child = start_group(LEADER, tmp_path)
+    ident, child = start_group(LEADER, tmp_path)
+    pid = ident.pid
     try:
-        assert os.getpgid(pid) == pid and os.getpgid(child) == pid
+        assert os.getpgid(pid) == pid and os.getpgid(child) == pid and os.getsid(pid) == pid
         assert os.getpgid(pid) != os.getpgid(os.getpid())
-        assert process.is_ours(pid, created)
+        assert process.is_ours(ident)
+        assert psutil.Process(pid).environ()[process.SERVER_ID_ENV] == "id-1"
+        assert psutil.Process(pid).environ()[process.STATE_DIR_ENV] == str(tmp_path / "cwd")
         assert sorted(process.group_members(pid)) == sorted([pid, child])
-        assert process.stop(pid, created) is True
+        assert process.stop(ident) is True
         assert not alive(pid) and not alive(child)
         assert process.group_members(pid) == []
-        assert not process.is_ours(pid, created)
-        assert process.stop(pid, created) is False  # stopping again is a no-op
+        assert not process.is_ours(ident)
+        assert process.stop(ident) is False  # stopping again is a no-op
     finally:
-        process.stop(pid, created, grace_s=0.5)
+        process.stop(ident, grace_s=0.5)
 
 
 def test_what_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
-    pid, created, child = start_group(STUBBORN, tmp_path)
+    ident, child = start_group(STUBBORN, tmp_path)
     try:
-        assert process.stop(pid, created, grace_s=0.5) is True
-        assert not alive(pid) and not alive(child)
+        assert process.stop(ident, grace_s=0.5) is True
+        assert not alive(ident.pid) and not alive(child)
     finally:
-        process.stop(pid, created, grace_s=0.1)
+        process.stop(ident, grace_s=0.1)
 
 
-def test_a_pid_with_another_start_time_is_not_ours_and_is_left_alone(tmp_path: Path) -> None:
-    pid, created, child = start_group(LEADER, tmp_path)
+@pytest.mark.parametrize("change", [
+    {"create_time": -100.0},  # another start time: the pid was reused
+    {"argv": ("python3", "-m", "something.else")},  # another command line
+    {"server_id": "id-forged"},  # another launch's id
+    {"server_id": None},  # no id at all
+])
+def test_a_process_that_does_not_match_every_mark_is_not_ours_and_is_left_alone(tmp_path: Path, change: dict) -> None:
+    ident, child = start_group(LEADER, tmp_path)
+    forged = replace(ident, **{k: (ident.create_time + v if k == "create_time" else v) for k, v in change.items()})
     try:
-        assert not process.is_ours(pid, created - 100.0)
-        assert process.stop(pid, created - 100.0) is False
-        assert alive(pid) and alive(child)
+        assert not process.is_ours(forged)
+        assert process.stop(forged, grace_s=0.5) is False
+        assert alive(ident.pid) and alive(child)
     finally:
-        process.stop(pid, created, grace_s=0.5)
+        process.stop(ident, grace_s=0.5)
 
 
 def test_orphans_of_a_dead_leader_are_still_stopped(tmp_path: Path) -> None:
-    pid, created, child = start_group(LEADER, tmp_path)
+    ident, child = start_group(LEADER, tmp_path)
+    pid = ident.pid
     try:
         os.kill(pid, 9)
         deadline = time.monotonic() + 10
-        while process.is_ours(pid, created) and time.monotonic() < deadline:
+        while process.is_ours(ident) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not process.is_ours(pid, created)
+        assert not process.is_ours(ident)
         assert process.group_members(pid) == [child]
-        process.stop(pid, created, grace_s=2)
+        # A record with another launch's id does not reach the orphans; the right one does.
+        assert process.stop(replace(ident, server_id="id-forged"), grace_s=2) is False and alive(child)
+        assert process.stop(ident, grace_s=2) is True
         assert not alive(child)
     finally:
-        process.stop(pid, created, grace_s=0.1)
+        process.stop(ident, grace_s=0.1)
+
+
+@pytest.mark.parametrize(("cmdline", "ok"), [
+    (["/venv/bin/python", "-m", "vllm.x", "--port", "1"], True),  # as started
+    (["/usr/bin/python3.11", "-m", "vllm.x", "--port", "1"], True),  # a shim that executed the real interpreter
+    (["/usr/bin/python3", "-I", "/venv/bin/python", "-m", "vllm.x", "--port", "1"], True),  # a shebang wrapper
+    (["/usr/bin/python3", "/other/wrapper", "-m", "vllm.x", "--port", "1"], False),
+    (["/venv/bin/python", "-m", "vllm.x", "--port", "2"], False),
+    (["/venv/bin/python", "-m", "vllm.x"], False),
+    ([], False),
+])
+def test_command_line_matching(cmdline: list[str], ok: bool) -> None:
+    assert process.cmdline_matches(cmdline, ("/venv/bin/python", "-m", "vllm.x", "--port", "1")) is ok
 
 
 def test_start_passes_env_rotates_the_previous_log_and_reports_a_missing_interpreter(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("old run\n")
     pid, created = process.start([sys.executable, "-c", "import os; print(os.environ['MARK'])"], {"MARK": "here"},
-                                 log, tmp_path / "cwd")
+                                 log, tmp_path / "cwd", "id-1")
     with contextlib.suppress(psutil.NoSuchProcess):
         psutil.Process(pid).wait(timeout=30)
     assert process.log_tail(log) == ["here"]
     assert (tmp_path / "server.log.prev").read_text() == "old run\n"
     with pytest.raises(EnvironmentProblem, match="cannot start /nonexistent/python"):
-        process.start(["/nonexistent/python"], {}, log, tmp_path / "cwd")
+        process.start(["/nonexistent/python"], {}, log, tmp_path / "cwd", "id-1")
 
 
 def test_log_tail_keeps_the_last_non_empty_lines(tmp_path: Path) -> None:

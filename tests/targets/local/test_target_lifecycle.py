@@ -189,8 +189,8 @@ def test_a_record_whose_process_died_counts_as_nothing_running(target: LocalTarg
 
 def test_down_with_nothing_recorded_is_a_no_op(target: LocalTarget, tmp_path: Path) -> None:
     profile = profile_for(tmp_path, free_port())
-    assert target.down(profile, purge=True) == (f"nothing is running for local-cpu; removed the generated model and "
-                                                f"vLLM's cache under {tmp_path / 'state'}")
+    assert target.down(profile, purge=True) == (f"nothing is running for local-cpu; nothing k3deploy generated is left "
+                                                f"under {tmp_path / 'state'}")
     assert target.status(profile) == {"target": "local", "profile": "local-cpu", "state_dir": str(tmp_path / "state"),
                                       "running": False, "detail": "not running"}
 
