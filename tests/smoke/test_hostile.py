@@ -2,7 +2,7 @@
 
 The real CLI in a subprocess against the scripted server's flood modes: a stream that never ends (token
 chunks, error events, one endless line) and a 300 MB /v1/models. The child's peak memory comes from the kernel
-(`os.wait4`), the report's size from the file; the kill timer is only the net that keeps a hang from hanging the
+(`os.wait4` in a small launcher), the report's size from the file; the kill timer is only the net that keeps a hang from hanging the
 suite, not a timed assertion.
 """
 
@@ -38,27 +38,41 @@ class Finished:
     killed: bool
 
 
+#: Runs the CLI as its own child and reports that child's peak RSS. Linux carries a process's high-water RSS across
+#: fork and exec, so a CLI forked straight from a large pytest process would report pytest's size; forked from this
+#: small launcher, it starts from the launcher's few MiB.
+_LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss * 1024))  # ru_maxrss is in KiB on Linux
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(*args: str, net_s: float = 120) -> Finished:
     """Run the CLI; its exit code, stderr and peak resident memory (bytes), killed if it outlives `net_s`."""
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "k3deploy", *args], stdout=subprocess.DEVNULL, stderr=err,
-                                env=cli_env(), cwd=REPO_ROOT)
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        rss_file = Path(tmp) / "peak_rss"
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(rss_file), sys.executable, "-m", "k3deploy", *args],
+                                stdout=subprocess.DEVNULL, stderr=err, env=cli_env(), cwd=REPO_ROOT,
+                                start_new_session=True)
         killed = threading.Event()
 
         def kill() -> None:
             killed.set()
-            proc.send_signal(signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # the launcher leads its own group: this test started it
 
         timer = threading.Timer(net_s, kill)
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
-        # ru_maxrss is in KiB on Linux.
-        return Finished(proc.returncode, err.read().decode(), usage.ru_maxrss * 1024, killed.is_set())
+        peak = int(rss_file.read_text()) if rss_file.exists() else 0
+        return Finished(proc.returncode, err.read().decode(), peak, killed.is_set())
 
 
 @pytest.mark.parametrize(("script", "needle"), [

@@ -22,8 +22,9 @@ from tests.conftest import REPO_ROOT, cli_env, run_cli
 from tests.integration.vllm_server import free_port
 from tests.targets.local.fake_vllm import write_fake_python
 
-#: The fake server needs no RAM or disk to speak of: preflight must not fail because other work fills the host.
-HOST_INDEPENDENT = ("local.min_free_ram_gib=0", "local.min_free_disk_gib=0", "vllm.env.VLLM_CPU_KVCACHE_SPACE='0'")
+#: The fake server needs no RAM or disk to speak of: preflight must not fail because other work fills the host
+#: (1 GiB of KV space: with 0, vLLM would get no KV cache at all, and the capacity plan refuses that).
+HOST_INDEPENDENT = ("local.min_free_ram_gib=0", "local.min_free_disk_gib=0", "vllm.env.VLLM_CPU_KVCACHE_SPACE='1'")
 #: Smoke kept short: the fake server streams instantly.
 FAST_SMOKE = ("smoke.requests=2", "smoke.output_tokens=12", "smoke.request_timeout_s=20", "smoke.overall_timeout_s=60")
 

@@ -82,6 +82,7 @@ class _Server(ThreadingHTTPServer):
         self.socket.close()
         self.socket = sock
         self.script, self.counters, self.lock = script, counters, threading.Lock()
+        self.started = time.monotonic()  # the scripted handler's health_ready_after_s counts from here
 
 
 def bind(host: str, port: int) -> socket.socket:
