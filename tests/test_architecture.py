@@ -28,6 +28,8 @@ PURE_MODULES = [
     "rollout/readiness.py",
     "rollout/order.py",
     "smoke/sse.py",
+    "bench/datasets.py",
+    "bench/figures.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
     "smoke/headline.py",
