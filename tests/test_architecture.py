@@ -30,6 +30,7 @@ PURE_MODULES = [
     "smoke/sse.py",
     "bench/datasets.py",
     "bench/figures.py",
+    "bench/compare.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
     "smoke/headline.py",
