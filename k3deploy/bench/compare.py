@@ -89,3 +89,30 @@ def compare(reports: Sequence[BenchReport], files: Sequence[str]) -> Comparison:
     rows = [_row(c.category, c.concurrency, reports) for c in reports[0].cells]
     rows += [_row(c.category, c.concurrency, reports) for c in reports[0].overall]
     return Comparison(labels=[r.label for r in reports], files=list(files), rows=rows, references=references(reports[0]))
+
+
+def best_per_concurrency(reports: Sequence[BenchReport]) -> dict[int, tuple[str, float]]:
+    """Per concurrency level, the run with the highest overall median decode tok/s (the best draft length in a sweep)."""
+    best: dict[int, tuple[str, float]] = {}
+    for report in reports:
+        for cell in report.overall:
+            rate = cell.decode_tok_s.median
+            if rate is not None and (cell.concurrency not in best or rate > best[cell.concurrency][1]):
+                best[cell.concurrency] = (report.label, rate)
+    return dict(sorted(best.items()))
+
+
+def headline(reports: Sequence[BenchReport]) -> list[str]:
+    """The lines `bench --ab` / `--sweep` end with: overall speedup over the first run, and the best run per level."""
+    out = []
+    for cell in reports[0].overall:
+        base = cell.decode_tok_s.median
+        for report in reports[1:]:
+            other = report.cell("overall", cell.concurrency)
+            rate = other.decode_tok_s.median if other is not None else None
+            if base and rate:
+                out.append(f"speedup {report.label} over {reports[0].label} at concurrency {cell.concurrency}: "
+                           f"{rate / base:.2f}x ({base:,.1f} -> {rate:,.1f} median decode tok/s)")
+    if len(reports) > 2:
+        out += [f"best at concurrency {level}: {label} ({rate:,.1f} tok/s)" for level, (label, rate) in best_per_concurrency(reports).items()]
+    return out

@@ -87,10 +87,12 @@ def bench(
     for report in reports:
         err.print(_view(report))
     if len(reports) > 1:
-        from k3deploy.bench.compare import compare
+        from k3deploy.bench.compare import compare, headline
         from k3deploy.report.bench_view import compare_view
 
         err.print(compare_view(compare(reports, [r.label for r in reports])))
+        for line in headline(reports):
+            err.print(line, markup=False, highlight=False)
     cli_run.write_outputs(reports, report_file, html_file, png_file)
     if output is OutputFormat.json:
         typer.echo(reports[0].model_dump_json(indent=1) if len(reports) == 1
