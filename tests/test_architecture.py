@@ -31,6 +31,8 @@ PURE_MODULES = [
     "bench/datasets.py",
     "bench/figures.py",
     "bench/compare.py",
+    "bench/series.py",
+    "bench/svg.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
     "smoke/headline.py",
