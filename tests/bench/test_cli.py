@@ -30,6 +30,15 @@ def test_json_report_table_and_file(tmp_path: Path) -> None:
     assert report.label == "base" and report.settings.concurrency == [1, 2]
     assert BenchReport.load(tmp_path / "r.json") == report
     assert "DECODE TOK/S" in result.stderr and "low_entropy" in result.stderr and "overall" in result.stderr
+    assert "warm-up" not in result.stderr  # progress stays quiet under -o json
+
+
+def test_progress_notes_in_table_mode() -> None:
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        result = run_cli("bench", "--endpoint", srv.url, *ARGS)
+    assert result.returncode == 0, result.stderr
+    assert "warm-up: ok" in result.stderr and "low_entropy @ 1: median decode" in result.stderr
+    assert result.stdout == ""
 
 
 def test_failures_exit_1_and_unreachable_exits_3(tmp_path: Path) -> None:
