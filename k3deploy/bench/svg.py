@@ -17,6 +17,19 @@ def _scale(values: Sequence[float | None], refs: Sequence[float]) -> float:
     return (H - BOTTOM - TOP) / (top * 1.1)
 
 
+def _yaxis(k: float, unit: str) -> str:
+    """Four labelled gridlines from 0 to the top of the plot area."""
+    top = (H - BOTTOM - TOP) / k
+    suffix = "x" if unit == "x" else ""  # speedups; tok/s axes are named in the chart's heading
+    out = []
+    for i in range(5):
+        value = top * i / 4
+        y = H - BOTTOM - value * k
+        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#ddd"/>'
+                   f'<text x="{LEFT - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{value:.3g}{suffix}</text>')
+    return "".join(out)
+
+
 def _legend(labels: Sequence[str]) -> str:
     return "".join(f'<rect x="{LEFT + 130 * i}" y="6" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
                    f'<text x="{LEFT + 14 + 130 * i}" y="15" font-size="11">{escape(label)}</text>'
@@ -32,7 +45,7 @@ def bars(title: str, groups: Sequence[str], series: dict[str, Sequence[float | N
     slot = (W - LEFT - 10) / max(len(groups), 1)
     width = slot * 0.8 / max(len(series), 1)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
-             f'<title>{escape(title)}</title>', _legend(list(series)),
+             f'<title>{escape(title)}</title>', _yaxis(k, unit), _legend(list(series)),
              f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>']
     for g, group in enumerate(groups):
         x0 = LEFT + g * slot + slot * 0.1
@@ -60,7 +73,7 @@ def lines(title: str, series: dict[str, tuple[Sequence[float], Sequence[float | 
     step = (W - LEFT - 40) / max(len(xs) - 1, 1)
     where = {x: LEFT + 20 + i * step for i, x in enumerate(xs)}
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
-             f'<title>{escape(title)}</title>', _legend(list(series)),
+             f'<title>{escape(title)}</title>', _yaxis(k, unit), _legend(list(series)),
              f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>']
     parts += [f'<text x="{where[x]:.1f}" y="{base + 14}" font-size="10" text-anchor="middle">{x:g}</text>' for x in xs]
     for s, (label, (px, py)) in enumerate(series.items()):
