@@ -118,7 +118,8 @@ def figure(reports: Sequence[BenchReport]) -> Any:
         groups = list(dict.fromkeys(c for d in data["speedups"].values() for c in d))
         _bar_panel(axes[0][1], groups, {k: [d.get(g) for g in groups] for k, d in data["speedups"].items()},
                    {"published": pub["speedup"]} if pub.get("speedup") else {}, "speedup (x)")
-        axes[0][1].set_title(f"speedup over {reports[0].label} vs published")
+        axes[0][1].set_title(f"speedup over {reports[0].label} (concurrency {min(reports[0].settings.concurrency)})"
+                             + (" vs published" if pub.get("speedup") else ""))
     else:
         _bar_panel(axes[0][1], ["overall"], {k: [v] for k, v in data["overall_tok_s"].items()}, _published_refs(pub), "tok/s")
         axes[0][1].set_title("overall tok/s vs published figures")

@@ -38,25 +38,44 @@ def _tokens(cell: CellFigures) -> str:
     return f"{cell.completion_tokens}" + ("" if server is None else f" / {server:g}")
 
 
+def _table(title: str | None, *headers: str) -> Table:
+    table = Table(box=None, title=title, title_justify="left")
+    table.add_column(headers[0], no_wrap=True, min_width=12)
+    for header in headers[1:]:
+        table.add_column(header)
+    return table
+
+
+def _cells(report: BenchReport, level: int) -> list[CellFigures]:
+    return [c for c in report.cells if c.concurrency == level] + [c for c in report.overall if c.concurrency == level]
+
+
 def figures_table(report: BenchReport, level: int) -> Table:
-    """One row per category at one concurrency level, then the overall row."""
-    table = Table("CATEGORY", "REQ", "FAILED", "TOKENS client/server", "DECODE TOK/S med (p10..p90)", "E2E TOK/S",
-                  "TTFT MS", "TPOT MS", "AGG TOK/S", "ACCEPT RATE", "ACCEPT LEN", "PER POSITION", "TOK/CHUNK", box=None,
-                  title=f"{report.label}: {report.settings.dataset}, concurrency {level}, {report.settings.output_tokens} "
-                        f"output tokens, temperature {report.settings.temperature:g}", title_justify="left")
-    cells = [c for c in report.cells if c.concurrency == level] + [c for c in report.overall if c.concurrency == level]
-    for cell in cells:
-        rate, length, positions = _spec(cell)
+    """Throughput at one concurrency level: one row per category, then overall."""
+    table = _table(f"{report.label}: {report.settings.dataset}, concurrency {level}, {report.settings.output_tokens} "
+                   f"output tokens, temperature {report.settings.temperature:g}",
+                   "CATEGORY", "REQ", "FAIL", "TOKENS client/server", "DECODE TOK/S med (p10..p90)", "E2E TOK/S", "AGG TOK/S")
+    for cell in _cells(report, level):
         table.add_row(cell.category, str(cell.requests), str(cell.failed), _tokens(cell), _dist(cell.decode_tok_s),
-                      _dist(cell.e2e_tok_s), _dist(cell.ttft_ms), _dist(cell.tpot_ms, 2), _num(cell.aggregate_tok_s),
-                      rate, length, positions, _num(cell.tokens_per_chunk.mean, 2),
+                      _num(cell.e2e_tok_s.median), _num(cell.aggregate_tok_s),
                       style="bold" if cell.category == "overall" else None)
+    return table
+
+
+def latency_table(report: BenchReport, level: int) -> Table:
+    """Latency and speculative-decoding figures at one concurrency level (medians; the report has p10/p90)."""
+    table = _table(None, "CATEGORY", "TTFT MS", "TPOT MS", "ACCEPT RATE", "ACCEPT LEN", "PER POSITION", "TOK/CHUNK")
+    for cell in _cells(report, level):
+        rate, length, positions = _spec(cell)
+        table.add_row(cell.category, _num(cell.ttft_ms.median), _num(cell.tpot_ms.median, 2), rate, length, positions,
+                      _num(cell.tokens_per_chunk.mean, 2), style="bold" if cell.category == "overall" else None)
     return table
 
 
 def bench_view(report: BenchReport) -> Group:
     """Every concurrency level's table, then the warnings."""
-    parts: list[Table | Text] = [figures_table(report, level) for level in report.settings.concurrency]
+    parts: list[Table | Text] = [t for level in report.settings.concurrency
+                                 for t in (figures_table(report, level), latency_table(report, level))]
     parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
     return Group(*parts)
 
@@ -64,9 +83,9 @@ def bench_view(report: BenchReport) -> Group:
 def compare_view(comparison: Comparison) -> Group:
     """Median decode tok/s of each run and its speedup over the first, beside the published references."""
     labels = comparison.labels
-    table = Table("CATEGORY", "CONC", *[f"{label} TOK/S" for label in labels],
-                  *[f"{label} SPEEDUP" for label in labels[1:]], *[f"{label} ACCEPT LEN" for label in labels],
-                  box=None, title="median decode tok/s per request, speedup over " + labels[0], title_justify="left")
+    table = _table("median decode tok/s per request, speedup over " + labels[0], "CATEGORY", "CONC",
+                   *[f"{label} TOK/S" for label in labels], *[f"{label} SPEEDUP" for label in labels[1:]],
+                   *[f"{label} ACCEPT LEN" for label in labels])
     for row in comparison.rows:
         table.add_row(row.category, str(row.concurrency), *[_num(v) for v in row.decode_tok_s],
                       *[("-" if s is None else f"{s:.2f}x") for s in row.speedup[1:]],

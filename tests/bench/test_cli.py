@@ -90,3 +90,15 @@ def test_compare_names_the_published_references(tmp_path: Path) -> None:
     refs = json.loads(result.stdout)["references"]
     assert refs == {"baseline_decode_tok_s": 118.0, "decode_tok_s": 370.0, "peak_decode_tok_s": 464.0, "speedup": 370 / 118}
     assert "118 tok/s without speculation" in result.stderr and "3.14x" in result.stderr and "464 tok/s peak" in result.stderr
+    # local-cpu's own decode_tok_s (5) is a floor it enforces, not a published figure.
+    result = run_cli("bench", "compare", str(b), str(a), "-o", "json")
+    assert json.loads(result.stdout)["references"]["decode_tok_s"] is None
+    assert "the profile names no reference figures" in result.stderr
+
+
+def test_kimi_profile_references_are_the_published_figures() -> None:
+    from k3deploy.bench.runner import published_references
+    from k3deploy.profile import load_profile
+
+    assert published_references(load_profile("kimi-k3-gb300-tp16")) == {
+        "baseline_decode_tok_s": 118.0, "decode_tok_s": 370.0, "peak_decode_tok_s": 464.0}
