@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -35,10 +36,10 @@ def writable(path: Path | None, flag: str) -> None:
         raise UsageError(f"{flag} {path}: folder {path.parent} does not exist", hint="create it, or pick another path")
 
 
-def save(write: object, path: Path, what: str) -> None:
+def save(write: Callable[[Path], None], path: Path, what: str) -> None:
     """Call `write(path)`, turning an OSError into exit 3."""
     try:
-        write(path)  # type: ignore[operator]
+        write(path)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot write the {what} to {path}: {exc.strerror}", hint="check the path") from None
 
@@ -84,8 +85,10 @@ def bench(
         concurrency=parse_levels(concurrency), num_prompts=num_prompts, output_tokens=output_tokens,
         temperature=temperature, label=label, ab=ab, sweep=sweep, quiet=output is OutputFormat.json)
     reports = cli_run.run(request)
+    from k3deploy.report.bench_view import bench_view
+
     for report in reports:
-        err.print(_view(report))
+        err.print(bench_view(report))
     if len(reports) > 1:
         from k3deploy.bench.compare import compare, headline
         from k3deploy.report.bench_view import compare_view
@@ -101,12 +104,6 @@ def bench(
     if problems:
         raise CheckFailed(f"bench: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
                           hint="the report holds every request's error")
-
-
-def _view(report: object) -> object:
-    from k3deploy.report.bench_view import bench_view
-
-    return bench_view(report)  # type: ignore[arg-type]
 
 
 @bench_app.command("compare")

