@@ -6,10 +6,18 @@ import sys
 
 from rich.console import Console
 
+class _Console(Console):
+    """A rich Console that lets a broken pipe reach the CLI's one handler (cli/__init__.py) instead of exiting 1."""
+
+    def on_broken_pipe(self) -> None:
+        """rich's documented hook; its default ends the process with exit code 1 ("a check failed" here)."""
+        raise BrokenPipeError
+
+
 #: Progress, tables and messages: stderr, so stdout stays clean for data (`-o json`, `-o -`).
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = _Console(stderr=True, highlight=False, soft_wrap=True)
 #: Data only.
-out = Console(highlight=False, soft_wrap=True)
+out = _Console(highlight=False, soft_wrap=True)
 
 
 def is_interactive() -> bool:

@@ -129,7 +129,32 @@ def _render(profile: Profile) -> str:
 
 def _wait(target: Target, profile: Profile, timeout_s: float | None) -> str:
     target.wait_ready(profile, timeout_s or default_timeout_s(profile))
-    return "ready"
+    return "ready" + _kv_capacity(target, profile)
+
+
+#: How much of the server log's end is searched for its start-up KV capacity line.
+_LOG_TAIL_BYTES = 8 * 1024 * 1024
+
+
+def _kv_capacity(target: Target, profile: Profile) -> str:
+    """On the local target: the plan's KV tokens beside those the server logged at start-up."""
+    if profile.target != "local":
+        return ""
+    from pathlib import Path
+
+    from k3deploy.render.plan import plan
+    from k3deploy.render.plan_check import capacity_line, reported_kv_tokens
+
+    log = target.status(profile).get("log")
+    text = ""
+    if log:
+        try:
+            with Path(log).open("rb") as handle:
+                handle.seek(max(0, Path(log).stat().st_size - _LOG_TAIL_BYTES))
+                text = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            pass
+    return "; " + capacity_line(plan(profile).kv_tokens_per_gpu, reported_kv_tokens(text))
 
 
 def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:

@@ -11,8 +11,10 @@ from tests.conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "k3deploy"
 PURE_MODULES = [
+    "duration.py",
     "profile/model.py",
     "profile/load.py",
+    "profile/names.py",
     "render/plan.py",
     "render/argv.py",
     "render/manifests.py",
@@ -22,11 +24,16 @@ PURE_MODULES = [
     "preflight/checks.py",
     "preflight/checks_node.py",
     "preflight/checks_cluster.py",
-    "preflight/checks_versions.py",
+    "preflight/checks_pinning.py",
     "pin/oci.py",
     "pin/floating.py",
+    "preflight/checks_storage.py",
+    "render/features.py",
     "rollout/readiness.py",
     "rollout/order.py",
+    "rollout/surge.py",
+    "rollout/currency.py",
+    "rollout/judge.py",
     "smoke/sse.py",
     "bench/datasets.py",
     "bench/figures.py",

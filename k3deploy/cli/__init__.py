@@ -5,6 +5,7 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -13,6 +14,9 @@ import typer
 from k3deploy.cli.app import app
 from k3deploy.console import print_error
 from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_USAGE, K3DeployError
+
+#: What a shell reports for a process that SIGPIPE ended (128 + 13), as `yes | head -1` does.
+EXIT_BROKEN_PIPE = 141
 
 # Registration by import: each module adds its commands to `app`.
 from k3deploy.cli import render as _render  # noqa: E402,F401
@@ -26,6 +30,18 @@ for _name in _OPTIONAL_COMMAND_MODULES:
             raise
 
 
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (`k3deploy render | head -1`): end quietly, as Python's documentation advises
+    (signal module, "Note on SIGPIPE"): point stdout at /dev/null so the interpreter's final flush cannot fail again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn every K3DeployError into `error:` / `hint:` and its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -34,6 +50,15 @@ def main(argv: list[str] | None = None) -> None:
         args.remove("--debug")
     try:
         returned = app(args=args, prog_name="k3deploy", standalone_mode=False)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not in the interpreter's exit
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except SystemExit:
+        # click ends a command whose stdout broke with a quiet sys.exit(1) after wrapping stdout in its
+        # PacifyFlushWrapper; 1 means "a check failed" here, so report the broken pipe as such instead.
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _quiet_broken_pipe()
+        raise
     except K3DeployError as exc:
         if debug:  # the traceback is extra; the exit code stays the one the error carries
             traceback.print_exc()

@@ -51,6 +51,19 @@ SetOpt = Annotated[
 FormatOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="table or json.")]
 
 
-def get_profile(profile: str, sets: list[str] | None) -> Profile:
-    """Load the profile named on the command line, with its overrides."""
-    return load_profile(profile, sets or [])
+def get_profile(profile: str, sets: list[str] | None, *, check_fit: bool = True) -> Profile:
+    """Load the profile named on the command line, with its overrides (`check_fit`: refuse weights that cannot fit)."""
+    return load_profile(profile, sets or [], check_fit=check_fit)
+
+
+def checked_endpoint(value: str | None, flag: str = "--endpoint") -> str | None:
+    """An endpoint flag's URL when it can be connected to (http(s), host, port 1-65535, a valid IPv6 literal)."""
+    if value is None:
+        return None
+    from k3deploy.errors import UsageError
+    from k3deploy.profile.names import check_http_url
+
+    try:
+        return check_http_url(value.strip())
+    except ValueError as exc:
+        raise UsageError(f"{flag} {exc}", hint=f"for example {flag} http://10.0.0.5:8000") from None

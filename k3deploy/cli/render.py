@@ -21,7 +21,7 @@ def plan(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Print the capacity plan: weights, draft and KV cache per GPU; exit 1 when it does not fit."""
-    prof = get_profile(profile, set_)
+    prof = get_profile(profile, set_, check_fit=False)  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
     if output is OutputFormat.json:
         out.print_json(result.model_dump_json())
@@ -66,8 +66,12 @@ def render(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
     output_dir: Annotated[str, typer.Option("--output", "-o", help="Directory to write, or '-' for a YAML stream on stdout.")] = "-",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files in the directory that k3deploy did not write, or that changed since.")] = False,
 ) -> None:
-    """Write the deployment for a profile: Kubernetes manifests, or the vLLM argv/env for a local target."""
+    """Write the deployment for a profile: Kubernetes manifests, or the vLLM argv/env for a local target.
+
+    In a directory, k3deploy replaces and removes only files it wrote itself (recorded in .k3deploy-render.json).
+    """
     from k3deploy.render.write import render_to
 
-    render_to(get_profile(profile, set_), output_dir)
+    render_to(get_profile(profile, set_), output_dir, force=force)

@@ -3,44 +3,26 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Annotated, Any, Optional
 
 import typer
 
-from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, checked_endpoint, get_profile
 from k3deploy.console import err, out
-from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.duration import parse_duration
+from k3deploy.errors import K3DeployError
 from k3deploy.profile import DEFAULT_PROFILE, Profile
 
 KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
 ContextOpt = Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")]
 NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")]
-TimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help="Rollout deadline, e.g. 90s, 15m, 3h (default: the profile's).")]
+TimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help=(
+    "Deadline of the command, e.g. 90s, 15m, 3h: every Kubernetes API request and wait ends by then "
+    "(default: the profile's rollout_timeout_s per phase; smoke has its own overall timeout, a rollback a budget of its own)."))]
+StatusTimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
-
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
-
-
-def parse_duration(text: str | None) -> float | None:
-    """Seconds from `90`, `90s`, `15m`, `3h` or `1h30m`; None passes through; anything else is a usage error."""
-    if text is None:
-        return None
-    value = text.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        match = _DURATION.match(value)
-        if not value or not match:
-            raise UsageError(f"--timeout {text!r} is not a duration", hint="use seconds or a Go-style duration: 90s, 15m, 2h30m") from None
-        hours, minutes, secs = (float(g) if g else 0.0 for g in match.groups())
-        seconds = hours * 3600 + minutes * 60 + secs
-    if seconds <= 0:
-        raise UsageError(f"--timeout {text!r} must be positive", hint="e.g. --timeout 15m")
-    return seconds
-
 
 def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:
     overrides = list(sets or [])
@@ -50,10 +32,15 @@ def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profil
 
 
 def _options(kubeconfig: str | None, context: str | None, namespace: str | None, **kwargs: Any) -> Any:
+    """Deploy options; a --timeout starts counting here, so it bounds the whole command."""
     from k3deploy.kube.client import KubeOptions
+    from k3deploy.kube.deadline import Deadline
     from k3deploy.targets import DeployOptions
 
-    return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace), **kwargs)
+    if kwargs.get("endpoint") is not None:
+        kwargs["endpoint"] = checked_endpoint(kwargs["endpoint"])
+    deadline = Deadline(kwargs.get("timeout_s"))
+    return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace, deadline), **kwargs)
 
 
 def _print_summary(summary: Any, output: OutputFormat) -> None:
@@ -149,14 +136,17 @@ def status(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
     endpoint: EndpointOpt = None,
+    timeout: StatusTimeoutOpt = None,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict."""
     from k3deploy import pipeline
     from k3deploy.targets import target_for
 
+    timeout_s = parse_duration(timeout)
     prof = _load(profile, set_, namespace)
-    report = pipeline.status(prof, target_for(prof, _options(kubeconfig, context, namespace, endpoint=endpoint)))
+    options = _options(kubeconfig, context, namespace, endpoint=endpoint, timeout_s=timeout_s)
+    report = pipeline.status(prof, target_for(prof, options))
     if output is OutputFormat.json:
         out.print_json(json.dumps(report))
         return

@@ -10,6 +10,7 @@ import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.console import err, is_interactive
+from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
@@ -26,11 +27,13 @@ def _concurrency(raw: str) -> list[int]:
 
 def flag_overrides(requests: int | None, output_tokens: int | None, concurrency: str | None,
                    min_tok_s: float | None, min_acceptance_length: float | None,
-                   request_timeout: float | None = None, overall_timeout: float | None = None) -> list[str]:
+                   request_timeout: float | None = None, overall_timeout: float | None = None,
+                   wait_ready: float | None = None) -> list[str]:
     """The command's flags as profile overrides (applied after --set, so a flag wins)."""
     values = {
         "smoke.request_timeout_s": request_timeout,
         "smoke.overall_timeout_s": overall_timeout,
+        "smoke.ready_timeout_s": wait_ready,
         "smoke.requests": requests,
         "smoke.output_tokens": output_tokens,
         "smoke.concurrency": None if concurrency is None else _concurrency(concurrency),
@@ -52,10 +55,13 @@ def smoke(
     min_tok_s: Annotated[Optional[float], typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
     min_acceptance_length: Annotated[Optional[float], typer.Option(
         "--min-acceptance-length", help="Minimum mean acceptance length (targets.min_acceptance_length).")] = None,
-    request_timeout: Annotated[Optional[float], typer.Option(
-        "--request-timeout", min=0.001, help="Seconds one request may take (smoke.request_timeout_s).")] = None,
-    overall_timeout: Annotated[Optional[float], typer.Option(
-        "--overall-timeout", min=0.001, help="Seconds the whole smoke run may take (smoke.overall_timeout_s).")] = None,
+    request_timeout: Annotated[Optional[str], typer.Option(
+        "--request-timeout", help="How long one request may take, e.g. 90s, 10m (smoke.request_timeout_s).")] = None,
+    overall_timeout: Annotated[Optional[str], typer.Option(
+        "--overall-timeout", help="How long the whole smoke run may take, e.g. 30m (smoke.overall_timeout_s).")] = None,
+    wait_ready: Annotated[Optional[str], typer.Option(
+        "--wait-ready", help="Wait up to this long (e.g. 10m) for /health to answer 200 before judging; not counted "
+                             "in --overall-timeout; exit 3 when it never does (smoke.ready_timeout_s).")] = None,
     output: FormatOpt = OutputFormat.table,
     report_file: Annotated[Optional[Path], typer.Option("--report", help="Write the JSON report to this file.")] = None,
 ) -> None:
@@ -68,17 +74,28 @@ def smoke(
         api_key = os.environ.get(api_key_env)
         if not api_key:
             raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=...")
+    if report_file is not None and (report_file.is_dir() or report_file.is_symlink()):
+        raise UsageError(f"--report {report_file}: is a folder or a symlink, not a file to write", hint="name a file, e.g. --report smoke.json")
     if report_file is not None and not report_file.parent.is_dir():
         # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
         raise UsageError(f"--report {report_file}: folder {report_file.parent} does not exist", hint="create it, or pick another path")
+    from k3deploy.smoke.runner import normalize_endpoint
+
+    normalize_endpoint(endpoint)  # a malformed URL is a usage error before the profile or the network is touched
     prof = get_profile(profile, (set_ or []) + flag_overrides(
-        requests, output_tokens, concurrency, min_tok_s, min_acceptance_length, request_timeout, overall_timeout))
+        requests, output_tokens, concurrency, min_tok_s, min_acceptance_length,
+        parse_duration(request_timeout, "--request-timeout"), parse_duration(overall_timeout, "--overall-timeout"),
+        parse_duration(wait_ready, "--wait-ready")))
 
     from k3deploy.report.smoke_view import smoke_view
     from k3deploy.smoke.runner import SmokeOptions, exit_code, run_smoke
 
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
-    report = run_smoke(prof, endpoint, SmokeOptions(api_key=api_key, progress=progress))
+
+    def notice(msg: str) -> None:
+        err.print(msg, markup=False, highlight=False)
+
+    report = run_smoke(prof, endpoint, SmokeOptions(api_key=api_key, progress=progress, notice=notice))
     err.print(smoke_view(report))
     if prof.model.rehearsal:
         from k3deploy.smoke.headline import REHEARSAL_LABEL

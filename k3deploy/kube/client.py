@@ -7,31 +7,94 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError, UsageError
+from k3deploy.kube.deadline import Deadline
+
+
+#: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
+#: not the Kubernetes API's (an HTML login page of a proxy in front of it).
+_server: str | None = None
+#: Sections of a kubeconfig (client-go's clientcmd/api/v1 Config) and the one mapping each named entry holds.
+_KUBECONFIG_LISTS = {"clusters": "cluster", "contexts": "context", "users": "user"}
+
+
+def _bad_kubeconfig(path: str, what: str) -> EnvironmentProblem:
+    return EnvironmentProblem(f"kubeconfig {path!r} is not a valid kubeconfig: {what}",
+                              hint="fix the file, or pass another with --kubeconfig (`kubectl config view` reads it too)")
+
+
+def check_kubeconfig_file(path: str) -> None:
+    """Refuse a kubeconfig that is not YAML of client-go's Config shape, naming the file and what is wrong.
+
+    The kubernetes library indexes into whatever it parsed, so garbage would end in a TypeError. A missing
+    file is left to the library (it reports it).
+    """
+    import yaml
+
+    if not os.path.isfile(path):
+        return
+    try:
+        with open(path, "rb") as handle:
+            data = yaml.safe_load(handle.read(16 << 20).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise _bad_kubeconfig(path, "not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise _bad_kubeconfig(path, "not valid YAML" + (f" at line {mark.line + 1}" if mark else "")) from None
+    except (RecursionError, OSError) as exc:
+        raise _bad_kubeconfig(path, f"unreadable ({type(exc).__name__})") from None
+    if data is None:
+        return  # an empty file: the library says there is no configuration
+    if not isinstance(data, dict):
+        raise _bad_kubeconfig(path, f"expected a mapping (apiVersion, clusters, contexts, users), got {type(data).__name__}")
+    for section, inner in _KUBECONFIG_LISTS.items():
+        entries = data.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise _bad_kubeconfig(path, f"'{section}' must be a list, got {type(entries).__name__}")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise _bad_kubeconfig(path, f"{section}[{index}] must be a mapping with a 'name'")
+            if entry.get(inner) is not None and not isinstance(entry[inner], dict):
+                raise _bad_kubeconfig(path, f"{section}[{index}].{inner} must be a mapping")
+    if data.get("current-context") is not None and not isinstance(data["current-context"], str):
+        raise _bad_kubeconfig(path, "'current-context' must be a string")
 
 
 @dataclass(frozen=True)
 class KubeOptions:
-    """The kubectl-style connection options of a command."""
+    """The kubectl-style connection options of a command, and the deadline every API request of it is held to."""
 
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str | None = None
+    deadline: Deadline = field(default_factory=Deadline, compare=False)
 
 
 def connect(options: KubeOptions) -> Any:
-    """Return a configured `kubernetes.client.ApiClient`; raise EnvironmentProblem when no config is found."""
+    """Return a configured `kubernetes.client.ApiClient` whose every request is bounded (see kube/bounded.py);
+    raise EnvironmentProblem when no config is found."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
+    from k3deploy.kube.bounded import BoundedApiClient
+
     configuration = client.Configuration()
     path = options.kubeconfig or os.environ.get("KUBECONFIG")
+    default = os.path.expanduser("~/.kube/config")
     try:
-        if path or os.path.exists(os.path.expanduser("~/.kube/config")) or options.context:
-            config.load_kube_config(config_file=path, context=options.context, client_configuration=configuration)
+        if path or os.path.exists(default) or options.context:
+            files = [p for p in (path or default).split(os.pathsep) if p]
+            for name in files:
+                check_kubeconfig_file(name)
+            try:
+                config.load_kube_config(config_file=path, context=options.context, client_configuration=configuration)
+            except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a shape the library does not expect
+                raise _bad_kubeconfig(", ".join(files), f"{type(exc).__name__}: {exc}") from None
         else:
             config.load_incluster_config(client_configuration=configuration)
     except (ConfigException, FileNotFoundError, OSError) as exc:
@@ -39,9 +102,11 @@ def connect(options: KubeOptions) -> Any:
             f"no usable Kubernetes configuration: {exc}",
             hint="pass --kubeconfig FILE, set KUBECONFIG, or run inside a cluster",
         ) from None
+    global _server
+    _server = configuration.host
     # Fail fast on an unreachable server instead of urllib3's long default retries.
     configuration.retries = 0
-    return client.ApiClient(configuration)
+    return BoundedApiClient(configuration, options.deadline)
 
 
 def server_message(exc: Any) -> str:
@@ -55,6 +120,13 @@ def server_message(exc: Any) -> str:
         except (ValueError, TypeError):
             pass
     return str(getattr(exc, "reason", None) or exc)
+
+
+def is_schema_mismatch(exc: Any) -> bool:
+    """A server-side apply the API server could not convert to its schema (undeclared field, wrong type): it answers
+    500 "failed to create typed patch object" (kubernetes/kubernetes#139253), which no retry will change.
+    """
+    return getattr(exc, "status", None) == 500 and "failed to create typed patch object" in server_message(exc)
 
 
 def _where_and_why(exc: BaseException) -> str:
@@ -82,6 +154,15 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
         message = server_message(exc)
         if status == 401:
             return EnvironmentProblem(f"{action}: unauthorized: {message}", hint="refresh your credentials or kubeconfig")
+        if status == 403 and "because it is being terminated" in message:
+            # The NamespaceLifecycle admission plugin: a deleted namespace refuses new content until it is gone.
+            return EnvironmentProblem(f"{action}: forbidden: {message}",
+                                      hint="the namespace is still being deleted (a recent `down --purge`?): wait until "
+                                           "`kubectl get namespace` no longer lists it, then re-run")
+        if status == 403 and message.startswith("admission webhook "):
+            # A validating webhook (e.g. the LWS controller's) refused the object: not a permission problem.
+            return UsageError(f"{action}: rejected by an admission webhook: {message}",
+                              hint="the object breaks a rule of the controller that owns its kind; fix the setting it names")
         if status == 403:
             return EnvironmentProblem(f"{action}: forbidden: {message}", hint="ask for RBAC permission for this verb and resource")
         if status == 404:
@@ -90,8 +171,19 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
             return CheckFailed(f"{action}: conflict: {message}", hint="another field manager owns these fields; --force-conflicts takes them over")
         if status == 422 or status == 400:
             return UsageError(f"{action}: rejected by the API server: {message}", hint="the object is invalid for this cluster's schema")
+        if is_schema_mismatch(exc):
+            return UsageError(f"{action}: the object does not fit the cluster's schema for its kind: {message}",
+                              hint="the installed CRD may be another version than k3deploy renders for; compare "
+                                   "`kubectl get crd -o yaml` with the README's requirements")
         return EnvironmentProblem(f"{action}: API server answered {status}: {message}", hint="check the cluster's health and retry")
     if isinstance(exc, (HTTPError, OSError)):
         return EnvironmentProblem(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
                                   hint="check --kubeconfig/--context and that the API server is up")
+    if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError)):
+        # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
+        where = f"the server at {_server}" if _server else "the API server"
+        return EnvironmentProblem(
+            f"{action}: {where} did not answer as a Kubernetes API server ({type(exc).__name__}: {exc})",
+            hint="check that --kubeconfig/--context point at the API server itself, not a proxy or a login page",
+        )
     return EnvironmentProblem(f"{action}: {type(exc).__name__}: {exc}", hint="re-run with --debug for details")

@@ -1,5 +1,5 @@
 """Read-only cluster queries preflight needs, as plain dicts and strings: version, served resources, nodes,
-pods, namespace, Secret keys, StorageClasses and SelfSubjectAccessReviews.
+pods, namespace, Secret keys, StorageClasses, a PersistentVolumeClaim, a RuntimeClass and SelfSubjectAccessReviews.
 
 Every call is retried once on a transient failure (preflight should fail fast on a dead API server) and
 every other error is translated once, here, by `translate`.
@@ -77,6 +77,19 @@ def active_pods(api: Any) -> list[dict]:
     return list(listed.get("items") or [])
 
 
+def _request_raw(api: Any, path: str) -> Any:
+    """A GET whose ApiException reaches the caller (which tells 403 from 404 itself)."""
+    def call() -> Any:
+        request = api.param_serialize("GET", path, auth_settings=["BearerToken"], header_params={"Accept": "application/json"})
+        response = api.call_api(*request, _request_timeout=_TIMEOUT)
+        response.read()
+        if not 200 <= response.status <= 299:
+            api.response_deserialize(response, {})
+        return json.loads(response.data or b"null")
+
+    return call_with_retries(call, attempts=_ATTEMPTS)
+
+
 def namespace_exists(api: Any, name: str) -> bool:
     """Whether the namespace exists."""
     return _request(api, "GET", f"/api/v1/namespaces/{name}", f"read namespace {name}", missing_ok=True) is not None
@@ -91,13 +104,36 @@ def secret_keys(api: Any, namespace: str, name: str) -> list[str] | None:
     return sorted({*(secret.get("data") or {}), *(secret.get("stringData") or {})})
 
 
-def storage_classes(api: Any) -> tuple[list[str], str | None]:
-    """Names of the StorageClasses and the default one (None when no class is marked default)."""
+def storage_classes(api: Any) -> tuple[list[str], str | None, dict[str, str]]:
+    """Names of the StorageClasses, the default one (None when no class is marked default), each one's provisioner."""
     items = _request(api, "GET", "/apis/storage.k8s.io/v1/storageclasses", "list storage classes").get("items") or []
     names = sorted(i["metadata"]["name"] for i in items)
     default = next((i["metadata"]["name"] for i in items
                     if any((i["metadata"].get("annotations") or {}).get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS)), None)
-    return names, default
+    return names, default, {i["metadata"]["name"]: str(i.get("provisioner", "")) for i in items}
+
+
+def persistent_volume_claim(api: Any, namespace: str, name: str) -> dict | None:
+    """A PersistentVolumeClaim as a dict; None when it does not exist."""
+    return _request(api, "GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
+                    f"read persistentvolumeclaim {namespace}/{name}", missing_ok=True)
+
+
+def runtime_class_exists(api: Any, name: str) -> bool | None:
+    """Whether a RuntimeClass (node.k8s.io/v1, cluster-scoped) exists; None when this user may not read it."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        found = _request_raw(api, f"/apis/node.k8s.io/v1/runtimeclasses/{name}")
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        if exc.status == 403:
+            return None
+        raise translate(exc, f"read runtimeclass {name}") from None
+    except Exception as exc:
+        raise translate(exc, f"read runtimeclass {name}") from None
+    return found is not None
 
 
 def can_i(api: Any, verb: str, resource: str, group: str = "", namespace: str | None = None,

@@ -22,7 +22,9 @@ def is_transient(exc: BaseException) -> bool:
     from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
 
     if isinstance(exc, ApiException):
-        return (exc.status or 0) in TRANSIENT_STATUSES
+        from k3deploy.kube.client import is_schema_mismatch
+
+        return (exc.status or 0) in TRANSIENT_STATUSES and not is_schema_mismatch(exc)
     if isinstance(exc, MaxRetryError) and isinstance(exc.reason, NewConnectionError):
         # Nothing listens there (refused, no route): kubectl fails at once too, so do not keep the user waiting.
         return False

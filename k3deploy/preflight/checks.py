@@ -1,18 +1,22 @@
 """`evaluate(profile, facts)`: every preflight check, as pure functions of the profile and observed facts.
 
 Pure: no I/O. Node checks live in `checks_node.py`, cluster checks in `checks_cluster.py`; the checks of
-the profile itself (pinned versions in `checks_versions.py`, the capacity plan) always run.
+the profile itself (pinned versions in `checks_pinning.py`, the capacity plan) always run.
 """
 
 from __future__ import annotations
 
+from k3deploy.errors import ProfileError
 from k3deploy.preflight.checks_cluster import cluster_checks
 from k3deploy.preflight.checks_node import gpu_checks, host_checks
-from k3deploy.preflight.checks_versions import version_checks
+from k3deploy.preflight.checks_pinning import pinning_checks
 from k3deploy.preflight.facts import Facts
+from k3deploy.preflight.versions import version_checks as installed_version_checks
 from k3deploy.profile.model import Profile
+from k3deploy.render.manifests import build
 from k3deploy.render.plan import GIB, plan
 from k3deploy.report.model import CheckResult, Status
+
 
 def capacity_check(profile: Profile) -> CheckResult:
     """The capacity plan as a check: weights + draft + one full-length sequence must fit every GPU."""
@@ -32,13 +36,22 @@ def capacity_check(profile: Profile) -> CheckResult:
     )
 
 
+def _rendered(profile: Profile) -> list[dict]:
+    """The objects the profile renders to (none when it cannot render: the render stage reports why)."""
+    try:
+        return [manifest.obj for manifest in build(profile)]
+    except ProfileError:
+        return []
+
+
 def evaluate(profile: Profile, facts: Facts) -> list[CheckResult]:
     """All checks for the facts gathered, in a stable order: profile, GPUs, host, cluster."""
-    results = [*version_checks(profile), capacity_check(profile)]
+    results = [*pinning_checks(profile), capacity_check(profile)]
     if facts.gpu is not None:
         results += gpu_checks(profile, facts.gpu)
     if facts.host is not None:
         results += host_checks(profile, facts.host)
     if facts.cluster is not None:
         results += cluster_checks(profile, facts.cluster)
+        results += installed_version_checks(_rendered(profile), facts.cluster.installed_versions)
     return results

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from k3deploy.preflight.facts import ClusterFacts, NodeFacts, parse_quantity, version_tuple
+from k3deploy.preflight.checks_storage import storage_checks
+from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
-from k3deploy.render.plan import GIB
 from k3deploy.report.model import CheckResult, Status
 
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
@@ -76,7 +76,8 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         ok = COMPUTE_DOMAIN_CRD in served
         results.append(_result("k8s.crd.computedomain", ok, "served" if ok else "missing", COMPUTE_DOMAIN_CRD,
                                "" if ok else "multi-node NVLink needs IMEX channels, which a ComputeDomain provides",
-                               "install the NVIDIA DRA driver for GPUs with ComputeDomains enabled (helm chart nvidia-dra-driver-gpu), "
+                               "install the NVIDIA DRA driver for GPUs with ComputeDomains enabled (helm chart dra-driver-nvidia-gpu, "
+                               "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu), "
                                "or set kubernetes.compute_domain=false to use host IMEX"))
     if profile.kubernetes.service_monitor:
         ok = SERVICE_MONITOR_CRD in served
@@ -140,13 +141,13 @@ def _exclusion(profile: Profile, node: NodeFacts) -> str | None:
     return None
 
 
-def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
-    par, label = profile.parallel, profile.kubernetes.clique_label
+def _by_clique(profile: Profile, nodes: list[NodeFacts]) -> tuple[dict[str, list[str]], list[str]]:
+    """Eligible GPU nodes by clique ("(any)" without NVLink), and why each other GPU node is not eligible."""
+    label = profile.kubernetes.clique_label
     nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
-    target = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
     by_clique: dict[str, list[str]] = {}
     reasons: list[str] = []
-    for node in _gpu_nodes(facts):
+    for node in [n for n in nodes if n.allocatable_gpus > 0]:
         why = _exclusion(profile, node)
         clique = node.labels.get(label) if nvlink else "(any)"
         if why is None and clique is None:
@@ -155,6 +156,22 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
             reasons.append(f"{node.name}: {why}")
             continue
         by_clique.setdefault(clique, []).append(node.name)
+    return by_clique, reasons
+
+
+def eligible_hosts(profile: Profile, nodes: list[NodeFacts]) -> list[str]:
+    """Every node the scheduler may put a pod of the group on: the eligible nodes of every clique that holds a whole
+    group. The node-preflight Job checks exactly these (kubernetes.node_preflight_hosts), so whichever nodes the
+    group lands on were checked; nodes of a clique too small for the group can never run it and are left out."""
+    by_clique, _ = _by_clique(profile, nodes)
+    return sorted(name for names in by_clique.values() if len(names) >= profile.parallel.nodes for name in names)
+
+
+def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    par, label = profile.parallel, profile.kubernetes.clique_label
+    nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
+    target = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
+    by_clique, reasons = _by_clique(profile, facts.nodes)
     ranked = sorted(by_clique.items(), key=lambda item: (-len(item[1]), item[0]))
     if ranked and len(ranked[0][1]) >= par.nodes:
         clique, names = ranked[0]
@@ -200,24 +217,19 @@ def _secret(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     return [_result("k8s.secret", True, "present", target)]
 
 
-def _storage(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
-    wanted = profile.kubernetes.storage_class
-    if wanted is not None:
-        ok = wanted in facts.storage_classes
-        cls = _result("k8s.storage_class", ok, wanted if ok else f"{wanted} missing", f"StorageClass {wanted}",
-                      "" if ok else f"available: {', '.join(facts.storage_classes) or 'none'}",
-                      "set kubernetes.storage_class to an existing class (kubectl get storageclass)")
-    else:
-        ok = facts.default_storage_class is not None
-        cls = _result("k8s.storage_class", ok, facts.default_storage_class or "no default class", "a default StorageClass",
-                      "" if ok else f"the model-cache PVC names no class; available: {', '.join(facts.storage_classes) or 'none'}",
-                      "set kubernetes.storage_class=<name>, or mark a class default (storageclass.kubernetes.io/is-default-class)")
-    need = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
-    size = parse_quantity(profile.kubernetes.model_cache_size)
-    cache = _result("k8s.cache_size", size >= need, profile.kubernetes.model_cache_size, f">= {need / GIB:,.0f} GiB (weights + draft)",
-                    "" if size >= need else f"{size / GIB:,.0f} GiB cannot hold {need / GIB:,.0f} GiB of weights",
-                    f"set kubernetes.model_cache_size to at least {-(-need // GIB)}Gi (leave headroom for the download)")
-    return [cls, cache]
+def _runtime_class(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
+    name = profile.kubernetes.runtime_class
+    if name is None:
+        return []
+    target = f"RuntimeClass {name}"
+    hint = (f"install the NVIDIA GPU Operator or container toolkit (it creates RuntimeClass {name}), or set "
+            "kubernetes.runtime_class to one of `kubectl get runtimeclass` (null: the nodes' default runtime)")
+    if facts.runtime_class_exists is None:
+        return [_result("k8s.runtime_class", False, "unknown", target, "this user may not read RuntimeClasses",
+                        f"check with: kubectl get runtimeclass {name}", Status.WARN)]
+    return [_result("k8s.runtime_class", facts.runtime_class_exists, "exists" if facts.runtime_class_exists else "missing",
+                    target, "" if facts.runtime_class_exists else
+                    "the API server refuses pods that name a missing RuntimeClass (serving and node-preflight pods)", hint)]
 
 
 def _rbac(facts: ClusterFacts) -> CheckResult:
@@ -249,7 +261,7 @@ def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
 
 
 def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
-    """Version, CRDs, GPU Feature Discovery labels, clique placement, namespace, Secret, storage, RBAC, image arch."""
+    """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, Secret, storage, RBAC."""
     return [_version(profile, facts), *_crds(profile, facts), _gfd(profile, facts), _placement(profile, facts),
-            _image_arch(profile, facts), _namespace(profile, facts), *_secret(profile, facts), *_storage(profile, facts),
-            _rbac(facts)]
+            _image_arch(profile, facts), *_runtime_class(profile, facts), _namespace(profile, facts), *_secret(profile, facts),
+            *storage_checks(profile, facts), _rbac(facts)]

@@ -173,7 +173,7 @@ def gpu_checks(profile: Profile, facts: GpuNodeFacts) -> list[CheckResult]:
 
 
 def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
-    """CPU architecture vs the image, /dev/shm, free disk for the weights, host nvidia-imex vs ComputeDomain."""
+    """CPU architecture vs the image, /dev/shm, free disk for the weights (local target), host nvidia-imex vs ComputeDomain."""
     results = []
     image_arch = profile.vllm.image_arch
     if host.arch == image_arch:
@@ -197,7 +197,12 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
             hint="mount an emptyDir with medium: Memory at /dev/shm (the rendered pods do), or enlarge the host tmpfs"))
     need = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
     target = f">= {_size(need)} free (weights + draft)"
-    if host.cache_free_bytes is None:
+    if profile.target == "kubernetes":
+        # The pods read the weights from the RWX model-cache PVC, never from this node's disk.
+        results.append(CheckResult(name="host.cache_disk", status=Status.SKIP, target=target,
+                                   detail="the weights live on the model-cache PVC, not on this node; "
+                                          "`preflight --cluster` checks its size and access mode"))
+    elif host.cache_free_bytes is None:
         results.append(CheckResult(name="host.cache_disk", status=Status.WARN, measured="unknown", target=target,
                                    detail=f"no existing directory on the way to {host.cache_path}"))
     elif host.cache_free_bytes >= need:

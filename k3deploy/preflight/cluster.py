@@ -7,8 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 from k3deploy.kube import read
 from k3deploy.kube.client import KubeOptions, connect
 from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
-from k3deploy.preflight.facts import AccessFacts, ClusterFacts, parse_nodes
+from k3deploy.preflight.facts import AccessFacts, ClaimFacts, ClusterFacts, parse_nodes
 from k3deploy.profile.model import Profile
+from k3deploy.render.manifests import model_cache_name
 
 
 _REVIEW_WORKERS = 8
@@ -33,6 +34,22 @@ def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict
     return [pod for pod in pods if not ours(pod)]
 
 
+def _claim(pvc: dict) -> ClaimFacts:
+    spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
+    capacity = (status.get("capacity") or {}).get("storage") or ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+    return ClaimFacts(name=pvc["metadata"]["name"], access_modes=list(spec.get("accessModes") or []),
+                      storage_class=spec.get("storageClassName"), capacity=capacity, phase=status.get("phase"))
+
+
+def _installed(api: object) -> dict[str, str] | None:
+    """The LWS controller's and the DRA driver's versions, from their workloads (None: none could be read)."""
+    from k3deploy.kube.workloads import controller_workloads
+    from k3deploy.preflight.versions import installed_versions
+
+    workloads = controller_workloads(api)
+    return None if workloads is None else installed_versions(workloads)
+
+
 def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read."""
     api = connect(options)
@@ -47,7 +64,9 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
             allowed, reason = read.can_i(api, "create", "namespaces")
             access.append(AccessFacts(verb="create", resource="namespaces", allowed=allowed, reason=reason))
         secret = profile.kubernetes.hf_token_secret
-        classes, default = read.storage_classes(api)
+        classes, default, provisioners = read.storage_classes(api)
+        runtime = profile.kubernetes.runtime_class
+        claim = read.persistent_volume_claim(api, namespace, model_cache_name(profile)) if exists else None
         return ClusterFacts(
             server_version=version,
             resources=read.served_resources(api, CRD_GROUPS),
@@ -59,6 +78,10 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
             storage_classes=classes,
             default_storage_class=default,
             access=access,
+            storage_provisioners=provisioners,
+            runtime_class_exists=read.runtime_class_exists(api, runtime) if runtime is not None else None,
+            model_cache_claim=_claim(claim) if claim is not None else None,
+            installed_versions=_installed(api),
         )
     finally:
         api.close()

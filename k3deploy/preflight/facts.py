@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 MIB = 1024 * 1024
 #: The extended resource the NVIDIA device plugin advertises.
@@ -121,6 +121,16 @@ class AccessFacts(_Facts):
         return f"{self.verb} {res}"
 
 
+class ClaimFacts(_Facts):
+    """An existing PersistentVolumeClaim: what it was created with (its access modes cannot change)."""
+
+    name: str
+    access_modes: list[str] = []
+    storage_class: str | None = None
+    capacity: str | None = Field(None, description="status.capacity.storage once bound, else the requested size.")
+    phase: str | None = None
+
+
 class ClusterFacts(_Facts):
     """What the Kubernetes API says about the cluster a profile would be deployed to."""
 
@@ -134,6 +144,11 @@ class ClusterFacts(_Facts):
     storage_classes: list[str] = []
     default_storage_class: str | None = None
     access: list[AccessFacts] = []
+    storage_provisioners: dict[str, str] = Field(default_factory=dict, description="StorageClass name -> provisioner.")
+    runtime_class_exists: bool | None = Field(None, description="Whether the profile's RuntimeClass exists; None: not read.")
+    model_cache_claim: ClaimFacts | None = Field(None, description="The weight-cache PVC when it already exists.")
+    #: Installed controller versions by component (preflight/versions.py); None when they could not be read.
+    installed_versions: dict[str, str] | None = None
 
 
 class Facts(_Facts):

@@ -49,7 +49,7 @@ def image_platforms(profile: Profile) -> CheckResult:
     """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN."""
     from k3deploy.errors import K3DeployError
     from k3deploy.pin.registry import RegistryClient
-    from k3deploy.preflight.checks_versions import image_platform_check
+    from k3deploy.preflight.checks_pinning import image_platform_check
 
     image = profile.vllm.image
     try:

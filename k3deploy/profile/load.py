@@ -20,6 +20,46 @@ from k3deploy.profile.model import Profile
 #: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
 DEFAULT_PROFILE = "local-cpu"
 _BUILTIN_PACKAGE = "k3deploy.profile.builtin"
+#: A profile is a few kilobytes; anything this large is not one (and is not read whole into memory).
+MAX_PROFILE_BYTES = 1 << 20
+#: Deepest nesting of mappings and lists accepted; a profile needs about 4, free-form fields a few more.
+MAX_DEPTH = 32
+
+
+class YamlRefused(yaml.YAMLError):
+    """YAML that is well-formed but refused: aliases/anchors (expansion bombs) or nesting past MAX_DEPTH."""
+
+
+class _ProfileLoader(yaml.SafeLoader):
+    """SafeLoader without aliases or anchors and with bounded nesting.
+
+    An alias makes a small file expand into a huge object once rendered (a "billion laughs" in a
+    free-form field such as `speculative.extra`); a profile never needs one. PyYAML's composer recurses
+    per nesting level, so deep input would otherwise end in a RecursionError.
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            mark = event.start_mark
+            raise YamlRefused(f"YAML anchors and aliases are not accepted (line {mark.line + 1}, column {mark.column + 1})")
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise YamlRefused(f"YAML nested deeper than {MAX_DEPTH} levels (line {mark.line + 1}, column {mark.column + 1})")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+        return super().compose_node(parent, index)
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse one YAML document the way profiles and `--set` values are read: safe, no aliases, bounded depth."""
+    return yaml.load(text, Loader=_ProfileLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def builtin_names() -> list[str]:
@@ -40,13 +80,22 @@ def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
                 f"profile {ref!r} is neither a built-in profile nor a file",
                 hint=f"built-in profiles: {', '.join(builtin_names())}; or pass a path to a YAML file",
             )
+        origin = f"profile file {ref!r}"
         try:
-            text = path.read_text(encoding="utf-8")
+            with path.open("rb") as handle:
+                raw = handle.read(MAX_PROFILE_BYTES + 1)
         except OSError as exc:
             raise ProfileError(f"cannot read profile {ref!r}: {exc.strerror}", hint="check the path and its permissions") from exc
-        origin = f"profile file {ref!r}"
+        if len(raw) > MAX_PROFILE_BYTES:
+            raise ProfileError(f"{origin} is larger than {MAX_PROFILE_BYTES // 1024} KiB: not a profile", hint="pass a profile YAML file")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProfileError(f"{origin} is not UTF-8 text (byte {exc.start})", hint="pass a profile YAML file, saved as UTF-8") from None
     try:
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)
+    except YamlRefused as exc:
+        raise ProfileError(f"{origin}: {exc}", hint="write the values out in full; a profile needs no anchors or deep nesting") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -64,7 +113,9 @@ def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise ProfileError(f"--set {item!r} is not key.path=value", hint="for example: --set vllm.gpu_memory_utilization=0.9")
         try:
-            value = yaml.safe_load(raw) if raw != "" else ""
+            value = parse_yaml(raw) if raw != "" else ""
+        except YamlRefused as exc:
+            raise ProfileError(f"--set {key.strip()}: {exc}", hint="write the value out in full") from None
         except yaml.YAMLError:
             value = raw
         node: Any = out
@@ -85,8 +136,12 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
     """Turn a pydantic error into one line naming each bad field by its dotted path."""
     parts = []
     for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"])
+        loc = list(err["loc"])
+        is_key = bool(loc) and loc[-1] == "[key]"  # a bad mapping key: pydantic puts the key, then "[key]"
+        path = ".".join(str(p) for p in (loc[:-2] if is_key else loc))
         msg = err["msg"].removeprefix("Value error, ")
+        if is_key:
+            msg = f"key {msg}"
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
         # Cross-field errors carry no location; their message names the fields itself.
@@ -94,7 +149,7 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
     first = exc.errors()[0]["loc"] if exc.errors() else ()
     hint = "see `k3deploy schema` for the allowed fields and types"
     if first:
-        hint = f"fix '{'.'.join(str(p) for p in first)}' in the profile or with --set; " + hint
+        hint = f"fix '{'.'.join(str(p) for p in first if p != '[key]')}' in the profile or with --set; " + hint
     return ProfileError(f"{origin} is invalid: " + "; ".join(parts), hint=hint)
 
 
@@ -104,10 +159,24 @@ def load_raw(ref: str | None = None, sets: list[str] | None = None) -> tuple[dic
     return apply_overrides(data, sets or []), origin
 
 
+def _check_text(node: Any, path: str, origin: str) -> None:
+    """Refuse strings that cannot be written out as UTF-8: lone surrogates, from a YAML "\\ud800" escape or from
+    command-line bytes that were not UTF-8 (Python keeps those as surrogate escapes)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        where = f"{path}.{key}" if path else str(key)
+        for text in (key, value):
+            if isinstance(text, str) and any("\ud800" <= ch <= "\udfff" for ch in text):
+                raise ProfileError(f"{origin} is invalid: {where}: not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)",
+                                   hint=f"fix '{where}' in the profile or with --set")
+        _check_text(value, where, origin)
+
+
 def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
     """Load, override and validate a profile; also refuse one whose weights cannot fit its GPUs."""
     data, origin = _read_raw(ref or DEFAULT_PROFILE)
     data = apply_overrides(data, sets or [])
+    _check_text(data, "", origin)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:

@@ -11,17 +11,34 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from k3deploy.profile.names import (
+    ConfigKey,
+    DNSLabel,
+    DNSSubdomain,
+    EnvName,
+    HttpUrl,
+    LabelKey,
+    LabelValue,
+    PinnedImage,
+    PositiveQuantity,
+    Quantity,
+    check_dns_label,
+)
+
 #: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
 #: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
 MAX_NAME_LENGTH = 51
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_IMAGE_WITH_TAG_OR_DIGEST = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127}(@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$")
+#: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
+_MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
 class _Strict(BaseModel):
-    """Base for every profile section: unknown keys are errors, fields are immutable."""
+    """Base for every profile section: unknown keys are errors, fields are immutable, numbers are finite.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    NaN and infinity pass `gt=0` style bounds in pydantic unless refused here, and a timeout of `inf` never ends.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelSpec(_Strict):
@@ -40,6 +57,21 @@ class ModelSpec(_Strict):
     linear_state_elements: int = Field(0, ge=0, description="Recurrent-state elements per linear layer per sequence (heads x dk x dv).")
     linear_state_dtype_bytes: int = Field(4, gt=0)
     linear_state_tp_sharded: bool = Field(True, description="Linear-attention heads are split across tensor-parallel ranks.")
+    linear_conv_dim: int = Field(0, ge=0, description=(
+        "Short-convolution channels of one KDA layer (q, k and v: 3 x heads x head_dim), split across TP ranks like the "
+        "heads. vLLM caches kernel_size - 1 + num_speculative_tokens positions of them per sequence beside the recurrent "
+        "state (vllm MambaStateShapeCalculator.kda_state_shape)."))
+    linear_conv_kernel_size: int = Field(4, ge=1, description="KDA short_conv_kernel_size (config.json linear_attn_config).")
+    linear_conv_dtype_bytes: int = Field(2, gt=0, description=(
+        "Bytes per cached conv-state element: vLLM stores it in the model dtype (bf16) when mamba_cache_dtype is auto, "
+        "while the recurrent state stays float32 (vllm MambaStateDtypeCalculator.kda_state_dtype)."))
+    kv_block_alignment_tokens: int = Field(1, ge=1, description=(
+        "Tokens the KV block size is a multiple of. For a hybrid MLA + linear-attention model vLLM makes it a multiple of "
+        "128, grows it until one MLA page is at least one KDA state page, then pads the KDA page to the MLA page "
+        "(vllm Platform._align_hybrid_block_size)."))
+    linear_prefill_checkpoint_blocks: int = Field(0, ge=0, description=(
+        "Extra KDA state pages per sequence with prefix caching: 1 with the FlashKDA prefill backend, 0 otherwise "
+        "(vllm KimiK3DeltaAttention.get_kv_cache_spec). An assumption: the backend is chosen on the GPU."))
     checkpoint_bytes: int = Field(gt=0, description="Bytes of the weights on disk (and, near enough, in HBM).")
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
@@ -65,6 +97,10 @@ class SpeculativeSpec(_Strict):
     attention_backend: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict, description="Further keys passed verbatim (prompt_lookup_max, ...).")
     draft_bytes: int = Field(0, ge=0, description="Bytes of the draft weights, for the capacity plan.")
+    draft_kv_layers: int = Field(0, ge=0, description=(
+        "Attention layers of the draft model; each caches KV in the target's per-layer layout (model.mla_kv_elements) "
+        "and shares the KV space with the target. DSpark: 5 dense MLA layers sharing the 576-element layout "
+        "(Inferact/Kimi-K3-DSpark model card). An assumption: the draft's config is not read here."))
 
     @field_validator("num_speculative_tokens")
     @classmethod
@@ -88,14 +124,16 @@ class HardwareSpec(_Strict):
 
     gpu_product: str = Field(description="Name NVML / nvidia-smi report, e.g. 'NVIDIA GB300'.")
     allowed_products: list[str] = Field(default_factory=list, description="Further products accepted (e.g. B300).")
-    gfd_product_label: str | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
+    gfd_product_label: LabelValue | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
     gpu_memory_mib: int = Field(gt=0, description="Memory one GPU reports, in MiB (a GB300 reports 284208).")
     compute_capability: str = "10.3"
     min_driver_version: str = "580"
     min_cuda_version: str = "13.0"
     arch: Literal["arm64", "amd64"] = "arm64"
     nvlink_domain: bool = Field(True, description="Multi-node NVLink (needs IMEX / a ComputeDomain).")
-    runtime_reserve_mib: int = Field(8192, ge=0, description="Per-GPU memory kept for activations, CUDA graphs and NCCL buffers.")
+    runtime_reserve_mib: int = Field(8192, ge=0, description=(
+        "Per-GPU memory kept for activations, CUDA graphs and NCCL buffers. vLLM measures this at start-up (its profile "
+        "run) on the real GPUs; k3deploy cannot, so this is an estimate to confirm against the server's start-up log."))
 
 
 class ParallelSpec(_Strict):
@@ -107,14 +145,26 @@ class ParallelSpec(_Strict):
     pipeline_parallel_size: int = Field(1, ge=1)
 
 
+#: Environment variables k3deploy derives, and from what: setting them in vllm.env would be a second source.
+DERIVED_ENV = {"VLLM_USE_NCCL_SYMM_MEM": "vllm.nccl_symm_mem"}
+#: Derived for the pods of target kubernetes only (the local target keeps whatever vllm.env says).
+DERIVED_KUBE_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "kubernetes.startup_probe_budget_s"}
+#: vLLM flags k3deploy renders from a field.
+DERIVED_FLAGS = {
+    "--distributed-timeout-seconds": "distributed_timeout_s",
+    "--disable-custom-all-reduce": "disable_custom_all_reduce",
+}
+
+
 class VllmSpec(_Strict):
     """The vLLM server: image, serving flags and environment."""
 
-    image: str = Field(description="Container image with tag or digest (Kubernetes target).")
+    image: PinnedImage = Field(description="Container image with tag or digest (Kubernetes target).")
     image_arch: Literal["arm64", "amd64"] = Field("arm64", description="CPU architecture the image is built for.")
     port: int = Field(8000, gt=0, lt=65536)
     max_model_len: int = Field(gt=0)
-    kv_cache_dtype: Literal["auto", "fp8", "bf16", "float32"] = "auto"
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"] = Field("auto", description=(
+        "vLLM --kv-cache-dtype (names from vllm.config.cache.CacheDType); auto caches in the model dtype (vllm.dtype)."))
     kv_cache_dtype_bytes: int | None = Field(None, description="Bytes per cached element; derived from kv_cache_dtype when null.")
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     dtype: str | None = None
@@ -124,60 +174,163 @@ class VllmSpec(_Strict):
     enforce_eager: bool = False
     attention_config: dict[str, Any] | None = None
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, str] = Field(default_factory=dict)
+    # Multi-node collectives; null means the default k3deploy derives from the parallel layout (see argv.py).
+    distributed_timeout_s: int | None = Field(
+        None, gt=0,
+        description="--distributed-timeout-seconds (torch.distributed init and collectives); null: 1800 when the group "
+                    "spans nodes (pods of a group can start minutes apart), else vLLM's default (PyTorch's 600 s).")
+    disable_custom_all_reduce: bool | None = Field(
+        None,
+        description="--disable-custom-all-reduce; null: on when the tensor-parallel group spans nodes (vLLM's custom "
+                    "all-reduce uses CUDA IPC handles, which do not cross trays).")
+    nccl_symm_mem: bool | None = Field(
+        None,
+        description="VLLM_USE_NCCL_SYMM_MEM; null: 0 when the group spans nodes (NVIDIA Dynamo's Kimi K3 TP16 recipe "
+                    "sets it: symmetric memory breaks CUDA-graph capture), else vLLM's default.")
 
-    @field_validator("image")
-    @classmethod
-    def _image_pinned(cls, value: str) -> str:
-        if not _IMAGE_WITH_TAG_OR_DIGEST.match(value):
-            raise ValueError(f"image {value!r} has no tag or digest; pin it, e.g. 'repo/name:tag' or 'repo/name@sha256:...'")
-        return value
+    @model_validator(mode="after")
+    def _one_source_per_knob(self) -> VllmSpec:
+        for key in DERIVED_ENV:
+            if key in self.env:
+                raise ValueError(f"env {key} is derived by k3deploy ({DERIVED_ENV[key]}); remove it from vllm.env")
+        # vLLM's parser takes --a_b for --a-b, so compare the option names with '_' as '-'.
+        given = {arg.split("=", 1)[0].replace("_", "-") for arg in self.extra_args if arg.startswith("--")}
+        for flag, field in DERIVED_FLAGS.items():
+            if flag in given:
+                raise ValueError(f"extra_args {flag} is rendered from vllm.{field}; set that field instead")
+        return self
+
 
     def kv_bytes_per_element(self) -> int:
         """Bytes per cached KV element for the configured dtype."""
         if self.kv_cache_dtype_bytes is not None:
             return self.kv_cache_dtype_bytes
-        return {"fp8": 1, "bf16": 2, "auto": 2, "float32": 4}[self.kv_cache_dtype]
+        if self.kv_cache_dtype == "auto":  # vLLM caches in the model dtype (vllm.utils.torch_utils.kv_cache_dtype_str_to_dtype)
+            return _MODEL_DTYPE_BYTES.get(self.dtype or "auto", 2)
+        return {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "bfloat16": 2, "float16": 2}[self.kv_cache_dtype]
 
 
 class SecretRef(_Strict):
     """A key in a Kubernetes Secret."""
 
-    name: str
-    key: str = "token"
+    name: DNSSubdomain
+    key: ConfigKey = "token"
+
+
+class Toleration(_Strict):
+    """One pod toleration (core/v1 Toleration), rendered on every GPU pod of the set."""
+
+    key: LabelKey | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = Field(None, description="Only with effect NoExecute: how long the pod stays bound.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Toleration:
+        # The same rules the API server applies (k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations).
+        if self.operator == "Exists" and self.value:
+            raise ValueError("a toleration with operator Exists takes no value")
+        if self.key is None and self.operator != "Exists":
+            raise ValueError("a toleration without a key must use operator Exists")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("toleration_seconds is only valid with effect NoExecute")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """The toleration as the pod spec takes it (unset fields left out)."""
+        out: dict[str, Any] = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect,
+                               "tolerationSeconds": self.toleration_seconds}
+        return {key: value for key, value in out.items() if value is not None}
+
+
+def _gpu_toleration() -> list[Toleration]:
+    return [Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")]
+
+
+_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
+
+
+def release_version(value: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release version such as 'v0.10.0' or '25.8.1' (pre-release suffix ignored)."""
+    core = re.split(r"[-+]", value.lstrip("v"), maxsplit=1)[0].split(".")
+    numbers = [int(part) for part in core] + [0, 0]
+    return numbers[0], numbers[1], numbers[2]
 
 
 class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
-    namespace: str = "kimi-k3"
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace_is_dns_label(cls, value: str) -> str:
-        if not _DNS1123_LABEL.match(value) or len(value) > 63:
-            raise ValueError(f"{value!r} is not a valid namespace (a DNS-1123 label of at most 63 characters)")
-        return value
-    service_account: str = "k3deploy"
+    namespace: DNSLabel = "kimi-k3"
+    service_account: DNSSubdomain = "k3deploy"
     hf_token_secret: SecretRef | None = None
-    storage_class: str | None = None
-    model_cache_size: str = "2Ti"
+    storage_class: DNSSubdomain | None = None
+    model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
-    shm_size: str = "64Gi"
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    clique_label: str = "nvidia.com/gpu.clique"
+    shm_size: Quantity = "64Gi"
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    clique_label: LabelKey = "nvidia.com/gpu.clique"
     compute_domain: bool = True
     startup_probe_budget_s: int = Field(7200, gt=0)
     rollout_timeout_s: int = Field(10800, gt=0)
     unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
-    endpoint_override: str | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
+    endpoint_override: HttpUrl | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
-    gpu_runtime_class: str = Field("nvidia", description="RuntimeClass of the node-preflight pods: it shows them every GPU (NVIDIA_VISIBLE_DEVICES=all) without requesting nvidia.com/gpu.")
-    smoke_image: str = "ghcr.io/k3deploy/k3deploy:0.1.0"
-    prefetch_image: str = "python:3.12-slim"
-    cpu_request: str = "32"
-    memory_request: str = "512Gi"
+    smoke_image: PinnedImage = "ghcr.io/k3deploy/k3deploy:0.1.0"
+    prefetch_image: PinnedImage = "python:3.12-slim"
+    cpu_request: Quantity = "32"
+    memory_request: Quantity = "512Gi"
+    # Placement and the cluster's installed controllers (what the set is rendered for).
+    tolerations: list[Toleration] = Field(
+        default_factory=_gpu_toleration,
+        description="Tolerations of every GPU pod (serving and node-preflight); the default tolerates the nvidia.com/gpu "
+                    "taint, so no pod depends on the opt-in ExtendedResourceToleration admission plugin.")
+    runtime_class: DNSSubdomain | None = Field(
+        "nvidia",
+        description="RuntimeClass of the serving pods and the node-preflight pods (null: the cluster's default runtime). "
+                    "The node-preflight pods see every GPU through it (NVIDIA_VISIBLE_DEVICES=all) without requesting one.")
+    lws_version: str = Field(
+        "0.10.0",
+        description="LeaderWorkerSet release installed in the cluster: >= 0.9 renders restartPolicy RecreateGroupAfterStart, "
+                    "0.8 its annotation, older RecreateGroupOnPodRestart.")
+    dra_driver_version: str = Field(
+        "0.4.0",
+        description="NVIDIA DRA driver (dra-driver-nvidia-gpu) release installed: from 0.2 (25.8) ComputeDomain numNodes is 0 "
+                    "(IMEX daemons with DNS names); older releases need numNodes = parallel.nodes.")
+    pdb_max_unavailable: int = Field(
+        1, ge=0,
+        description="maxUnavailable of the serving pods' PodDisruptionBudget: 1 lets `kubectl drain` evict one pod at a "
+                    "time (the group is recreated); 0 refuses every voluntary eviction.")
+    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="Extra labels of the ServiceMonitor, e.g. {release: kube-prometheus-stack}, "
+                                          "for a Prometheus whose serviceMonitorSelector selects on them.")
+    prefetch_timeout_s: int = Field(
+        21600, gt=0, description="activeDeadlineSeconds of the weight-prefetch Job (1.56 TB at ~100 MB/s is ~4.5 h).")
+    node_preflight_hosts: list[DNSSubdomain] = Field(
+        default_factory=list,
+        description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
+                    "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate_gpu_runtime_class(cls, data: Any) -> Any:
+        # gpu_runtime_class (node-preflight only) became runtime_class (every GPU pod): old profiles keep loading.
+        if isinstance(data, dict) and "gpu_runtime_class" in data:
+            data = dict(data)
+            old = data.pop("gpu_runtime_class")
+            if "runtime_class" in data and data["runtime_class"] != old:
+                raise ValueError("gpu_runtime_class is the old name of runtime_class: set only runtime_class")
+            data["runtime_class"] = old
+        return data
+
+    @field_validator("lws_version", "dra_driver_version")
+    @classmethod
+    def _is_release_version(cls, value: str) -> str:
+        if not _VERSION.match(value):
+            raise ValueError(f"{value!r} is not a release version such as 0.10.0")
+        return value
 
 
 class LocalSpec(_Strict):
@@ -204,6 +357,11 @@ class SmokeSpec(_Strict):
     tier: Literal["low_entropy", "high_entropy", "all"] = "low_entropy"
     request_timeout_s: float = Field(600, gt=0)
     overall_timeout_s: float = Field(3600, gt=0)
+    ready_timeout_s: float | None = Field(
+        None, gt=0, le=7 * 24 * 3600,
+        description="How long smoke waits for /health to answer 200 before it judges liveness (not counted in "
+                    "overall_timeout_s); null: judge at once. The in-cluster smoke Job waits "
+                    "kubernetes.startup_probe_budget_s when null: Argo CD can run it while the model still loads.")
 
 
 class TargetsSpec(_Strict):
@@ -235,8 +393,7 @@ class Profile(_Strict):
     @field_validator("name")
     @classmethod
     def _name_is_dns_label(cls, value: str) -> str:
-        if not _DNS1123_LABEL.match(value):
-            raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending alphanumeric)")
+        check_dns_label(value)
         if len(value) > MAX_NAME_LENGTH:
             raise ValueError(f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}")
         return value
@@ -259,4 +416,8 @@ class Profile(_Strict):
             )
         if self.target == "kubernetes" and self.hardware is None:
             raise ValueError("hardware is required for target 'kubernetes'")
+        if self.target == "kubernetes":
+            for key, source in DERIVED_KUBE_ENV.items():
+                if key in self.vllm.env:
+                    raise ValueError(f"vllm.env {key} is derived from {source}; remove it from vllm.env")
         return self

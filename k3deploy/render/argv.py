@@ -13,6 +13,13 @@ from k3deploy.profile.model import Profile
 
 Role = Literal["leader", "worker", "local"]
 
+#: --distributed-timeout-seconds when a group spans nodes and the profile leaves it unset. vLLM's default is PyTorch's
+#: (600 s for NCCL, vllm/config/parallel.py ParallelConfig.distributed_timeout_seconds, "increase this for multi-node
+#: setups"); the pods of a group can start minutes apart (image pulls, the weights wait), and a rank that misses the
+#: rendezvous crashes, which recreates the group. NVIDIA Dynamo's Kimi K3 TP16 recipe
+#: (recipes/kimi-k3/vllm/agg-gb200-agentic/deploy.yaml) runs its gloo groups with 1800 s as well.
+MULTI_NODE_DISTRIBUTED_TIMEOUT_S = 1800
+
 #: Kubernetes expands $(VAR) in container args from the container's env; LWS injects these two.
 NODE_RANK_REF = "$(LWS_WORKER_INDEX)"
 LEADER_ADDRESS_REF = "$(LWS_LEADER_ADDRESS)"
@@ -21,6 +28,29 @@ LEADER_ADDRESS_REF = "$(LWS_LEADER_ADDRESS)"
 def canonical_json(value: Any) -> str:
     """The one JSON serialisation used for every JSON-valued flag: sorted keys, no spaces."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def spans_nodes(profile: Profile) -> bool:
+    """True when one tensor-parallel group spans several nodes (its collectives cross trays)."""
+    return profile.parallel.nodes > 1
+
+
+def distributed_timeout_s(profile: Profile) -> int | None:
+    """The --distributed-timeout-seconds value: the profile's, else 1800 for a multi-node group, else none."""
+    if profile.vllm.distributed_timeout_s is not None:
+        return profile.vllm.distributed_timeout_s
+    return MULTI_NODE_DISTRIBUTED_TIMEOUT_S if spans_nodes(profile) else None
+
+
+def custom_all_reduce_disabled(profile: Profile) -> bool:
+    """--disable-custom-all-reduce: the profile's choice, else on exactly when the group spans nodes.
+
+    vLLM's custom all-reduce exchanges CUDA IPC handles, which do not cross nodes: with a TP group over GB200/GB300
+    trays it fails in cudaIpcOpenMemHandle (vllm-project/vllm#52778); NVIDIA Dynamo's Kimi K3 TP16 recipe passes it.
+    """
+    if profile.vllm.disable_custom_all_reduce is not None:
+        return profile.vllm.disable_custom_all_reduce
+    return spans_nodes(profile)
 
 
 def serve_args(profile: Profile, *, role: Role, host: str | None = None) -> list[str]:
@@ -37,6 +67,11 @@ def serve_args(profile: Profile, *, role: Role, host: str | None = None) -> list
         args += ["--pipeline-parallel-size", str(par.pipeline_parallel_size)]
     if role != "local" and par.nodes > 1:
         args += ["--nnodes", str(par.nodes), "--node-rank", NODE_RANK_REF, "--master-addr", LEADER_ADDRESS_REF]
+    timeout = distributed_timeout_s(profile)
+    if timeout is not None:
+        args += ["--distributed-timeout-seconds", str(timeout)]
+    if custom_all_reduce_disabled(profile):
+        args.append("--disable-custom-all-reduce")
     args += ["--host", host or ("0.0.0.0" if role != "local" else profile.local.host), "--port", str(vllm.port)]
     args += ["--max-model-len", str(vllm.max_model_len)]
     if vllm.kv_cache_dtype != "auto":
@@ -78,5 +113,19 @@ def serve_command(profile: Profile, *, role: Role, model_path: str | None = None
 
 
 def serve_env(profile: Profile) -> dict[str, str]:
-    """Environment of the server process, sorted by name for deterministic output."""
-    return dict(sorted(profile.vllm.env.items()))
+    """Environment of the server process, sorted by name for deterministic output: vllm.env plus what k3deploy derives.
+
+    - VLLM_USE_NCCL_SYMM_MEM: vllm.nccl_symm_mem, else 0 for a multi-node group (NVIDIA Dynamo's Kimi K3 TP16 recipe
+      sets it: NCCL symmetric memory breaks CUDA-graph capture there); a single node keeps vLLM's default.
+    - VLLM_ENGINE_READY_TIMEOUT_S (pods only): the startup probe's budget, so the API server waits for the engine as
+      long as the kubelet waits for the API server (loading ~1.5 TB from network storage can take over an hour).
+    """
+    env = dict(profile.vllm.env)
+    symm = profile.vllm.nccl_symm_mem
+    if symm is None and spans_nodes(profile):
+        symm = False
+    if symm is not None:
+        env["VLLM_USE_NCCL_SYMM_MEM"] = "1" if symm else "0"
+    if profile.target == "kubernetes":
+        env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(profile.kubernetes.startup_probe_budget_s)
+    return dict(sorted(env.items()))

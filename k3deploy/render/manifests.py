@@ -18,6 +18,7 @@ import yaml
 from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
+from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.templating import render_template
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
@@ -42,6 +43,11 @@ NODE_PREFLIGHT_COMPONENT = "node-preflight"
 NODE_PREFLIGHT_DEADLINE_S = 900
 #: A finished node-preflight Job (and its pods' JSON reports) is kept this long, then removed.
 NODE_PREFLIGHT_TTL_S = 86400
+#: The Hub client the prefetch Job installs: pinned, so a new release cannot change the download under a pinned set.
+PREFETCH_HUB_REQUIREMENT = "huggingface_hub==2.4.0"
+#: Argo CD sync options of the weight cache: neither pruned nor deleted with the Application (1.5 TB re-download);
+#: gitops-engine pkg/sync/common/types.go SyncOptionDisablePrune / SyncOptionDisableDeletion.
+KEEP_SYNC_OPTIONS = "Prune=false,Delete=false"
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,17 @@ def api_service_name(profile: Profile) -> str:
     return f"{profile.name}-api"
 
 
+def model_cache_name(profile: Profile) -> str:
+    """Name of the weight-cache PersistentVolumeClaim."""
+    return f"{profile.name}-model-cache"
+
+
+def smoke_ready_s(profile: Profile) -> int:
+    """How long the in-cluster smoke Job waits for /health: the profile's bound, else the startup probe's budget
+    (an Argo CD PostSync hook can start while the model still loads: Argo CD knows no LeaderWorkerSet health)."""
+    return math.ceil(profile.smoke.ready_timeout_s or profile.kubernetes.startup_probe_budget_s)
+
+
 def service_url(profile: Profile) -> str:
     """In-cluster URL of the OpenAI API (what the smoke Job and in-cluster clients use)."""
     return f"http://{api_service_name(profile)}.{profile.kubernetes.namespace}.svc:{profile.vllm.port}"
@@ -140,6 +157,7 @@ def context(profile: Profile) -> dict[str, Any]:
         # The cache is mounted read-only; remote code is copied into a writable place.
         "HF_MODULES_CACHE": "/tmp/hf-modules",
     }
+    # Only the prefetch downloads: the serving pods run offline (HF_HUB_OFFLINE=1) and never need the token.
     token_env: list[dict[str, Any]] = []
     if kube.hf_token_secret is not None:
         ref = {"name": kube.hf_token_secret.name, "key": kube.hf_token_secret.key}
@@ -158,7 +176,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "kube": kube,
         "labels": labels,
         "names": {
-            "model_cache": f"{name}-model-cache",
+            "model_cache": model_cache_name(profile),
             "compute_domain": f"{name}-compute-domain",
             "channel_template": f"{name}-compute-domain-channel",
             "prefetch": f"{name}-prefetch",
@@ -171,9 +189,10 @@ def context(profile: Profile) -> dict[str, Any]:
         "channel_claim": CHANNEL_CLAIM,
         "leader_command": serve_command(profile, role="leader"),
         "worker_command": serve_command(profile, role="worker"),
-        "server_env": server_env + token_env,
+        "server_env": server_env,
         "prefetch_env": [
             {"name": "HF_HOME", "value": hf_env["HF_HOME"]},
+            {"name": "K3DEPLOY_HUB_REQUIREMENT", "value": PREFETCH_HUB_REQUIREMENT},
             {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
             {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
             *token_env,
@@ -189,7 +208,8 @@ def context(profile: Profile) -> dict[str, Any]:
         "profile_mount_dir": PROFILE_MOUNT_DIR,
         "profile_path": f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}",
         "profile_digest": {PROFILE_DIGEST_ANNOTATION: hashlib.sha256(dumped.encode()).hexdigest()},
-        "smoke_deadline_s": math.ceil(profile.smoke.overall_timeout_s) + 600,
+        "smoke_ready_s": smoke_ready_s(profile),
+        "smoke_deadline_s": math.ceil(profile.smoke.overall_timeout_s) + smoke_ready_s(profile) + 600,
         "node_preflight_component": NODE_PREFLIGHT_COMPONENT,
         "node_preflight_selector": {
             "app.kubernetes.io/instance": name,
@@ -197,6 +217,12 @@ def context(profile: Profile) -> dict[str, Any]:
         },
         "node_preflight_deadline_s": NODE_PREFLIGHT_DEADLINE_S,
         "node_preflight_ttl_s": NODE_PREFLIGHT_TTL_S,
+        "node_preflight_count": len(kube.node_preflight_hosts) or profile.parallel.nodes,
+        "tolerations": [t.manifest() for t in kube.tolerations],
+        "lws_restart": lws_restart(profile),
+        "compute_domain_num_nodes": compute_domain_num_nodes(profile),
+        "keep_sync_options": KEEP_SYNC_OPTIONS,
+        "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
     }
 
 

@@ -7,6 +7,7 @@ YAML never sees an unquoted user string (a model id, a JSON flag, an env value) 
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,16 @@ def template_dirs() -> list[Path]:
     return [path for path in (package / "_templates", package.parent / "templates") if path.is_dir()]
 
 
+#: Characters YAML does not take as they are inside a quoted scalar: outside its printable set (DEL, C1 controls,
+#: U+FFFE/F) or line breaks that YAML 1.1 would fold (NEL, U+2028/9). JSON leaves them raw, so they are
+#: written as \uXXXX escapes, which a YAML double-quoted scalar reads back as the same character.
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+
+
 def _json(value: Any) -> str:
     """One JSON scalar or collection: valid YAML flow syntax with every string quoted."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @lru_cache(maxsize=1)

@@ -1,7 +1,8 @@
 """`k3deploy render` output: a GitOps directory (one file per object + kustomization.yaml) or a YAML stream.
 
 `rendered_files` and `rendered_stream` are deterministic (same profile, same bytes); `render_to` is the only
-function that touches the file system or stdout. A `target: local` profile has no Kubernetes objects: its
+function that touches the file system (through render/output_dir.py, which touches only files k3deploy
+wrote) or stdout. A `target: local` profile has no Kubernetes objects: its
 rendering is the exact vLLM command line and environment the local target would launch on this host (its
 interpreter, its state directory, where a rehearsal model will be generated), computed without starting
 or generating anything.
@@ -9,20 +10,20 @@ or generating anything.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from k3deploy.errors import EnvironmentProblem, UsageError
+from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import build, dump
+from k3deploy.render.output_dir import RECORD, write_set
 
 KUSTOMIZATION = "kustomization.yaml"
 #: File written for a local profile rendered into a directory.
 LOCAL_FILE = "vllm-server.yaml"
-#: Files this module writes into a directory; older ones that the new set lacks are removed.
-_OWNED_FILE = re.compile(r"^\d{2}-[a-z0-9]+-[a-z0-9.-]+\.yaml$")
+#: The record of the files k3deploy wrote into an output folder (name -> sha256); see render/output_dir.py.
+RENDER_RECORD = RECORD
 _DOCUMENT_SEPARATOR = "---\n"
 
 
@@ -68,32 +69,27 @@ def rendered_stream(profile: Profile) -> str:
     return "".join(_DOCUMENT_SEPARATOR + dump(manifest.obj) for manifest in build(profile))
 
 
-def _write_dir(files: dict[str, str], directory: Path) -> None:
-    if directory.exists() and not directory.is_dir():
-        raise UsageError(f"--output {str(directory)!r} exists and is not a directory", hint="pass a directory, or '-' for stdout")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for stale in sorted(directory.iterdir()):
-            if _OWNED_FILE.match(stale.name) and stale.name not in files:
-                stale.unlink()
-        for name, text in files.items():
-            (directory / name).write_text(text, encoding="utf-8", newline="\n")
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"cannot write to {str(directory)!r}: {exc.strerror or exc}", hint="check the path and its permissions"
-        ) from exc
+def render_to(profile: Profile, output: str, *, force: bool = False) -> None:
+    """Render `profile` to the directory `output`, or to stdout when `output` is '-'.
 
-
-def render_to(profile: Profile, output: str) -> None:
-    """Render `profile` to the directory `output`, or to stdout when `output` is '-'."""
+    Everything is rendered before anything is written; `force` lets the write replace files in the
+    folder that k3deploy did not write (or that changed since it did).
+    """
     if output == "-":
         sys.stdout.write(rendered_stream(profile))
         sys.stdout.flush()
         return
+    if not output.strip():
+        raise UsageError("--output is empty", hint="pass a directory, or '-' for stdout")
     files = rendered_files(profile)
-    _write_dir(files, Path(output))
+    result = write_set(Path(output), files, force=force)
     from k3deploy.console import err
 
     objects = len(files) - (1 if KUSTOMIZATION in files else 0)
     what = f"{objects} objects + {KUSTOMIZATION}" if KUSTOMIZATION in files else "the vLLM command and environment"
-    err.print(f"wrote {what} to {output}")
+    err.print(f"wrote {what} to {output}", markup=False, highlight=False)
+    if result.removed:
+        err.print(f"removed {len(result.removed)} file(s) of the previous render: {', '.join(result.removed)}", markup=False, highlight=False)
+    for name in result.kept:
+        err.print(f"warning: left {name}: k3deploy wrote it, but it changed since; it is no longer part of the set",
+                  markup=False, highlight=False)

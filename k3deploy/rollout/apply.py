@@ -1,7 +1,9 @@
 """Server-side apply of the rendered set (field manager `k3deploy`), server dry run, diffs against live.
 
 An object whose resourceVersion did not move was unchanged; a Job whose pod template changed (immutable)
-or that failed is re-created; a conflict with another field manager names the owner.
+or that failed is re-created; a conflict with another field manager names the owner. Any other object whose
+change touches an immutable field (a ComputeDomain's spec) is not deleted behind the user's back: the workers
+use it while it exists, so the error names the object and field and says to take the deployment down first.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from k3deploy.errors import CheckFailed, K3DeployError
+from k3deploy.errors import CheckFailed, K3DeployError, UsageError
 from k3deploy.kube.api import KubeApi, http_status, object_key
 from k3deploy.kube.client import translate
-from k3deploy.rollout.changes import conflicts, describe_conflicts, same, unified_diff
+from k3deploy.rollout.changes import conflicts, describe_conflicts, immutable_fields, same, unified_diff
 from k3deploy.rollout.readiness import job_readiness
 
 
@@ -68,8 +70,16 @@ def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_
         raise
     except Exception as exc:
         status = http_status(exc)
-        if status == 422 and obj["kind"] == "Job" and live is not None:
-            # A Job's pod template is immutable: a changed Job is deleted and created again.
+        frozen = immutable_fields(_status_body(exc)) if status == 422 and live is not None else []
+        if frozen and obj["kind"] != "Job":
+            raise UsageError(
+                f"apply {key}: {', '.join(frozen)} cannot change in place: {_status_body(exc).get('message', '')}",
+                hint=f"the live {obj['kind']} was made from other settings; run `k3deploy down` (keeps the model "
+                     "cache) and then `k3deploy up` to re-create it, or render with the settings it was made from",
+            ) from None
+        if frozen:
+            # Only k3deploy's own run-to-completion Jobs get here (preflight, prefetch, smoke), each safe to run
+            # again: a changed Job is deleted and created again. Any other 422 is reported, the Job kept.
             if dry_run:
                 return Applied(key, "replaced", obj)
             api.delete(obj["apiVersion"], "Job", meta["name"], meta.get("namespace"))

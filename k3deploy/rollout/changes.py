@@ -77,3 +77,14 @@ def describe_conflicts(key: str, found: list[FieldConflict]) -> str:
     """One line naming each contested field and who owns it."""
     parts = ", ".join(f"{c.field} (owned by {c.manager!r})" for c in found) or "fields owned by another manager"
     return f"apply {key}: conflict with another field manager: {parts}"
+
+
+def immutable_fields(status: dict[str, Any]) -> list[str]:
+    """The fields a 422 Invalid Status says cannot change in place (`field is immutable`, a CRD rule such as
+    ComputeDomain's `A computeDomain.spec is immutable`); empty when any cause is about something else.
+    """
+    causes = (status.get("details") or {}).get("causes") or []
+    if status.get("code") != 422 or not causes:
+        return []
+    found = [c.get("field") or "?" for c in causes if "immutable" in (c.get("message") or "")]
+    return found if len(found) == len(causes) else []

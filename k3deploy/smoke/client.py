@@ -4,11 +4,16 @@ Every network failure becomes an `EndpointError` with a kind (unreachable, unaut
 protocol) and a one-line message that keeps the underlying reason; streams never raise, they return a
 `RawStream` whose `error` says what went wrong, so one bad request does not end the run.
 The transport is injectable (httpx's own habit), so tests can route to any server.
+
+Nothing an endpoint sends is read without a bound: plain answers up to `BODY_LIMITS` bytes, a stream up to
+`stream_limits(max_tokens)` (far above what vLLM sends for that many tokens), so a hostile or broken endpoint
+that floods cannot make smoke grow without end; what passes a bound is an error, not data.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import ssl
 import time
@@ -20,6 +25,24 @@ import httpx
 from k3deploy.smoke.record import RawStream
 
 ErrorKind = Literal["unreachable", "unauthorized", "http", "timeout", "protocol"]
+
+#: Most bytes read from each plain answer. vLLM's /health is empty, its model list a few hundred bytes per model
+#: and its /metrics some hundreds of KB for a multi-engine server.
+BODY_LIMITS = {"/health": 64 * 1024, "/v1/models": 4 * 1024 * 1024, "/metrics": 8 * 1024 * 1024}
+#: Most bytes read from an error answer: its message goes into one line of the report.
+ERROR_BODY_LIMIT = 64 * 1024
+#: A vLLM stream chunk is one SSE event of two lines and well under 1 KB even with continuous usage; these bounds
+#: allow ~4x that per token, plus room for the role, usage and [DONE] events.
+STREAM_BYTES_PER_TOKEN = 4096
+STREAM_LINES_PER_TOKEN = 4
+STREAM_SLACK_BYTES = 1024 * 1024
+STREAM_SLACK_LINES = 256
+
+
+def stream_limits(max_tokens: int) -> tuple[int, int]:
+    """(bytes, lines) a stream asked for `max_tokens` tokens may take before smoke stops reading it."""
+    tokens = max(int(max_tokens), 1)
+    return tokens * STREAM_BYTES_PER_TOKEN + STREAM_SLACK_BYTES, tokens * STREAM_LINES_PER_TOKEN + STREAM_SLACK_LINES
 
 
 class EndpointError(Exception):
@@ -73,6 +96,23 @@ def _status_error(status: int, url: str, body: str) -> EndpointError:
     return EndpointError("http", f"{url} answered {status}: {excerpt}")
 
 
+async def _read_capped(resp: httpx.Response, limit: int, url: str, *, fail: bool) -> bytes:
+    """Up to `limit` bytes of a body; past it, an EndpointError when `fail`, else what was read, cut."""
+    declared = resp.headers.get("content-length", "")
+    too_big = EndpointError("protocol", f"{url} answered more than {limit // 1024} KiB; smoke reads at most that")
+    if fail and declared.isdigit() and int(declared) > limit:
+        raise too_big
+    parts, size = [], 0
+    async for data in resp.aiter_bytes():
+        parts.append(data)
+        size += len(data)
+        if size > limit:
+            if fail:
+                raise too_big
+            break
+    return b"".join(parts)[:limit]
+
+
 class SmokeClient:
     """Talks to one OpenAI-compatible vLLM endpoint; stamps come from `clock` (seconds since the run began)."""
 
@@ -101,37 +141,41 @@ class SmokeClient:
     def _url(self, path: str) -> str:
         return self.base_url + path
 
-    async def _get(self, path: str) -> httpx.Response:
+    async def _get(self, path: str) -> tuple[int, str]:
+        """Status and text of a GET, its body read up to `BODY_LIMITS[path]` bytes (past it: a protocol error)."""
+        url, limit = self._url(path), BODY_LIMITS[path]
         try:
-            return await self._http.get(path)
+            async with self._http.stream("GET", path) as resp:
+                body = await _read_capped(resp, limit, url, fail=True)
+                return resp.status_code, body.decode(resp.encoding or "utf-8", "replace")
         except httpx.HTTPError as exc:
-            raise translate(exc, self._url(path)) from None
+            raise translate(exc, url) from None
 
     async def health(self) -> int:
         """Status code of GET /health (401/403 raise: the key is wrong, not the engine)."""
-        resp = await self._get("/health")
-        if resp.status_code in (401, 403):
-            raise _status_error(resp.status_code, self._url("/health"), resp.text)
-        return resp.status_code
+        status, text = await self._get("/health")
+        if status in (401, 403):
+            raise _status_error(status, self._url("/health"), text)
+        return status
 
     async def models(self) -> list[str]:
         """Ids listed by GET /v1/models."""
-        resp = await self._get("/v1/models")
-        if resp.status_code != 200:
-            raise _status_error(resp.status_code, self._url("/v1/models"), resp.text)
+        status, text = await self._get("/v1/models")
+        if status != 200:
+            raise _status_error(status, self._url("/v1/models"), text)
         try:
-            return [str(item["id"]) for item in resp.json()["data"]]
+            return [str(item["id"]) for item in json.loads(text)["data"]]
         except (ValueError, KeyError, TypeError):
-            raise EndpointError("protocol", f"{self._url('/v1/models')} did not answer an OpenAI model list: {resp.text[:120]!r}") from None
+            raise EndpointError("protocol", f"{self._url('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}") from None
 
     async def metrics(self) -> tuple[str, float, float]:
         """The Prometheus text of GET /metrics, and the stamps when the scrape began and ended."""
         started = self.clock()
-        resp = await self._get("/metrics")
+        status, text = await self._get("/metrics")
         finished = self.clock()
-        if resp.status_code != 200:
-            raise _status_error(resp.status_code, self._url("/metrics"), resp.text)
-        return resp.text, started, finished
+        if status != 200:
+            raise _status_error(status, self._url("/metrics"), text)
+        return text, started, finished
 
     async def stream(self, path: str, payload: dict[str, Any]) -> RawStream:
         """POST a streaming request and record each line with its arrival stamp; never raises for endpoint failures."""
@@ -148,16 +192,25 @@ class SmokeClient:
         return raw
 
     async def _stream_into(self, raw: RawStream, path: str, payload: dict[str, Any]) -> None:
+        max_bytes, max_lines = stream_limits(int(payload.get("max_tokens") or 1))
         async with self._http.stream("POST", path, json=payload) as resp:
             if resp.status_code != 200:
-                body = (await resp.aread()).decode("utf-8", "replace")
+                body = (await _read_capped(resp, ERROR_BODY_LIMIT, self._url(path), fail=False)).decode("utf-8", "replace")
                 raise _status_error(resp.status_code, self._url(path), body)
             # Split lines by hand over the decoded bytes: every line of one read arrived at the same instant, and
             # this loop is the client's hot path (one pass per SSE chunk, hundreds per second at bs=1).
-            lines, clock, pending = raw.lines, self.clock, b""
+            lines, clock, pending, received = raw.lines, self.clock, b"", 0
             async for data in resp.aiter_bytes():
                 stamp = clock()
+                received += len(data)
                 *complete, pending = (pending + data).split(b"\n")
                 lines.extend((stamp, line.decode("utf-8", "replace").rstrip("\r")) for line in complete)
+                if received > max_bytes or len(lines) > max_lines:
+                    # Leaving the block closes the connection: the server's flood stops here.
+                    raw.error = (f"the stream passed {min(received, max_bytes) // 1024} KiB / {min(len(lines), max_lines)} "
+                                 f"lines for max_tokens={payload.get('max_tokens')}, far more than a vLLM server "
+                                 "sends: stopped reading it")
+                    del lines[max_lines:]
+                    return
             if pending:
                 lines.append((clock(), pending.decode("utf-8", "replace").rstrip("\r")))

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: Characters of a kept answer (correctness probes): a right answer is a few hundred; the rest is not judged.
+MAX_TEXT_CHARS = 32 * 1024
+#: Characters of a message quoted from the server (an error event, a malformed line) in a record's error.
+MAX_QUOTE_CHARS = 300
+
 from k3deploy.report.smoke import RequestRecord, Tier
 from k3deploy.smoke.sse import ChunkFormatError, decode_events, parse_chunk
 
@@ -42,6 +47,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     decoded = decode_events(raw.lines)
     problems: list[str] = []
     malformed = list(decoded.malformed)
+    server_errors: list[str] = []
     offsets: list[float] = []
     deltas: list[int | None] = []
     texts: list[str] = []
@@ -60,7 +66,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
             done = True
             continue
         if chunk.error is not None:
-            problems.append(f"server error in stream: {chunk.error}")
+            server_errors.append(chunk.error)
             continue
         if chunk.completion_tokens is not None:
             total = chunk.completion_tokens
@@ -76,6 +82,9 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
             offsets.append(event.stamp - raw.t_send)
             deltas.append(delta)
 
+    if server_errors:
+        more = f" ({len(server_errors)} error events, first shown)" if len(server_errors) > 1 else ""
+        problems.append(f"server error in stream{more}: {server_errors[0][:MAX_QUOTE_CHARS]}")
     if raw.error:
         problems.insert(0, raw.error)
     if malformed:
@@ -109,7 +118,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
         chunk_offsets_s=[round(o, 6) for o in offsets],
         chunk_tokens=chunk_tokens,
         malformed_lines=len(malformed),
-        text="".join(texts) if spec.keep_text else None,
+        text="".join(texts)[:MAX_TEXT_CHARS] if spec.keep_text else None,
     )
     return record.model_copy(update=_timings(record))
 

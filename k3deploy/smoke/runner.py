@@ -18,6 +18,7 @@ import httpx
 
 from k3deploy.errors import UsageError
 from k3deploy.profile import Profile
+from k3deploy.profile.names import check_http_url
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
@@ -34,13 +35,24 @@ class SmokeOptions:
     api_key: str | None = None
     transport: httpx.AsyncBaseTransport | None = None
     progress: Callable[[str], None] | None = None
+    #: Where the wait for readiness (smoke.ready_timeout_s) says what it waits for: always shown, a Job's log needs it.
+    notice: Callable[[str], None] | None = None
 
 
 def normalize_endpoint(url: str) -> str:
     """`http(s)://host[:port]` without a trailing slash or `/v1`; a URL without a scheme is a usage error."""
-    parsed = httpx.URL(url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint="for example --endpoint http://10.0.0.5:8000")
+    hint = "for example --endpoint http://10.0.0.5:8000"
+    try:
+        parsed = httpx.URL(url.strip())
+        scheme_ok = parsed.scheme in ("http", "https") and bool(parsed.host)
+    except httpx.InvalidURL:
+        scheme_ok = True  # malformed past the scheme: check_http_url says how
+    if not scheme_ok:
+        raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint=hint)
+    try:
+        check_http_url(url.strip())  # also what httpx accepts but cannot connect to: port 99999, port 0
+    except ValueError as exc:
+        raise UsageError(f"--endpoint {exc}", hint=hint) from None
     base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")
     return base[: -len("/v1")] if base.endswith("/v1") else base
 
@@ -94,7 +106,7 @@ class _Run:
             self.state.liveness = verdict.LivenessFacts(status, models)
         except EndpointError as exc:
             self.state.liveness = verdict.LivenessFacts(error=exc.message, unauthorized=exc.kind == "unauthorized")
-            if exc.kind in ("unreachable", "unauthorized"):
+            if exc.kind in ("unreachable", "unauthorized", "timeout"):
                 self.state.blocked_by = exc.message
         facts = self.state.liveness
         return facts.error is None and facts.health_status == 200 and self.profile.model.served_name in (facts.models or ())
@@ -143,6 +155,22 @@ class _Run:
             self.say(f"concurrency {level}: done")
 
 
+async def _ready(client: SmokeClient, timeout_s: float, state: _State, options: SmokeOptions) -> bool:
+    """Wait for /health (outside the overall timeout: it bounds the test, not the model's loading); False when
+    the endpoint did not become ready, with the liveness failure and the exit-3 reason recorded."""
+    from k3deploy.smoke.ready import wait_ready
+
+    try:
+        why = await wait_ready(client, timeout_s, options.notice or (lambda _msg: None))
+    except EndpointError:
+        return True  # a refused key: liveness asks again and reports it
+    if why is None:
+        return True
+    state.liveness = verdict.LivenessFacts(error=why, not_ready=True)
+    state.blocked_by = why
+    return False
+
+
 def _metrics_delta(state: _State) -> MetricsDelta:
     if state.before is not None and state.after is not None:
         return metrics.diff(state.before, state.after)
@@ -178,8 +206,10 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
                            transport=options.transport, clock=lambda: time.perf_counter() - t0) as client:
         run = _Run(profile, client, state, options.progress or (lambda _msg: None))
 
+        ready = not smoke.ready_timeout_s or await _ready(client, smoke.ready_timeout_s, state, options)
+
         async def everything() -> None:
-            if not await run.liveness():
+            if not ready or not await run.liveness():
                 return
             if smoke.correctness:
                 await run.correctness()

@@ -28,6 +28,12 @@ class LivenessFacts:
     models: tuple[str, ...] | None = None
     error: str | None = None
     unauthorized: bool = False
+    not_ready: bool = False
+
+
+#: Model ids a liveness failure quotes (a hostile endpoint may list millions), and characters of each.
+MAX_MODELS_SHOWN = 10
+MAX_MODEL_ID_CHARS = 200
 
 
 def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
@@ -35,6 +41,8 @@ def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
     target = f"/health 200, /v1/models lists {served_name!r}"
     if facts.error is not None:
         hint = ("pass the API key with --api-key-env VAR (the server runs with --api-key)" if facts.unauthorized
+                else "the model may still be loading: read the server log, or wait longer with --wait-ready "
+                     "(smoke.ready_timeout_s)" if facts.not_ready
                 else "check the URL, that the server runs, and the network path to it")
         return CheckResult(name=LIVENESS, status=Status.FAIL, target=target, detail=facts.error, hint=hint)
     if facts.health_status != 200:
@@ -42,8 +50,10 @@ def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
                            detail=f"/health answered {facts.health_status}", hint="the engine is not healthy: read the server log")
     models = list(facts.models or ())
     if served_name not in models:
-        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=models, target=target,
-                           detail=f"/v1/models lists {models}, not {served_name!r}",
+        shown = [m[:MAX_MODEL_ID_CHARS] for m in models[:MAX_MODELS_SHOWN]]
+        listed = f"{shown}" if len(models) <= MAX_MODELS_SHOWN else f"{len(models)} models, first {shown}"
+        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=shown, target=target,
+                           detail=f"/v1/models lists {listed}, not {served_name!r}",
                            hint="the endpoint serves another model: check --endpoint, or model.served_name in the profile")
     return CheckResult(name=LIVENESS, status=Status.PASS, measured=served_name, target=target, detail="healthy")
 

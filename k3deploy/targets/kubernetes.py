@@ -7,7 +7,6 @@ LeaderWorkerSet is ready (with --wait).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from k3deploy.errors import EnvironmentProblem, K3DeployError
@@ -16,6 +15,9 @@ from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.targets import DeployOptions
 from k3deploy.targets.base import ApplyOutcome, Revision
+
+#: Seconds the smoke verdict's recording may take when smoke ran past the rollout's deadline.
+_RECORD_BUDGET_S = 60.0
 
 
 def _objects(profile: Profile) -> list[dict[str, Any]]:
@@ -31,6 +33,12 @@ def _serving(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
 
 
+def _with_hosts(profile: Profile, hosts: list[str]) -> Profile:
+    """The profile with the node-preflight Job pinned to `hosts`."""
+    kube = profile.kubernetes.model_copy(update={"node_preflight_hosts": hosts})
+    return profile.model_copy(update={"kubernetes": kube})
+
+
 class KubernetesTarget:
     """A profile deployed as a LeaderWorkerSet (plus its namespace, cache, Jobs, Service...) on a cluster."""
 
@@ -40,11 +48,17 @@ class KubernetesTarget:
         self.options = options or DeployOptions()
         self.view = view or ProgressView(interactive=False)
         self._api: Any = None
-        self._deadline: float | None = None
+        #: The command's deadline, shared with every API request (kube/deadline.py): --timeout bounds the whole
+        #: command; without it each rollout phase gets the profile's rollout_timeout_s when it starts.
+        self.deadline = self.options.kube.deadline
+        if self.options.timeout_s is not None and not self.deadline.bounded:
+            self.deadline.restart(self.options.timeout_s)
         self._pending: list[dict[str, Any]] = []
         #: What the last apply/diff reported, for `-o json`.
         self.last_applied: list[dict[str, str]] = []
         self.last_diffs: list[tuple[str, str]] = []
+        #: The set the last apply rendered (node-preflight pinned to the eligible nodes), for wait and rollback.
+        self._applied: list[dict[str, Any]] | None = None
 
     @property
     def api(self) -> Any:
@@ -58,14 +72,40 @@ class KubernetesTarget:
     def _timeout_s(self, profile: Profile) -> float:
         return float(self.options.timeout_s or profile.kubernetes.rollout_timeout_s)
 
+    def _start_phase(self, profile: Profile) -> None:
+        """Without --timeout, a phase (apply, rollback, down) gets the profile's rollout timeout from now."""
+        if self.options.timeout_s is None:
+            self.deadline.restart(self._timeout_s(profile))
+
     def _waiter(self, profile: Profile) -> Any:
         from k3deploy.rollout.wait import Waiter
 
-        if self._deadline is None:
-            self._deadline = time.monotonic() + self._timeout_s(profile)
-        return Waiter(self.api, profile.kubernetes.namespace, self.view, deadline=self._deadline,
+        if not self.deadline.bounded:
+            self._start_phase(profile)
+        return Waiter(self.api, profile.kubernetes.namespace, self.view, deadline=float(self.deadline.at or 0.0),
                       unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
                       timeout_label=f" ({self._timeout_s(profile):g}s)")
+
+    def _rollout_objects(self, profile: Profile) -> list[dict[str, Any]]:
+        """The set to apply: with the node-preflight Job on every eligible node when the profile names none."""
+        kube = profile.kubernetes
+        if kube.node_preflight and not kube.node_preflight_hosts:
+            from k3deploy.preflight.checks_cluster import eligible_hosts
+            from k3deploy.preflight.cluster import others_pods
+            from k3deploy.preflight.facts import parse_nodes
+
+            try:
+                nodes, _ = self.api.list("v1", "Node")
+                pods, _ = self.api.list("v1", "Pod")
+            except K3DeployError as exc:
+                # Without node access the Job still checks parallel.nodes GPU nodes, as a GitOps sync does.
+                self.view.note(f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})")
+                return _objects(profile)
+            hosts = eligible_hosts(profile, parse_nodes(nodes, others_pods(pods, profile, kube.namespace)))
+            if hosts:
+                self.view.note(f"  node-preflight checks every eligible node: {', '.join(hosts)}")
+                profile = _with_hosts(profile, hosts)
+        return _objects(profile)
 
     # -- the Target protocol ------------------------------------------------------------------------------
 
@@ -92,9 +132,10 @@ class KubernetesTarget:
         from k3deploy.rollout.apply import apply_objects, diff_objects
         from k3deploy.rollout.order import WAITED_PHASES, phases
         from k3deploy.rollout.rollback import record_revision
+        from k3deploy.rollout.surge import in_place_note
 
-        objects = _objects(profile)
-        self._deadline = time.monotonic() + self._timeout_s(profile)
+        objects = self._applied = self._rollout_objects(profile)
+        self._start_phase(profile)
         if self.options.diff:
             self.last_diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
             changed = [key for key, _ in self.last_diffs]
@@ -109,7 +150,7 @@ class KubernetesTarget:
                 continue
             results += apply_objects(
                 self.api, phase.objects, force=self.options.force_conflicts, dry_run=self.options.dry_run,
-                on_applied=lambda a: self.view.note(f"  {a.key} {a.action}{suffix}"),
+                on_applied=lambda a: self._noted(a, suffix, in_place_note(a.obj, a.action)),
             )
             if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
                 self._waiter(profile).wait(phase.objects)
@@ -118,14 +159,20 @@ class KubernetesTarget:
             record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
         return _outcome(results, suffix)
 
+    def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
+        self.view.note(f"  {applied.key} {applied.action}{suffix}")
+        if warning is not None:
+            self.view.note(f"  {warning}")
+
     def wait_ready(self, profile: Profile, timeout_s: float) -> None:
         """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
         from k3deploy.rollout.apply import apply_objects
         from k3deploy.rollout.rollback import record_revision
 
-        objects = _objects(profile)
-        deadline = time.monotonic() + timeout_s
-        self._deadline = min(self._deadline, deadline) if self._deadline is not None else deadline
+        objects = self._applied or _objects(profile)
+        remaining = self.deadline.remaining()
+        if remaining is None or timeout_s < remaining:
+            self.deadline.restart(timeout_s)
         self._waiter(profile).wait(_serving(objects))
         if self._pending:
             # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
@@ -149,7 +196,9 @@ class KubernetesTarget:
         """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
         from k3deploy.rollout.rollback import history_name, record_revision, remove, restore
 
-        objects = _objects(profile)
+        # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay live.
+        self.deadline.restart(self._timeout_s(profile))
+        objects = self._applied or _objects(profile)
         namespace = profile.kubernetes.namespace
         if previous is None:
             removed = remove(self.api, objects, self.view.note)
@@ -159,7 +208,6 @@ class KubernetesTarget:
         if old == objects:
             return f"nothing to roll back to: revision {previous.number} is the one that failed"
         done = restore(self.api, old, objects, self.view.note)
-        self._deadline = time.monotonic() + self._timeout_s(profile)
         self._waiter(profile).wait(_serving(old))
         number = record_revision(self.api, namespace, profile.name, old)
         return f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
@@ -176,10 +224,10 @@ class KubernetesTarget:
 
         objects = _objects(profile)
         namespace = profile.kubernetes.namespace
+        self._start_phase(profile)
         removed = remove(self.api, objects, self.view.note, keep=frozenset() if purge else KEPT_KINDS)
         if self.api.delete("v1", "ConfigMap", history_name(profile.name), namespace):
             removed.append("revision history")
-        self._deadline = time.monotonic() + self._timeout_s(profile)
         try:
             for lws in (obj for obj in objects if obj["kind"] == "LeaderWorkerSet"):
                 self._waiter(profile).wait_pods_gone(lws["metadata"]["name"])
@@ -196,6 +244,9 @@ class KubernetesTarget:
         """Keep the smoke verdict beside the revision it judged (shown by `status`)."""
         from k3deploy.rollout.rollback import record_smoke
 
+        if self.deadline.expired():
+            # Smoke is bounded by its own overall timeout; keeping its verdict needs only a few requests.
+            self.deadline.restart(_RECORD_BUDGET_S)
         record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)
 
 

@@ -99,12 +99,20 @@ def start_vllm(model_dir: Path, *, speculative: dict[str, Any] | None, port: int
     The server runs in its own process group with its temporary files and caches in a private folder, and
     the whole group is killed on exit, whatever happened inside the block.
     """
+    with start_vllm_logged(model_dir, speculative=speculative, port=port) as (base_url, _log):
+        yield base_url
+
+
+@contextlib.contextmanager
+def start_vllm_logged(model_dir: Path, *, speculative: dict[str, Any] | None, port: int | None = None,
+                      kv_space_gib: int = 1) -> Iterator[tuple[str, Path]]:
+    """`start_vllm` with the KV space (VLLM_CPU_KVCACHE_SPACE, GiB) chosen; yields (base URL, server log)."""
     port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="k3deploy-vllm-") as scratch:
         work = Path(scratch)
         log = work / "server.log"
         env = {**os.environ, **serve_env(load_profile("local-cpu", [])),
-               "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+               "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": str(kv_space_gib),
                "TMPDIR": str(work), "VLLM_CACHE_ROOT": str(work / "vllm-cache")}
         with log.open("wb") as sink:
             proc = subprocess.Popen(server_argv(model_dir, speculative=speculative, port=port), stdout=sink,
@@ -113,6 +121,6 @@ def start_vllm(model_dir: Path, *, speculative: dict[str, Any] | None, port: int
         try:
             base_url = f"http://127.0.0.1:{port}"
             _wait_healthy(proc, base_url, log)
-            yield base_url
+            yield base_url, log
         finally:
             _stop_group(proc)

@@ -58,3 +58,13 @@ def test_a_refused_connection_is_not_retried() -> None:
 
     refused = MaxRetryError(None, "/api", NewConnectionError(None, "Connection refused"))  # type: ignore[arg-type]
     assert is_transient(refused) is False
+
+
+def test_a_schema_mismatch_500_is_not_retried() -> None:
+    """The apiserver answers an undeclared field in an apply configuration with a 500 "failed to create typed patch
+    object" (kubernetes/kubernetes#139253); retrying cannot change it."""
+    exc = api_error(500)
+    exc.body = ('{"kind": "Status", "status": "Failure", "code": 500, "message": "failed to create typed patch object '
+                '(ns/x; leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet): .spec.foo: field not declared in schema"}')
+    assert is_transient(exc) is False
+    assert is_transient(api_error(500)) is True

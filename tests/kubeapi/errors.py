@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 from tests.kubeapi.registry import ResourceType
 
 REASONS = {
@@ -67,3 +70,75 @@ class ApiError(Exception):
         return cls(422, f'{qualified} "{name}" is invalid: {field}: {message}', "Invalid",
                    {"name": name, "group": rtype.group, "kind": rtype.kind,
                     "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}]})
+
+
+#: field.ErrorType -> (its String(), the StatusCause type), from k8s.io/apimachinery/pkg/util/validation/field/errors.go.
+FIELD_ERROR_TYPES = {
+    "NotFound": ("Not found", "FieldValueNotFound"),
+    "Required": ("Required value", "FieldValueRequired"),
+    "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
+    "Invalid": ("Invalid value", "FieldValueInvalid"),
+    "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
+    "Forbidden": ("Forbidden", "FieldValueForbidden"),
+    "TooLong": ("Too long", "FieldValueTooLong"),
+    "TooMany": ("Too many", "FieldValueTooMany"),
+    "TypeInvalid": ("Invalid value", "FieldValueTypeInvalid"),
+}
+_OMIT = object()
+
+
+class GoValue(str):
+    """A bad value printed as is (Go's %#v of a map or struct), not quoted."""
+
+
+def go_value(value: object) -> str:
+    """A bad value as field.Error.ErrorBody prints it: strings quoted, numbers and booleans plain, null as null."""
+    if isinstance(value, GoValue):
+        return str(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One field.Error: its type (a key of FIELD_ERROR_TYPES), field path, bad value and detail."""
+
+    type: str
+    field: str
+    value: object = _OMIT
+    detail: str = ""
+
+    def body(self) -> str:
+        """field.Error.ErrorBody(): Required, Forbidden, TooLong and value-less errors print no value."""
+        name = FIELD_ERROR_TYPES[self.type][0]
+        if self.type in ("Required", "Forbidden", "TooLong", "Internal") or self.value is _OMIT:
+            out = name
+        else:
+            out = f"{name}: {go_value(self.value)}"
+        return f"{out}: {self.detail}" if self.detail else out
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}"
+
+
+def aggregate(errors: list[FieldError] | list[str]) -> str:
+    """utilerrors.Aggregate's message: one error as itself, several as `[a, b]`."""
+    texts = [str(e) for e in errors]
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+
+
+def invalid(rtype: ResourceType, name: str, errors: list[FieldError]) -> ApiError:
+    """errors.NewInvalid (k8s.io/apimachinery/pkg/api/errors/errors.go): 422, reason Invalid, one cause per
+    field error, message `<Kind>.<group> "<name>" is invalid: <aggregate>`.
+    """
+    qualified = f"{rtype.kind}.{rtype.group}" if rtype.group else rtype.kind
+    causes = [{"reason": FIELD_ERROR_TYPES[e.type][1], "message": e.body(), "field": e.field} for e in errors]
+    return ApiError(422, f'{qualified} "{name}" is invalid: {aggregate(errors)}', "Invalid",
+                    {"name": name, "group": rtype.group, "kind": rtype.kind, "causes": causes})

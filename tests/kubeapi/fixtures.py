@@ -4,7 +4,8 @@
 controllers=..., history_limit=...)` starts more. What a test uses:
 
 - `kube.kubeconfig` (file; pass as --kubeconfig or KUBECONFIG), `kube.url`, `kube.set_version("v1.33.2")`
-- `kube.add_crds(lws=True, compute_domain=True, service_monitor=True)`, `kube.add_gb300_nodes(clique=..., count=4,
+- `kube.add_crds(lws=True, compute_domain=True, service_monitor=True)`: the upstream CRDs (see crds.py; objects are
+  then held to their schemas, CEL rules and the LWS webhooks, see admission.py), `kube.add_gb300_nodes(clique=..., count=4,
   gpus=4, arch=..., product=..., memory=..., driver=...)`, `kube.add_node(...)`, `kube.add_storage_class(...)`
 - `kube.store`: get / list / create / replace / update / apply / delete objects directly, `logs[(ns, pod, c)]`,
   `compact()`; `kube.wait_for(lambda: ...)` waits on store changes; `kube.when(...)` times past changes

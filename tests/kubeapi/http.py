@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from tests.kubeapi.server import KubeApiServer
 
 
+def _warning_headers(call: Call) -> dict[str, str]:
+    """`Warning: 299 - "..."` (RFC 7234, as k8s.io/apiserver/pkg/warning writes them); several are joined with
+    commas, which http.client and urllib3 hand to clients as one header value.
+    """
+    if not call.warnings:
+        return {}
+    return {"Warning": ", ".join('299 - ' + json.dumps(w) for w in call.warnings)}
+
+
 class _DroppedError(Exception):
     """The connection was closed on purpose (fault injection)."""
 
@@ -207,11 +216,11 @@ class Handler(BaseHTTPRequestHandler):
         if call.method == "GET":
             return self._send_json(200, resources.get_object(store, call))
         if call.method == "POST" and call.name is None:
-            return self._send_json(*resources.create(store, call))
+            return self._send_json(*resources.create(store, call), _warning_headers(call))
         if call.method == "PUT" and call.name:
-            return self._send_json(200, resources.replace(store, call))
+            return self._send_json(200, resources.replace(store, call), _warning_headers(call))
         if call.method == "PATCH" and call.name:
-            return self._send_json(*resources.patch(store, call))
+            return self._send_json(*resources.patch(store, call), _warning_headers(call))
         if call.method == "DELETE" and call.name:
             return self._send_json(200, resources.delete(store, call))
         if call.method == "DELETE":

@@ -24,6 +24,14 @@ class ResourceType:
     verbs: tuple[str, ...] = CRUD_VERBS
     crd: bool = False
     printer_columns: tuple[dict, ...] = field(default=(), compare=False)
+    #: A CRD's openAPIV3Schema per served version (none for built-ins and for open CRDs).
+    schemas: dict[str, dict] = field(default_factory=dict, compare=False)
+
+    def schema(self, version: str | None = None) -> dict | None:
+        """The structural schema objects of `version` (default: the storage version) are held to, if any."""
+        found = self.schemas.get(version or self.versions[0])
+        return None if found is None or found.get("x-kubernetes-preserve-unknown-fields") and \
+            not found.get("properties") else found
 
     @property
     def singular(self) -> str:
@@ -74,11 +82,13 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("apps", "v1", "StatefulSet", "statefulsets", True, "status scale", "sts", "all"),
     _t("apps", "v1", "DaemonSet", "daemonsets", True, "status", "ds", "all"),
     _t("apps", "v1", "ReplicaSet", "replicasets", True, "status scale", "rs", "all"),
+    _t("apps", "v1", "ControllerRevision", "controllerrevisions", True, ""),
     _t("batch", "v1", "Job", "jobs", True, "status", "", "all"),
     _t("batch", "v1", "CronJob", "cronjobs", True, "status", "cj", "all"),
     _t("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, "status", "pdb"),
     _t("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, "", "sc"),
     _t("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False, ""),
+    _t("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, ""),
     _t("rbac.authorization.k8s.io", "v1", "Role", "roles", True, ""),
     _t("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, ""),
     _t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, ""),
@@ -116,6 +126,7 @@ def crd_types(crd: dict) -> ResourceType:
         namespaced=spec.get("scope", "Namespaced") == "Namespaced", subresources=frozenset(subresources),
         short_names=tuple(names.get("shortNames", [])), categories=tuple(names.get("categories", [])),
         crd=True, printer_columns=columns,
+        schemas={v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in served},
     )
 
 

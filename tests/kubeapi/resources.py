@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from tests.kubeapi import protobuf
+from tests.kubeapi.admission import Admission
 from tests.kubeapi.errors import ApiError
 from tests.kubeapi.patch import json_patch, merge_patch
 from tests.kubeapi.registry import ResourceType
@@ -29,6 +30,17 @@ class Call:
     query: dict[str, str]
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
+    #: Warnings for the answer's `Warning: 299` headers (unknown fields dropped under fieldValidation=Warn).
+    warnings: list[str] = field(default_factory=list)
+    _admission: Admission | None = field(default=None, repr=False)
+
+    @property
+    def admission(self) -> Admission:
+        """This write's admission (pruning, defaulting, validation, webhooks), by fieldValidation."""
+        if self._admission is None:
+            self._admission = Admission(self.rtype, self.version, self.subresource,
+                                        self.query.get("fieldValidation") or "Warn", self.warnings)
+        return self._admission
 
     @property
     def api_version(self) -> str:
@@ -114,7 +126,7 @@ def create(store: Store, call: Call) -> tuple[int, dict]:
         raise ApiError.bad_request("the body of the request was not an object")
     _check_name(call, obj)
     created = store.create(call.rtype, obj, call.namespace, manager=call.manager, dry_run=call.dry_run,
-                           version=call.version)
+                           version=call.version, admit=call.admission)
     return 201, created
 
 
@@ -126,7 +138,8 @@ def replace(store: Store, call: Call) -> dict:
     _check_name(call, obj)
     obj.setdefault("metadata", {})["name"] = call.name
     return _versioned(store.replace(call.rtype, obj, call.namespace, subresource=call.subresource,
-                                    manager=call.manager, dry_run=call.dry_run), call.api_version)
+                                    manager=call.manager, dry_run=call.dry_run, admit=call.admission),
+                     call.api_version)
 
 
 def patch(store: Store, call: Call) -> tuple[int, dict]:
@@ -141,9 +154,10 @@ def patch(store: Store, call: Call) -> tuple[int, dict]:
         _check_name(call, body)
         body.setdefault("metadata", {})["name"] = call.name
         existed = store.get(call.rtype, call.name or "", call.namespace) is not None
+        call.admission.check_apply_config(body, call.namespace)
         out = store.apply(call.rtype, body, call.namespace, manager=call.manager,
                           force=call.query.get("force") == "true", subresource=call.subresource,
-                          dry_run=call.dry_run)
+                          dry_run=call.dry_run, admit=call.admission)
         return (200 if existed else 201), _versioned(out, call.api_version)
     if content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
         if not isinstance(body, dict):
@@ -166,12 +180,13 @@ def patch(store: Store, call: Call) -> tuple[int, dict]:
                             f"application/json-patch+json, application/merge-patch+json, "
                             f"application/apply-patch+yaml (got {content_type!r})")
     out = store.update(call.rtype, call.name or "", call.namespace, mutate, subresource=call.subresource,
-                       manager=call.manager, dry_run=call.dry_run)
+                       manager=call.manager, dry_run=call.dry_run, admit=call.admission)
     return 200, _versioned(out, call.api_version)
 
 
 def delete(store: Store, call: Call) -> dict:
-    """DELETE an object; pods, namespaces and custom resources answer with the object, the rest with a Status."""
+    """DELETE an object; pods, namespaces, custom resources and objects whose deletion waits answer with the object,
+    the rest with a Status."""
     options = call.json_body() or {}
     propagation = call.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
     dry_run = call.dry_run or "All" in (options.get("dryRun") or [])
@@ -179,7 +194,11 @@ def delete(store: Store, call: Call) -> dict:
     grace = float(grace_raw) if grace_raw is not None else None
     gone = store.delete(call.rtype, call.name or "", call.namespace, dry_run=dry_run, propagation=propagation,
                         grace=grace)
-    if call.rtype.plural in ("pods", "namespaces") or call.rtype.crd:
+    pending = bool(gone["metadata"].get("deletionTimestamp")) and not dry_run and \
+        store.get(call.rtype, call.name or "", call.namespace) is not None
+    # apiserver registry/generic/registry/store.go Delete: an object whose deletion waits (finalizers, grace period)
+    # is returned as it now is.
+    if call.rtype.plural in ("pods", "namespaces") or call.rtype.crd or pending:
         return _versioned(gone, call.api_version)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "details": {"name": call.name, "group": call.rtype.group, "kind": call.rtype.plural,

@@ -47,9 +47,10 @@ class KubeApiServer:
         self.faults = Faults()
         self.access = Access()
         self.controllers = Controllers(self.store)
-        #: Server-side cap on a watch without timeoutSeconds, and the BOOKMARK period when bookmarks are asked for.
+        #: Server-side cap on a watch without timeoutSeconds, and the BOOKMARK period when bookmarks are asked for
+        #: (the watch cache's bookmarkFrequency is a minute; tests that need bookmarks sooner set it lower).
         self.default_watch_timeout = 300.0
-        self.bookmark_interval = 1.0
+        self.bookmark_interval = 60.0
         self.watch_events_sent = 0
         self._httpd: ApiHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -202,6 +203,10 @@ class KubeApiServer:
                                        arch=arch))
         return nodes
 
+    def add_runtime_class(self, name: str = "nvidia", handler: str = "nvidia") -> dict:
+        """A RuntimeClass (node.k8s.io/v1), as the GPU Operator's container toolkit creates it."""
+        return self.store.create("runtimeclasses", {"metadata": {"name": name}, "handler": handler}, manager="test")
+
     def add_storage_class(self, name: str = "shared-rwx", provisioner: str = "nfs.csi.k8s.io",
                           default: bool = False) -> dict:
         """A StorageClass (optionally the cluster default)."""
@@ -209,3 +214,29 @@ class KubeApiServer:
         return self.store.create("storageclasses", {
             "metadata": {"name": name, "annotations": annotations}, "provisioner": provisioner,
             "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}, manager="test")
+
+    def add_controller_workloads(self, lws: str | None = "v0.9.0", dra: str | None = "v25.12.0") -> None:
+        """The LWS controller Deployment and the NVIDIA DRA driver's controller Deployment and kubelet-plugin DaemonSet
+        as their installs name them (kubernetes-sigs/lws config/default: `lws-controller-manager` in `lws-system`,
+        image registry.k8s.io/lws/lws; NVIDIA/k8s-dra-driver-gpu deployments/helm/nvidia-dra-driver-gpu: chart
+        `nvidia-dra-driver-gpu`, image nvcr.io/nvidia/k8s-dra-driver-gpu). Status is not simulated."""
+        def workload(kind: str, plural: str, name: str, ns: str, image: str, labels: dict[str, str]) -> None:
+            if self.store.get("namespaces", ns) is None:
+                self.store.create("namespaces", {"metadata": {"name": ns}})
+            self.store.create(plural, {
+                "apiVersion": "apps/v1", "kind": kind,
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "main", "image": image}]}}}}, ns, manager="helm")
+
+        if lws:
+            workload("Deployment", "deployments", "lws-controller-manager", "lws-system",
+                     f"registry.k8s.io/lws/lws:{lws}", {"app.kubernetes.io/name": "lws"})
+        if dra:
+            chart = {"helm.sh/chart": f"nvidia-dra-driver-gpu-{dra.lstrip('v')}",
+                     "app.kubernetes.io/name": "nvidia-dra-driver-gpu"}
+            for kind, plural, suffix in (("Deployment", "deployments", "controller"),
+                                         ("DaemonSet", "daemonsets", "kubelet-plugin")):
+                workload(kind, plural, f"nvidia-dra-driver-gpu-{suffix}", "nvidia-dra-driver-gpu",
+                         f"nvcr.io/nvidia/k8s-dra-driver-gpu:{dra}", chart)

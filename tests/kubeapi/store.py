@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.kubeapi import apply as ssa
-from tests.kubeapi.errors import ApiError
+from tests.kubeapi.errors import ApiError, FieldError, GoValue, invalid
 from tests.kubeapi.registry import Registry, ResourceType, crd_types
 from tests.kubeapi.selectors import field_selector, label_selector
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
+#: Admission of one HTTP write (see admission.py): admit(new, old, applied=...) mutates or raises ApiError.
+Admit = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class Store:
         self.previous_logs: dict[tuple[str, str, str], list[str]] = {}
         #: Seconds a deleted pod stays (with deletionTimestamp) before it is removed; the kubelet removes it.
         self.pod_termination_delay = 0.0
+        #: Dependents of a deleted owner are left to the garbage collector controller (asynchronous, as in a
+        #: cluster) instead of being deleted with their owner.
+        self.async_gc = False
         self.closed = False
         #: Bumped by break_watches(); open watches end the way `watch_break_mode` says.
         self.watch_breaks = 0
@@ -85,13 +90,21 @@ class Store:
             return copy.deepcopy(items)
 
     # ----- writing -----------------------------------------------------------------------------------------
-    def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
+    def _check_namespace(self, rtype: ResourceType, namespace: str, name: str = "", creating: bool = True) -> None:
         if rtype.namespaced:
             if not namespace:
                 raise ApiError.bad_request("the server could not find the requested resource: namespace required")
-            if ("", namespace) not in self.objects.get(("", "namespaces"), {}):
+            ns = self.objects.get(("", "namespaces"), {}).get(("", namespace))
+            if ns is None:
                 raise ApiError(404, f'namespaces "{namespace}" not found', details={"name": namespace,
                                                                                    "kind": "namespaces"})
+            if ns["metadata"].get("deletionTimestamp") and creating:
+                # kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go
+                raise ApiError(403, f'{rtype.group_resource} "{name}" is forbidden: unable to create new content in '
+                                    f"namespace {namespace} because it is being terminated", details={
+                                        "name": name, "group": rtype.group, "kind": rtype.plural, "causes": [{
+                                            "reason": "NamespaceTerminating", "field": "metadata.namespace",
+                                            "message": f"namespace {namespace} is being terminated"}]})
 
     def _commit(self, rtype: ResourceType, obj: dict, old: dict | None, event: str, dry_run: bool) -> dict:
         """Assign a resourceVersion, store (unless dry run), record the event and run the server-side hooks."""
@@ -133,17 +146,19 @@ class Store:
         return meta
 
     def create(self, ref: str | ResourceType, obj: dict, namespace: str | None = None, *, manager: str = "test",
-               dry_run: bool = False, version: str | None = None) -> dict:
-        """POST semantics: 409 if it exists, 404 if the namespace does not."""
+               dry_run: bool = False, version: str | None = None, admit: Admit | None = None) -> dict:
+        """POST semantics: 409 if it exists, 404 if the namespace does not; `admit` for writes from clients."""
         rtype = self.rtype(ref)
         obj = copy.deepcopy(obj)
         obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
         with self.lock:
             meta = self._new_metadata(rtype, obj, namespace)
-            self._check_namespace(rtype, meta.get("namespace", ""))
+            self._check_namespace(rtype, meta.get("namespace", ""), meta["name"])
             if self.get(rtype, meta["name"], meta.get("namespace")) is not None:
                 raise ApiError.already_exists(rtype, meta["name"])
             self._defaults(rtype, obj)
+            if admit is not None:
+                admit(obj, None)
             obj["metadata"].pop("managedFields", None)
             ssa.record_update(None, obj, rtype, manager, None, obj["apiVersion"])
             return self._commit(rtype, obj, None, "ADDED", dry_run)
@@ -160,7 +175,7 @@ class Store:
             meta["generation"] = old_meta.get("generation", 1) + 1
         if new == old:
             return copy.deepcopy(old)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and rtype.plural != "pods":
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and rtype.plural not in ("pods", "namespaces"):
             return self._commit(rtype, new, old, "DELETED", dry_run)
         return self._commit(rtype, new, old, "MODIFIED", dry_run)
 
@@ -171,7 +186,8 @@ class Store:
         return live
 
     def replace(self, ref: str | ResourceType, obj: dict, namespace: str | None = None, *,
-                subresource: str | None = None, manager: str = "test", dry_run: bool = False) -> dict:
+                subresource: str | None = None, manager: str = "test", dry_run: bool = False,
+                admit: Admit | None = None) -> dict:
         """PUT semantics: optimistic concurrency on metadata.resourceVersion; status only via the subresource."""
         rtype = self.rtype(ref)
         with self.lock:
@@ -181,6 +197,8 @@ class Store:
             if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
                 raise ApiError.stale(rtype, name)
             new = self._merge_scope(rtype, old, copy.deepcopy(obj), subresource)
+            if admit is not None:
+                admit(new, old)
             ssa.record_update(old, new, rtype, manager, subresource, new["apiVersion"])
             return self._finish_update(rtype, old, new, dry_run)
 
@@ -200,7 +218,8 @@ class Store:
         return new
 
     def update(self, ref: str | ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None], *,
-               subresource: str | None = None, manager: str = "test", dry_run: bool = False) -> dict:
+               subresource: str | None = None, manager: str = "test", dry_run: bool = False,
+               admit: Admit | None = None) -> dict:
         """Read-modify-write under the store lock (merge patches and controllers use this)."""
         rtype = self.rtype(ref)
         with self.lock:
@@ -208,11 +227,14 @@ class Store:
             new = copy.deepcopy(old)
             mutate(new)
             new = self._merge_scope(rtype, old, new, subresource)
+            if admit is not None:
+                admit(new, old)
             ssa.record_update(old, new, rtype, manager, subresource, new["apiVersion"])
             return self._finish_update(rtype, old, new, dry_run)
 
     def apply(self, ref: str | ResourceType, config: dict, namespace: str | None = None, *, manager: str,
-              force: bool = False, subresource: str | None = None, dry_run: bool = False) -> dict:
+              force: bool = False, subresource: str | None = None, dry_run: bool = False,
+              admit: Admit | None = None) -> dict:
         """Server-side apply: create when missing, field ownership, conflicts (409 unless force), removals."""
         rtype = self.rtype(ref)
         meta = config.get("metadata") or {}
@@ -224,16 +246,20 @@ class Store:
             if live is None:
                 if subresource:
                     raise ApiError.not_found(rtype, meta.get("name", ""))
-                self._check_namespace(rtype, namespace or "")
+                self._check_namespace(rtype, namespace or "", meta.get("name", ""))
                 merged = ssa.apply(None, config, rtype, manager, force, None, config["apiVersion"])
                 merged["metadata"]["name"] = meta.get("name")
                 self._new_metadata(rtype, merged, namespace)
                 self._defaults(rtype, merged)
+                if admit is not None:
+                    admit(merged, None, applied=True)
                 return self._commit(rtype, merged, None, "ADDED", dry_run)
             sent_rv = meta.get("resourceVersion")
             if sent_rv and sent_rv != live["metadata"]["resourceVersion"]:
                 raise ApiError.stale(rtype, meta["name"])
             merged = ssa.apply(live, config, rtype, manager, force, subresource, config["apiVersion"])
+            if admit is not None:
+                admit(merged, live, applied=True)
             return self._finish_update(rtype, live, merged, dry_run)
 
     def delete(self, ref: str | ResourceType, name: str, namespace: str | None = None, *,
@@ -250,12 +276,20 @@ class Store:
                     new["metadata"]["deletionGracePeriodSeconds"] = int(delay)
                     return self._commit(rtype, new, live, "MODIFIED", False)
                 return live
+            if rtype.key == ("", "namespaces") and not dry_run:
+                # The namespace controller empties it, then finalizes it (pkg/controller/namespace/deletion).
+                if live["metadata"].get("deletionTimestamp"):
+                    return live
+                new = copy.deepcopy(live)
+                new["metadata"]["deletionTimestamp"] = ssa.now()
+                new.setdefault("status", {})["phase"] = "Terminating"
+                return self._commit(rtype, new, live, "MODIFIED", False)
             if live["metadata"].get("finalizers") and not dry_run:
                 new = copy.deepcopy(live)
                 new["metadata"].setdefault("deletionTimestamp", ssa.now())
                 return self._commit(rtype, new, live, "MODIFIED", False)
             gone = self._commit(rtype, copy.deepcopy(live), live, "DELETED", dry_run)
-            if not dry_run and propagation != "Orphan":
+            if not dry_run and propagation != "Orphan" and not self.async_gc:
                 self._collect(live["metadata"]["uid"])
             return gone
 
@@ -266,7 +300,21 @@ class Store:
             live = self.get(rtype, name, namespace)
             if live is not None:
                 self._commit(rtype, live, live, "DELETED", False)
-                self._collect(live["metadata"]["uid"])
+                if not self.async_gc:
+                    self._collect(live["metadata"]["uid"])
+
+    def orphans(self) -> list[tuple[ResourceType, dict]]:
+        """Objects with owner references whose every owner is gone (what the garbage collector deletes)."""
+        with self.lock:
+            live_uids = {o["metadata"]["uid"] for bucket in self.objects.values() for o in bucket.values()}
+            found = []
+            for key, bucket in self.objects.items():
+                rtype = self.registry.by_key(key)
+                for obj in bucket.values():
+                    owners = [o for o in obj["metadata"].get("ownerReferences") or [] if o.get("uid")]
+                    if rtype is not None and owners and not any(o["uid"] in live_uids for o in owners):
+                        found.append((rtype, copy.deepcopy(obj)))
+            return found
 
     def _collect(self, owner_uid: str) -> None:
         """Background cascading deletion: remove objects whose every owner is gone."""
@@ -286,6 +334,7 @@ class Store:
     def _defaults(self, rtype: ResourceType, obj: dict) -> None:
         if rtype.key == ("", "namespaces"):
             obj["status"] = {"phase": "Active"}
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         elif rtype.key == ("", "pods"):
             obj.setdefault("status", {"phase": "Pending", "qosClass": "BestEffort"})
@@ -302,13 +351,20 @@ class Store:
                                  ("Established", "InitialNamesAccepted", "the initial names have been accepted"))]}
         elif rtype.key == ("", "persistentvolumeclaims"):
             obj.setdefault("status", {"phase": "Pending"})
+            # plugin/pkg/admission/storage/storageobjectinuseprotection: every claim gets the protection finalizer.
+            finalizers = obj["metadata"].setdefault("finalizers", [])
+            if "kubernetes.io/pvc-protection" not in finalizers:
+                finalizers.append("kubernetes.io/pvc-protection")
 
     def _validate_update(self, rtype: ResourceType, old: dict, new: dict) -> None:
         if rtype.key == ("batch", "jobs"):
             for part in ("template", "selector", "completions"):
                 if old.get("spec", {}).get(part) != new.get("spec", {}).get(part):
-                    raise ApiError.invalid(rtype, old["metadata"]["name"], f"spec.{part}",
-                                           "Invalid value: field is immutable")
+                    # apivalidation.ValidateImmutableField prints the new value with Go's %#v; abridged here.
+                    shown = {"template": "core.PodTemplateSpec{...}", "selector": "&v1.LabelSelector{...}"}
+                    raise invalid(rtype, old["metadata"]["name"], [FieldError(
+                        "Invalid", f"spec.{part}", GoValue(shown.get(part, str(new["spec"].get(part)))),
+                        "field is immutable")])
 
     def _after_write(self, rtype: ResourceType, obj: dict, event: str) -> None:
         if rtype.key == ("apiextensions.k8s.io", "customresourcedefinitions"):

@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
 
+from tests.kubeapi import crds
 from tests.kubeapi.server import KubeApiServer
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -56,18 +57,21 @@ def test_apply_creates_then_is_a_no_op_when_unchanged(lws: dynamic.Resource) -> 
 
 def test_conflict_names_the_field_and_the_other_manager_until_forced(lws: dynamic.Resource) -> None:
     _apply(lws, _lws(replicas=1))
-    lws.patch(name="k3", namespace="default", body={"spec": {"replicas": 3}},
-              content_type="application/merge-patch+json", field_manager="kubectl-edit")
+    """Update managers are named with `using <apiVersion> at <time>` (apimachinery
+    pkg/util/managedfields/internal/conflict.go printManager)."""
+    edited = lws.patch(name="k3", namespace="default", body={"spec": {"replicas": 3}},
+                       content_type="application/merge-patch+json", field_manager="kubectl-edit")
+    at = [e["time"] for e in edited.to_dict()["metadata"]["managedFields"] if e["manager"] == "kubectl-edit"][0]
     with pytest.raises(ApiException) as exc:
         _apply(lws, _lws(replicas=1))
     assert exc.value.status == 409
     status = json.loads(exc.value.body)
     assert status["reason"] == "Conflict"
     assert status["message"] == ('Apply failed with 1 conflict: conflict with "kubectl-edit" using '
-                                 'leaderworkerset.x-k8s.io/v1: .spec.replicas')
+                                 f'leaderworkerset.x-k8s.io/v1 at {at}: .spec.replicas')
     assert status["details"]["causes"] == [{
         "reason": "FieldManagerConflict", "field": ".spec.replicas",
-        "message": 'conflict with "kubectl-edit" using leaderworkerset.x-k8s.io/v1'}]
+        "message": f'conflict with "kubectl-edit" using leaderworkerset.x-k8s.io/v1 at {at}'}]
     # Applying the value the other manager set is no conflict (shared ownership).
     _apply(lws, _lws(replicas=3))
     forced = _apply(lws, _lws(replicas=1), force=True)
@@ -134,3 +138,45 @@ def test_custom_objects_api_apply_and_list(kube: KubeApiServer, lws: dynamic.Res
     assert [o["metadata"]["name"] for o in listed["items"]] == ["k3"]
     custom.delete_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets", "k3")
     assert kube.store.get("leaderworkersets", "k3", "default") is None
+
+
+def test_several_conflicts_are_listed_by_manager_and_apply_managers_have_no_version(lws: dynamic.Resource) -> None:
+    """apimachinery pkg/util/managedfields/internal/conflict.go getConflictMessage: managers sorted, each with a
+    `conflicts with M:` line and its `- path` lines; an Apply manager is printed by name only."""
+    _apply(lws, _lws(replicas=1, labels={"app": "k3"}))
+    _apply(lws, _lws(replicas=2, labels={"app": "other"}), manager="helm", force=True)
+    with pytest.raises(ApiException) as exc:
+        _apply(lws, _lws(replicas=1, labels={"app": "k3"}))
+    status = json.loads(exc.value.body)
+    assert status["message"] == ('Apply failed with 2 conflicts: conflicts with "helm":\n- .metadata.labels.app\n'
+                                 "- .spec.replicas")
+    assert [c["message"] for c in status["details"]["causes"]] == ['conflict with "helm"'] * 2
+
+
+def test_list_map_elements_merge_by_key_and_conflicts_name_the_element(lws: dynamic.Resource) -> None:
+    """structured-merge-diff merge/update.go and fieldpath/pathelement.go: a `x-kubernetes-list-type: map` list (the
+    CRD's containers, keyed by name) merges element by element, managedFields hold `k:{"name":...}` with `.`, and
+    a conflict path names the element: `.spec...containers[name="vllm"].image`."""
+    crds.require()
+    _apply(lws, _lws(image="vllm:1"))
+    sidecar = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": {"name": "k3", "namespace": "default"},
+               "spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [
+                   {"name": "sidecar", "image": "proxy:1"}]}}}}}
+    merged = _apply(lws, sidecar, manager="ops")
+    containers = merged.to_dict()["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]
+    assert [(c["name"], c["image"]) for c in containers] == [("vllm", "vllm:1"), ("sidecar", "proxy:1")]
+    owned = _owned(merged, "ops")["f:spec"]["f:leaderWorkerTemplate"]["f:workerTemplate"]["f:spec"]["f:containers"]
+    assert owned == {'k:{"name":"sidecar"}': {".": {}, "f:image": {}, "f:name": {}}}
+    takeover = json.loads(json.dumps(sidecar))
+    takeover["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"] = [
+        {"name": "vllm", "image": "vllm:2"}]
+    with pytest.raises(ApiException) as exc:
+        _apply(lws, takeover, manager="ops")
+    assert json.loads(exc.value.body)["message"] == (
+        'Apply failed with 1 conflict: conflict with "k3deploy": '
+        '.spec.leaderWorkerTemplate.workerTemplate.spec.containers[name="vllm"].image')
+    # ops stops sending its sidecar: the element it alone owned goes, k3deploy's stays.
+    _apply(lws, {**sidecar, "spec": {"replicas": 1}}, manager="ops")
+    live = lws.get(name="k3", namespace="default").to_dict()
+    assert [c["name"] for c in live["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]] == [
+        "vllm"]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import SHARED_DIR, venv_tool
+from tests.conftest import venv_tool
+from tests.kubeapi import crds
 from tests.kubeapi.server import KubeApiServer
 
 pytestmark = pytest.mark.integration
@@ -67,7 +70,8 @@ def test_kubectl_reports_conflicts_and_forces_them(kube: KubeApiServer, kubectl,
     assert scaled.returncode == 0, scaled.stderr
     again = kubectl("apply", "--server-side", "--field-manager=k3deploy", "-f", str(manifest))
     assert again.returncode == 1
-    assert 'conflict with "kubectl-patch" using leaderworkerset.x-k8s.io/v1: .spec.replicas' in again.stderr
+    assert re.search(r'conflict with "kubectl-patch" using leaderworkerset.x-k8s.io/v1 at '
+                     r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: .spec.replicas', again.stderr)
     forced = kubectl("apply", "--server-side", "--field-manager=k3deploy", "--force-conflicts", "-f", str(manifest))
     assert forced.returncode == 0, forced.stderr
     assert kube.store.get("leaderworkersets", "x", "default")["spec"]["replicas"] == 1
@@ -90,18 +94,48 @@ def test_kubectl_logs_and_events(kube: KubeApiServer, kubectl) -> None:  # noqa:
 
 
 def test_upstream_crds_install_with_kubectl_and_serve_their_kinds(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001
-    crds = SHARED_DIR / "crds"
-    if not crds.is_dir():
-        pytest.skip("the upstream CRDs are not beside the checkout")
-    for path in sorted(crds.glob("*.yaml")):
+    for path in sorted(crds.require().glob("*.yaml")):
         installed = kubectl("apply", "--server-side", "-f", str(path))
         assert installed.returncode == 0, installed.stderr
     resources = kubectl("api-resources", "--api-group=leaderworkerset.x-k8s.io", "--no-headers")
     assert resources.stdout.split()[:5] == ["leaderworkersets", "lws", "leaderworkerset.x-k8s.io/v1", "true",
                                             "LeaderWorkerSet"]
     kinds = {(t.group, t.kind) for t in kube.registry.all() if t.crd}
-    assert kinds == {("leaderworkerset.x-k8s.io", "LeaderWorkerSet"), ("resource.nvidia.com", "ComputeDomain"),
-                     ("monitoring.coreos.com", "ServiceMonitor")}
+    files = [yaml.safe_load(path.read_text()) for path in sorted(crds.require().glob("*.yaml"))]
+    assert kinds == {(f["spec"]["group"], f["spec"]["names"]["kind"]) for f in files}
+    assert {("leaderworkerset.x-k8s.io", "LeaderWorkerSet"), ("resource.nvidia.com", "ComputeDomain"),
+            ("monitoring.coreos.com", "ServiceMonitor")} <= kinds
+
+
+def test_kubectl_shows_the_strict_servers_refusals(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:  # noqa: ANN001
+    """kubectl sends fieldValidation=Strict: an unknown field is a 400 strict decoding error on create (k8s.io/
+    apiserver handlers with KEP-2885 field validation), a wrong type a 422 from the CRD schema, and a changed
+    ComputeDomain spec is refused by its CEL rule."""
+    crds.require()
+    kube.controllers.disable()
+    kube.add_crds()
+    bad = json.loads(json.dumps(LWS))
+    bad["spec"]["leaderWorkerTemplate"]["sizes"] = 4
+    (tmp_path / "unknown.yaml").write_text(yaml.safe_dump(bad))
+    created = kubectl("create", "-f", str(tmp_path / "unknown.yaml"))
+    assert created.returncode == 1
+    assert 'strict decoding error: unknown field "spec.leaderWorkerTemplate.sizes"' in created.stderr
+    bad = json.loads(json.dumps(LWS))
+    bad["spec"]["leaderWorkerTemplate"]["size"] = "four"
+    (tmp_path / "type.yaml").write_text(yaml.safe_dump(bad))
+    created = kubectl("create", "-f", str(tmp_path / "type.yaml"))
+    assert created.returncode == 1
+    assert ('The LeaderWorkerSet "x" is invalid: spec.leaderWorkerTemplate.size: Invalid value: "string": '
+            'spec.leaderWorkerTemplate.size in body must be of type integer: "string"') in created.stderr
+    cd = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+          "metadata": {"name": "cd", "namespace": "default"},
+          "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "a"}}}}
+    (tmp_path / "cd.yaml").write_text(yaml.safe_dump(cd))
+    assert kubectl("apply", "--server-side", "-f", str(tmp_path / "cd.yaml")).returncode == 0
+    cd["spec"]["numNodes"] = 4
+    (tmp_path / "cd.yaml").write_text(yaml.safe_dump(cd))
+    changed = kubectl("apply", "--server-side", "-f", str(tmp_path / "cd.yaml"))
+    assert changed.returncode == 1 and "A computeDomain.spec is immutable" in changed.stderr
 
 
 def test_kubectl_auth_can_i_reads_the_deny_list(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001

@@ -93,9 +93,23 @@ def test_bookmarks_carry_the_current_resource_version(kube: KubeApiServer, core:
     _cm(core, "a")
     rv = kube.store.rv
     events = list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=str(rv),
-                                       allow_watch_bookmarks=True, timeout_seconds=1, deserialize=False))
-    assert events and {e["type"] for e in events} == {"BOOKMARK"}
+                                       allow_watch_bookmarks=True, timeout_seconds=3, deserialize=False))
+    assert len(events) > 1 and {e["type"] for e in events} == {"BOOKMARK"}
     assert events[-1]["object"]["metadata"]["resourceVersion"] == str(rv)
+
+
+def test_bookmarks_come_a_minute_apart_and_two_seconds_before_the_deadline(kube: KubeApiServer,
+                                                                         core: client.CoreV1Api) -> None:
+    """k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go nextBookmarkTime: every bookmarkFrequency (a minute)
+    and 2 s before the watch times out; a watch shorter than 2 s gets none."""
+    assert kube.bookmark_interval == 60.0
+    rv = str(kube.store.rv)
+    stream = list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv,
+                                       allow_watch_bookmarks=True, timeout_seconds=3, deserialize=False))
+    assert [e["type"] for e in stream] == ["BOOKMARK"]
+    short = list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv,
+                                      allow_watch_bookmarks=True, timeout_seconds=1, deserialize=False))
+    assert short == []
 
 
 def test_dropped_watch_resumes_from_the_last_event(kube: KubeApiServer, core: client.CoreV1Api) -> None:
@@ -119,7 +133,9 @@ def test_dynamic_client_watch(kube: KubeApiServer) -> None:
     lws = dyn.resources.get(api_version="leaderworkerset.x-k8s.io/v1", kind="LeaderWorkerSet")
     rv = lws.get(namespace="default").metadata.resourceVersion
     lws.create(body={"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                     "metadata": {"name": "x"}, "spec": {"replicas": 1}}, namespace="default")
+                     "metadata": {"name": "x"},
+                     "spec": {"replicas": 1, "leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [
+                         {"name": "w", "image": "i"}]}}}}}, namespace="default")
     lws.status.patch(body={"status": {"readyReplicas": 1}}, name="x", namespace="default",
                      content_type="application/merge-patch+json")
     events = [(e["type"], e["object"].status.readyReplicas if e["object"].status else None)

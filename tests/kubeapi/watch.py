@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import time
 from collections.abc import Iterator
 
@@ -42,6 +43,17 @@ def _translate(event: WatchEvent, matches: Predicate) -> str | None:
     return "DELETED" if was_in else None
 
 
+def _next_bookmark(now: float, interval: float | None, deadline: float) -> float:
+    """When the next BOOKMARK is due, as the watch cache plans it (k8s.io/apiserver/pkg/storage/cacher/
+    cache_watcher.go nextBookmarkTime): every `interval` (a minute by default) and 2 s before the watch's deadline;
+    never (inf) once that is past.
+    """
+    if not interval:
+        return math.inf
+    due = min(now + interval, deadline - 2.0)
+    return due if due >= now else math.inf
+
+
 def events(store: Store, rtype: ResourceType, api_version: str, namespace: str | None, matches: Predicate,
            resource_version: str | None, timeout: float, bookmark_interval: float | None) -> Iterator[dict]:
     """Watch events as dicts ({type, object}) until `timeout` seconds pass or the server closes."""
@@ -62,7 +74,7 @@ def events(store: Store, rtype: ResourceType, api_version: str, namespace: str |
                 return
     for obj in initial:
         yield {"type": "ADDED", "object": _as_version(obj, api_version)}
-    next_bookmark = time.monotonic() + (bookmark_interval or 0)
+    next_bookmark = _next_bookmark(time.monotonic(), bookmark_interval, deadline)
     while True:
         with store.lock:
             if store.watch_breaks != breaks:
@@ -94,6 +106,6 @@ def events(store: Store, rtype: ResourceType, api_version: str, namespace: str |
         # Every event of this type up to `newest` was in `pending`, so the watch is current to `newest`.
         last = max(last, newest)
         if bookmark_interval and time.monotonic() >= next_bookmark:
-            next_bookmark = time.monotonic() + bookmark_interval
+            next_bookmark = _next_bookmark(time.monotonic(), bookmark_interval, deadline)
             yield {"type": "BOOKMARK", "object": {"kind": rtype.kind, "apiVersion": api_version,
                                                   "metadata": {"resourceVersion": str(last)}}}

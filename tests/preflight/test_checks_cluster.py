@@ -27,7 +27,7 @@ def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
     base = dict(server_version="v1.34.1", resources=["leaderworkersets.leaderworkerset.x-k8s.io", "computedomains.resource.nvidia.com",
                                                       "servicemonitors.monitoring.coreos.com"],
                 nodes=nodes, namespace="kimi-k3", namespace_exists=True, secret_name="hf-token", secret_keys=["token"],
-                storage_classes=["local-nvme"], default_storage_class="local-nvme", access=access)
+                storage_classes=["local-nvme"], default_storage_class="local-nvme", access=access, runtime_class_exists=True)
     base.update(changes)
     return ClusterFacts(**base)
 
@@ -81,3 +81,13 @@ def test_without_nvlink_any_nodes_do() -> None:
     assert results["k8s.gfd_labels"].status is Status.PASS
     assert "k8s.crd.computedomain" not in results
     assert results["k8s.crd.servicemonitor"].status is Status.WARN
+
+
+def test_eligible_hosts_are_every_node_of_every_clique_that_holds_a_group() -> None:
+    from k3deploy.preflight.checks_cluster import eligible_hosts
+
+    nodes = ([gb300(f"a{i}", CLIQUE_A) for i in range(5)] + [gb300(f"b{i}", CLIQUE_B) for i in range(3)]
+             + [gb300("a-busy", CLIQUE_A, requested=2), gb300("a-cordoned", CLIQUE_A)])
+    nodes[-1] = nodes[-1].model_copy(update={"unschedulable": True})
+    assert eligible_hosts(GB300, nodes) == ["a0", "a1", "a2", "a3", "a4"]
+    assert eligible_hosts(GB300, nodes[:3]) == []

@@ -14,7 +14,7 @@ import pytest
 from k3deploy.preflight.facts import normalize_arch
 
 from tests.conftest import REPO_ROOT, run_cli
-from tests.preflight.test_checks_versions import PINNED
+from tests.preflight.test_checks_pinning import PINNED
 
 DATA = Path(__file__).parent / "data"
 GB300 = "kimi-k3-gb300-tp16"

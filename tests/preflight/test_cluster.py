@@ -23,8 +23,8 @@ from tests.pin.registry_server import Registry
 GB300 = "kimi-k3-gb300-tp16"
 CLIQUE_A = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"
 CLIQUE_B = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.2"
-#: Every version pinned, as a production profile must be (floating ones FAIL; tests/preflight/test_checks_versions.py).
-from tests.preflight.test_checks_versions import DIGEST, PINNED  # noqa: E402
+#: Every version pinned, as a production profile must be (floating ones FAIL; tests/preflight/test_checks_pinning.py).
+from tests.preflight.test_checks_pinning import DIGEST, PINNED  # noqa: E402
 
 
 def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = None) -> None:
@@ -40,10 +40,12 @@ def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = 
 def healthy(kube: KubeApiServer) -> None:
     """Two cliques of GB300 trays: A has 4 nodes but one is busy, B has 4 free nodes; everything else in place."""
     kube.add_crds()
+    kube.add_controller_workloads()
     kube.add_gb300_nodes(clique=CLIQUE_A, count=4, prefix="rack1")
     kube.add_gb300_nodes(clique=CLIQUE_B, count=4, prefix="rack2")
     hold_gpus(kube, "rack1-01")
-    kube.add_storage_class("local-nvme", provisioner="local.csi.openebs.io", default=True)
+    kube.add_storage_class("shared-nfs", provisioner="nfs.csi.k8s.io", default=True)
+    kube.add_runtime_class("nvidia")
     kube.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
     kube.store.create("secrets", {"metadata": {"name": "hf-token"}, "type": "Opaque",
                                   "data": {"token": base64.b64encode(b"hf_test").decode()}}, namespace="kimi-k3")
@@ -71,7 +73,10 @@ def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeA
     assert placement.detail == f"the group fits in clique {CLIQUE_B} on rack2-05, rack2-06, rack2-07, rack2-08"
     assert results["k8s.image_arch"].measured == "arm64"
     assert results["k8s.rbac"].measured == "33 verbs allowed"
-    assert results["k8s.storage_class"].measured == "local-nvme"
+    assert results["k8s.storage_class"].measured == "shared-nfs"
+    assert results["k8s.storage_rwx"].measured == "shared-nfs: nfs.csi.k8s.io"
+    assert results["k8s.runtime_class"].measured == "exists"
+    assert "k8s.cache_pvc" not in results  # not created yet
 
 
 def _group_pod(kube: KubeApiServer, node: str, labels: dict[str, str]) -> None:
@@ -144,15 +149,34 @@ def _cordoned(kube: KubeApiServer) -> None:
     kube.store.update("nodes", "rack2-07", None, lambda node: node["spec"].update(unschedulable=True))
 
 
+def _local_default_class(kube: KubeApiServer) -> None:
+    kube.store.delete("storageclasses", "shared-nfs")
+    kube.add_storage_class("local-nvme", provisioner="local.csi.openebs.io", default=True)
+
+
+def _no_runtime_class(kube: KubeApiServer) -> None:
+    kube.store.delete("runtimeclasses", "nvidia")
+
+
+def _cache_pvc(access_mode: str, size: str) -> Callable[[KubeApiServer], None]:
+    def fault(kube: KubeApiServer) -> None:
+        kube.store.create("persistentvolumeclaims", {
+            "metadata": {"name": f"{GB300}-model-cache"},
+            "spec": {"accessModes": [access_mode], "storageClassName": "shared-nfs", "volumeMode": "Filesystem",
+                     "resources": {"requests": {"storage": size}}}}, namespace="kimi-k3")
+    return fault
+
+
 def _no_default_class(kube: KubeApiServer) -> None:
-    kube.store.delete("storageclasses", "local-nvme")
+    kube.store.delete("storageclasses", "shared-nfs")
     kube.add_storage_class("shared-rwx")
 
 
 SCENARIOS: list[tuple[str, Callable[[KubeApiServer], None], list[str], set[str], str, str]] = [
     # (id, fault, --set, failing checks, words in the first failing check's detail or measured, words in its hint)
     ("missing-lws-crd", _no_lws, [], {"k8s.crd.leaderworkerset"}, "missing", "install LeaderWorkerSet"),
-    ("missing-computedomain-crd", _no_compute_domain, [], {"k8s.crd.computedomain"}, "missing", "nvidia-dra-driver-gpu"),
+    ("missing-computedomain-crd", _no_compute_domain, [], {"k8s.crd.computedomain"}, "missing",
+     "helm chart dra-driver-nvidia-gpu"),
     ("kubernetes-1.33", lambda kube: kube.set_version("v1.33.5"), [], {"k8s.version"}, "v1.33.5", "upgrade the control plane"),
     ("only-3-free-per-clique", _only_three_free, [], {"k8s.placement"},
      f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 3 eligible node(s), needs 4", "free GPUs in one clique"),
@@ -170,12 +194,20 @@ SCENARIOS: list[tuple[str, Callable[[KubeApiServer], None], list[str], set[str],
     ("old-driver-label", _old_driver_nodes, [], {"k8s.gfd_labels"}, "old-09: driver 575.57.08 < 580", "check the node's driver"),
     ("cordoned-node", _cordoned, [], {"k8s.placement"}, "rack2-07: cordoned", "uncordon"),
     ("storage-class-missing", lambda kube: None, ["kubernetes.storage_class=fast-nvme"], {"k8s.storage_class"},
-     "available: local-nvme", "kubernetes.storage_class"),
+     "available: shared-nfs", "kubernetes.storage_class"),
     ("no-default-storage-class", _no_default_class, [], {"k8s.storage_class"}, "available: shared-rwx", "is-default-class"),
     ("pvc-too-small", lambda kube: None, ["kubernetes.model_cache_size=1Ti"], {"k8s.cache_size"},
      "1,024 GiB cannot hold 1,459 GiB of weights", "model_cache_size to at least 1460Gi"),
+    ("node-local-storage-class", _local_default_class, [], {"k8s.storage_rwx"},
+     "local.csi.openebs.io volumes attach to one node (ReadWriteOnce)", "shared file system class"),
+    ("missing-runtime-class", _no_runtime_class, [], {"k8s.runtime_class"},
+     "refuses pods that name a missing RuntimeClass", "kubernetes.runtime_class"),
+    ("existing-rwo-cache-pvc", _cache_pvc("ReadWriteOnce", "2Ti"), [], {"k8s.cache_pvc"},
+     f"{GB300}-model-cache: ReadWriteOnce", f"kubectl delete pvc {GB300}-model-cache -n kimi-k3"),
+    ("existing-small-cache-pvc", _cache_pvc("ReadWriteMany", "1Ti"), [], {"k8s.cache_pvc"},
+     "1,024 GiB cannot hold 1,459 GiB of weights", "kubectl patch pvc"),
     ("capacity-plan", lambda kube: None, ["hardware.gpu_memory_mib=115000"], {"plan.capacity"},
-     "no room for one 1048576-token sequence: needs 13.53 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
+     "no room for one 1048576-token sequence: needs 16.68 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
 ]
 
 
@@ -281,3 +313,19 @@ def test_cli_namespace_and_context_options(kube: KubeApiServer) -> None:
     unknown = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "--context", "nope")
     assert unknown.returncode == 3
     assert unknown.stderr.startswith("error: no usable Kubernetes configuration:")
+
+
+def test_existing_rwx_cache_pvc_passes_and_an_unknown_provisioner_only_warns(kube: KubeApiServer) -> None:
+    healthy(kube)
+    _cache_pvc("ReadWriteMany", "2Ti")(kube)
+    kube.add_storage_class("vendor-fs", provisioner="csi.example.com")
+    results = preflight(kube, "kubernetes.storage_class=vendor-fs")
+    assert results["k8s.cache_pvc"].status is Status.PASS
+    assert results["k8s.storage_rwx"].status is Status.WARN
+    assert "cannot tell whether csi.example.com gives ReadWriteMany" in results["k8s.storage_rwx"].detail
+
+
+def test_runtime_class_null_asks_nothing(kube: KubeApiServer) -> None:
+    healthy(kube)
+    _no_runtime_class(kube)
+    assert "k8s.runtime_class" not in preflight(kube, "kubernetes.runtime_class=null")

@@ -68,11 +68,11 @@ def test_xml_parser_rejects_what_is_not_nvidia_smi(xml: str, message: str) -> No
 
 def test_capacity_plan_is_a_check_with_numbers() -> None:
     ok = capacity_check(load_profile("kimi-k3-gb300-tp16"))
-    assert (ok.status, ok.measured, ok.target) == (Status.PASS, "99.2 GiB fixed + 13.53 GiB per 1048576-token sequence",
+    assert (ok.status, ok.measured, ok.target) == (Status.PASS, "99.2 GiB fixed + 16.68 GiB per 1048576-token sequence",
                                                    "<= 255.3 GiB usable per GPU")
-    assert ok.detail == "11 sequences of 1048576 tokens fit per GPU (12126566 KV tokens)"
+    assert ok.detail == "9 sequences of 1048576 tokens fit per GPU (10035456 KV tokens)"
     bad = capacity_check(load_profile("kimi-k3-gb300-tp16", ["hardware.gpu_memory_mib=115000"]))
     assert (bad.status, bad.target) == (Status.FAIL, "<= 103.3 GiB usable per GPU")
-    assert bad.detail == "no room for one 1048576-token sequence: needs 13.53 GiB, 4.10 GiB left per GPU after weights"
+    assert bad.detail == "no room for one 1048576-token sequence: needs 16.68 GiB, 4.10 GiB left per GPU after weights"
     assert "lower vllm.max_model_len" in (bad.hint or "")
     assert capacity_check(load_profile("local-cpu")).status is Status.SKIP

@@ -44,8 +44,34 @@ BAD = [
     (["vllm.image=vllm/vllm-openai"], "vllm.image: image 'vllm/vllm-openai' has no tag or digest"),
     (["model.checkpoint_bytes=9000000000000"], "weights do not fit"),
     (["vllm.bogus=1"], "vllm.bogus: unknown field"),
-    (["kubernetes.namespace=Bad_NS"], "kubernetes.namespace: 'Bad_NS' is not a valid namespace"),
+    (["kubernetes.namespace=Bad_NS"], "kubernetes.namespace: 'Bad_NS' is not a DNS-1123 label"),
+    (["kubernetes.namespace=" + "n" * 64], "kubernetes.namespace: '" + "n" * 64 + "' is not a DNS-1123 label"),
     (["parallel.nodes=four"], "parallel.nodes: Input should be a valid integer"),
+    # Every name that reaches a file name or an object name, with Kubernetes' own grammar.
+    (["kubernetes.service_account=a/../../x"], "kubernetes.service_account: 'a/../../x' is not a DNS-1123 subdomain"),
+    (["kubernetes.service_account=Not_Valid"], "kubernetes.service_account: 'Not_Valid' is not a DNS-1123 subdomain"),
+    (["kubernetes.service_account=" + "a" * 254], "is not a DNS-1123 subdomain"),
+    (["kubernetes.storage_class=Fast SSD"], "kubernetes.storage_class: 'Fast SSD' is not a DNS-1123 subdomain"),
+    (["kubernetes.runtime_class=nvidia/"], "kubernetes.runtime_class: 'nvidia/' is not a DNS-1123 subdomain"),
+    (["kubernetes.hf_token_secret.name=../token"], "kubernetes.hf_token_secret.name: '../token' is not a DNS-1123 subdomain"),
+    (["kubernetes.hf_token_secret.key=a/b"], "kubernetes.hf_token_secret.key: 'a/b' is not a Secret key"),
+    (["kubernetes.clique_label=nvidia.com/gpu clique"], "kubernetes.clique_label: 'nvidia.com/gpu clique' is not a label key"),
+    (["kubernetes.node_selector={Bad/Key/x: v}"], "kubernetes.node_selector: key 'Bad/Key/x' is not a label key"),
+    (["kubernetes.node_selector={ok: not ok}"], "kubernetes.node_selector.ok: 'not ok' is not a label value"),
+    (["hardware.gfd_product_label=NVIDIA GB300"], "hardware.gfd_product_label: 'NVIDIA GB300' is not a label value"),
+    (["vllm.env={'A=B': x}"], "vllm.env: key 'A=B' is not an environment variable name"),
+    (["vllm.env={'': x}"], "vllm.env: key '' is not an environment variable name"),
+    # Resource quantities with quantity.go's grammar.
+    (["kubernetes.memory_request=lots"], "kubernetes.memory_request: 'lots' is not a Kubernetes quantity"),
+    (["kubernetes.memory_request=512GB"], "kubernetes.memory_request: '512GB' is not a Kubernetes quantity"),
+    (["kubernetes.cpu_request=-1"], "kubernetes.cpu_request: '-1' is negative"),
+    (["kubernetes.shm_size=64 Gi"], "kubernetes.shm_size: '64 Gi' is not a Kubernetes quantity"),
+    (["kubernetes.model_cache_size=0"], "kubernetes.model_cache_size: '0' must be above 0"),
+    # Images: a tag or a digest, with distribution/reference's grammar.
+    (["kubernetes.smoke_image=ghcr.io/k3deploy/k3deploy"], "kubernetes.smoke_image: image 'ghcr.io/k3deploy/k3deploy' has no tag or digest"),
+    (["kubernetes.prefetch_image=python"], "kubernetes.prefetch_image: image 'python' has no tag or digest"),
+    (["vllm.image=Vllm/Vllm:latest"], "vllm.image: image 'Vllm/Vllm:latest' is not a valid image reference"),
+    (["kubernetes.endpoint_override=http://127.0.0.1:99999"], "kubernetes.endpoint_override: 'http://127.0.0.1:99999' is not a valid URL"),
 ]
 
 
@@ -78,3 +104,22 @@ def test_unknown_profile_and_bad_yaml(tmp_path) -> None:
 def test_synthetic_allowed_outside_production() -> None:
     prof = load_profile("kimi-k3-gb300-tp16", ["production=false", "speculative.rejection_sample_method=synthetic"])
     assert prof.speculative is not None and prof.speculative.rejection_sample_method == "synthetic"
+
+
+GOOD = [
+    "kubernetes.service_account=smoke.runner-1",
+    "kubernetes.storage_class=fast.ssd",
+    "kubernetes.memory_request=1536Mi",
+    "kubernetes.cpu_request=500m",
+    "kubernetes.shm_size=0",
+    "kubernetes.model_cache_size=1.5Ti",
+    "kubernetes.node_selector={example.com/Pool_A: gpu.v1, plain: ''}",
+    "kubernetes.smoke_image=registry.local:5000/k3deploy@sha256:" + "a" * 64,
+    "kubernetes.endpoint_override=http://[::1]:8000",
+]
+
+
+def test_valid_names_quantities_and_images_load() -> None:
+    prof = load_profile("kimi-k3-gb300-tp16", GOOD)
+    assert prof.kubernetes.node_selector == {"example.com/Pool_A": "gpu.v1", "plain": ""}
+    assert prof.kubernetes.cpu_request == "500m" and prof.kubernetes.model_cache_size == "1.5Ti"

@@ -18,10 +18,10 @@ import jsonschema
 import referencing
 import yaml
 
-from tests.conftest import SHARED_DIR
+from tests.kubeapi import crds
 
 K8S_VERSION = "1.34"
-CRD_DIR = SHARED_DIR / "crds"
+CRD_DIR = crds.upstream_dir()
 _DEFS = "https://kubernetes.io/api/_definitions.json#/$defs/"
 #: CRD file of each custom kind k3deploy renders.
 CRD_FILES = {
@@ -147,8 +147,3 @@ def crd_schema(kind: str, version: str) -> dict[str, Any]:
     schema = strict_crd_schema(copy.deepcopy(served[version]["schema"]["openAPIV3Schema"]))
     schema["properties"]["metadata"] = _k8s("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
     return schema
-
-
-def crd_dir_present() -> bool:
-    """The upstream CRDs sit beside the checkout in some environments only."""
-    return Path(CRD_DIR).is_dir()

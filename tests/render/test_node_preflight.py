@@ -51,6 +51,20 @@ def test_one_pod_per_node_of_the_group_and_a_failed_check_fails_the_job() -> Non
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
     two = _objects(["parallel.nodes=2", "parallel.tensor_parallel_size=8"])[JOB]["spec"]
     assert (two["parallelism"], two["completions"]) == (2, 2)
+    assert "completionMode" not in spec and "nodeAffinity" not in spec["template"]["spec"]["affinity"]
+
+
+def test_listed_hosts_make_an_indexed_job_of_one_pod_per_host() -> None:
+    # Every eligible node, not any 4: six hosts, six pods, each pinned to the list and spread one per hostname.
+    hosts = [f"gb300-{i}" for i in range(6)]
+    job = _objects([f"kubernetes.node_preflight_hosts=[{','.join(hosts)}]"])[JOB]
+    spec, pod = job["spec"], job["spec"]["template"]["spec"]
+    assert (spec["parallelism"], spec["completions"], spec["completionMode"]) == (6, 6, "Indexed")
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term == {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hosts}]}
+    (spread,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname"
+    assert kubernetes_validate.validate(job, K8S_VERSION, strict=True) == K8S_VERSION
 
 
 def test_anti_affinity_spreads_its_own_pods_and_placement_matches_the_serving_pods() -> None:
@@ -74,6 +88,8 @@ def test_anti_affinity_spreads_its_own_pods_and_placement_matches_the_serving_po
         assert pod["nodeSelector"] == lws[role]["spec"]["nodeSelector"]
     assert pod["nodeSelector"] == {"kubernetes.io/arch": "arm64", "nvidia.com/gpu.product": "NVIDIA-GB300"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert pod["tolerations"] == lws[role]["spec"]["tolerations"]
 
 
 def test_sees_the_gpus_through_the_runtime_without_taking_any() -> None:
@@ -85,10 +101,39 @@ def test_sees_the_gpus_through_the_runtime_without_taking_any() -> None:
     assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "utility"
     assert "nvidia.com/gpu" not in json.dumps(container["resources"])
     assert "resourceClaims" not in pod and "claims" not in container["resources"]
-    assert _pod(_objects(["kubernetes.gpu_runtime_class=nvidia-cdi"]))["runtimeClassName"] == "nvidia-cdi"
+    cdi = _objects(["kubernetes.runtime_class=nvidia-cdi"])
+    assert _pod(cdi)["runtimeClassName"] == "nvidia-cdi"
+    # One field for every GPU pod: the serving pods run under the same runtime class.
+    lws = cdi[f"LeaderWorkerSet/{K3}"]["spec"]["leaderWorkerTemplate"]
+    assert {lws[role]["spec"]["runtimeClassName"] for role in ("leaderTemplate", "workerTemplate")} == {"nvidia-cdi"}
+    default = _objects(["kubernetes.runtime_class=null"])
+    assert "runtimeClassName" not in _pod(default)
+    assert "runtimeClassName" not in default[f"LeaderWorkerSet/{K3}"]["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
 
 
-def test_args_read_the_mounted_profile_and_the_host_cache_disk() -> None:
+def test_old_gpu_runtime_class_key_still_loads_as_runtime_class(tmp_path: Path) -> None:
+    data = yaml.safe_load((REPO_ROOT / "k3deploy" / "profile" / "builtin" / f"{K3}.yaml").read_text(encoding="utf-8"))
+    del data["kubernetes"]["runtime_class"]
+    data["kubernetes"]["gpu_runtime_class"] = "nvidia-legacy"
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert load_profile(str(path)).kubernetes.runtime_class == "nvidia-legacy"
+
+
+def test_shm_check_sees_the_full_size_because_the_memory_limit_does_not_cap_the_emptydir() -> None:
+    # kubelet pkg/volume/emptydir/empty_dir.go calculateEmptyDirMemorySize: a memory-backed emptyDir is sized to the
+    # smaller of its sizeLimit and the pod's memory limit; the in-pod host.shm check wants the whole kubernetes.shm_size.
+    from k3deploy.preflight.facts import parse_quantity
+
+    pod = _pod(_objects())
+    (container,) = pod["containers"]
+    (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
+    size_limit = parse_quantity(dshm["emptyDir"]["sizeLimit"])
+    tmpfs = min(size_limit, parse_quantity(container["resources"]["limits"]["memory"]))
+    assert tmpfs >= parse_quantity(load_profile(K3).kubernetes.shm_size)
+
+
+def test_args_read_the_mounted_profile_and_no_host_path() -> None:
     objs = _objects()
     pod = _pod(objs)
     (container,) = pod["containers"]
@@ -103,8 +148,8 @@ def test_args_read_the_mounted_profile_and_the_host_cache_disk() -> None:
     assert f"ConfigMap/{config_map['name']}" == PROFILE_MAP
     assert config_map["items"] == [{"key": "profile.yaml", "path": profile_path.name}]
     assert profile_path.name in objs[PROFILE_MAP]["data"]
-    assert mounts["model-cache"] == {"name": "model-cache", "mountPath": "/models", "readOnly": True}
-    assert volumes["model-cache"]["hostPath"] == {"path": "/models", "type": "DirectoryOrCreate"}
+    # The serving pods read the weights from the RWX PVC: the node's own disk is neither mounted nor checked.
+    assert "model-cache" not in mounts and not [v for v in volumes.values() if "hostPath" in v]
     assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
     assert "serviceAccountName" not in pod and pod["automountServiceAccountToken"] is False
 
@@ -123,7 +168,8 @@ def test_the_rendered_args_run_the_node_checks_on_the_configmaps_profile(tmp_pat
     assert report["profile"] == K3 and report["status"] == "warn"  # the floating `main` revisions
     checks = {c["name"]: c for c in report["checks"]}
     assert checks["gpu.count"]["detail"] == "4 GPU(s) via nvml"
-    assert checks["host.cache_disk"]["status"] == "pass" and "host.shm" in checks
+    assert checks["host.cache_disk"]["status"] == "skip" and "PVC" in checks["host.cache_disk"]["detail"]
+    assert "host.shm" in checks
     assert not [name for name, c in checks.items() if c["status"] == "fail"]
 
 

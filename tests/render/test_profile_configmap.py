@@ -118,7 +118,7 @@ def test_smoke_job_args_run_with_a_file_profile_and_its_overrides(tmp_path: Path
 
     # Run exactly the Job's args, with the in-cluster URL and mount path pointed at this machine.
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == ["smoke", "--endpoint", "http://k3-from-file-api.kimi-k3.svc:8000", "-p", PATH_IN_JOB]
+    assert args == ["smoke", "--endpoint", "http://k3-from-file-api.kimi-k3.svc:8000", "-p", PATH_IN_JOB, "--wait-ready", "7200s"]
     local = {args[2]: None, PATH_IN_JOB: str(profile_file)}
     with scripted_server(Script(num_speculative_tokens=7)) as srv:
         local[args[2]] = srv.url

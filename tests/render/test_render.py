@@ -15,6 +15,7 @@ from k3deploy.profile import builtin_names, load_profile
 from k3deploy.render.argv import serve_command, serve_env
 from k3deploy.render.manifests import build
 from k3deploy.render.templating import render_template, template_dirs
+from k3deploy.render.output_dir import RECORD, record_text
 from k3deploy.render.write import rendered_files, rendered_stream
 from k3deploy.targets.local.launch import plan_launch
 from tests.conftest import REPO_ROOT, run_cli
@@ -48,7 +49,10 @@ def test_render_reproduces_the_committed_manifests(name: str, tmp_path: Path) ->
     stream = run_cli("render", "-p", name, "-o", "-")
     assert stream.returncode == 0, stream.stderr
     resources = yaml.safe_load(committed["kustomization.yaml"])["resources"]
-    assert sorted(resources) == sorted(set(committed) - {"kustomization.yaml"})
+    assert sorted(resources) == sorted(set(committed) - {"kustomization.yaml", RECORD})
+    # The record of what k3deploy wrote names every file of the set with the digest of its committed bytes.
+    texts = {name: data.decode() for name, data in committed.items() if name != RECORD}
+    assert committed[RECORD].decode() == record_text(texts)
     assert stream.stdout == "".join("---\n" + committed[f].decode() for f in resources)
 
 
@@ -90,7 +94,7 @@ def test_leaderworkerset_shape_and_argv() -> None:
         assert container["resources"]["claims"] == [{"name": "compute-domain-channel"}]
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert {k: env[k] for k in serve_env(profile)} == serve_env(profile)
-        assert env["NCCL_MNNVL_ENABLE"] == "1" and env["VLLM_ENGINE_READY_TIMEOUT_S"] == "3600"
+        assert env["NCCL_MNNVL_ENABLE"] == "1"
         assert env["HF_HOME"] == "/models/hf" and env["HF_HUB_OFFLINE"] == "1"
         mounts = {m["name"]: m for m in container["volumeMounts"]}
         assert mounts["dshm"]["mountPath"] == "/dev/shm"
@@ -142,7 +146,8 @@ def test_objects_reference_each_other_consistently() -> None:
     assert smoke["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
     container = smoke["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "ghcr.io/k3deploy/k3deploy:0.1.0"
-    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", "/etc/k3deploy/profile.yaml"]
+    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", "/etc/k3deploy/profile.yaml",
+                                 "--wait-ready", "7200s"]
     # The profile path in the args is the ConfigMap's one key, mounted where the args look for it.
     profile_map = objs[f"ConfigMap/{K3}-profile"]
     assert list(profile_map["data"]) == ["profile.yaml"]
@@ -171,10 +176,12 @@ def test_hf_token_only_as_secret_ref() -> None:
             return [e for v in node for e in envs(v)]
         return []
 
-    tokens = [e for obj in _objects().values() for e in envs(obj) if e["name"] == "HF_TOKEN"]
-    assert len(tokens) == 3  # prefetch, leader, worker
-    for entry in tokens:
-        assert entry == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
+    objs = _objects()
+    tokens = [e for obj in objs.values() for e in envs(obj) if e["name"] == "HF_TOKEN"]
+    # Only the prefetch downloads; the serving pods run offline and do not depend on the Secret.
+    assert tokens == envs(objs[f"Job/{K3}-prefetch"])[-1:]
+    assert tokens == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}]
+    assert "HF_TOKEN" not in json.dumps(_lws(objs))
 
 
 def test_optional_objects_follow_the_profile() -> None:
@@ -193,7 +200,7 @@ def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
-    assert len(names) == 13  # 11 objects + kustomization + README
+    assert len(names) == 14  # 11 objects + kustomization + README + the record
 
 
 def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
@@ -252,6 +259,24 @@ def test_local_profile_into_a_directory(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run_cli("render", "-p", "local-cpu", "-o", str(out), env=host)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["vllm-server.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == [RECORD, "vllm-server.yaml"]
     assert (out / "vllm-server.yaml").read_text() == run_cli("render", "-p", "local-cpu", env=host).stdout
     assert not (tmp_path / "cache").exists()
+
+
+def test_strings_with_characters_yaml_does_not_take_raw_render_exactly() -> None:
+    odd = "a\x7fb\x85c\u2028d\x9fe\ufffe"
+    objs = _objects([f"model.served_name={json.dumps(odd)}"])  # JSON escapes make it a YAML double-quoted string
+    leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    command = leader["command"]
+    assert command[command.index("--served-model-name") + 1] == odd
+
+
+def test_the_smoke_job_waits_for_health_and_its_deadline_covers_the_wait() -> None:
+    """An Argo CD PostSync hook can start before the model has loaded: the Job waits, within its own deadline."""
+    for sets, ready_s in (([], 7200), (["smoke.ready_timeout_s=600", "smoke.overall_timeout_s=900"], 600)):
+        job = _objects(sets)[f"Job/{K3}-smoke"]
+        args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--wait-ready") + 1] == f"{ready_s}s"
+        overall = 900 if sets else 3600
+        assert job["spec"]["activeDeadlineSeconds"] > ready_s + overall

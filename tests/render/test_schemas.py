@@ -15,7 +15,8 @@ import pytest
 
 from k3deploy.profile import builtin_names, load_profile
 from k3deploy.render.manifests import Manifest, build
-from tests.render.kube_schemas import CRD_FILES, K8S_VERSION, STRUCTURAL, crd_dir_present, crd_schema, validator
+from tests.kubeapi import crds
+from tests.render.kube_schemas import CRD_FILES, K8S_VERSION, STRUCTURAL, crd_schema, validator
 
 KUBE_PROFILES = [name for name in builtin_names() if load_profile(name).target == "kubernetes"]
 
@@ -69,8 +70,7 @@ def test_custom_kinds_match_our_structural_schemas(item: tuple[str, Manifest]) -
 
 @pytest.mark.parametrize("item", CUSTOM_KINDS, ids=_id)
 def test_custom_kinds_match_the_upstream_crds(item: tuple[str, Manifest]) -> None:
-    if not crd_dir_present():
-        pytest.skip("upstream CRDs not present beside the checkout")
+    crds.require()
     obj = item[1].obj
     version = obj["apiVersion"].split("/")[1]
     validator(crd_schema(item[1].kind, version)).validate(obj)
@@ -92,8 +92,7 @@ def test_structural_schema_rejects_what_the_crd_would_prune() -> None:
 
 
 def test_upstream_crd_schema_rejects_unknown_and_mistyped_fields() -> None:
-    if not crd_dir_present():
-        pytest.skip("upstream CRDs not present beside the checkout")
+    crds.require()
     schema = validator(crd_schema("LeaderWorkerSet", "v1"))
     bad = _lws()
     bad["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "Always"

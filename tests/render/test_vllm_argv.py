@@ -78,6 +78,8 @@ def test_rendered_leader_and_worker_parse(parsers: Parsers) -> None:
         assert args.load_format == "fastsafetensors" and args.gpu_memory_utilization == 0.92
         assert args.max_cudagraph_capture_size == 256 and args.enable_flashinfer_autotune is False
         assert args.tool_call_parser == "kimi_k3" and args.reasoning_parser == "kimi_k3"
+        # Multi-node knobs k3deploy derives: vLLM's parser takes them as ParallelConfig fields.
+        assert args.distributed_timeout_seconds == 1800 and args.disable_custom_all_reduce is True
         assert args.speculative_config == profile.speculative.config()
         # The parser does not look inside the JSON: check its keys are SpeculativeConfig fields.
         fields = {f.name for f in dataclasses.fields(SpeculativeConfig)}

@@ -1,4 +1,5 @@
-"""A test cluster ready for the GB300 profile (CRDs, one clique of four 4-GPU trays, a default storage class),
+"""A test cluster ready for the GB300 profile (CRDs, one clique of four 4-GPU trays, a default storage class, the
+nvidia RuntimeClass),
 and `k3` to run the real CLI against it."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def cluster(kube: Any) -> Any:
     kube.add_crds()
     kube.add_gb300_nodes()
     kube.add_storage_class(default=True)
+    kube.add_runtime_class()
     return kube
 
 

@@ -119,3 +119,48 @@ def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:
     assert unreachable.returncode == 3, unreachable.stderr
     assert "Kubernetes API unreachable" in unreachable.stderr and "hint: check --kubeconfig/--context" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+
+def test_a_changed_single_group_says_it_is_replaced_in_place(k3: K3, cluster: Any) -> None:
+    first = k3("apply", "--timeout", "60s")
+    assert first.returncode == 0, first.stderr
+    assert "replaces the group in place" not in first.stderr  # created, not replaced
+    changed = k3("apply", "--timeout", "60s", "--set", "vllm.max_model_len=524288")
+    assert changed.returncode == 0, changed.stderr
+    lines = changed.stderr.splitlines()
+    at = lines.index(f"  kimi-k3/LeaderWorkerSet/{LWS} configured")
+    assert lines[at + 1].startswith(f"  note: LeaderWorkerSet {LWS} has one replica and maxSurge 0: a changed pod "
+                                    "template replaces the group in place, so the endpoint is down")
+
+
+def test_node_preflight_runs_on_every_eligible_node(k3: K3, cluster: Any) -> None:
+    # The fixture's clique of four plus two more trays in it, and a clique of two (too small for the group).
+    cluster.add_gb300_nodes(count=2, prefix="extra")
+    cluster.add_gb300_nodes(clique="5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.9", count=2, prefix="lonely")
+    result = k3("apply", "--timeout", "60s")
+    assert result.returncode == 0, result.stderr
+    job = live(cluster, "jobs", f"{LWS}-node-preflight")
+    pod = job["spec"]["template"]["spec"]
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    hosts = term["matchExpressions"][0]["values"]
+    assert len(hosts) == 6 and not [h for h in hosts if h.startswith("lonely")]
+    assert (job["spec"]["completions"], job["spec"]["parallelism"], job["spec"]["completionMode"]) == (6, 6, "Indexed")
+    assert f"node-preflight checks every eligible node: {', '.join(hosts)}" in result.stderr
+    assert job["status"]["succeeded"] == 6
+    # A re-run against the same nodes renders the same Job.
+    again = k3("apply", "--timeout", "60s")
+    assert again.returncode == 0, again.stderr
+    assert f"kimi-k3/Job/{LWS}-node-preflight unchanged" in again.stderr
+
+
+def test_applying_into_a_terminating_namespace_says_so(k3: K3, cluster: Any) -> None:
+    """The NamespaceLifecycle admission plugin (kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/
+    namespace/lifecycle/admission.go) refuses new content in a namespace being deleted: not an RBAC problem."""
+    cluster.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
+    cluster.controllers.namespaces.enabled = False
+    cluster.store.delete("namespaces", "kimi-k3")
+    result = k3("apply", "--timeout", "20s")
+    assert result.returncode == 3, result.stderr
+    assert ('is forbidden: unable to create new content in namespace kimi-k3 because it is being terminated'
+            in result.stderr)
+    assert "hint: the namespace is still being deleted (a recent `down --purge`?)" in result.stderr

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO_ROOT, cli_env
 from tests.pin.conftest import registry  # noqa: F401 - the fixture
 from tests.pin.registry_server import Registry
-from tests.preflight.test_checks_versions import PINNED
+from tests.preflight.test_checks_pinning import PINNED
 from tests.rollout.conftest import FAST, K3, NAMESPACE, PROFILE, live
 from tests.smoke.scripted_server import Script, scripted_server
 

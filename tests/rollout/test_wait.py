@@ -88,9 +88,9 @@ def test_failing_node_preflight_pod_stops_before_the_weight_cache_with_its_repor
 
 def test_deadline_exceeded_exits_3_with_what_was_pending(k3: K3, cluster: Any) -> None:
     cluster.controllers.kubelet.fail("NeverReady", image=IMAGE)
-    result = k3("apply", "--timeout", "3s")
+    result = k3("apply", "--timeout", "8s")
     assert result.returncode == 3, result.stderr
-    assert "error: LeaderWorkerSet/kimi-k3-gb300-tp16 not ready before the deadline (3s)" in result.stderr
+    assert "error: LeaderWorkerSet/kimi-k3-gb300-tp16 not ready before the deadline (8s)" in result.stderr
     assert "failed: LeaderWorkerSet/kimi-k3-gb300-tp16" in result.stderr
     assert "hint: raise --timeout" in result.stderr
 
@@ -135,3 +135,40 @@ def test_waiting_watches_instead_of_polling(k3: K3, cluster: Any) -> None:
         "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets/kimi-k3-gb300-tp16",
         "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets"]
     assert len(watches) == 1
+
+
+def test_a_replaced_job_is_judged_without_the_old_jobs_pods(k3: K3, cluster: Any) -> None:
+    """Garbage collection is asynchronous (kubernetes pkg/controller/garbagecollector): the failed node-preflight
+    Job's pod is still listed, with the same job-name label, while its replacement runs; it is not the new Job's."""
+    cluster.controllers.gc.delay = 60
+    cluster.controllers.kubelet.fail("Error", pod="node-preflight", exit_code=1, times=1, logs=["error: fabric.state"])
+    first = k3("apply", "--timeout", "90s")
+    assert first.returncode == 1, first.stderr
+    old = [p["metadata"]["name"] for p in cluster.store.list("pods", "kimi-k3")
+           if p.get("status", {}).get("phase") == "Failed"]
+    rerun = k3("apply", "--timeout", "60s")
+    assert rerun.returncode == 0, rerun.stderr
+    assert "kimi-k3/Job/kimi-k3-gb300-tp16-node-preflight replaced" in rerun.stderr
+    assert len(old) == 1 and cluster.store.get("pods", old[0], "kimi-k3") is not None
+    assert old[0] not in rerun.stderr
+
+
+def test_a_claim_on_a_missing_resource_claim_template_is_diagnosed_as_what_it_is(k3: K3, cluster: Any) -> None:
+    """kubernetes pkg/controller/resourceclaim/controller.go cannot make the pod's ResourceClaim and records
+    FailedResourceClaimCreation; the scheduler's DynamicResources PreEnqueue then holds the pod without any condition
+    (pkg/scheduler/framework/plugins/dynamicresources). Miswired here: the channel template has another name."""
+    cluster.controllers.compute_domains.enabled = False
+    cluster.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
+    cluster.store.create("resourceclaimtemplates", {"metadata": {"name": "kimi-k3-gb300-tp16-channel"},
+                                                    "spec": {"spec": {}}}, "kimi-k3")
+    # Within the grace period the template could still appear (the driver makes it from the ComputeDomain).
+    result = k3("apply", "--timeout", "60s", "--set", "kubernetes.unschedulable_grace_s=2")
+    assert result.returncode == 1, result.stderr
+    block = diagnosis(result.stderr)
+    assert block.startswith("failed: Pod/kimi-k3-gb300-tp16-0\n  reason: ResourceClaimTemplateNotFound\n")
+    assert ('names ResourceClaimTemplate "kimi-k3-gb300-tp16-compute-domain-channel", which does not exist in the '
+            "namespace (templates there: kimi-k3-gb300-tp16-channel)") in block
+    assert ('Warning FailedResourceClaimCreation Pod/kimi-k3-gb300-tp16-0: PodResourceClaim compute-domain-channel: resource claim '
+            'template "kimi-k3-gb300-tp16-compute-domain-channel": resourceclaimtemplate.resource.k8s.io '
+            '"kimi-k3-gb300-tp16-compute-domain-channel" not found') in block
+    assert "hint: the pods' resourceClaimTemplateName must be the ComputeDomain's" in result.stderr

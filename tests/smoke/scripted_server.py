@@ -3,6 +3,10 @@
 A real socket server (chunked HTTP/1.1 streams, real connection drops), not a mock transport: each `Script`
 field turns on one way a deployment misbehaves. Its /metrics counters move with what it streamed, the way
 vLLM's do: one verify step per chunk, `num_speculative_tokens` drafted, chunk size - 1 accepted.
+
+Hostile modes stand for an endpoint that is not vLLM, or a proxy gone wrong: `flood` streams without end as
+fast as the socket takes it (valid token chunks, error events, or one line that never ends), `huge` answers a
+GET with a body of that many bytes (a model list that goes on and on, for /v1/models), generated as it is sent.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ class Script:
     chunk_delay_s: float = 0.002
     first_chunk_delay_s: float = 0.0
     answers: dict[str, str] = field(default_factory=dict)
+    flood: str | None = None  # None | "chunks" | "errors" | "line"
+    huge: dict[str, int] = field(default_factory=dict)
+    health_ready_after_s: float = 0.0
 
 
 @dataclass
@@ -97,9 +104,33 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def _huge(self, size: int) -> None:
+        """A `size`-byte answer, written as it is generated: a model list for /v1/models, filler otherwise."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        head, tail = b'{"object": "list", "data": [', b'{"id": "last", "object": "model"}]}'
+        if self.path != "/v1/models":
+            head, tail = b"", b""
+        item = b'{"id": "padding-model-0000000000", "object": "model"}, ' if self.path == "/v1/models" else b"x" * 64
+        block = item * (65536 // len(item))
+        left = size - len(head) - len(tail)
+        with contextlib.suppress(OSError):
+            self.wfile.write(head)
+            while left > 0:
+                piece = block[:left]
+                self.wfile.write(piece)
+                left -= len(piece)
+            self.wfile.write(tail)
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         script = self.server.script
-        if self.path == "/health":
+        if self.path in script.huge:
+            self._huge(script.huge[self.path])
+        elif self.path == "/health" and time.monotonic() < self.server.started + script.health_ready_after_s:
+            self._send(503, "")
+        elif self.path == "/health":
             self._send(script.health_status, "")
         elif self.path == "/v1/models":
             if self._authorized():
@@ -124,7 +155,31 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        if script.flood:
+            with contextlib.suppress(OSError):
+                self._flood(script.flood, chat)
+            return
         self._stream(body, prompt, chat)
+
+    def _flood(self, how: str, chat: bool) -> None:
+        """Stream without end, as fast as the client reads, until it hangs up."""
+        if how == "line":
+            block = b"x" * 65536
+            while True:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+        done = 0
+        while True:
+            events = []
+            for _ in range(64):
+                done += 1
+                if how == "errors":
+                    events.append("data: " + json.dumps({"error": {"message": "engine overloaded " + "!" * 2000, "code": 500}}))
+                else:
+                    choice = {"index": 0, "finish_reason": None, **({"delta": {"content": "tok "}} if chat else {"text": "tok "})}
+                    usage = {"prompt_tokens": 3, "completion_tokens": done, "total_tokens": 3 + done}
+                    events.append("data: " + json.dumps({"id": "x", "object": "chunk", "model": MODEL, "choices": [choice], "usage": usage}))
+            raw = ("\n\n".join(events) + "\n\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(raw), raw))
 
     def _write(self, data: str) -> None:
         raw = data.encode()
@@ -197,6 +252,7 @@ class _Server(ThreadingHTTPServer):
         self.script = script
         self.counters = Counters()
         self.lock = threading.Lock()
+        self.started = time.monotonic()
 
 
 @dataclass

@@ -8,15 +8,18 @@ from tests.kubeapi.controllers.base import Controller
 from tests.kubeapi.controllers.computedomain import ComputeDomainController
 from tests.kubeapi.controllers.job import JobController
 from tests.kubeapi.controllers.kubelet import Kubelet
+from tests.kubeapi.controllers.lifecycle import GarbageCollector, NamespaceController, PvcProtection
 from tests.kubeapi.controllers.lws import LeaderWorkerSetController
+from tests.kubeapi.controllers.resourceclaims import ResourceClaimController
 from tests.kubeapi.controllers.scheduler import Scheduler
 from tests.kubeapi.controllers.storage import VolumeBinder
 from tests.kubeapi.store import Store
 
 
 class Controllers:
-    """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes and .compute_domains; each has `enabled`
-    and its own settings.
+    """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes, .compute_domains, .claims (ResourceClaims from templates), .gc (garbage collection,
+    asynchronous: `.gc.delay`), .namespaces (Terminating namespaces) and .pvc_protection; each has `enabled` and its
+    own settings.
     """
 
     def __init__(self, store: Store) -> None:
@@ -26,13 +29,21 @@ class Controllers:
         self.jobs = JobController(store)
         self.volumes = VolumeBinder(store)
         self.compute_domains = ComputeDomainController(store)
+        self.claims = ResourceClaimController(store)
+        self.gc = GarbageCollector(store)
+        self.namespaces = NamespaceController(store)
+        self.pvc_protection = PvcProtection(store)
+        self.store = store
+        self.kubelet.holds.append(self.compute_domains.holds)
 
     def all(self) -> list[Controller]:
         """Every controller."""
-        return [self.lws, self.scheduler, self.kubelet, self.jobs, self.volumes, self.compute_domains]
+        return [self.lws, self.scheduler, self.kubelet, self.jobs, self.volumes, self.compute_domains, self.claims,
+                self.gc, self.namespaces, self.pvc_protection]
 
     def start(self) -> None:
-        """Start every controller's thread."""
+        """Start every controller's thread (garbage collection is then the collector's, asynchronous)."""
+        self.store.async_gc = True
         for controller in self.all():
             controller.start()
 
@@ -50,6 +61,7 @@ class Controllers:
         self.kubelet.fail("Error", pod=rf"^{re.escape(name)}-[a-z0-9]{{5}}$", logs=logs, times=times)
 
     def disable(self) -> None:
-        """Switch every controller off (the store is then only what the test writes)."""
+        """Switch every controller off (the store is then only what the test writes; it collects at once)."""
+        self.store.async_gc = False
         for controller in self.all():
             controller.enabled = False

@@ -1,5 +1,7 @@
-"""A ComputeDomain controller in the manner of NVIDIA's DRA driver: it creates the channel's
-ResourceClaimTemplate and reports the domain Ready once pods claiming that template run on enough nodes.
+"""A ComputeDomain controller in the manner of NVIDIA's DRA driver (NVIDIA/k8s-dra-driver-gpu
+cmd/compute-domain-controller): it creates the channel's ResourceClaimTemplate and reports the domain Ready once pods
+claiming that template run on enough nodes. While its IMEX daemons are not ready (`imex_ready` False) the kubelet
+plugin cannot prepare a channel claim, so pods claiming the template stay ContainerCreating (`holds`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,15 @@ class ComputeDomainController(Controller):
         super().__init__(store, tick)
         #: False keeps every domain NotReady (an IMEX daemon that never comes up).
         self.imex_ready = True
+
+    def holds(self, pod: dict) -> bool:
+        """Whether `pod` claims a ComputeDomain channel whose IMEX daemon is not ready (kubelet waits)."""
+        rtype = self.store.registry.by_key(KEY)
+        if self.imex_ready or rtype is None:
+            return False
+        templates = {((d.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate", {}).get("name")
+                     for d in self.store.list(rtype, pod["metadata"].get("namespace"))}
+        return any(c.get("resourceClaimTemplateName") in templates for c in pod["spec"].get("resourceClaims") or [])
 
     def reconcile(self) -> None:
         """Sync every ComputeDomain."""

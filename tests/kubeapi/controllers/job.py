@@ -1,5 +1,9 @@
-"""A Job controller: one pod at a time until `completions` succeed (Complete) or failures pass backoffLimit
-(Failed, reason BackoffLimitExceeded); whether a pod succeeds is the kubelet's call (see Kubelet.fail).
+"""A Job controller imitating kubernetes pkg/controller/job/job_controller.go: up to `parallelism` pods at once
+(never more than the completions still wanted) until `completions` succeed (Complete), or Failed with reason
+BackoffLimitExceeded once failed pods pass `backoffLimit` or, with `restartPolicy: OnFailure` (containers restart in
+place, no new pods), once the container restarts of its running pods reach it (pastBackoffLimitOnFailure). Pods are
+found by the `batch.kubernetes.io/controller-uid` label, so a re-created Job never adopts a deleted one's leftover
+pods. Whether a pod succeeds is the kubelet's call (see Kubelet.fail).
 """
 
 from __future__ import annotations
@@ -14,6 +18,16 @@ from tests.kubeapi.controllers.events import record
 def _finished(job: dict) -> bool:
     return any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
                for c in job.get("status", {}).get("conditions", []))
+
+
+def _past_backoff_limit_on_failure(job: dict, pods: list) -> bool:
+    """job_controller.go pastBackoffLimitOnFailure: restarts of running or pending pods' containers, summed."""
+    if job["spec"].get("template", {}).get("spec", {}).get("restartPolicy") != "OnFailure":
+        return False
+    total = sum(s.get("restartCount", 0) for p in pods if p and p.get("status", {}).get("phase") in ("Running", "Pending")
+                for s in p["status"].get("containerStatuses", []) + p["status"].get("initContainerStatuses", []))
+    limit = job["spec"].get("backoffLimit", 6)
+    return total > 0 if limit == 0 else total >= limit
 
 
 class JobController(Controller):
@@ -38,18 +52,21 @@ class JobController(Controller):
         ready = sum(1 for p in active if any(c["type"] == "Ready" and c["status"] == "True"
                                              for c in p.get("status", {}).get("conditions", [])))
         completions, backoff_limit = spec.get("completions", 1), spec.get("backoffLimit", 6)
+        parallelism = spec.get("parallelism", 1)
         stamp = now()
         outcome = None
         if succeeded >= completions:
             outcome = "Complete"
-        elif failed > backoff_limit:
+        elif failed > backoff_limit or _past_backoff_limit_on_failure(job, active):
             outcome = "Failed"
             for pod in active:
                 self.store.delete("pods", pod["metadata"]["name"], meta["namespace"])
             active = []
-        elif not active:
-            self._create_pod(job)
-            active = [None]
+        else:
+            want = min(parallelism, completions - succeeded)
+            for _ in range(want - len(active)):
+                self._create_pod(job)
+                active.append(None)
 
         def write(obj: dict) -> None:
             status = obj.setdefault("status", {})

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.kubeapi.apply import now
@@ -47,6 +48,7 @@ class _Run:
     seen: float
     phase: str = "bound"  # bound -> started -> ready | crashed -> ... ; done
     since: float = 0.0
+    crashes: int = 0
 
 
 class Kubelet(Controller):
@@ -67,6 +69,8 @@ class Kubelet(Controller):
         #: Lines every container logs on start.
         self.startup_logs = ["INFO:     Started server process [1]", "INFO:     Application startup complete."]
         self.rules: list[Rule] = []
+        #: Predicates that hold a bound pod in ContainerCreating (a DRA driver not ready to prepare its claims).
+        self.holds: list[Callable[[dict], bool]] = []
         self._runs: dict[str, _Run] = {}
         self._deleting: dict[str, float] = {}
         self.termination_delay = 0.3
@@ -126,6 +130,16 @@ class Kubelet(Controller):
         start = self.start_delay if rule.start_delay is None else rule.start_delay
         ready = self.ready_delay if rule.ready_delay is None else rule.ready_delay
         completes = pod["spec"].get("restartPolicy", "Always") != "Always"
+        # restartPolicy OnFailure restarts a failed container in place (with back-off), as Always does; only Never
+        # leaves the pod Failed (pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions).
+        fails_for_good = pod["spec"].get("restartPolicy", "Always") == "Never"
+        if run.phase == "bound" and any(hold(pod) for hold in self.holds):
+            # A DRA driver not ready to prepare the pod's claims keeps it ContainerCreating.
+            if ((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get("state", {}).get("waiting", {}) \
+                    .get("reason") != "ContainerCreating":
+                self._write(pod, "Pending", waiting=("ContainerCreating", ""))
+            run.since = clock
+            return
         if run.phase == "bound" and elapsed >= start:
             if rule.mode == "ContainerCreating":
                 self._write(pod, "Pending", waiting=("ContainerCreating", ""))
@@ -139,15 +153,17 @@ class Kubelet(Controller):
                 run.phase = "stuck"
         elif run.phase == "started":
             if rule.mode in ("CrashLoopBackOff", "OOMKilled", "Error") and elapsed >= self.crash_after:
-                self._crash(pod, rule, completes)
-                run.phase, run.since = ("done" if completes else "crashed"), clock
+                self._crash(pod, rule, fails_for_good)
+                run.phase, run.since = ("done" if fails_for_good else "crashed"), clock
+                run.crashes += 1
             elif completes and elapsed >= self.run_time:
                 self._complete(pod)
                 run.phase = "done"
             elif not completes and rule.mode != "NeverReady" and elapsed >= ready:
                 self._write(pod, "Running", running=True, ready=True)
                 run.phase = "ready"
-        elif run.phase == "crashed" and elapsed >= self.backoff:
+        elif run.phase == "crashed" and elapsed >= self.backoff * min(2 ** (run.crashes - 1), 2):
+            # The kubelet's restart back-off doubles per crash (10 s, 20 s, ... in a cluster; scaled down here).
             self._restart(pod)
             run.phase, run.since = "started", clock
 

@@ -12,6 +12,7 @@ from collections import Counter
 from tests.kubeapi.apply import now
 from tests.kubeapi.controllers.base import Controller, set_condition
 from tests.kubeapi.controllers.events import record
+from tests.kubeapi.controllers.resourceclaims import waiting_for_claim
 from tests.kubeapi.selectors import match_label_selector
 
 _SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
@@ -106,6 +107,8 @@ class Scheduler(Controller):
         nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes")}
         bound = [p for p in pods if p["spec"].get("nodeName") and not _terminal(p)]
         for pod in pending:
+            if waiting_for_claim(pod):
+                continue  # DynamicResources PreEnqueue: not even tried, and no condition is written
             problem = self._volume_problem(pod)
             if problem:
                 self._unschedulable(pod, f"0/{len(nodes)} nodes are available: {problem}.")

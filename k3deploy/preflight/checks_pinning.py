@@ -20,7 +20,7 @@ def pin_command(profile: Profile) -> str:
     return f"k3deploy pin -p {name} -o pinned.yaml"
 
 
-def version_checks(profile: Profile) -> list[CheckResult]:
+def pinning_checks(profile: Profile) -> list[CheckResult]:
     """One row per Hub revision and image of the profile: PASS when pinned, else FAIL (production) or WARN."""
     fields = pinnable_fields(profile)
     if not fields:

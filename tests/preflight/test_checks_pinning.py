@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from k3deploy.pin.oci import DOCKER_MANIFEST, OCI_INDEX, ImageResolution, Platform, parse_image
-from k3deploy.preflight.checks_versions import image_platform_check, version_checks
+from k3deploy.preflight.checks_pinning import image_platform_check, pinning_checks
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 
@@ -18,7 +18,7 @@ FIELDS = ["profile.model.revision", "profile.speculative.revision", "profile.vll
 
 
 def test_builtin_production_profile_fails_on_every_floating_version() -> None:
-    results = {r.name: r for r in version_checks(load_profile(GB300))}
+    results = {r.name: r for r in pinning_checks(load_profile(GB300))}
     assert list(results) == FIELDS
     assert {r.status for r in results.values()} == {Status.FAIL}
     assert results["profile.model.revision"].measured == "main"
@@ -27,17 +27,17 @@ def test_builtin_production_profile_fails_on_every_floating_version() -> None:
 
 
 def test_non_production_profile_only_warns() -> None:
-    results = version_checks(load_profile(GB300, ["production=false", "model.revision=null"]))
+    results = pinning_checks(load_profile(GB300, ["production=false", "model.revision=null"]))
     assert [(r.name, r.status) for r in results] == [(name, Status.WARN) for name in FIELDS]
 
 
 def test_pinned_versions_pass() -> None:
-    results = version_checks(load_profile(GB300, PINNED))
+    results = pinning_checks(load_profile(GB300, PINNED))
     assert [(r.name, r.status) for r in results] == [(name, Status.PASS) for name in FIELDS]
 
 
 def test_one_floating_field_fails_alone() -> None:
-    results = {r.name: r.status for r in version_checks(load_profile(GB300, [*PINNED, "speculative.revision=v1.0"]))}
+    results = {r.name: r.status for r in pinning_checks(load_profile(GB300, [*PINNED, "speculative.revision=v1.0"]))}
     assert results == {**{name: Status.PASS for name in FIELDS}, "profile.speculative.revision": Status.FAIL}
 
 
@@ -49,12 +49,12 @@ def test_profile_file_gets_a_generic_pin_command(tmp_path) -> None:
     data, _ = load_raw(GB300, ["name=my-k3"])
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(data))
-    [first, *_] = version_checks(load_profile(str(path)))
+    [first, *_] = pinning_checks(load_profile(str(path)))
     assert first.hint == "k3deploy pin -p PROFILE.yaml -o pinned.yaml, then deploy pinned.yaml"
 
 
 def test_local_rehearsal_profile_has_nothing_to_pin() -> None:
-    assert [(r.name, r.status) for r in version_checks(load_profile("local-cpu"))] == [("profile.revisions", Status.SKIP)]
+    assert [(r.name, r.status) for r in pinning_checks(load_profile("local-cpu"))] == [("profile.revisions", Status.SKIP)]
 
 
 def _resolved(platforms: list[Platform], media_type: str = OCI_INDEX) -> ImageResolution:

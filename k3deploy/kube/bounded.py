@@ -1,0 +1,106 @@
+"""The official client with every request bounded: connect and read timeouts on each call, cut to the deadline.
+
+`kubernetes.client.ApiClient.call_api` is the one door every request goes through: the generated typed APIs,
+the DynamicClient's discovery and its `request` (kubernetes/dynamic/client.py), watches and version probes. A
+call that asks for no `_request_timeout` gets none from the library, and urllib3 then waits forever on an API
+that accepted the connection and never answers; `BoundedApiClient` fills the timeout in (and shortens one that
+would outlive the command's deadline), reads a plain answer's body inside the same bound (rest.py requests
+with `preload_content=False`, so a body that stalls half-way would otherwise block where nobody times it),
+and turns a timeout into one `ApiTimeout` that names the server, the request and the seconds it waited.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from kubernetes import client
+from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
+
+from k3deploy.errors import EnvironmentProblem
+from k3deploy.kube.deadline import Deadline, RequestBound
+
+_WATCH = re.compile(r"[?&]watch=(true|1)(&|$)", re.IGNORECASE)
+
+
+class ApiTimeout(EnvironmentProblem):
+    """The Kubernetes API did not answer within a request's timeout, or the command's deadline was spent (exit 3)."""
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """True for urllib3's and the socket layer's timeouts, bare or wrapped (MaxRetryError, ProtocolError)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, NewConnectionError):
+            return False  # urllib3 2 derives it from ConnectTimeoutError, but it is a refusal, not a timeout
+        if isinstance(cur, (Urllib3Timeout, socket.timeout, TimeoutError)):
+            return True
+        if isinstance(cur, MaxRetryError) and isinstance(cur.reason, BaseException):
+            cur = cur.reason
+            continue
+        if isinstance(cur, ProtocolError) and cur.args and isinstance(cur.args[-1], BaseException):
+            cur = cur.args[-1]
+            continue
+        cur = cur.__cause__
+    return False
+
+
+def _what(method: str, url: str) -> str:
+    parts = urlsplit(url)
+    return f"{method} {parts.path or '/'}"
+
+
+class BoundedApiClient(client.ApiClient):  # type: ignore[misc]
+    """An `ApiClient` whose every request has (connect, read) timeouts no later than its `deadline` allows."""
+
+    def __init__(self, configuration: Any, deadline: Deadline) -> None:
+        super().__init__(configuration)
+        self.deadline = deadline
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, as the kubeconfig names it."""
+        return str(self.configuration.host).rstrip("/")
+
+    def _timed_out(self, what: str, bound: RequestBound, waited: float) -> ApiTimeout:
+        if bound.cut and self.deadline.seconds is not None:
+            within = f"the command's deadline of {self.deadline.seconds:g}s"
+        else:
+            # urllib3 reports a stalled TLS handshake (bounded by the connect timeout) as a read timeout, so the
+            # bound that fired is told by how long the request waited.
+            within = f"{min((bound.connect, bound.read), key=lambda t: abs(t - waited)):g}s"
+        return ApiTimeout(
+            f"the Kubernetes API at {self.server} did not answer within {within} ({what})",
+            hint="check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path "
+                 "to it; --timeout bounds the whole command",
+        )
+
+    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None, post_params: Any = None,
+                 _request_timeout: Any = None) -> Any:
+        """Send one request within its bound; a plain (non-watch) answer is read whole inside the same bound."""
+        what = _what(method, url)
+        bound = self.deadline.request_timeout(_request_timeout)
+        if bound is None:
+            raise ApiTimeout(
+                f"the Kubernetes API at {self.server}: the command's deadline of {self.deadline.seconds:g}s "
+                f"passed before {what} could be sent",
+                hint="raise --timeout, or check why the API server answers slowly",
+            )
+        started = time.monotonic()
+        try:
+            response = super().call_api(method, url, header_params, body, post_params,
+                                        _request_timeout=bound.as_tuple())
+            if not _WATCH.search(url):
+                response.read()
+        except Exception as exc:
+            if is_timeout(exc):
+                raise self._timed_out(what, bound, time.monotonic() - started) from None
+            raise
+        return response
+

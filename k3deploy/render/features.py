@@ -1,0 +1,62 @@
+"""Features gated on the versions of the cluster's controllers the set is rendered for. Pure.
+
+`kubernetes.lws_version` and `kubernetes.dra_driver_version` name the installed LeaderWorkerSet and NVIDIA DRA
+driver releases; preflight compares them with what the cluster runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from k3deploy.profile.model import Profile, release_version
+
+#: LWS annotation that turned RecreateGroupOnPodRestart into "recreate only once no pod is Pending" in v0.8
+#: (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go RecreateGroupAfterStartAnnotationKey; read
+#: by pkg/controllers/pod_controller.go handleRestartPolicy, which only checks that the key is present).
+LWS_RECREATE_AFTER_START_ANNOTATION = "leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start"
+#: LWS release whose restartPolicy enum has RecreateGroupAfterStart (v0.9.0), and the one with the annotation.
+LWS_RECREATE_AFTER_START_POLICY = (0, 9, 0)
+LWS_RECREATE_AFTER_START_ANNOTATED = (0, 8, 0)
+#: DRA driver release from which IMEXDaemonsWithDNSNames is on by default (Beta), so ComputeDomain numNodes 0
+#: releases pods as soon as their local IMEX daemon runs (k8s-dra-driver-gpu pkg/featuregates/featuregates.go:
+#: 25.8 in the calendar scheme, 0.2 in SemVer). Before it numNodes must be the number of nodes joining.
+DRA_DNS_NAMES = (0, 2, 0)
+#: The driver's calendar releases and their SemVer equivalents (the comment above defaultFeatureGates in
+#: featuregates.go: ~25.3 -> 0.1, ~25.8 -> 0.2, ~25.12 -> 0.3, ~26.4 -> 0.4).
+_DRA_CALENDAR = ((26, 4, (0, 4, 0)), (25, 12, (0, 3, 0)), (25, 8, (0, 2, 0)), (25, 3, (0, 1, 0)))
+
+
+@dataclass(frozen=True)
+class LwsRestart:
+    """How the LeaderWorkerSet recreates a group: the restartPolicy and any annotation it needs."""
+
+    policy: str
+    annotations: dict[str, str]
+
+
+def lws_restart(profile: Profile) -> LwsRestart:
+    """RecreateGroupAfterStart where the installed LWS has it: a pod still pulling its image (Pending) no longer
+    makes a crashed peer recreate the group, which otherwise loops when pods start far apart (kubernetes-sigs/lws#726).
+    """
+    installed = release_version(profile.kubernetes.lws_version)
+    if installed >= LWS_RECREATE_AFTER_START_POLICY:
+        return LwsRestart("RecreateGroupAfterStart", {})
+    if installed >= LWS_RECREATE_AFTER_START_ANNOTATED:
+        return LwsRestart("RecreateGroupOnPodRestart", {LWS_RECREATE_AFTER_START_ANNOTATION: "true"})
+    return LwsRestart("RecreateGroupOnPodRestart", {})
+
+
+def dra_semver(version: str) -> tuple[int, int, int]:
+    """The DRA driver release as SemVer: calendar releases (25.8.1) map to the minor that replaced them."""
+    major, minor, patch = release_version(version)
+    if major < 25:
+        return major, minor, patch
+    for cal_major, cal_minor, semver in _DRA_CALENDAR:
+        if (major, minor) >= (cal_major, cal_minor):
+            return semver
+    return 0, 0, 0
+
+
+def compute_domain_num_nodes(profile: Profile) -> int:
+    """ComputeDomain spec.numNodes: 0 (the driver's recommendation) where DNS-named IMEX daemons are the default."""
+    return 0 if dra_semver(profile.kubernetes.dra_driver_version) >= DRA_DNS_NAMES else profile.parallel.nodes

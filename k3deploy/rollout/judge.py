@@ -1,0 +1,263 @@
+"""The waiter's judgement (pure): from the watched objects and the clock to rows, ready, or the failure.
+
+`WaitState` is what the watch streams have shown so far plus what the waiter remembers across batches (since when
+a row has had its state, since when a pod has been unschedulable, the crashes seen); `judge(state, waited, now)`
+reads it and returns the rows to show, whether every waited object is ready on its current spec, and the first
+failure waiting will not fix. The clock is a parameter, so tests drive it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from k3deploy.rollout.currency import REVISION_LABEL, Proof, prove_current, template_revision
+from k3deploy.rollout.readiness import (
+    LWS_GROUP_LABEL,
+    LWS_NAME_LABEL,
+    LWS_WORKER_LABEL,
+    Readiness,
+    is_fatal,
+    pod_phase_label,
+    pod_problems,
+    readiness,
+    restarts,
+)
+from k3deploy.rollout.progress import Row
+
+#: Crashes seen across a serving group's pods (recreated groups included) that make the rollout fail.
+CRASH_LIMIT = 3
+#: Kinds whose readiness is waited for; the other kinds of a phase are ready once applied.
+WAITED_KINDS = frozenset({"LeaderWorkerSet", "Job"})
+#: Read beside a LeaderWorkerSet: its ControllerRevisions prove which template the pods run (rollout/currency.py).
+REVISIONS = "ControllerRevision"
+#: Read beside a LeaderWorkerSet: a pod claiming a template that does not exist never gets scheduled.
+CLAIM_TEMPLATES = "ResourceClaimTemplate"
+#: The kinds read only to judge better: the waiter goes on without them when they cannot be read.
+OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES})
+
+
+@dataclass
+class Failure:
+    """Why the rollout failed: the failing object, reason, message, the names involved and the pod (if one)."""
+
+    subject: str
+    reason: str
+    message: str
+    names: set[str]
+    pod: str | None = None
+
+
+@dataclass
+class WaitState:
+    """The watched objects by kind and name, and what the waiter remembers between batches."""
+
+    objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    since: dict[str, tuple[str, float]] = field(default_factory=dict)
+    unschedulable_since: dict[str, float] = field(default_factory=dict)
+    crashes: dict[str, set[tuple[Any, ...]]] = field(default_factory=dict)
+    #: Kinds that could not be read (ControllerRevisions without the right to list them).
+    unavailable: set[str] = field(default_factory=set)
+    #: The proof last accepted per waited object, so it is announced once.
+    proofs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Rows to show, whether all waited objects are ready, the failure (if any) and newly accepted proofs."""
+
+    rows: list[Row]
+    ready: bool
+    failure: Failure | None
+    accepted: list[tuple[str, str]]
+
+
+def name_of(obj: dict[str, Any]) -> str:
+    """metadata.name."""
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def owned_by_job(pod: dict[str, Any], job: dict[str, Any]) -> bool:
+    """A Job's pod: owned by this Job's uid, or (no uid known) labelled with its name."""
+    meta = pod.get("metadata", {})
+    uid = job.get("metadata", {}).get("uid")
+    refs = meta.get("ownerReferences") or []
+    if uid and refs:
+        return any(ref.get("uid") == uid for ref in refs)
+    labels = meta.get("labels") or {}
+    if uid and labels.get("batch.kubernetes.io/controller-uid", labels.get("controller-uid")) not in (None, uid):
+        return False
+    return name_of(job) in (labels.get("batch.kubernetes.io/job-name"), labels.get("job-name"))
+
+
+def in_set(pod: dict[str, Any], target: dict[str, Any], state: WaitState) -> bool:
+    """Whether `pod` belongs to the waited `target`: a LeaderWorkerSet's by its label, a Job's by owner."""
+    if target["kind"] == "LeaderWorkerSet":
+        return (pod.get("metadata", {}).get("labels") or {}).get(LWS_NAME_LABEL) == name_of(target)
+    return owned_by_job(pod, state.objects.get("Job", {}).get(name_of(target), target))
+
+
+def pods_of(target: dict[str, Any], state: WaitState) -> list[dict[str, Any]]:
+    """The target's live (not terminating) pods, by name."""
+    pods = state.objects.get("Pod", {}).values()
+    return sorted((p for p in pods if not p.get("metadata", {}).get("deletionTimestamp") and in_set(p, target, state)),
+                  key=name_of)
+
+
+def current_key(target: dict[str, Any], state: WaitState) -> str | None:
+    """The template-revision-hash of a LeaderWorkerSet's current template: "" while the controller has not recorded
+    it, None when that cannot be known (not a LWS, no ControllerRevisions to read)."""
+    live = state.objects.get(target["kind"], {}).get(name_of(target))
+    revisions = list(state.objects.get(REVISIONS, {}).values())
+    if target["kind"] != "LeaderWorkerSet" or live is None or REVISIONS in state.unavailable or not revisions:
+        return None
+    revision = template_revision(live, revisions)
+    return "" if revision is None else str(((revision.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL, ""))
+
+
+def outgoing(pod: dict[str, Any], key: str | None) -> bool:
+    """A pod of an older template (the controller replaces it): shown, but its failures are not the rollout's."""
+    return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) != key
+
+
+def proof(live: dict[str, Any], state: WaitState) -> Proof:
+    """Whether a LeaderWorkerSet's status belongs to its current spec (rollout/currency.py)."""
+    revisions = None if REVISIONS in state.unavailable else list(state.objects.get(REVISIONS, {}).values())
+    return prove_current(live, revisions, pods_of(live, state))
+
+
+def verdict(target: dict[str, Any], state: WaitState) -> Readiness | None:
+    """Where the waited `target` stands; None when it is not there (yet). A LeaderWorkerSet is ready only when its
+    readiness is proven to be the current spec's."""
+    live = state.objects.get(target["kind"], {}).get(name_of(target))
+    if live is None:
+        return None
+    found = readiness(live)
+    if target["kind"] != "LeaderWorkerSet" or found.failed:
+        return found
+    current = proof(live, state)
+    if not current.current:
+        return Readiness(False, reason="Progressing", message=f"{found.message}; {current.how}".strip("; "))
+    return found
+
+
+def row(state: WaitState, key: str, label: str, detail: str, now: float) -> Row:
+    """A row, remembering since when it has had this state."""
+    previous = state.since.get(key)
+    if previous is None or previous[0] != label:
+        state.since[key] = (label, now)
+    return Row(key, label, detail, state.since[key][1])
+
+
+def pod_row(pod: dict[str, Any], state: WaitState, now: float) -> Row:
+    """A pod's row: its state, group and role, node and restarts."""
+    meta = pod.get("metadata", {})
+    labels = meta.get("labels") or {}
+    where = (pod.get("spec") or {}).get("nodeName") or "-"
+    role = ""
+    if LWS_WORKER_LABEL in labels:
+        worker = labels[LWS_WORKER_LABEL]
+        role = f"group {labels.get(LWS_GROUP_LABEL, '?')} {'leader' if worker == '0' else 'worker ' + worker}, "
+    count = restarts(pod)
+    detail = f"{role}node {where}" + (f", {count} restarts" if count else "")
+    return row(state, f"  Pod/{name_of(pod)}", pod_phase_label(pod), detail, now)
+
+
+def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
+    """Why a pod can never be scheduled because of its DRA claims: it claims a ResourceClaimTemplate that does not
+    exist, so kube-controller-manager cannot make its ResourceClaim (pkg/controller/resourceclaim/controller.go,
+    event FailedResourceClaimCreation) and the scheduler's DynamicResources PreEnqueue holds it without a condition
+    ("ResourceClaim not created yet"). None when that is not the case or the templates cannot be read."""
+    if CLAIM_TEMPLATES in state.unavailable or CLAIM_TEMPLATES not in state.objects:
+        return None
+    created = {s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    templates = state.objects[CLAIM_TEMPLATES]
+    for claim in (pod.get("spec") or {}).get("resourceClaims") or []:
+        template = claim.get("resourceClaimTemplateName")
+        if template and claim.get("name") not in created and template not in templates:
+            known = ", ".join(sorted(templates)) or "none"
+            return (f'spec.resourceClaims[{claim.get("name")}] names ResourceClaimTemplate "{template}", which does not '
+                    f"exist in the namespace (templates there: {known}); no ResourceClaim can be made, so the scheduler "
+                    "holds the pod (ResourceClaim not created yet)")
+    return None
+
+
+def pod_failure(target: dict[str, Any], pod: dict[str, Any], state: WaitState, now: float, grace_s: float) -> Failure | None:
+    """A failure when this pod cannot become ready (unschedulable past the grace, a claim on a missing
+    ResourceClaimTemplate past the grace, fatal, too many crashes)."""
+    pod_name = name_of(pod)
+    names = {name_of(target), pod_name}
+    is_job = target["kind"] == "Job"
+    miswired = missing_claim_template(pod, state)
+    if miswired is not None:
+        first = state.unschedulable_since.setdefault(f"claim/{pod.get('metadata', {}).get('uid', pod_name)}", now)
+        if now - first >= grace_s:
+            return Failure(f"Pod/{pod_name}", "ResourceClaimTemplateNotFound", miswired, names, pod_name)
+    problems = pod_problems(pod)
+    unschedulable = next((p for p in problems if p.reason == "Unschedulable"), None)
+    uid = pod.get("metadata", {}).get("uid", pod_name)
+    if unschedulable is None:
+        state.unschedulable_since.pop(uid, None)
+    else:
+        first = state.unschedulable_since.setdefault(uid, now)
+        if now - first >= grace_s:
+            return Failure(f"Pod/{pod_name}", "Unschedulable", unschedulable.message, names, pod_name)
+    for problem in problems:
+        if is_fatal(problem) and not (is_job and problem.reason == "CrashLoopBackOff"):
+            return Failure(f"Pod/{pod_name}", problem.reason, problem.message, names, pod_name)
+    if not is_job:
+        crashes = state.crashes.get(name_of(target), set())
+        if len(crashes) >= CRASH_LIMIT:
+            return Failure(f"{target['kind']}/{name_of(target)}", "CrashLoop",
+                           f"{len(crashes)} container crashes across the group's pods", names, pod_name)
+    return None
+
+
+def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: float) -> Judgement:
+    """Rows, whether all waited objects are ready, the first failure, and proofs accepted since the last call."""
+    rows: list[Row] = []
+    all_ready = True
+    failure: Failure | None = None
+    accepted: list[tuple[str, str]] = []
+    for target in waited:
+        key = f"{target['kind']}/{name_of(target)}"
+        found = verdict(target, state)
+        label = "NotFound" if found is None else (found.reason or ("Ready" if found.ready else "Progressing"))
+        rows.append(row(state, key, label, found.message if found else "", now))
+        if found is None or not found.ready:
+            all_ready = False
+        elif target["kind"] == "LeaderWorkerSet":
+            how = proof(state.objects[target["kind"]][name_of(target)], state).how
+            if state.proofs.get(key) != how:
+                state.proofs[key] = how
+                accepted.append((key, how))
+        if found is not None and found.failed and failure is None:
+            failure = Failure(key, found.reason, found.message, {name_of(target)})
+        key = current_key(target, state)
+        for pod in pods_of(target, state):
+            rows.append(pod_row(pod, state, now))
+            if outgoing(pod, key):
+                continue
+            problem = pod_failure(target, pod, state, now, grace_s)
+            if problem is not None and failure is None:
+                failure = problem
+    return Judgement(rows, all_ready and failure is None, failure, accepted)
+
+
+def pending(waited: list[dict[str, Any]], state: WaitState) -> tuple[str, str, str, set[str]]:
+    """At the deadline: the first waited object not ready, its reason and message (with a stuck pod's), names."""
+    names = {name_of(t) for t in waited}
+    for target in waited:
+        found = verdict(target, state)
+        if found is not None and found.ready:
+            continue
+        subject = f"{target['kind']}/{name_of(target)}"
+        reason = "NotFound" if found is None else found.reason or "Progressing"
+        message = "" if found is None else found.message
+        pods = pods_of(target, state)
+        names.update(name_of(pod) for pod in pods)
+        stuck = next(((pod, problems[0]) for pod in pods if (problems := pod_problems(pod))), None)
+        if stuck is not None:
+            message = f"{message}; Pod/{name_of(stuck[0])}: {stuck[1].reason} {stuck[1].message}".strip("; ")
+        return subject, reason, message, names
+    return "the set", "Timeout", "", names

@@ -1,0 +1,82 @@
+"""Preflight compares the installed LWS controller and NVIDIA DRA driver with what the rendered set needs.
+
+Minimum versions as read upstream (see k3deploy/preflight/versions.py): kubernetes-sigs/lws
+api/leaderworkerset/v1/leaderworkerset_types.go (RecreateGroupAfterStart in v0.9.0),
+config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml (flat resourceClaimTemplateName from v0.4.0),
+pkg/utils/revision/revision_utils.go (ControllerRevisions from v0.5.0); NVIDIA/k8s-dra-driver-gpu
+api/nvidia.com/resource/v1beta1/computedomain.go (numNodes 0 with IMEXDaemonsWithDNSNames, v25.8.0).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from k3deploy.preflight.versions import DRA, LWS, at_least, installed_versions, required_versions, version_checks
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import build
+from k3deploy.report.model import Status
+from tests.kubeapi.server import KubeApiServer
+from tests.preflight.test_cluster import healthy, preflight
+
+GB300 = "kimi-k3-gb300-tp16"
+
+
+def _objects() -> list[dict]:
+    return [m.obj for m in build(load_profile(GB300, []))]
+
+
+def test_the_built_in_set_needs_lws_090_for_its_restart_policy_040_for_its_flat_claim_and_dra_2580_for_num_nodes_0() -> None:
+    needs = {(r.component, r.minimum, r.blocking) for r in required_versions(_objects())}
+    assert needs == {(LWS, "v0.5.0", False), (LWS, "v0.4.0", True), (LWS, "v0.9.0", True), (DRA, "v25.8.0", True)}
+
+
+def test_a_set_rendered_for_an_older_lws_needs_only_what_that_release_has() -> None:
+    objects = [m.obj for m in build(load_profile(GB300, ["kubernetes.lws_version=0.8.0"]))]
+    needs = {(r.component, r.minimum, r.blocking) for r in required_versions(objects)}
+    assert needs == {(LWS, "v0.5.0", False), (LWS, "v0.4.0", True), (DRA, "v25.8.0", True)}
+
+
+def test_recreate_group_after_start_needs_lws_090() -> None:
+    objects = copy.deepcopy(_objects())
+    lws = next(o for o in objects if o["kind"] == "LeaderWorkerSet")
+    lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "RecreateGroupAfterStart"
+    (check,) = [c for c in version_checks(objects, {LWS: "v0.8.0", DRA: "v25.12.0"}) if c.name == "k8s.lws_version"]
+    assert (check.status, check.target) == (Status.FAIL, ">= v0.9.0")
+    assert check.detail.endswith("restartPolicy: RecreateGroupAfterStart needs v0.9.0")
+    assert check.hint == ("upgrade the LeaderWorkerSet controller, or `--set kubernetes.lws_version=v0.8.0` renders "
+                          "what v0.8.0 supports")
+
+
+def test_versions_order_across_the_dra_drivers_rename() -> None:
+    assert at_least(DRA, "v0.4.0", "v25.8.0") and at_least(DRA, "25.12.0", "v25.8.0")
+    assert not at_least(DRA, "v25.3.2", "v25.8.0") and not at_least(LWS, "v0.3.0", "v0.4.0")
+
+
+def test_installed_versions_from_images_and_helm_labels() -> None:
+    def deployment(image: str, labels: dict | None = None) -> dict:
+        return {"metadata": {"labels": labels or {}}, "spec": {"template": {"spec": {"containers": [{"image": image}]}}}}
+
+    assert installed_versions([deployment("registry.k8s.io/lws/lws:v0.8.0"),
+                               deployment("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.0")]) == {
+        LWS: "v0.8.0", DRA: "v0.4.0"}
+    # A digest-pinned image says nothing; the chart label does.
+    pinned = deployment("nvcr.io/nvidia/k8s-dra-driver-gpu@sha256:" + "0" * 64, {"helm.sh/chart": "nvidia-dra-driver-gpu-25.3.2"})
+    assert installed_versions([pinned]) == {DRA: "25.3.2"}
+
+
+def test_preflight_fails_old_controllers_and_warns_when_none_is_found(kube: KubeApiServer) -> None:
+    healthy(kube)
+    assert {n: r.status for n, r in preflight(kube).items() if n.endswith("_version")} == {
+        "k8s.lws_version": Status.PASS, "k8s.dra_driver_version": Status.PASS}
+
+    old = kube.store.get("deployments", "lws-controller-manager", "lws-system")
+    old["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.k8s.io/lws/lws:v0.3.0"
+    kube.store.replace("deployments", old, "lws-system")
+    for name, plural in (("nvidia-dra-driver-gpu-controller", "deployments"),
+                         ("nvidia-dra-driver-gpu-kubelet-plugin", "daemonsets")):
+        kube.store.delete(plural, name, "nvidia-dra-driver-gpu")
+    results = preflight(kube)
+    lws, dra = results["k8s.lws_version"], results["k8s.dra_driver_version"]
+    assert (lws.status, lws.measured, lws.target) == (Status.FAIL, "v0.3.0", ">= v0.9.0")
+    assert "flat resourceClaims[].resourceClaimTemplateName needs v0.4.0" in lws.detail
+    assert (dra.status, dra.measured) == (Status.WARN, "not found")

@@ -1,0 +1,97 @@
+"""Argo CD syncs every rendered set without waiting on an object that does not exist yet (first sync included).
+
+The order model and its sources (argoproj/gitops-engine pkg/sync/sync_tasks.go, sync_context.go,
+pkg/health/health_pvc.go) are in tests/render/argocd_order.py.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from k3deploy.profile import builtin_names, load_profile
+from k3deploy.render.manifests import build
+from tests.render.argocd_order import WAVE, check, needs, schedule
+
+K3 = "kimi-k3-gb300-tp16"
+KUBE_PROFILES = [name for name in builtin_names() if load_profile(name).target == "kubernetes"]
+VARIANTS = [
+    [],
+    ["kubernetes.node_preflight=false"],
+    ["kubernetes.compute_domain=false", "kubernetes.service_monitor=false"],
+    ["kubernetes.hf_token_secret=null"],
+    ["kubernetes.node_preflight_hosts=[gb300-a,gb300-b,gb300-c,gb300-d,gb300-e]"],
+]
+
+
+def _objects(name: str, sets: list[str]) -> list[dict[str, Any]]:
+    return [m.obj for m in build(load_profile(name, sets))]
+
+
+def _external(name: str, sets: list[str]) -> set[tuple[str, str]]:
+    """What the set may use without creating it: the Hugging Face token Secret the cluster preflight checks."""
+    ref = load_profile(name, sets).kubernetes.hf_token_secret
+    return {("Secret", ref.name)} if ref is not None else set()
+
+
+@pytest.mark.parametrize("sets", VARIANTS, ids=lambda sets: ",".join(sets) or "default")
+@pytest.mark.parametrize("name", KUBE_PROFILES)
+def test_every_need_is_created_in_an_earlier_phase_wave_or_kind(name: str, sets: list[str]) -> None:
+    problems = check(_objects(name, sets), _external(name, sets))
+    assert not problems, "\n".join(map(str, problems))
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def test_the_prefetch_job_would_deadlock_with_its_service_account_in_wave_0() -> None:
+    # The set as it was: the ServiceAccount without a wave (0), the prefetch Job a Sync hook in wave -1.
+    objects = copy.deepcopy(_objects(K3, []))
+    account = next(o for o in objects if o["kind"] == "ServiceAccount")
+    del account["metadata"]["annotations"][WAVE]
+    problems = [str(p) for p in check(objects, _external(K3, []))]
+    assert problems == [f"Job/{K3}-prefetch needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 1)"]
+
+
+def test_a_pvc_a_wave_before_its_first_consumer_would_never_bind_with_wait_for_first_consumer() -> None:
+    objects = copy.deepcopy(_objects(K3, []))
+    pvc = next(o for o in objects if o["kind"] == "PersistentVolumeClaim")
+    pvc["metadata"]["annotations"][WAVE] = "-2"
+    problems = [str(p) for p in check(objects, _external(K3, []))]
+    assert len(problems) == 1 and "WaitForFirstConsumer" in problems[0] and f"{K3}-model-cache" in problems[0]
+
+
+def test_a_secret_outside_the_set_is_a_problem_unless_declared_external() -> None:
+    objects = _objects(K3, [])
+    assert [str(p) for p in check(objects)] == [
+        f"Job/{K3}-prefetch needs Secret/hf-token: not in the set and not provided outside it"]
+
+
+def test_order_follows_gitops_engine() -> None:
+    order = [(t.phase, t.wave, _key(t.obj)) for t in schedule(_objects(K3, []))]
+    assert order == [
+        # The Namespace is moved in front of the first object in it (adjustDeps), into PreSync.
+        ("PreSync", -1, "Namespace/kimi-k3"),
+        ("PreSync", -1, f"ConfigMap/{K3}-profile"),
+        ("PreSync", 0, f"Job/{K3}-node-preflight"),
+        ("Sync", -1, "ServiceAccount/k3deploy"),
+        ("Sync", -1, f"PersistentVolumeClaim/{K3}-model-cache"),
+        ("Sync", -1, f"Job/{K3}-prefetch"),
+        # Custom resources rank after every known kind, then by name.
+        ("Sync", -1, f"ComputeDomain/{K3}-compute-domain"),
+        ("Sync", 0, f"PodDisruptionBudget/{K3}"),
+        ("Sync", 0, f"Service/{K3}-api"),
+        ("Sync", 0, f"LeaderWorkerSet/{K3}"),
+        ("Sync", 0, f"ServiceMonitor/{K3}"),
+        ("PostSync", 0, f"Job/{K3}-smoke"),
+    ]
+
+
+def test_serving_pods_need_no_secret() -> None:
+    # They run with HF_HUB_OFFLINE=1: only the prefetch Job downloads, so only it reads the token.
+    objects = {_key(o): o for o in _objects(K3, [])}
+    assert not [n for n in needs(objects[f"LeaderWorkerSet/{K3}"]) if n[0] == "Secret"]
+    assert ("Secret", "hf-token") in needs(objects[f"Job/{K3}-prefetch"])

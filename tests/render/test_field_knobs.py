@@ -1,0 +1,149 @@
+"""Profile fields that shape the serving pods for a real cluster: timeouts, collectives, tolerations, versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from k3deploy.errors import ProfileError
+from k3deploy.profile import load_profile
+from k3deploy.render.argv import serve_command
+from k3deploy.render.features import dra_semver
+from k3deploy.render.manifests import build
+
+K3 = "kimi-k3-gb300-tp16"
+
+
+def _objects(sets: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    return {f"{m.kind}/{m.name}": m.obj for m in build(load_profile(K3, sets or []))}
+
+
+def _pods(objs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    template = objs[f"LeaderWorkerSet/{K3}"]["spec"]["leaderWorkerTemplate"]
+    return [template[role]["spec"] for role in ("leaderTemplate", "workerTemplate")]
+
+
+def _env(pod: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+
+
+def _probe_budget_s(pod: dict[str, Any]) -> int:
+    probe = pod["containers"][0]["startupProbe"]
+    return probe["periodSeconds"] * probe["failureThreshold"]
+
+
+@pytest.mark.parametrize("budget", [7200, 10800])
+def test_engine_ready_timeout_covers_the_startup_probe_budget(budget: int) -> None:
+    leader, worker = _pods(_objects([f"kubernetes.startup_probe_budget_s={budget}"]))
+    assert _probe_budget_s(leader) == budget
+    for pod in (leader, worker):
+        assert int(_env(pod)["VLLM_ENGINE_READY_TIMEOUT_S"]) >= _probe_budget_s(leader)
+
+
+def test_engine_ready_timeout_in_vllm_env_is_refused_as_a_second_source() -> None:
+    with pytest.raises(ProfileError) as info:
+        load_profile(K3, ["vllm.env.VLLM_ENGINE_READY_TIMEOUT_S='3600'"])
+    assert "derived from kubernetes.startup_probe_budget_s" in info.value.message
+
+
+def _flag(command: list[str], flag: str) -> str | None:
+    return command[command.index(flag) + 1] if flag in command else None
+
+
+def test_multi_node_raises_the_distributed_timeout_and_drops_cross_node_ipc_all_reduce() -> None:
+    leader, worker = _pods(_objects())
+    for pod in (leader, worker):
+        command = pod["containers"][0]["command"]
+        assert _flag(command, "--distributed-timeout-seconds") == "1800"
+        assert "--disable-custom-all-reduce" in command
+        assert _env(pod)["VLLM_USE_NCCL_SYMM_MEM"] == "0"
+
+
+def test_single_node_keeps_vllm_defaults_and_explicit_fields_win() -> None:
+    one = load_profile(K3, ["parallel.nodes=1", "parallel.tensor_parallel_size=4", "model.checkpoint_bytes=1000",
+                            "speculative.draft_bytes=0"], check_fit=False)
+    command = serve_command(one, role="leader")
+    assert "--distributed-timeout-seconds" not in command and "--disable-custom-all-reduce" not in command
+    leader, _ = _pods({f"{m.kind}/{m.name}": m.obj for m in build(one)})
+    assert "VLLM_USE_NCCL_SYMM_MEM" not in _env(leader)
+    chosen = _pods(_objects(["vllm.distributed_timeout_s=3600", "vllm.disable_custom_all_reduce=false",
+                             "vllm.nccl_symm_mem=true"]))[0]
+    command = chosen["containers"][0]["command"]
+    assert _flag(command, "--distributed-timeout-seconds") == "3600" and "--disable-custom-all-reduce" not in command
+    assert _env(chosen)["VLLM_USE_NCCL_SYMM_MEM"] == "1"
+
+
+@pytest.mark.parametrize(("sets", "expected"), [
+    (["vllm.env.VLLM_USE_NCCL_SYMM_MEM='1'"], "derived by k3deploy (vllm.nccl_symm_mem)"),
+    (["vllm.extra_args=[--disable-custom-all-reduce]"], "rendered from vllm.disable_custom_all_reduce"),
+    (["vllm.extra_args=[--distributed-timeout-seconds=60]"], "rendered from vllm.distributed_timeout_s"),
+    (["vllm.extra_args=[--distributed_timeout_seconds, '60']"], "rendered from vllm.distributed_timeout_s"),
+    (["kubernetes.lws_version=latest"], "'latest' is not a release version"),
+    (["kubernetes.tolerations=[{operator: Exists, value: x}]"], "operator Exists takes no value"),
+])
+def test_a_knob_has_one_source(sets: list[str], expected: str) -> None:
+    with pytest.raises(ProfileError) as info:
+        load_profile(K3, sets)
+    assert expected in info.value.message
+
+
+def test_tolerations_are_on_every_gpu_pod() -> None:
+    custom = "kubernetes.tolerations=[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, {key: dedicated, value: llm, effect: NoExecute, toleration_seconds: 300}]"
+    for objs, expected in (
+        (_objects(), [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]),
+        (_objects([custom]), [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                              {"key": "dedicated", "operator": "Equal", "value": "llm", "effect": "NoExecute",
+                               "tolerationSeconds": 300}]),
+    ):
+        gpu_pods = [*_pods(objs), objs[f"Job/{K3}-node-preflight"]["spec"]["template"]["spec"]]
+        assert [pod["tolerations"] for pod in gpu_pods] == [expected] * 3
+
+
+@pytest.mark.parametrize(("version", "policy", "annotations"), [
+    ("0.10.0", "RecreateGroupAfterStart", None),
+    ("v0.9.0", "RecreateGroupAfterStart", None),
+    ("0.8.1", "RecreateGroupOnPodRestart", {"leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start": "true"}),
+    ("0.7.0", "RecreateGroupOnPodRestart", None),
+])
+def test_lws_restart_policy_follows_the_installed_lws(version: str, policy: str, annotations: dict[str, str] | None) -> None:
+    lws = _objects([f"kubernetes.lws_version={version}"])[f"LeaderWorkerSet/{K3}"]
+    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == policy
+    restart_annotations = {k: v for k, v in lws["metadata"]["annotations"].items() if k != "k3deploy/progress-deadline-seconds"}
+    assert (restart_annotations or None) == annotations
+
+
+@pytest.mark.parametrize(("version", "num_nodes"), [("0.4.0", 0), ("25.8.1", 0), ("25.12.0", 0), ("25.3.2", 4)])
+def test_compute_domain_num_nodes_follows_the_dra_driver(version: str, num_nodes: int) -> None:
+    domain = _objects([f"kubernetes.dra_driver_version={version}"])[f"ComputeDomain/{K3}-compute-domain"]
+    assert domain["spec"]["numNodes"] == num_nodes
+
+
+def test_dra_calendar_versions_map_to_semver() -> None:
+    assert [dra_semver(v) for v in ("25.3.0", "25.8.1", "25.12.0", "26.4.0", "0.4.1-rc.1")] == [
+        (0, 1, 0), (0, 2, 0), (0, 3, 0), (0, 4, 0), (0, 4, 1)]
+
+
+def test_pdb_lets_a_drain_evict_one_pod_at_a_time() -> None:
+    assert _objects()[f"PodDisruptionBudget/{K3}"]["spec"]["maxUnavailable"] == 1
+    assert _objects(["kubernetes.pdb_max_unavailable=0"])[f"PodDisruptionBudget/{K3}"]["spec"]["maxUnavailable"] == 0
+
+
+def test_service_monitor_carries_the_labels_prometheus_selects_on() -> None:
+    labels = _objects(["kubernetes.service_monitor_labels={release: kube-prometheus-stack}"])[f"ServiceMonitor/{K3}"]["metadata"]["labels"]
+    assert labels["release"] == "kube-prometheus-stack" and labels["app.kubernetes.io/component"] == "metrics"
+
+
+def test_model_cache_survives_application_deletion_and_prune() -> None:
+    pvc = _objects()[f"PersistentVolumeClaim/{K3}-model-cache"]
+    options = {o.strip() for o in pvc["metadata"]["annotations"]["argocd.argoproj.io/sync-options"].split(",")}
+    assert options == {"Prune=false", "Delete=false"}
+
+
+def test_prefetch_pins_its_hub_client_and_has_a_deadline() -> None:
+    job = _objects(["kubernetes.prefetch_timeout_s=7200"])[f"Job/{K3}-prefetch"]
+    assert job["spec"]["activeDeadlineSeconds"] == 7200
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    name, _, version = env["K3DEPLOY_HUB_REQUIREMENT"].partition("==")
+    assert name == "huggingface_hub" and version.replace(".", "").isdigit()
+    assert '"$K3DEPLOY_HUB_REQUIREMENT"' in job["spec"]["template"]["spec"]["containers"][0]["args"][0]
