@@ -1,0 +1,84 @@
+"""`bench --ab` / `--sweep` on the local target: serve each variant, bench it, then put back what was live.
+
+Variants differ only by profile overrides (`speculative=null` for the baseline, `KEY=VALUE` per sweep value);
+everything else (prompts, output length, temperature, concurrency) is the same for all of them. Serving goes
+through the pipeline's `apply` (render -> apply -> wait) on the profile's Target, so bench knows nothing of how
+the local target starts vLLM. At the end the revision that was live before is restored (or, when nothing was,
+the server bench started is taken down) — on failure and Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from k3deploy import pipeline
+from k3deploy.bench.cli_run import Request, bench_endpoint, profile_sets
+from k3deploy.console import err
+from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.profile import Profile, load_profile
+from k3deploy.report.bench import BenchReport
+from k3deploy.targets import target_for
+from k3deploy.targets.base import Revision, Target
+
+BASELINE = "baseline"
+SPECULATIVE = "speculative"
+
+
+def parse_sweep(raw: str) -> tuple[str, list[str]]:
+    """`key.path=v1,v2,...` as (key, values); at least one value."""
+    key, sep, values = raw.partition("=")
+    items = [v.strip() for v in values.split(",") if v.strip()]
+    if not sep or not key.strip() or not items:
+        raise UsageError(f"--sweep {raw!r} is not KEY=V1,V2,...", hint="for example --sweep speculative.num_speculative_tokens=1,2,3,5")
+    return key.strip(), items
+
+
+def variants(ab: bool, sweep: str | None) -> list[tuple[str, list[str]]]:
+    """(label, extra overrides) per variant: the baseline first with --ab, then speculation or each sweep value."""
+    out: list[tuple[str, list[str]]] = [(BASELINE, ["speculative=null"])] if ab else []
+    if sweep:
+        key, values = parse_sweep(sweep)
+        short = key.rsplit(".", 1)[-1]
+        out += [(f"{short}={value}", [f"{key}={value}"]) for value in values]
+    elif ab:
+        out.append((SPECULATIVE, []))
+    return out
+
+
+def _serve(profile: Profile, target: Target, note: Callable[[str], None]) -> str:
+    summary = pipeline.apply(profile, target, note)
+    if summary.exit_code != 0:
+        raise K3DeployError(f"serving {profile.name} for bench failed: {summary.error}", hint=summary.hint,
+                            exit_code=summary.exit_code)
+    return target.endpoint(profile)
+
+
+def _restore(profile: Profile, target: Target, previous: Revision | None, note: Callable[[str], None]) -> None:
+    try:
+        note("restoring what was live before bench: " + target.rollback(profile, previous))
+    except K3DeployError as exc:
+        err.print(f"warning: could not restore the previous state: {exc.message}", markup=False, highlight=False)
+
+
+def run_variants(request: Request) -> list[BenchReport]:
+    """Serve and bench each variant in turn; returns one report per variant, in order."""
+    base = load_profile(request.profile, profile_sets(request))
+    if base.target != "local":
+        raise UsageError(f"--ab / --sweep restart the server, which k3deploy does only on a local profile ({base.name} is {base.target})",
+                         hint="on Kubernetes: render a variant with --set, roll it out, bench it, then `bench compare` (see README)")
+    if request.ab and base.speculative is None:
+        raise UsageError(f"--ab: profile {base.name} has no speculative section to compare against", hint="pick a profile with speculative decoding")
+    note: Callable[[str], None] = (lambda _m: None) if request.quiet else (lambda m: err.print(m, markup=False, highlight=False))
+    plan = variants(request.ab, request.sweep)
+    profiles = [load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan]  # all checked before serving
+    target = target_for(base)
+    previous = target.current_revision(base)
+    reports: list[BenchReport] = []
+    try:
+        for (label, _), profile in zip(plan, profiles):
+            note(f"==> bench variant {label}")
+            endpoint = _serve(profile, target, note)
+            reports.append(bench_endpoint(request, profile, endpoint, label))
+    finally:
+        _restore(base, target, previous, note)
+    return reports

@@ -1,0 +1,140 @@
+"""The `bench` command: measure an endpoint on a prompt set; `bench compare` sets runs side by side."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
+from k3deploy.console import err
+from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.profile import DEFAULT_PROFILE
+
+bench_app = typer.Typer(help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
+                        invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None)
+app.add_typer(bench_app, name="bench")
+
+
+def parse_levels(raw: str) -> list[int]:
+    """`1,2,4` as positive integers."""
+    try:
+        levels = [int(part) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        levels = []
+    if not levels or any(level < 1 for level in levels):
+        raise UsageError(f"--concurrency {raw!r} is not a list of positive integers", hint="for example --concurrency 1,4,16")
+    return levels
+
+
+def writable(path: Path | None, flag: str) -> None:
+    """Refuse an output file whose folder does not exist before the run (a bench run takes minutes)."""
+    if path is not None and not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: folder {path.parent} does not exist", hint="create it, or pick another path")
+
+
+def save(write: Callable[[Path], None], path: Path, what: str) -> None:
+    """Call `write(path)`, turning an OSError into exit 3."""
+    try:
+        write(path)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot write the {what} to {path}: {exc.strerror}", hint="check the path") from None
+
+
+@bench_app.callback()
+def bench(
+    ctx: typer.Context,
+    endpoint: Annotated[Optional[str], typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server (not with --ab).")] = None,
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    set_: SetOpt = None,
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
+    dataset: Annotated[str, typer.Option("--dataset", help="builtin | speed-bench:DIR | spec-bench:FILE | jsonl:FILE.")] = "builtin",
+    subset: Annotated[Optional[str], typer.Option("--subset", help="qualitative | throughput_1k..throughput_32k (builtin: qualitative | throughput).")] = None,
+    category: Annotated[Optional[str], typer.Option("--category", help="Only these categories (comma-separated).")] = None,
+    concurrency: Annotated[str, typer.Option("--concurrency", help="Concurrency levels, e.g. 1,2,4.")] = "1",
+    num_prompts: Annotated[Optional[int], typer.Option("--num-prompts", min=1, help="First N prompts of each category (default: all).")] = None,
+    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", min=2, help="Tokens per request (default smoke.output_tokens).")] = None,
+    temperature: Annotated[Optional[float], typer.Option("--temperature", min=0.0, help="Sampling temperature (default smoke.temperature, 0).")] = None,
+    label: Annotated[Optional[str], typer.Option("--label", help="Name of this run in reports and comparisons.")] = None,
+    ab: Annotated[bool, typer.Option("--ab", help="Local target: serve without speculation, then with it; print the speedup.")] = False,
+    sweep: Annotated[Optional[str], typer.Option("--sweep", help="Local target: restart per value, e.g. speculative.num_speculative_tokens=1,2,3.")] = None,
+    output: FormatOpt = OutputFormat.table,
+    report_file: Annotated[Optional[Path], typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run).")] = None,
+    html_file: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+    png_file: Annotated[Optional[Path], typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")] = None,
+) -> None:
+    """Bench an endpoint per category, tier and concurrency. Exit 0 all requests ok, 1 a request failed or tokens
+    disagree with the server's counters, 3 the endpoint cannot be reached."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from k3deploy.bench import cli_run
+
+    for path, flag in ((report_file, "--report"), (html_file, "--html"), (png_file, "--png")):
+        writable(path, flag)
+    api_key = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=...")
+    request = cli_run.Request(
+        endpoint=endpoint, profile=profile, sets=set_ or [], api_key=api_key, dataset=dataset, subset=subset,
+        categories=[c.strip() for c in category.split(",") if c.strip()] if category else None,
+        concurrency=parse_levels(concurrency), num_prompts=num_prompts, output_tokens=output_tokens,
+        temperature=temperature, label=label, ab=ab, sweep=sweep, quiet=output is OutputFormat.json)
+    reports = cli_run.run(request)
+    from k3deploy.report.bench_view import bench_view
+
+    for report in reports:
+        err.print(bench_view(report))
+    if len(reports) > 1:
+        from k3deploy.bench.compare import compare, headline
+        from k3deploy.report.bench_view import compare_view
+
+        err.print(compare_view(compare(reports, [r.label for r in reports])))
+        for line in headline(reports):
+            err.print(line, markup=False, highlight=False)
+    cli_run.write_outputs(reports, report_file, html_file, png_file)
+    if output is OutputFormat.json:
+        typer.echo(reports[0].model_dump_json(indent=1) if len(reports) == 1
+                   else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]")
+    problems = [w for r in reports for w in r.warnings]
+    if problems:
+        raise CheckFailed(f"bench: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                          hint="the report holds every request's error")
+
+
+@bench_app.command("compare")
+def compare_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Bench reports (JSON); the first is the base of every speedup.")],
+    output: FormatOpt = OutputFormat.table,
+) -> None:
+    """Speedup per category, tier and overall between bench runs, beside the published figures.
+
+    Refuses (exit 2) runs whose dataset, prompt set, output length or temperature differ."""
+    from k3deploy.bench.compare import compare, differences
+    from k3deploy.report.bench import BenchReport
+    from k3deploy.report.bench_view import compare_view
+
+    if len(files) < 2:
+        raise UsageError("bench compare needs at least two reports", hint="k3deploy bench compare base.json dspark.json")
+    reports = []
+    for path in files:
+        try:
+            reports.append(BenchReport.load(path))
+        except FileNotFoundError:
+            raise UsageError(f"{path} does not exist", hint="pass files written by `k3deploy bench --report`") from None
+        except ValueError as exc:
+            raise UsageError(f"{path} is not a bench report this k3deploy reads: {str(exc).splitlines()[0]}",
+                             hint="pass files written by `k3deploy bench --report`") from None
+    names = [str(p) for p in files]
+    differ = differences(reports, names)
+    if differ:
+        raise UsageError("runs are not like for like: " + "; ".join(differ),
+                         hint="bench both sides with the same --dataset/--subset/--category/--num-prompts, --output-tokens and --temperature")
+    comparison = compare(reports, names)
+    err.print(compare_view(comparison))
+    if output is OutputFormat.json:
+        typer.echo(comparison.model_dump_json(indent=1))

@@ -1,0 +1,62 @@
+"""Client cost of `k3deploy bench` vs `vllm bench serve`: CPU time per streamed token, side by side.
+
+Both stream from the same local synthetic SSE server (tests/smoke/scripted_server.py, no delay: as fast as it can)
+at 1 and 4 tokens per chunk and concurrency 1 and 16. Each client runs as a child process with few and with many
+requests; the difference of its CPU time (user + system, from wait4) over the difference of tokens is its marginal
+cost per token, free of start-up, imports, warm-up and /metrics scrapes. Prints microseconds per token and the
+ratio k3deploy / vllm (goal <= 1); asserts nothing.
+
+    python -m tests.bench.bench_bench_client_cost [--output-tokens 1024] [--few 16] [--many 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
+from tests.bench.bench_client_overhead import cpu_seconds
+from tests.integration.vllm_server import vllm_python
+from tests.smoke.scripted_server import MODEL, Script, scripted_server
+
+
+def k3deploy_cmd(url: str, dataset: Path, requests: int, tokens: int, level: int) -> list[str]:
+    return [sys.executable, "-m", "k3deploy", "bench", "--endpoint", url, "-p", "local-cpu", "--set", "speculative=null",
+            "--dataset", f"jsonl:{dataset}", "--num-prompts", str(requests), "--output-tokens", str(tokens),
+            "--concurrency", str(level), "-o", "json"]
+
+
+def vllm_cmd(url: str, model_dir: Path, dataset: Path, requests: int, tokens: int, level: int) -> list[str]:
+    return [vllm_python(), "-m", "tests.bench.vllm_bench", "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
+            "--model", MODEL, "--tokenizer", str(model_dir), "--dataset-name", "custom", "--dataset-path", str(dataset),
+            "--custom-output-len", str(tokens), "--skip-chat-template", "--disable-shuffle", "--num-prompts", str(requests),
+            "--max-concurrency", str(level), "--ignore-eos", "--temperature", "0", "--num-warmups", "1", "--disable-tqdm"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output-tokens", type=int, default=1024)
+    parser.add_argument("--few", type=int, default=16)
+    parser.add_argument("--many", type=int, default=64)
+    args = parser.parse_args()
+    extra = (args.many - args.few) * args.output_tokens
+    with tempfile.TemporaryDirectory(prefix="k3deploy-bench-") as tmp:
+        model_dir = ensure_rehearsal_model(Path(tmp) / "model")  # vllm bench needs a tokenizer
+        dataset = Path(tmp) / "prompts.jsonl"
+        dataset.write_text("".join(json.dumps({"prompt": f"prompt number {i}"}) + "\n" for i in range(args.many)))
+        print(f"client CPU per streamed token ({extra} marginal tokens per cell):")
+        for per_chunk in (1, 4):
+            with scripted_server(Script(tokens_per_chunk=[per_chunk], chunk_delay_s=0.0)) as srv:
+                for level in (1, 16):
+                    k3 = [cpu_seconds(k3deploy_cmd(srv.url, dataset, n, args.output_tokens, level)) for n in (args.few, args.many)]
+                    vb = [cpu_seconds(vllm_cmd(srv.url, model_dir, dataset, n, args.output_tokens, level)) for n in (args.few, args.many)]
+                    k3_us, vb_us = 1e6 * (k3[1] - k3[0]) / extra, 1e6 * (vb[1] - vb[0]) / extra
+                    print(f"  {per_chunk} token(s)/chunk, concurrency {level:2d}: k3deploy bench {k3_us:6.2f} us, "
+                          f"vllm bench serve {vb_us:6.2f} us, ratio {k3_us / vb_us:.2f} (goal <= 1)", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

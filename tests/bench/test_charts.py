@@ -1,0 +1,88 @@
+"""HTML and PNG reports: produced from real runs (scripted server) and checked for the series they must show."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from k3deploy.bench import charts, series
+from k3deploy.bench.datasets import load_dataset, select
+from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
+from k3deploy.profile import load_profile
+from k3deploy.report.bench import BenchReport
+from tests.conftest import run_cli
+from tests.smoke.scripted_server import Script, scripted_server
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[BenchReport]:
+    dataset = load_dataset("builtin", "throughput")
+    out = []
+    for label, delay, pattern in (("base", 0.003, [1]), ("spec", 0.001, [3, 2, 4, 1])):
+        plan = BenchPlan(dataset, select(dataset, None, 2), [1, 2], 24, 2, label)
+        sets = ["targets.baseline_decode_tok_s=118", "targets.decode_tok_s=370", "targets.peak_decode_tok_s=464"]
+        with scripted_server(Script(chunk_delay_s=delay, tokens_per_chunk=pattern)) as srv:
+            out.append(run_bench(load_profile("local-cpu", sets), srv.url, plan, BenchOptions()))
+    return out
+
+
+def test_series_hold_each_runs_figures(runs: list[BenchReport]) -> None:
+    data = series.all_series(runs)
+    base, spec = runs
+    assert data["per_category"]["spec"]["mixed"] == spec.cell("mixed", 1).decode_tok_s.median
+    assert list(data["speedups"]) == ["spec"]
+    assert data["speedups"]["spec"]["overall"] == pytest.approx(
+        spec.cell("overall", 1).decode_tok_s.median / base.cell("overall", 1).decode_tok_s.median)
+    assert data["published"]["speedup"] == pytest.approx(370 / 118)
+    assert data["concurrency_curve"]["base"]["concurrency"] == [1, 2]
+    assert data["concurrency_curve"]["base"]["aggregate_tok_s"] == [c.aggregate_tok_s for c in base.overall]
+    # base streams one token per chunk: drafts nothing accepted; spec accepts at positions 0..2.
+    # spec: a 1-token chunk, then 3,2,4,1,3,2,4,1,3 = 9 drafts per request; positions 0/1/2 accepted 7/5/2 times.
+    assert data["acceptance_per_position"] == {"spec": {"0": pytest.approx(7 / 9), "1": pytest.approx(5 / 9), "2": pytest.approx(2 / 9)}}
+
+
+def test_html_is_self_contained_and_embeds_the_series(runs: list[BenchReport], tmp_path: Path) -> None:
+    path = tmp_path / "r.html"
+    charts.write_html(runs, path)
+    text = path.read_text()
+    assert not re.search(r'<(script|link|img)[^>]+(src|href)=', text)  # nothing fetched from elsewhere
+    blob = re.search(rf'<script type="application/json" id="{charts.SERIES_ID}">(.*?)</script>', text, re.S)
+    assert blob is not None and json.loads(blob.group(1).replace("<\\/", "</")) == json.loads(json.dumps(series.all_series(runs)))
+    assert text.count("<svg") == 4
+    for needle in ("low_entropy", "high_entropy", "published speedup 3.14x", "spec per-user", "base aggregate",
+                   "acceptance per position", "decode_tok_s"):
+        assert needle in text, needle
+    spec_mixed = runs[1].cell("mixed", 1).decode_tok_s.median
+    assert f"spec mixed: {spec_mixed:.2f} tok/s" in text
+
+
+def test_png_draws_the_series(runs: list[BenchReport], tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    fig = charts.figure(runs)
+    cats, speed, curve, acc = fig.axes
+    heights = [p.get_height() for p in cats.patches]
+    data = series.all_series(runs)
+    expected = [v for label in ("base", "spec") for v in data["per_category"][label].values()]
+    assert heights == pytest.approx(expected)
+    assert [p.get_height() for p in speed.patches] == pytest.approx(list(data["speedups"]["spec"].values()))
+    assert any(line.get_ydata()[0] == pytest.approx(370 / 118) for line in speed.get_lines())
+    plotted = {line.get_label(): list(line.get_ydata()) for line in curve.get_lines()}
+    assert plotted["spec aggregate"] == data["concurrency_curve"]["spec"]["aggregate_tok_s"]
+    assert [list(line.get_ydata()) for line in acc.get_lines()] == [list(data["acceptance_per_position"]["spec"].values())]
+    path = tmp_path / "r.png"
+    charts.write_png(runs, path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_writes_html_and_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        done = run_cli("bench", "--endpoint", srv.url, "-p", "local-cpu", "--subset", "throughput", "--num-prompts", "1",
+                       "--output-tokens", "8", "--html", str(tmp_path / "b.html"), "--png", str(tmp_path / "b.png"))
+    assert done.returncode == 0, done.stderr
+    assert "overall tok/s vs published" not in done.stderr
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Overall median decode tok/s against the published figures" in (tmp_path / "b.html").read_text()

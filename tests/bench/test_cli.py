@@ -1,0 +1,104 @@
+"""`k3deploy bench` and `bench compare` as a user runs them (subprocess), against the scripted server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from k3deploy.report.bench import BenchReport
+from tests.conftest import run_cli
+from tests.smoke.scripted_server import Script, scripted_server
+
+ARGS = ("-p", "local-cpu", "--dataset", "builtin", "--subset", "throughput", "--num-prompts", "1", "--output-tokens", "16")
+
+
+def assert_clean_error(result, code: int, *needles: str) -> None:  # noqa: ANN001 - CompletedProcess
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    assert any(line.startswith("error: ") for line in lines) and lines[-1].startswith("hint: ")
+    for needle in needles:
+        assert needle in result.stderr
+
+
+def test_json_report_table_and_file(tmp_path: Path) -> None:
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        result = run_cli("bench", "--endpoint", srv.url, *ARGS, "--concurrency", "1,2", "--label", "base", "-o", "json",
+                         "--report", str(tmp_path / "r.json"))
+    assert result.returncode == 0, result.stderr
+    report = BenchReport.model_validate_json(result.stdout)
+    assert report.label == "base" and report.settings.concurrency == [1, 2]
+    assert BenchReport.load(tmp_path / "r.json") == report
+    assert "DECODE TOK/S" in result.stderr and "low_entropy" in result.stderr and "overall" in result.stderr
+    assert "warm-up" not in result.stderr  # progress stays quiet under -o json
+
+
+def test_progress_notes_in_table_mode() -> None:
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        result = run_cli("bench", "--endpoint", srv.url, *ARGS)
+    assert result.returncode == 0, result.stderr
+    assert "warm-up: ok" in result.stderr and "low_entropy @ 1: median decode" in result.stderr
+    assert result.stdout == ""
+
+
+def test_failures_exit_1_and_unreachable_exits_3(tmp_path: Path) -> None:
+    with scripted_server(Script(completion_status=500)) as srv:
+        result = run_cli("bench", "--endpoint", srv.url, *ARGS)
+    assert_clean_error(result, 1, "request(s) failed")
+    assert_clean_error(run_cli("bench", "--endpoint", "http://127.0.0.1:9", *ARGS), 3, "connection refused")
+    assert_clean_error(run_cli("bench", *ARGS), 2, "--endpoint")
+    assert_clean_error(run_cli("bench", "--endpoint", "http://x", *ARGS, "--report", str(tmp_path / "no" / "r.json")), 2, "does not exist")
+    assert_clean_error(run_cli("bench", "--endpoint", "http://x", "--dataset", "speed-bench:/nonexistent"), 2, "not a directory")
+
+
+def _run(url: str, tmp: Path, name: str, *extra: str) -> Path:
+    path = tmp / f"{name}.json"
+    result = run_cli("bench", "--endpoint", url, *ARGS, "--label", name, "--report", str(path), *extra)
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def test_compare_shows_speedups_and_refuses_unlike_runs(tmp_path: Path) -> None:
+    with scripted_server(Script(chunk_delay_s=0.004)) as slow:
+        a = _run(slow.url, tmp_path, "a")
+    with scripted_server(Script(chunk_delay_s=0.001)) as fast:
+        b = _run(fast.url, tmp_path, "b")
+        longer = _run(fast.url, tmp_path, "longer", "--output-tokens", "24")
+        hot = _run(fast.url, tmp_path, "hot", "--temperature", "0.5")
+        other = _run(fast.url, tmp_path, "other", "--num-prompts", "2")
+    result = run_cli("bench", "compare", str(a), str(b), "-o", "json")
+    assert result.returncode == 0, result.stderr
+    comparison = json.loads(result.stdout)
+    overall = next(r for r in comparison["rows"] if r["category"] == "overall")
+    assert overall["speedup"][0] == 1.0 and overall["speedup"][1] > 1.5
+    assert [r["category"] for r in comparison["rows"]] == ["low_entropy", "mixed", "high_entropy", "overall"]
+    assert "SPEEDUP" in result.stderr
+    assert_clean_error(run_cli("bench", "compare", str(a), str(longer)), 2, "output length differs", "16", "24")
+    assert_clean_error(run_cli("bench", "compare", str(a), str(hot)), 2, "temperature differs")
+    assert_clean_error(run_cli("bench", "compare", str(a), str(other)), 2, "prompt set differs")
+    assert_clean_error(run_cli("bench", "compare", str(a)), 2, "at least two")
+    (tmp_path / "x.json").write_text("{}")
+    assert_clean_error(run_cli("bench", "compare", str(a), str(tmp_path / "x.json")), 2, "not a bench report")
+
+
+def test_compare_names_the_published_references(tmp_path: Path) -> None:
+    with scripted_server(Script(chunk_delay_s=0.0)) as srv:
+        a = _run(srv.url, tmp_path, "a", "--set", "targets.baseline_decode_tok_s=118", "--set", "targets.decode_tok_s=370",
+                 "--set", "targets.peak_decode_tok_s=464")
+        b = _run(srv.url, tmp_path, "b")
+    result = run_cli("bench", "compare", str(a), str(b), "-o", "json")
+    refs = json.loads(result.stdout)["references"]
+    assert refs == {"baseline_decode_tok_s": 118.0, "decode_tok_s": 370.0, "peak_decode_tok_s": 464.0, "speedup": 370 / 118}
+    assert "118 tok/s without speculation" in result.stderr and "3.14x" in result.stderr and "464 tok/s peak" in result.stderr
+    # local-cpu's own decode_tok_s (5) is a floor it enforces, not a published figure.
+    result = run_cli("bench", "compare", str(b), str(a), "-o", "json")
+    assert json.loads(result.stdout)["references"]["decode_tok_s"] is None
+    assert "the profile names no reference figures" in result.stderr
+
+
+def test_kimi_profile_references_are_the_published_figures() -> None:
+    from k3deploy.bench.runner import published_references
+    from k3deploy.profile import load_profile
+
+    assert published_references(load_profile("kimi-k3-gb300-tp16")) == {
+        "baseline_decode_tok_s": 118.0, "decode_tok_s": 370.0, "peak_decode_tok_s": 464.0}
