@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
+from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
 from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
@@ -17,17 +18,6 @@ from k3deploy.profile import DEFAULT_PROFILE
 bench_app = typer.Typer(help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
                         invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None)
 app.add_typer(bench_app, name="bench")
-
-
-def parse_levels(raw: str) -> list[int]:
-    """`1,2,4` as positive integers."""
-    try:
-        levels = [int(part) for part in raw.split(",") if part.strip()]
-    except ValueError:
-        levels = []
-    if not levels or any(level < 1 for level in levels):
-        raise UsageError(f"--concurrency {raw!r} is not a list of positive integers", hint="for example --concurrency 1,4,16")
-    return levels
 
 
 def writable(path: Path | None, flag: str) -> None:

@@ -15,7 +15,8 @@ from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
 
-def _concurrency(raw: str) -> list[int]:
+def parse_levels(raw: str) -> list[int]:
+    """`--concurrency 1,2,4` as positive integers (smoke and bench)."""
     try:
         levels = [int(part) for part in raw.split(",") if part.strip()]
     except ValueError:
@@ -36,7 +37,7 @@ def flag_overrides(requests: int | None, output_tokens: int | None, concurrency:
         "smoke.ready_timeout_s": wait_ready,
         "smoke.requests": requests,
         "smoke.output_tokens": output_tokens,
-        "smoke.concurrency": None if concurrency is None else _concurrency(concurrency),
+        "smoke.concurrency": None if concurrency is None else parse_levels(concurrency),
         "targets.decode_tok_s": min_tok_s,
         "targets.min_acceptance_length": min_acceptance_length,
     }
