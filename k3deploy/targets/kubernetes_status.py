@@ -6,6 +6,7 @@ from typing import Any
 
 from k3deploy.errors import K3DeployError
 from k3deploy.profile.model import Profile
+from k3deploy.rollout.currency import prove_current
 from k3deploy.rollout.readiness import (
     LWS_GROUP_LABEL,
     LWS_NAME_LABEL,
@@ -27,6 +28,19 @@ def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[
     return cache[name]
 
 
+def _currency(api: Any, lws: dict[str, Any], namespace: str) -> tuple[bool, str]:
+    """Whether a LeaderWorkerSet's status is its current spec's (as `wait` decides it), and the proof used."""
+    selector = f"{LWS_NAME_LABEL}={lws['metadata']['name']}"
+    try:
+        revisions, _ = api.list("apps/v1", "ControllerRevision", namespace, label_selector=selector)
+    except K3DeployError:
+        revisions = None  # without the right to list them, the status is taken as is (and labelled unproven)
+    pods, _ = api.list("v1", "Pod", namespace, label_selector=selector)
+    live = [pod for pod in pods if not pod["metadata"].get("deletionTimestamp")]
+    proof = prove_current(lws, revisions, live)
+    return proof.current, proof.how
+
+
 def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
     from k3deploy.rollout.rollback import read_history
@@ -37,14 +51,16 @@ def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint
         meta = obj["metadata"]
         live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
         verdict = readiness(live) if live is not None else None
-        rows.append({
-            "kind": obj["kind"],
-            "name": meta["name"],
-            "exists": live is not None,
-            "ready": bool(verdict and verdict.ready),
-            "state": "NotFound" if verdict is None else (verdict.reason or ("Ready" if verdict.ready else "Progressing")),
-            "detail": verdict.message if verdict else "",
-        })
+        ready = bool(verdict and verdict.ready)
+        state = "NotFound" if verdict is None else (verdict.reason or ("Ready" if verdict.ready else "Progressing"))
+        detail = verdict.message if verdict else ""
+        row: dict[str, Any] = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
+        if live is not None and obj["kind"] == "LeaderWorkerSet":
+            # A controller that has not acted on the latest spec still shows the previous rollout as ready.
+            current, row["proof"] = _currency(api, live, namespace)
+            if ready and not current:
+                ready, state, detail = False, "Stale", f"status not yet for the current spec: {row['proof']}"
+        rows.append({**row, "ready": ready, "state": state, "detail": detail})
     pods = []
     if any(r["exists"] for r in rows):
         items, _ = api.list("v1", "Pod", namespace, label_selector=f"{LWS_NAME_LABEL}={profile.name}")

@@ -64,3 +64,34 @@ def test_template_change_waits_for_pods_of_the_new_template_on_a_slow_controller
         assert command[command.index("--max-model-len") + 1] == "524288"
     proof = f"template-revision-hash {key}" if version == "v0.8" else "observedGeneration 2"
     assert proof in second.stderr
+
+
+def test_status_does_not_call_a_stale_status_ready(k3: K3, cluster: Any) -> None:
+    """`k3deploy status` judges an LWS the way `wait` does: an old controller's Available=True after a spec change
+    is the previous template's, so the set is not ready until the pods carry the current template's key."""
+    import copy
+    import json
+
+    controller = cluster.controllers.lws
+    controller.version = "v0.8"
+    assert k3("apply", "--timeout", "60s").returncode == 0
+    before = json.loads(k3("status", "-o", "json").stdout)
+    (row,) = [r for r in before["objects"] if r["kind"] == "LeaderWorkerSet"]
+    assert before["ready"] is True and (row["ready"], row["state"]) == (True, "Available")
+    assert row["proof"].startswith(f"every pod on template-revision-hash {_current_key(cluster)}")
+
+    # Someone changes the template; the busy controller has not acted on it yet, so its status is the old one.
+    controller.reaction_delay = 120.0
+    lws = copy.deepcopy(cluster.store.get("leaderworkersets", PROFILE, NAMESPACE))
+    command = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["command"]
+    command[command.index("--max-model-len") + 1] = "524288"
+    cluster.store.replace("leaderworkersets", lws, NAMESPACE)
+    conditions = cluster.store.get("leaderworkersets", PROFILE, NAMESPACE)["status"]["conditions"]
+    assert {"type": "Available", "status": "True"}.items() <= next(c for c in conditions if c["type"] == "Available").items()
+
+    after = k3("status", "-o", "json")
+    assert after.returncode == 0, after.stderr
+    state = json.loads(after.stdout)
+    (row,) = [r for r in state["objects"] if r["kind"] == "LeaderWorkerSet"]
+    assert state["ready"] is False and (row["ready"], row["state"]) == (False, "Stale")
+    assert "no ControllerRevision holds generation 2's template yet" in row["detail"]
