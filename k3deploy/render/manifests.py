@@ -36,6 +36,12 @@ PROFILE_MOUNT_DIR = "/etc/k3deploy"
 PROFILE_KEY = "profile.yaml"
 #: Pod-template annotation with the profile's digest: a changed profile changes the smoke Job, so it runs again.
 PROFILE_DIGEST_ANNOTATION = "k3deploy/profile-sha256"
+# The UID/GID k3deploy's own Jobs run as: the k3deploy image's user (Dockerfile); also the prefetch's fsGroup,
+# so the weight cache it fills is group-owned by it.
+JOB_UID = 10001
+# Where the prefetch Job finds the Hub token (a Secret volume), named to huggingface_hub by HF_TOKEN_PATH.
+HF_TOKEN_MOUNT_DIR = "/var/run/secrets/k3deploy/hf"
+HF_TOKEN_FILE = "token"
 #: Component label of the node-preflight Job and its pods (what their anti-affinity selects on).
 NODE_PREFLIGHT_COMPONENT = "node-preflight"
 #: The node-preflight Job gives up after this (an image pull and a few NVML queries take a minute): a pod
@@ -158,10 +164,12 @@ def context(profile: Profile) -> dict[str, Any]:
         "HF_MODULES_CACHE": "/tmp/hf-modules",
     }
     # Only the prefetch downloads: the serving pods run offline (HF_HUB_OFFLINE=1) and never need the token.
+    # It reaches the prefetch as a file from a Secret volume, never as an environment variable (which shows in
+    # `kubectl describe`, crash dumps and child processes); huggingface_hub reads the file named by
+    # HF_TOKEN_PATH (huggingface/huggingface_hub src/huggingface_hub/constants.py).
     token_env: list[dict[str, Any]] = []
     if kube.hf_token_secret is not None:
-        ref = {"name": kube.hf_token_secret.name, "key": kube.hf_token_secret.key}
-        token_env = [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": ref}}]
+        token_env = [{"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_MOUNT_DIR}/{HF_TOKEN_FILE}"}]
     server_env = [{"name": key, "value": value} for key, value in sorted({**hf_env, **serve_env(profile)}.items())]
     hardware = profile.hardware
     node_selector = dict(kube.node_selector)
@@ -192,12 +200,16 @@ def context(profile: Profile) -> dict[str, Any]:
         "server_env": server_env,
         "prefetch_env": [
             {"name": "HF_HOME", "value": hf_env["HF_HOME"]},
+            # The root filesystem is read-only: pip and Python write under HOME and /tmp (emptyDirs).
+            {"name": "HOME", "value": "/tmp"},
             {"name": "K3DEPLOY_HUB_REQUIREMENT", "value": PREFETCH_HUB_REQUIREMENT},
             {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
             {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
             *token_env,
         ],
         "marker": marker,
+        "hf_token": {"mount_dir": HF_TOKEN_MOUNT_DIR, "file": HF_TOKEN_FILE},
+        "job_uid": JOB_UID,
         "node_selector": dict(sorted(node_selector.items())),
         "gpus": str(profile.parallel.gpus_per_node),
         "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,

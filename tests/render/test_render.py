@@ -177,11 +177,35 @@ def test_hf_token_only_as_secret_ref() -> None:
         return []
 
     objs = _objects()
-    tokens = [e for obj in objs.values() for e in envs(obj) if e["name"] == "HF_TOKEN"]
+    # Never an environment variable (it would show in `kubectl describe` and every child process).
+    assert not [e for obj in objs.values() for e in envs(obj) if "valueFrom" in e and "secretKeyRef" in e["valueFrom"]]
     # Only the prefetch downloads; the serving pods run offline and do not depend on the Secret.
-    assert tokens == envs(objs[f"Job/{K3}-prefetch"])[-1:]
-    assert tokens == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}]
-    assert "HF_TOKEN" not in json.dumps(_lws(objs))
+    prefetch = objs[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]
+    secrets = [v for obj in objs.values() for v in json.dumps(obj).split('"secretName"')[1:]]
+    assert len(secrets) == 1
+    volume = next(v for v in prefetch["volumes"] if "secret" in v)
+    assert volume["secret"]["secretName"] == "hf-token" and volume["secret"]["items"] == [{"key": "token", "path": "token"}]
+    mount = next(m for m in prefetch["containers"][0]["volumeMounts"] if m["name"] == volume["name"])
+    assert mount["readOnly"] is True
+    token_path = {"name": "HF_TOKEN_PATH", "value": f"{mount['mountPath']}/token"}
+    assert [e for obj in objs.values() for e in envs(obj) if e["name"].startswith("HF_TOKEN")] == [token_path]
+    assert "HF_TOKEN" not in json.dumps(_lws(objs)) and "hf-token" not in json.dumps(_lws(objs))
+
+
+def test_huggingface_hub_reads_the_token_file_the_prefetch_names(tmp_path: Path) -> None:
+    """The Hub client itself finds the token through HF_TOKEN_PATH (a fresh interpreter: read at import)."""
+    import subprocess
+    import sys
+
+    env = {e["name"]: e["value"] for e in _objects()[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    token = tmp_path / "token"
+    token.write_text("hf_k3deploy_test_token\n")
+    child_env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"),
+                 "HF_TOKEN_PATH": str(token)}
+    assert env["HF_TOKEN_PATH"].endswith("/token")
+    out = subprocess.run([sys.executable, "-c", "import huggingface_hub; print(huggingface_hub.get_token())"],
+                         env=child_env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "hf_k3deploy_test_token", out.stderr
 
 
 def test_optional_objects_follow_the_profile() -> None:
