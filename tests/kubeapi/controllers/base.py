@@ -21,11 +21,24 @@ class Controller:
     def __init__(self, store: Store, tick: float = 0.05) -> None:
         self.store = store
         self.tick = tick
-        self.enabled = True
+        #: Held for the whole of one reconcile pass, so switching a controller off waits for its pass in flight.
+        self._pass = threading.Lock()
+        self._enabled = True
         #: Unexpected exceptions raised by reconcile (tests and the fixture assert there are none).
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the loop reconciles; once set False, no pass is running or will start (a pass in flight ends
+        first), so a test that switches a controller off then changes the store is not raced by it."""
+        return self._enabled
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None:
+        with self._pass:
+            self._enabled = value
 
     def reconcile(self) -> None:
         """One pass over the objects this controller owns."""
@@ -46,14 +59,15 @@ class Controller:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            if self.enabled:
-                try:
-                    self.reconcile()
-                except ApiError as exc:  # a race with another writer (404/409): the next pass sees the new state
-                    log.debug("%s: %s", self.name, exc)
-                except Exception:
-                    self.errors.append(traceback.format_exc())
-                    log.exception("%s failed", self.name)
+            with self._pass:
+                if self._enabled:
+                    try:
+                        self.reconcile()
+                    except ApiError as exc:  # a race with another writer (404/409): the next pass sees the new state
+                        log.debug("%s: %s", self.name, exc)
+                    except Exception:
+                        self.errors.append(traceback.format_exc())
+                        log.exception("%s failed", self.name)
             with self.store.lock:
                 if not self._stop.is_set():
                     self.store.changed.wait(self.tick)
