@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
+
+from tests.pin.serving import Serving
 
 _ROUTE = re.compile(r"^/api/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)/revision/(?P<rev>[^/]+)$")
 
@@ -31,29 +32,19 @@ class HubModel:
     readers: set[str] = field(default_factory=set)
 
 
-class Hub:
+class Hub(Serving):
     """The Hub's repos and tokens; `url` once started."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.models: dict[str, HubModel] = {}
         self.tokens: set[str] = set()
         self.requests: list[tuple[str, dict[str, str]]] = []
-        self.url = ""
-        self._server: ThreadingHTTPServer | None = None
 
     def start(self) -> Hub:
         """Serve on an ephemeral 127.0.0.1 port in a daemon thread."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.hub = self  # type: ignore[attr-defined]
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.serve(_Handler)
         return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -75,7 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         """The model-info-at-revision route."""
-        hub: Hub = self.server.hub  # type: ignore[attr-defined]
+        hub: Hub = self.server.owner  # type: ignore[attr-defined]
         raw_path = urlsplit(self.path).path
         hub.requests.append((raw_path, dict(self.headers.items())))
         match = _ROUTE.match(raw_path)

@@ -22,10 +22,11 @@ import hashlib
 import json
 import re
 import secrets
-import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from tests.pin.serving import Serving
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -49,20 +50,19 @@ class _Repo:
     tags: dict[str, str] = field(default_factory=dict)
 
 
-class Registry:
+class Registry(Serving):
     """The registry's content and settings; `url` once started."""
 
     def __init__(self, *, auth: bool = False) -> None:
+        super().__init__()
         self.auth = auth
         self.repos: dict[str, _Repo] = {}
         self.manifests: dict[str, tuple[str, bytes]] = {}
         self.blobs: dict[str, bytes] = {}
         self.tokens: dict[str, set[str]] = {}
         self.requests: list[tuple[str, dict[str, str]]] = []
-        self.url = ""
         #: Serve manifests with one byte changed but the stored digest: what a rewriting proxy would do.
         self.tamper = False
-        self._server: ThreadingHTTPServer | None = None
 
     # content -------------------------------------------------------------------------------------
     def _put_manifest(self, media_type: str, body: dict) -> str:
@@ -104,17 +104,8 @@ class Registry:
     # lifecycle -----------------------------------------------------------------------------------
     def start(self) -> Registry:
         """Serve on an ephemeral 127.0.0.1 port in a daemon thread."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.registry = self  # type: ignore[attr-defined]
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.serve(_Handler)
         return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -126,7 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def reg(self) -> Registry:
-        return self.server.registry  # type: ignore[attr-defined]
+        return self.server.owner  # type: ignore[attr-defined]
 
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None, head: bool = False) -> None:
         self.send_response(status)
