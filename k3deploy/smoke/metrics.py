@@ -12,6 +12,7 @@ figures that depended on it make the delta unavailable with the reason, so the v
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -48,14 +49,16 @@ class MetricsSnapshot:
         return {name for name, _ in self.series}
 
 
-def parse_metrics(text: str, started: float, finished: float | None = None) -> MetricsSnapshot:
-    """Keep the counters of `COUNTERS` from a Prometheus text exposition scraped between `started` and `finished`."""
+def parse_metrics(text: str, started: float, finished: float | None = None,
+                  names: Collection[str] = COUNTERS) -> MetricsSnapshot:
+    """Keep the samples named in `names` (default: the counters of `COUNTERS`) from a Prometheus text exposition
+    scraped between `started` and `finished`."""
     series: dict[SeriesKey, float] = {}
     non_finite: list[str] = []
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name in COUNTERS:
+                if sample.name in names:
                     key = (sample.name, tuple(sorted(sample.labels.items())))
                     value = float(sample.value)
                     if math.isfinite(value):
