@@ -46,6 +46,8 @@ PURE_MODULES = [
     "targets/local/launch.py",
     "targets/local/checks.py",
     "targets/local/startup.py",
+    "observe/promql.py",
+    "observe/scope.py",
 ]
 IO_LIBRARIES = {"kubernetes", "httpx", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}
 
