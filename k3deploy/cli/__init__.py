@@ -24,7 +24,7 @@ EXIT_BROKEN_PIPE = 141
 # Registration by import: each module adds its commands to `app`.
 from k3deploy.cli import render as _render  # noqa: E402,F401
 
-_OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout", "pin", "bench")
+_OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout", "pin", "bench", "watch")
 for _name in _OPTIONAL_COMMAND_MODULES:
     try:
         __import__(f"k3deploy.cli.{_name}")

@@ -5,7 +5,8 @@ smoke's parser and counter rules (k3deploy/smoke/metrics.py: a counter that went
 is the increase since). Gauges (running, waiting, KV-cache usage) are the second scrape's values.
 
 Metric names are those vLLM exports (vllm/v1/metrics/loggers.py, PrometheusStatLogger; spec-decode counters in
-vllm/v1/spec_decode/metrics.py). The per-request decode rate comes from the histogram of each finished
+vllm/v1/spec_decode/metrics.py), named once in k3deploy/observe/promql.py, whose expressions define the same
+figures for `watch --prometheus`, the dashboard and the alerts. The per-request decode rate comes from the histogram of each finished
 request's mean time per output token (`vllm:request_time_per_output_token_seconds`): over a window,
 count / sum is 1 / (the mean TPOT of the requests that finished in it).
 """
@@ -17,6 +18,10 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from k3deploy.observe.promql import KV_CACHE_USAGE as KV_USAGE
+from k3deploy.observe.promql import PREFIX_CACHE_HITS as PREFIX_HITS
+from k3deploy.observe.promql import PREFIX_CACHE_QUERIES as PREFIX_QUERIES
+from k3deploy.observe.promql import RUNNING, TPOT, TTFT, WAITING
 from k3deploy.profile.model import TargetsSpec
 from k3deploy.smoke.metrics import (
     COUNTERS,
@@ -27,13 +32,6 @@ from k3deploy.smoke.metrics import (
     parse_metrics,
 )
 
-TPOT = "vllm:request_time_per_output_token_seconds"
-TTFT = "vllm:time_to_first_token_seconds"
-RUNNING = "vllm:num_requests_running"
-WAITING = "vllm:num_requests_waiting"
-KV_USAGE = "vllm:kv_cache_usage_perc"
-PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
-PREFIX_HITS = "vllm:prefix_cache_hits_total"
 #: Counter-like samples diffed here (histogram _sum/_count only ever grow, as counters do).
 HISTOGRAM_SAMPLES = (f"{TPOT}_sum", f"{TPOT}_count", f"{TTFT}_sum", f"{TTFT}_count")
 WATCHED = (*COUNTERS, *HISTOGRAM_SAMPLES, PREFIX_QUERIES, PREFIX_HITS, RUNNING, WAITING, KV_USAGE)

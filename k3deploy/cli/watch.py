@@ -1,0 +1,113 @@
+"""The `watch` command: a live view of the running deployment's figures against the profile's targets."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from k3deploy.cli.app import (
+    FormatOpt,
+    OutputFormat,
+    ProfileOpt,
+    SetOpt,
+    app,
+    checked_endpoint,
+    get_profile,
+)
+from k3deploy.console import err, is_interactive
+from k3deploy.duration import parse_duration
+from k3deploy.errors import UsageError
+from k3deploy.profile import DEFAULT_PROFILE, Profile
+
+#: The figures `watch --prometheus` queries: the dashboard's expressions for the figures of the view.
+WATCH_KEYS = ("output_tok_s", "decode_tok_s", "ttft_s", "running", "waiting", "kv_cache_usage",
+              "prefix_cache_hit_rate", "acceptance_rate", "mean_acceptance_length", "per_position_acceptance")
+
+
+def _metrics_base(profile: Profile, endpoint: str | None) -> str:
+    """The vLLM base URL to scrape: --endpoint, else the local server's, else the profile's endpoint_override."""
+    from k3deploy.smoke.runner import normalize_endpoint
+
+    if endpoint is not None:
+        return normalize_endpoint(endpoint)
+    if profile.target == "local":
+        from k3deploy.targets import target_for
+
+        return target_for(profile).endpoint(profile)
+    if profile.kubernetes.endpoint_override is not None:
+        return normalize_endpoint(str(profile.kubernetes.endpoint_override))
+    raise UsageError(f"profile {profile.name} runs on Kubernetes: say where to read its figures",
+                     hint=f"kubectl -n {profile.kubernetes.namespace} port-forward svc/<leader service> 8000 and "
+                          "--endpoint http://127.0.0.1:8000, or --prometheus http://<prometheus>:9090")
+
+
+def _expressions(profile: Profile) -> dict[str, str]:
+    from k3deploy.observe.promql import FIGURES, Scope
+    from k3deploy.observe.scope import profile_scope
+
+    # A local server is no ServiceMonitor target: its series carry no namespace/service labels to select on.
+    scope = Scope() if profile.target == "local" else profile_scope(profile)
+    return {figure.key: figure.expr(scope, "2m") for figure in FIGURES if figure.key in WATCH_KEYS}
+
+
+@app.command()
+def watch(
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    set_: SetOpt = None,
+    endpoint: Annotated[str | None, typer.Option(
+        "--endpoint", help="Base URL of the vLLM leader whose /metrics to read (e.g. a port-forward).")] = None,
+    prometheus: Annotated[str | None, typer.Option(
+        "--prometheus", help="Base URL of a Prometheus server to query instead (the dashboard's expressions).")] = None,
+    interval: Annotated[str, typer.Option("--interval", help="Time between scrapes, e.g. 5s, 500ms.")] = "5s",
+    count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after this many intervals.")] = None,
+    for_: Annotated[str | None, typer.Option("--for", help="Stop after this long, e.g. 10m.")] = None,
+    output: FormatOpt = OutputFormat.table,
+) -> None:
+    """Watch the running deployment: output and per-request decode tok/s, TTFT, queue, KV cache, prefix cache and
+    draft acceptance, each against the profile's target, from counter deltas between scrapes.
+
+    `-o json` prints one JSON line per interval. Ends at Ctrl-C (exit 0), --count or --for; exit 3 when the
+    first scrape fails (a later failure shows a "scrape failed" row and watching goes on).
+    """
+    if endpoint is not None and prometheus is not None:
+        raise UsageError("--endpoint and --prometheus are two sources: give one", hint="--endpoint reads /metrics, --prometheus queries Prometheus")
+    interval_s = parse_duration(interval, "--interval")
+    for_s = parse_duration(for_, "--for")
+    assert interval_s is not None  # parse_duration returns None only for None
+    prom_url = checked_endpoint(prometheus, "--prometheus")
+    prof = get_profile(profile, set_, check_fit=False)
+
+    from k3deploy.observe.watch_loop import Source, ticks
+    from k3deploy.observe.watch_sources import MetricsSource, PrometheusSource
+    from k3deploy.observe.watch_view import ViewState, json_line, render
+
+    timeout_s = min(10.0, max(1.0, interval_s))
+    source: Source
+    if prom_url is not None:
+        source = PrometheusSource(prom_url, _expressions(prof), timeout_s=timeout_s)
+    else:
+        source = MetricsSource(_metrics_base(prof, endpoint), timeout_s=timeout_s)
+    stream = ticks(source, interval_s, count=count, for_s=for_s)
+    try:
+        if output is OutputFormat.json:
+            for tick in stream:
+                typer.echo(json_line(tick, source.kind, source.url, prof.targets))
+            return
+        state = ViewState(source=source.url, profile=prof.name, targets=prof.targets)
+        if not is_interactive():
+            for tick in stream:
+                state.update(tick)
+                err.print(render(state))
+            return
+        from rich.live import Live
+
+        with Live(render(state), console=err, auto_refresh=False, transient=False) as live:
+            for tick in stream:
+                state.update(tick)
+                live.update(render(state), refresh=True)
+    except KeyboardInterrupt:
+        return  # Ctrl-C is how a watch ends: exit 0, no traceback
+    finally:
+        stream.close()
+        source.close()
