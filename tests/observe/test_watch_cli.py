@@ -1,0 +1,110 @@
+"""`k3deploy watch --endpoint` as a user runs it, against a scripted `/metrics` server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_env, run_cli
+from tests.observe.watch_servers import MetricsScript, serve
+
+DATA = Path(__file__).parent.parent / "smoke" / "data"
+BEFORE = (DATA / "metrics_before.prom").read_text(encoding="utf-8")
+AFTER = (DATA / "metrics_after.prom").read_text(encoding="utf-8")
+#: 2 requests finished between the recorded scrapes, with TPOT sums 0.00271 s -> 0.00551 s.
+DECODE = 2 / (0.00551036480851024 - 0.0027129995531895283)
+
+
+def _lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_json_lines_carry_the_windows_figures_and_the_targets() -> None:
+    with serve(MetricsScript([BEFORE, AFTER, AFTER])) as url:
+        result = run_cli("watch", "-p", "local-cpu", "--endpoint", url, "--interval", "0.2s", "--count", "2",
+                         "--set", "targets.min_acceptance_length=3.5", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    first, second = _lines(result.stdout)
+    fig = first["figures"]
+    assert first["source"] == "metrics" and first["url"] == f"{url}/metrics" and first["error"] is None
+    assert fig["output_tokens"] == 96 and fig["finished_requests"] == 2
+    assert fig["decode_tok_s"] == pytest.approx(DECODE)
+    assert fig["mean_acceptance_length"] == pytest.approx(1 + 51 / 22)
+    assert fig["per_position_acceptance"] == {"0": 21 / 22, "1": 16 / 22, "2": 14 / 22}
+    assert first["targets"] == {"decode_tok_s": 5.0, "min_acceptance_length": 3.5}
+    assert first["below"] == ["mean_acceptance_length"]
+    # Nothing changed between the last two scrapes: no tokens, nothing to judge.
+    assert second["figures"]["output_tokens"] == 0 and second["figures"]["mean_acceptance_length"] is None
+    assert second["below"] == []
+
+
+def test_a_failed_scrape_mid_run_is_a_line_and_watching_goes_on() -> None:
+    with serve(MetricsScript([BEFORE, 503, AFTER])) as url:
+        result = run_cli("watch", "--endpoint", url, "--interval", "0.2s", "--count", "2", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    failed, recovered = _lines(result.stdout)
+    assert failed["figures"] is None and f"{url}/metrics answered 503" in failed["error"]
+    # The window after a failure runs from the last good scrape.
+    assert recovered["error"] is None and recovered["figures"]["output_tokens"] == 96
+
+
+def test_first_scrape_failing_is_exit_3_with_error_and_hint() -> None:
+    with serve(MetricsScript([BEFORE])) as url:
+        pass  # the port is free again: nothing listens there
+    result = run_cli("watch", "--endpoint", url, "--count", "1", "-o", "json")
+    assert result.returncode == 3
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0].startswith(f"error: first scrape failed: cannot connect to {url}/metrics")
+    assert result.stderr.splitlines()[1].startswith("hint: ")
+
+
+def test_not_a_vllm_endpoint_is_exit_3() -> None:
+    with serve(MetricsScript(["# TYPE up gauge\nup 1\n"])) as url:
+        result = run_cli("watch", "--endpoint", url, "--count", "1")
+    assert result.returncode == 3
+    assert "exports no vLLM series" in result.stderr and "hint:" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--endpoint", "http://127.0.0.1:8000", "--prometheus", "http://127.0.0.1:9090"], "give one"),
+    (["--endpoint", "http://127.0.0.1:8000", "--interval", "0"], "--interval '0' must be positive"),
+    (["--endpoint", "http://127.0.0.1:8000", "--for", "soon"], "--for 'soon' is not a duration"),
+    (["--endpoint", "127.0.0.1:8000"], "--endpoint"),
+    (["--prometheus", "http://127.0.0.1:99999"], "--prometheus"),
+    (["-p", "kimi-k3-gb300-tp16"], "runs on Kubernetes"),
+])
+def test_usage_errors_are_exit_2(args: list[str], message: str) -> None:
+    result = run_cli("watch", *args, "--count", "1")
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and "\nhint: " in result.stderr
+
+
+def test_for_bounds_the_run() -> None:
+    with serve(MetricsScript([BEFORE, AFTER])) as url:
+        result = run_cli("watch", "--endpoint", url, "--interval", "0.3s", "--for", "1s", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    # Ticks at 0.3, 0.6, 0.9 s; the next (1.2 s) is past --for. A starved host may skip a tick, never add one.
+    assert 1 <= len(_lines(result.stdout)) <= 3
+
+
+def test_ctrl_c_ends_cleanly_with_exit_0() -> None:
+    with serve(MetricsScript([BEFORE, AFTER])) as url:
+        proc = subprocess.Popen([sys.executable, "-m", "k3deploy", "watch", "--endpoint", url, "--interval", "0.2s", "-o", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env())
+        try:
+            assert proc.stdout is not None
+            first = json.loads(proc.stdout.readline())  # it is watching
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert first["figures"]["output_tokens"] == 96
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
