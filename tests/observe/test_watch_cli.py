@@ -108,3 +108,14 @@ def test_ctrl_c_ends_cleanly_with_exit_0() -> None:
     assert first["figures"]["output_tokens"] == 96
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+
+
+def test_local_profile_without_endpoint_reads_the_profiles_server(tmp_path: Path) -> None:
+    with serve(MetricsScript([BEFORE, AFTER])) as url:
+        port = url.rsplit(":", 1)[1]
+        # No server recorded in this state folder: watch dials the profile's host and port, as `up` would serve.
+        result = run_cli("watch", "-p", "local-cpu", "--set", f"local.state_dir={tmp_path}", "--set", f"vllm.port={port}",
+                         "--count", "1", "--interval", "0.2s", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    (line,) = _lines(result.stdout)
+    assert line["url"] == f"{url}/metrics" and line["figures"]["output_tokens"] == 96
