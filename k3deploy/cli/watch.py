@@ -20,10 +20,6 @@ from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
 from k3deploy.profile import DEFAULT_PROFILE, Profile
 
-#: The figures `watch --prometheus` queries: the dashboard's expressions for the figures of the view.
-WATCH_KEYS = ("output_tok_s", "decode_tok_s", "ttft_s", "running", "waiting", "kv_cache_usage",
-              "prefix_cache_hit_rate", "acceptance_rate", "mean_acceptance_length", "per_position_acceptance")
-
 
 def _metrics_base(profile: Profile, endpoint: str | None) -> str:
     """The vLLM base URL to scrape: --endpoint, else the local server's, else the profile's endpoint_override."""
@@ -37,18 +33,24 @@ def _metrics_base(profile: Profile, endpoint: str | None) -> str:
         return target_for(profile).endpoint(profile)
     if profile.kubernetes.endpoint_override is not None:
         return normalize_endpoint(str(profile.kubernetes.endpoint_override))
+    from k3deploy.render.manifests import api_service_name
+
+    port = profile.vllm.port
     raise UsageError(f"profile {profile.name} runs on Kubernetes: say where to read its figures",
-                     hint=f"kubectl -n {profile.kubernetes.namespace} port-forward svc/<leader service> 8000 and "
-                          "--endpoint http://127.0.0.1:8000, or --prometheus http://<prometheus>:9090")
+                     hint=f"kubectl -n {profile.kubernetes.namespace} port-forward svc/{api_service_name(profile)} {port} "
+                          f"and --endpoint http://127.0.0.1:{port}, or --prometheus http://<prometheus>:9090")
 
 
 def _expressions(profile: Profile) -> dict[str, str]:
-    from k3deploy.observe.promql import FIGURES, Scope
+    """The dashboard's expressions of the figures the view shows."""
+    from k3deploy.observe.promql import DEFAULT_WINDOW, FIGURES, Scope
     from k3deploy.observe.scope import profile_scope
+    from k3deploy.observe.watch_figures import ROWS
 
     # A local server is no ServiceMonitor target: its series carry no namespace/service labels to select on.
     scope = Scope() if profile.target == "local" else profile_scope(profile)
-    return {figure.key: figure.expr(scope, "2m") for figure in FIGURES if figure.key in WATCH_KEYS}
+    keys = {key for key, _, _ in ROWS} | {"per_position_acceptance"}
+    return {figure.key: figure.expr(scope, DEFAULT_WINDOW) for figure in FIGURES if figure.key in keys}
 
 
 @app.command()

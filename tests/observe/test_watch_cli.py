@@ -76,7 +76,7 @@ def test_not_a_vllm_endpoint_is_exit_3() -> None:
     (["--endpoint", "http://127.0.0.1:8000", "--for", "soon"], "--for 'soon' is not a duration"),
     (["--endpoint", "127.0.0.1:8000"], "--endpoint"),
     (["--prometheus", "http://127.0.0.1:99999"], "--prometheus"),
-    (["-p", "kimi-k3-gb300-tp16"], "runs on Kubernetes"),
+    (["-p", "kimi-k3-gb300-tp16"], "hint: kubectl -n kimi-k3 port-forward svc/kimi-k3-gb300-tp16-api 8000 and"),
 ])
 def test_usage_errors_are_exit_2(args: list[str], message: str) -> None:
     result = run_cli("watch", *args, "--count", "1")
@@ -119,3 +119,14 @@ def test_local_profile_without_endpoint_reads_the_profiles_server(tmp_path: Path
     assert result.returncode == 0, result.stderr
     (line,) = _lines(result.stdout)
     assert line["url"] == f"{url}/metrics" and line["figures"]["output_tokens"] == 96
+
+
+def test_kubernetes_profile_reads_its_endpoint_override() -> None:
+    with serve(MetricsScript([BEFORE, AFTER])) as url:
+        result = run_cli("watch", "-p", "kimi-k3-gb300-tp16", "--set", f"kubernetes.endpoint_override={url}/v1",
+                         "--count", "1", "--interval", "0.2s", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    (line,) = _lines(result.stdout)
+    assert line["url"] == f"{url}/metrics"  # /v1 of the override dropped, as smoke drops it
+    # The GB300 profile's targets: 715 tok/s per request is over 370, 1 + 51/22 = 3.32 over 3.0.
+    assert line["targets"] == {"decode_tok_s": 370.0, "min_acceptance_length": 3.0} and line["below"] == []
