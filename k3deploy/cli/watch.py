@@ -94,16 +94,19 @@ def watch(
     try:
         if output is OutputFormat.json:
             for tick in stream:
-                typer.echo(json_line(tick, source.kind, source.url, prof.targets))
+                if not tick.baseline:
+                    typer.echo(json_line(tick, source.kind, source.url, prof.targets))
             return
         state = ViewState(source=source.url, profile=prof.name, targets=prof.targets)
         if not is_interactive():
             for tick in stream:
-                state.update(tick)
-                err.print(render(state))
+                if not tick.baseline:
+                    state.update(tick)
+                    err.print(render(state))
             return
         from rich.live import Live
 
+        state.update(next(stream))  # the first scrape, before the live view: a failure is only an error line
         with Live(render(state), console=err, auto_refresh=False, transient=False) as live:
             for tick in stream:
                 state.update(tick)

@@ -39,6 +39,8 @@ class Tick:
     at: datetime
     figures: WatchFigures | None
     error: ScrapeError | None = None
+    #: The first /metrics scrape went well: no figures yet, but something to watch (not counted, not printed as JSON).
+    baseline: bool = False
 
 
 def _utcnow() -> datetime:
@@ -50,8 +52,8 @@ def ticks(source: Source, interval_s: float, *, count: int | None = None, for_s:
           now: Callable[[], datetime] = _utcnow) -> Generator[Tick, None, None]:
     """One Tick per interval: at most `count` of them, none due after `for_s` seconds; unbounded without either.
 
-    The first sample sets the baseline (a /metrics source yields no figures for it; a Prometheus one does, and
-    that is the first tick).
+    The first sample sets the baseline: a /metrics source has no figures for it (a `baseline` tick, not counted);
+    a Prometheus one does, and that is the first tick.
     """
     start = clock()
     try:
@@ -59,7 +61,9 @@ def ticks(source: Source, interval_s: float, *, count: int | None = None, for_s:
     except ScrapeError as exc:
         raise EnvironmentProblem(f"first scrape failed: {exc.message}", hint=exc.hint) from None
     emitted = 0
-    if first is not None:
+    if first is None:
+        yield Tick(now(), None, baseline=True)
+    else:
         yield Tick(now(), first)
         emitted += 1
     step = 0

@@ -45,9 +45,21 @@ class FakeSource:
         pass
 
 
-def _run(source: FakeSource, clock: FakeClock, **kwargs) -> list:
+def _all(source: FakeSource, clock: FakeClock, **kwargs) -> list:
     now = datetime(2026, 11, 30, tzinfo=timezone.utc)
     return list(ticks(source, 5.0, sleep=clock.sleep, clock=clock, now=lambda: now, **kwargs))
+
+
+def _run(source: FakeSource, clock: FakeClock, **kwargs) -> list:
+    """The ticks with figures or errors (what a JSON line is printed for)."""
+    return [tick for tick in _all(source, clock, **kwargs) if not tick.baseline]
+
+
+def test_a_good_baseline_scrape_is_a_tick_of_its_own() -> None:
+    clock = FakeClock()
+    out = _all(FakeSource(clock, [None]), clock, count=1)
+    assert [tick.baseline for tick in out] == [True, False]
+    assert out[0].figures is None and out[0].error is None and out[1].figures is not None
 
 
 def test_count_counts_intervals_after_the_baseline() -> None:

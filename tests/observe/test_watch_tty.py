@@ -72,3 +72,24 @@ def test_live_view_in_a_terminal_shows_figures_targets_and_ends_on_ctrl_c() -> N
             os.close(fd)
     assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, rest
     assert "Traceback" not in screen + rest and "KeyboardInterrupt" not in rest
+
+
+def test_first_scrape_failing_in_a_terminal_is_only_the_error() -> None:
+    with serve(MetricsScript([""])) as url:
+        pass  # nothing listens there any more
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(sys.executable, [sys.executable, "-m", "k3deploy", "watch", "--endpoint", url],
+                   cli_env({"TERM": "xterm-256color"}))
+    status: int | None = None
+    try:
+        screen = _read_until(fd, ["never printed"], budget_s=60)  # to the end of its output
+        _, status = os.waitpid(pid, 0)
+    finally:
+        if status is None:  # not reaped yet, so the pid is still our child's (pty.fork)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3
+    assert "error: first scrape failed: cannot connect to" in screen and "hint: " in screen
+    assert "k3deploy watch ·" not in screen and "waiting for the second scrape" not in screen  # no view was drawn
