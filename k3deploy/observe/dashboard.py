@@ -61,7 +61,11 @@ def _panel(figure: Figure, scope: Scope, window: str, threshold: Threshold | Non
     query = (prometheus.Dataquery().expr(figure.expr(scope, window)).legend_format(legend).ref_id("A")
              .datasource(DATASOURCE))
     panel = (timeseries.Panel().title(figure.title).unit(figure.unit).datasource(DATASOURCE).with_target(query)
-             .span(8).height(8).min(0))
+             .span(8).height(8).min(0).line_width(1).fill_opacity(10)
+             .legend(common_builder.VizLegendOptions().show_legend(True).display_mode(common.LegendDisplayMode.LIST)
+                     .placement(common.LegendPlacement.BOTTOM))
+             .tooltip(common_builder.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
+                      .sort(common.SortOrder.NONE)))
     if threshold is not None:
         low, high = ("red", "green") if threshold.below_is_bad else ("green", "red")
         steps = [dashboard.Threshold(value=None, color=low), dashboard.Threshold(value=threshold.value, color=high)]

@@ -259,6 +259,17 @@ def release_version(value: str) -> tuple[int, int, int]:
     return numbers[0], numbers[1], numbers[2]
 
 
+#: Where the release workflow (.github/workflows/release.yml) publishes the k3deploy image.
+IMAGE_REPOSITORY = "ghcr.io/k3deploy/k3deploy"
+
+
+def default_smoke_image() -> str:
+    """The image of the running k3deploy version: the smoke Job then runs the code that rendered it."""
+    import k3deploy
+
+    return f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
+
+
 class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
@@ -284,7 +295,10 @@ class KubernetesSpec(_Strict):
     grafana_dashboard_namespace: DNSLabel | None = Field(
         None, description="Namespace of the dashboard ConfigMap (the one Grafana's sidecar watches); null: namespace.")
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
-    smoke_image: PinnedImage = "ghcr.io/k3deploy/k3deploy:0.1.0"
+    smoke_image: PinnedImage = Field(
+        default_factory=default_smoke_image,
+        description="The k3deploy image the smoke and node-preflight Jobs run; default: the image of this k3deploy "
+                    "version (what the release workflow publishes).")
     prefetch_image: PinnedImage = "python:3.12-slim"
     cpu_request: Quantity = "32"
     memory_request: Quantity = "512Gi"
