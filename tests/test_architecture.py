@@ -48,6 +48,8 @@ PURE_MODULES = [
     "targets/local/startup.py",
     "observe/promql.py",
     "observe/scope.py",
+    "observe/dashboard.py",
+    "observe/alerts.py",
     "observe/watch_figures.py",
 ]
 IO_LIBRARIES = {"kubernetes", "httpx", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}

@@ -34,10 +34,10 @@ GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GPU_FB_USED = "DCGM_FI_DEV_FB_USED"
 GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
 GPU_NVLINK = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
-#: kube-state-metrics series.
+#: kube-state-metrics series (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md, job-metrics.md).
 POD_RESTARTS = "kube_pod_container_status_restarts_total"
 POD_CREATED = "kube_pod_created"
-JOB_FAILED = "kube_job_status_failed"
+JOB_FAILED = "kube_job_failed"
 
 #: Every vLLM metric family the expressions name (histograms by their base name).
 VLLM_METRICS = (
@@ -224,8 +224,13 @@ def recreated_leaders(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
 
 
 def smoke_job_failed(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
-    """Failed pods of the smoke Job (0 while it has not failed)."""
-    return f"sum({JOB_FAILED}{scope.smoke()})"
+    """1 while the smoke Job has its Failed condition (backoff limit or deadline reached), else 0 or no data.
+
+    kube-state-metrics' kube_job_failed carries the condition status as a label (docs/metrics/workload/job-metrics.md).
+    """
+    sel = scope.smoke()
+    sel = sel[:-1] + ',condition="true"}' if sel else '{condition="true"}'
+    return f"max({JOB_FAILED}{sel})"
 
 
 @dataclass(frozen=True)

@@ -259,6 +259,17 @@ def release_version(value: str) -> tuple[int, int, int]:
     return numbers[0], numbers[1], numbers[2]
 
 
+#: Where the release workflow (.github/workflows/release.yml) publishes the k3deploy image.
+IMAGE_REPOSITORY = "ghcr.io/k3deploy/k3deploy"
+
+
+def default_smoke_image() -> str:
+    """The image of the running k3deploy version: the smoke Job then runs the code that rendered it."""
+    import k3deploy
+
+    return f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
+
+
 class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
@@ -277,8 +288,17 @@ class KubernetesSpec(_Strict):
     unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
     endpoint_override: HttpUrl | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
+    monitoring: bool | None = Field(
+        None,
+        description="Render the Grafana dashboard ConfigMap (label grafana_dashboard: \"1\") and the PrometheusRule of "
+                    "the profile's targets; null: whenever service_monitor is on.")
+    grafana_dashboard_namespace: DNSLabel | None = Field(
+        None, description="Namespace of the dashboard ConfigMap (the one Grafana's sidecar watches); null: namespace.")
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
-    smoke_image: PinnedImage = "ghcr.io/k3deploy/k3deploy:0.1.0"
+    smoke_image: PinnedImage = Field(
+        default_factory=default_smoke_image,
+        description="The k3deploy image the smoke and node-preflight Jobs run; default: the image of this k3deploy "
+                    "version (what the release workflow publishes).")
     prefetch_image: PinnedImage = "python:3.12-slim"
     cpu_request: Quantity = "32"
     memory_request: Quantity = "512Gi"
@@ -312,6 +332,11 @@ class KubernetesSpec(_Strict):
         default_factory=list,
         description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
                     "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.")
+
+    @property
+    def monitoring_on(self) -> bool:
+        """Whether the dashboard and the alerts are rendered: `monitoring`, by default `service_monitor`."""
+        return self.service_monitor if self.monitoring is None else self.monitoring
 
     @model_validator(mode="before")
     @classmethod

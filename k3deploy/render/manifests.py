@@ -3,15 +3,17 @@
 Pure: the profile goes in, plain dicts come out (reading the template files is the only I/O). The order is
 the apply order of rollout/order.py (namespace, service account, the profile ConfigMap, node-preflight Job,
 weight cache, ComputeDomain, prefetch Job, LeaderWorkerSet, Service, PodDisruptionBudget, ServiceMonitor,
-smoke Job) and gives each file its numeric prefix.
+Grafana dashboard ConfigMap, PrometheusRule, smoke Job) and gives each file its numeric prefix.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -54,6 +56,9 @@ PREFETCH_HUB_REQUIREMENT = "huggingface_hub==2.4.0"
 #: Argo CD sync options of the weight cache: neither pruned nor deleted with the Application (1.5 TB re-download);
 #: gitops-engine pkg/sync/common/types.go SyncOptionDisablePrune / SyncOptionDisableDeletion.
 KEEP_SYNC_OPTIONS = "Prune=false,Delete=false"
+#: The label Grafana's dashboard sidecar selects ConfigMaps on (grafana/helm-charts charts/grafana values.yaml
+#: sidecar.dashboards.label / labelValue defaults).
+GRAFANA_DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,8 @@ SET: tuple[_Entry, ...] = (
     _Entry(11, "service.yaml.j2", _ALWAYS),
     _Entry(12, "poddisruptionbudget.yaml.j2", _ALWAYS),
     _Entry(13, "servicemonitor.yaml.j2", lambda p: p.kubernetes.service_monitor),
+    _Entry(14, "grafana-dashboard-configmap.yaml.j2", lambda p: p.kubernetes.monitoring_on),
+    _Entry(15, "prometheusrule.yaml.j2", lambda p: p.kubernetes.monitoring_on),
     _Entry(20, "smoke-job.yaml.j2", _ALWAYS),
 )
 
@@ -192,6 +199,8 @@ def context(profile: Profile) -> dict[str, Any]:
             "node_preflight": f"{name}-node-preflight",
             "profile": f"{name}-profile",
             "service": api_service_name(profile),
+            "dashboard": f"{name}-grafana-dashboard",
+            "alerts": f"{name}-alerts",
         },
         "lws_labels": {"name": LWS_NAME_LABEL, "worker_index": LWS_WORKER_INDEX_LABEL, "group_key": LWS_GROUP_KEY_LABEL},
         "channel_claim": CHANNEL_CLAIM,
@@ -235,6 +244,26 @@ def context(profile: Profile) -> dict[str, Any]:
         "compute_domain_num_nodes": compute_domain_num_nodes(profile),
         "keep_sync_options": KEEP_SYNC_OPTIONS,
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
+        **_monitoring(profile, labels),
+    }
+
+
+def _monitoring(profile: Profile, labels: Callable[[str], dict[str, str]]) -> dict[str, Any]:
+    """Context of the dashboard ConfigMap and the PrometheusRule (built only when they are rendered)."""
+    if not profile.kubernetes.monitoring_on:
+        return {}
+    # Imported here: grafana-foundation-sdk is only needed when the dashboard is rendered.
+    from k3deploy.observe.alerts import rule_groups
+    from k3deploy.observe.dashboard import dashboard_json
+
+    kube = profile.kubernetes
+    return {
+        "dashboard_namespace": kube.grafana_dashboard_namespace or kube.namespace,
+        "dashboard_labels": {**labels("dashboard"), **GRAFANA_DASHBOARD_LABEL},
+        "dashboard_key": f"{profile.name}.json",
+        "dashboard_json": json.dumps(dashboard_json(profile), indent=2, sort_keys=True) + "\n",
+        "alert_labels": {**labels("alerts"), **kube.service_monitor_labels},
+        "alert_groups": rule_groups(profile),
     }
 
 

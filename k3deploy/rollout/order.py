@@ -30,7 +30,10 @@ KIND_RANK: dict[str, int] = {
     "Service": 21,
     "PodDisruptionBudget": 22,
     "ServiceMonitor": 23,
+    "PrometheusRule": 23,
 }
+#: The Grafana dashboard is a ConfigMap, but part of the monitoring that follows the serving objects.
+DASHBOARD_COMPONENT = "dashboard"
 NODE_PREFLIGHT_RANK = 5
 PREFETCH_RANK = 11
 UNKNOWN_RANK = 24
@@ -62,6 +65,8 @@ def rank(obj: dict[str, Any]) -> int:
     role = job_role(obj)
     if role is not None:
         return JOB_RANKS[role]
+    if obj.get("kind") == "ConfigMap" and (obj.get("metadata", {}).get("labels") or {}).get(COMPONENT_LABEL) == DASHBOARD_COMPONENT:
+        return KIND_RANK["ServiceMonitor"]
     return KIND_RANK.get(obj.get("kind", ""), UNKNOWN_RANK)
 
 

@@ -1,4 +1,4 @@
-"""The CustomResourceDefinitions k3deploy needs (LeaderWorkerSet, ComputeDomain, ServiceMonitor).
+"""The CustomResourceDefinitions k3deploy needs (LeaderWorkerSet, ComputeDomain, ServiceMonitor, PrometheusRule).
 
 The upstream CRD files (`../shared/crds` beside the checkout, or the folder K3DEPLOY_TEST_CRDS names) are what the
 test server installs, so custom resources are held to their real schemas. Without them the server falls back to
@@ -21,6 +21,7 @@ FILES = {
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
     "ComputeDomain": "resource.nvidia.com_computedomains.yaml",
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
+    "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
 }
 
 
@@ -102,3 +103,9 @@ def service_monitor() -> dict:
     """servicemonitors.monitoring.coreos.com (v1), which has no status subresource."""
     return upstream("ServiceMonitor") or crd("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors",
                                              short=["smon"], status=False, categories=["prometheus-operator"])
+
+
+def prometheus_rule() -> dict:
+    """prometheusrules.monitoring.coreos.com (v1), with a status subresource like upstream's."""
+    return upstream("PrometheusRule") or crd("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules",
+                                             short=["promrule"], categories=["prometheus-operator"])

@@ -28,6 +28,7 @@ CRD_FILES = {
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
     "ComputeDomain": "resource.nvidia.com_computedomains.yaml",
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
+    "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
 }
 
 
@@ -103,6 +104,25 @@ STRUCTURAL: dict[str, dict[str, Any]] = {
                 ),
             },
         }, required=["selector", "endpoints"]),
+    }),
+    "PrometheusRule": _obj({
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "PrometheusRule"},
+        "metadata": _METADATA,
+        "spec": _obj({
+            "groups": {"type": "array", "minItems": 1, "items": _obj({
+                "name": {"type": "string", "minLength": 1},
+                "rules": {"type": "array", "minItems": 1, "items": _obj({
+                    "alert": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                    "expr": {"type": "string", "minLength": 1},
+                    "for": _DURATION,
+                    "labels": _obj({"severity": {"enum": ["warning", "critical"]}}),
+                    "annotations": _obj({"summary": {"type": "string", "minLength": 1},
+                                         "description": {"type": "string", "minLength": 1},
+                                         "runbook_url": {"type": "string", "pattern": "^https://.+#runbook-"}}),
+                })},
+            })},
+        }),
     }),
 }
 

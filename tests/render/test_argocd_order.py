@@ -83,9 +83,11 @@ def test_order_follows_gitops_engine() -> None:
         # Custom resources rank after every known kind, then by name.
         ("Sync", -1, f"ComputeDomain/{K3}-compute-domain"),
         ("Sync", 0, f"PodDisruptionBudget/{K3}"),
+        ("Sync", 0, f"ConfigMap/{K3}-grafana-dashboard"),
         ("Sync", 0, f"Service/{K3}-api"),
         ("Sync", 0, f"LeaderWorkerSet/{K3}"),
         ("Sync", 0, f"ServiceMonitor/{K3}"),
+        ("Sync", 0, f"PrometheusRule/{K3}-alerts"),
         ("PostSync", 0, f"Job/{K3}-smoke"),
     ]
 

@@ -1,0 +1,93 @@
+"""The PrometheusRule: each alert parses, reads the declared series, carries its annotations, links a runbook that
+the README has, and the object validates against the upstream CRD."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+
+from k3deploy.observe import promql
+from k3deploy.observe.alerts import alerts, rule_groups, runbook_anchor
+from k3deploy.profile.load import load_profile
+from k3deploy.render.manifests import build
+from tests.conftest import REPO_ROOT
+from tests.kubeapi import crds
+from tests.observe.promql_names import family, metric_names, parse
+from tests.render.kube_schemas import crd_schema, validator
+
+K3 = "kimi-k3-gb300-tp16"
+EXPECTED = ["K3DeployAcceptanceLengthLow", "K3DeployDecodeSlow", "K3DeployKVCacheFull", "K3DeployWaitingRequestsGrowing",
+            "K3DeployGroupRestarted", "K3DeploySmokeJobFailed"]
+
+
+def _rule() -> dict[str, Any]:
+    return next(m.obj for m in build(load_profile(K3)) if m.kind == "PrometheusRule")
+
+
+def test_the_alerts_of_the_issue() -> None:
+    assert [a.name for a in alerts(load_profile(K3))] == EXPECTED
+
+
+@pytest.mark.parametrize("alert", alerts(load_profile(K3)), ids=lambda a: a.name)
+def test_every_alert_parses_and_reads_known_series(alert) -> None:
+    parse(alert.expr)
+    known = set(promql.VLLM_METRICS) | set(promql.DCGM_METRICS) | set(promql.KUBE_STATE_METRICS)
+    assert {family(name) for name in metric_names(alert.expr)} <= known
+    assert alert.summary and alert.description
+
+
+def test_thresholds_are_the_profile_targets() -> None:
+    by_name = {a.name: a for a in alerts(load_profile(K3, ["targets.decode_tok_s=250", "targets.min_acceptance_length=2.5"]))}
+    assert by_name["K3DeployDecodeSlow"].expr.endswith("< 250")
+    assert by_name["K3DeployAcceptanceLengthLow"].expr.endswith("< 2.5")
+    assert by_name["K3DeployAcceptanceLengthLow"].for_ == "15m"
+    assert "[15m]" in by_name["K3DeployAcceptanceLengthLow"].expr
+    assert by_name["K3DeployKVCacheFull"].expr.endswith("> 0.95")
+
+
+def test_targets_left_unset_drop_their_alerts() -> None:
+    names = [a.name for a in alerts(load_profile(K3, ["targets.decode_tok_s=null", "targets.min_acceptance_length=null"]))]
+    assert names == EXPECTED[2:]
+
+
+def test_every_runbook_link_lands_on_a_readme_heading() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    # GitHub's heading anchors: lower case, spaces to '-', punctuation other than '-' and '_' dropped.
+    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)}
+    for group in rule_groups(load_profile(K3)):
+        for rule in group["rules"]:
+            url = rule["annotations"]["runbook_url"]
+            assert url.endswith("#" + runbook_anchor(rule["alert"]))
+            assert runbook_anchor(rule["alert"]) in anchors, rule["alert"]
+
+
+def test_rule_labels_reach_the_prometheus_rule_selector() -> None:
+    obj = next(m.obj for m in build(load_profile(K3, ["kubernetes.service_monitor_labels={release: kube-prometheus-stack}"]))
+               if m.kind == "PrometheusRule")
+    assert obj["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def test_prometheus_rule_matches_the_upstream_crd() -> None:
+    crds.require()
+    validator(crd_schema("PrometheusRule", "v1")).validate(_rule())
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    (("spec", "groups", 0, "rules", 0, "for"), "15 minutes"),
+    (("spec", "groups", 0, "rules", 0, "exprr"), "up"),
+    (("spec", "groups", 0, "interval"), "often"),
+])
+def test_upstream_crd_refuses_a_broken_rule(path: tuple[Any, ...], value: str) -> None:
+    crds.require()
+    bad = copy.deepcopy(_rule())
+    node: Any = bad
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        validator(crd_schema("PrometheusRule", "v1")).validate(bad)
