@@ -41,6 +41,19 @@ def _metrics_base(profile: Profile, endpoint: str | None) -> str:
                           f"and --endpoint http://127.0.0.1:{port}, or --prometheus http://<prometheus>:9090")
 
 
+def _prometheus_url(value: str | None) -> str | None:
+    """--prometheus as a URL both k3deploy's check and httpx accept (httpx refuses control characters)."""
+    url = checked_endpoint(value, "--prometheus")
+    if url is not None:
+        import httpx
+
+        try:
+            httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            raise UsageError(f"--prometheus {value!r}: {exc}", hint="for example --prometheus http://127.0.0.1:9090") from None
+    return url
+
+
 def _expressions(profile: Profile) -> dict[str, str]:
     """The dashboard's expressions of the figures the view shows."""
     from k3deploy.observe.promql import DEFAULT_WINDOW, FIGURES, Scope
@@ -77,7 +90,7 @@ def watch(
     interval_s = parse_duration(interval, "--interval")
     for_s = parse_duration(for_, "--for")
     assert interval_s is not None  # parse_duration returns None only for None
-    prom_url = checked_endpoint(prometheus, "--prometheus")
+    prom_url = _prometheus_url(prometheus)
     prof = get_profile(profile, set_, check_fit=False)
 
     from k3deploy.observe.watch_loop import Source, ticks

@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 from k3deploy.errors import EnvironmentProblem
@@ -44,7 +44,7 @@ class Tick:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def ticks(source: Source, interval_s: float, *, count: int | None = None, for_s: float | None = None,

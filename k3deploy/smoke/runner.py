@@ -42,6 +42,7 @@ class SmokeOptions:
 def normalize_endpoint(url: str) -> str:
     """`http(s)://host[:port]` without a trailing slash or `/v1`; a URL without a scheme is a usage error."""
     hint = "for example --endpoint http://10.0.0.5:8000"
+    parsed: httpx.URL | None = None
     try:
         parsed = httpx.URL(url.strip())
         scheme_ok = parsed.scheme in ("http", "https") and bool(parsed.host)
@@ -53,6 +54,8 @@ def normalize_endpoint(url: str) -> str:
         check_http_url(url.strip())  # also what httpx accepts but cannot connect to: port 99999, port 0
     except ValueError as exc:
         raise UsageError(f"--endpoint {exc}", hint=hint) from None
+    if parsed is None:  # check_http_url passed what httpx refuses (a control character in the path)
+        raise UsageError(f"--endpoint {url!r} is not a URL httpx can request", hint=hint)
     base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")
     return base[: -len("/v1")] if base.endswith("/v1") else base
 

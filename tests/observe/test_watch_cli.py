@@ -75,7 +75,9 @@ def test_not_a_vllm_endpoint_is_exit_3() -> None:
     (["--endpoint", "http://127.0.0.1:8000", "--interval", "0"], "--interval '0' must be positive"),
     (["--endpoint", "http://127.0.0.1:8000", "--for", "soon"], "--for 'soon' is not a duration"),
     (["--endpoint", "127.0.0.1:8000"], "--endpoint"),
+    (["--endpoint", "http://127.0.0.1/\x7f"], "is not a URL httpx can request"),
     (["--prometheus", "http://127.0.0.1:99999"], "--prometheus"),
+    (["--prometheus", "http://127.0.0.1:9090/\x7f"], "Invalid non-printable ASCII character"),
     (["-p", "kimi-k3-gb300-tp16"], "hint: kubectl -n kimi-k3 port-forward svc/kimi-k3-gb300-tp16-api 8000 and"),
 ])
 def test_usage_errors_are_exit_2(args: list[str], message: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -46,7 +46,7 @@ class FakeSource:
 
 
 def _all(source: FakeSource, clock: FakeClock, **kwargs) -> list:
-    now = datetime(2026, 11, 30, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, tzinfo=UTC)
     return list(ticks(source, 5.0, sleep=clock.sleep, clock=clock, now=lambda: now, **kwargs))
 
 

@@ -56,7 +56,7 @@ def _valid_time(value: str) -> bool:
     except ValueError:
         pass
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
+        datetime.fromisoformat(value)
         return True
     except ValueError:
         return False
