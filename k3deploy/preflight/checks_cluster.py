@@ -16,6 +16,7 @@ from k3deploy.report.model import CheckResult, Status
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
 COMPUTE_DOMAIN_CRD = "computedomains.resource.nvidia.com"
 SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
+PROMETHEUS_RULE_CRD = "prometheusrules.monitoring.coreos.com"
 #: API groups whose resources preflight looks up in discovery.
 CRD_GROUPS = ["leaderworkerset.x-k8s.io", "resource.nvidia.com", "monitoring.coreos.com"]
 #: Kubernetes version from which DRA (ComputeDomain's resource claims) is on by default.
@@ -44,6 +45,8 @@ def required_access(profile: Profile) -> list[Access]:
         kinds.append(("computedomains", "resource.nvidia.com"))
     if profile.kubernetes.service_monitor:
         kinds.append(("servicemonitors", "monitoring.coreos.com"))
+    if profile.kubernetes.monitoring_on:
+        kinds += [("prometheusrules", "monitoring.coreos.com"), ("configmaps", "")]
     out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
     out += [Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"), Access("list", "pods"), Access("watch", "pods"),
             Access("get", "pods", subresource="log"), Access("list", "events")]
@@ -84,6 +87,11 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         results.append(_result("k8s.crd.servicemonitor", ok, "served" if ok else "missing", SERVICE_MONITOR_CRD,
                                "" if ok else "vLLM's /metrics will not be scraped",
                                "install the Prometheus Operator CRDs, or set kubernetes.service_monitor=false", Status.WARN))
+    if profile.kubernetes.monitoring_on:
+        ok = PROMETHEUS_RULE_CRD in served
+        results.append(_result("k8s.crd.prometheusrule", ok, "served" if ok else "missing", PROMETHEUS_RULE_CRD,
+                               "" if ok else "the alerts of the profile's targets cannot be applied",
+                               "install the Prometheus Operator CRDs, or set kubernetes.monitoring=false", Status.WARN))
     return results
 
 

@@ -71,3 +71,16 @@ def test_profile_scope_matches_the_rendered_names() -> None:
     assert scope.pod_prefix == by_kind["LeaderWorkerSet"]["metadata"]["name"]
     smoke = [m.obj for m in build(profile) if m.kind == "Job" and m.name.endswith("-smoke")]
     assert [scope.smoke_job] == [job["metadata"]["name"] for job in smoke]
+
+
+@pytest.mark.parametrize(("window", "seconds"), [("15m", 900), ("1h30m", 5400), ("500ms", 0.5), ("2d", 172800)])
+def test_window_seconds(window: str, seconds: float) -> None:
+    assert promql.window_seconds(window) == seconds
+
+
+def test_recreated_leaders_compares_creation_time_with_the_window() -> None:
+    expr = promql.recreated_leaders(SCOPES[1], "15m")
+    parse(expr)
+    # A group that is new (nothing 15 minutes ago) is a first rollout, not a recreation.
+    assert expr == ('count((time() - kube_pod_created{namespace="kimi-k3",pod=~"k-[0-9]+"}) < 900)'
+                    ' and on() (count(kube_pod_created{namespace="kimi-k3",pod=~"k-[0-9]+"} offset 15m) > 0)')

@@ -25,7 +25,8 @@ def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
     access = [AccessFacts(verb=a.verb, resource=a.resource, group=a.group, namespace="kimi-k3", allowed=True)
               for a in required_access(GB300)]
     base = dict(server_version="v1.34.1", resources=["leaderworkersets.leaderworkerset.x-k8s.io", "computedomains.resource.nvidia.com",
-                                                      "servicemonitors.monitoring.coreos.com"],
+                                                      "servicemonitors.monitoring.coreos.com",
+                                                      "prometheusrules.monitoring.coreos.com"],
                 nodes=nodes, namespace="kimi-k3", namespace_exists=True, secret_name="hf-token", secret_keys=["token"],
                 storage_classes=["local-nvme"], default_storage_class="local-nvme", access=access, runtime_class_exists=True)
     base.update(changes)
@@ -81,6 +82,16 @@ def test_without_nvlink_any_nodes_do() -> None:
     assert results["k8s.gfd_labels"].status is Status.PASS
     assert "k8s.crd.computedomain" not in results
     assert results["k8s.crd.servicemonitor"].status is Status.WARN
+    assert results["k8s.crd.prometheusrule"].status is Status.WARN
+
+
+def test_monitoring_needs_the_prometheus_rule_crd_and_its_verbs() -> None:
+    assert by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)]))["k8s.crd.prometheusrule"].status is Status.PASS
+    needed = {(a.verb, a.resource) for a in required_access(GB300)}
+    assert {("create", "prometheusrules"), ("patch", "configmaps")} <= needed
+    off = load_profile("kimi-k3-gb300-tp16", ["kubernetes.monitoring=false"])
+    assert not {a.resource for a in required_access(off)} & {"prometheusrules", "configmaps"}
+    assert "k8s.crd.prometheusrule" not in by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)]), off)
 
 
 def test_eligible_hosts_are_every_node_of_every_clique_that_holds_a_group() -> None:
