@@ -17,8 +17,9 @@ from k3deploy.report.model import CheckResult, Status
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
 COMPUTE_DOMAIN_CRD = "computedomains.resource.nvidia.com"
 SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
+INFERENCE_POOL_CRD = "inferencepools.inference.networking.k8s.io"
 #: API groups whose resources preflight looks up in discovery.
-CRD_GROUPS = ["leaderworkerset.x-k8s.io", "resource.nvidia.com", "monitoring.coreos.com"]
+CRD_GROUPS = ["leaderworkerset.x-k8s.io", "resource.nvidia.com", "monitoring.coreos.com", "inference.networking.k8s.io"]
 #: Kubernetes version from which DRA (ComputeDomain's resource claims) is on by default.
 MIN_DRA_VERSION = (1, 34)
 #: GPU Feature Discovery labels a GPU node must carry (besides the clique label when NVLink is used).
@@ -45,6 +46,9 @@ def required_access(profile: Profile) -> list[Access]:
         kinds.append(("computedomains", "resource.nvidia.com"))
     if profile.kubernetes.service_monitor:
         kinds.append(("servicemonitors", "monitoring.coreos.com"))
+    if profile.kubernetes.routing == "inference-pool":
+        kinds += [("inferencepools", "inference.networking.k8s.io"), ("deployments", "apps"), ("configmaps", ""),
+                  ("roles", "rbac.authorization.k8s.io"), ("rolebindings", "rbac.authorization.k8s.io")]
     out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
     out += [Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"), Access("list", "pods"), Access("watch", "pods"),
             Access("get", "pods", subresource="log"), Access("list", "events")]
@@ -85,6 +89,12 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         results.append(_result("k8s.crd.servicemonitor", ok, "served" if ok else "missing", SERVICE_MONITOR_CRD,
                                "" if ok else "vLLM's /metrics will not be scraped",
                                "install the Prometheus Operator CRDs, or set kubernetes.service_monitor=false", Status.WARN))
+    if profile.kubernetes.routing == "inference-pool":
+        ok = INFERENCE_POOL_CRD in served
+        results.append(_result("k8s.crd.inferencepool", ok, "served" if ok else "missing", INFERENCE_POOL_CRD,
+                               "" if ok else "kubernetes.routing inference-pool renders an InferencePool",
+                               "install the Gateway API Inference Extension CRDs (kubernetes-sigs/gateway-api-inference-extension "
+                               "release manifests) and a Gateway that supports them, or set kubernetes.routing=service"))
     return results
 
 

@@ -1,4 +1,5 @@
-"""The CustomResourceDefinitions k3deploy needs (LeaderWorkerSet, ComputeDomain, ServiceMonitor).
+"""The CustomResourceDefinitions k3deploy needs (LeaderWorkerSet, ComputeDomain, ServiceMonitor, and InferencePool
+for `kubernetes.routing: inference-pool`).
 
 The upstream CRD files (`../shared/crds` beside the checkout, or the folder K3DEPLOY_TEST_CRDS names) are what the
 test server installs, so custom resources are held to their real schemas. Without them the server falls back to
@@ -21,6 +22,7 @@ FILES = {
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
     "ComputeDomain": "resource.nvidia.com_computedomains.yaml",
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
+    "InferencePool": "inference.networking.k8s.io_inferencepools.yaml",
 }
 
 
@@ -102,3 +104,9 @@ def service_monitor() -> dict:
     """servicemonitors.monitoring.coreos.com (v1), which has no status subresource."""
     return upstream("ServiceMonitor") or crd("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors",
                                              short=["smon"], status=False, categories=["prometheus-operator"])
+
+
+def inference_pool() -> dict:
+    """inferencepools.inference.networking.k8s.io (v1)."""
+    return upstream("InferencePool") or crd("inference.networking.k8s.io", "v1", "InferencePool", "inferencepools",
+                                            short=["infpool"])

@@ -28,6 +28,7 @@ CRD_FILES = {
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
     "ComputeDomain": "resource.nvidia.com_computedomains.yaml",
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
+    "InferencePool": "inference.networking.k8s.io_inferencepools.yaml",
 }
 
 
