@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,28 +14,70 @@ from k3deploy.errors import CheckFailed
 from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
 from k3deploy.render.plan import plan as make_plan
 
+if TYPE_CHECKING:
+    from k3deploy.profile import Profile
+    from k3deploy.render.placement import Placement
+
 
 @app.command()
 def plan(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
     output: FormatOpt = OutputFormat.table,
+    cluster: Annotated[bool, typer.Option("--cluster", help="Also read the cluster's GPU nodes and show where the "
+                                                            "parallel.replicas groups land, clique by clique.")] = False,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (with --cluster).")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context to use (with --cluster).")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace of the deployment (with --cluster).")] = None,
 ) -> None:
-    """Print the capacity plan: weights, draft and KV cache per GPU; exit 1 when it does not fit."""
+    """Print the capacity plan: weights, draft and KV cache per GPU, the weight cache, and with --cluster the
+    placement of the groups on the cliques; exit 1 when the model or (with --cluster) the groups do not fit."""
+    from k3deploy.render.weight_cache import cache_note, weight_cache
+
     prof = get_profile(profile, set_, check_fit=False)  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
+    cache = weight_cache(prof)
+    placement = None
+    if cluster:
+        placement = _placement(prof, kubeconfig, context, namespace)
     if output is OutputFormat.json:
-        out.print_json(result.model_dump_json())
+        payload = json.loads(result.model_dump_json())
+        if cache is not None:
+            payload["weight_cache"] = {**cache.model_dump(), "snapshots": cache.snapshots, "upgrade_fits": cache.upgrade_fits}
+        if placement is not None:
+            payload["placement"] = dataclasses.asdict(placement) | {"placed": placement.placed, "fits": placement.fits}
+        out.print_json(json.dumps(payload))
     else:
         from k3deploy.render.plan_view import plan_table
 
         out.print(plan_table(result))
+        if cache is not None:
+            err.print(f"weight cache: {cache_note(cache)}", markup=False, highlight=False)
+        if placement is not None:
+            from k3deploy.render.placement_view import placement_table
+
+            out.print(placement_table(placement))
         if prof.model.rehearsal:
             from k3deploy.smoke.headline import REHEARSAL_LABEL
 
             err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if not result.fits:
         raise CheckFailed(f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len")
+    if placement is not None and not placement.fits:
+        raise CheckFailed(f"only {placement.placed} of {placement.replicas} groups fit on the cluster's cliques",
+                          hint="free trays in a clique, add nodes, or lower parallel.replicas (see the placement table)")
+
+
+def _placement(prof: Profile, kubeconfig: str | None, context: str | None, namespace: str | None) -> Placement:
+    from k3deploy.errors import UsageError
+    from k3deploy.kube.client import KubeOptions
+    from k3deploy.preflight.cluster import placement_nodes
+    from k3deploy.render.placement import place
+
+    if prof.target != "kubernetes":
+        raise UsageError(f"--cluster needs a kubernetes profile; {prof.name!r} has target {prof.target!r}",
+                         hint="use -p kimi-k3-gb300-tp16 (or another kubernetes profile)")
+    return place(prof, placement_nodes(prof, KubeOptions(kubeconfig, context, namespace)))
 
 
 @app.command()

@@ -11,14 +11,16 @@ from dataclasses import dataclass
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
+from k3deploy.render.placement import Placement, place, trays_by_clique
 from k3deploy.report.model import CheckResult, Status
 
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
 COMPUTE_DOMAIN_CRD = "computedomains.resource.nvidia.com"
 SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
 PROMETHEUS_RULE_CRD = "prometheusrules.monitoring.coreos.com"
+INFERENCE_POOL_CRD = "inferencepools.inference.networking.k8s.io"
 #: API groups whose resources preflight looks up in discovery.
-CRD_GROUPS = ["leaderworkerset.x-k8s.io", "resource.nvidia.com", "monitoring.coreos.com"]
+CRD_GROUPS = ["leaderworkerset.x-k8s.io", "resource.nvidia.com", "monitoring.coreos.com", "inference.networking.k8s.io"]
 #: Kubernetes version from which DRA (ComputeDomain's resource claims) is on by default.
 MIN_DRA_VERSION = (1, 34)
 #: GPU Feature Discovery labels a GPU node must carry (besides the clique label when NVLink is used).
@@ -47,6 +49,9 @@ def required_access(profile: Profile) -> list[Access]:
         kinds.append(("servicemonitors", "monitoring.coreos.com"))
     if profile.kubernetes.monitoring_on:
         kinds += [("prometheusrules", "monitoring.coreos.com"), ("configmaps", "")]
+    if profile.kubernetes.routing == "inference-pool":
+        kinds += [("inferencepools", "inference.networking.k8s.io"), ("deployments", "apps"), ("configmaps", ""),
+                  ("roles", "rbac.authorization.k8s.io"), ("rolebindings", "rbac.authorization.k8s.io")]
     out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
     out += [Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"), Access("list", "pods"), Access("watch", "pods"),
             Access("get", "pods", subresource="log"), Access("list", "events")]
@@ -92,6 +97,12 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         results.append(_result("k8s.crd.prometheusrule", ok, "served" if ok else "missing", PROMETHEUS_RULE_CRD,
                                "" if ok else "the alerts of the profile's targets cannot be applied",
                                "install the Prometheus Operator CRDs, or set kubernetes.monitoring=false", Status.WARN))
+    if profile.kubernetes.routing == "inference-pool":
+        ok = INFERENCE_POOL_CRD in served
+        results.append(_result("k8s.crd.inferencepool", ok, "served" if ok else "missing", INFERENCE_POOL_CRD,
+                               "" if ok else "kubernetes.routing inference-pool renders an InferencePool",
+                               "install the Gateway API Inference Extension CRDs (kubernetes-sigs/gateway-api-inference-extension "
+                               "release manifests) and a Gateway that supports them, or set kubernetes.routing=service"))
     return results
 
 
@@ -134,69 +145,66 @@ def _label_values(node: NodeFacts, hw: HardwareSpec) -> list[str]:
     return problems
 
 
-def _exclusion(profile: Profile, node: NodeFacts) -> str | None:
-    """Why `node` cannot take one rank group of the profile, or None when it can."""
-    need = profile.parallel.gpus_per_node
-    if not node.ready:
-        return "not Ready"
-    if node.unschedulable:
-        return "cordoned"
-    for key, value in profile.kubernetes.node_selector.items():
-        if node.labels.get(key) != value:
-            return f"{key}={node.labels.get(key, '<unset>')}, not {value}"
-    if node.free_gpus < need:
-        return f"{node.free_gpus} of {node.allocatable_gpus} GPUs free, needs {need}"
-    return None
-
-
-def _by_clique(profile: Profile, nodes: list[NodeFacts]) -> tuple[dict[str, list[str]], list[str]]:
-    """Eligible GPU nodes by clique ("(any)" without NVLink), and why each other GPU node is not eligible."""
-    label = profile.kubernetes.clique_label
-    nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
-    by_clique: dict[str, list[str]] = {}
-    reasons: list[str] = []
-    for node in [n for n in nodes if n.allocatable_gpus > 0]:
-        why = _exclusion(profile, node)
-        clique = node.labels.get(label) if nvlink else "(any)"
-        if why is None and clique is None:
-            why = f"no {label} label"
-        if why is not None:
-            reasons.append(f"{node.name}: {why}")
-            continue
-        by_clique.setdefault(clique, []).append(node.name)
-    return by_clique, reasons
-
-
 def eligible_hosts(profile: Profile, nodes: list[NodeFacts]) -> list[str]:
-    """Every node the scheduler may put a pod of the group on: the eligible nodes of every clique that holds a whole
+    """Every node the scheduler may put a pod of a group on: the free trays of every clique that holds a whole
     group. The node-preflight Job checks exactly these (kubernetes.node_preflight_hosts), so whichever nodes the
-    group lands on were checked; nodes of a clique too small for the group can never run it and are left out."""
-    by_clique, _ = _by_clique(profile, nodes)
-    return sorted(name for names in by_clique.values() if len(names) >= profile.parallel.nodes for name in names)
+    groups land on were checked; trays of a clique too small for a group can never run one and are left out."""
+    trays, _, _ = trays_by_clique(profile, nodes)
+    return sorted(name for names in trays.values() if len(names) >= profile.parallel.nodes for name in names)
 
 
 def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    """Whether parallel.replicas groups of parallel.nodes trays fit, each inside one clique (render/placement.py)."""
     par, label = profile.parallel, profile.kubernetes.clique_label
-    nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
-    target = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
-    by_clique, reasons = _by_clique(profile, facts.nodes)
-    ranked = sorted(by_clique.items(), key=lambda item: (-len(item[1]), item[0]))
-    if ranked and len(ranked[0][1]) >= par.nodes:
-        clique, names = ranked[0]
-        where = f"clique {clique}" if nvlink else "the cluster"
-        return CheckResult(name="k8s.placement", status=Status.PASS, measured=f"{where}: {len(names)} eligible node(s)", target=target,
-                           detail=f"the group fits in {where} on {', '.join(names[:par.nodes])}")
-    counts = [f"clique {c} has {len(n)} eligible node(s), needs {par.nodes}" for c, n in ranked] if nvlink else \
-        [f"{len(ranked[0][1]) if ranked else 0} eligible node(s), needs {par.nodes}"]
+    result = place(profile, facts.nodes)
+    nvlink = result.nvlink
+    group = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
+    target = group if par.replicas == 1 else f"{par.replicas} groups of {group}"
+    reasons = [r for c in result.cliques for r in c.excluded] + result.unassigned
+    hint = ("free GPUs in one clique (other pods hold nvidia.com/gpu: kubectl describe node), uncordon nodes, "
+            "or add nodes to a clique; the whole group must share one NVLink partition")
+    if par.replicas > 1:
+        return _groups_placement(profile, result, target, hint)
+    ranked = [c for c in result.cliques if c.trays]
+    if result.fits:
+        home = next(c for c in ranked if c.groups)
+        where = f"clique {home.clique}" if nvlink else "the cluster"
+        return CheckResult(name="k8s.placement", status=Status.PASS, measured=f"{where}: {len(home.trays)} eligible node(s)",
+                           target=target, detail=f"the group fits in {where} on {', '.join(home.trays[:par.nodes])}")
+    counts = [f"clique {c.clique} has {len(c.trays)} eligible node(s), needs {par.nodes}" for c in ranked] if nvlink else \
+        [f"{len(ranked[0].trays) if ranked else 0} eligible node(s), needs {par.nodes}"]
     if not counts:
         counts = ["no GPU node is eligible"]
-    detail = "; ".join(counts)
-    if reasons:
-        more = len(reasons) - _NODE_REASONS_SHOWN
-        detail += " (" + "; ".join(reasons[:_NODE_REASONS_SHOWN]) + (f"; {more} more" if more > 0 else "") + ")"
-    return CheckResult(name="k8s.placement", status=Status.FAIL, measured=counts[0], target=target, detail=detail,
-                       hint="free GPUs in one clique (other pods hold nvidia.com/gpu: kubectl describe node), uncordon nodes, "
-                            "or add nodes to a clique; the whole group must share one NVLink partition")
+    detail = "; ".join(counts) + _reasons(reasons)
+    return CheckResult(name="k8s.placement", status=Status.FAIL, measured=counts[0], target=target, detail=detail, hint=hint)
+
+
+def _reasons(reasons: list[str]) -> str:
+    if not reasons:
+        return ""
+    more = len(reasons) - _NODE_REASONS_SHOWN
+    return " (" + "; ".join(reasons[:_NODE_REASONS_SHOWN]) + (f"; {more} more" if more > 0 else "") + ")"
+
+
+def _groups_placement(profile: Profile, result: Placement, target: str, hint: str) -> CheckResult:
+    """Several groups: where each lands, and, when some do not fit, every clique with what it lacks."""
+    where = [f"group {', '.join(map(str, c.groups))} in clique {c.clique}" if result.nvlink else
+             f"groups {', '.join(map(str, c.groups))}" for c in result.cliques if c.groups]
+    if result.fits:
+        return CheckResult(name="k8s.placement", status=Status.PASS,
+                           measured=f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
+                           target=target, detail="; ".join(where))
+    rows = []
+    for c in result.cliques:
+        name = f"clique {c.clique}" if result.nvlink else "the cluster"
+        taken = f" takes group {', '.join(map(str, c.groups))} and" if c.groups else ""
+        rows.append(f"{name}{taken} lacks trays: {result.lacks(c)}")
+    if not rows:
+        rows = ["no GPU node is eligible"]
+    detail = "; ".join(rows) + _reasons([r for c in result.cliques for r in c.excluded] + result.unassigned)
+    return CheckResult(name="k8s.placement", status=Status.FAIL, measured=f"{result.placed} of {result.replicas} groups fit",
+                       target=target, detail=detail,
+                       hint=hint + f"; or lower parallel.replicas to {result.placed}" if result.placed else hint)
 
 
 def _namespace(profile: Profile, facts: ClusterFacts) -> CheckResult:

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from k3deploy.kube import read
 from k3deploy.kube.client import KubeOptions, connect
 from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
-from k3deploy.preflight.facts import AccessFacts, ClaimFacts, ClusterFacts, parse_nodes
+from k3deploy.preflight.facts import AccessFacts, ClaimFacts, ClusterFacts, NodeFacts, parse_nodes
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import model_cache_name
 
@@ -32,6 +32,16 @@ def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict
         return (meta.get("namespace") == namespace
                 and (meta.get("labels") or {}).get(LWS_NAME_LABEL) == profile.name)
     return [pod for pod in pods if not ours(pod)]
+
+
+def placement_nodes(profile: Profile, options: KubeOptions) -> list[NodeFacts]:
+    """The GPU nodes and what other pods hold on them: all `plan --cluster` reads (exit 3 when it cannot)."""
+    api = connect(options)
+    try:
+        namespace = options.namespace or profile.kubernetes.namespace
+        return parse_nodes(read.nodes(api), others_pods(read.active_pods(api), profile, namespace))
+    finally:
+        api.close()
 
 
 def _claim(pvc: dict) -> ClaimFacts:

@@ -143,6 +143,7 @@ class ParallelSpec(_Strict):
     gpus_per_node: int = Field(ge=1)
     tensor_parallel_size: int = Field(ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, description="Serving groups (one LeaderWorkerSet group of nnodes trays each); each group stays inside one NVLink clique.")
 
 
 #: Environment variables k3deploy derives, and from what: setting them in vllm.env would be a second source.
@@ -328,6 +329,15 @@ class KubernetesSpec(_Strict):
                                           "for a Prometheus whose serviceMonitorSelector selects on them.")
     prefetch_timeout_s: int = Field(
         21600, gt=0, description="activeDeadlineSeconds of the weight-prefetch Job (1.56 TB at ~100 MB/s is ~4.5 h).")
+    routing: Literal["service", "inference-pool"] = Field(
+        "service",
+        description="How requests reach the groups' leaders: service (the API Service spreads connections over them) or "
+                    "inference-pool (also render a Gateway API Inference Extension InferencePool selecting the leaders and "
+                    "its endpoint picker, for a Gateway that routes by prefix-cache affinity, KV-cache use and queue depth).")
+    epp_image: PinnedImage = Field(
+        "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0",
+        description="Image of the endpoint picker (routing: inference-pool); llm-d/llm-d-router, where the Gateway API "
+                    "Inference Extension's EPP is maintained.")
     node_preflight_hosts: list[DNSSubdomain] = Field(
         default_factory=list,
         description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile, release_version
 
 #: LWS annotation that turned RecreateGroupOnPodRestart into "recreate only once no pod is Pending" in v0.8
@@ -58,5 +59,18 @@ def dra_semver(version: str) -> tuple[int, int, int]:
 
 
 def compute_domain_num_nodes(profile: Profile) -> int:
-    """ComputeDomain spec.numNodes: 0 (the driver's recommendation) where DNS-named IMEX daemons are the default."""
-    return 0 if dra_semver(profile.kubernetes.dra_driver_version) >= DRA_DNS_NAMES else profile.parallel.nodes
+    """ComputeDomain spec.numNodes: 0 (the driver's recommendation) where DNS-named IMEX daemons are the default.
+
+    Several groups share the one ComputeDomain; only drivers with DNS-named daemons split it into one IMEX domain per
+    clique. Older ones write every node of the domain into one IMEX config and wait for numNodes of them
+    (k8s-dra-driver-gpu v25.3 cmd/compute-domain-daemon/computedomain.go MaybePushNodesUpdate): groups in different
+    cliques would share an IMEX domain across NVLink partitions, so replicas > 1 is refused there.
+    """
+    if dra_semver(profile.kubernetes.dra_driver_version) >= DRA_DNS_NAMES:
+        return 0
+    if profile.parallel.replicas > 1 and profile.kubernetes.compute_domain:
+        raise ProfileError(
+            f"parallel.replicas {profile.parallel.replicas} needs NVIDIA DRA driver >= 25.8 (0.2); kubernetes.dra_driver_version "
+            f"is {profile.kubernetes.dra_driver_version}, whose ComputeDomain puts every group's nodes into one IMEX domain",
+            hint="upgrade the DRA driver and set kubernetes.dra_driver_version, or deploy one group per profile")
+    return profile.parallel.nodes

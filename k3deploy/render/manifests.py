@@ -21,6 +21,7 @@ from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
+from k3deploy.render.routing import routing_context
 from k3deploy.render.templating import render_template
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
@@ -92,6 +93,7 @@ class _Entry:
 
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
+_POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
 
 #: The set, in apply order. Gaps in the numbering leave room for later objects without renaming files.
 SET: tuple[_Entry, ...] = (
@@ -109,6 +111,14 @@ SET: tuple[_Entry, ...] = (
     _Entry(14, "grafana-dashboard-configmap.yaml.j2", lambda p: p.kubernetes.monitoring_on),
     _Entry(15, "prometheusrule.yaml.j2", lambda p: p.kubernetes.monitoring_on),
     _Entry(20, "smoke-job.yaml.j2", _ALWAYS),
+    # kubernetes.routing: inference-pool (templates/inferencepool.yaml.j2): the pool and its endpoint picker.
+    _Entry(21, "epp-serviceaccount.yaml.j2", _POOL),
+    _Entry(22, "epp-role.yaml.j2", _POOL),
+    _Entry(23, "epp-rolebinding.yaml.j2", _POOL),
+    _Entry(24, "epp-configmap.yaml.j2", _POOL),
+    _Entry(25, "epp-deployment.yaml.j2", _POOL),
+    _Entry(26, "epp-service.yaml.j2", _POOL),
+    _Entry(27, "inferencepool.yaml.j2", _POOL),
 )
 
 
@@ -245,6 +255,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "keep_sync_options": KEEP_SYNC_OPTIONS,
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
         **_monitoring(profile, labels),
+        **routing_context(profile),
     }
 
 

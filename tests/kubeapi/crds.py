@@ -1,4 +1,5 @@
-"""The CustomResourceDefinitions k3deploy needs (LeaderWorkerSet, ComputeDomain, ServiceMonitor, PrometheusRule).
+"""The CustomResourceDefinitions k3deploy needs (LeaderWorkerSet, ComputeDomain, ServiceMonitor, PrometheusRule,
+and InferencePool for `kubernetes.routing: inference-pool`).
 
 The upstream CRD files (`../shared/crds` beside the checkout, or the folder K3DEPLOY_TEST_CRDS names) are what the
 test server installs, so custom resources are held to their real schemas. Without them the server falls back to
@@ -22,6 +23,7 @@ FILES = {
     "ComputeDomain": "resource.nvidia.com_computedomains.yaml",
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
     "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
+    "InferencePool": "inference.networking.k8s.io_inferencepools.yaml",
 }
 
 
@@ -109,3 +111,9 @@ def prometheus_rule() -> dict:
     """prometheusrules.monitoring.coreos.com (v1), with a status subresource like upstream's."""
     return upstream("PrometheusRule") or crd("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules",
                                              short=["promrule"], categories=["prometheus-operator"])
+
+
+def inference_pool() -> dict:
+    """inferencepools.inference.networking.k8s.io (v1)."""
+    return upstream("InferencePool") or crd("inference.networking.k8s.io", "v1", "InferencePool", "inferencepools",
+                                            short=["infpool"])

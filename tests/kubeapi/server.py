@@ -142,13 +142,15 @@ class KubeApiServer:
         self.git_version = git_version
         self.registry.set_minor(int(version_info(git_version)["minor"]))
 
-    def add_crds(self, lws: bool = True, compute_domain: bool = True, service_monitor: bool = True) -> None:
+    def add_crds(self, lws: bool = True, compute_domain: bool = True, service_monitor: bool = True,
+                 inference_pool: bool = False) -> None:
         """Create the CRDs; their groups then appear in discovery and their objects can be used.
 
         `service_monitor` stands for the Prometheus Operator's CRDs: ServiceMonitor and PrometheusRule.
         """
         for wanted, build in ((lws, crds.leaderworkerset), (compute_domain, crds.compute_domain),
-                              (service_monitor, crds.service_monitor), (service_monitor, crds.prometheus_rule)):
+                              (service_monitor, crds.service_monitor), (service_monitor, crds.prometheus_rule),
+                              (inference_pool, crds.inference_pool)):
             if wanted:
                 try:
                     self.store.create("customresourcedefinitions", build(), manager="test")

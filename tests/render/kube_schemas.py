@@ -29,6 +29,7 @@ CRD_FILES = {
     "ComputeDomain": "resource.nvidia.com_computedomains.yaml",
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
     "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
+    "InferencePool": "inference.networking.k8s.io_inferencepools.yaml",
 }
 
 

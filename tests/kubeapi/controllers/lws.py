@@ -20,7 +20,9 @@ Imitates kubernetes-sigs/lws:
 Ownership is flat: pods are owned by the LeaderWorkerSet itself, not by leader and worker StatefulSets as upstream;
 nothing in k3deploy reads the StatefulSet chain (it finds pods by the `leaderworkerset.sigs.k8s.io/name` label and
 the current template by the LWS's ControllerRevisions), and deleting the group's pods at once stands in for the
-foreground deletion of the leader.
+foreground deletion of the leader: the group's new leader is created only once every pod of the old group is gone
+(pkg/controllers/pod_controller.go handleRestartPolicy deletes the leader with DeletePropagationForeground).
+Several groups (`replicas`) are created together, each leader at once, as upstream's leader StatefulSet does.
 """
 
 from __future__ import annotations
@@ -184,7 +186,10 @@ class LeaderWorkerSetController(Controller):
         for index in range(replicas):
             leader_name = f"{name}-{index}"
             if leader_name not in existing:
-                self._create_pod(lws, index, 0, size, current)
+                # Foreground deletion: upstream's leader is gone only once its worker StatefulSet's pods are, so a
+                # new leader never meets a terminating worker of the old group (which would recreate it again).
+                if not any(p["metadata"]["labels"].get(f"{PREFIX}/group-index") == str(index) for p in pods):
+                    self._create_pod(lws, index, 0, size, current)
                 continue
             leader = existing[leader_name]
             if _key(leader) != current or leader["metadata"].get("deletionTimestamp"):

@@ -1,6 +1,16 @@
 """A scheduler: binds pending pods to nodes that pass the filters k3deploy's pods meet (unschedulable nodes,
 taints, nodeSelector / required node affinity, allocatable resources, required pod (anti-)affinity by topology),
 and reports unschedulable pods the way kube-scheduler does.
+
+One pod at a time, oldest first, as kube-scheduler's queue does: nothing is gang-scheduled, so two groups whose
+leaders land in one clique with room for only one group both wait forever, as on a real cluster. Among feasible
+nodes the InterPodAffinity score decides first (kubernetes pkg/scheduler/framework/plugins/interpodaffinity/
+scoring.go: each preferred term adds its weight, or for anti-affinity subtracts it, on every node in a topology
+domain holding a pod the term selects), then the most free GPUs (NodeResourcesFit LeastAllocated), then the name
+(kube-scheduler breaks ties at random; a fixed order keeps tests deterministic, and the name order is the one
+that puts two leaders into the same clique when nothing steers them apart). Affinity terms take `matchLabelKeys`
+and `mismatchLabelKeys` as kube-scheduler merges them into the selector (`key in (value)` / `key notin (value)`
+with the incoming pod's values; pkg/scheduler/framework/types.go newAffinityTerm).
 """
 
 from __future__ import annotations
@@ -116,8 +126,8 @@ class Scheduler(Controller):
             verdicts = {name: self._filter(pod, node, nodes, bound) for name, node in nodes.items()}
             feasible = [name for name, reasons in verdicts.items() if not reasons]
             if feasible:
-                # Most free GPUs first, then by name: deterministic where kube-scheduler breaks ties at random.
-                chosen = min(feasible, key=lambda n: (-self._free(nodes[n], bound).get("nvidia.com/gpu", 0), n))
+                chosen = min(feasible, key=lambda n: (-self._preference(pod, nodes[n], nodes, bound),
+                                                      -self._free(nodes[n], bound).get("nvidia.com/gpu", 0), n))
                 self._bind(pod, chosen)
                 pod["spec"]["nodeName"] = chosen
                 bound.append(pod)
@@ -181,14 +191,28 @@ class Scheduler(Controller):
                 return ["node(s) didn't match pod anti-affinity rules"]
         return []
 
+    def _preference(self, pod: dict, node: dict, nodes: dict[str, dict], bound: list[dict]) -> int:
+        """InterPodAffinity's raw score of `node` for the incoming pod's preferred terms (affinity +weight,
+        anti-affinity -weight when the node's domain holds a pod the term selects)."""
+        affinity = pod["spec"].get("affinity") or {}
+        score = 0
+        for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
+            for weighted in (affinity.get(kind) or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+                term = weighted["podAffinityTerm"]
+                here = self._domain(node, term)
+                if here is not None and here in self._matching_domains(pod, nodes, bound, term):
+                    score += sign * int(weighted["weight"])
+        return score
+
     @staticmethod
     def _selector(pod: dict, term: dict) -> dict:
         selector = copy.deepcopy(term.get("labelSelector") or {})
         labels = pod["metadata"].get("labels") or {}
-        for key in term.get("matchLabelKeys") or []:
-            if key in labels:
-                selector.setdefault("matchExpressions", []).append(
-                    {"key": key, "operator": "In", "values": [labels[key]]})
+        for field, operator in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+            for key in term.get(field) or []:
+                if key in labels:
+                    selector.setdefault("matchExpressions", []).append(
+                        {"key": key, "operator": operator, "values": [labels[key]]})
         return selector
 
     @staticmethod

@@ -1,0 +1,120 @@
+"""Where a profile's serving groups can land: each group needs `parallel.nodes` trays of one NVLink clique.
+Pure: the caller reads the nodes (preflight/cluster.py, `plan --cluster`).
+
+A tray is a GPU node that can take one pod of a group: Ready, schedulable, matching the node selector, with
+`parallel.gpus_per_node` GPUs free. The groups are dealt to the clique with the most free trays left, one at a
+time, which is where the LeaderWorkerSet's preferred anti-affinity between groups steers the scheduler while a
+clique holds no group (templates/leaderworkerset.yaml.j2); the count of groups that fit does not depend on the order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from k3deploy.preflight.facts import NodeFacts
+from k3deploy.profile.model import Profile
+
+#: The clique name used when the profile needs no NVLink domain (any trays do).
+ANY_CLIQUE = "(any)"
+
+
+@dataclass(frozen=True)
+class CliquePlacement:
+    """One clique: its free trays, the groups dealt to it and the trays they take."""
+
+    clique: str
+    trays: list[str]
+    groups: list[int] = field(default_factory=list)
+    used: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+
+    @property
+    def free_after(self) -> int:
+        """Trays left free once the groups dealt here run."""
+        return len(self.trays) - len(self.used)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How `replicas` groups of `nodes` trays land on the cluster's cliques."""
+
+    replicas: int
+    nodes: int
+    nvlink: bool
+    cliques: list[CliquePlacement]
+    #: GPU nodes that are not trays and have no clique to be counted under ("name: why").
+    unassigned: list[str] = field(default_factory=list)
+
+    @property
+    def placed(self) -> int:
+        """Groups that fit."""
+        return sum(len(c.groups) for c in self.cliques)
+
+    @property
+    def fits(self) -> bool:
+        """Whether every group fits."""
+        return self.placed >= self.replicas
+
+    def lacks(self, clique: CliquePlacement) -> str:
+        """What a clique lacks to take one more group, in words."""
+        short = self.nodes - clique.free_after
+        return f"{clique.free_after} free tray(s), {short} short of a group of {self.nodes}"
+
+
+def exclusion(profile: Profile, node: NodeFacts) -> str | None:
+    """Why `node` cannot take one pod of a group, or None when it can."""
+    need = profile.parallel.gpus_per_node
+    if not node.ready:
+        return "not Ready"
+    if node.unschedulable:
+        return "cordoned"
+    for key, value in profile.kubernetes.node_selector.items():
+        if node.labels.get(key) != value:
+            return f"{key}={node.labels.get(key, '<unset>')}, not {value}"
+    if node.free_gpus < need:
+        return f"{node.free_gpus} of {node.allocatable_gpus} GPUs free, needs {need}"
+    return None
+
+
+def trays_by_clique(profile: Profile, nodes: list[NodeFacts]) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
+    """Free trays by clique, the other GPU nodes of each clique with why, and GPU nodes without a clique label."""
+    label = profile.kubernetes.clique_label
+    nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
+    trays: dict[str, list[str]] = {}
+    excluded: dict[str, list[str]] = {}
+    unassigned: list[str] = []
+    for node in [n for n in nodes if n.allocatable_gpus > 0]:
+        why = exclusion(profile, node)
+        clique = node.labels.get(label) if nvlink else ANY_CLIQUE
+        if clique is None:
+            unassigned.append(f"{node.name}: {why or f'no {label} label'}")
+        elif why is not None:
+            excluded.setdefault(clique, []).append(f"{node.name}: {why}")
+        else:
+            trays.setdefault(clique, []).append(node.name)
+    return trays, excluded, unassigned
+
+
+def place(profile: Profile, nodes: list[NodeFacts], replicas: int | None = None) -> Placement:
+    """Deal `replicas` (default: parallel.replicas) groups to the cliques with the most free trays left."""
+    wanted = profile.parallel.replicas if replicas is None else replicas
+    size = profile.parallel.nodes
+    trays, excluded, unassigned = trays_by_clique(profile, nodes)
+    names = sorted(set(trays) | set(excluded))
+    groups: dict[str, list[int]] = {name: [] for name in names}
+    free = {name: len(trays.get(name, [])) for name in names}
+    for index in range(wanted):
+        roomy = [name for name in names if free[name] >= size]
+        if not roomy:
+            break
+        best = min(roomy, key=lambda name: (-free[name], name))
+        groups[best].append(index)
+        free[best] -= size
+    cliques = []
+    for name in sorted(names, key=lambda n: (-len(trays.get(n, [])), n)):
+        have = sorted(trays.get(name, []))
+        cliques.append(CliquePlacement(clique=name, trays=have, groups=groups[name], used=have[:size * len(groups[name])],
+                                       excluded=excluded.get(name, [])))
+    nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
+    return Placement(replicas=wanted, nodes=size, nvlink=nvlink, cliques=cliques, unassigned=unassigned)
+

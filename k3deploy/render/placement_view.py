@@ -1,0 +1,23 @@
+"""Rich table of where the serving groups land: trays used and free per clique."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from k3deploy.render.placement import Placement
+
+
+def placement_table(result: Placement) -> Table:
+    """One row per clique: free trays now, the groups dealt to it, trays they use, trays left, what it lacks."""
+    verdict = "fits" if result.fits else f"only {result.placed} fit"
+    title = f"placement: {result.replicas} group(s) of {result.nodes} trays, each in one clique - {verdict}"
+    table = Table("CLIQUE", "FREE TRAYS", "GROUPS", "TRAYS USED", "TRAYS FREE AFTER", "NOTE", box=None, title=title)
+    for clique in result.cliques:
+        groups = ", ".join(map(str, clique.groups)) or "-"
+        note = "" if clique.free_after >= result.nodes else f"lacks {result.nodes - clique.free_after} tray(s) for a group"
+        if clique.excluded:
+            note = "; ".join(filter(None, [note, f"{len(clique.excluded)} GPU node(s) not free: " + "; ".join(clique.excluded[:3])]))
+        table.add_row(clique.clique, str(len(clique.trays)), groups, str(len(clique.used)), str(clique.free_after), note)
+    if not result.cliques:
+        table.add_row("-", "0", "-", "0", "0", "no GPU node is eligible")
+    return table

@@ -1,0 +1,101 @@
+"""How requests reach the groups' leaders: the API Service, and optionally a Gateway API Inference Extension
+InferencePool with its endpoint picker (EPP). Pure: values for the templates, derived from the profile.
+
+The pool and the EPP follow upstream's own manifests: the InferencePool API (kubernetes-sigs/
+gateway-api-inference-extension config/crd/bases/inference.networking.k8s.io_inferencepools.yaml, v1) and the
+EPP that moved to llm-d/llm-d-router (config/charts/routerlib/templates/_inferencepool.yaml, _deployment.yaml,
+_service.yaml, _config.yaml, _rbac.yaml and config/charts/llm-d-router-gateway/templates/rbac.yaml at v0.9.0):
+the same args, ports, probes, Recreate strategy, default plugins and the reads it needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from k3deploy.profile.model import Profile
+
+#: LWS labels every pod of a set with these; the leader of each group has worker index 0.
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+#: The EPP's ext-proc gRPC port, its gRPC health port and its metrics port (llm-d-router routerlib defaults).
+EPP_EXT_PROC_PORT = 9002
+EPP_HEALTH_PORT = 9003
+EPP_METRICS_PORT = 9090
+#: The plugins file the EPP reads, mounted from its ConfigMap at /config.
+EPP_CONFIG_FILE = "default-plugins.yaml"
+EPP_CONFIG_DIR = "/config"
+#: The EPP image's user (llm-d-router Dockerfile.epp: USER 65532:65532).
+EPP_UID = 65532
+
+
+def leader_selector(profile: Profile) -> dict[str, str]:
+    """Labels that select exactly the groups' leaders (the pods that serve HTTP), whatever the group."""
+    return {LWS_NAME_LABEL: profile.name, LWS_WORKER_INDEX_LABEL: "0"}
+
+
+def pool_name(profile: Profile) -> str:
+    """Name of the InferencePool (an HTTPRoute's backendRef names it, kind InferencePool)."""
+    return profile.name
+
+
+def epp_name(profile: Profile) -> str:
+    """Name of the EPP's Deployment, Service, ServiceAccount, Role, RoleBinding and ConfigMap."""
+    return f"{profile.name}-epp"
+
+
+def epp_plugins_config() -> str:
+    """The EPP's scheduling config: llm-d-router's default for vLLM over HTTP (routerlib _config.yaml): score
+    endpoints by queue depth (2), KV-cache use (2) and prefix-cache affinity (3), from vLLM's /metrics."""
+    config: dict[str, Any] = {
+        "apiVersion": "llm-d.ai/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {"type": "prefix-cache-scorer"},
+            {"type": "metrics-data-source", "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}},
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [{"name": "default", "plugins": [
+            {"pluginRef": "queue-scorer", "weight": 2},
+            {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+            {"pluginRef": "prefix-cache-scorer", "weight": 3},
+        ]}],
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def epp_args(profile: Profile) -> list[str]:
+    """The EPP's command line for one replica bound to the pool (routerlib _deployment.yaml, InferencePool mode)."""
+    return [
+        "--pool-name", pool_name(profile),
+        "--pool-namespace", profile.kubernetes.namespace,
+        "--pool-group", "inference.networking.k8s.io",
+        "--zap-encoder", "json",
+        "--config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}",
+        "--grpc-health-port", str(EPP_HEALTH_PORT),
+        "--tracing=false",
+        "--metrics-endpoint-auth=false",
+    ]
+
+
+def routing_context(profile: Profile) -> dict[str, Any]:
+    """Every value the routing templates use."""
+    return {
+        "leader_selector": leader_selector(profile),
+        "pool_name": pool_name(profile),
+        "epp": {
+            "name": epp_name(profile),
+            "args": epp_args(profile),
+            "ext_proc_port": EPP_EXT_PROC_PORT,
+            "health_port": EPP_HEALTH_PORT,
+            "metrics_port": EPP_METRICS_PORT,
+            "config_file": EPP_CONFIG_FILE,
+            "config_dir": EPP_CONFIG_DIR,
+            "config": epp_plugins_config(),
+            "uid": EPP_UID,
+            "selector": {"app.kubernetes.io/instance": profile.name, "app.kubernetes.io/component": "endpoint-picker"},
+        },
+    }
