@@ -277,6 +277,16 @@ class KubernetesSpec(_Strict):
     unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
     endpoint_override: HttpUrl | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
     service_monitor: bool = True
+    network_policy: bool = Field(
+        True,
+        description="Render NetworkPolicies: ingress to the set's pods denied except the API port (from the set's namespace, "
+                    "api_namespaces and monitoring_namespace) and the group's internal ports (between its serving pods); "
+                    "serving-pod egress limited to DNS and the group.")
+    api_namespaces: list[DNSLabel] = Field(
+        default_factory=list,
+        description="Namespaces (besides the set's own) whose pods may reach the OpenAI API port, e.g. a gateway's.")
+    monitoring_namespace: DNSLabel | None = Field(
+        "monitoring", description="Namespace of the Prometheus that scrapes /metrics on the API port (null: none).")
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
     smoke_image: PinnedImage = "ghcr.io/k3deploy/k3deploy:0.1.0"
     prefetch_image: PinnedImage = "python:3.12-slim"
