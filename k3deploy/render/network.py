@@ -34,6 +34,7 @@ EPHEMERAL_PORTS = (32768, 60999)
 EPHEMERAL_SYSCTL = "net.ipv4.ip_local_port_range"
 #: Label the API server sets on every namespace (Kubernetes >= 1.22): what a namespaceSelector names one by.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+#: Port of the cluster DNS (kube-dns, CoreDNS, NodeLocal DNSCache), UDP and TCP.
 DNS_PORT = 53
 
 
