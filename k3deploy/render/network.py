@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
 from k3deploy.render.argv import spans_nodes
 
@@ -42,10 +43,15 @@ def master_port(profile: Profile) -> int:
     """The torch.distributed master port the group uses: `--master-port` from vllm.extra_args, else vLLM's default."""
     args = list(profile.vllm.extra_args)
     for index, arg in enumerate(args):
-        if arg == "--master-port" and index + 1 < len(args):
-            return int(args[index + 1])
+        value = args[index + 1] if arg == "--master-port" and index + 1 < len(args) else None
         if arg.startswith("--master-port="):
-            return int(arg.split("=", 1)[1])
+            value = arg.split("=", 1)[1]
+        if value is None:
+            continue
+        if not value.isdigit() or not 0 < int(value) < 65536:
+            raise ProfileError(f"vllm.extra_args: --master-port {value!r} is not a TCP port",
+                               hint="give --master-port a number from 1 to 65535, or leave it to vLLM (29501)")
+        return int(value)
     return VLLM_DEFAULT_MASTER_PORT
 
 

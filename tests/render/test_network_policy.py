@@ -6,6 +6,7 @@ serving pods pin); tests/render/test_vllm_argv.py checks the master port against
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from k3deploy.render.network import (
     VLLM_DEFAULT_MASTER_PORT,
     master_port,
 )
+from tests.conftest import run_cli
 from tests.render.netpol import Pod, allowed
 
 K3 = "kimi-k3-gb300-tp16"
@@ -147,3 +149,10 @@ def test_the_evaluator_refuses_what_no_policy_opens() -> None:
     deny = {"metadata": {"namespace": "n"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
     assert not allowed([deny], Pod("n", {}), Pod("n", {"a": "b"}), 80)
     assert allowed([deny], Pod("n", {}), Pod("other", {}), 80)
+
+
+def test_a_master_port_that_is_no_port_is_a_profile_error(tmp_path: Path) -> None:
+    result = run_cli("render", "-p", K3, "--set", 'vllm.extra_args=["--master-port", "http"]', "-o", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[0] == "error: vllm.extra_args: --master-port 'http' is not a TCP port"
+    assert result.stderr.splitlines()[1].startswith("hint: ") and "Traceback" not in result.stderr
