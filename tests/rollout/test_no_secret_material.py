@@ -35,8 +35,8 @@ def leaks(text: str) -> list[str]:
     return [form for form in LEAKS if form in text]
 
 
-def test_a_token_goes_through_up_and_comes_out_nowhere(cluster: Any, registry: Registry, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_token_goes_through_up_and_comes_out_nowhere(cluster: Any, registry: Registry,  # noqa: F811 - the fixture
+                                                       tmp_path: Path) -> None:
     cluster.store.create("namespaces", {"metadata": {"name": NAMESPACE}})
     cluster.store.create("secrets", {"metadata": {"name": "hf-token"}, "type": "Opaque",
                                      "data": {"token": base64.b64encode(TOKEN.encode()).decode()}}, namespace=NAMESPACE)
