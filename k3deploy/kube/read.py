@@ -92,7 +92,15 @@ def _request_raw(api: Any, path: str) -> Any:
 
 def namespace_exists(api: Any, name: str) -> bool:
     """Whether the namespace exists."""
-    return _request(api, "GET", f"/api/v1/namespaces/{name}", f"read namespace {name}", missing_ok=True) is not None
+    return namespace_labels(api, name) is not None
+
+
+def namespace_labels(api: Any, name: str) -> dict[str, str] | None:
+    """The namespace's labels (Pod Security Admission reads its level there); None when it does not exist."""
+    namespace = _request(api, "GET", f"/api/v1/namespaces/{name}", f"read namespace {name}", missing_ok=True)
+    if namespace is None:
+        return None
+    return dict((namespace.get("metadata") or {}).get("labels") or {})
 
 
 def secret_keys(api: Any, namespace: str, name: str) -> list[str] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
@@ -52,6 +53,8 @@ def required_access(profile: Profile) -> list[Access]:
     if profile.kubernetes.routing == "inference-pool":
         kinds += [("inferencepools", "inference.networking.k8s.io"), ("deployments", "apps"), ("configmaps", ""),
                   ("roles", "rbac.authorization.k8s.io"), ("rolebindings", "rbac.authorization.k8s.io")]
+    if profile.kubernetes.network_policy:
+        kinds.append(("networkpolicies", "networking.k8s.io"))
     out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
     out += [Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"), Access("list", "pods"), Access("watch", "pods"),
             Access("get", "pods", subresource="log"), Access("list", "events")]
@@ -277,7 +280,8 @@ def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
 
 
 def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
-    """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, Secret, storage, RBAC."""
+    """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, its Pod Security level,
+    Secret, storage, RBAC."""
     return [_version(profile, facts), *_crds(profile, facts), _gfd(profile, facts), _placement(profile, facts),
-            _image_arch(profile, facts), *_runtime_class(profile, facts), _namespace(profile, facts), *_secret(profile, facts),
-            *storage_checks(profile, facts), _rbac(facts)]
+            _image_arch(profile, facts), *_runtime_class(profile, facts), _namespace(profile, facts),
+            pod_security_check(profile, facts), *_secret(profile, facts), *storage_checks(profile, facts), _rbac(facts)]

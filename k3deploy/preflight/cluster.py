@@ -66,7 +66,8 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
     try:
         namespace = options.namespace or profile.kubernetes.namespace
         version = read.server_version(api)
-        exists = read.namespace_exists(api, namespace)
+        labels = read.namespace_labels(api, namespace)
+        exists = labels is not None
         # Thirty-odd independent reviews: in parallel, so a distant API server costs one round trip, not thirty.
         with ThreadPoolExecutor(max_workers=_REVIEW_WORKERS) as pool:
             access = list(pool.map(lambda need: _review(api, need, namespace), required_access(profile)))
@@ -83,6 +84,7 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
             nodes=parse_nodes(read.nodes(api), others_pods(read.active_pods(api), profile, namespace)),
             namespace=namespace,
             namespace_exists=exists,
+            namespace_labels=labels or {},
             secret_name=secret.name if secret else None,
             secret_keys=read.secret_keys(api, namespace, secret.name) if secret and exists else None,
             storage_classes=classes,

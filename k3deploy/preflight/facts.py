@@ -139,6 +139,8 @@ class ClusterFacts(_Facts):
     nodes: list[NodeFacts]
     namespace: str
     namespace_exists: bool
+    namespace_labels: dict[str, str] = Field(
+        default_factory=dict, description="Labels of the namespace (Pod Security Admission levels among them).")
     secret_name: str | None = None
     secret_keys: list[str] | None = None
     storage_classes: list[str] = []

@@ -295,6 +295,16 @@ class KubernetesSpec(_Strict):
                     "the profile's targets; null: whenever service_monitor is on.")
     grafana_dashboard_namespace: DNSLabel | None = Field(
         None, description="Namespace of the dashboard ConfigMap (the one Grafana's sidecar watches); null: namespace.")
+    network_policy: bool = Field(
+        True,
+        description="Render NetworkPolicies: ingress to the set's pods denied except the API port (from the set's namespace, "
+                    "api_namespaces and monitoring_namespace) and the group's internal ports (between its serving pods); "
+                    "serving-pod egress limited to DNS and the group.")
+    api_namespaces: list[DNSLabel] = Field(
+        default_factory=list,
+        description="Namespaces (besides the set's own) whose pods may reach the OpenAI API port, e.g. a gateway's.")
+    monitoring_namespace: DNSLabel | None = Field(
+        "monitoring", description="Namespace of the Prometheus that scrapes /metrics on the API port (null: none).")
     node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
     smoke_image: PinnedImage = Field(
         default_factory=default_smoke_image,

@@ -1,7 +1,7 @@
 """The ordered set of Kubernetes objects for a profile: context from the profile, objects from the templates.
 
 Pure: the profile goes in, plain dicts come out (reading the template files is the only I/O). The order is
-the apply order of rollout/order.py (namespace, service account, the profile ConfigMap, node-preflight Job,
+the apply order of rollout/order.py (namespace, NetworkPolicies, service account, the profile ConfigMap, node-preflight Job,
 weight cache, ComputeDomain, prefetch Job, LeaderWorkerSet, Service, PodDisruptionBudget, ServiceMonitor,
 Grafana dashboard ConfigMap, PrometheusRule, smoke Job) and gives each file its numeric prefix.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,14 @@ from k3deploy.profile.model import Profile
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.routing import routing_context
+from k3deploy.render.network import (
+    DNS_PORT,
+    NAMESPACE_NAME_LABEL,
+    api_namespaces,
+    ephemeral_sysctls,
+    group_ports,
+)
+from k3deploy.render.scan_skips import job_skips, serving_skips
 from k3deploy.render.templating import render_template
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
@@ -98,6 +107,8 @@ _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-
 #: The set, in apply order. Gaps in the numbering leave room for later objects without renaming files.
 SET: tuple[_Entry, ...] = (
     _Entry(0, "namespace.yaml.j2", _ALWAYS),
+    _Entry(1, "networkpolicy-default-deny.yaml.j2", lambda p: p.kubernetes.network_policy),
+    _Entry(1, "networkpolicy-server.yaml.j2", lambda p: p.kubernetes.network_policy),
     _Entry(1, "serviceaccount.yaml.j2", _ALWAYS),
     _Entry(2, "profile-configmap.yaml.j2", _ALWAYS),
     _Entry(3, "node-preflight-job.yaml.j2", lambda p: p.kubernetes.node_preflight),
@@ -211,6 +222,15 @@ def context(profile: Profile) -> dict[str, Any]:
             "service": api_service_name(profile),
             "dashboard": f"{name}-grafana-dashboard",
             "alerts": f"{name}-alerts",
+            "default_deny": f"{name}-default-deny",
+            "server_policy": f"{name}-server",
+        },
+        "network": {
+            "api_namespaces": api_namespaces(profile),
+            "namespace_label": NAMESPACE_NAME_LABEL,
+            "group_ports": group_ports(profile),
+            "dns_port": DNS_PORT,
+            "sysctls": ephemeral_sysctls(profile),
         },
         "lws_labels": {"name": LWS_NAME_LABEL, "worker_index": LWS_WORKER_INDEX_LABEL, "group_key": LWS_GROUP_KEY_LABEL},
         "channel_claim": CHANNEL_CLAIM,
@@ -229,6 +249,12 @@ def context(profile: Profile) -> dict[str, Any]:
         "marker": marker,
         "hf_token": {"mount_dir": HF_TOKEN_MOUNT_DIR, "file": HF_TOKEN_FILE},
         "job_uid": JOB_UID,
+        "scan_skips": {
+            "prefetch": job_skips(kube.prefetch_image),
+            "smoke": job_skips(kube.smoke_image),
+            "leader": serving_skips(profile, "leader"),
+            "worker": serving_skips(profile, "worker"),
+        },
         "node_selector": dict(sorted(node_selector.items())),
         "gpus": str(profile.parallel.gpus_per_node),
         "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,

@@ -16,6 +16,7 @@ KIND_RANK: dict[str, int] = {
     "Namespace": 0,
     "ResourceQuota": 1,
     "LimitRange": 1,
+    "NetworkPolicy": 1,
     "ServiceAccount": 2,
     "Secret": 3,
     "ConfigMap": 4,

@@ -86,6 +86,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("batch", "v1", "Job", "jobs", True, "status", "", "all"),
     _t("batch", "v1", "CronJob", "cronjobs", True, "status", "cj", "all"),
     _t("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, "status", "pdb"),
+    _t("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, "", "netpol"),
     _t("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, "", "sc"),
     _t("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False, ""),
     _t("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, ""),

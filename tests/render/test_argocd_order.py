@@ -54,7 +54,7 @@ def test_the_prefetch_job_would_deadlock_with_its_service_account_in_wave_0() ->
     account = next(o for o in objects if o["kind"] == "ServiceAccount")
     del account["metadata"]["annotations"][WAVE]
     problems = [str(p) for p in check(objects, _external(K3, []))]
-    assert problems == [f"Job/{K3}-prefetch needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 1)"]
+    assert problems == [f"Job/{K3}-prefetch needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 2)"]
 
 
 def test_a_pvc_a_wave_before_its_first_consumer_would_never_bind_with_wait_for_first_consumer() -> None:
@@ -78,6 +78,9 @@ def test_order_follows_gitops_engine() -> None:
         ("PreSync", -1, "Namespace/kimi-k3"),
         ("PreSync", -1, f"ConfigMap/{K3}-profile"),
         ("PreSync", 0, f"Job/{K3}-node-preflight"),
+        # The NetworkPolicies in wave -1: in place before the first pod of the Sync phase (the prefetch).
+        ("Sync", -1, f"NetworkPolicy/{K3}-default-deny"),
+        ("Sync", -1, f"NetworkPolicy/{K3}-server"),
         ("Sync", -1, "ServiceAccount/k3deploy"),
         ("Sync", -1, f"PersistentVolumeClaim/{K3}-model-cache"),
         ("Sync", -1, f"Job/{K3}-prefetch"),

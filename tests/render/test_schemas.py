@@ -36,7 +36,8 @@ def _id(item: tuple[str, Manifest]) -> str:
 
 def test_the_set_has_the_expected_kinds() -> None:
     kinds = [m.kind for m in build(load_profile("kimi-k3-gb300-tp16"))]
-    assert kinds == ["Namespace", "ServiceAccount", "ConfigMap", "Job", "PersistentVolumeClaim", "ComputeDomain", "Job",
+    assert kinds == ["Namespace", "NetworkPolicy", "NetworkPolicy", "ServiceAccount", "ConfigMap", "Job",
+                     "PersistentVolumeClaim", "ComputeDomain", "Job",
                      "LeaderWorkerSet", "Service", "PodDisruptionBudget", "ServiceMonitor", "ConfigMap", "PrometheusRule",
                      "Job"]
 

@@ -121,3 +121,16 @@ def test_local_cpu_argv_parses(parsers: Parsers, tmp_path: Path) -> None:
     assert args.model == model and args.port == profile.vllm.port
     assert args.speculative_config == {**profile.speculative.config(), "model": model}
     assert args.enforce_eager is True and args.dtype == "float32"
+
+
+def test_the_network_policys_master_port_is_the_one_vllm_parses(parsers: Parsers) -> None:
+    """The port the NetworkPolicy opens for torch.distributed is what vLLM takes from the rendered argv, with or
+    without `--master-port` in vllm.extra_args (k3deploy.render.network)."""
+    from k3deploy.render.network import master_port
+
+    base = load_profile(K3)
+    worker = _pod_commands()["worker"]
+    assert parsers.serve(worker).master_port == master_port(base)
+    for extra in (["--master-port", "29600"], ["--master-port=29600"]):
+        moved = base.model_copy(update={"vllm": base.vllm.model_copy(update={"extra_args": extra})})
+        assert parsers.serve([*worker, *extra]).master_port == master_port(moved) == 29600

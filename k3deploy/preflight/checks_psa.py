@@ -1,0 +1,68 @@
+"""Would the target namespace's Pod Security Admission admit the rendered set? Pure: no I/O.
+
+Pod Security Admission reads its levels from the namespace's labels (kubernetes/pod-security-admission
+api/helpers.go PolicyToEvaluate): `pod-security.kubernetes.io/enforce` rejects a pod that breaks its level,
+`warn` admits it with a warning, `audit` only records it. An unparsable enforce or warn level counts as
+restricted; an unlabelled namespace gets the API server's default (privileged unless its AdmissionConfiguration
+sets another), which preflight cannot read. The pods are judged with the same rule functions the tests hold
+the set to (k3deploy.render.pod_security), at version "latest".
+"""
+
+from __future__ import annotations
+
+from k3deploy.preflight.facts import ClusterFacts
+from k3deploy.profile.model import Profile
+from k3deploy.render.manifests import build
+from k3deploy.render.pod_security import LEVELS, pod_templates, violations
+from k3deploy.report.model import CheckResult, Status
+
+LABEL_PREFIX = "pod-security.kubernetes.io/"
+MODES = ("enforce", "warn", "audit")
+_SHOWN = 4
+
+
+def namespace_levels(labels: dict[str, str]) -> dict[str, str]:
+    """Mode -> level the namespace's labels set (unparsable enforce/warn levels read as restricted, audit as privileged)."""
+    levels = {}
+    for mode in MODES:
+        value = labels.get(LABEL_PREFIX + mode)
+        if value is None:
+            continue
+        levels[mode] = value if value in LEVELS else ("privileged" if mode == "audit" else "restricted")
+    return levels
+
+
+def set_violations(profile: Profile, level: str) -> list[str]:
+    """`pod: rule (what)` for every pod of the rendered set that `level` would not admit."""
+    found = []
+    for where, pod, pod_annotations in pod_templates([m.obj for m in build(profile)]):
+        for rule, problems in violations(level, pod, pod_annotations).items():
+            found.append(f"{where}: {rule} ({'; '.join(problems[:2])})")
+    return found
+
+
+def pod_security_check(profile: Profile, facts: ClusterFacts) -> CheckResult:
+    """k8s.pod_security: FAIL when the enforce level would reject a pod of the set, WARN when only warn would object."""
+    name, ns = "k8s.pod_security", facts.namespace
+    levels = namespace_levels(facts.namespace_labels if facts.namespace_exists else {})
+    measured = ", ".join(f"{mode}={level}" for mode, level in levels.items()) or "no Pod Security labels"
+    target = "a level that admits the set (baseline: the serving pods run as root)"
+    default = "the API server's default level applies (privileged unless its AdmissionConfiguration sets one)"
+    if "enforce" not in levels and "warn" not in levels:
+        where = f"namespace {ns}" if facts.namespace_exists else f"namespace {ns} (to be created by `up`)"
+        return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=f"{where}: {default}")
+    for mode, status in (("enforce", Status.FAIL), ("warn", Status.WARN)):
+        level = levels.get(mode)
+        found = set_violations(profile, level) if level else []
+        if found:
+            more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
+            verb = "rejects" if mode == "enforce" else "warns about"
+            return CheckResult(
+                name=name, status=status, measured=measured, target=target,
+                detail=f"{mode}={level} {verb} {len(found)} pod rule(s): {'; '.join(found[:_SHOWN])}{more}",
+                hint=f"label the namespace for baseline (kubectl label namespace {ns} --overwrite "
+                     f"{LABEL_PREFIX}{mode}=baseline), or name a non-root vLLM image in vllm.image with a pod "
+                     "securityContext patch",
+            )
+    return CheckResult(name=name, status=Status.PASS, measured=measured, target=target,
+                       detail="every pod of the set meets the namespace's levels")
