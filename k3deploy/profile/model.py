@@ -143,6 +143,7 @@ class ParallelSpec(_Strict):
     gpus_per_node: int = Field(ge=1)
     tensor_parallel_size: int = Field(ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=1, description="Serving groups (one LeaderWorkerSet group of nnodes trays each); each group stays inside one NVLink clique.")
 
 
 #: Environment variables k3deploy derives, and from what: setting them in vllm.env would be a second source.
