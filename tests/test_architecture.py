@@ -33,6 +33,7 @@ PURE_MODULES = [
     "rollout/order.py",
     "rollout/surge.py",
     "rollout/currency.py",
+    "rollout/groups.py",
     "rollout/judge.py",
     "smoke/sse.py",
     "bench/datasets.py",

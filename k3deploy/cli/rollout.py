@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import Enum
 from typing import Annotated, Any, Optional
 
 import typer
@@ -22,6 +23,15 @@ TimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help=(
     "(default: the profile's rollout_timeout_s per phase; smoke has its own overall timeout, a rollback a budget of its own)."))]
 StatusTimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
+
+
+class Strategy(str, Enum):
+    """`up --strategy`."""
+
+    rolling = "rolling"
+    blue_green = "blue-green"
+
+
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
 
 def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:
@@ -111,6 +121,13 @@ def up(
     timeout: TimeoutOpt = None,
     endpoint: EndpointOpt = None,
     force_conflicts: ForceOpt = False,
+    strategy: Annotated[Strategy, typer.Option("--strategy", help=(
+        "How a changed template replaces live groups: rolling (N >= 2: one group at a time, each new group smoke-tested "
+        "by its leader first) or blue-green (N = 1: a second group beside the live one, switched to once it passes)."))] = Strategy.rolling,
+    group_endpoint: Annotated[Optional[str], typer.Option("--group-endpoint", help=(
+        "URL of a group leader for the per-group smoke, with {pod}, {lws}, {group}, {namespace} filled in "
+        "(default: the leader's cluster DNS name under the LeaderWorkerSet's headless Service)."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept an upgrade that takes the only group down (blue-green without room).")] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """preflight -> render -> apply -> wait -> smoke -> report; roll back when wait or smoke fails."""
@@ -120,7 +137,12 @@ def up(
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts,
-                       timeout_s=parse_duration(timeout), endpoint=endpoint)
+                       timeout_s=parse_duration(timeout), endpoint=endpoint, strategy=strategy.value,
+                       group_smoke=not skip_smoke, group_endpoint=group_endpoint)
+    if strategy is Strategy.blue_green and prof.target == "kubernetes":
+        from k3deploy.rollout.bluegreen import confirm_strategy
+
+        options = confirm_strategy(prof, options, target_for(prof, options), yes=yes, interactive=sys.stdin.isatty())
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.up(prof, target, view.note, timeout_s=options.timeout_s, preflight=not skip_preflight,

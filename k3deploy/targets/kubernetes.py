@@ -133,6 +133,7 @@ class KubernetesTarget:
         from k3deploy.rollout.order import WAITED_PHASES, phases
         from k3deploy.rollout.rollback import record_revision
         from k3deploy.rollout.surge import in_place_note
+        from k3deploy.rollout.upgrade import hold
 
         objects = self._applied = self._rollout_objects(profile)
         self._start_phase(profile)
@@ -144,7 +145,7 @@ class KubernetesTarget:
         suffix = " (server dry run)" if self.options.dry_run else ""
         results = []
         self._pending = []
-        for phase in phases(objects):
+        for phase in phases(hold(self, objects)):
             if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
                 self._pending = phase.objects
                 continue
@@ -168,11 +169,13 @@ class KubernetesTarget:
         """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
         from k3deploy.rollout.apply import apply_objects
         from k3deploy.rollout.rollback import record_revision
+        from k3deploy.rollout.upgrade import walk
 
         objects = self._applied or _objects(profile)
         remaining = self.deadline.remaining()
         if remaining is None or timeout_s < remaining:
             self.deadline.restart(timeout_s)
+        walk(self, profile)
         self._waiter(profile).wait(_serving(objects))
         if self._pending:
             # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
