@@ -10,11 +10,10 @@ import pytest
 from tests.conftest import run_cli
 from tests.kubeapi.controllers.endpointslices import ready_endpoints
 from tests.rollout.conftest import FAST, NAMESPACE, PROFILE
-from tests.rollout.upgrade_cluster import (  # noqa: F401 - the fixture
+from tests.rollout.upgrade_cluster import (
     API_SERVICE,
     CLIQUES,
     first_install,
-    racks,
     ready_behind,
 )
 from tests.smoke.scripted_server import Script, scripted_server
