@@ -34,6 +34,7 @@ PURE_MODULES = [
     "rollout/surge.py",
     "rollout/currency.py",
     "rollout/groups.py",
+    "rollout/colours.py",
     "rollout/judge.py",
     "smoke/sse.py",
     "bench/datasets.py",

@@ -140,14 +140,33 @@ def up(
                        timeout_s=parse_duration(timeout), endpoint=endpoint, strategy=strategy.value,
                        group_smoke=not skip_smoke, group_endpoint=group_endpoint)
     if strategy is Strategy.blue_green and prof.target == "kubernetes":
-        from k3deploy.rollout.bluegreen import confirm_strategy
-
-        options = confirm_strategy(prof, options, target_for(prof, options), yes=yes, interactive=sys.stdin.isatty())
+        options = _blue_green_or_in_place(prof, options, yes)
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.up(prof, target, view.note, timeout_s=options.timeout_s, preflight=not skip_preflight,
                               smoke=not skip_smoke, rollback=not no_rollback)
     _print_summary(summary, output)
+
+
+def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
+    """Blue-green when a second group fits; else the in-place outage, accepted by --yes or at the prompt."""
+    import dataclasses
+
+    from k3deploy.errors import UsageError
+    from k3deploy.rollout.bluegreen import outage_question
+    from k3deploy.targets import target_for
+
+    question = outage_question(target_for(prof, options), prof)
+    if question is None:
+        return options
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(question.removesuffix(" Go ahead?"),
+                             hint="re-run with --yes to accept the outage, or free a clique for the new group")
+        if not typer.confirm(question, err=True):
+            raise typer.Abort()
+    err.print("blue-green: no room for a second group; replacing the only group in place", markup=False, highlight=False)
+    return dataclasses.replace(options, strategy="rolling")
 
 
 @app.command()
