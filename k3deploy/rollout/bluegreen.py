@@ -35,6 +35,7 @@ from k3deploy.rollout.colours import (
     recoloured,
     selected,
 )
+from k3deploy.rollout.upgrade import template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
 POLL_S = 0.5
@@ -67,12 +68,6 @@ def live_name(api: Any, profile: Any, objects: list[dict[str, Any]]) -> str:
 def as_live(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rendered set under the colour that serves now."""
     return recoloured(objects, profile.name, live_name(api, profile, objects))
-
-
-def template_changes(api: Any, live: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether applying `new` over the live LeaderWorkerSet changes its spec (a server dry run bumps the generation)."""
-    dry = api.apply(new, force=True, dry_run=True)
-    return int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
 
 
 def _live_lws(api: Any, lws: dict[str, Any]) -> dict[str, Any] | None:

@@ -146,6 +146,12 @@ def smoke_endpoint(profile: Any, endpoint: str) -> str:
     return f"{endpoint}: {len(report.checks)} checks, {report.status.value}"
 
 
+def template_changes(api: Any, live: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether applying `new` over the live LeaderWorkerSet changes its spec (a server dry run bumps the generation)."""
+    dry = api.apply(new, force=True, dry_run=True)
+    return int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
+
+
 def hold(target: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The set to apply for `up`: when its LeaderWorkerSet is walked group by group (target.options.group_smoke, N >= 2
     live and new), that object with partition = N, so the apply moves no group; remembered on the target for `walk`."""
@@ -157,7 +163,7 @@ def hold(target: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for obj in objects:
         if obj.get("kind") == "LeaderWorkerSet":
             live = target.api.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
-            if steps_groups(live, obj):
+            if steps_groups(live, obj) and live is not None and template_changes(target.api, live, obj):
                 target._held_lws = obj
                 obj = partitioned(obj, replicas_of(obj))
         out.append(obj)

@@ -178,10 +178,11 @@ class KubernetesTarget:
         if remaining is None or timeout_s < remaining:
             self.deadline.restart(timeout_s)
         walk(self, profile)
-        if getattr(self, "_bluegreen", None) is not None:
+        bluegreen = getattr(self, "_bluegreen", None)
+        if bluegreen is not None:
             from k3deploy.rollout.bluegreen import finish
 
-            finish(self, profile, self._bluegreen)
+            finish(self, profile, bluegreen)
             objects = self._applied or objects
         self._waiter(profile).wait(_serving(objects))
         if self._pending:

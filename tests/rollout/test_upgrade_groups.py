@@ -46,7 +46,11 @@ def test_two_groups_roll_one_at_a_time_smoked_by_leader_and_the_service_never_em
 
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as server:
         upgrade = _k3(racks, *NEW_IMAGE, "--endpoint", server.url, "--group-endpoint", server.url)
-    assert upgrade.returncode == 0, upgrade.stderr
+        assert upgrade.returncode == 0, upgrade.stderr
+        # A re-run with nothing to change holds no group and walks nothing.
+        again = _k3(racks, *NEW_IMAGE, "--endpoint", server.url, "--group-endpoint", server.url)
+    assert again.returncode == 0 and "ok   apply: no changes: all" in again.stderr, again.stderr
+    assert "rolling group" not in again.stderr
     err = upgrade.stderr
     # Group 1 goes first, is smoke-tested by its leader, and only then does group 0 go.
     order = [err.index(line) for line in (
