@@ -210,10 +210,14 @@ class KubernetesTarget:
         # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay live.
         self.deadline.restart(self._timeout_s(profile))
         bluegreen = getattr(self, "_bluegreen", None)
-        if bluegreen is not None and not bluegreen.switched:
+        if bluegreen is not None:
             from k3deploy.rollout.bluegreen import abandon
 
-            return abandon(self, profile, bluegreen)
+            self._bluegreen = None
+            if not bluegreen.switched:
+                return abandon(self, profile, bluegreen)
+            # Traffic had moved: the previous revision comes back first, then the new group goes.
+            return f"{self.rollback(profile, previous)}; {abandon(self, profile, bluegreen)}"
         objects = self._applied or _objects(profile)
         namespace = profile.kubernetes.namespace
         if previous is None:

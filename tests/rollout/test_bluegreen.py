@@ -133,3 +133,15 @@ def test_blue_green_is_refused_for_two_groups(cluster: Any) -> None:
     result = _up(cluster, "--strategy", "blue-green", "--set", "parallel.replicas=2", "--skip-smoke")
     assert result.returncode == 2
     assert "error: --strategy blue-green is for one serving group; this profile has parallel.replicas 2" in result.stderr
+
+
+def test_a_smoke_failure_after_the_switch_restores_the_old_group_and_removes_the_new(racks: Any) -> None:
+    _installed(racks)
+    good = Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])
+    with scripted_server(good) as leader, scripted_server(Script(models=["moonshotai/Kimi-K3"], completion_status=500)) as api:
+        result = _up(racks, *BLUE_GREEN, "--endpoint", api.url, "--group-endpoint", leader.url)
+    assert result.returncode == 1, result.stderr
+    assert f"switched Service {API_SERVICE} to {GREEN}" in result.stderr and "FAIL smoke: smoke against" in result.stderr
+    assert "rollback: restored revision 1" in result.stderr and "blue-green abandoned" in result.stderr
+    assert _selected(racks) == BLUE and _lws(racks, GREEN) is None
+    assert "kimi-k3-next" not in json.dumps(_lws(racks, BLUE)["spec"])
