@@ -139,7 +139,7 @@ def up(
     options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts,
                        timeout_s=parse_duration(timeout), endpoint=endpoint, strategy=strategy.value,
                        group_smoke=not skip_smoke, group_endpoint=group_endpoint)
-    if strategy is Strategy.blue_green and prof.target == "kubernetes":
+    if strategy is Strategy.blue_green:
         options = _blue_green_or_in_place(prof, options, yes)
     with ProgressView() as view:
         target = target_for(prof, options, view)
@@ -156,6 +156,9 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
     from k3deploy.rollout.bluegreen import outage_question
     from k3deploy.targets import target_for
 
+    if prof.target != "kubernetes":
+        raise UsageError(f"--strategy blue-green needs a cluster; profile {prof.name!r} runs on target {prof.target!r}",
+                         hint="drop --strategy: the local target runs one server")
     question = outage_question(target_for(prof, options), prof)
     if question is None:
         return options

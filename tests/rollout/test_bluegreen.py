@@ -145,3 +145,34 @@ def test_a_smoke_failure_after_the_switch_restores_the_old_group_and_removes_the
     assert "rollback: restored revision 1" in result.stderr and "blue-green abandoned" in result.stderr
     assert _selected(racks) == BLUE and _lws(racks, GREEN) is None
     assert "kimi-k3-next" not in json.dumps(_lws(racks, BLUE)["spec"])
+
+
+def test_blue_green_is_refused_on_the_local_target() -> None:
+    result = run_cli("up", "-p", "local-cpu", "--strategy", "blue-green", "--skip-preflight", timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-2:] == [
+        "error: --strategy blue-green needs a cluster; profile 'local-cpu' runs on target 'local'",
+        "hint: drop --strategy: the local target runs one server"]
+
+
+def test_on_a_terminal_blue_green_without_room_asks_and_no_changes_nothing(cluster: Any) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT, cli_env
+
+    _installed(cluster)
+    primary, secondary = pty.openpty()
+    os.write(primary, b"n\n")
+    try:
+        done = subprocess.run([sys.executable, "-m", "k3deploy", "up", "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig),
+                               *FAST, *ONE, *BLUE_GREEN, "--skip-smoke"], stdin=secondary, capture_output=True, text=True,
+                              timeout=120, cwd=REPO_ROOT, env=cli_env())
+    finally:
+        os.close(secondary)
+        os.close(primary)
+    assert done.returncode == 130 and done.stderr.endswith("error: aborted\n"), done.stderr
+    assert "an outage of about the model's load time (up to the startup budget, 7200s). Go ahead? [y/N]" in done.stderr
+    assert "kimi-k3-next" not in json.dumps(_lws(cluster, BLUE)["spec"])
