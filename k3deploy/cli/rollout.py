@@ -124,7 +124,7 @@ def up(
     strategy: Annotated[Strategy, typer.Option("--strategy", help=(
         "How a changed template replaces live groups: rolling (N >= 2: one group at a time, each new group smoke-tested "
         "by its leader first) or blue-green (N = 1: a second group beside the live one, switched to once it passes)."))] = Strategy.rolling,
-    group_endpoint: Annotated[Optional[str], typer.Option("--group-endpoint", help=(
+    group_endpoint: Annotated[str | None, typer.Option("--group-endpoint", help=(
         "URL of a group leader for the per-group smoke, with {pod}, {lws}, {group}, {namespace} filled in "
         "(default: the leader's cluster DNS name under the LeaderWorkerSet's headless Service)."))] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept an upgrade that takes the only group down (blue-green without room).")] = False,
