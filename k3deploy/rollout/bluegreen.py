@@ -125,7 +125,7 @@ def plan(target: Any, profile: Any, objects: list[dict[str, Any]]) -> tuple[list
     preview = preview_service(service, new) if service is not None else {}
     applied = [o for o in objects if o is not lws] + [lws_of(new_objects) or {}] + ([preview] if preview else [])
     target.view.note(f"  blue-green: new group {new} beside the live {old}" + (
-        f", smoke-tested through Service {preview_name(new)} and its leader" if preview else ""))
+        f", with Service {preview_name(new)} of its own until the switch" if preview else ""))
     return applied, Plan(old=old, new=new, objects=new_objects, old_objects=objects, preview=preview)
 
 
@@ -137,7 +137,8 @@ def finish(target: Any, profile: Any, bg: Plan) -> None:
 
     namespace = profile.kubernetes.namespace
     new_lws = lws_of(bg.objects)
-    assert new_lws is not None
+    if new_lws is None:
+        return
     target._waiter(profile).wait([new_lws])
     if target.options.group_smoke:
         endpoint = group_endpoint(target.options.group_endpoint, bg.new, namespace, 0, profile.vllm.port)
