@@ -40,6 +40,8 @@ PURE_MODULES = [
     "rollout/order.py",
     "rollout/surge.py",
     "rollout/currency.py",
+    "rollout/groups.py",
+    "rollout/colours.py",
     "rollout/judge.py",
     "smoke/sse.py",
     "bench/datasets.py",

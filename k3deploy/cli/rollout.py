@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import Enum
 from typing import Annotated, Any, Optional
 
 import typer
@@ -22,6 +23,15 @@ TimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help=(
     "(default: the profile's rollout_timeout_s per phase; smoke has its own overall timeout, a rollback a budget of its own)."))]
 StatusTimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
+
+
+class Strategy(str, Enum):
+    """`up --strategy`."""
+
+    rolling = "rolling"
+    blue_green = "blue-green"
+
+
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
 
 def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:
@@ -111,6 +121,13 @@ def up(
     timeout: TimeoutOpt = None,
     endpoint: EndpointOpt = None,
     force_conflicts: ForceOpt = False,
+    strategy: Annotated[Strategy, typer.Option("--strategy", help=(
+        "How a changed template replaces live groups: rolling (N >= 2: one group at a time, each new group smoke-tested "
+        "by its leader first) or blue-green (N = 1: a second group beside the live one, switched to once it passes)."))] = Strategy.rolling,
+    group_endpoint: Annotated[str | None, typer.Option("--group-endpoint", help=(
+        "URL of a group leader for the per-group smoke, with {pod}, {lws}, {group}, {namespace} filled in "
+        "(default: the leader's cluster DNS name under the LeaderWorkerSet's headless Service)."))] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept an upgrade that takes the only group down (blue-green without room).")] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """preflight -> render -> apply -> wait -> smoke -> report; roll back when wait or smoke fails."""
@@ -120,12 +137,39 @@ def up(
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts,
-                       timeout_s=parse_duration(timeout), endpoint=endpoint)
+                       timeout_s=parse_duration(timeout), endpoint=endpoint, strategy=strategy.value,
+                       group_smoke=not skip_smoke, group_endpoint=group_endpoint)
+    if strategy is Strategy.blue_green:
+        options = _blue_green_or_in_place(prof, options, yes)
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.up(prof, target, view.note, timeout_s=options.timeout_s, preflight=not skip_preflight,
                               smoke=not skip_smoke, rollback=not no_rollback)
     _print_summary(summary, output)
+
+
+def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
+    """Blue-green when a second group fits; else the in-place outage, accepted by --yes or at the prompt."""
+    import dataclasses
+
+    from k3deploy.errors import UsageError
+    from k3deploy.rollout.bluegreen import outage_question
+    from k3deploy.targets import target_for
+
+    if prof.target != "kubernetes":
+        raise UsageError(f"--strategy blue-green needs a cluster; profile {prof.name!r} runs on target {prof.target!r}",
+                         hint="drop --strategy: the local target runs one server")
+    question = outage_question(target_for(prof, options), prof)
+    if question is None:
+        return options
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(question.removesuffix(" Go ahead?"),
+                             hint="re-run with --yes to accept the outage, or free a clique for the new group")
+        if not typer.confirm(question, err=True):
+            raise typer.Abort()
+    err.print("blue-green: no room for a second group; replacing the only group in place", markup=False, highlight=False)
+    return dataclasses.replace(options, strategy="rolling")
 
 
 @app.command()

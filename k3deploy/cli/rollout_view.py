@@ -34,7 +34,19 @@ def _kubernetes_view(report: dict[str, Any]) -> Group:
         Text(f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
              f"previous {revision.get('previous') or '-'}"),
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
+        *_blue_green_lines(report.get("blue_green") or {}),
     )
+
+
+def _blue_green_lines(state: dict[str, Any]) -> list[Text]:
+    """A line while two groups exist (a blue-green under way, or left half-done by a failure)."""
+    if not state.get("in_progress"):
+        return []
+    others = [name for name in state.get("groups", []) if name != state.get("serving")]
+    previews = f"; preview Service {', '.join(state['previews'])}" if state.get("previews") else ""
+    return [Text(f"blue-green in progress: {state.get('serving') or 'no group'} serving, "
+                 f"{', '.join(others) or 'no other group'} beside it{previews} "
+                 "(`up --strategy blue-green` again replaces it, `down` removes both)")]
 
 
 def status_view(report: dict[str, Any]) -> Group | Table:

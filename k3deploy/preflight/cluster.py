@@ -26,11 +26,14 @@ def _review(api: object, need: Access, namespace: str) -> AccessFacts:
 
 
 def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict]:
-    """Pods not of this deployment: an upgrade replaces our own group, so its GPUs count as free."""
+    """Pods not of this deployment (either blue-green colour): an upgrade replaces our own group, so its GPUs count
+    as free."""
+    from k3deploy.rollout.colours import colours
+
     def ours(pod: dict) -> bool:
         meta = pod.get("metadata") or {}
         return (meta.get("namespace") == namespace
-                and (meta.get("labels") or {}).get(LWS_NAME_LABEL) == profile.name)
+                and (meta.get("labels") or {}).get(LWS_NAME_LABEL) in colours(profile.name))
     return [pod for pod in pods if not ours(pod)]
 
 

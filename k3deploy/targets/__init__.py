@@ -27,6 +27,12 @@ class DeployOptions:
     wait: bool = True
     timeout_s: float | None = None
     endpoint: str | None = None
+    #: `up --strategy`: "rolling" (group by group when N >= 2) or "blue-green" (N = 1); rollout/upgrade.py, bluegreen.py.
+    strategy: str = "rolling"
+    #: Smoke each new group by its leader before the next goes (`up` unless --skip-smoke).
+    group_smoke: bool = False
+    #: URL template of a group leader's endpoint ({pod}, {lws}, {group}, {namespace}); default its cluster DNS name.
+    group_endpoint: str | None = None
 
 
 def target_for(profile: Profile, options: DeployOptions | None = None, view: Any = None) -> Target:

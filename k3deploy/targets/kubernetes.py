@@ -133,8 +133,11 @@ class KubernetesTarget:
         from k3deploy.rollout.order import WAITED_PHASES, phases
         from k3deploy.rollout.rollback import record_revision
         from k3deploy.rollout.surge import in_place_note
+        from k3deploy.rollout.bluegreen import as_live, plan
+        from k3deploy.rollout.upgrade import hold
 
-        objects = self._applied = self._rollout_objects(profile)
+        objects = self._applied = as_live(self.api, profile, self._rollout_objects(profile))
+        applying, self._bluegreen = plan(self, profile, objects)
         self._start_phase(profile)
         if self.options.diff:
             self.last_diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
@@ -144,7 +147,7 @@ class KubernetesTarget:
         suffix = " (server dry run)" if self.options.dry_run else ""
         results = []
         self._pending = []
-        for phase in phases(objects):
+        for phase in phases(hold(self, applying)):
             if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
                 self._pending = phase.objects
                 continue
@@ -168,11 +171,19 @@ class KubernetesTarget:
         """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
         from k3deploy.rollout.apply import apply_objects
         from k3deploy.rollout.rollback import record_revision
+        from k3deploy.rollout.upgrade import walk
 
         objects = self._applied or _objects(profile)
         remaining = self.deadline.remaining()
         if remaining is None or timeout_s < remaining:
             self.deadline.restart(timeout_s)
+        walk(self, profile)
+        bluegreen = getattr(self, "_bluegreen", None)
+        if bluegreen is not None:
+            from k3deploy.rollout.bluegreen import finish
+
+            finish(self, profile, bluegreen)
+            objects = self._applied or objects
         self._waiter(profile).wait(_serving(objects))
         if self._pending:
             # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
@@ -198,6 +209,15 @@ class KubernetesTarget:
 
         # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay live.
         self.deadline.restart(self._timeout_s(profile))
+        bluegreen = getattr(self, "_bluegreen", None)
+        if bluegreen is not None:
+            from k3deploy.rollout.bluegreen import abandon
+
+            self._bluegreen = None
+            if not bluegreen.switched:
+                return abandon(self, profile, bluegreen)
+            # Traffic had moved: the previous revision comes back first, then the new group goes.
+            return f"{self.rollback(profile, previous)}; {abandon(self, profile, bluegreen)}"
         objects = self._applied or _objects(profile)
         namespace = profile.kubernetes.namespace
         if previous is None:
@@ -214,17 +234,24 @@ class KubernetesTarget:
 
     def status(self, profile: Profile) -> dict[str, Any]:
         """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
+        from k3deploy.rollout import bluegreen
         from k3deploy.targets.kubernetes_status import describe
 
-        return describe(self.api, profile, _objects(profile), self.endpoint(profile))
+        objects = bluegreen.as_live(self.api, profile, _objects(profile))
+        report = describe(self.api, profile, objects + bluegreen.other_group(self.api, profile, objects),
+                          self.endpoint(profile))
+        report["blue_green"] = bluegreen.describe(self.api, profile, objects)
+        return report
 
     def down(self, profile: Profile, purge: bool) -> str:
         """Delete in reverse order and wait for the pods to go; the weight PVC stays unless `purge`."""
+        from k3deploy.rollout.bluegreen import as_live, leftovers
         from k3deploy.rollout.rollback import KEPT_KINDS, history_name, remove
 
-        objects = _objects(profile)
         namespace = profile.kubernetes.namespace
         self._start_phase(profile)
+        objects = as_live(self.api, profile, _objects(profile))
+        objects += leftovers(self.api, profile, objects)  # a half-done blue-green's other group and preview Services
         removed = remove(self.api, objects, self.view.note, keep=frozenset() if purge else KEPT_KINDS)
         if self.api.delete("v1", "ConfigMap", history_name(profile.name), namespace):
             removed.append("revision history")

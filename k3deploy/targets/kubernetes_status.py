@@ -63,7 +63,8 @@ def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint
         rows.append({**row, "ready": ready, "state": state, "detail": detail})
     pods = []
     if any(r["exists"] for r in rows):
-        items, _ = api.list("v1", "Pod", namespace, label_selector=f"{LWS_NAME_LABEL}={profile.name}")
+        sets = sorted({o["metadata"]["name"] for o in objects if o["kind"] == "LeaderWorkerSet"} or {profile.name})
+        items, _ = api.list("v1", "Pod", namespace, label_selector=f"{LWS_NAME_LABEL} in ({','.join(sets)})")
         nodes: dict[str, dict[str, str]] = {}
         for pod in sorted(items, key=lambda p: (p["metadata"].get("labels", {}).get(LWS_GROUP_LABEL, ""),
                                                  p["metadata"].get("labels", {}).get(LWS_WORKER_LABEL, ""))):

@@ -11,7 +11,7 @@ controllers=..., history_limit=...)` starts more. What a test uses:
   `compact()`; `kube.wait_for(lambda: ...)` waits on store changes; `kube.when(...)` times past changes
 - `kube.faults.add(method, path_regex, status=429, retry_after=1, times=2, delay=..., drop=..., drop_after=...)`,
   `kube.faults.requests`; `kube.break_watches("drop" | "close" | "expire")`; `kube.access.deny(verb, resource, group)`
-- `kube.controllers.{lws, scheduler, kubelet, jobs, volumes, compute_domains}` (each `.enabled`);
+- `kube.controllers.{lws, scheduler, kubelet, jobs, volumes, compute_domains, endpoint_slices}` (each `.enabled`);
   `kube.controllers.kubelet.fail(mode, image=..., pod=..., logs=[...], times=...)`, `.start_delay`,
   `.ready_delay`, `.termination_delay`; `kube.controllers.disable()`.
 The fixture fails the test if a controller raised.

@@ -70,6 +70,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("", "v1", "Pod", "pods", True, "status log binding eviction", "po", "all"),
     _t("", "v1", "Service", "services", True, "status", "svc", "all"),
     _t("", "v1", "Endpoints", "endpoints", True, "", "ep"),
+    _t("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, ""),
     _t("", "v1", "ConfigMap", "configmaps", True, "", "cm"),
     _t("", "v1", "Secret", "secrets", True, ""),
     _t("", "v1", "ServiceAccount", "serviceaccounts", True, "", "sa"),

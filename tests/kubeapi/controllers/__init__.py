@@ -6,6 +6,7 @@ import re
 
 from tests.kubeapi.controllers.base import Controller
 from tests.kubeapi.controllers.computedomain import ComputeDomainController
+from tests.kubeapi.controllers.endpointslices import EndpointSliceController
 from tests.kubeapi.controllers.job import JobController
 from tests.kubeapi.controllers.kubelet import Kubelet
 from tests.kubeapi.controllers.lifecycle import GarbageCollector, NamespaceController, PvcProtection
@@ -17,7 +18,7 @@ from tests.kubeapi.store import Store
 
 
 class Controllers:
-    """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes, .compute_domains, .claims (ResourceClaims from templates), .gc (garbage collection,
+    """`kube.controllers`: .lws, .scheduler, .kubelet, .jobs, .volumes, .compute_domains, .claims (ResourceClaims from templates), .endpoint_slices (EndpointSlices of Services), .gc (garbage collection,
     asynchronous: `.gc.delay`), .namespaces (Terminating namespaces) and .pvc_protection; each has `enabled` and its
     own settings.
     """
@@ -30,6 +31,7 @@ class Controllers:
         self.volumes = VolumeBinder(store)
         self.compute_domains = ComputeDomainController(store)
         self.claims = ResourceClaimController(store)
+        self.endpoint_slices = EndpointSliceController(store)
         self.gc = GarbageCollector(store)
         self.namespaces = NamespaceController(store)
         self.pvc_protection = PvcProtection(store)
@@ -39,7 +41,7 @@ class Controllers:
     def all(self) -> list[Controller]:
         """Every controller."""
         return [self.lws, self.scheduler, self.kubelet, self.jobs, self.volumes, self.compute_domains, self.claims,
-                self.gc, self.namespaces, self.pvc_protection]
+                self.endpoint_slices, self.gc, self.namespaces, self.pvc_protection]
 
     def start(self) -> None:
         """Start every controller's thread (garbage collection is then the collector's, asynchronous)."""

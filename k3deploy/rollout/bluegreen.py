@@ -1,0 +1,232 @@
+"""Blue-green upgrade of a single serving group (`up --strategy blue-green`, parallel.replicas 1).
+
+With one group, LeaderWorkerSet's own rolling update (maxUnavailable 1, maxSurge 0) takes the group down before its
+replacement has loaded the weights: the endpoint serves nothing for the model's load time. maxSurge 1 would load a
+surge group first, but LWS then still recreates group 0 in place and removes the surge group afterwards
+(kubernetes-sigs/lws pkg/controllers/leaderworkerset_controller.go, rollingUpdateParameters), so the weights load
+twice. Blue-green loads them once, in a second clique:
+
+1. apply: the new template is rendered under the other colour's name (rollout/colours.py) with a preview Service of
+   its own; the live group and the API Service are left as they are;
+2. wait for the new group (the usual watch and diagnosis), smoke-test it through its leader;
+3. switch the API Service's selector to the new group, wait until its EndpointSlices list the new leader as ready;
+4. remove the old group and the preview Service; the new colour is what `status`, `down` and later `up`s work on.
+
+Any failure before the switch removes the new group and its preview Service and leaves the old group serving
+(`KubernetesTarget.rollback`). A failure after it (the final smoke through the Service) is an ordinary rollback to the
+previous revision. Without a second free clique (cluster facts: nodes and the GPUs pods hold), the change would
+replace the only group in place; `up` says so and asks first (or needs --yes).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.rollout.colours import (
+    api_service_of,
+    colours,
+    lws_of,
+    other,
+    preview_name,
+    preview_service,
+    recoloured,
+    selected,
+)
+from k3deploy.rollout.upgrade import template_changes
+
+#: Seconds between two looks at the API Service's EndpointSlices after the switch.
+POLL_S = 0.5
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+@dataclass
+class Plan:
+    """A blue-green upgrade under way: the old and new colours, the new colour's set, and whether traffic moved."""
+
+    old: str
+    new: str
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    old_objects: list[dict[str, Any]] = field(default_factory=list)
+    preview: dict[str, Any] = field(default_factory=dict)
+    switched: bool = False
+
+
+def live_name(api: Any, profile: Any, objects: list[dict[str, Any]]) -> str:
+    """The colour the live API Service routes to (the rendered name when there is none yet)."""
+    base = profile.name
+    service = api_service_of(objects, base)
+    if service is None:
+        return base
+    live = api.get("v1", "Service", service["metadata"]["name"], profile.kubernetes.namespace)
+    name = selected(live)
+    return name if name in colours(base) else base
+
+
+def as_live(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rendered set under the colour that serves now."""
+    return recoloured(objects, profile.name, live_name(api, profile, objects))
+
+
+def _live_lws(api: Any, lws: dict[str, Any]) -> dict[str, Any] | None:
+    return api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], lws["metadata"].get("namespace"))  # type: ignore[no-any-return]
+
+
+def has_room(api: Any, profile: Any) -> bool:
+    """Whether a whole second group fits beside what runs now (GPUs the live group holds count as taken)."""
+    from k3deploy.preflight.checks_cluster import eligible_hosts
+    from k3deploy.preflight.facts import parse_nodes
+
+    nodes, _ = api.list("v1", "Node")
+    pods, _ = api.list("v1", "Pod")
+    return len(eligible_hosts(profile, parse_nodes(nodes, pods))) >= profile.parallel.nodes
+
+
+def outage_question(target: Any, profile: Any) -> str | None:
+    """None when blue-green can go ahead (or there is nothing live to replace); else the question to ask: the change
+    can only replace the only group in place. Raises UsageError for N >= 2 groups (the rolling upgrade keeps those
+    serving)."""
+    if profile.parallel.replicas != 1:
+        raise UsageError(f"--strategy blue-green is for one serving group; this profile has parallel.replicas "
+                         f"{profile.parallel.replicas}",
+                         hint="with two or more groups the default rolling upgrade keeps serving: drop --strategy")
+    objects = as_live(target.api, profile, _rendered(profile))
+    lws = lws_of(objects)
+    live = _live_lws(target.api, lws) if lws is not None else None
+    if live is None or lws is None or not template_changes(target.api, live, lws) or has_room(target.api, profile):
+        return None
+    budget = profile.kubernetes.startup_probe_budget_s
+    return (f"no second NVLink clique has {profile.parallel.nodes} free trays for a new group beside "
+            f"{live['metadata']['name']}: the change replaces the only group in place, an outage of about the model's "
+            f"load time (up to the startup budget, {budget}s). Go ahead?")
+
+
+def _rendered(profile: Any) -> list[dict[str, Any]]:
+    from k3deploy.render.manifests import build
+
+    return [manifest.obj for manifest in build(profile)]
+
+
+def plan(target: Any, profile: Any, objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Plan | None]:
+    """What `apply` applies for a blue-green `up`: the live-colour set with its LeaderWorkerSet replaced by the other
+    colour's and a preview Service added; the Plan (None when there is nothing live to replace, or no change)."""
+    lws = lws_of(objects)
+    if target.options.strategy != "blue-green" or target.options.dry_run or target.options.diff or lws is None:
+        return objects, None
+    live = _live_lws(target.api, lws)
+    if live is None or not template_changes(target.api, live, lws):
+        return objects, None
+    old = lws["metadata"]["name"]
+    new = other(profile.name, old)
+    new_objects = recoloured(objects, old, new)
+    service = api_service_of(new_objects, new)
+    preview = preview_service(service, new) if service is not None else {}
+    applied = [o for o in objects if o is not lws] + [lws_of(new_objects) or {}] + ([preview] if preview else [])
+    target.view.note(f"  blue-green: new group {new} beside the live {old}" + (
+        f", with Service {preview_name(new)} of its own until the switch" if preview else ""))
+    return applied, Plan(old=old, new=new, objects=new_objects, old_objects=objects, preview=preview)
+
+
+def finish(target: Any, profile: Any, bg: Plan) -> None:
+    """Wait for the new group, smoke it by its leader, switch the API Service to it, then remove the old group."""
+    from k3deploy.rollout.apply import apply_object
+    from k3deploy.rollout.groups import group_endpoint
+    from k3deploy.rollout.upgrade import smoke_endpoint
+
+    namespace = profile.kubernetes.namespace
+    new_lws = lws_of(bg.objects)
+    if new_lws is None:
+        return
+    target._waiter(profile).wait([new_lws])
+    if target.options.group_smoke:
+        endpoint = group_endpoint(target.options.group_endpoint, bg.new, namespace, 0, profile.vllm.port)
+        target.view.note(f"  smoke of the new group {bg.new} through its leader")
+        target.view.note(f"    ok   {smoke_endpoint(profile, endpoint)}")
+    service = api_service_of(bg.objects, bg.new)
+    if service is not None:
+        apply_object(target.api, service, force=target.options.force_conflicts)
+        bg.switched = True
+        target.view.note(f"  switched Service {service['metadata']['name']} to {bg.new}")
+        _wait_endpoint(target, namespace, service["metadata"]["name"], f"{bg.new}-0")
+    bg.switched = True
+    # What else selects the group by name (the PodDisruptionBudget) follows it.
+    for obj, was in zip(bg.objects, bg.old_objects):
+        if obj != was and obj is not service and obj.get("kind") != "LeaderWorkerSet":
+            apply_object(target.api, obj, force=target.options.force_conflicts)
+    if target.api.delete(new_lws["apiVersion"], "LeaderWorkerSet", bg.old, namespace):
+        target.view.note(f"  deleted the old group {bg.old}")
+    target._waiter(profile).wait_pods_gone(bg.old)
+    if bg.preview:
+        target.api.delete("v1", "Service", bg.preview["metadata"]["name"], namespace)
+    target._applied = bg.objects
+
+
+def _wait_endpoint(target: Any, namespace: str, service: str, leader: str) -> None:
+    """Until the Service's EndpointSlices list `leader` as ready (kube-proxies and gateways route by them), so the
+    old group goes only once the new one takes traffic; skipped where the cluster serves no EndpointSlices."""
+    if not target.api.served("discovery.k8s.io/v1", "EndpointSlice"):
+        return
+    while True:
+        slices, _ = target.api.list("discovery.k8s.io/v1", "EndpointSlice", namespace,
+                                    label_selector=f"{SERVICE_NAME_LABEL}={service}")
+        if any(((e.get("targetRef") or {}).get("name") == leader and (e.get("conditions") or {}).get("ready"))
+               for s in slices for e in s.get("endpoints") or []):
+            return
+        left = target.deadline.remaining()
+        if left is not None and left <= 0:
+            raise K3DeployError(f"Service {service} did not list {leader} as a ready endpoint by the deadline",
+                                hint="the old group is kept; check the EndpointSlices (`kubectl get endpointslices`)")
+        time.sleep(POLL_S)
+
+
+def abandon(target: Any, profile: Any, bg: Plan) -> str:
+    """Remove the new group and its preview Service (before the switch): the old group keeps serving."""
+    namespace = profile.kubernetes.namespace
+    removed = []
+    if target.api.delete("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", bg.new, namespace):
+        removed.append(f"LeaderWorkerSet/{bg.new}")
+    if bg.preview and target.api.delete("v1", "Service", bg.preview["metadata"]["name"], namespace):
+        removed.append(f"Service/{bg.preview['metadata']['name']}")
+    target._waiter(profile).wait_pods_gone(bg.new)
+    return f"blue-green abandoned: new group removed ({', '.join(removed) or 'nothing left'}); {bg.old} still serving"
+
+
+def leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a half-done blue-green may have left beside the live set: the other colour's LeaderWorkerSet and both
+    preview Services (for `down`)."""
+    lws = lws_of(objects)
+    if lws is None:
+        return []
+    out = []
+    for name in colours(profile.name):
+        if name != lws["metadata"]["name"]:
+            out.append({"apiVersion": lws["apiVersion"], "kind": "LeaderWorkerSet",
+                        "metadata": {"name": name, "namespace": profile.kubernetes.namespace}})
+        out.append({"apiVersion": "v1", "kind": "Service",
+                    "metadata": {"name": preview_name(name), "namespace": profile.kubernetes.namespace}})
+    return out
+
+
+def other_group(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The other colour's LeaderWorkerSet when it exists beside the live set (a blue-green under way or half-done)."""
+    lws = lws_of(objects)
+    if lws is None:
+        return []
+    name = other(profile.name, lws["metadata"]["name"])
+    live = api.get(lws["apiVersion"], lws["kind"], name, profile.kubernetes.namespace)
+    return [recoloured([lws], lws["metadata"]["name"], name)[0]] if live is not None else []
+
+
+def describe(api: Any, profile: Any, objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """For `status`: which colour serves, which groups exist (two while a blue-green is under way or half-done)."""
+    namespace = profile.kubernetes.namespace
+    lws = lws_of(objects)
+    serving = lws["metadata"]["name"] if lws is not None else profile.name
+    groups = [name for name in colours(profile.name)
+              if api.get("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name, namespace) is not None]
+    previews = [preview_name(name) for name in colours(profile.name)
+                if api.get("v1", "Service", preview_name(name), namespace) is not None]
+    return {"serving": serving if serving in groups else None, "groups": groups, "previews": previews,
+            "in_progress": len(groups) > 1 or bool(previews)}
