@@ -47,7 +47,7 @@ PURE_MODULES = [
     "targets/local/checks.py",
     "targets/local/startup.py",
 ]
-IO_LIBRARIES = {"kubernetes", "httpx", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}
+IO_LIBRARIES = {"kubernetes", "httpx", "aiohttp", "uvloop", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}
 
 
 def imported_roots(path: Path) -> set[str]:
