@@ -7,7 +7,7 @@ cost per token, free of start-up, imports, warm-up and /metrics scrapes. The two
 times per cell, and the median of each one's rounds is kept (on a shared host other processes inflate some
 rounds). Prints microseconds per token and the ratio k3deploy / vllm (goal <= 1); asserts nothing.
 
-    python -m tests.bench.bench_bench_client_cost [--output-tokens 1024] [--few 16] [--many 64] [--rounds 3]
+    python -m tests.bench.bench_bench_client_cost [--output-tokens 1024] [--few 16] [--many 192] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output-tokens", type=int, default=1024)
     parser.add_argument("--few", type=int, default=16)
-    parser.add_argument("--many", type=int, default=64)
+    parser.add_argument("--many", type=int, default=192)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tokens-per-chunk", default="1,4", help="Cells to measure, e.g. 1")
+    parser.add_argument("--concurrency", default="1,16", help="Cells to measure, e.g. 16")
     args = parser.parse_args()
     extra = (args.many - args.few) * args.output_tokens
     with tempfile.TemporaryDirectory(prefix="k3deploy-bench-") as tmp:
@@ -51,9 +53,9 @@ def main() -> None:
         dataset = Path(tmp) / "prompts.jsonl"
         dataset.write_text("".join(json.dumps({"prompt": f"prompt number {i}"}) + "\n" for i in range(args.many)))
         print(f"client CPU per streamed token ({extra} marginal tokens per cell):")
-        for per_chunk in (1, 4):
+        for per_chunk in [int(v) for v in args.tokens_per_chunk.split(",")]:
             with scripted_server(Script(tokens_per_chunk=[per_chunk], chunk_delay_s=0.0)) as srv:
-                for level in (1, 16):
+                for level in [int(v) for v in args.concurrency.split(",")]:
                     k3_rounds, vb_rounds = [], []
                     for _ in range(args.rounds):
                         k3 = [cpu_seconds(k3deploy_cmd(srv.url, dataset, n, args.output_tokens, level)) for n in (args.few, args.many)]
