@@ -7,6 +7,7 @@ gives the total, and chunks are recognised by their text; the per-chunk figures 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 #: Characters of a kept answer (correctness probes): a right answer is a few hundred; the rest is not judged.
@@ -159,7 +160,7 @@ def is_bursty(offsets: list[float]) -> bool:
     """True when most output chunks arrived back-to-back rather than one decode step at a time."""
     if len(offsets) < BURST_MIN_CHUNKS:
         return False
-    gaps = sorted(b - a for a, b in zip(offsets, offsets[1:]))
+    gaps = sorted(b - a for a, b in itertools.pairwise(offsets))
     median = gaps[len(gaps) // 2] if len(gaps) % 2 else (gaps[len(gaps) // 2 - 1] + gaps[len(gaps) // 2]) / 2
     return median < BURST_GAP_S
 
