@@ -34,7 +34,7 @@ pytestmark = [
 
 PER_TIER = 2
 ROUNDS = 2
-OUTPUT_TOKENS = 128
+OUTPUT_TOKENS = 384
 TOLERANCE = 0.05
 MODEL = "rehearsal-llama-tiny"
 
