@@ -200,12 +200,13 @@ class SmokeClient:
         """The aiohttp session of the streams, made on first use (it must be made inside the running loop)."""
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                headers=self._headers,
+                # Asked uncompressed, read uncompressed: a bound on bytes read is then a bound on bytes kept.
+                headers={**self._headers, "Accept-Encoding": "identity"},
                 connector=aiohttp.TCPConnector(limit=self.max_connections),
                 # The request's whole time is bounded by `stream`'s wait_for; a per-read timer would be re-armed for
                 # every chunk that arrives, a cost per token for nothing.
                 timeout=aiohttp.ClientTimeout(total=None, connect=min(10.0, self.request_timeout_s)),
-                auto_decompress=False,  # vLLM sends SSE uncompressed; and a bound on bytes read is a bound on bytes kept
+                auto_decompress=False,
             )
         return self._session
 
