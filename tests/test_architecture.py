@@ -61,7 +61,7 @@ PURE_MODULES = [
     "observe/alerts.py",
     "observe/watch_figures.py",
 ]
-IO_LIBRARIES = {"kubernetes", "httpx", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}
+IO_LIBRARIES = {"kubernetes", "httpx", "aiohttp", "uvloop", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}
 
 
 def imported_roots(path: Path) -> set[str]:

@@ -21,7 +21,7 @@ from k3deploy.errors import EnvironmentProblem
 from k3deploy.profile import Profile
 from k3deploy.report.bench import BenchReport, BenchRequest, BenchSettings, CellFigures, ServerDelta
 from k3deploy.smoke import metrics
-from k3deploy.smoke.client import EndpointError, SmokeClient
+from k3deploy.smoke.client import EndpointError, SmokeClient, run_fast
 from k3deploy.smoke.record import RequestSpec, build_record
 from k3deploy.smoke.runner import normalize_endpoint, request_body
 
@@ -177,5 +177,5 @@ def _failures(requests: list[BenchRequest]) -> list[str]:
 
 
 def run_bench(profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None) -> BenchReport:
-    """Synchronous entry point for the CLI and `--ab`."""
-    return asyncio.run(run_bench_async(profile, endpoint, plan, options))
+    """Synchronous entry point for the CLI and `--ab` (on uvloop where installed: less client CPU per token)."""
+    return run_fast(run_bench_async(profile, endpoint, plan, options))

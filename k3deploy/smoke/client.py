@@ -1,9 +1,14 @@
-"""The I/O edge of smoke: an async httpx client that records raw arrival stamps and translates failures once.
+"""The I/O edge of smoke and bench: an async client that records raw arrival stamps and translates failures once.
 
 Every network failure becomes an `EndpointError` with a kind (unreachable, unauthorized, http, timeout,
 protocol) and a one-line message that keeps the underlying reason; streams never raise, they return a
 `RawStream` whose `error` says what went wrong, so one bad request does not end the run.
-The transport is injectable (httpx's own habit), so tests can route to any server.
+
+Plain answers (/health, /v1/models, /metrics) go through httpx (its transport is injectable). Streams go
+through aiohttp, as `vllm bench serve` does (vllm/benchmarks/lib/endpoint_request_func.py): its C HTTP parser
+costs a fraction per chunk of httpx's pure-Python one, and a streaming client's own CPU per token is what
+bounds how fast a stream it can time honestly. The hot loop only stamps and keeps each read
+(`time.perf_counter`, the bytes as they came); decoding waits for the stream's end (`record.build_record`).
 
 Nothing an endpoint sends is read without a bound: plain answers up to `BODY_LIMITS` bytes, a stream up to
 `stream_limits(max_tokens)` (far above what vLLM sends for that many tokens), so a hostile or broken endpoint
@@ -17,9 +22,10 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
+import aiohttp
 import httpx
 
 from k3deploy.smoke.record import RawStream
@@ -89,6 +95,25 @@ def translate(exc: Exception, url: str) -> EndpointError:
     raise exc
 
 
+def translate_stream(exc: aiohttp.ClientError, url: str) -> EndpointError:
+    """An aiohttp failure of a stream as an EndpointError, worded as `translate` words httpx's."""
+    chain = _causes(exc)
+    reason = str(chain[-1]) or type(chain[-1]).__name__
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return EndpointError("unreachable", f"DNS lookup failed for {httpx.URL(url).host}: {reason}")
+    if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.ServerFingerprintMismatch)) or any(isinstance(c, ssl.SSLError) for c in chain):
+        return EndpointError("unreachable", f"TLS handshake with {url} failed: {reason}")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            return EndpointError("unreachable", f"cannot connect to {url}: connection refused (nothing listens there)")
+        return EndpointError("unreachable", f"cannot connect to {url}: {reason}")
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return EndpointError("timeout", f"{url} did not answer in time ({type(exc).__name__})")
+    if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
+        return EndpointError("protocol", f"connection to {url} broke: {reason}")
+    return EndpointError("protocol", f"{url}: {type(exc).__name__}: {reason}")
+
+
 def _status_error(status: int, url: str, body: str) -> EndpointError:
     excerpt = " ".join(body.split())[:200]
     if status in (401, 403):
@@ -113,17 +138,48 @@ async def _read_capped(resp: httpx.Response, limit: int, url: str, *, fail: bool
     return b"".join(parts)[:limit]
 
 
+async def _read_error_body(resp: aiohttp.ClientResponse) -> str:
+    """Up to ERROR_BODY_LIMIT bytes of an error answer, as text."""
+    parts, size = [], 0
+    while size < ERROR_BODY_LIMIT:
+        data = await resp.content.read(ERROR_BODY_LIMIT - size)
+        if not data:
+            break
+        parts.append(data)
+        size += len(data)
+    return b"".join(parts).decode("utf-8", "replace")
+
+
+_T = TypeVar("_T")
+
+
+def run_fast(coro: Awaitable[_T]) -> _T:
+    """Run a coroutine on uvloop where it is installed (a fraction of asyncio's CPU per socket read), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:  # uvloop has no Windows build
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    return uvloop.run(coro)  # type: ignore[arg-type]
+
+
 class SmokeClient:
-    """Talks to one OpenAI-compatible vLLM endpoint; stamps come from `clock` (seconds since the run began)."""
+    """Talks to one OpenAI-compatible vLLM endpoint; stamps come from `clock` (seconds since the run began).
+
+    `clock` must be `time.perf_counter` minus a constant: the stream's hot loop stamps with `time.perf_counter`
+    itself and shifts once per request. `transport` (httpx) carries the plain GETs.
+    """
 
     def __init__(self, base_url: str, *, api_key: str | None = None, request_timeout_s: float = 600.0,
                  max_connections: int = 32, transport: httpx.AsyncBaseTransport | None = None,
                  clock: Callable[[], float] | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.request_timeout_s = request_timeout_s
+        self.max_connections = max_connections
         start = time.perf_counter()
         self.clock = clock or (lambda: time.perf_counter() - start)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers = headers
+        self._session: aiohttp.ClientSession | None = None
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers=headers,
@@ -137,6 +193,22 @@ class SmokeClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
+
+    def _streams(self) -> aiohttp.ClientSession:
+        """The aiohttp session of the streams, made on first use (it must be made inside the running loop)."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                # Asked uncompressed, read uncompressed: a bound on bytes read is then a bound on bytes kept.
+                headers={**self._headers, "Accept-Encoding": "identity"},
+                connector=aiohttp.TCPConnector(limit=self.max_connections),
+                # The request's whole time is bounded by `stream`'s wait_for; a per-read timer would be re-armed for
+                # every chunk that arrives, a cost per token for nothing.
+                timeout=aiohttp.ClientTimeout(total=None, connect=min(10.0, self.request_timeout_s)),
+                auto_decompress=False,
+            )
+        return self._session
 
     def _url(self, path: str) -> str:
         return self.base_url + path
@@ -178,39 +250,36 @@ class SmokeClient:
         return text, started, finished
 
     async def stream(self, path: str, payload: dict[str, Any]) -> RawStream:
-        """POST a streaming request and record each line with its arrival stamp; never raises for endpoint failures."""
+        """POST a streaming request and record each read with its arrival stamp; never raises for endpoint failures."""
         raw = RawStream(t_send=self.clock())
+        raw.reads_shift = raw.t_send - time.perf_counter()
         try:
             await asyncio.wait_for(self._stream_into(raw, path, payload), timeout=self.request_timeout_s)
         except asyncio.TimeoutError:
             raw.error = f"request timed out after {self.request_timeout_s:g} s (smoke.request_timeout_s)"
         except EndpointError as exc:
             raw.error = exc.message
-        except httpx.HTTPError as exc:
-            raw.error = translate(exc, self._url(path)).message
+        except aiohttp.ClientError as exc:
+            raw.error = translate_stream(exc, self._url(path)).message
         raw.t_end = self.clock()
         return raw
 
     async def _stream_into(self, raw: RawStream, path: str, payload: dict[str, Any]) -> None:
         max_bytes, max_lines = stream_limits(int(payload.get("max_tokens") or 1))
-        async with self._http.stream("POST", path, json=payload) as resp:
-            if resp.status_code != 200:
-                body = (await _read_capped(resp, ERROR_BODY_LIMIT, self._url(path), fail=False)).decode("utf-8", "replace")
-                raise _status_error(resp.status_code, self._url(path), body)
-            # Split lines by hand over the decoded bytes: every line of one read arrived at the same instant, and
-            # this loop is the client's hot path (one pass per SSE chunk, hundreds per second at bs=1).
-            lines, clock, pending, received = raw.lines, self.clock, b"", 0
-            async for data in resp.aiter_bytes():
-                stamp = clock()
+        url = self._url(path)
+        async with self._streams().post(url, json=payload) as resp:
+            if resp.status != 200:
+                raise _status_error(resp.status, url, await _read_error_body(resp))
+            # The client's hot path, one pass per socket read (hundreds per second per stream): stamp, keep, count.
+            reads, stamp, received, lines = raw.reads, time.perf_counter, 0, 0
+            append = reads.append
+            async for data in resp.content.iter_any():
+                append((stamp(), data))
                 received += len(data)
-                *complete, pending = (pending + data).split(b"\n")
-                lines.extend((stamp, line.decode("utf-8", "replace").rstrip("\r")) for line in complete)
-                if received > max_bytes or len(lines) > max_lines:
+                lines += data.count(b"\n")
+                if received > max_bytes or lines > max_lines:
                     # Leaving the block closes the connection: the server's flood stops here.
-                    raw.error = (f"the stream passed {min(received, max_bytes) // 1024} KiB / {min(len(lines), max_lines)} "
+                    raw.error = (f"the stream passed {min(received, max_bytes) // 1024} KiB / {min(lines, max_lines)} "
                                  f"lines for max_tokens={payload.get('max_tokens')}, far more than a vLLM server "
                                  "sends: stopped reading it")
-                    del lines[max_lines:]
                     return
-            if pending:
-                lines.append((clock(), pending.decode("utf-8", "replace").rstrip("\r")))

@@ -7,6 +7,7 @@ gives the total, and chunks are recognised by their text; the per-chunk figures 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 #: Characters of a kept answer (correctness probes): a right answer is a few hundred; the rest is not judged.
@@ -15,17 +16,31 @@ MAX_TEXT_CHARS = 32 * 1024
 MAX_QUOTE_CHARS = 300
 
 from k3deploy.report.smoke import RequestRecord, Tier
-from k3deploy.smoke.sse import ChunkFormatError, decode_events, parse_chunk
+from k3deploy.smoke.sse import ChunkFormatError, chunk_fields, scan_events
 
 
 @dataclass(slots=True)
 class RawStream:
-    """What the client saw: when it sent, each line with its arrival stamp, when it stopped, and why if it failed."""
+    """What the client saw: when it sent, what arrived and when, when it stopped, and why if it failed.
+
+    The client keeps each socket read as it came, `(stamp, bytes)` in `reads`, stamped by `time.perf_counter`;
+    `reads_shift` turns those stamps into the run's clock (the one of `t_send`). Decoding waits until the stream has
+    ended, off the hot path. `lines` (stamped text lines, on the run's clock) is the same stream already split, as
+    tests and transcripts give it; a stream has one or the other.
+    """
 
     t_send: float
     t_end: float = 0.0
     lines: list[tuple[float, str]] = field(default_factory=list)
     error: str | None = None
+    reads: list[tuple[float, bytes]] = field(default_factory=list)
+    reads_shift: float = 0.0
+
+    def stamped_reads(self) -> tuple[list[tuple[float, bytes]], float]:
+        """The stream as reads, and the shift from their stamps to the run's clock."""
+        if self.lines:
+            return [(t, line.encode("utf-8") + b"\n") for t, line in self.lines], 0.0
+        return self.reads, self.reads_shift
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +59,10 @@ class RequestSpec:
 
 def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     """Turn a raw stream into a record; any way the stream went wrong ends up in `error` with `ok=False`."""
-    decoded = decode_events(raw.lines)
+    reads, shift = raw.stamped_reads()
+    origin = raw.t_send - shift  # an event's offset from the send is its stamp minus this
     problems: list[str] = []
-    malformed = list(decoded.malformed)
+    malformed: list[str] = []
     server_errors: list[str] = []
     offsets: list[float] = []
     deltas: list[int | None] = []
@@ -56,31 +72,41 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     prompt_tokens: int | None = None
     finish: str | None = None
     done = False
-    for event in decoded.events:
-        try:
-            chunk = parse_chunk(event.data)
-        except ChunkFormatError as exc:
-            malformed.append(str(exc))
-            continue
-        if chunk.done:
-            done = True
-            continue
-        if chunk.error is not None:
-            server_errors.append(chunk.error)
-            continue
-        if chunk.completion_tokens is not None:
-            total = chunk.completion_tokens
-        prompt_tokens = chunk.prompt_tokens if chunk.prompt_tokens is not None else prompt_tokens
-        finish = chunk.finish_reason or finish
-        if not chunk.has_choices:
-            continue
-        texts.append(chunk.text)
-        delta = None if chunk.completion_tokens is None else chunk.completion_tokens - seen_tokens
-        if chunk.completion_tokens is not None:
-            seen_tokens = chunk.completion_tokens
-        if (delta is not None and delta > 0) or (delta is None and chunk.text):
-            offsets.append(event.stamp - raw.t_send)
-            deltas.append(delta)
+    # The client's per-token cost is this loop: locals only, one tuple per chunk, no object per event.
+    for stamp, payloads, _event in scan_events(reads, malformed):
+        offset = stamp - origin
+        for data in payloads:
+            try:
+                is_done, error, has_choices, text, chunk_finish, completion, prompt = chunk_fields(data)
+            except ChunkFormatError as exc:
+                malformed.append(str(exc))
+                continue
+            if is_done:
+                done = True
+                continue
+            if error is not None:
+                server_errors.append(error)
+                continue
+            if prompt is not None:
+                prompt_tokens = prompt
+            if chunk_finish:
+                finish = chunk_finish
+            if completion is None:
+                if has_choices:
+                    texts.append(text)
+                    if text:
+                        offsets.append(offset)
+                        deltas.append(None)
+                continue
+            total = completion
+            if not has_choices:
+                continue
+            texts.append(text)
+            delta = completion - seen_tokens
+            seen_tokens = completion
+            if delta > 0:
+                offsets.append(offset)
+                deltas.append(delta)
 
     if server_errors:
         more = f" ({len(server_errors)} error events, first shown)" if len(server_errors) > 1 else ""
@@ -134,7 +160,7 @@ def is_bursty(offsets: list[float]) -> bool:
     """True when most output chunks arrived back-to-back rather than one decode step at a time."""
     if len(offsets) < BURST_MIN_CHUNKS:
         return False
-    gaps = sorted(b - a for a, b in zip(offsets, offsets[1:]))
+    gaps = sorted(b - a for a, b in itertools.pairwise(offsets))
     median = gaps[len(gaps) // 2] if len(gaps) % 2 else (gaps[len(gaps) // 2 - 1] + gaps[len(gaps) // 2]) / 2
     return median < BURST_GAP_S
 

@@ -59,7 +59,7 @@ def _run(url: str, tmp: Path, name: str, *extra: str) -> Path:
 
 
 def test_compare_shows_speedups_and_refuses_unlike_runs(tmp_path: Path) -> None:
-    with scripted_server(Script(chunk_delay_s=0.004)) as slow:
+    with scripted_server(Script(chunk_delay_s=0.02)) as slow:
         a = _run(slow.url, tmp_path, "a")
     with scripted_server(Script(chunk_delay_s=0.001)) as fast:
         b = _run(fast.url, tmp_path, "b")

@@ -4,13 +4,20 @@ Usage: python -m tests.bench.vllm_bench ARGS...   (the same ARGS as `vllm bench 
 
 vLLM reads a custom JSONL dataset with pandas, an optional dependency ("bench" extra) that k3deploy does not
 need; when pandas is missing, the same records are read with the json module (one object per line).
+
+With K3DEPLOY_CPU_FILE set, the CPU seconds (user + system) this process spends inside vLLM's `benchmark()`
+coroutine (the requests, not the imports, tokenizer or dataset) are written to that file.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import resource
 import sys
+from pathlib import Path
+from typing import Any
 
 
 def _read_jsonl_without_pandas() -> None:
@@ -26,6 +33,27 @@ def _read_jsonl_without_pandas() -> None:
     datasets.CustomDataset.load_data = load_data  # type: ignore[method-assign]
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _measure_benchmark(out: Path) -> None:
+    from vllm.benchmarks import serve
+
+    inner = serve.benchmark
+
+    async def measured(*args: Any, **kwargs: Any) -> Any:
+        start = cpu_seconds()
+        try:
+            return await inner(*args, **kwargs)
+        finally:
+            out.write_text(f"{cpu_seconds() - start}\n", encoding="utf-8")
+
+    serve.benchmark = measured  # type: ignore[assignment]
+
+
 def main(argv: list[str]) -> None:
     """Parse `vllm bench serve` arguments with vLLM's own parser and run it."""
     from vllm.benchmarks.serve import add_cli_args
@@ -34,6 +62,8 @@ def main(argv: list[str]) -> None:
 
     if importlib.util.find_spec("pandas") is None:
         _read_jsonl_without_pandas()
+    if os.environ.get("K3DEPLOY_CPU_FILE"):
+        _measure_benchmark(Path(os.environ["K3DEPLOY_CPU_FILE"]))
     parser = FlexibleArgumentParser(prog="vllm bench serve")
     add_cli_args(parser)
     args = parser.parse_args(argv)

