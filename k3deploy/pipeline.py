@@ -141,7 +141,7 @@ def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> s
 
 
 def _render(profile: Profile) -> str:
-    from k3deploy.render.plan import plan
+    from k3deploy.profile.plan import plan
 
     capacity = plan(profile)
     if not capacity.fits:
@@ -168,8 +168,8 @@ def _kv_capacity(target: Target, profile: Profile) -> str:
         return ""
     from pathlib import Path
 
-    from k3deploy.render.plan import plan
-    from k3deploy.render.plan_check import capacity_line, reported_kv_tokens
+    from k3deploy.profile.plan import plan
+    from k3deploy.profile.plan_check import capacity_line, reported_kv_tokens
 
     log = target.status(profile).get("log")
     text = ""

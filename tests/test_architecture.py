@@ -15,7 +15,7 @@ PURE_MODULES = [
     "profile/model.py",
     "profile/load.py",
     "profile/names.py",
-    "render/plan.py",
+    "profile/plan.py",
     "render/argv.py",
     "render/manifests.py",
     "render/templating.py",

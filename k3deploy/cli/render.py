@@ -11,7 +11,7 @@ from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, g
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
-from k3deploy.render.plan import plan as make_plan
+from k3deploy.profile.plan import plan as make_plan
 
 
 @app.command()
@@ -26,7 +26,7 @@ def plan(
     if output is OutputFormat.json:
         out.print_json(result.model_dump_json())
     else:
-        from k3deploy.render.plan_view import plan_table
+        from k3deploy.cli.plan_view import plan_table
 
         out.print(plan_table(result))
         if prof.model.rehearsal:

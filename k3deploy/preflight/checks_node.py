@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from k3deploy.preflight.facts import GpuFacts, GpuNodeFacts, HostFacts, parse_quantity, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
-from k3deploy.render.plan import GIB
+from k3deploy.profile.plan import GIB
 from k3deploy.report.model import CheckResult, Status
 
 

@@ -25,8 +25,8 @@ import pytest
 
 from k3deploy.profile import load_profile
 from k3deploy.profile.model import Profile, VllmSpec
-from k3deploy.render import plan as plan_module
-from k3deploy.render.plan import CapacityPlan, plan
+from k3deploy.profile import plan as plan_module
+from k3deploy.profile.plan import CapacityPlan, plan
 
 pytestmark = pytest.mark.integration
 
