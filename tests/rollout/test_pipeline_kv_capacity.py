@@ -7,7 +7,7 @@ from typing import Any
 
 from k3deploy import pipeline
 from k3deploy.profile import load_profile
-from tests.render.test_plan_check import CPU_LINE
+from tests.profile.test_plan_check import CPU_LINE
 from tests.rollout.test_pipeline import ScriptedTarget
 
 
