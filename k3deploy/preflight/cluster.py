@@ -6,15 +6,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 from k3deploy.kube import read
 from k3deploy.kube.client import KubeOptions, connect
+from k3deploy.lws import NAME_LABEL
 from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
 from k3deploy.preflight.facts import AccessFacts, ClaimFacts, ClusterFacts, parse_nodes
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import model_cache_name
 
-
 _REVIEW_WORKERS = 8
 #: Label the LeaderWorkerSet controller puts on every pod of a set.
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 def _review(api: object, need: Access, namespace: str) -> AccessFacts:
@@ -30,7 +29,7 @@ def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict
     def ours(pod: dict) -> bool:
         meta = pod.get("metadata") or {}
         return (meta.get("namespace") == namespace
-                and (meta.get("labels") or {}).get(LWS_NAME_LABEL) == profile.name)
+                and (meta.get("labels") or {}).get(NAME_LABEL) == profile.name)
     return [pod for pod in pods if not ours(pod)]
 
 

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import yaml
 
 from k3deploy.errors import ProfileError
+from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
@@ -28,9 +29,6 @@ CHANNEL_CLAIM = "compute-domain-channel"
 #: Probe period of the leader's startup probe; the failure threshold spreads the profile's budget over it.
 STARTUP_PROBE_PERIOD_S = 10
 #: LWS labels its pods with these; the Service and the PDB select on them.
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
-LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
 #: Where the smoke Job mounts the profile ConfigMap, and the one key it holds.
 PROFILE_MOUNT_DIR = "/etc/k3deploy"
 PROFILE_KEY = "profile.yaml"
@@ -193,7 +191,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "profile": f"{name}-profile",
             "service": api_service_name(profile),
         },
-        "lws_labels": {"name": LWS_NAME_LABEL, "worker_index": LWS_WORKER_INDEX_LABEL, "group_key": LWS_GROUP_KEY_LABEL},
+        "lws_labels": {"name": NAME_LABEL, "worker_index": WORKER_INDEX_LABEL, "group_key": GROUP_KEY_LABEL},
         "channel_claim": CHANNEL_CLAIM,
         "leader_command": serve_command(profile, role="leader"),
         "worker_command": serve_command(profile, role="worker"),
@@ -240,7 +238,7 @@ def context(profile: Profile) -> dict[str, Any]:
 
 def build(profile: Profile) -> list[Manifest]:
     """Render the profile's objects in apply order."""
-    if profile.target != "kubernetes":
+    if not profile.on_kubernetes:
         raise ProfileError(
             f"profile {profile.name!r} has target {profile.target!r}: it has no Kubernetes objects",
             hint="use a profile with target: kubernetes",
