@@ -15,17 +15,11 @@ from typing import Any
 
 from k3deploy.errors import CheckFailed, K3DeployError
 from k3deploy.kube.client import KubeOptions, connect, translate
+from k3deploy.kube.errors import KubeError
 from k3deploy.kube.retry import call_with_retries
 
 #: The field manager of every server-side apply k3deploy makes.
 FIELD_MANAGER = "k3deploy"
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status of an API error (ApiException and the dynamic client's subclasses), None for anything else."""
-    from kubernetes.client.exceptions import ApiException
-
-    return int(exc.status or 0) if isinstance(exc, ApiException) else None
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -125,10 +119,11 @@ class KubeApi:
         return list(result.get("items") or []), str(result.get("metadata", {}).get("resourceVersion", ""))
 
     def apply(self, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> dict[str, Any]:
-        """Server-side apply with field manager `k3deploy`; raw ApiException for 409 so callers can explain it."""
+        """Server-side apply with field manager `k3deploy`; a KubeError (status, reason, Status body) on refusal."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return call_with_retries(
+        return self._call(
+            f"apply {object_key(obj)}",
             self.dynamic.server_side_apply,
             res,
             body=obj,
@@ -175,11 +170,25 @@ class KubeApi:
     ) -> Iterator[dict[str, Any]]:
         """One watch connection: raw events {type, object} from `resource_version` until the server ends it.
 
-        Errors are raised untranslated (ApiException 410, connection errors): the caller re-lists or resumes.
+        Errors are KubeErrors (410 Gone, a dropped connection: `transient`): the caller re-lists or resumes.
         `watcher` (from `new_watcher`) lets another thread end the connection with `watcher.stop()`.
         """
         res = self.resource(api_version, kind)
         watcher = watcher or self.new_watcher()
+        try:
+            yield from self._events(watcher, res, namespace, resource_version, timeout_s, field_selector, label_selector)
+        except K3DeployError:
+            raise
+        except ValueError as exc:
+            # An event line that does not decode: the connection broke mid-event; resuming from the last version heals it.
+            raise KubeError(f"watch {kind}: broken event stream: {exc}", status=0, reason="BrokenStream",
+                            transient=True) from exc
+        except Exception as exc:
+            raise translate(exc, f"watch {kind}") from exc
+
+    @staticmethod
+    def _events(watcher: Any, res: Any, namespace: str | None, resource_version: str, timeout_s: int,
+                field_selector: str | None, label_selector: str | None) -> Iterator[dict[str, Any]]:
         stream = watcher.stream(
             res.get,
             namespace=namespace if res.namespaced else None,

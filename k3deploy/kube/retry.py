@@ -6,6 +6,8 @@ from typing import Any, Callable, TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
 
+from k3deploy.kube.errors import is_schema_mismatch
+
 T = TypeVar("T")
 
 #: HTTP statuses that mean "try again": throttled, or the server (or a proxy in front of it) hiccuped.
@@ -22,8 +24,6 @@ def is_transient(exc: BaseException) -> bool:
     from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
 
     if isinstance(exc, ApiException):
-        from k3deploy.kube.client import is_schema_mismatch
-
         return (exc.status or 0) in TRANSIENT_STATUSES and not is_schema_mismatch(exc)
     if isinstance(exc, MaxRetryError) and isinstance(exc.reason, NewConnectionError):
         # Nothing listens there (refused, no route): kubectl fails at once too, so do not keep the user waiting.

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.errors import CheckFailed
 from k3deploy.kube.api import KubeApi, object_key
 from k3deploy.kube.client import KubeOptions
+from k3deploy.kube.errors import KubeError
 
 
 @pytest.fixture
@@ -46,8 +47,10 @@ def test_unserved_kinds_and_forbidden_verbs_are_domain_errors(api: KubeApi, kube
     with pytest.raises(CheckFailed, match="does not serve LeaderWorkerSet"):
         api.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "x", "namespace": "default"}})
     kube.faults.add("GET", r"/configmaps", 403, times=None)
-    with pytest.raises(EnvironmentProblem, match="forbidden"):
+    with pytest.raises(KubeError, match="forbidden") as info:
         api.list("v1", "ConfigMap", "default")
+    assert (info.value.status, info.value.reason, info.value.exit_code, info.value.transient) == (403, "Forbidden", 3, False)
+    assert info.value.body["kind"] == "Status" and info.value.body["code"] == 403
 
 
 def test_object_key() -> None:
