@@ -6,12 +6,17 @@ import json
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.plan_view import plan_table
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
 from k3deploy.profile.plan import plan as make_plan
+from k3deploy.render.write import render_to
+from k3deploy.smoke.headline import REHEARSAL_LABEL
+from k3deploy.targets import target_for
 
 
 @app.command()
@@ -26,12 +31,8 @@ def plan(
     if output is OutputFormat.json:
         out.print_json(result.model_dump_json())
     else:
-        from k3deploy.cli.plan_view import plan_table
-
         out.print(plan_table(result))
         if prof.model.rehearsal:
-            from k3deploy.smoke.headline import REHEARSAL_LABEL
-
             err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if not result.fits:
         raise CheckFailed(f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len")
@@ -47,7 +48,6 @@ def profiles(output: FormatOpt = OutputFormat.table) -> None:
     if output is OutputFormat.json:
         out.print_json(json.dumps(rows))
         return
-    from rich.table import Table
 
     table = Table("NAME", "TARGET", "MODEL", "DESCRIPTION", box=None)
     for row in rows:
@@ -72,6 +72,6 @@ def render(
 
     In a directory, k3deploy replaces and removes only files it wrote itself (recorded in .k3deploy-render.json).
     """
-    from k3deploy.render.write import render_to
-
-    render_to(get_profile(profile, set_), output_dir, force=force)
+    prof = get_profile(profile, set_)
+    rendering = target_for(prof).render(prof)
+    render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)

@@ -11,7 +11,7 @@ import typer
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
-from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.errors import EnvironmentProblem, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
 
@@ -89,7 +89,7 @@ def smoke(
         parse_duration(wait_ready, "--wait-ready")))
 
     from k3deploy.report.smoke_view import smoke_view
-    from k3deploy.smoke.runner import SmokeOptions, exit_code, run_smoke
+    from k3deploy.smoke.runner import SmokeOptions, run_smoke
 
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
 
@@ -110,11 +110,4 @@ def smoke(
     if output is OutputFormat.json:
         # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
         typer.echo(report.model_dump_json(indent=2))
-    code = exit_code(report)
-    if code == 3:
-        raise EnvironmentProblem(f"endpoint {report.endpoint} cannot be tested: {report.blocked_by}",
-                                 hint=next((c.hint for c in report.checks if c.hint), None))
-    if code == 1:
-        failed = [c for c in report.checks if c.status.value == "fail"]
-        raise CheckFailed("smoke failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed),
-                          hint=failed[0].hint if failed else None)
+    report.raise_for_status()

@@ -18,7 +18,7 @@ REGISTRY_TIMEOUT_S = 10.0
 
 def host_cache_path(profile: Profile) -> str:
     """Where this host would keep the weights: the pod's cache mount, or the local target's state directory."""
-    if profile.target == "local":
+    if not profile.on_kubernetes:
         return profile.local.state_dir or os.path.join(os.path.expanduser("~"), ".cache", "k3deploy")
     return profile.kubernetes.model_cache_path
 
@@ -40,7 +40,7 @@ def run_preflight(profile: Profile, node: bool, cluster: bool, kube: KubeOptions
 
         cluster_facts = read_cluster(profile, kube or KubeOptions())
     results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
-    if cluster and profile.target == "kubernetes":
+    if cluster and profile.on_kubernetes:
         results.append(image_platforms(profile))
     return results
 

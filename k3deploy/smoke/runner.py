@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from k3deploy.errors import UsageError
+from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile
 from k3deploy.profile.names import check_http_url
 from k3deploy.report.model import CheckResult, Status
@@ -253,7 +253,9 @@ def run_smoke(profile: Profile, endpoint: str, options: SmokeOptions | None = No
 
 
 def exit_code(report: SmokeReport) -> int:
-    """0 every check passed (or warned/skipped), 1 a check or target failed, 3 the endpoint could not be tested at all."""
-    if report.blocked_by is not None:
-        return 3
-    return 1 if report.status is Status.FAIL else 0
+    """The exit code `report.raise_for_status()` ends the CLI with: 0 passed, 1 a check failed, 3 untestable."""
+    try:
+        report.raise_for_status()
+    except K3DeployError as exc:
+        return exc.exit_code
+    return 0
