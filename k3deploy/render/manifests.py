@@ -40,8 +40,13 @@ JOB_UID = 10001
 # Where the prefetch Job finds the Hub token (a Secret volume), named to huggingface_hub by HF_TOKEN_PATH.
 HF_TOKEN_MOUNT_DIR = "/var/run/secrets/k3deploy/hf"
 HF_TOKEN_FILE = "token"
+#: The label every object of the set carries with its role; it tells the set's Jobs apart.
+COMPONENT_LABEL = "app.kubernetes.io/component"
 #: Component label of the node-preflight Job and its pods (what their anti-affinity selects on).
 NODE_PREFLIGHT_COMPONENT = "node-preflight"
+#: Component labels of the prefetch and smoke Jobs.
+PREFETCH_COMPONENT = "prefetch"
+SMOKE_COMPONENT = "smoke"
 #: The node-preflight Job gives up after this (an image pull and a few NVML queries take a minute): a pod
 #: that cannot be placed must fail the PreSync hook, not hold the sync forever.
 NODE_PREFLIGHT_DEADLINE_S = 900
@@ -78,29 +83,43 @@ class Manifest:
 
 
 @dataclass(frozen=True)
-class _Entry:
+class SetEntry:
+    """One object of the set: its apply position (also its file number), template, kind and component label."""
+
     order: int
     template: str
+    kind: str
+    #: Its `app.kubernetes.io/component` label: what tells the set's Jobs apart (their role).
+    component: str
     wanted: Callable[[Profile], bool]
 
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 
-#: The set, in apply order. Gaps in the numbering leave room for later objects without renaming files.
-SET: tuple[_Entry, ...] = (
-    _Entry(0, "namespace.yaml.j2", _ALWAYS),
-    _Entry(1, "serviceaccount.yaml.j2", _ALWAYS),
-    _Entry(2, "profile-configmap.yaml.j2", _ALWAYS),
-    _Entry(3, "node-preflight-job.yaml.j2", lambda p: p.kubernetes.node_preflight),
-    _Entry(4, "model-cache-pvc.yaml.j2", _ALWAYS),
-    _Entry(5, "computedomain.yaml.j2", lambda p: p.kubernetes.compute_domain),
-    _Entry(6, "prefetch-job.yaml.j2", _ALWAYS),
-    _Entry(10, "leaderworkerset.yaml.j2", _ALWAYS),
-    _Entry(11, "service.yaml.j2", _ALWAYS),
-    _Entry(12, "poddisruptionbudget.yaml.j2", _ALWAYS),
-    _Entry(13, "servicemonitor.yaml.j2", lambda p: p.kubernetes.service_monitor),
-    _Entry(20, "smoke-job.yaml.j2", _ALWAYS),
+#: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
+#: Gaps in the numbering leave room for later objects without renaming files.
+SET: tuple[SetEntry, ...] = (
+    SetEntry(0, "namespace.yaml.j2", "Namespace", "namespace", _ALWAYS),
+    SetEntry(1, "serviceaccount.yaml.j2", "ServiceAccount", "identity", _ALWAYS),
+    SetEntry(2, "profile-configmap.yaml.j2", "ConfigMap", "profile", _ALWAYS),
+    SetEntry(3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight),
+    SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _ALWAYS),
+    SetEntry(5, "computedomain.yaml.j2", "ComputeDomain", "compute-domain", lambda p: p.kubernetes.compute_domain),
+    SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _ALWAYS),
+    SetEntry(10, "leaderworkerset.yaml.j2", "LeaderWorkerSet", "server", _ALWAYS),
+    SetEntry(11, "service.yaml.j2", "Service", "server", _ALWAYS),
+    SetEntry(12, "poddisruptionbudget.yaml.j2", "PodDisruptionBudget", "server", _ALWAYS),
+    SetEntry(13, "servicemonitor.yaml.j2", "ServiceMonitor", "metrics", lambda p: p.kubernetes.service_monitor),
+    SetEntry(20, "smoke-job.yaml.j2", "Job", SMOKE_COMPONENT, _ALWAYS),
 )
+
+
+def set_position(kind: str, component: str | None) -> int | None:
+    """The apply position of an object of the set (by kind, and component where several share a kind), else None."""
+    same_kind = [entry for entry in SET if entry.kind == kind]
+    if len(same_kind) == 1:
+        return same_kind[0].order
+    return next((entry.order for entry in same_kind if entry.component == component), None)
 
 
 def api_service_name(profile: Profile) -> str:
@@ -148,7 +167,7 @@ def context(profile: Profile) -> dict[str, Any]:
     }
 
     def labels(component: str) -> dict[str, str]:
-        return {**base_labels, "app.kubernetes.io/component": component}
+        return {**base_labels, COMPONENT_LABEL: component}
 
     repos = prefetch_repos(profile)
     repos_json = canonical_json(repos)
@@ -251,6 +270,8 @@ def build(profile: Profile) -> list[Manifest]:
         obj = yaml.safe_load(render_template(entry.template, ctx))
         if not isinstance(obj, dict) or "kind" not in obj:
             raise ValueError(f"template {entry.template} did not render one object")
+        if (obj["kind"], ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL)) != (entry.kind, entry.component):
+            raise ValueError(f"template {entry.template} did not render the {entry.kind} ({entry.component}) SET names")
         manifests.append(Manifest(entry.order, obj))
     return manifests
 
