@@ -64,6 +64,9 @@ def _restore(profile: Profile, target: Target, previous: Revision | None, note: 
 
 def run_variants(request: Request) -> list[BenchReport]:
     """Serve and bench each variant in turn; returns one report per variant, in order."""
+    if request.endpoint:
+        raise UsageError("--ab and --sweep serve the variants themselves: drop --endpoint",
+                         hint="k3deploy bench --ab -p local-cpu")
     base = load_profile(request.profile, profile_sets(request))
     target = target_for(base)
     if not target.serves_variants:

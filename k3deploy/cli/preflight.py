@@ -11,8 +11,6 @@ from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, g
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.kube.client import KubeOptions
-from k3deploy.preflight.run import run_preflight
-from k3deploy.preflight.view import preflight_table
 from k3deploy.profile import DEFAULT_PROFILE
 from k3deploy.report.model import Status, worst
 from k3deploy.targets import DeployOptions, target_for
@@ -38,6 +36,10 @@ def preflight(
     Without --node or --cluster: the checks `up` runs on the profile's target (the cluster for a kubernetes
     profile; this host for a local one).
     """
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.preflight.run import run_preflight
+    from k3deploy.preflight.view import preflight_table
+
     sets = list(set_ or [])
     if namespace:
         sets.append(f"kubernetes.namespace={namespace}")

@@ -14,7 +14,6 @@ from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
 from k3deploy.profile.plan import plan as make_plan
-from k3deploy.render.write import render_to
 from k3deploy.smoke.headline import REHEARSAL_LABEL
 from k3deploy.targets import target_for
 
@@ -72,6 +71,9 @@ def render(
 
     In a directory, k3deploy replaces and removes only files it wrote itself (recorded in .k3deploy-render.json).
     """
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.render.write import render_to
+
     prof = get_profile(profile, set_)
     rendering = target_for(prof).render(prof)
     render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from k3deploy import pipeline
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, checked_endpoint, get_profile
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
-from k3deploy.pipeline import RunSummary
 from k3deploy.profile import DEFAULT_PROFILE, Profile
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.smoke.headline import headline_lines
 from k3deploy.targets import DeployOptions, target_for
+
+if TYPE_CHECKING:
+    from k3deploy.pipeline import RunSummary
 
 KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
 ContextOpt = Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")]
@@ -76,6 +77,9 @@ def apply_cmd(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Server-side apply the rendered set in dependency order (field manager k3deploy), then wait for it."""
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy import pipeline
+
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts, dry_run=dry_run or diff,
                        diff=diff, wait=wait and not (dry_run or diff), timeout_s=parse_duration(timeout))
@@ -108,6 +112,9 @@ def up(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """preflight -> render -> apply -> wait -> smoke -> report; roll back when wait or smoke fails."""
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy import pipeline
+
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts,
                        timeout_s=parse_duration(timeout), endpoint=endpoint)
@@ -130,6 +137,9 @@ def status(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict."""
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy import pipeline
+
     timeout_s = parse_duration(timeout)
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, endpoint=endpoint, timeout_s=timeout_s)
@@ -156,6 +166,9 @@ def down(
 
     The weights (cache PVC, generated model) are kept unless --purge.
     """
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy import pipeline
+
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout))
     if not yes and sys.stdin.isatty() and not typer.confirm(target_for(prof, options).down_question(prof, purge), err=True):

@@ -9,10 +9,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, EnvironmentProblem, K3DeployError
 from k3deploy.kube.deadline import Deadline
-from k3deploy.kube.errors import KubeError, is_schema_mismatch, server_message, status_body
-from k3deploy.kube.retry import is_transient
+from k3deploy.kube.errors import KubeError, is_schema_mismatch, is_transient, server_message, status_body
 
 #: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
 #: not the Kubernetes API's (an HTML login page of a proxy in front of it).
@@ -32,8 +33,6 @@ def check_kubeconfig_file(path: str) -> None:
     The kubernetes library indexes into whatever it parsed, so garbage would end in a TypeError. A missing
     file is left to the library (it reports it).
     """
-    import yaml
-
     if not os.path.isfile(path):
         return
     try:
@@ -78,10 +77,11 @@ class KubeOptions:
 def connect(options: KubeOptions) -> Any:
     """Return a configured `kubernetes.client.ApiClient` whose every request is bounded (see kube/bounded.py);
     raise EnvironmentProblem when no config is found."""
+    # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
-    from k3deploy.kube.bounded import BoundedApiClient
+    from k3deploy.kube.bounded import BoundedApiClient  # it subclasses kubernetes' ApiClient: loaded with it
 
     configuration = client.Configuration()
     path = options.kubeconfig or os.environ.get("KUBECONFIG")
@@ -156,7 +156,7 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
     An API answer or a failed connection becomes a KubeError (status, reason, Status body); anything else an
     EnvironmentProblem.
     """
-    # kubernetes and urllib3 load only when a cluster is used (~0.5-1 s): the local target never pays for them.
+    # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 

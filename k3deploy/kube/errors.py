@@ -15,6 +15,9 @@ from typing import Any
 
 from k3deploy.errors import K3DeployError
 
+#: HTTP statuses that mean "try again": throttled, or the server (or a proxy in front of it) hiccuped.
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+
 
 class KubeError(K3DeployError):
     """An error answer of the Kubernetes API server (or none: `status` 0), with its Status object."""
@@ -54,3 +57,17 @@ def is_schema_mismatch(exc: Any) -> bool:
     500 "failed to create typed patch object" (kubernetes/kubernetes#139253), which no retry will change.
     """
     return getattr(exc, "status", None) == 500 and "failed to create typed patch object" in server_message(exc)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth retrying: a transient HTTP status or a connection-level failure."""
+    # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
+
+    if isinstance(exc, ApiException):
+        return (exc.status or 0) in TRANSIENT_STATUSES and not is_schema_mismatch(exc)
+    if isinstance(exc, MaxRetryError) and isinstance(exc.reason, NewConnectionError):
+        # Nothing listens there (refused, no route): kubectl fails at once too, so do not keep the user waiting.
+        return False
+    return isinstance(exc, (HTTPError, ConnectionError, TimeoutError))

@@ -6,9 +6,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from k3deploy.kube import read
 from k3deploy.kube.client import KubeOptions, connect
+from k3deploy.kube.workloads import controller_workloads
 from k3deploy.lws import NAME_LABEL
 from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
 from k3deploy.preflight.facts import AccessFacts, ClaimFacts, ClusterFacts, parse_nodes
+from k3deploy.preflight.versions import installed_versions
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import model_cache_name
 
@@ -42,9 +44,6 @@ def _claim(pvc: dict) -> ClaimFacts:
 
 def _installed(api: object) -> dict[str, str] | None:
     """The LWS controller's and the DRA driver's versions, from their workloads (None: none could be read)."""
-    from k3deploy.kube.workloads import controller_workloads
-    from k3deploy.preflight.versions import installed_versions
-
     workloads = controller_workloads(api)
     return None if workloads is None else installed_versions(workloads)
 

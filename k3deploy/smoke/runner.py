@@ -23,6 +23,7 @@ from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
 from k3deploy.smoke.client import EndpointError, SmokeClient
+from k3deploy.smoke.ready import wait_ready
 from k3deploy.smoke.record import RequestSpec, build_record
 
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
@@ -158,8 +159,6 @@ class _Run:
 async def _ready(client: SmokeClient, timeout_s: float, state: _State, options: SmokeOptions) -> bool:
     """Wait for /health (outside the overall timeout: it bounds the test, not the model's loading); False when
     the endpoint did not become ready, with the liveness failure and the exit-3 reason recorded."""
-    from k3deploy.smoke.ready import wait_ready
-
     try:
         why = await wait_ready(client, timeout_s, options.notice or (lambda _msg: None))
     except EndpointError:

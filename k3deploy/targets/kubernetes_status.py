@@ -9,6 +9,7 @@ from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.rollout.currency import prove_current
 from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, restarts
+from k3deploy.rollout.rollback import read_history
 
 
 def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -36,8 +37,6 @@ def _currency(api: Any, lws: dict[str, Any], namespace: str) -> tuple[bool, str]
 
 def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
-    from k3deploy.rollout.rollback import read_history
-
     namespace = profile.kubernetes.namespace
     rows = []
     for obj in objects:
