@@ -226,3 +226,20 @@ def test_function_local_imports_are_heavy_optional_dependencies_with_a_reason() 
         if not allowed or not _reasoned(lines, node):
             offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
     assert offenders == []
+
+
+def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> None:
+    """Everything that differs between targets is behind targets/base.py: no `profile.target == ...` elsewhere, and
+    no reaching for a target's extras by name (`getattr(target, "record_smoke")`)."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        inside = path.relative_to(PACKAGE).parts[0] in ("targets", "profile")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Compare) and not inside and isinstance(node.left, ast.Attribute)
+                    and node.left.attr == "target"):
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: compares .target")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in ("record_smoke", "last_diffs", "last_applied", "locked", "diagnosis")):
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: getattr {node.args[1].value!r}")
+    assert offenders == []
