@@ -52,7 +52,8 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     # The bench stage (httpx, the datasets, charts) loads when the command runs: `k3deploy --help` stays light.
-    from k3deploy.bench import ab, cli_run
+    from k3deploy.bench import cli_run
+    from k3deploy.bench.ab import run_variants
     from k3deploy.bench.compare import compare, headline
     from k3deploy.report.bench_view import bench_view, compare_view
 
@@ -68,7 +69,7 @@ def bench(
         categories=[c.strip() for c in category.split(",") if c.strip()] if category else None,
         concurrency=parse_levels(concurrency), num_prompts=num_prompts, output_tokens=output_tokens,
         temperature=temperature, label=label, ab=ab, sweep=sweep, quiet=output is OutputFormat.json)
-    reports = ab.run_variants(request) if request.ab or request.sweep else cli_run.run(request)
+    reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
     if len(reports) > 1:
