@@ -13,9 +13,9 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from k3deploy.errors import CheckFailed, K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
 from k3deploy.kube.client import KubeOptions, connect, translate
-from k3deploy.kube.errors import KubeError
+from k3deploy.kube.errors import kube_error
 from k3deploy.kube.retry import call_with_retries
 
 #: The field manager of every server-side apply k3deploy makes.
@@ -185,8 +185,8 @@ class KubeApi:
             raise
         except ValueError as exc:
             # An event line that does not decode: the connection broke mid-event; resuming from the last version heals it.
-            raise KubeError(f"watch {kind}: broken event stream: {exc}", status=0, reason="BrokenStream",
-                            transient=True) from exc
+            raise kube_error(f"watch {kind}: broken event stream: {exc}", None, status=0, reason="BrokenStream",
+                             transient=True, exit_code=EXIT_ENVIRONMENT) from exc
         except Exception as exc:
             raise translate(exc, f"watch {kind}") from exc
 

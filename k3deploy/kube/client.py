@@ -13,7 +13,7 @@ import yaml
 
 from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, EnvironmentProblem, K3DeployError
 from k3deploy.kube.deadline import Deadline
-from k3deploy.kube.errors import KubeError, is_schema_mismatch, is_transient, server_message, status_body
+from k3deploy.kube.errors import is_schema_mismatch, is_transient, kube_error, server_message, status_body
 
 #: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
 #: not the Kubernetes API's (an HTML login page of a proxy in front of it).
@@ -167,13 +167,13 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
         body = status_body(exc)
         reason = str(body.get("reason") or exc.reason or "")
         message, hint, code = _answer(status, server_message(exc), action, is_schema_mismatch(exc))
-        return KubeError(message, hint, status=status, reason=reason, body=body, transient=is_transient(exc),
-                         exit_code=code)
+        return kube_error(message, hint, status=status, reason=reason, body=body, transient=is_transient(exc),
+                          exit_code=code)
     if isinstance(exc, (HTTPError, OSError)):
-        return KubeError(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
-                         hint="check --kubeconfig/--context and that the API server is up", status=0,
-                         reason="Unreachable", transient=is_transient(exc) or isinstance(exc, OSError),
-                         exit_code=EXIT_ENVIRONMENT)
+        return kube_error(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
+                          hint="check --kubeconfig/--context and that the API server is up", status=0,
+                          reason="Unreachable", transient=is_transient(exc) or isinstance(exc, OSError),
+                          exit_code=EXIT_ENVIRONMENT)
     if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError)):
         # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
         where = f"the server at {_server}" if _server else "the API server"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import EXIT_FAILED, EXIT_USAGE, CheckFailed, EnvironmentProblem, K3DeployError, UsageError
 
 #: HTTP statuses that mean "try again": throttled, or the server (or a proxy in front of it) hiccuped.
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -33,6 +33,25 @@ class KubeError(K3DeployError):
         self.body = body or {}
         #: Trying again (or resuming a watch) may succeed: throttled, a 5xx hiccup, a dropped connection.
         self.transient = transient
+
+
+class _KubeCheckFailed(KubeError, CheckFailed):
+    """A KubeError that is also a CheckFailed (exit 1): not found, conflict."""
+
+
+class _KubeUsageError(KubeError, UsageError):
+    """A KubeError that is also a UsageError (exit 2): an object the server or a webhook refuses."""
+
+
+class _KubeEnvironmentProblem(KubeError, EnvironmentProblem):
+    """A KubeError that is also an EnvironmentProblem (exit 3): unreachable, unauthorized, forbidden, 5xx."""
+
+
+def kube_error(message: str, hint: str | None, *, status: int, exit_code: int, reason: str = "",
+               body: dict[str, Any] | None = None, transient: bool = False) -> KubeError:
+    """A KubeError that is also the domain error of its exit code, so `except UsageError` still catches a 422."""
+    cls = {EXIT_FAILED: _KubeCheckFailed, EXIT_USAGE: _KubeUsageError}.get(exit_code, _KubeEnvironmentProblem)
+    return cls(message, hint, status=status, reason=reason, body=body, transient=transient, exit_code=exit_code)
 
 
 def status_body(exc: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from k3deploy.errors import CheckFailed
+from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.kube.api import KubeApi, object_key
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.errors import KubeError
@@ -50,6 +50,7 @@ def test_unserved_kinds_and_forbidden_verbs_are_domain_errors(api: KubeApi, kube
     with pytest.raises(KubeError, match="forbidden") as info:
         api.list("v1", "ConfigMap", "default")
     assert (info.value.status, info.value.reason, info.value.exit_code, info.value.transient) == (403, "Forbidden", 3, False)
+    assert isinstance(info.value, EnvironmentProblem)  # still the domain error of its exit code
     assert info.value.body["kind"] == "Status" and info.value.body["code"] == 403
 
 
