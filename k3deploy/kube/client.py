@@ -6,14 +6,13 @@ Config order: --kubeconfig, then KUBECONFIG, then ~/.kube/config, then in-cluste
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, EnvironmentProblem, K3DeployError
-from k3deploy.kube.deadline import Deadline
 from k3deploy.kube.errors import is_schema_mismatch, is_transient, kube_error, server_message, status_body
+from k3deploy.kube.options import KubeOptions
 
 #: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
 #: not the Kubernetes API's (an HTML login page of a proxy in front of it).
@@ -62,16 +61,6 @@ def check_kubeconfig_file(path: str) -> None:
                 raise _bad_kubeconfig(path, f"{section}[{index}].{inner} must be a mapping")
     if data.get("current-context") is not None and not isinstance(data["current-context"], str):
         raise _bad_kubeconfig(path, "'current-context' must be a string")
-
-
-@dataclass(frozen=True)
-class KubeOptions:
-    """The kubectl-style connection options of a command, and the deadline every API request of it is held to."""
-
-    kubeconfig: str | None = None
-    context: str | None = None
-    namespace: str | None = None
-    deadline: Deadline = field(default_factory=Deadline, compare=False)
 
 
 def connect(options: KubeOptions) -> Any:

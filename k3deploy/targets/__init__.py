@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from k3deploy.errors import ProfileError
-from k3deploy.kube.client import KubeOptions
+from k3deploy.kube.options import KubeOptions
 
 if TYPE_CHECKING:  # this package's own import stays standard-library light (targets/local/rehearsal.py runs alone)
     from k3deploy.profile.model import Profile
