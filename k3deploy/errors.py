@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -16,6 +18,8 @@ class K3DeployError(Exception):
     """Base error: a one-line message, an optional hint, and the exit code it ends the CLI with."""
 
     exit_code: int = EXIT_ENVIRONMENT
+    #: What a failed rollout found (rollout/diagnosis.py's Diagnosis), shown in the run's summary; None elsewhere.
+    diagnosis: Any = None
 
     def __init__(self, message: str, hint: str | None = None, *, exit_code: int | None = None) -> None:
         super().__init__(message)

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
 from k3deploy.profile.model import Profile
+from k3deploy.profile.plan import plan
 from k3deploy.report.model import CheckResult, Status, worst
-from k3deploy.targets.base import Revision, Target
+from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
+from k3deploy.smoke.headline import headline
+from k3deploy.smoke.runner import run_smoke
+from k3deploy.targets.base import Revision, Target, TargetStatus
 
 #: The stages of `up`; the report is the summary the command prints at the end.
 UP_STAGES = ("preflight", "render", "apply", "wait", "smoke")
@@ -52,6 +56,14 @@ class RunSummary:
     diagnosis: dict[str, Any] | None = None
     exit_code: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: What apply (and wait) applied, and a dry run's diffs: `apply -o json` shows them.
+    applied: list[dict[str, str]] = field(default_factory=list)
+    diffs: list[tuple[str, str]] = field(default_factory=list)
+
+    def raise_for_status(self) -> None:
+        """Raise the failing stage's error (its exit code) when the run failed; return when it passed."""
+        if self.exit_code:
+            raise K3DeployError(self.error or "failed", self.hint, exit_code=self.exit_code)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (`-o json`)."""
@@ -62,11 +74,6 @@ class RunSummary:
             "rollback": self.rollback, "endpoint": self.endpoint, "error": self.error, "hint": self.hint,
             "diagnosis": self.diagnosis, **self.extra,
         }
-
-
-def default_timeout_s(profile: Profile) -> float:
-    """The rollout deadline a profile asks for on its target."""
-    return float(profile.local.ready_timeout_s if profile.target == "local" else profile.kubernetes.rollout_timeout_s)
 
 
 class _Stages:
@@ -121,14 +128,6 @@ def unexpected(exc: BaseException, where: str) -> K3DeployError:
                          hint="re-run with --debug for the traceback and report it", exit_code=EXIT_ENVIRONMENT)
 
 
-@contextlib.contextmanager
-def _held(target: Target, profile: Profile, what: str) -> Iterator[None]:
-    """The target's lock for the whole command, when the target has one."""
-    locked = getattr(target, "locked", None)
-    with locked(profile, what) if callable(locked) else contextlib.nullcontext():
-        yield
-
-
 def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> str:
     for check in results:
         note(f"    {check.status.value:<4} {check.name}" + (f": {check.detail}" if check.detail else ""))
@@ -140,69 +139,41 @@ def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> s
     return f"{len(results)} checks, {worst(results).value}"
 
 
-def _render(profile: Profile) -> str:
-    from k3deploy.render.plan import plan
-
+def _render(profile: Profile, target: Target) -> str:
     capacity = plan(profile)
     if not capacity.fits:
         raise CheckFailed(f"capacity plan does not fit: {capacity.reason}", hint="`k3deploy plan` shows the numbers")
-    if profile.target == "kubernetes":
-        from k3deploy.render.manifests import build
-
-        return f"capacity plan fits; {len(build(profile))} objects rendered"
-    return "capacity plan fits"
+    summary = target.render(profile).summary
+    return "capacity plan fits" + (f"; {summary}" if summary else "")
 
 
-def _wait(target: Target, profile: Profile, timeout_s: float | None) -> str:
-    target.wait_ready(profile, timeout_s or default_timeout_s(profile))
-    return "ready" + _kv_capacity(target, profile)
+def _wait(target: Target, profile: Profile, timeout_s: float | None, summary: RunSummary) -> str:
+    outcome = target.wait_ready(profile, timeout_s or target.default_timeout_s(profile))
+    summary.applied += outcome.applied
+    return outcome.detail
 
 
-#: How much of the server log's end is searched for its start-up KV capacity line.
-_LOG_TAIL_BYTES = 8 * 1024 * 1024
-
-
-def _kv_capacity(target: Target, profile: Profile) -> str:
-    """On the local target: the plan's KV tokens beside those the server logged at start-up."""
-    if profile.target != "local":
-        return ""
-    from pathlib import Path
-
-    from k3deploy.render.plan import plan
-    from k3deploy.render.plan_check import capacity_line, reported_kv_tokens
-
-    log = target.status(profile).get("log")
-    text = ""
-    if log:
-        try:
-            with Path(log).open("rb") as handle:
-                handle.seek(max(0, Path(log).stat().st_size - _LOG_TAIL_BYTES))
-                text = handle.read().decode("utf-8", errors="replace")
-        except OSError:
-            pass
-    return "; " + capacity_line(plan(profile).kv_tokens_per_gpu, reported_kv_tokens(text))
+def _apply(target: Target, profile: Profile, summary: RunSummary) -> str:
+    outcome = target.apply(profile)
+    summary.applied, summary.diffs = list(outcome.applied), list(outcome.diffs)
+    return outcome.summary
 
 
 def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
-    try:
-        from k3deploy.smoke import exit_code, run_smoke
-        from k3deploy.smoke.headline import headline
-    except ImportError as exc:
-        raise CheckFailed(f"the smoke stage is not available: {exc}", hint="use --skip-smoke") from None
     endpoint = target.endpoint(profile)
     report = run_smoke(profile, endpoint)
     verdict = {"status": report.status.value, "blocked_by": report.blocked_by,
                "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks],
                "figures": headline(report, model=profile.model.id, rehearsal=profile.model.rehearsal)}
     summary.extra["smoke"] = verdict
-    recorder = getattr(target, "record_smoke", None)
-    if callable(recorder):
-        recorder(profile, verdict)
-    code = exit_code(report)
-    if code != 0:
+    target.record_smoke(profile, verdict)
+    try:
+        report.raise_for_status()
+    except K3DeployError as exc:
         failed = [c for c in report.checks if c.status is Status.FAIL]
         why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        raise K3DeployError(f"smoke against {endpoint} failed: {why}", hint="`k3deploy smoke` re-runs it alone", exit_code=code)
+        raise K3DeployError(f"smoke against {endpoint} failed: {why}", hint="`k3deploy smoke` re-runs it alone",
+                            exit_code=exc.exit_code) from None
     return f"{endpoint}: {len(report.checks)} checks, {report.status.value}"
 
 
@@ -222,7 +193,7 @@ def _roll_back(target: Target, profile: Profile, previous: Revision | None, summ
 def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout_s: float | None = None,
        preflight: bool = True, smoke: bool = True, rollback: bool = True) -> RunSummary:
     """preflight -> render -> apply -> wait -> smoke -> report; rollback on a failed wait or smoke."""
-    with _held(target, profile, "up"):
+    with target.locked(profile, "up"):
         return _up(profile, target, note, timeout_s=timeout_s, preflight=preflight, smoke=smoke, rollback=rollback)
 
 
@@ -234,16 +205,16 @@ def _up(profile: Profile, target: Target, note: Callable[[str], None], *, timeou
         stages.run("preflight", lambda: _checks_detail(target.preflight(profile), note))
     else:
         stages.skip("preflight", "--skip-preflight")
-    stages.run("render", lambda: _render(profile))
+    stages.run("render", lambda: _render(profile, target))
     previous: list[Revision | None] = [None]
 
     def apply() -> str:
         """Remember what is live (for a rollback), then apply."""
         previous[0] = target.current_revision(profile)
-        return target.apply(profile).summary
+        return _apply(target, profile, summary)
 
     stages.run("apply", apply)
-    stages.run("wait", lambda: _wait(target, profile, timeout_s))
+    stages.run("wait", lambda: _wait(target, profile, timeout_s, summary))
     if stages.failed is None:
         with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
             summary.endpoint = target.endpoint(profile)
@@ -266,18 +237,18 @@ def _up(profile: Profile, target: Target, note: Callable[[str], None], *, timeou
 def apply(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool = True,
           timeout_s: float | None = None) -> RunSummary:
     """render -> apply (-> wait): what `k3deploy apply` does; no preflight, smoke or rollback."""
-    with _held(target, profile, "apply"):
-        return _apply(profile, target, note, wait=wait, timeout_s=timeout_s)
+    with target.locked(profile, "apply"):
+        return _apply_stages(profile, target, note, wait=wait, timeout_s=timeout_s)
 
 
-def _apply(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool,
+def _apply_stages(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool,
            timeout_s: float | None) -> RunSummary:
     summary = RunSummary("apply", profile.name, target.name)
     stages = _Stages(summary, APPLY_STAGES, note)
-    stages.run("render", lambda: _render(profile))
-    stages.run("apply", lambda: target.apply(profile).summary)
+    stages.run("render", lambda: _render(profile, target))
+    stages.run("apply", lambda: _apply(target, profile, summary))
     if wait:
-        stages.run("wait", lambda: _wait(target, profile, timeout_s))
+        stages.run("wait", lambda: _wait(target, profile, timeout_s, summary))
     else:
         stages.skip("wait", "--no-wait")
     _finish(summary, stages)
@@ -285,8 +256,6 @@ def _apply(profile: Profile, target: Target, note: Callable[[str], None], *, wai
 
 
 def _is_rollout_failure(exc: K3DeployError | None) -> bool:
-    from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
-
     return isinstance(exc, (RolloutFailed, RolloutTimeout))
 
 
@@ -294,16 +263,16 @@ def _finish(summary: RunSummary, stages: _Stages) -> None:
     if stages.failed is not None and stages.error is not None:
         summary.exit_code = stages.failed.exit_code
         summary.error, summary.hint = stages.error.message, stages.error.hint
-        diagnosis = getattr(stages.error, "diagnosis", None)
+        diagnosis = stages.error.diagnosis
         summary.diagnosis = diagnosis.to_dict() if diagnosis is not None else None
 
 
-def status(profile: Profile, target: Target) -> dict[str, Any]:
+def status(profile: Profile, target: Target) -> TargetStatus:
     """What is live for the profile on its target."""
     return target.status(profile)
 
 
 def down(profile: Profile, target: Target, *, purge: bool) -> str:
     """Remove the deployment (weights kept unless purge)."""
-    with _held(target, profile, "down"):
+    with target.locked(profile, "down"):
         return target.down(profile, purge)

@@ -15,7 +15,7 @@ PURE_MODULES = [
     "profile/model.py",
     "profile/load.py",
     "profile/names.py",
-    "render/plan.py",
+    "profile/plan.py",
     "render/argv.py",
     "render/manifests.py",
     "render/templating.py",
@@ -29,9 +29,9 @@ PURE_MODULES = [
     "pin/floating.py",
     "preflight/checks_storage.py",
     "render/features.py",
-    "render/placement.py",
+    "preflight/placement.py",
     "render/routing.py",
-    "render/weight_cache.py",
+    "preflight/weight_cache.py",
     "render/network.py",
     "render/pod_security.py",
     "render/scan_skips.py",
@@ -99,3 +99,163 @@ def test_no_module_over_500_lines() -> None:
 def test_every_module_has_a_docstring() -> None:
     missing = [str(p.relative_to(REPO_ROOT)) for p in PACKAGE.rglob("*.py") if ast.get_docstring(ast.parse(p.read_text())) is None]
     assert missing == []
+
+
+# -- package layering -------------------------------------------------------------------------------------------
+
+#: Third-party modules heavy enough to import only where used, and never needed on some path (the local
+#: target never loads `kubernetes`; NVML, torch and matplotlib exist only on some hosts or with an extra).
+HEAVY_OPTIONAL = {"kubernetes", "urllib3", "pynvml", "torch", "transformers", "tokenizers", "matplotlib", "uvloop"}
+#: Command modules register on the app at start-up; each command loads its stage only when it runs.
+LAZY_COMMAND_PACKAGE = PACKAGE / "cli"
+
+
+def _unit(module: str) -> str:
+    """The layer a module belongs to: its first-level package (`k3deploy.rollout.wait` -> rollout), or itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Lines inside `if TYPE_CHECKING:` blocks: imports for annotations only, never run."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def _imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level or not node.module:
+        return []
+    if node.module == "k3deploy":  # `from k3deploy import pipeline` imports the module k3deploy.pipeline
+        return [f"k3deploy.{alias.name}" for alias in node.names]
+    return [node.module]
+
+
+def package_graph() -> dict[tuple[str, str], list[str]]:
+    """(from layer, to layer) -> where: every k3deploy import that runs, at any depth of a module."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_lines(tree)
+        source = _unit(_module_name(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in skip:
+                for target in _imported_modules(node):
+                    if target.startswith("k3deploy.") and _unit(target) != source:
+                        edges.setdefault((source, _unit(target)), []).append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+    return edges
+
+
+def _cycle(edges: dict[tuple[str, str], list[str]]) -> list[str]:
+    """One cycle of the layer graph (as its edges with where each import is), or [] when there is none."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                loop = stack[stack.index(nxt):] + [nxt]
+                return [f"{a} -> {b} ({edges[(a, b)][0]})" for a, b in zip(loop, loop[1:])]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    edges = {("profile", "render"): ["a.py:1"], ("render", "targets"): ["b.py:2"], ("targets", "profile"): ["c.py:3"]}
+    assert _cycle(edges) == ["profile -> render (a.py:1)", "render -> targets (b.py:2)", "targets -> profile (c.py:3)"]
+    assert _cycle({("cli", "render"): ["a.py:1"]}) == []
+
+
+def test_no_package_import_cycles() -> None:
+    """Packages form layers: an import cycle between two (even through a function-local import) is refused."""
+    assert _cycle(package_graph()) == []
+
+
+def _reasoned(lines: list[str], node: ast.Import | ast.ImportFrom) -> bool:
+    """A comment ends the import's line, or stands on the line above its block of imports."""
+    if "#" in lines[node.lineno - 1]:
+        return True
+    above = node.lineno - 2
+    while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
+        above -= 1
+    return above >= 0 and lines[above].strip().startswith("#")
+
+
+def function_local_imports() -> list[tuple[Path, ast.Import | ast.ImportFrom]]:
+    """Every import inside a function body (outside `if TYPE_CHECKING:`)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_lines(tree)
+        for func in ast.walk(tree):
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found += [(path, node) for node in ast.walk(func)
+                          if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in skip]
+    return found
+
+
+def _heavy(module: str) -> bool:
+    """A heavy optional dependency, or a k3deploy module that imports one at its top (kube/bounded.py)."""
+    if module.split(".")[0] in HEAVY_OPTIONAL:
+        return True
+    path = REPO_ROOT / (module.replace(".", "/") + ".py")
+    if not module.startswith("k3deploy.") or not path.is_file():
+        return False
+    top = ast.parse(path.read_text(encoding="utf-8")).body
+    return any(name.split(".")[0] in HEAVY_OPTIONAL for node in top if isinstance(node, (ast.Import, ast.ImportFrom))
+               for name in _imported_modules(node))
+
+
+def test_function_local_imports_are_heavy_optional_dependencies_with_a_reason() -> None:
+    """Imports go at the top of a module; inside a function only a heavy optional dependency (or a command's own
+    stage, in cli/), each with a one-line comment saying why."""
+    offenders = []
+    for path, node in function_local_imports():
+        modules = _imported_modules(node) or ["(relative)"]
+        lines = path.read_text(encoding="utf-8").splitlines()
+        allowed = all(_heavy(module) for module in modules) or LAZY_COMMAND_PACKAGE in path.parents
+        if not allowed or not _reasoned(lines, node):
+            offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert offenders == []
+
+
+def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> None:
+    """Everything that differs between targets is behind targets/base.py: no `profile.target == ...` elsewhere, and
+    no reaching for a target's extras by name (`getattr(target, "record_smoke")`)."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        inside = path.relative_to(PACKAGE).parts[0] in ("targets", "profile")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            # A target's name compared with a string (`profile.target == "local"`); `row.target is None` is no such test.
+            if (isinstance(node, ast.Compare) and not inside and isinstance(node.left, ast.Attribute)
+                    and node.left.attr == "target"
+                    and any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in node.comparators)):
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: compares .target")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in ("record_smoke", "last_diffs", "last_applied", "locked", "diagnosis")):
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: getattr {node.args[1].value!r}")
+    assert offenders == []

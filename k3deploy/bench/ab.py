@@ -47,9 +47,11 @@ def variants(ab: bool, sweep: str | None) -> list[tuple[str, list[str]]]:
 
 def _serve(profile: Profile, target: Target, note: Callable[[str], None]) -> str:
     summary = pipeline.apply(profile, target, note)
-    if summary.exit_code != 0:
-        raise K3DeployError(f"serving {profile.name} for bench failed: {summary.error}", hint=summary.hint,
-                            exit_code=summary.exit_code)
+    try:
+        summary.raise_for_status()
+    except K3DeployError as exc:
+        raise K3DeployError(f"serving {profile.name} for bench failed: {exc.message}", hint=exc.hint,
+                            exit_code=exc.exit_code) from None
     return target.endpoint(profile)
 
 
@@ -62,8 +64,12 @@ def _restore(profile: Profile, target: Target, previous: Revision | None, note: 
 
 def run_variants(request: Request) -> list[BenchReport]:
     """Serve and bench each variant in turn; returns one report per variant, in order."""
+    if request.endpoint:
+        raise UsageError("--ab and --sweep serve the variants themselves: drop --endpoint",
+                         hint="k3deploy bench --ab -p local-cpu")
     base = load_profile(request.profile, profile_sets(request))
-    if base.target != "local":
+    target = target_for(base)
+    if not target.serves_variants:
         raise UsageError(f"--ab / --sweep restart the server, which k3deploy does only on a local profile ({base.name} is {base.target})",
                          hint="on Kubernetes: render a variant with --set, roll it out, bench it, then `bench compare` (see README)")
     if request.ab and base.speculative is None:
@@ -71,7 +77,6 @@ def run_variants(request: Request) -> list[BenchReport]:
     note: Callable[[str], None] = (lambda _m: None) if request.quiet else (lambda m: err.print(m, markup=False, highlight=False))
     plan = variants(request.ab, request.sweep)
     profiles = [load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan]  # all checked before serving
-    target = target_for(base)
     previous = target.current_revision(base)
     reports: list[BenchReport] = []
     try:

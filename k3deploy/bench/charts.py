@@ -81,10 +81,11 @@ def write_html(reports: Sequence[BenchReport], path: Path) -> None:
 
 def _pyplot() -> Any:
     try:
+        # matplotlib is the optional 'bench' extra and slow to import: only --png loads it.
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # after use("Agg"): the backend is chosen before pyplot loads
     except ImportError:
         raise EnvironmentProblem("--png needs matplotlib, which is not installed",
                                  hint="pip install 'k3deploy[bench]' (or drop --png; --html needs nothing)") from None

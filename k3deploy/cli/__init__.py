@@ -6,6 +6,7 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -75,8 +76,6 @@ def _forget_unhandled_interrupt() -> None:
     the same way clears the mark.
     """
     with contextlib.suppress(Exception):
-        import ctypes
-
         ctypes.pythonapi.PyRun_SimpleString(b"pass")
 
 

@@ -8,7 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from k3deploy import __version__
+from k3deploy.errors import UsageError
 from k3deploy.profile import DEFAULT_PROFILE, Profile, load_profile
+from k3deploy.profile.names import check_http_url
+from k3deploy.targets import check_target
 
 app = typer.Typer(
     name="k3deploy",
@@ -53,16 +56,13 @@ FormatOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="table o
 
 def get_profile(profile: str, sets: list[str] | None, *, check_fit: bool = True) -> Profile:
     """Load the profile named on the command line, with its overrides (`check_fit`: refuse weights that cannot fit)."""
-    return load_profile(profile, sets or [], check_fit=check_fit)
+    return check_target(load_profile(profile, sets or [], check_fit=check_fit))
 
 
 def checked_endpoint(value: str | None, flag: str = "--endpoint") -> str | None:
     """An endpoint flag's URL when it can be connected to (http(s), host, port 1-65535, a valid IPv6 literal)."""
     if value is None:
         return None
-    from k3deploy.errors import UsageError
-    from k3deploy.profile.names import check_http_url
-
     try:
         return check_http_url(value.strip())
     except ValueError as exc:

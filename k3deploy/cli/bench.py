@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,7 +11,7 @@ import typer
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
 from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
-from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
 bench_app = typer.Typer(help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
@@ -24,14 +23,6 @@ def writable(path: Path | None, flag: str) -> None:
     """Refuse an output file whose folder does not exist before the run (a bench run takes minutes)."""
     if path is not None and not path.parent.is_dir():
         raise UsageError(f"{flag} {path}: folder {path.parent} does not exist", hint="create it, or pick another path")
-
-
-def save(write: Callable[[Path], None], path: Path, what: str) -> None:
-    """Call `write(path)`, turning an OSError into exit 3."""
-    try:
-        write(path)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot write the {what} to {path}: {exc.strerror}", hint="check the path") from None
 
 
 @bench_app.callback()
@@ -60,7 +51,11 @@ def bench(
     disagree with the server's counters, 3 the endpoint cannot be reached."""
     if ctx.invoked_subcommand is not None:
         return
+    # The bench stage (httpx, the datasets, charts) loads when the command runs: `k3deploy --help` stays light.
     from k3deploy.bench import cli_run
+    from k3deploy.bench.ab import run_variants
+    from k3deploy.bench.compare import compare, headline
+    from k3deploy.report.bench_view import bench_view, compare_view
 
     for path, flag in ((report_file, "--report"), (html_file, "--html"), (png_file, "--png")):
         writable(path, flag)
@@ -74,15 +69,10 @@ def bench(
         categories=[c.strip() for c in category.split(",") if c.strip()] if category else None,
         concurrency=parse_levels(concurrency), num_prompts=num_prompts, output_tokens=output_tokens,
         temperature=temperature, label=label, ab=ab, sweep=sweep, quiet=output is OutputFormat.json)
-    reports = cli_run.run(request)
-    from k3deploy.report.bench_view import bench_view
-
+    reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
     if len(reports) > 1:
-        from k3deploy.bench.compare import compare, headline
-        from k3deploy.report.bench_view import compare_view
-
         err.print(compare_view(compare(reports, [r.label for r in reports])))
         for line in headline(reports):
             err.print(line, markup=False, highlight=False)
@@ -104,6 +94,7 @@ def compare_cmd(
     """Speedup per category, tier and overall between bench runs, beside the published figures.
 
     Refuses (exit 2) runs whose dataset, prompt set, output length or temperature differ."""
+    # Loaded when the command runs: `k3deploy --help` stays light.
     from k3deploy.bench.compare import compare, differences
     from k3deploy.report.bench import BenchReport
     from k3deploy.report.bench_view import compare_view

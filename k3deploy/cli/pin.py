@@ -25,6 +25,7 @@ def pin(
     Exit 1 when an image is not built for the nodes' platform or does not exist, 3 when the registry or the
     Hub cannot be reached. K3DEPLOY_REGISTRY_URL and HF_ENDPOINT point at mirrors; HF_TOKEN reads private repos.
     """
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.pin.hub import HubClient
     from k3deploy.pin.registry import RegistryClient
     from k3deploy.pin.run import pin_profile, write_pinned

@@ -10,8 +10,10 @@ import typer
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
+from k3deploy.kube.client import KubeOptions
 from k3deploy.profile import DEFAULT_PROFILE
 from k3deploy.report.model import Status, worst
+from k3deploy.targets import DeployOptions, target_for
 
 
 @app.command()
@@ -31,32 +33,27 @@ def preflight(
 ) -> None:
     """Check GPU node and cluster prerequisites; exit 0 (no FAIL), 1 (a FAIL), 3 (could not look).
 
-    Without --node or --cluster: the cluster for a kubernetes profile; for a local one, the checks `up` runs on this host.
+    Without --node or --cluster: the checks `up` runs on the profile's target (the cluster for a kubernetes
+    profile; this host for a local one).
     """
-    from k3deploy.kube.client import KubeOptions
-    from k3deploy.preflight import run_preflight
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.preflight.run import run_preflight
+    from k3deploy.preflight.view import preflight_table
 
     sets = list(set_ or [])
     if namespace:
         sets.append(f"kubernetes.namespace={namespace}")
     prof = get_profile(profile, sets)
-    gpus = True
+    kube = KubeOptions(kubeconfig, context, namespace)
     if not node and not cluster:
-        cluster = prof.target == "kubernetes"
-        node, gpus = not cluster, False
-    if prof.target == "local" and node and not gpus:  # the same checks `up` runs before it starts vLLM
-        from k3deploy.targets import target_for
-
-        results = target_for(prof).preflight(prof)
+        results = target_for(prof, DeployOptions(kube=kube)).preflight(prof)
     else:
-        results = run_preflight(prof, node, cluster, KubeOptions(kubeconfig, context, namespace), gpus=gpus)
+        results = run_preflight(prof, node, cluster, kube)
     overall = worst(results)
     if output is OutputFormat.json:
         payload = {"profile": prof.name, "status": overall.value, "checks": [r.model_dump(mode="json") for r in results]}
         out.print_json(json.dumps(payload))
     else:
-        from k3deploy.preflight.view import preflight_table
-
         out.print(preflight_table(prof.name, results))
     counts = {s: sum(r.status is s for r in results) for s in Status}
     err.print(", ".join(f"{counts[s]} {s.value}" for s in Status if counts[s]), markup=False, highlight=False)

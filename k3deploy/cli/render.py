@@ -7,16 +7,21 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.table import Table
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.plan_view import plan_table
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
-from k3deploy.render.plan import plan as make_plan
+from k3deploy.profile.plan import plan as make_plan
+from k3deploy.smoke.headline import REHEARSAL_LABEL
+from k3deploy.targets import target_for
 
 if TYPE_CHECKING:
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.profile import Profile
-    from k3deploy.render.placement import Placement
+    from k3deploy.preflight.placement import Placement
 
 
 @app.command()
@@ -32,7 +37,8 @@ def plan(
 ) -> None:
     """Print the capacity plan: weights, draft and KV cache per GPU, the weight cache, and with --cluster the
     placement of the groups on the cliques; exit 1 when the model or (with --cluster) the groups do not fit."""
-    from k3deploy.render.weight_cache import cache_note, weight_cache
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.preflight.weight_cache import cache_note, weight_cache
 
     prof = get_profile(profile, set_, check_fit=False)  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
@@ -48,18 +54,15 @@ def plan(
             payload["placement"] = dataclasses.asdict(placement) | {"placed": placement.placed, "fits": placement.fits}
         out.print_json(json.dumps(payload))
     else:
-        from k3deploy.render.plan_view import plan_table
-
         out.print(plan_table(result))
         if cache is not None:
             err.print(f"weight cache: {cache_note(cache)}", markup=False, highlight=False)
         if placement is not None:
-            from k3deploy.render.placement_view import placement_table
+            # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+            from k3deploy.cli.placement_view import placement_table
 
             out.print(placement_table(placement))
         if prof.model.rehearsal:
-            from k3deploy.smoke.headline import REHEARSAL_LABEL
-
             err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if not result.fits:
         raise CheckFailed(f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len")
@@ -69,12 +72,13 @@ def plan(
 
 
 def _placement(prof: Profile, kubeconfig: str | None, context: str | None, namespace: str | None) -> Placement:
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.errors import UsageError
     from k3deploy.kube.client import KubeOptions
     from k3deploy.preflight.cluster import placement_nodes
-    from k3deploy.render.placement import place
+    from k3deploy.preflight.placement import place
 
-    if prof.target != "kubernetes":
+    if not prof.on_kubernetes:
         raise UsageError(f"--cluster needs a kubernetes profile; {prof.name!r} has target {prof.target!r}",
                          hint="use -p kimi-k3-gb300-tp16 (or another kubernetes profile)")
     return place(prof, placement_nodes(prof, KubeOptions(kubeconfig, context, namespace)))
@@ -90,7 +94,6 @@ def profiles(output: FormatOpt = OutputFormat.table) -> None:
     if output is OutputFormat.json:
         out.print_json(json.dumps(rows))
         return
-    from rich.table import Table
 
     table = Table("NAME", "TARGET", "MODEL", "DESCRIPTION", box=None)
     for row in rows:
@@ -115,6 +118,9 @@ def render(
 
     In a directory, k3deploy replaces and removes only files it wrote itself (recorded in .k3deploy-render.json).
     """
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.render.write import render_to
 
-    render_to(get_profile(profile, set_), output_dir, force=force)
+    prof = get_profile(profile, set_)
+    rendering = target_for(prof).render(prof)
+    render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)

@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from enum import Enum
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, checked_endpoint, get_profile
+from k3deploy.cli.app import (
+    FormatOpt,
+    OutputFormat,
+    ProfileOpt,
+    SetOpt,
+    app,
+    checked_endpoint,
+    get_profile,
+)
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import UsageError
+from k3deploy.kube.client import KubeOptions
+from k3deploy.kube.deadline import Deadline
 from k3deploy.profile import DEFAULT_PROFILE, Profile
+from k3deploy.rollout.progress import ProgressView
+from k3deploy.smoke.headline import headline_lines
+from k3deploy.targets import DeployOptions, target_for
+
+if TYPE_CHECKING:
+    from k3deploy.pipeline import RunSummary
 
 KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
 ContextOpt = Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")]
@@ -41,19 +58,15 @@ def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profil
     return get_profile(profile, overrides)
 
 
-def _options(kubeconfig: str | None, context: str | None, namespace: str | None, **kwargs: Any) -> Any:
+def _options(kubeconfig: str | None, context: str | None, namespace: str | None, **kwargs: Any) -> DeployOptions:
     """Deploy options; a --timeout starts counting here, so it bounds the whole command."""
-    from k3deploy.kube.client import KubeOptions
-    from k3deploy.kube.deadline import Deadline
-    from k3deploy.targets import DeployOptions
-
     if kwargs.get("endpoint") is not None:
         kwargs["endpoint"] = checked_endpoint(kwargs["endpoint"])
     deadline = Deadline(kwargs.get("timeout_s"))
     return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace, deadline), **kwargs)
 
 
-def _print_summary(summary: Any, output: OutputFormat) -> None:
+def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         out.print_json(json.dumps(summary.to_dict()))
     err.print(f"summary ({summary.command} {summary.profile} on {summary.target}):", markup=False, highlight=False)
@@ -64,12 +77,9 @@ def _print_summary(summary: Any, output: OutputFormat) -> None:
         err.print(f"  rollback: {summary.rollback}", markup=False, highlight=False)
     figures = (summary.extra.get("smoke") or {}).get("figures")
     if figures:
-        from k3deploy.smoke.headline import headline_lines
-
         for line in headline_lines(figures):
             err.print(line, markup=False, highlight=False)
-    if summary.exit_code:
-        raise K3DeployError(summary.error or "failed", summary.hint, exit_code=summary.exit_code)
+    summary.raise_for_status()
 
 
 @app.command("apply")
@@ -87,9 +97,8 @@ def apply_cmd(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Server-side apply the rendered set in dependency order (field manager k3deploy), then wait for it."""
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
-    from k3deploy.rollout.progress import ProgressView
-    from k3deploy.targets import target_for
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts, dry_run=dry_run or diff,
@@ -98,13 +107,12 @@ def apply_cmd(
         target = target_for(prof, options, view)
         summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
     if diff:
-        diffs = getattr(target, "last_diffs", [])
         if output is OutputFormat.json:  # stdout must stay one JSON document: the diffs go inside it
-            summary.extra["diff"] = [{"object": key, "diff": text} for key, text in diffs]
+            summary.extra["diff"] = [{"object": key, "diff": text} for key, text in summary.diffs]
         else:
-            for _, text in diffs:
+            for _, text in summary.diffs:
                 out.print(text, end="", markup=False, highlight=False)
-    summary.extra["objects"] = getattr(target, "last_applied", [])
+    summary.extra["objects"] = summary.applied
     _print_summary(summary, output)
 
 
@@ -131,9 +139,8 @@ def up(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """preflight -> render -> apply -> wait -> smoke -> report; roll back when wait or smoke fails."""
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
-    from k3deploy.rollout.progress import ProgressView
-    from k3deploy.targets import target_for
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts,
@@ -150,13 +157,10 @@ def up(
 
 def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
     """Blue-green when a second group fits; else the in-place outage, accepted by --yes or at the prompt."""
-    import dataclasses
-
-    from k3deploy.errors import UsageError
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.rollout.bluegreen import outage_question
-    from k3deploy.targets import target_for
 
-    if prof.target != "kubernetes":
+    if not prof.on_kubernetes:
         raise UsageError(f"--strategy blue-green needs a cluster; profile {prof.name!r} runs on target {prof.target!r}",
                          hint="drop --strategy: the local target runs one server")
     question = outage_question(target_for(prof, options), prof)
@@ -184,19 +188,18 @@ def status(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict."""
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
-    from k3deploy.targets import target_for
 
     timeout_s = parse_duration(timeout)
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, endpoint=endpoint, timeout_s=timeout_s)
-    report = pipeline.status(prof, target_for(prof, options))
+    target = target_for(prof, options)
+    report = pipeline.status(prof, target)
     if output is OutputFormat.json:
-        out.print_json(json.dumps(report))
+        out.print_json(json.dumps(report.to_dict()))
         return
-    from k3deploy.cli.rollout_view import status_view
-
-    out.print(status_view(report))
+    out.print(target.status_view(report))
 
 
 @app.command()
@@ -214,18 +217,13 @@ def down(
 
     The weights (cache PVC, generated model) are kept unless --purge.
     """
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
-    from k3deploy.rollout.progress import ProgressView
-    from k3deploy.targets import target_for
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout))
-    if not yes and sys.stdin.isatty():
-        from k3deploy.cli.rollout_view import down_question
-
-        local = pipeline.status(prof, target_for(prof, options)) if prof.target == "local" else None
-        if not typer.confirm(down_question(prof, purge, local), err=True):
-            raise typer.Abort()
+    if not yes and sys.stdin.isatty() and not typer.confirm(target_for(prof, options).down_question(prof, purge), err=True):
+        raise typer.Abort()
     with ProgressView() as view:
         target = target_for(prof, options, view)
         result = pipeline.down(prof, target, purge=purge)

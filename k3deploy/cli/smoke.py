@@ -11,7 +11,7 @@ import typer
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
-from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.errors import EnvironmentProblem, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
 
@@ -80,16 +80,16 @@ def smoke(
     if report_file is not None and not report_file.parent.is_dir():
         # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
         raise UsageError(f"--report {report_file}: folder {report_file.parent} does not exist", hint="create it, or pick another path")
-    from k3deploy.smoke.runner import normalize_endpoint
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.report.smoke_view import smoke_view
+    from k3deploy.smoke.headline import REHEARSAL_LABEL
+    from k3deploy.smoke.runner import SmokeOptions, normalize_endpoint, run_smoke
 
     normalize_endpoint(endpoint)  # a malformed URL is a usage error before the profile or the network is touched
     prof = get_profile(profile, (set_ or []) + flag_overrides(
         requests, output_tokens, concurrency, min_tok_s, min_acceptance_length,
         parse_duration(request_timeout, "--request-timeout"), parse_duration(overall_timeout, "--overall-timeout"),
         parse_duration(wait_ready, "--wait-ready")))
-
-    from k3deploy.report.smoke_view import smoke_view
-    from k3deploy.smoke.runner import SmokeOptions, exit_code, run_smoke
 
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
 
@@ -99,8 +99,6 @@ def smoke(
     report = run_smoke(prof, endpoint, SmokeOptions(api_key=api_key, progress=progress, notice=notice))
     err.print(smoke_view(report))
     if prof.model.rehearsal:
-        from k3deploy.smoke.headline import REHEARSAL_LABEL
-
         err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if report_file is not None:
         try:
@@ -110,11 +108,4 @@ def smoke(
     if output is OutputFormat.json:
         # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
         typer.echo(report.model_dump_json(indent=2))
-    code = exit_code(report)
-    if code == 3:
-        raise EnvironmentProblem(f"endpoint {report.endpoint} cannot be tested: {report.blocked_by}",
-                                 hint=next((c.hint for c in report.checks if c.hint), None))
-    if code == 1:
-        failed = [c for c in report.checks if c.status.value == "fail"]
-        raise CheckFailed("smoke failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed),
-                          hint=failed[0].hint if failed else None)
+    report.raise_for_status()

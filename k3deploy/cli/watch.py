@@ -23,16 +23,19 @@ from k3deploy.profile import DEFAULT_PROFILE, Profile
 
 def _metrics_base(profile: Profile, endpoint: str | None) -> str:
     """The vLLM base URL to scrape: --endpoint, else the local server's, else the profile's endpoint_override."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.smoke.runner import normalize_endpoint
 
     if endpoint is not None:
         return normalize_endpoint(endpoint)
-    if profile.target == "local":
+    if not profile.on_kubernetes:
+        # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
         from k3deploy.targets import target_for
 
         return target_for(profile).endpoint(profile)
     if profile.kubernetes.endpoint_override is not None:
         return normalize_endpoint(str(profile.kubernetes.endpoint_override))
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.render.manifests import api_service_name
 
     port = profile.vllm.port
@@ -45,6 +48,7 @@ def _prometheus_url(value: str | None) -> str | None:
     """--prometheus as a URL both k3deploy's check and httpx accept (httpx refuses control characters)."""
     url = checked_endpoint(value, "--prometheus")
     if url is not None:
+        # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
         import httpx
 
         try:
@@ -56,12 +60,13 @@ def _prometheus_url(value: str | None) -> str | None:
 
 def _expressions(profile: Profile) -> dict[str, str]:
     """The dashboard's expressions of the figures the view shows."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.observe.promql import DEFAULT_WINDOW, FIGURES, Scope
     from k3deploy.observe.scope import profile_scope
     from k3deploy.observe.watch_figures import ROWS
 
     # A local server is no ServiceMonitor target: its series carry no namespace/service labels to select on.
-    scope = Scope() if profile.target == "local" else profile_scope(profile)
+    scope = profile_scope(profile) if profile.on_kubernetes else Scope()
     keys = {key for key, _, _ in ROWS} | {"per_position_acceptance"}
     return {figure.key: figure.expr(scope, DEFAULT_WINDOW) for figure in FIGURES if figure.key in keys}
 
@@ -93,6 +98,7 @@ def watch(
     prom_url = _prometheus_url(prometheus)
     prof = get_profile(profile, set_, check_fit=False)
 
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.observe.watch_loop import Source, ticks
     from k3deploy.observe.watch_sources import MetricsSource, PrometheusSource
     from k3deploy.observe.watch_view import ViewState, json_line, render
@@ -117,6 +123,7 @@ def watch(
                     state.update(tick)
                     err.print(render(state))
             return
+        # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
         from rich.live import Live
 
         state.update(next(stream))  # the first scrape, before the live view: a failure is only an error line

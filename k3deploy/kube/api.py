@@ -13,19 +13,13 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from k3deploy.errors import CheckFailed, K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
 from k3deploy.kube.client import KubeOptions, connect, translate
+from k3deploy.kube.errors import kube_error
 from k3deploy.kube.retry import call_with_retries
 
 #: The field manager of every server-side apply k3deploy makes.
 FIELD_MANAGER = "k3deploy"
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status of an API error (ApiException and the dynamic client's subclasses), None for anything else."""
-    from kubernetes.client.exceptions import ApiException
-
-    return int(exc.status or 0) if isinstance(exc, ApiException) else None
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -40,6 +34,7 @@ class KubeApi:
     """One cluster connection: discovery, get/list/apply/delete/watch, logs and events as raw dicts."""
 
     def __init__(self, options: KubeOptions) -> None:
+        # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes.dynamic import DynamicClient
 
         self.options = options
@@ -60,6 +55,7 @@ class KubeApi:
         """The dynamic resource of a kind; CheckFailed naming the kind when the cluster does not serve it."""
         key = (api_version, kind)
         if key not in self._resources:
+            # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
             from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
             try:
@@ -91,6 +87,7 @@ class KubeApi:
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The live object, or None when it (or its kind) does not exist."""
+        # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes.dynamic.exceptions import NotFoundError
 
         if not self.served(api_version, kind):
@@ -125,10 +122,11 @@ class KubeApi:
         return list(result.get("items") or []), str(result.get("metadata", {}).get("resourceVersion", ""))
 
     def apply(self, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> dict[str, Any]:
-        """Server-side apply with field manager `k3deploy`; raw ApiException for 409 so callers can explain it."""
+        """Server-side apply with field manager `k3deploy`; a KubeError (status, reason, Status body) on refusal."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return call_with_retries(
+        return self._call(
+            f"apply {object_key(obj)}",
             self.dynamic.server_side_apply,
             res,
             body=obj,
@@ -143,6 +141,7 @@ class KubeApi:
         self, api_version: str, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"
     ) -> bool:
         """Delete one object (dependents by `propagation`); False when it (or its kind) was already gone."""
+        # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes.dynamic.exceptions import NotFoundError
 
         if not self.served(api_version, kind):
@@ -175,11 +174,25 @@ class KubeApi:
     ) -> Iterator[dict[str, Any]]:
         """One watch connection: raw events {type, object} from `resource_version` until the server ends it.
 
-        Errors are raised untranslated (ApiException 410, connection errors): the caller re-lists or resumes.
+        Errors are KubeErrors (410 Gone, a dropped connection: `transient`): the caller re-lists or resumes.
         `watcher` (from `new_watcher`) lets another thread end the connection with `watcher.stop()`.
         """
         res = self.resource(api_version, kind)
         watcher = watcher or self.new_watcher()
+        try:
+            yield from self._events(watcher, res, namespace, resource_version, timeout_s, field_selector, label_selector)
+        except K3DeployError:
+            raise
+        except ValueError as exc:
+            # An event line that does not decode: the connection broke mid-event; resuming from the last version heals it.
+            raise kube_error(f"watch {kind}: broken event stream: {exc}", None, status=0, reason="BrokenStream",
+                             transient=True, exit_code=EXIT_ENVIRONMENT) from exc
+        except Exception as exc:
+            raise translate(exc, f"watch {kind}") from exc
+
+    @staticmethod
+    def _events(watcher: Any, res: Any, namespace: str | None, resource_version: str, timeout_s: int,
+                field_selector: str | None, label_selector: str | None) -> Iterator[dict[str, Any]]:
         stream = watcher.stream(
             res.get,
             namespace=namespace if res.namespaced else None,
@@ -202,12 +215,14 @@ class KubeApi:
     @staticmethod
     def new_watcher() -> Any:
         """A `kubernetes.watch.Watch`: pass it to `watch` to be able to stop that watch from another thread."""
+        # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes import watch
 
         return watch.Watch()
 
     def pod_log(self, name: str, namespace: str, container: str | None, *, tail_lines: int, previous: bool) -> str:
         """The last `tail_lines` lines of a container's log ('' when the server has none)."""
+        # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes import client
 
         core = client.CoreV1Api(self.client)

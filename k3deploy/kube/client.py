@@ -5,14 +5,14 @@ Config order: --kubeconfig, then KUBECONFIG, then ~/.kube/config, then in-cluste
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError, UsageError
-from k3deploy.kube.deadline import Deadline
+import yaml
 
+from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, EnvironmentProblem, K3DeployError
+from k3deploy.kube.errors import is_schema_mismatch, is_transient, kube_error, server_message, status_body
+from k3deploy.kube.options import KubeOptions
 
 #: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
 #: not the Kubernetes API's (an HTML login page of a proxy in front of it).
@@ -32,8 +32,6 @@ def check_kubeconfig_file(path: str) -> None:
     The kubernetes library indexes into whatever it parsed, so garbage would end in a TypeError. A missing
     file is left to the library (it reports it).
     """
-    import yaml
-
     if not os.path.isfile(path):
         return
     try:
@@ -65,23 +63,14 @@ def check_kubeconfig_file(path: str) -> None:
         raise _bad_kubeconfig(path, "'current-context' must be a string")
 
 
-@dataclass(frozen=True)
-class KubeOptions:
-    """The kubectl-style connection options of a command, and the deadline every API request of it is held to."""
-
-    kubeconfig: str | None = None
-    context: str | None = None
-    namespace: str | None = None
-    deadline: Deadline = field(default_factory=Deadline, compare=False)
-
-
 def connect(options: KubeOptions) -> Any:
     """Return a configured `kubernetes.client.ApiClient` whose every request is bounded (see kube/bounded.py);
     raise EnvironmentProblem when no config is found."""
+    # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
-    from k3deploy.kube.bounded import BoundedApiClient
+    from k3deploy.kube.bounded import BoundedApiClient  # it subclasses kubernetes' ApiClient: loaded with it
 
     configuration = client.Configuration()
     path = options.kubeconfig or os.environ.get("KUBECONFIG")
@@ -109,26 +98,6 @@ def connect(options: KubeOptions) -> Any:
     return BoundedApiClient(configuration, options.deadline)
 
 
-def server_message(exc: Any) -> str:
-    """The API server's own message from an ApiException body, or its reason."""
-    body = getattr(exc, "body", None)
-    if body:
-        try:
-            data = json.loads(body)
-            if isinstance(data, dict) and data.get("message"):
-                return str(data["message"])
-        except (ValueError, TypeError):
-            pass
-    return str(getattr(exc, "reason", None) or exc)
-
-
-def is_schema_mismatch(exc: Any) -> bool:
-    """A server-side apply the API server could not convert to its schema (undeclared field, wrong type): it answers
-    500 "failed to create typed patch object" (kubernetes/kubernetes#139253), which no retry will change.
-    """
-    return getattr(exc, "status", None) == 500 and "failed to create typed patch object" in server_message(exc)
-
-
 def _where_and_why(exc: BaseException) -> str:
     """' at HOST:PORT: reason' from urllib3's retry wrapper, without the pool and connection reprs it repeats."""
     pool = getattr(exc, "pool", None)
@@ -142,8 +111,41 @@ def _where_and_why(exc: BaseException) -> str:
     return f"{where}: {text}"
 
 
+def _answer(status: int, message: str, action: str, schema_mismatch: bool) -> tuple[str, str, int]:
+    """(message, hint, exit code) for an API server's error answer."""
+    if status == 401:
+        return f"{action}: unauthorized: {message}", "refresh your credentials or kubeconfig", EXIT_ENVIRONMENT
+    if status == 403 and "because it is being terminated" in message:
+        # The NamespaceLifecycle admission plugin: a deleted namespace refuses new content until it is gone.
+        return (f"{action}: forbidden: {message}", "the namespace is still being deleted (a recent `down --purge`?): "
+                "wait until `kubectl get namespace` no longer lists it, then re-run", EXIT_ENVIRONMENT)
+    if status == 403 and message.startswith("admission webhook "):
+        # A validating webhook (e.g. the LWS controller's) refused the object: not a permission problem.
+        return (f"{action}: rejected by an admission webhook: {message}",
+                "the object breaks a rule of the controller that owns its kind; fix the setting it names", EXIT_USAGE)
+    if status == 403:
+        return f"{action}: forbidden: {message}", "ask for RBAC permission for this verb and resource", EXIT_ENVIRONMENT
+    if status == 404:
+        return f"{action}: not found: {message}", "check the name, namespace and that the CRD is installed", EXIT_FAILED
+    if status == 409:
+        return (f"{action}: conflict: {message}",
+                "another field manager owns these fields; --force-conflicts takes them over", EXIT_FAILED)
+    if status in (400, 422):
+        return f"{action}: rejected by the API server: {message}", "the object is invalid for this cluster's schema", EXIT_USAGE
+    if schema_mismatch:
+        return (f"{action}: the object does not fit the cluster's schema for its kind: {message}",
+                "the installed CRD may be another version than k3deploy renders for; compare "
+                "`kubectl get crd -o yaml` with the README's requirements", EXIT_USAGE)
+    return f"{action}: API server answered {status}: {message}", "check the cluster's health and retry", EXIT_ENVIRONMENT
+
+
 def translate(exc: BaseException, action: str) -> K3DeployError:
-    """Map a kubernetes/urllib3 exception raised while doing `action` to one domain error (keeps the server's words)."""
+    """Map a kubernetes/urllib3 exception raised while doing `action` to one domain error (keeps the server's words).
+
+    An API answer or a failed connection becomes a KubeError (status, reason, Status body); anything else an
+    EnvironmentProblem.
+    """
+    # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
@@ -151,34 +153,16 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
         return exc
     if isinstance(exc, ApiException):
         status = exc.status or 0
-        message = server_message(exc)
-        if status == 401:
-            return EnvironmentProblem(f"{action}: unauthorized: {message}", hint="refresh your credentials or kubeconfig")
-        if status == 403 and "because it is being terminated" in message:
-            # The NamespaceLifecycle admission plugin: a deleted namespace refuses new content until it is gone.
-            return EnvironmentProblem(f"{action}: forbidden: {message}",
-                                      hint="the namespace is still being deleted (a recent `down --purge`?): wait until "
-                                           "`kubectl get namespace` no longer lists it, then re-run")
-        if status == 403 and message.startswith("admission webhook "):
-            # A validating webhook (e.g. the LWS controller's) refused the object: not a permission problem.
-            return UsageError(f"{action}: rejected by an admission webhook: {message}",
-                              hint="the object breaks a rule of the controller that owns its kind; fix the setting it names")
-        if status == 403:
-            return EnvironmentProblem(f"{action}: forbidden: {message}", hint="ask for RBAC permission for this verb and resource")
-        if status == 404:
-            return CheckFailed(f"{action}: not found: {message}", hint="check the name, namespace and that the CRD is installed")
-        if status == 409:
-            return CheckFailed(f"{action}: conflict: {message}", hint="another field manager owns these fields; --force-conflicts takes them over")
-        if status == 422 or status == 400:
-            return UsageError(f"{action}: rejected by the API server: {message}", hint="the object is invalid for this cluster's schema")
-        if is_schema_mismatch(exc):
-            return UsageError(f"{action}: the object does not fit the cluster's schema for its kind: {message}",
-                              hint="the installed CRD may be another version than k3deploy renders for; compare "
-                                   "`kubectl get crd -o yaml` with the README's requirements")
-        return EnvironmentProblem(f"{action}: API server answered {status}: {message}", hint="check the cluster's health and retry")
+        body = status_body(exc)
+        reason = str(body.get("reason") or exc.reason or "")
+        message, hint, code = _answer(status, server_message(exc), action, is_schema_mismatch(exc))
+        return kube_error(message, hint, status=status, reason=reason, body=body, transient=is_transient(exc),
+                          exit_code=code)
     if isinstance(exc, (HTTPError, OSError)):
-        return EnvironmentProblem(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
-                                  hint="check --kubeconfig/--context and that the API server is up")
+        return kube_error(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
+                          hint="check --kubeconfig/--context and that the API server is up", status=0,
+                          reason="Unreachable", transient=is_transient(exc) or isinstance(exc, OSError),
+                          exit_code=EXIT_ENVIRONMENT)
     if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError)):
         # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
         where = f"the server at {_server}" if _server else "the API server"

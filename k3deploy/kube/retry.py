@@ -6,29 +6,14 @@ from typing import Any, Callable, TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
 
+from k3deploy.kube.errors import is_transient
+
 T = TypeVar("T")
 
-#: HTTP statuses that mean "try again": throttled, or the server (or a proxy in front of it) hiccuped.
-TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: Attempts per call, first one included; with the backoff below about half a minute in all.
 MAX_ATTEMPTS = 7
 #: Longest single wait, in seconds, whatever Retry-After says.
 MAX_WAIT_S = 10.0
-
-
-def is_transient(exc: BaseException) -> bool:
-    """True for errors worth retrying: a transient HTTP status or a connection-level failure."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
-
-    if isinstance(exc, ApiException):
-        from k3deploy.kube.client import is_schema_mismatch
-
-        return (exc.status or 0) in TRANSIENT_STATUSES and not is_schema_mismatch(exc)
-    if isinstance(exc, MaxRetryError) and isinstance(exc.reason, NewConnectionError):
-        # Nothing listens there (refused, no route): kubectl fails at once too, so do not keep the user waiting.
-        return False
-    return isinstance(exc, (HTTPError, ConnectionError, TimeoutError))
 
 
 def retry_after_s(exc: BaseException | None) -> float | None:

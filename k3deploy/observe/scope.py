@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from k3deploy.observe.promql import Scope
 from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import api_service_name
+from k3deploy.profile.object_names import api_service_name
 
 
 def profile_scope(profile: Profile) -> Scope:

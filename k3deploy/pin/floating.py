@@ -45,7 +45,7 @@ def pinnable_fields(profile: Profile) -> list[Pinnable]:
     spec = profile.speculative
     if spec is not None and spec.model is not None and is_hub_id(spec.model):
         fields.append(Pinnable("speculative.revision", "revision", spec.model, spec.revision))
-    if profile.target == "kubernetes":
+    if profile.on_kubernetes:
         fields.append(Pinnable("vllm.image", "image", profile.vllm.image, profile.vllm.image))
         fields.append(Pinnable("kubernetes.smoke_image", "image", profile.kubernetes.smoke_image, profile.kubernetes.smoke_image))
     return fields

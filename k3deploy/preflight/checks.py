@@ -13,8 +13,8 @@ from k3deploy.preflight.checks_pinning import pinning_checks
 from k3deploy.preflight.facts import Facts
 from k3deploy.preflight.versions import version_checks as installed_version_checks
 from k3deploy.profile.model import Profile
+from k3deploy.profile.plan import GIB, plan
 from k3deploy.render.manifests import build
-from k3deploy.render.plan import GIB, plan
 from k3deploy.report.model import CheckResult, Status
 
 

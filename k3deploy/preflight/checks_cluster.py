@@ -12,7 +12,7 @@ from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
-from k3deploy.render.placement import Placement, place, trays_by_clique
+from k3deploy.preflight.placement import Placement, place, trays_by_clique
 from k3deploy.report.model import CheckResult, Status
 
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
@@ -157,7 +157,7 @@ def eligible_hosts(profile: Profile, nodes: list[NodeFacts]) -> list[str]:
 
 
 def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
-    """Whether parallel.replicas groups of parallel.nodes trays fit, each inside one clique (render/placement.py)."""
+    """Whether parallel.replicas groups of parallel.nodes trays fit, each inside one clique (preflight/placement.py)."""
     par, label = profile.parallel, profile.kubernetes.clique_label
     result = place(profile, facts.nodes)
     nvlink = result.nvlink

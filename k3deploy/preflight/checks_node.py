@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from k3deploy.preflight.facts import GpuFacts, GpuNodeFacts, HostFacts, parse_quantity, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
-from k3deploy.render.plan import GIB
+from k3deploy.profile.plan import GIB
 from k3deploy.report.model import CheckResult, Status
 
 
@@ -183,7 +183,7 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
                              f"use an image built for {host.arch} (vLLM's arm64 tags carry a suffix such as -aarch64-cu130) "
                              f"and set vllm.image_arch={host.arch}"))
     want_shm = parse_quantity(profile.kubernetes.shm_size)
-    if profile.target != "kubernetes":
+    if not profile.on_kubernetes:
         pass  # the local target runs one vLLM process; the pods' /dev/shm size is a Kubernetes setting
     elif host.shm_bytes is None:
         results.append(CheckResult(name="host.shm", status=Status.WARN, measured="no /dev/shm", target=f">= {profile.kubernetes.shm_size}",
@@ -197,7 +197,7 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
             hint="mount an emptyDir with medium: Memory at /dev/shm (the rendered pods do), or enlarge the host tmpfs"))
     need = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
     target = f">= {_size(need)} free (weights + draft)"
-    if profile.target == "kubernetes":
+    if profile.on_kubernetes:
         # The pods read the weights from the RWX model-cache PVC, never from this node's disk.
         results.append(CheckResult(name="host.cache_disk", status=Status.SKIP, target=target,
                                    detail="the weights live on the model-cache PVC, not on this node; "
@@ -211,7 +211,7 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
         results.append(_fail("host.cache_disk", f"{_size(host.cache_free_bytes)} at {host.cache_probe_path}", target,
                              f"the weights for {profile.model.id} do not fit under {host.cache_path}",
                              "free space there, or point kubernetes.model_cache_path at a larger local NVMe volume"))
-    if profile.target == "kubernetes" and profile.kubernetes.compute_domain:
+    if profile.on_kubernetes and profile.kubernetes.compute_domain:
         if host.imex_service == "active":
             results.append(CheckResult(
                 name="host.imex", status=Status.WARN, measured="nvidia-imex.service active", target="inactive (ComputeDomain runs IMEX)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from k3deploy.preflight.facts import ClusterFacts, parse_quantity
 from k3deploy.profile.model import Profile
-from k3deploy.render.plan import GIB
+from k3deploy.profile.plan import GIB
 from k3deploy.report.model import CheckResult, Status
 
 #: Provisioners whose Filesystem volumes support ReadWriteMany (network file systems).

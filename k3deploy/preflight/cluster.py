@@ -6,15 +6,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 from k3deploy.kube import read
 from k3deploy.kube.client import KubeOptions, connect
+from k3deploy.kube.workloads import controller_workloads
+from k3deploy.lws import NAME_LABEL, colours
 from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
-from k3deploy.preflight.facts import AccessFacts, ClaimFacts, ClusterFacts, NodeFacts, parse_nodes
+from k3deploy.preflight.facts import (
+    AccessFacts,
+    ClaimFacts,
+    ClusterFacts,
+    NodeFacts,
+    parse_nodes,
+)
+from k3deploy.preflight.versions import installed_versions
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import model_cache_name
 
-
 _REVIEW_WORKERS = 8
 #: Label the LeaderWorkerSet controller puts on every pod of a set.
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 def _review(api: object, need: Access, namespace: str) -> AccessFacts:
@@ -28,12 +35,11 @@ def _review(api: object, need: Access, namespace: str) -> AccessFacts:
 def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict]:
     """Pods not of this deployment (either blue-green colour): an upgrade replaces our own group, so its GPUs count
     as free."""
-    from k3deploy.rollout.colours import colours
 
     def ours(pod: dict) -> bool:
         meta = pod.get("metadata") or {}
         return (meta.get("namespace") == namespace
-                and (meta.get("labels") or {}).get(LWS_NAME_LABEL) in colours(profile.name))
+                and (meta.get("labels") or {}).get(NAME_LABEL) in colours(profile.name))
     return [pod for pod in pods if not ours(pod)]
 
 
@@ -56,9 +62,6 @@ def _claim(pvc: dict) -> ClaimFacts:
 
 def _installed(api: object) -> dict[str, str] | None:
     """The LWS controller's and the DRA driver's versions, from their workloads (None: none could be read)."""
-    from k3deploy.kube.workloads import controller_workloads
-    from k3deploy.preflight.versions import installed_versions
-
     workloads = controller_workloads(api)
     return None if workloads is None else installed_versions(workloads)
 

@@ -39,7 +39,7 @@ class NvmlUnavailable(Exception):
 
 def _optional(call: Any, *args: Any) -> Any:
     """The value of an NVML query, or None when this device does not support it."""
-    import pynvml
+    import pynvml  # NVML exists only on a GPU host (nvidia-ml-py); nvidia-smi is the fallback
 
     try:
         return call(*args)
@@ -51,7 +51,7 @@ def _optional(call: Any, *args: Any) -> Any:
 
 def _fabric(handle: Any) -> tuple[str | None, str | None, str | None, int | None]:
     """(state, status, ClusterUUID, CliqueId) from nvmlDeviceGetGpuFabricInfoV; all None where unsupported."""
-    import pynvml
+    import pynvml  # NVML exists only on a GPU host (nvidia-ml-py); nvidia-smi is the fallback
 
     info = pynvml.c_nvmlGpuFabricInfoV_t()
     if _optional(pynvml.nvmlDeviceGetGpuFabricInfoV, handle, ctypes.byref(info)) is None:
@@ -70,7 +70,7 @@ def _str(value: Any) -> Any:
 
 
 def _recovery_action(handle: Any) -> str | None:
-    import pynvml
+    import pynvml  # NVML exists only on a GPU host (nvidia-ml-py); nvidia-smi is the fallback
 
     values = _optional(pynvml.nvmlDeviceGetFieldValues, handle, [pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION])
     if not values or values[0].nvmlReturn != pynvml.NVML_SUCCESS:
@@ -80,7 +80,7 @@ def _recovery_action(handle: Any) -> str | None:
 
 
 def _gpu(index: int) -> GpuFacts:
-    import pynvml
+    import pynvml  # NVML exists only on a GPU host (nvidia-ml-py); nvidia-smi is the fallback
 
     handle = pynvml.nvmlDeviceGetHandleByIndex(index)
     cc = _optional(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
@@ -117,7 +117,7 @@ def _gpu(index: int) -> GpuFacts:
 def nvml_facts() -> GpuNodeFacts:
     """GPU facts through NVML; NvmlUnavailable when the module or the library cannot be loaded."""
     try:
-        import pynvml
+        import pynvml  # NVML exists only on a GPU host (nvidia-ml-py); nvidia-smi is the fallback
     except ImportError as exc:
         raise NvmlUnavailable(f"nvidia-ml-py is not installed ({exc})") from None
     try:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 
-from k3deploy.errors import EXIT_FAILED
+from k3deploy.errors import EXIT_FAILED, K3DeployError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.pin.floating import node_arch
+from k3deploy.pin.registry import RegistryClient
+from k3deploy.preflight import node as probe
 from k3deploy.preflight.checks import evaluate
+from k3deploy.preflight.checks_pinning import image_platform_check
+from k3deploy.preflight.cluster import cluster_facts as read_cluster
 from k3deploy.preflight.facts import Facts
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult, Status
@@ -18,7 +22,7 @@ REGISTRY_TIMEOUT_S = 10.0
 
 def host_cache_path(profile: Profile) -> str:
     """Where this host would keep the weights: the pod's cache mount, or the local target's state directory."""
-    if profile.target == "local":
+    if not profile.on_kubernetes:
         return profile.local.state_dir or os.path.join(os.path.expanduser("~"), ".cache", "k3deploy")
     return profile.kubernetes.model_cache_path
 
@@ -31,26 +35,18 @@ def run_preflight(profile: Profile, node: bool, cluster: bool, kube: KubeOptions
     """
     gpu_facts = host_facts = cluster_facts = None
     if node:
-        from k3deploy.preflight import node as probe
-
         gpu_facts = probe.gpu_facts() if gpus else None
         host_facts = probe.host_facts(host_cache_path(profile))
     if cluster:
-        from k3deploy.preflight.cluster import cluster_facts as read_cluster
-
         cluster_facts = read_cluster(profile, kube or KubeOptions())
     results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
-    if cluster and profile.target == "kubernetes":
+    if cluster and profile.on_kubernetes:
         results.append(image_platforms(profile))
     return results
 
 
 def image_platforms(profile: Profile) -> CheckResult:
     """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN."""
-    from k3deploy.errors import K3DeployError
-    from k3deploy.pin.registry import RegistryClient
-    from k3deploy.preflight.checks_pinning import image_platform_check
-
     image = profile.vllm.image
     try:
         with RegistryClient(timeout_s=REGISTRY_TIMEOUT_S) as registry:

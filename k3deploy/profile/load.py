@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
+from k3deploy.profile.plan import plan
 
 #: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
 DEFAULT_PROFILE = "local-cpu"
@@ -182,8 +183,6 @@ def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check
     except ValidationError as exc:
         raise _explain(exc, origin) from None
     if check_fit and profile.hardware is not None:
-        from k3deploy.render.plan import plan
-
         result = plan(profile)
         if not result.weights_fit:
             raise ProfileError(

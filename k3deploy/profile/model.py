@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+import k3deploy
 from k3deploy.profile.names import (
     ConfigKey,
     DNSLabel,
@@ -266,8 +267,6 @@ IMAGE_REPOSITORY = "ghcr.io/k3deploy/k3deploy"
 
 def default_smoke_image() -> str:
     """The image of the running k3deploy version: the smoke Job then runs the code that rendered it."""
-    import k3deploy
-
     return f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
 
 
@@ -423,7 +422,8 @@ class Profile(_Strict):
 
     name: str = Field(description="Deployment name: a DNS-1123 label of at most 51 characters.")
     description: str = ""
-    target: Literal["kubernetes", "local"] = "kubernetes"
+    target: str = Field("kubernetes", pattern=r"^[a-z][a-z0-9-]*$", description=(
+        "Where the profile deploys: a name in k3deploy's target registry (kubernetes, local)."))
     production: bool = Field(True, description="Production profiles refuse test-only settings.")
     model: ModelSpec
     speculative: SpeculativeSpec | None = None
@@ -442,6 +442,11 @@ class Profile(_Strict):
         if len(value) > MAX_NAME_LENGTH:
             raise ValueError(f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}")
         return value
+
+    @property
+    def on_kubernetes(self) -> bool:
+        """The profile deploys to a Kubernetes cluster: its kubernetes section (pods, images, PVC) applies."""
+        return self.target == "kubernetes"
 
     @model_validator(mode="after")
     def _cross_field(self) -> Profile:

@@ -126,6 +126,6 @@ def serve_env(profile: Profile) -> dict[str, str]:
         symm = False
     if symm is not None:
         env["VLLM_USE_NCCL_SYMM_MEM"] = "1" if symm else "0"
-    if profile.target == "kubernetes":
+    if profile.on_kubernetes:
         env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(profile.kubernetes.startup_probe_budget_s)
     return dict(sorted(env.items()))

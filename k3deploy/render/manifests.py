@@ -13,16 +13,18 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from collections.abc import Callable
 from typing import Any
 
 import yaml
 
 from k3deploy.errors import ProfileError
+from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
+from k3deploy.observe.alerts import rule_groups
+from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.profile.model import Profile
+from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
-from k3deploy.render.routing import routing_context
 from k3deploy.render.network import (
     DNS_PORT,
     NAMESPACE_NAME_LABEL,
@@ -30,6 +32,7 @@ from k3deploy.render.network import (
     ephemeral_sysctls,
     group_ports,
 )
+from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
 from k3deploy.render.templating import render_template
 
@@ -40,9 +43,6 @@ CHANNEL_CLAIM = "compute-domain-channel"
 #: Probe period of the leader's startup probe; the failure threshold spreads the profile's budget over it.
 STARTUP_PROBE_PERIOD_S = 10
 #: LWS labels its pods with these; the Service and the PDB select on them.
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
-LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
 #: Where the smoke Job mounts the profile ConfigMap, and the one key it holds.
 PROFILE_MOUNT_DIR = "/etc/k3deploy"
 PROFILE_KEY = "profile.yaml"
@@ -54,8 +54,13 @@ JOB_UID = 10001
 # Where the prefetch Job finds the Hub token (a Secret volume), named to huggingface_hub by HF_TOKEN_PATH.
 HF_TOKEN_MOUNT_DIR = "/var/run/secrets/k3deploy/hf"
 HF_TOKEN_FILE = "token"
+#: The label every object of the set carries with its role; it tells the set's Jobs apart.
+COMPONENT_LABEL = "app.kubernetes.io/component"
 #: Component label of the node-preflight Job and its pods (what their anti-affinity selects on).
 NODE_PREFLIGHT_COMPONENT = "node-preflight"
+#: Component labels of the prefetch and smoke Jobs.
+PREFETCH_COMPONENT = "prefetch"
+SMOKE_COMPONENT = "smoke"
 #: The node-preflight Job gives up after this (an image pull and a few NVML queries take a minute): a pod
 #: that cannot be placed must fail the PreSync hook, not hold the sync forever.
 NODE_PREFLIGHT_DEADLINE_S = 900
@@ -95,56 +100,57 @@ class Manifest:
 
 
 @dataclass(frozen=True)
-class _Entry:
+class SetEntry:
+    """One object of the set: its apply position (also its file number), template, kind and component label."""
+
     order: int
     template: str
+    kind: str
+    #: Its `app.kubernetes.io/component` label: what tells the set's Jobs apart (their role).
+    component: str
     wanted: Callable[[Profile], bool]
 
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
 
-#: The set, in apply order. Gaps in the numbering leave room for later objects without renaming files.
-SET: tuple[_Entry, ...] = (
-    _Entry(0, "namespace.yaml.j2", _ALWAYS),
-    _Entry(1, "networkpolicy-default-deny.yaml.j2", lambda p: p.kubernetes.network_policy),
-    _Entry(1, "networkpolicy-server.yaml.j2", lambda p: p.kubernetes.network_policy),
-    _Entry(1, "serviceaccount.yaml.j2", _ALWAYS),
-    _Entry(2, "profile-configmap.yaml.j2", _ALWAYS),
-    _Entry(3, "node-preflight-job.yaml.j2", lambda p: p.kubernetes.node_preflight),
-    _Entry(4, "model-cache-pvc.yaml.j2", _ALWAYS),
-    _Entry(5, "computedomain.yaml.j2", lambda p: p.kubernetes.compute_domain),
-    _Entry(6, "prefetch-job.yaml.j2", _ALWAYS),
-    _Entry(10, "leaderworkerset.yaml.j2", _ALWAYS),
-    _Entry(11, "service.yaml.j2", _ALWAYS),
-    _Entry(12, "poddisruptionbudget.yaml.j2", _ALWAYS),
-    _Entry(13, "servicemonitor.yaml.j2", lambda p: p.kubernetes.service_monitor),
-    _Entry(14, "grafana-dashboard-configmap.yaml.j2", lambda p: p.kubernetes.monitoring_on),
-    _Entry(15, "prometheusrule.yaml.j2", lambda p: p.kubernetes.monitoring_on),
-    _Entry(20, "smoke-job.yaml.j2", _ALWAYS),
-    # kubernetes.routing: inference-pool (templates/inferencepool.yaml.j2): the pool and its endpoint picker.
-    _Entry(21, "epp-serviceaccount.yaml.j2", _POOL),
-    _Entry(22, "epp-role.yaml.j2", _POOL),
-    _Entry(23, "epp-rolebinding.yaml.j2", _POOL),
-    _Entry(24, "epp-configmap.yaml.j2", _POOL),
-    _Entry(25, "epp-deployment.yaml.j2", _POOL),
-    _Entry(26, "epp-service.yaml.j2", _POOL),
-    _Entry(27, "inferencepool.yaml.j2", _POOL),
+#: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
+#: Gaps in the numbering leave room for later objects without renaming files.
+SET: tuple[SetEntry, ...] = (
+    SetEntry(0, "namespace.yaml.j2", "Namespace", "namespace", _ALWAYS),
+    SetEntry(1, "networkpolicy-default-deny.yaml.j2", "NetworkPolicy", "network", lambda p: p.kubernetes.network_policy),
+    SetEntry(1, "networkpolicy-server.yaml.j2", "NetworkPolicy", "network", lambda p: p.kubernetes.network_policy),
+    SetEntry(1, "serviceaccount.yaml.j2", "ServiceAccount", "identity", _ALWAYS),
+    SetEntry(2, "profile-configmap.yaml.j2", "ConfigMap", "profile", _ALWAYS),
+    SetEntry(3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight),
+    SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _ALWAYS),
+    SetEntry(5, "computedomain.yaml.j2", "ComputeDomain", "compute-domain", lambda p: p.kubernetes.compute_domain),
+    SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _ALWAYS),
+    SetEntry(10, "leaderworkerset.yaml.j2", "LeaderWorkerSet", "server", _ALWAYS),
+    SetEntry(11, "service.yaml.j2", "Service", "server", _ALWAYS),
+    SetEntry(12, "poddisruptionbudget.yaml.j2", "PodDisruptionBudget", "server", _ALWAYS),
+    SetEntry(13, "servicemonitor.yaml.j2", "ServiceMonitor", "metrics", lambda p: p.kubernetes.service_monitor),
+    SetEntry(14, "grafana-dashboard-configmap.yaml.j2", "ConfigMap", "dashboard", lambda p: p.kubernetes.monitoring_on),
+    SetEntry(15, "prometheusrule.yaml.j2", "PrometheusRule", "alerts", lambda p: p.kubernetes.monitoring_on),
+    # kubernetes.routing: inference-pool (templates/inferencepool.yaml.j2): the pool and its endpoint picker, before
+    # the smoke Job so a smoke through the Gateway finds them.
+    SetEntry(16, "epp-serviceaccount.yaml.j2", "ServiceAccount", "endpoint-picker", _POOL),
+    SetEntry(16, "epp-role.yaml.j2", "Role", "endpoint-picker", _POOL),
+    SetEntry(16, "epp-rolebinding.yaml.j2", "RoleBinding", "endpoint-picker", _POOL),
+    SetEntry(16, "epp-configmap.yaml.j2", "ConfigMap", "endpoint-picker", _POOL),
+    SetEntry(17, "epp-deployment.yaml.j2", "Deployment", "endpoint-picker", _POOL),
+    SetEntry(17, "epp-service.yaml.j2", "Service", "endpoint-picker", _POOL),
+    SetEntry(18, "inferencepool.yaml.j2", "InferencePool", "inference-pool", _POOL),
+    SetEntry(20, "smoke-job.yaml.j2", "Job", SMOKE_COMPONENT, _ALWAYS),
 )
 
 
-def api_service_name(profile: Profile) -> str:
-    """Name of the Service in front of the leader's HTTP port.
-
-    Not the LeaderWorkerSet's own name: LWS creates a headless Service of that name for the pods' DNS
-    (`LWS_LEADER_ADDRESS`), and would silently skip it if ours took the name.
-    """
-    return f"{profile.name}-api"
-
-
-def model_cache_name(profile: Profile) -> str:
-    """Name of the weight-cache PersistentVolumeClaim."""
-    return f"{profile.name}-model-cache"
+def set_position(kind: str, component: str | None) -> int | None:
+    """The apply position of an object of the set (by kind, and component where several share a kind), else None."""
+    same_kind = [entry for entry in SET if entry.kind == kind]
+    if len(same_kind) == 1:
+        return same_kind[0].order
+    return next((entry.order for entry in same_kind if entry.component == component), None)
 
 
 def smoke_ready_s(profile: Profile) -> int:
@@ -178,7 +184,7 @@ def context(profile: Profile) -> dict[str, Any]:
     }
 
     def labels(component: str) -> dict[str, str]:
-        return {**base_labels, "app.kubernetes.io/component": component}
+        return {**base_labels, COMPONENT_LABEL: component}
 
     repos = prefetch_repos(profile)
     repos_json = canonical_json(repos)
@@ -232,7 +238,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "dns_port": DNS_PORT,
             "sysctls": ephemeral_sysctls(profile),
         },
-        "lws_labels": {"name": LWS_NAME_LABEL, "worker_index": LWS_WORKER_INDEX_LABEL, "group_key": LWS_GROUP_KEY_LABEL},
+        "lws_labels": {"name": NAME_LABEL, "worker_index": WORKER_INDEX_LABEL, "group_key": GROUP_KEY_LABEL},
         "channel_claim": CHANNEL_CLAIM,
         "leader_command": serve_command(profile, role="leader"),
         "worker_command": serve_command(profile, role="worker"),
@@ -289,10 +295,6 @@ def _monitoring(profile: Profile, labels: Callable[[str], dict[str, str]]) -> di
     """Context of the dashboard ConfigMap and the PrometheusRule (built only when they are rendered)."""
     if not profile.kubernetes.monitoring_on:
         return {}
-    # Imported here: grafana-foundation-sdk is only needed when the dashboard is rendered.
-    from k3deploy.observe.alerts import rule_groups
-    from k3deploy.observe.dashboard import dashboard_json
-
     kube = profile.kubernetes
     return {
         "dashboard_namespace": kube.grafana_dashboard_namespace or kube.namespace,
@@ -306,7 +308,7 @@ def _monitoring(profile: Profile, labels: Callable[[str], dict[str, str]]) -> di
 
 def build(profile: Profile) -> list[Manifest]:
     """Render the profile's objects in apply order."""
-    if profile.target != "kubernetes":
+    if not profile.on_kubernetes:
         raise ProfileError(
             f"profile {profile.name!r} has target {profile.target!r}: it has no Kubernetes objects",
             hint="use a profile with target: kubernetes",
@@ -319,6 +321,8 @@ def build(profile: Profile) -> list[Manifest]:
         obj = yaml.safe_load(render_template(entry.template, ctx))
         if not isinstance(obj, dict) or "kind" not in obj:
             raise ValueError(f"template {entry.template} did not render one object")
+        if (obj["kind"], ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL)) != (entry.kind, entry.component):
+            raise ValueError(f"template {entry.template} did not render the {entry.kind} ({entry.component}) SET names")
         manifests.append(Manifest(entry.order, obj))
     return manifests
 

@@ -14,11 +14,10 @@ from typing import Any
 
 import yaml
 
+from k3deploy.lws import NAME_LABEL as LWS_NAME_LABEL
+from k3deploy.lws import WORKER_INDEX_LABEL as LWS_WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
 
-#: LWS labels every pod of a set with these; the leader of each group has worker index 0.
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 #: The EPP's ext-proc gRPC port, its gRPC health port and its metrics port (llm-d-router routerlib defaults).
 EPP_EXT_PROC_PORT = 9002
 EPP_HEALTH_PORT = 9003

@@ -2,10 +2,8 @@
 
 `rendered_files` and `rendered_stream` are deterministic (same profile, same bytes); `render_to` is the only
 function that touches the file system (through render/output_dir.py, which touches only files k3deploy
-wrote) or stdout. A `target: local` profile has no Kubernetes objects: its
-rendering is the exact vLLM command line and environment the local target would launch on this host (its
-interpreter, its state directory, where a rehearsal model will be generated), computed without starting
-or generating anything.
+wrote) or stdout. What a target renders (these manifests, or the local target's vLLM command line) is
+the target's `render`; `render_to` writes whichever it gets.
 """
 
 from __future__ import annotations
@@ -14,33 +12,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from k3deploy.console import err
 from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import build, dump
+from k3deploy.render.manifests import Manifest, build, dump
 from k3deploy.render.output_dir import RECORD, write_set
 
 KUSTOMIZATION = "kustomization.yaml"
-#: File written for a local profile rendered into a directory.
-LOCAL_FILE = "vllm-server.yaml"
 #: The record of the files k3deploy wrote into an output folder (name -> sha256); see render/output_dir.py.
 RENDER_RECORD = RECORD
 _DOCUMENT_SEPARATOR = "---\n"
-
-
-def local_view(profile: Profile) -> dict[str, Any]:
-    """What a local profile runs on this host: the local target's own launch (argv, added environment, files)."""
-    from k3deploy.targets.local import LocalTarget
-
-    launch = LocalTarget().launch(profile)
-    return {
-        "profile": profile.name,
-        "target": profile.target,
-        "command": launch.argv,
-        "env": launch.env,
-        "model": launch.model_path,
-        "rehearsal": profile.model.rehearsal,
-        "log": str(launch.log_path),
-    }
 
 
 def kustomization(resources: list[str]) -> dict[str, Any]:
@@ -53,40 +34,46 @@ def kustomization(resources: list[str]) -> dict[str, Any]:
     }
 
 
-def rendered_files(profile: Profile) -> dict[str, str]:
+def files_of(manifests: list[Manifest]) -> dict[str, str]:
     """File name -> content of the rendered directory, in apply order, kustomization.yaml last."""
-    if profile.target == "local":
-        return {LOCAL_FILE: dump(local_view(profile))}
-    files = {manifest.filename: dump(manifest.obj) for manifest in build(profile)}
+    files = {manifest.filename: dump(manifest.obj) for manifest in manifests}
     files[KUSTOMIZATION] = dump(kustomization(list(files)))
     return files
 
 
-def rendered_stream(profile: Profile) -> str:
+def stream_of(manifests: list[Manifest]) -> str:
     """The multi-document YAML stream: every object file, each opened by `---`, in apply order."""
-    if profile.target == "local":
-        return dump(local_view(profile))
-    return "".join(_DOCUMENT_SEPARATOR + dump(manifest.obj) for manifest in build(profile))
+    return "".join(_DOCUMENT_SEPARATOR + dump(manifest.obj) for manifest in manifests)
 
 
-def render_to(profile: Profile, output: str, *, force: bool = False) -> None:
-    """Render `profile` to the directory `output`, or to stdout when `output` is '-'.
+def rendered_files(profile: Profile) -> dict[str, str]:
+    """`files_of` the profile's rendered set."""
+    return files_of(build(profile))
+
+
+def rendered_stream(profile: Profile) -> str:
+    """`stream_of` the profile's rendered set."""
+    return stream_of(build(profile))
+
+
+def objects_summary(objects: int) -> str:
+    """What a rendered set of `objects` holds, for `render`'s "wrote ... to DIR" line."""
+    return f"{objects} objects + {KUSTOMIZATION}"
+
+
+def render_to(files: dict[str, str], stream: str, what: str, output: str, *, force: bool = False) -> None:
+    """Write the rendered `files` to the directory `output`, or `stream` to stdout when `output` is '-'.
 
     Everything is rendered before anything is written; `force` lets the write replace files in the
-    folder that k3deploy did not write (or that changed since it did).
+    folder that k3deploy did not write (or that changed since it did). `what` names the files' content.
     """
     if output == "-":
-        sys.stdout.write(rendered_stream(profile))
+        sys.stdout.write(stream)
         sys.stdout.flush()
         return
     if not output.strip():
         raise UsageError("--output is empty", hint="pass a directory, or '-' for stdout")
-    files = rendered_files(profile)
     result = write_set(Path(output), files, force=force)
-    from k3deploy.console import err
-
-    objects = len(files) - (1 if KUSTOMIZATION in files else 0)
-    what = f"{objects} objects + {KUSTOMIZATION}" if KUSTOMIZATION in files else "the vLLM command and environment"
     err.print(f"wrote {what} to {output}", markup=False, highlight=False)
     if result.removed:
         err.print(f"removed {len(result.removed)} file(s) of the previous render: {', '.join(result.removed)}", markup=False, highlight=False)

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.report.model import CheckResult, Status, worst
 
 #: Bump on any change that makes an older reader misread a newer report.
@@ -150,6 +151,20 @@ class SmokeReport(_Model):
     def status(self) -> Status:
         """Worst status over the checks."""
         return worst(self.checks)
+
+    def raise_for_status(self) -> None:
+        """The one verdict -> exit-code mapping (as httpx's `Response.raise_for_status`).
+
+        Returns when every check passed (or warned, or skipped); raises CheckFailed (exit 1) when a check or
+        target failed, EnvironmentProblem (exit 3) when the endpoint could not be tested at all.
+        """
+        if self.blocked_by is not None:
+            raise EnvironmentProblem(f"endpoint {self.endpoint} cannot be tested: {self.blocked_by}",
+                                     hint=next((c.hint for c in self.checks if c.hint), None))
+        if self.status is Status.FAIL:
+            failed = [c for c in self.checks if c.status is Status.FAIL]
+            raise CheckFailed("smoke failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed),
+                              hint=failed[0].hint if failed else None)
 
     def check(self, name: str) -> CheckResult | None:
         """The check called `name`, if it ran."""

@@ -8,14 +8,13 @@ use it while it exists, so the error names the object and field and says to take
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from k3deploy.errors import CheckFailed, K3DeployError, UsageError
-from k3deploy.kube.api import KubeApi, http_status, object_key
-from k3deploy.kube.client import translate
+from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.kube.api import KubeApi, object_key
+from k3deploy.kube.errors import KubeError
 from k3deploy.rollout.changes import conflicts, describe_conflicts, immutable_fields, same, unified_diff
 from k3deploy.rollout.readiness import job_readiness
 
@@ -34,22 +33,14 @@ class Applied:
         return self.action != "unchanged"
 
 
-def _status_body(exc: Any) -> dict[str, Any]:
-    try:
-        body = json.loads(getattr(exc, "body", None) or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
 def _server_apply(api: KubeApi, obj: dict[str, Any], *, force: bool, dry_run: bool) -> dict[str, Any]:
     """One apply call; a 409 becomes a CheckFailed naming the owning manager of each contested field."""
     try:
         return api.apply(obj, force=force, dry_run=dry_run)
-    except Exception as exc:
-        if http_status(exc) == 409:
+    except KubeError as exc:
+        if exc.status == 409:
             raise CheckFailed(
-                describe_conflicts(object_key(obj), conflicts(_status_body(exc))),
+                describe_conflicts(object_key(obj), conflicts(exc.body)),
                 hint="re-run with --force-conflicts to take these fields over for k3deploy, or undo the other change",
             ) from None
         raise
@@ -66,14 +57,11 @@ def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_
         return Applied(key, "replaced", _server_apply(api, obj, force=force, dry_run=False))
     try:
         result = _server_apply(api, obj, force=force, dry_run=dry_run)
-    except K3DeployError:
-        raise
-    except Exception as exc:
-        status = http_status(exc)
-        frozen = immutable_fields(_status_body(exc)) if status == 422 and live is not None else []
+    except KubeError as exc:
+        frozen = immutable_fields(exc.body) if exc.status == 422 and live is not None else []
         if frozen and obj["kind"] != "Job":
             raise UsageError(
-                f"apply {key}: {', '.join(frozen)} cannot change in place: {_status_body(exc).get('message', '')}",
+                f"apply {key}: {', '.join(frozen)} cannot change in place: {exc.body.get('message', '')}",
                 hint=f"the live {obj['kind']} was made from other settings; run `k3deploy down` (keeps the model "
                      "cache) and then `k3deploy up` to re-create it, or render with the settings it was made from",
             ) from None
@@ -83,16 +71,11 @@ def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_
             if dry_run:
                 return Applied(key, "replaced", obj)
             api.delete(obj["apiVersion"], "Job", meta["name"], meta.get("namespace"))
-            try:
-                return Applied(key, "replaced", _server_apply(api, obj, force=force, dry_run=False))
-            except K3DeployError:
-                raise
-            except Exception as again:
-                raise translate(again, f"apply {key}") from None
-        if status == 404 and dry_run and live is None:
+            return Applied(key, "replaced", _server_apply(api, obj, force=force, dry_run=False))
+        if exc.status == 404 and dry_run and live is None:
             # Its namespace is created by this same apply: the server cannot dry-run into it yet.
             return Applied(key, "created", obj)
-        raise translate(exc, f"apply {key}") from None
+        raise
     if live is None:
         return Applied(key, "created", result)
     if dry_run:

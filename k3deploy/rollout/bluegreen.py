@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.preflight.checks_cluster import eligible_hosts
+from k3deploy.preflight.facts import parse_nodes
+from k3deploy.render.manifests import build
+from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import (
     api_service_of,
     colours,
@@ -35,7 +39,8 @@ from k3deploy.rollout.colours import (
     recoloured,
     selected,
 )
-from k3deploy.rollout.upgrade import template_changes
+from k3deploy.rollout.groups import group_endpoint
+from k3deploy.rollout.upgrade import smoke_endpoint, template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
 POLL_S = 0.5
@@ -76,9 +81,6 @@ def _live_lws(api: Any, lws: dict[str, Any]) -> dict[str, Any] | None:
 
 def has_room(api: Any, profile: Any) -> bool:
     """Whether a whole second group fits beside what runs now (GPUs the live group holds count as taken)."""
-    from k3deploy.preflight.checks_cluster import eligible_hosts
-    from k3deploy.preflight.facts import parse_nodes
-
     nodes, _ = api.list("v1", "Node")
     pods, _ = api.list("v1", "Pod")
     return len(eligible_hosts(profile, parse_nodes(nodes, pods))) >= profile.parallel.nodes
@@ -104,8 +106,6 @@ def outage_question(target: Any, profile: Any) -> str | None:
 
 
 def _rendered(profile: Any) -> list[dict[str, Any]]:
-    from k3deploy.render.manifests import build
-
     return [manifest.obj for manifest in build(profile)]
 
 
@@ -131,10 +131,6 @@ def plan(target: Any, profile: Any, objects: list[dict[str, Any]]) -> tuple[list
 
 def finish(target: Any, profile: Any, bg: Plan) -> None:
     """Wait for the new group, smoke it by its leader, switch the API Service to it, then remove the old group."""
-    from k3deploy.rollout.apply import apply_object
-    from k3deploy.rollout.groups import group_endpoint
-    from k3deploy.rollout.upgrade import smoke_endpoint
-
     namespace = profile.kubernetes.namespace
     new_lws = lws_of(bg.objects)
     if new_lws is None:

@@ -11,15 +11,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from k3deploy.rollout.currency import NAME_LABEL
+from k3deploy.lws import GREEN_SUFFIX, NAME_LABEL, colours
 
-GREEN_SUFFIX = "-green"
+__all__ = ["GREEN_SUFFIX", "colours"]
+
 PREVIEW_SUFFIX = "-preview"
-
-
-def colours(base: str) -> tuple[str, str]:
-    """(blue, green): the rendered name and its alternate."""
-    return base, base + GREEN_SUFFIX
 
 
 def other(base: str, live: str) -> str:

@@ -20,10 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-#: Label on ControllerRevisions and pods: the key of the template they were made from.
-REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
-NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, TEMPLATE_REVISION_LABEL
 
 
 @dataclass(frozen=True)
@@ -85,13 +82,13 @@ def prove_current(lws: dict[str, Any], revisions: list[dict[str, Any]] | None, p
     if revision is None:
         return Proof(False, f"no ControllerRevision holds generation {generation}'s template yet "
                             "(controller without status.observedGeneration has not acted on it)")
-    key = ((revision.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL, "")
+    key = ((revision.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, "")
     spec = lws.get("spec") or {}
     replicas = int(spec.get("replicas", 1))
     size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1))
-    members = [p for p in pods if int(((p.get("metadata") or {}).get("labels") or {}).get(GROUP_LABEL, 0)) < replicas]
-    stale = sorted({((p.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL, "?") for p in members} - {key})
-    on_key = sum(1 for p in members if ((p.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) == key)
+    members = [p for p in pods if int(((p.get("metadata") or {}).get("labels") or {}).get(GROUP_INDEX_LABEL, 0)) < replicas]
+    stale = sorted({((p.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, "?") for p in members} - {key})
+    on_key = sum(1 for p in members if ((p.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) == key)
     if stale or on_key < replicas * size:
         old = f"; others on {', '.join(stale)}" if stale else ""
         return Proof(False, f"{on_key}/{replicas * size} pods on template-revision-hash {key}{old}")

@@ -11,19 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.rollout.currency import REVISION_LABEL, Proof, prove_current, template_revision
-from k3deploy.rollout.readiness import (
-    LWS_GROUP_LABEL,
-    LWS_NAME_LABEL,
-    LWS_WORKER_LABEL,
-    Readiness,
-    is_fatal,
-    pod_phase_label,
-    pod_problems,
-    readiness,
-    restarts,
-)
+from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, TEMPLATE_REVISION_LABEL, WORKER_INDEX_LABEL
+from k3deploy.rollout.currency import Proof, prove_current, template_revision
 from k3deploy.rollout.progress import Row
+from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
 
 #: Crashes seen across a serving group's pods (recreated groups included) that make the rollout fail.
 CRASH_LIMIT = 3
@@ -93,7 +84,7 @@ def owned_by_job(pod: dict[str, Any], job: dict[str, Any]) -> bool:
 def in_set(pod: dict[str, Any], target: dict[str, Any], state: WaitState) -> bool:
     """Whether `pod` belongs to the waited `target`: a LeaderWorkerSet's by its label, a Job's by owner."""
     if target["kind"] == "LeaderWorkerSet":
-        return (pod.get("metadata", {}).get("labels") or {}).get(LWS_NAME_LABEL) == name_of(target)
+        return (pod.get("metadata", {}).get("labels") or {}).get(NAME_LABEL) == name_of(target)
     return owned_by_job(pod, state.objects.get("Job", {}).get(name_of(target), target))
 
 
@@ -112,12 +103,12 @@ def current_key(target: dict[str, Any], state: WaitState) -> str | None:
     if target["kind"] != "LeaderWorkerSet" or live is None or REVISIONS in state.unavailable or not revisions:
         return None
     revision = template_revision(live, revisions)
-    return "" if revision is None else str(((revision.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL, ""))
+    return "" if revision is None else str(((revision.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, ""))
 
 
 def outgoing(pod: dict[str, Any], key: str | None) -> bool:
     """A pod of an older template (the controller replaces it): shown, but its failures are not the rollout's."""
-    return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) != key
+    return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) != key
 
 
 def proof(live: dict[str, Any], state: WaitState) -> Proof:
@@ -155,9 +146,9 @@ def pod_row(pod: dict[str, Any], state: WaitState, now: float) -> Row:
     labels = meta.get("labels") or {}
     where = (pod.get("spec") or {}).get("nodeName") or "-"
     role = ""
-    if LWS_WORKER_LABEL in labels:
-        worker = labels[LWS_WORKER_LABEL]
-        role = f"group {labels.get(LWS_GROUP_LABEL, '?')} {'leader' if worker == '0' else 'worker ' + worker}, "
+    if WORKER_INDEX_LABEL in labels:
+        worker = labels[WORKER_INDEX_LABEL]
+        role = f"group {labels.get(GROUP_INDEX_LABEL, '?')} {'leader' if worker == '0' else 'worker ' + worker}, "
     count = restarts(pod)
     detail = f"{role}node {where}" + (f", {count} restarts" if count else "")
     return row(state, f"  Pod/{name_of(pod)}", pod_phase_label(pod), detail, now)

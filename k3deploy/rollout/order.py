@@ -1,6 +1,6 @@
 """The order objects are applied in (and deleted in, reversed), grouped into phases the rollout waits between.
 
-Pure: objects are raw dicts. Apply order: namespace, identities, config, the node-preflight Job (waited to
+Pure: objects are raw dicts, ranked by their place in the rendered set (render/manifests.py SET). Apply order: namespace, identities, config, the node-preflight Job (waited to
 completion: a GPU node that fails its checks stops the rollout before anything heavy starts), storage,
 ComputeDomain, the prefetch Job (waited to completion before any serving pod starts), the LeaderWorkerSet and
 what fronts it, and the smoke Job last.
@@ -11,64 +11,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Rank of each kind in apply order; kinds not listed go after the serving objects, before the smoke Job.
-KIND_RANK: dict[str, int] = {
-    "Namespace": 0,
-    "ResourceQuota": 1,
-    "LimitRange": 1,
-    "NetworkPolicy": 1,
-    "ServiceAccount": 2,
-    "Secret": 3,
-    "ConfigMap": 4,
-    "ClusterRole": 6,
-    "Role": 6,
-    "ClusterRoleBinding": 7,
-    "RoleBinding": 7,
-    "PersistentVolumeClaim": 8,
-    "ResourceClaimTemplate": 9,
-    "ComputeDomain": 10,
-    "LeaderWorkerSet": 20,
-    "Service": 21,
-    "PodDisruptionBudget": 22,
-    "ServiceMonitor": 23,
-    "PrometheusRule": 23,
-}
-#: The Grafana dashboard is a ConfigMap, but part of the monitoring that follows the serving objects.
-DASHBOARD_COMPONENT = "dashboard"
-NODE_PREFLIGHT_RANK = 5
-PREFETCH_RANK = 11
-UNKNOWN_RANK = 24
-SMOKE_RANK = 30
+from k3deploy.render.manifests import (
+    COMPONENT_LABEL,
+    NODE_PREFLIGHT_COMPONENT,
+    PREFETCH_COMPONENT,
+    SMOKE_COMPONENT,
+    set_position,
+)
 
-#: The label that tells the set's Jobs apart (names are the fallback).
-COMPONENT_LABEL = "app.kubernetes.io/component"
-#: Job roles, most specific first, and their rank.
-JOB_RANKS: dict[str, int] = {"node-preflight": NODE_PREFLIGHT_RANK, "prefetch": PREFETCH_RANK, "smoke": SMOKE_RANK}
+#: Positions in the set (render/manifests.py SET, the one encoding of the order) the phases split at.
+PREFETCH_RANK = set_position("Job", PREFETCH_COMPONENT)
+SMOKE_RANK = set_position("Job", SMOKE_COMPONENT)
+#: Objects the set does not name go after the serving objects, before the smoke Job.
+UNKNOWN_RANK = SMOKE_RANK - 1 if SMOKE_RANK is not None else 0
+#: Roles of the set's Jobs: their component label, set explicitly by each Job's template.
+JOB_ROLES = (NODE_PREFLIGHT_COMPONENT, PREFETCH_COMPONENT, SMOKE_COMPONENT)
 #: Phases whose Jobs are waited to completion before the next phase is applied.
-WAITED_PHASES = frozenset(JOB_RANKS) - {"smoke"}
+WAITED_PHASES = frozenset({NODE_PREFLIGHT_COMPONENT, PREFETCH_COMPONENT})
+
+
+def _component(obj: dict[str, Any]) -> str | None:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL)
 
 
 def job_role(obj: dict[str, Any]) -> str | None:
-    """'node-preflight', 'prefetch' or 'smoke' for the Jobs of the set (by component label, else name), else None."""
+    """'node-preflight', 'prefetch' or 'smoke' for the Jobs of the set (their component label), else None."""
     if obj.get("kind") != "Job":
         return None
-    meta = obj.get("metadata", {})
-    component = (meta.get("labels") or {}).get(COMPONENT_LABEL, "")
-    name = meta.get("name", "")
-    for role in JOB_RANKS:
-        if role in component or role in name:
-            return role
-    return None
+    component = _component(obj)
+    return component if component in JOB_ROLES else None
 
 
 def rank(obj: dict[str, Any]) -> int:
-    """Position of an object's kind in apply order."""
-    role = job_role(obj)
-    if role is not None:
-        return JOB_RANKS[role]
-    if obj.get("kind") == "ConfigMap" and (obj.get("metadata", {}).get("labels") or {}).get(COMPONENT_LABEL) == DASHBOARD_COMPONENT:
-        return KIND_RANK["ServiceMonitor"]
-    return KIND_RANK.get(obj.get("kind", ""), UNKNOWN_RANK)
+    """Position of an object in apply order: its place in the rendered set."""
+    position = set_position(str(obj.get("kind", "")), _component(obj))
+    return position if position is not None else UNKNOWN_RANK
 
 
 def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -90,14 +67,13 @@ class Phase:
 
 
 def _phase_name(obj: dict[str, Any]) -> str:
-    if job_role(obj) == "node-preflight":
-        return "node-preflight"
+    role = job_role(obj)
+    if role in WAITED_PHASES or role == SMOKE_COMPONENT:
+        return str(role)
     position = rank(obj)
-    if position < PREFETCH_RANK:
+    if PREFETCH_RANK is not None and position < PREFETCH_RANK:
         return "prerequisites"
-    if position == PREFETCH_RANK:
-        return "prefetch"
-    return "serving" if position < SMOKE_RANK else "smoke"
+    return "serving" if SMOKE_RANK is None or position < SMOKE_RANK else "smoke"
 
 
 def phases(objects: list[dict[str, Any]]) -> list[Phase]:

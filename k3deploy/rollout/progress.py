@@ -10,6 +10,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
 from k3deploy.console import err, is_interactive
 
 
@@ -44,8 +48,6 @@ class ProgressView:
 
     def __enter__(self) -> ProgressView:
         if self.interactive:
-            from rich.live import Live
-
             self._live = Live(get_renderable=self._table, console=err, refresh_per_second=4, transient=True)
             self._live.start()
         return self
@@ -59,9 +61,6 @@ class ProgressView:
                 err.print(f"  {row.name}: {row.state} {row.detail}".rstrip(), markup=False, highlight=False)
 
     def _table(self) -> Any:
-        from rich.table import Table
-        from rich.text import Text
-
         table = Table("OBJECT", "STATE", "DETAIL", "FOR", box=None, pad_edge=False)
         now = time.monotonic()
         # Text, never markup strings: the console may have markup off, and names and details come from the

@@ -14,10 +14,6 @@ FATAL_WAITING_REASONS = frozenset(
     {"ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CrashLoopBackOff",
      "CreateContainerConfigError", "CreateContainerError"}
 )
-#: Label the LeaderWorkerSet controller puts on every pod of a set.
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-LWS_GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
-LWS_WORKER_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from k3deploy.errors import K3DeployError
-from k3deploy.kube.api import KubeApi, http_status
-from k3deploy.kube.client import translate
-from k3deploy.kube.retry import is_transient
+from k3deploy.kube.api import KubeApi
+from k3deploy.kube.errors import KubeError
 
 #: How long the server keeps one watch connection open before the waiter re-opens it.
 WATCH_TIMEOUT_S = 60
@@ -94,7 +93,11 @@ class Stream(threading.Thread):
         while not self.stop.is_set():
             try:
                 if version is None:
-                    items, version = self.api.list(self.api_version, self.kind, self.namespace)
+                    try:
+                        items, version = self.api.list(self.api_version, self.kind, self.namespace)
+                    except K3DeployError as exc:  # already retried: a list that fails ends the stream
+                        self._fail(exc, None)
+                        return
                     self.out.put(Synced(self.kind, items))
                 opened = time.monotonic()
                 seen = 0
@@ -116,22 +119,20 @@ class Stream(threading.Thread):
                     backoff = min(backoff * 2, 5.0)
                 else:
                     backoff = 0.2
-            except K3DeployError as exc:
-                self._fail(exc, None)
-                return
-            except Exception as exc:  # noqa: BLE001 - connection errors arrive in many types
-                status = http_status(exc)
-                if status == 410:
+            except KubeError as exc:
+                if exc.status == 410:
                     self.out.put(Note(f"watch of {self.kind} expired (410 Gone): re-listing"))
                     version = None
                     continue
-                broken = status is None and not is_transient(exc) and not isinstance(exc, (OSError, ValueError))
-                if broken or (status is not None and not is_transient(exc)):
-                    self._fail(translate(exc, f"watch {self.kind}"), status)
+                if not exc.transient:
+                    self._fail(exc, exc.status or None)
                     return
                 # Transient statuses and dropped or timed-out connections: resume from the last version seen.
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
+            except K3DeployError as exc:
+                self._fail(exc, None)
+                return
 
 
 class Inbox:

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import K3DeployError
+from k3deploy.report.model import Status
+from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.currency import (
     GROUP_LABEL,
     NAME_LABEL,
@@ -42,6 +44,7 @@ from k3deploy.rollout.groups import (
     replicas_of,
     steps_groups,
 )
+from k3deploy.smoke.runner import exit_code, run_smoke
 
 #: Seconds between two looks at a rolling group.
 POLL_S = 0.5
@@ -133,9 +136,6 @@ class GroupRoll:
 
 def smoke_endpoint(profile: Any, endpoint: str) -> str:
     """Run the profile's smoke test against one endpoint; raise when it does not pass. Returns its verdict line."""
-    from k3deploy.report.model import Status
-    from k3deploy.smoke import exit_code, run_smoke
-
     report = run_smoke(profile, endpoint)
     code = exit_code(report)
     if code != 0:
@@ -172,8 +172,6 @@ def hold(target: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def walk(target: Any, profile: Any) -> None:
     """Roll the held LeaderWorkerSet group by group, smoke-testing each new group by its leader (see the module)."""
-    from k3deploy.rollout.apply import apply_object
-
     lws = getattr(target, "_held_lws", None)
     if lws is None:
         return

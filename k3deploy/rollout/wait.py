@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.kube.api import KubeApi
+from k3deploy.lws import NAME_LABEL
 from k3deploy.rollout.diagnosis import CapturedLog, RolloutFailed, RolloutTimeout, diagnose, read_log
 from k3deploy.rollout.judge import (
     CLAIM_TEMPLATES,
@@ -30,7 +31,7 @@ from k3deploy.rollout.judge import (
     pod_row,
 )
 from k3deploy.rollout.progress import ProgressView
-from k3deploy.rollout.readiness import LWS_NAME_LABEL, PodProblem, pod_problems, restarts
+from k3deploy.rollout.readiness import PodProblem, pod_problems, restarts
 from k3deploy.rollout.streams import Broken, Changed, Event, Inbox, Note, Synced, Unavailable
 
 __all__ = ["WAITED_KINDS", "Waiter"]
@@ -85,7 +86,7 @@ class Waiter:
 
         def step(state: WaitState, _events: list[Event], now: float) -> bool:
             left = [p for p in state.objects["Pod"].values()
-                    if (p["metadata"].get("labels") or {}).get(LWS_NAME_LABEL) == lws_name]
+                    if (p["metadata"].get("labels") or {}).get(NAME_LABEL) == lws_name]
             self.view.show([pod_row(p, state, now) for p in sorted(left, key=name_of)])
             return not left
 

@@ -156,7 +156,7 @@ _T = TypeVar("_T")
 def run_fast(coro: Awaitable[_T]) -> _T:
     """Run a coroutine on uvloop where it is installed (a fraction of asyncio's CPU per socket read), else asyncio."""
     try:
-        import uvloop
+        import uvloop  # optional: uvloop has no Windows build
     except ImportError:  # uvloop has no Windows build
         return asyncio.run(coro)  # type: ignore[arg-type]
     return uvloop.run(coro)  # type: ignore[arg-type]

@@ -16,13 +16,14 @@ from typing import Any
 
 import httpx
 
-from k3deploy.errors import UsageError
+from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile
 from k3deploy.profile.names import check_http_url
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
 from k3deploy.smoke.client import EndpointError, SmokeClient
+from k3deploy.smoke.ready import wait_ready
 from k3deploy.smoke.record import RequestSpec, build_record
 
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
@@ -161,8 +162,6 @@ class _Run:
 async def _ready(client: SmokeClient, timeout_s: float, state: _State, options: SmokeOptions) -> bool:
     """Wait for /health (outside the overall timeout: it bounds the test, not the model's loading); False when
     the endpoint did not become ready, with the liveness failure and the exit-3 reason recorded."""
-    from k3deploy.smoke.ready import wait_ready
-
     try:
         why = await wait_ready(client, timeout_s, options.notice or (lambda _msg: None))
     except EndpointError:
@@ -256,7 +255,9 @@ def run_smoke(profile: Profile, endpoint: str, options: SmokeOptions | None = No
 
 
 def exit_code(report: SmokeReport) -> int:
-    """0 every check passed (or warned/skipped), 1 a check or target failed, 3 the endpoint could not be tested at all."""
-    if report.blocked_by is not None:
-        return 3
-    return 1 if report.status is Status.FAIL else 0
+    """The exit code `report.raise_for_status()` ends the CLI with: 0 passed, 1 a check failed, 3 untestable."""
+    try:
+        report.raise_for_status()
+    except K3DeployError as exc:
+        return exc.exit_code
+    return 0

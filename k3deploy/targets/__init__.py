@@ -1,19 +1,29 @@
 """Where a deployment runs: a Kubernetes cluster (LeaderWorkerSet) or a vLLM process on this host.
 
-`target_for(profile, options)` is the one place that maps a profile to its Target; each target module is
-imported only when chosen, so the local target never imports `kubernetes` and the other way round.
+`REGISTRY` is the one place that maps a profile's `target` to its Target class, named as "module:Class" so
+each target module is imported only when chosen (the local target never imports `kubernetes`, and the
+other way round). A new target adds one line here.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from k3deploy.kube.client import KubeOptions
+from k3deploy.errors import ProfileError
+from k3deploy.kube.options import KubeOptions
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # this package's own import stays standard-library light (targets/local/rehearsal.py runs alone)
     from k3deploy.profile.model import Profile
     from k3deploy.targets.base import Target
+
+#: Target name -> "module:Class" (imported on first use) or a factory(options, view) -> Target.
+REGISTRY: dict[str, str | Callable[..., Target]] = {
+    "kubernetes": "k3deploy.targets.kubernetes:KubernetesTarget",
+    "local": "k3deploy.targets.local.target:LocalTarget",
+}
 
 
 @dataclass(frozen=True)
@@ -35,13 +45,23 @@ class DeployOptions:
     group_endpoint: str | None = None
 
 
+def check_target(profile: Profile) -> Profile:
+    """The profile, when its `target` names a registered target; a ProfileError (exit 2) otherwise."""
+    if profile.target not in REGISTRY:
+        raise ProfileError(f"profile {profile.name!r} has an unknown target {profile.target!r}",
+                           hint=f"set target to one of: {', '.join(sorted(REGISTRY))}")
+    return profile
+
+
+def _factory(profile: Profile) -> Callable[..., Target]:
+    entry = REGISTRY[check_target(profile).target]
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        factory: Callable[..., Target] = getattr(importlib.import_module(module), attr)
+        return factory
+    return entry
+
+
 def target_for(profile: Profile, options: DeployOptions | None = None, view: Any = None) -> Target:
     """The Target for `profile.target`, built with `options` and reporting progress to `view`."""
-    options = options or DeployOptions()
-    if profile.target == "local":
-        from k3deploy.targets.local import LocalTarget
-
-        return LocalTarget(options, view)  # type: ignore[no-any-return]
-    from k3deploy.targets.kubernetes import KubernetesTarget
-
-    return KubernetesTarget(options, view)
+    return _factory(profile)(options or DeployOptions(), view)

@@ -1,10 +1,24 @@
-"""The contract every deployment target meets, so the pipeline can run preflight -> ... -> rollback on any."""
+"""The whole contract of a deployment target: what the pipeline and the CLI may ask of one, and nothing else.
+
+A target renders a profile, checks its environment, applies (returning what changed and, for a dry run, the
+diff), waits, reports its status as a typed object, names the endpoint smoke tests, keeps the smoke verdict,
+rolls back and tears down. Callers never ask which target they hold: everything that differs between targets
+is behind these methods. A new target is a package with a subclass of `Target`, one line in the registry
+(k3deploy/targets/__init__.py) and a built-in profile.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import abc
+import contextlib
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
+from rich.console import RenderableType
+from rich.table import Table
 
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
@@ -18,39 +32,131 @@ class Revision(BaseModel):
     data: dict[str, Any] = {}
 
 
+class Rendering:
+    """What `render` writes: files in apply order (a folder) or one YAML stream (stdout).
+
+    The files and the stream are produced on first use: `up`'s render stage needs only the summary.
+    """
+
+    def __init__(self, files: Callable[[], dict[str, str]], stream: Callable[[], str], what: str, summary: str = "") -> None:
+        self._files, self._stream = files, stream
+        #: What the files hold, for `render`'s "wrote ... to DIR" line.
+        self.what = what
+        #: What the pipeline's render stage adds after "capacity plan fits" ("" for nothing).
+        self.summary = summary
+
+    @functools.cached_property
+    def files(self) -> dict[str, str]:
+        """File name -> content, in apply order."""
+        return self._files()
+
+    @functools.cached_property
+    def stream(self) -> str:
+        """The whole rendering as one YAML stream."""
+        return self._stream()
+
+
 class ApplyOutcome(BaseModel):
     """What an apply did: changed is False when the live state already matched."""
 
     changed: bool
     summary: str
     created: list[str] = []
+    #: Each object or process applied and how (`-o json` of `apply`).
+    applied: list[dict[str, str]] = []
+    #: (what, unified diff) for a dry run with diff.
+    diffs: list[tuple[str, str]] = []
 
 
-class Target(Protocol):
+class WaitOutcome(BaseModel):
+    """How a wait ended: the stage's detail, and anything applied once the set was ready."""
+
+    detail: str = "ready"
+    applied: list[dict[str, str]] = []
+
+
+class TargetStatus(BaseModel):
+    """What is live for a profile: the fields every target has, and the target's own report (`-o json`)."""
+
+    target: str
+    deployed: bool
+    ready: bool
+    endpoint: str | None = None
+    #: The JSON report `status -o json` prints (target specific; always holds "target").
+    report: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able report."""
+        return dict(self.report)
+
+
+class Target(abc.ABC):
     """A place a profile is deployed to."""
 
     name: str
+    #: `apply` replaces the running server quickly, so `bench --ab/--sweep` may serve variants in turn.
+    serves_variants: bool = False
 
+    def __init__(self, options: Any = None, view: Any = None) -> None:
+        self.options = options
+        self.view = view
+
+    @abc.abstractmethod
+    def render(self, profile: Profile) -> Rendering:
+        """What this target would deploy, computed without touching anything."""
+
+    @abc.abstractmethod
     def preflight(self, profile: Profile) -> list[CheckResult]:
         """Checks that need this target's environment (cluster or host)."""
 
+    def default_timeout_s(self, profile: Profile) -> float:
+        """The rollout deadline the profile asks for on this target."""
+        return float(profile.kubernetes.rollout_timeout_s)
+
+    def locked(self, profile: Profile, what: str) -> contextlib.AbstractContextManager[None]:
+        """Held for a whole command (`what`); a target driven by one command at a time locks here."""
+        return contextlib.nullcontext()
+
+    @abc.abstractmethod
     def current_revision(self, profile: Profile) -> Revision | None:
         """What is live now, or None when nothing is deployed."""
 
+    @abc.abstractmethod
     def apply(self, profile: Profile) -> ApplyOutcome:
-        """Make the live state match the profile; idempotent."""
+        """Make the live state match the profile (or, for a dry run, say how it would change); idempotent."""
 
-    def wait_ready(self, profile: Profile, timeout_s: float) -> None:
+    @abc.abstractmethod
+    def wait_ready(self, profile: Profile, timeout_s: float) -> WaitOutcome:
         """Block until serving; raise a K3DeployError carrying a diagnosis on failure or timeout."""
 
+    @abc.abstractmethod
     def endpoint(self, profile: Profile) -> str:
         """Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000."""
 
+    @abc.abstractmethod
+    def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
+        """Keep the smoke verdict beside what it judged (shown by `status`)."""
+
+    @abc.abstractmethod
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Restore `previous` (or remove what a first install created); return what was done."""
 
-    def status(self, profile: Profile) -> dict[str, Any]:
-        """A JSON-able description of what is live."""
+    @abc.abstractmethod
+    def status(self, profile: Profile) -> TargetStatus:
+        """What is live."""
 
+    def status_view(self, status: TargetStatus) -> RenderableType:
+        """The table `status` prints; by default one row per field of the report."""
+        table = Table("FIELD", "VALUE", box=None)
+        for key, value in status.report.items():
+            table.add_row(key, value if isinstance(value, str) else json.dumps(value))
+        return table
+
+    def down_question(self, profile: Profile, purge: bool) -> str:
+        """What `down` asks on a terminal before it removes anything."""
+        deleted = "everything, including the weights" if purge else "the deployment (weights kept)"
+        return f"Delete {deleted} of {profile.name!r} on target {self.name!r}?"
+
+    @abc.abstractmethod
     def down(self, profile: Profile, purge: bool) -> str:
         """Remove the deployment (keeping cached weights unless purge); a no-op when nothing is there."""

@@ -9,27 +9,51 @@ from __future__ import annotations
 
 from typing import Any
 
-from k3deploy.errors import EnvironmentProblem, K3DeployError
+from rich.console import RenderableType
+
+from k3deploy.errors import K3DeployError
+from k3deploy.kube.api import KubeApi
+from k3deploy.preflight.checks_cluster import eligible_hosts
+from k3deploy.preflight.cluster import others_pods
+from k3deploy.preflight.facts import parse_nodes
+from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
+from k3deploy.render.manifests import build, service_url
+from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
+from k3deploy.rollout import bluegreen
+from k3deploy.rollout import rollback as history
+from k3deploy.rollout.apply import apply_objects, diff_objects
+from k3deploy.rollout.order import WAITED_PHASES, phases
 from k3deploy.rollout.progress import ProgressView
+from k3deploy.rollout.surge import in_place_note
+from k3deploy.rollout.upgrade import hold, walk
+from k3deploy.rollout.wait import Waiter
 from k3deploy.targets import DeployOptions
-from k3deploy.targets.base import ApplyOutcome, Revision
+from k3deploy.targets.base import (
+    ApplyOutcome,
+    Rendering,
+    Revision,
+    Target,
+    TargetStatus,
+    WaitOutcome,
+)
+from k3deploy.targets.kubernetes_status import describe
+from k3deploy.targets.kubernetes_view import (
+    kubernetes_down_question,
+    kubernetes_status_view,
+)
 
 #: Seconds the smoke verdict's recording may take when smoke ran past the rollout's deadline.
 _RECORD_BUDGET_S = 60.0
 
 
 def _objects(profile: Profile) -> list[dict[str, Any]]:
-    from k3deploy.render.manifests import build
-
     return [manifest.obj for manifest in build(profile)]
 
 
 def _serving(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The objects of the serving phase: what a rollout (or a rollback) waits to be ready."""
-    from k3deploy.rollout.order import phases
-
     return [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
 
 
@@ -39,33 +63,29 @@ def _with_hosts(profile: Profile, hosts: list[str]) -> Profile:
     return profile.model_copy(update={"kubernetes": kube})
 
 
-class KubernetesTarget:
+class KubernetesTarget(Target):
     """A profile deployed as a LeaderWorkerSet (plus its namespace, cache, Jobs, Service...) on a cluster."""
 
     name = "kubernetes"
 
     def __init__(self, options: DeployOptions | None = None, view: ProgressView | None = None) -> None:
-        self.options = options or DeployOptions()
-        self.view = view or ProgressView(interactive=False)
-        self._api: Any = None
+        self.options: DeployOptions = options or DeployOptions()
+        self.view: ProgressView = view or ProgressView(interactive=False)
+        self._api: KubeApi | None = None
         #: The command's deadline, shared with every API request (kube/deadline.py): --timeout bounds the whole
         #: command; without it each rollout phase gets the profile's rollout_timeout_s when it starts.
         self.deadline = self.options.kube.deadline
         if self.options.timeout_s is not None and not self.deadline.bounded:
             self.deadline.restart(self.options.timeout_s)
         self._pending: list[dict[str, Any]] = []
-        #: What the last apply/diff reported, for `-o json`.
-        self.last_applied: list[dict[str, str]] = []
-        self.last_diffs: list[tuple[str, str]] = []
         #: The set the last apply rendered (node-preflight pinned to the eligible nodes), for wait and rollback.
         self._applied: list[dict[str, Any]] | None = None
+        self._bluegreen: bluegreen.Plan | None = None
 
     @property
-    def api(self) -> Any:
+    def api(self) -> KubeApi:
         """The cluster connection (made on first use, so `status` of a bad kubeconfig fails where it should)."""
         if self._api is None:
-            from k3deploy.kube.api import KubeApi
-
             self._api = KubeApi(self.options.kube)
         return self._api
 
@@ -77,9 +97,7 @@ class KubernetesTarget:
         if self.options.timeout_s is None:
             self.deadline.restart(self._timeout_s(profile))
 
-    def _waiter(self, profile: Profile) -> Any:
-        from k3deploy.rollout.wait import Waiter
-
+    def _waiter(self, profile: Profile) -> Waiter:
         if not self.deadline.bounded:
             self._start_phase(profile)
         return Waiter(self.api, profile.kubernetes.namespace, self.view, deadline=float(self.deadline.at or 0.0),
@@ -90,10 +108,6 @@ class KubernetesTarget:
         """The set to apply: with the node-preflight Job on every eligible node when the profile names none."""
         kube = profile.kubernetes
         if kube.node_preflight and not kube.node_preflight_hosts:
-            from k3deploy.preflight.checks_cluster import eligible_hosts
-            from k3deploy.preflight.cluster import others_pods
-            from k3deploy.preflight.facts import parse_nodes
-
             try:
                 nodes, _ = self.api.list("v1", "Node")
                 pods, _ = self.api.list("v1", "Pod")
@@ -107,21 +121,21 @@ class KubernetesTarget:
                 profile = _with_hosts(profile, hosts)
         return _objects(profile)
 
-    # -- the Target protocol ------------------------------------------------------------------------------
+    # -- the Target contract ------------------------------------------------------------------------------
+
+    def render(self, profile: Profile) -> Rendering:
+        """The manifests, one file per object in apply order, plus kustomization.yaml."""
+        manifests = build(profile)
+        return Rendering(files=lambda: files_of(manifests), stream=lambda: stream_of(manifests),
+                         what=objects_summary(len(manifests)), summary=f"{len(manifests)} objects rendered")
 
     def preflight(self, profile: Profile) -> list[CheckResult]:
         """Cluster checks of the preflight stage (node checks need the GPU host and run there)."""
-        try:
-            from k3deploy.preflight.run import run_preflight
-        except ImportError as exc:
-            raise EnvironmentProblem(f"the preflight stage is not available: {exc}", hint="use --skip-preflight") from None
         return run_preflight(profile, node=False, cluster=True, kube=self.options.kube)
 
     def current_revision(self, profile: Profile) -> Revision | None:
         """The last recorded revision of the set, or None on a first install."""
-        from k3deploy.rollout.rollback import read_history
-
-        entries = read_history(self.api, profile.kubernetes.namespace, profile.name)
+        entries = history.read_history(self.api, profile.kubernetes.namespace, profile.name)
         if not entries:
             return None
         last = entries[-1]
@@ -129,21 +143,14 @@ class KubernetesTarget:
 
     def apply(self, profile: Profile) -> ApplyOutcome:
         """Apply the set phase by phase (node-preflight, prefetch Jobs waited to completion); or dry-run / diff it."""
-        from k3deploy.rollout.apply import apply_objects, diff_objects
-        from k3deploy.rollout.order import WAITED_PHASES, phases
-        from k3deploy.rollout.rollback import record_revision
-        from k3deploy.rollout.surge import in_place_note
-        from k3deploy.rollout.bluegreen import as_live, plan
-        from k3deploy.rollout.upgrade import hold
-
-        objects = self._applied = as_live(self.api, profile, self._rollout_objects(profile))
-        applying, self._bluegreen = plan(self, profile, objects)
+        objects = self._applied = bluegreen.as_live(self.api, profile, self._rollout_objects(profile))
+        applying, self._bluegreen = bluegreen.plan(self, profile, objects)
         self._start_phase(profile)
         if self.options.diff:
-            self.last_diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
-            changed = [key for key, _ in self.last_diffs]
+            diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
+            changed = [key for key, _ in diffs]
             summary = f"{len(changed)} of {len(objects)} objects would change" if changed else f"no changes: all {len(objects)} objects match the live state"
-            return ApplyOutcome(changed=bool(changed), summary=summary)
+            return ApplyOutcome(changed=bool(changed), summary=summary, diffs=diffs)
         suffix = " (server dry run)" if self.options.dry_run else ""
         results = []
         self._pending = []
@@ -157,9 +164,8 @@ class KubernetesTarget:
             )
             if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
                 self._waiter(profile).wait(phase.objects)
-        self.last_applied = [{"object": a.key, "action": a.action} for a in results]
         if not self.options.wait and not self.options.dry_run:
-            record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
+            history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
         return _outcome(results, suffix)
 
     def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
@@ -167,93 +173,87 @@ class KubernetesTarget:
         if warning is not None:
             self.view.note(f"  {warning}")
 
-    def wait_ready(self, profile: Profile, timeout_s: float) -> None:
+    def wait_ready(self, profile: Profile, timeout_s: float) -> WaitOutcome:
         """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
-        from k3deploy.rollout.apply import apply_objects
-        from k3deploy.rollout.rollback import record_revision
-        from k3deploy.rollout.upgrade import walk
-
         objects = self._applied or _objects(profile)
         remaining = self.deadline.remaining()
         if remaining is None or timeout_s < remaining:
             self.deadline.restart(timeout_s)
         walk(self, profile)
-        bluegreen = getattr(self, "_bluegreen", None)
-        if bluegreen is not None:
-            from k3deploy.rollout.bluegreen import finish
-
-            finish(self, profile, bluegreen)
+        switch = self._bluegreen
+        if switch is not None:
+            bluegreen.finish(self, profile, switch)
             objects = self._applied or objects
         self._waiter(profile).wait(_serving(objects))
+        applied: list[dict[str, str]] = []
         if self._pending:
             # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
             # `up` smoke-tests on its own, so nothing waits for it.
-            for applied in apply_objects(self.api, self._pending, force=self.options.force_conflicts):
-                self.view.note(f"  {applied.key} {applied.action}")
-                self.last_applied.append({"object": applied.key, "action": applied.action})
+            for item in apply_objects(self.api, self._pending, force=self.options.force_conflicts):
+                self.view.note(f"  {item.key} {item.action}")
+                applied.append({"object": item.key, "action": item.action})
             self._pending = []
-        record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
+        history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
+        return WaitOutcome(applied=applied)
 
     def endpoint(self, profile: Profile) -> str:
         """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
         override = self.options.endpoint or profile.kubernetes.endpoint_override
         if override:
             return override.rstrip("/")
-        from k3deploy.render.manifests import service_url
 
         return service_url(profile)
 
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
-        from k3deploy.rollout.rollback import history_name, record_revision, remove, restore
-
         # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay live.
         self.deadline.restart(self._timeout_s(profile))
-        bluegreen = getattr(self, "_bluegreen", None)
-        if bluegreen is not None:
-            from k3deploy.rollout.bluegreen import abandon
-
+        switch = self._bluegreen
+        if switch is not None:
             self._bluegreen = None
-            if not bluegreen.switched:
-                return abandon(self, profile, bluegreen)
+            if not switch.switched:
+                return bluegreen.abandon(self, profile, switch)
             # Traffic had moved: the previous revision comes back first, then the new group goes.
-            return f"{self.rollback(profile, previous)}; {abandon(self, profile, bluegreen)}"
+            return f"{self.rollback(profile, previous)}; {bluegreen.abandon(self, profile, switch)}"
         objects = self._applied or _objects(profile)
         namespace = profile.kubernetes.namespace
         if previous is None:
-            removed = remove(self.api, objects, self.view.note)
-            self.api.delete("v1", "ConfigMap", history_name(profile.name), namespace)
+            removed = history.remove(self.api, objects, self.view.note)
+            self.api.delete("v1", "ConfigMap", history.history_name(profile.name), namespace)
             return f"first install removed ({len(removed)} objects deleted; weight cache PVC and namespace kept)"
         old = list(previous.data.get("objects") or [])
         if old == objects:
             return f"nothing to roll back to: revision {previous.number} is the one that failed"
-        done = restore(self.api, old, objects, self.view.note)
+        done = history.restore(self.api, old, objects, self.view.note)
         self._waiter(profile).wait(_serving(old))
-        number = record_revision(self.api, namespace, profile.name, old)
+        number = history.record_revision(self.api, namespace, profile.name, old)
         return f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
 
-    def status(self, profile: Profile) -> dict[str, Any]:
+    def status(self, profile: Profile) -> TargetStatus:
         """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
-        from k3deploy.rollout import bluegreen
-        from k3deploy.targets.kubernetes_status import describe
-
         objects = bluegreen.as_live(self.api, profile, _objects(profile))
         report = describe(self.api, profile, objects + bluegreen.other_group(self.api, profile, objects),
                           self.endpoint(profile))
         report["blue_green"] = bluegreen.describe(self.api, profile, objects)
-        return report
+        return TargetStatus(target=self.name, deployed=report["deployed"], ready=report["ready"],
+                            endpoint=report["endpoint"], report=report)
+
+    def status_view(self, status: TargetStatus) -> RenderableType:
+        """The objects' and pods' tables, endpoint, revisions and last smoke verdict."""
+        return kubernetes_status_view(status.report)
+
+    def down_question(self, profile: Profile, purge: bool) -> str:
+        """The namespace `down` empties."""
+        return kubernetes_down_question(profile, purge)
 
     def down(self, profile: Profile, purge: bool) -> str:
         """Delete in reverse order and wait for the pods to go; the weight PVC stays unless `purge`."""
-        from k3deploy.rollout.bluegreen import as_live, leftovers
-        from k3deploy.rollout.rollback import KEPT_KINDS, history_name, remove
-
         namespace = profile.kubernetes.namespace
         self._start_phase(profile)
-        objects = as_live(self.api, profile, _objects(profile))
-        objects += leftovers(self.api, profile, objects)  # a half-done blue-green's other group and preview Services
-        removed = remove(self.api, objects, self.view.note, keep=frozenset() if purge else KEPT_KINDS)
-        if self.api.delete("v1", "ConfigMap", history_name(profile.name), namespace):
+        objects = bluegreen.as_live(self.api, profile, _objects(profile))
+        objects += bluegreen.leftovers(self.api, profile, objects)  # a half-done blue-green's other group and previews
+        removed = history.remove(self.api, objects, self.view.note, keep=frozenset() if purge else history.KEPT_KINDS)
+        if self.api.delete("v1", "ConfigMap", history.history_name(profile.name), namespace):
             removed.append("revision history")
         try:
             for lws in (obj for obj in objects if obj["kind"] == "LeaderWorkerSet"):
@@ -265,26 +265,23 @@ class KubernetesTarget:
         kept = "" if purge else "; weight cache PVC kept (--purge deletes it)"
         return (f"deleted {len(removed)} objects, pods gone{kept}" if removed else f"nothing to delete{kept}")
 
-    # -- beyond the protocol ------------------------------------------------------------------------------
-
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
         """Keep the smoke verdict beside the revision it judged (shown by `status`)."""
-        from k3deploy.rollout.rollback import record_smoke
-
         if self.deadline.expired():
             # Smoke is bounded by its own overall timeout; keeping its verdict needs only a few requests.
             self.deadline.restart(_RECORD_BUDGET_S)
-        record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)
+        history.record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)
 
 
 def _outcome(results: list[Any], suffix: str) -> ApplyOutcome:
+    applied = [{"object": a.key, "action": a.action} for a in results]
     counts: dict[str, int] = {}
-    for applied in results:
-        counts[applied.action] = counts.get(applied.action, 0) + 1
+    for item in results:
+        counts[item.action] = counts.get(item.action, 0) + 1
     changed = any(a.changed for a in results)
     created = [a.key for a in results if a.action == "created"]
     if not changed:
-        return ApplyOutcome(changed=False, summary=f"no changes: all {len(results)} objects unchanged{suffix}")
+        return ApplyOutcome(changed=False, summary=f"no changes: all {len(results)} objects unchanged{suffix}", applied=applied)
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
-    return ApplyOutcome(changed=True, summary=summary + suffix, created=created)
+    return ApplyOutcome(changed=True, summary=summary + suffix, created=created, applied=applied)
 

@@ -5,17 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import K3DeployError
+from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.rollout.currency import prove_current
-from k3deploy.rollout.readiness import (
-    LWS_GROUP_LABEL,
-    LWS_NAME_LABEL,
-    LWS_WORKER_LABEL,
-    pod_phase_label,
-    pod_ready,
-    readiness,
-    restarts,
-)
+from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, restarts
+from k3deploy.rollout.rollback import read_history
 
 
 def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -30,7 +24,7 @@ def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[
 
 def _currency(api: Any, lws: dict[str, Any], namespace: str) -> tuple[bool, str]:
     """Whether a LeaderWorkerSet's status is its current spec's (as `wait` decides it), and the proof used."""
-    selector = f"{LWS_NAME_LABEL}={lws['metadata']['name']}"
+    selector = f"{NAME_LABEL}={lws['metadata']['name']}"
     try:
         revisions, _ = api.list("apps/v1", "ControllerRevision", namespace, label_selector=selector)
     except K3DeployError:
@@ -43,8 +37,6 @@ def _currency(api: Any, lws: dict[str, Any], namespace: str) -> tuple[bool, str]
 
 def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
-    from k3deploy.rollout.rollback import read_history
-
     namespace = profile.kubernetes.namespace
     rows = []
     for obj in objects:
@@ -64,16 +56,16 @@ def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint
     pods = []
     if any(r["exists"] for r in rows):
         sets = sorted({o["metadata"]["name"] for o in objects if o["kind"] == "LeaderWorkerSet"} or {profile.name})
-        items, _ = api.list("v1", "Pod", namespace, label_selector=f"{LWS_NAME_LABEL} in ({','.join(sets)})")
+        items, _ = api.list("v1", "Pod", namespace, label_selector=f"{NAME_LABEL} in ({','.join(sets)})")
         nodes: dict[str, dict[str, str]] = {}
-        for pod in sorted(items, key=lambda p: (p["metadata"].get("labels", {}).get(LWS_GROUP_LABEL, ""),
-                                                 p["metadata"].get("labels", {}).get(LWS_WORKER_LABEL, ""))):
+        for pod in sorted(items, key=lambda p: (p["metadata"].get("labels", {}).get(GROUP_INDEX_LABEL, ""),
+                                                 p["metadata"].get("labels", {}).get(WORKER_INDEX_LABEL, ""))):
             labels = pod["metadata"].get("labels") or {}
             node = (pod.get("spec") or {}).get("nodeName")
             pods.append({
                 "name": pod["metadata"]["name"],
-                "group": labels.get(LWS_GROUP_LABEL),
-                "worker": labels.get(LWS_WORKER_LABEL),
+                "group": labels.get(GROUP_INDEX_LABEL),
+                "worker": labels.get(WORKER_INDEX_LABEL),
                 "node": node,
                 "clique": _node_labels(api, node, nodes).get(profile.kubernetes.clique_label) if node else None,
                 "phase": pod_phase_label(pod),

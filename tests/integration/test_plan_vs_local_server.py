@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from k3deploy.profile import load_profile
-from k3deploy.render.plan import plan
-from k3deploy.render.plan_check import agrees, reported_kv_tokens
+from k3deploy.profile.plan import plan
+from k3deploy.profile.plan_check import agrees, reported_kv_tokens
 from tests.conftest import run_cli
 from tests.integration.vllm_server import start_vllm_logged
 

@@ -24,9 +24,9 @@ from typing import Any, get_args
 import pytest
 
 from k3deploy.profile import load_profile
+from k3deploy.profile import plan as plan_module
 from k3deploy.profile.model import Profile, VllmSpec
-from k3deploy.render import plan as plan_module
-from k3deploy.render.plan import CapacityPlan, plan
+from k3deploy.profile.plan import CapacityPlan, plan
 
 pytestmark = pytest.mark.integration
 
@@ -90,8 +90,13 @@ def _vllm_config(profile: Profile, hf: Any) -> Any:
 
 def vllm_figures(profile: Profile) -> dict[str, Any]:
     """The per-GPU cache figures vLLM's code gives for Kimi K3 served with this profile's flags."""
-    from vllm.model_executor.layers.mamba.kda_checkpoint import kda_prefill_checkpoint_alignment
-    from vllm.models.kimi_k3 import KimiK3ForConditionalGeneration, KimiLinearForCausalLM
+    from vllm.model_executor.layers.mamba.kda_checkpoint import (
+        kda_prefill_checkpoint_alignment,
+    )
+    from vllm.models.kimi_k3 import (
+        KimiK3ForConditionalGeneration,
+        KimiLinearForCausalLM,
+    )
     from vllm.models.kimi_k3.nvidia.mla import MultiHeadLatentAttention
     from vllm.platforms.interface import Platform
     from vllm.v1.core.kv_cache_utils import _get_kv_cache_groups_uniform_page_size

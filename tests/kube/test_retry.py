@@ -6,7 +6,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import ProtocolError
 
-from k3deploy.kube.retry import call_with_retries, is_transient, retry_after_s
+from k3deploy.kube.errors import is_transient
+from k3deploy.kube.retry import call_with_retries, retry_after_s
 
 
 def api_error(status: int, retry_after: str | None = None) -> ApiException:

@@ -11,7 +11,7 @@ import pytest
 
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.kube.client import KubeOptions
-from k3deploy.preflight import run_preflight
+from k3deploy.preflight.run import run_preflight
 from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from k3deploy.profile import load_profile
-from k3deploy.render.weight_cache import cache_note, weight_cache
+from k3deploy.preflight.weight_cache import cache_note, weight_cache
 from tests.conftest import run_cli
 
 K3 = "kimi-k3-gb300-tp16"

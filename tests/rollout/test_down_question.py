@@ -12,10 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from k3deploy.cli.rollout_view import down_question
 from k3deploy.profile import load_profile
+from k3deploy.targets.kubernetes_view import kubernetes_down_question
 from k3deploy.targets.local import process
 from k3deploy.targets.local.state import ServerRecord, write_record
+from k3deploy.targets.local.status_view import local_down_question
 from tests.conftest import REPO_ROOT, cli_env
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,18 +25,18 @@ pytestmark = pytest.mark.timeout(120)
 def test_local_question_names_the_running_server() -> None:
     profile = load_profile("local-cpu")
     running = {"running": True, "pid": 4321, "endpoint": "http://127.0.0.1:18431", "state_dir": "/s"}
-    assert down_question(profile, False, running) == "Stop the local vLLM server of 'local-cpu' (pid 4321, http://127.0.0.1:18431)?"
-    assert down_question(profile, True, running) == (
+    assert local_down_question(profile, False, running) == "Stop the local vLLM server of 'local-cpu' (pid 4321, http://127.0.0.1:18431)?"
+    assert local_down_question(profile, True, running) == (
         "Stop the local vLLM server of 'local-cpu' (pid 4321, http://127.0.0.1:18431) "
         "and delete the generated model and vLLM's cache under /s?")
-    assert down_question(profile, False, {"running": False, "state_dir": "/s"}) == (
+    assert local_down_question(profile, False, {"running": False, "state_dir": "/s"}) == (
         "No local vLLM server of 'local-cpu' is running (port 18431); clear its record?")
 
 
 def test_kubernetes_question_names_the_namespace() -> None:
     profile = load_profile("kimi-k3-gb300-tp16")
-    assert down_question(profile, False) == "Delete the deployment (weights kept) of 'kimi-k3-gb300-tp16' in namespace 'kimi-k3'?"
-    assert down_question(profile, True) == (
+    assert kubernetes_down_question(profile, False) == "Delete the deployment (weights kept) of 'kimi-k3-gb300-tp16' in namespace 'kimi-k3'?"
+    assert kubernetes_down_question(profile, True) == (
         "Delete everything, including the downloaded weights of 'kimi-k3-gb300-tp16' in namespace 'kimi-k3'?")
 
 

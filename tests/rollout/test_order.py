@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import build
 from k3deploy.rollout.order import WAITED_PHASES, apply_order, delete_order, job_role, phases
 
 
@@ -48,8 +50,9 @@ def test_phases_split_around_the_waited_jobs() -> None:
     assert split["smoke"] == ["Job/k3-smoke"]
 
 
-def test_job_role_falls_back_to_the_name_and_unknown_kinds_go_after_serving() -> None:
-    assert job_role(obj("Job", "x-prefetch")) == "prefetch"
+def test_job_role_is_the_component_label_not_the_name_and_unknown_kinds_go_after_serving() -> None:
+    assert job_role(obj("Job", "x-prefetch")) is None  # a name that merely contains a role is no role
+    assert job_role(obj("Job", "other", "prefetch")) == "prefetch"
     assert job_role(obj("Job", "other")) is None
     assert job_role(obj("Service", "smoke")) is None
     ordered = names(apply_order([obj("Widget", "w"), obj("LeaderWorkerSet", "k3"), obj("Job", "k3-smoke")]))
@@ -62,7 +65,7 @@ def test_empty_phases_are_dropped() -> None:
 
 def test_node_preflight_job_follows_the_profile_configmap_in_its_own_waited_phase() -> None:
     objects = [*SET, obj("Job", "k3-node-preflight", "node-preflight"), obj("ConfigMap", "k3-profile")]
-    assert job_role(obj("Job", "x-node-preflight")) == "node-preflight"
+    assert job_role(obj("Job", "x", "node-preflight")) == "node-preflight"
     ordered = names(apply_order(objects))
     assert ordered[:6] == ["Namespace/kimi", "ServiceAccount/k3", "ConfigMap/k3-profile", "Job/k3-node-preflight",
                            "PersistentVolumeClaim/k3-model-cache", "ComputeDomain/k3-cd"]
@@ -76,3 +79,9 @@ def test_node_preflight_job_follows_the_profile_configmap_in_its_own_waited_phas
     assert [name for name, _ in split[4:]] == ["serving", "smoke"]
     assert [o for p in phases(objects) for o in p.objects] == apply_order(objects)
     assert WAITED_PHASES == {"node-preflight", "prefetch"}
+
+
+def test_the_rendered_set_is_in_the_order_rollout_applies_it() -> None:
+    """One encoding of the order: ranking the rendered objects leaves them where render put them."""
+    objects = [m.obj for m in build(load_profile("kimi-k3-gb300-tp16"))]
+    assert apply_order(list(reversed(objects))) == objects

@@ -11,17 +11,19 @@ from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.smoke.headline import REHEARSAL_LABEL, headline_lines
-from k3deploy.targets.base import ApplyOutcome, Revision
+from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
 from tests.smoke.scripted_server import Script, scripted_server
 
 
-class ScriptedTarget:
+class ScriptedTarget(Target):
     """Records each call; raises what the test scripted for a step."""
 
     name = "scripted"
 
     def __init__(self, fail: dict[str, BaseException] | None = None, previous: Revision | None = None) -> None:
+        super().__init__()
         self.calls: list[str] = []
+        self.verdicts: list[dict[str, Any]] = []
         self.fail = fail or {}
         self.previous = previous
 
@@ -29,6 +31,9 @@ class ScriptedTarget:
         self.calls.append(name)
         if name in self.fail:
             raise self.fail[name]
+
+    def render(self, profile: Any) -> Rendering:
+        return Rendering(files=lambda: {"scripted.yaml": "x: 1\n"}, stream=lambda: "x: 1\n", what="one file")
 
     def preflight(self, profile: Any) -> list[CheckResult]:
         self._step("preflight")
@@ -42,8 +47,9 @@ class ScriptedTarget:
         self._step("apply")
         return ApplyOutcome(changed=True, summary="1 created")
 
-    def wait_ready(self, profile: Any, timeout_s: float) -> None:
+    def wait_ready(self, profile: Any, timeout_s: float) -> WaitOutcome:
         self._step("wait_ready")
+        return WaitOutcome()
 
     def endpoint(self, profile: Any) -> str:
         return "http://127.0.0.1:9"
@@ -52,8 +58,11 @@ class ScriptedTarget:
         self._step("rollback")
         return f"restored {previous.number}" if previous else "removed"
 
-    def status(self, profile: Any) -> dict[str, Any]:
-        return {}
+    def record_smoke(self, profile: Any, verdict: dict[str, Any]) -> None:
+        self.verdicts.append(verdict)
+
+    def status(self, profile: Any) -> TargetStatus:
+        return TargetStatus(target=self.name, deployed=False, ready=False, report={"target": self.name})
 
     def down(self, profile: Any, purge: bool) -> str:
         return "gone"

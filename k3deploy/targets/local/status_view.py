@@ -1,4 +1,5 @@
-"""The table `k3deploy status` prints for the local target: the server process, its endpoint and last smoke."""
+"""What the rollout commands show for the local target: `status`'s table (the server process, its endpoint and
+last smoke) and `down`'s question."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+
+from k3deploy.profile.model import Profile
 
 
 def local_status_view(report: dict[str, Any]) -> Group:
@@ -35,3 +38,14 @@ def local_status_view(report: dict[str, Any]) -> Group:
         table,
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
     )
+
+
+def local_down_question(profile: Profile, purge: bool, report: dict[str, Any]) -> str:
+    """What `down` asks on a terminal: the local server (pid, endpoint) it stops; `report` is its status report."""
+    if report.get("running"):
+        what = f"Stop the local vLLM server of {profile.name!r} (pid {report.get('pid')}, {report.get('endpoint')})"
+    else:
+        what = f"No local vLLM server of {profile.name!r} is running (port {profile.vllm.port}); clear its record"
+    if purge:
+        what += f" and delete the generated model and vLLM's cache under {report.get('state_dir') or 'its state directory'}"
+    return what + "?"
