@@ -8,7 +8,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from k3deploy.rollout.currency import GROUP_LABEL, NAME_LABEL, REVISION_LABEL
+from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
+from k3deploy.lws import NAME_LABEL
+from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
 from k3deploy.rollout.readiness import is_fatal, pod_problems, pod_ready
 
 #: The LWS release that has rollingUpdateConfiguration.partition (api/leaderworkerset/v1/leaderworkerset_types.go).

@@ -28,12 +28,10 @@ from typing import Any
 from k3deploy.errors import K3DeployError
 from k3deploy.report.model import Status
 from k3deploy.rollout.apply import apply_object
-from k3deploy.rollout.currency import (
-    GROUP_LABEL,
-    NAME_LABEL,
-    REVISION_LABEL,
-    template_revision,
-)
+from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
+from k3deploy.lws import NAME_LABEL
+from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
+from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
 from k3deploy.rollout.groups import (
     group_endpoint,
