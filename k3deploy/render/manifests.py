@@ -146,11 +146,13 @@ SET: tuple[SetEntry, ...] = (
 
 
 def set_position(kind: str, component: str | None) -> int | None:
-    """The apply position of an object of the set (by kind, and component where several share a kind), else None."""
-    same_kind = [entry for entry in SET if entry.kind == kind]
-    if len(same_kind) == 1:
-        return same_kind[0].order
-    return next((entry.order for entry in same_kind if entry.component == component), None)
+    """The place of an object in the set (its index in SET), found by kind and, where several entries share a kind,
+    by component; an object of a shared kind whose component names no entry takes the first entry's place (the
+    deployment's own ServiceAccount, ConfigMap, Service); a Job's place is its role, so a Job of no role has none.
+    None for a kind the set does not render."""
+    same_kind = [index for index, entry in enumerate(SET) if entry.kind == kind]
+    fallback = same_kind[0] if same_kind and kind != "Job" else None
+    return next((index for index in same_kind if SET[index].component == component), fallback)
 
 
 def smoke_ready_s(profile: Profile) -> int:

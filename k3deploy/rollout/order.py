@@ -48,9 +48,15 @@ def rank(obj: dict[str, Any]) -> int:
     return position if position is not None else UNKNOWN_RANK
 
 
+def _set_rank(obj: dict[str, Any]) -> tuple[int, str]:
+    """Rank, then name among objects of one place in the set (the two NetworkPolicies share one component)."""
+    position = set_position(str(obj.get("kind", "")), _component(obj))
+    return (position, str((obj.get("metadata") or {}).get("name", ""))) if position is not None else (UNKNOWN_RANK, "")
+
+
 def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The objects in apply order (stable: equal ranks keep their rendered order)."""
-    return sorted(objects, key=rank)
+    """The objects in apply order (stable: objects the set does not name keep their order among themselves)."""
+    return sorted(objects, key=_set_rank)
 
 
 def delete_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
