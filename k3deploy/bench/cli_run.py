@@ -110,7 +110,7 @@ def write_outputs(reports: list[BenchReport], report_file: Path | None, html_fil
     from k3deploy.cli.bench import save
 
     if report_file is not None:
-        for report, path in zip(reports, report_paths(report_file, [r.label for r in reports])):
+        for report, path in zip(reports, report_paths(report_file, [r.label for r in reports]), strict=True):
             save(report.save, path, "report")
     if html_file is not None or png_file is not None:
         from k3deploy.bench import charts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -14,14 +14,14 @@ from k3deploy.duration import parse_duration
 from k3deploy.errors import K3DeployError
 from k3deploy.profile import DEFAULT_PROFILE, Profile
 
-KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
-ContextOpt = Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")]
-NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")]
-TimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help=(
+KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context to use.")]
+NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")]
+TimeoutOpt = Annotated[str | None, typer.Option("--timeout", help=(
     "Deadline of the command, e.g. 90s, 15m, 3h: every Kubernetes API request and wait ends by then "
     "(default: the profile's rollout_timeout_s per phase; smoke has its own overall timeout, a rollback a budget of its own)."))]
-StatusTimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
-EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
+StatusTimeoutOpt = Annotated[str | None, typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
+EndpointOpt = Annotated[str | None, typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
 
 def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:

@@ -13,7 +13,6 @@ from typing import Any
 from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError, UsageError
 from k3deploy.kube.deadline import Deadline
 
-
 #: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
 #: not the Kubernetes API's (an HTML login page of a proxy in front of it).
 _server: str | None = None

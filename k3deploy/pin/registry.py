@@ -23,8 +23,8 @@ import httpx
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError
 from k3deploy.pin.oci import (
-    MANIFEST_ACCEPT,
     INDEX_TYPES,
+    MANIFEST_ACCEPT,
     BearerChallenge,
     ImageRef,
     ImageResolution,

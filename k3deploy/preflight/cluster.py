@@ -11,7 +11,6 @@ from k3deploy.preflight.facts import AccessFacts, ClaimFacts, ClusterFacts, pars
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import model_cache_name
 
-
 _REVIEW_WORKERS = 8
 #: Label the LeaderWorkerSet controller puts on every pod of a set.
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.rollout.currency import REVISION_LABEL, Proof, prove_current, template_revision
+from k3deploy.rollout.progress import Row
 from k3deploy.rollout.readiness import (
     LWS_GROUP_LABEL,
     LWS_NAME_LABEL,
@@ -23,7 +24,6 @@ from k3deploy.rollout.readiness import (
     readiness,
     restarts,
 )
-from k3deploy.rollout.progress import Row
 
 #: Crashes seen across a serving group's pods (recreated groups included) that make the rollout fail.
 CRASH_LIMIT = 3

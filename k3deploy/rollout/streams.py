@@ -119,7 +119,7 @@ class Stream(threading.Thread):
             except K3DeployError as exc:
                 self._fail(exc, None)
                 return
-            except Exception as exc:  # noqa: BLE001 - connection errors arrive in many types
+            except Exception as exc:  # connection errors arrive in many types
                 status = http_status(exc)
                 if status == 410:
                     self.out.put(Note(f"watch of {self.kind} expired (410 Gone): re-listing"))

@@ -8,14 +8,15 @@ gives the total, and chunks are recognised by their text; the per-chunk figures 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
+
+from k3deploy.report.smoke import RequestRecord, Tier
+from k3deploy.smoke.sse import ChunkFormatError, decode_events, parse_chunk
 
 #: Characters of a kept answer (correctness probes): a right answer is a few hundred; the rest is not judged.
 MAX_TEXT_CHARS = 32 * 1024
 #: Characters of a message quoted from the server (an error event, a malformed line) in a record's error.
 MAX_QUOTE_CHARS = 300
-
-from k3deploy.report.smoke import RequestRecord, Tier
-from k3deploy.smoke.sse import ChunkFormatError, decode_events, parse_chunk
 
 
 @dataclass(slots=True)
@@ -134,7 +135,7 @@ def is_bursty(offsets: list[float]) -> bool:
     """True when most output chunks arrived back-to-back rather than one decode step at a time."""
     if len(offsets) < BURST_MIN_CHUNKS:
         return False
-    gaps = sorted(b - a for a, b in zip(offsets, offsets[1:]))
+    gaps = sorted(b - a for a, b in pairwise(offsets))
     median = gaps[len(gaps) // 2] if len(gaps) % 2 else (gaps[len(gaps) // 2 - 1] + gaps[len(gaps) // 2]) / 2
     return median < BURST_GAP_S
 

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from k3deploy.bench import datasets
-from k3deploy.bench.datasets import QUALITATIVE_CATEGORIES, SPEED_BENCH_PLACEHOLDER, load_dataset, prompt_set_digest, select
+from k3deploy.bench.datasets import (
+    QUALITATIVE_CATEGORIES,
+    SPEED_BENCH_PLACEHOLDER,
+    load_dataset,
+    prompt_set_digest,
+    select,
+)
 from k3deploy.errors import UsageError
 
 

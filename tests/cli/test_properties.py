@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -59,7 +59,7 @@ def _definitions() -> dict[str, dict]:
     return converted
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema(group: str, version: str, kind: str) -> dict | None:
     """The structural schema of a built-in kind, or None when kubernetes-validate has none for it."""
     for node in _definitions().values():

@@ -42,26 +42,26 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: ApiHTTPServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - BaseHTTPRequestHandler's name
+    def log_message(self, format: str, *args: object) -> None:  # BaseHTTPRequestHandler's name
         """Quiet: tests read `faults.requests` instead."""
 
-    def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's naming
+    def do_GET(self) -> None:  # BaseHTTPRequestHandler's naming
         """GET."""
         self._serve("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         """POST."""
         self._serve("POST")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         """PUT."""
         self._serve("PUT")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         """PATCH."""
         self._serve("PATCH")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         """DELETE."""
         self._serve("DELETE")
 

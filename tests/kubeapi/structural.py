@@ -51,7 +51,7 @@ def _type_ok(schema: dict, value: object) -> bool:
     if value is None:
         return bool(schema.get("nullable"))
     if want == "integer":
-        return isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float)
+        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
                                                                           and value.is_integer())
     if want == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -242,7 +242,7 @@ def typed_errors(schema: dict, obj: dict) -> list[str]:
 
 
 def _typed(schema: dict, value: object, path: str, errors: list[str], root: bool = False) -> None:
-    if value is None or schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties"):
+    if value is None or (schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties")):
         return
     if schema.get("x-kubernetes-int-or-string"):
         return

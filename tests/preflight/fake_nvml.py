@@ -67,7 +67,7 @@ class NVMLError(Exception):
         return self._strings.get(self.value, f"NVML Error with code {self.value}")
 
 
-class c_nvmlGpuFabricInfoV_t(ctypes.Structure):  # noqa: N801 - the binding's own name
+class c_nvmlGpuFabricInfoV_t(ctypes.Structure):  # the binding's own name
     """nvmlGpuFabricInfo_v2_t."""
 
     _fields_ = [
@@ -116,7 +116,7 @@ class FakeNvml:
 
 def gb300_node(**gpu_changes: object) -> FakeNvml:
     """A healthy GB300 compute tray: 4 GPUs in one NVLink clique; `gpu_changes` apply to every GPU."""
-    gpus = [dataclasses.replace(FakeGpu(uuid=u, bus_id=b), **gpu_changes) for u, b in zip(GB300_UUIDS, GB300_BUSES)]
+    gpus = [dataclasses.replace(FakeGpu(uuid=u, bus_id=b), **gpu_changes) for u, b in zip(GB300_UUIDS, GB300_BUSES, strict=True)]
     return FakeNvml(gpus=gpus)
 
 

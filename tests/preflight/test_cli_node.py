@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from k3deploy.preflight.facts import normalize_arch
-
 from tests.conftest import REPO_ROOT, run_cli
 from tests.preflight.test_checks_pinning import PINNED
 

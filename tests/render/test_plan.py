@@ -10,7 +10,6 @@ import json
 
 from k3deploy.profile import load_profile
 from k3deploy.render.plan import GIB, plan
-
 from tests.conftest import run_cli
 
 #: Kimi K3 at TP16, fp8, 7 speculative tokens (the built-in profile).

@@ -12,7 +12,8 @@ vllm/vllm-openai image runs as root (see templates/leaderworkerset.yaml.j2).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

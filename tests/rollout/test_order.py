@@ -75,4 +75,4 @@ def test_node_preflight_job_follows_the_profile_configmap_in_its_own_waited_phas
     ]
     assert [name for name, _ in split[4:]] == ["serving", "smoke"]
     assert [o for p in phases(objects) for o in p.objects] == apply_order(objects)
-    assert WAITED_PHASES == {"node-preflight", "prefetch"}
+    assert {"node-preflight", "prefetch"} == WAITED_PHASES

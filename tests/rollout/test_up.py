@@ -27,7 +27,7 @@ UP = ("--timeout", "60s", "--set", "kubernetes.hf_token_secret=null", "--set", "
 QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 
 
-def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any, registry: Registry,
+def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any, registry: Registry,  # noqa: F811 - the imported fixture
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # A production profile deploys pinned versions only; the registry shows the image runs on the arm64 nodes.
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)

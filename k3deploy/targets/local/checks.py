@@ -100,7 +100,7 @@ def _port(profile: Profile, facts: HostFacts) -> CheckResult:
         return CheckResult(name="local.port", status=Status.PASS, measured=where, target="free", detail=f"{where} is free")
     return CheckResult(name="local.port", status=Status.FAIL, measured=where, target="free",
                        detail=f"port {profile.vllm.port} on {profile.local.host} is in use by another process",
-                       hint=f"stop what listens there, or choose another port with --set vllm.port=N")
+                       hint="stop what listens there, or choose another port with --set vllm.port=N")
 
 
 def _model(profile: Profile, facts: HostFacts) -> CheckResult:

@@ -17,7 +17,7 @@ class ComputeDomainController(Controller):
 
     name = "compute-domain-controller"
 
-    def __init__(self, store, tick: float = 0.05) -> None:  # noqa: ANN001 - Store
+    def __init__(self, store, tick: float = 0.05) -> None:  # Store
         super().__init__(store, tick)
         #: False keeps every domain NotReady (an IMEX daemon that never comes up).
         self.imex_ready = True
@@ -39,7 +39,7 @@ class ComputeDomainController(Controller):
         for domain in self.store.list(rtype):
             self._sync(rtype, domain)
 
-    def _sync(self, rtype, domain: dict) -> None:  # noqa: ANN001 - ResourceType
+    def _sync(self, rtype, domain: dict) -> None:  # ResourceType
         meta = domain["metadata"]
         template = ((domain.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate", {}).get("name")
         if template and self.store.registry.by_key(("resource.k8s.io", "resourceclaimtemplates")) is not None \

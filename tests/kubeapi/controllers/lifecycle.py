@@ -25,7 +25,7 @@ class GarbageCollector(Controller):
 
     name = "garbage-collector"
 
-    def __init__(self, store, tick: float = 0.05) -> None:  # noqa: ANN001 - Store
+    def __init__(self, store, tick: float = 0.05) -> None:  # Store
         super().__init__(store, tick)
         self.delay = 1.0
         self._seen: dict[str, float] = {}

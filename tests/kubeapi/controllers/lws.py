@@ -91,7 +91,7 @@ class LeaderWorkerSetController(Controller):
 
     name = "lws-controller"
 
-    def __init__(self, store, tick: float = 0.05) -> None:  # noqa: ANN001 - Store
+    def __init__(self, store, tick: float = 0.05) -> None:  # Store
         super().__init__(store, tick)
         self.version = "v0.9"
         #: Seconds a new generation waits before the controller acts on it.
@@ -159,7 +159,7 @@ class LeaderWorkerSetController(Controller):
                 except ApiError:
                     pass
 
-    def _sync(self, rtype, lws: dict) -> None:  # noqa: ANN001 - ResourceType
+    def _sync(self, rtype, lws: dict) -> None:  # ResourceType
         meta, spec = lws["metadata"], lws["spec"]
         name, ns = meta["name"], meta["namespace"]
         replicas = spec.get("replicas", 1)
@@ -312,7 +312,7 @@ class LeaderWorkerSetController(Controller):
             return
         record(self.store, lws, "Normal", "CreatedPod", f"Created pod {pod_name}", self.name)
 
-    def _status(self, rtype, lws: dict, current: str, replicas: int, size: int) -> None:  # noqa: ANN001
+    def _status(self, rtype, lws: dict, current: str, replicas: int, size: int) -> None:
         """updateStatus/updateConditions: counts per existing leader, then the one condition they call for."""
         meta, spec = lws["metadata"], lws["spec"]
         partition = spec.get("rolloutStrategy", {}).get("rollingUpdateConfiguration", {}).get("partition", 0)

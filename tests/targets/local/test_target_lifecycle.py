@@ -16,8 +16,8 @@ import pytest
 from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.profile.model import Profile
-from k3deploy.targets.local.process import group_members
 from k3deploy.targets import DeployOptions
+from k3deploy.targets.local.process import group_members
 from k3deploy.targets.local.target import LocalTarget
 from tests.integration.vllm_server import alive, free_port
 
