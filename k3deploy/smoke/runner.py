@@ -201,7 +201,7 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
     smoke = profile.smoke
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     state = _State()
-    levels = max(smoke.concurrency + [1])
+    levels = max([*smoke.concurrency, 1])
     async with SmokeClient(base, api_key=options.api_key, request_timeout_s=smoke.request_timeout_s, max_connections=levels,
                            transport=options.transport, clock=lambda: time.perf_counter() - t0) as client:
         run = _Run(profile, client, state, options.progress or (lambda _msg: None))

@@ -14,6 +14,7 @@ import sys
 import types
 import uuid as uuidlib
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 MIB = 1024 * 1024
 
@@ -56,7 +57,7 @@ H100_BUSES = ["00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000
 class NVMLError(Exception):
     """nvidia-ml-py's error: `.value` holds the nvmlReturn_t code."""
 
-    _strings = {NVML_ERROR_NOT_SUPPORTED: "Not Supported", NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+    _strings: ClassVar[dict[int, str]] = {NVML_ERROR_NOT_SUPPORTED: "Not Supported", NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
                 NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found"}
 
     def __init__(self, value: int) -> None:

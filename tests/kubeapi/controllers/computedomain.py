@@ -6,6 +6,8 @@ plugin cannot prepare a channel claim, so pods claiming the template stay Contai
 
 from __future__ import annotations
 
+import contextlib
+
 from tests.kubeapi.controllers.base import Controller
 from tests.kubeapi.errors import ApiError
 
@@ -44,7 +46,7 @@ class ComputeDomainController(Controller):
         template = ((domain.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate", {}).get("name")
         if template and self.store.registry.by_key(("resource.k8s.io", "resourceclaimtemplates")) is not None \
                 and self.store.get("resourceclaimtemplates", template, meta["namespace"]) is None:
-            try:
+            with contextlib.suppress(ApiError):
                 self.store.create("resourceclaimtemplates", {
                     "metadata": {"name": template, "namespace": meta["namespace"], "ownerReferences": [{
                         "apiVersion": domain["apiVersion"], "kind": "ComputeDomain", "name": meta["name"],
@@ -52,8 +54,6 @@ class ComputeDomainController(Controller):
                     "spec": {"spec": {"devices": {"requests": [{"name": "channel", "exactly": {
                         "deviceClassName": "compute-domain-default-channel.nvidia.com"}}]}}},
                 }, meta["namespace"], manager=self.name)
-            except ApiError:
-                pass
         nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes")}
         running = sorted({p["spec"]["nodeName"] for p in self.store.list("pods", meta["namespace"])
                           if p["spec"].get("nodeName") and p.get("status", {}).get("phase") == "Running"

@@ -25,6 +25,7 @@ foreground deletion of the leader.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import time
@@ -154,10 +155,8 @@ class LeaderWorkerSetController(Controller):
         meta = lws["metadata"]
         for revision in self.store.list("controllerrevisions", meta["namespace"], label=f"{PREFIX}/name={meta['name']}"):
             if revision["metadata"]["labels"].get(REVISION_KEY) != key:
-                try:
+                with contextlib.suppress(ApiError):
                     self.store.delete("controllerrevisions", revision["metadata"]["name"], meta["namespace"])
-                except ApiError:
-                    pass
 
     def _sync(self, rtype, lws: dict) -> None:  # ResourceType
         meta, spec = lws["metadata"], lws["spec"]
