@@ -152,7 +152,7 @@ def _by_clique(profile: Profile, nodes: list[NodeFacts]) -> tuple[dict[str, list
         clique = node.labels.get(label) if nvlink else "(any)"
         if why is None and clique is None:
             why = f"no {label} label"
-        if why is not None:
+        if why is not None or clique is None:  # no clique means `why` names the missing label
             reasons.append(f"{node.name}: {why}")
             continue
         by_clique.setdefault(clique, []).append(node.name)

@@ -101,7 +101,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     chunk_tokens = [int(d) for d in deltas if d is not None] if per_chunk else []
     record = RequestRecord(
         index=spec.index,
-        phase=spec.phase,  # type: ignore[arg-type]
+        phase=spec.phase,
         concurrency=spec.concurrency,
         prompt_id=spec.prompt_id,
         tier=spec.tier,

@@ -183,6 +183,7 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
         return out + [CheckResult(name=n, status=Status.SKIP, detail="not run: liveness failed")
                       for n in (verdict.CORRECTNESS, verdict.THROUGHPUT, verdict.SPECULATIVE, verdict.DECODE_TARGET)]
     out.append(verdict.judge_correctness(profile.smoke.correctness, state.probes))
+    assert report.summary is not None  # liveness passed, so run_smoke summarized the measured phase
     out.append(verdict.judge_throughput(state.phase("measured") + state.phase("sweep"), report.summary))
     out.append(verdict.judge_speculative(profile.speculative is not None, profile.targets.min_acceptance_length,
                                          report.metrics, report.summary))

@@ -35,7 +35,7 @@ def target_for(profile: Profile, options: DeployOptions | None = None, view: Any
     if profile.target == "local":
         from k3deploy.targets.local import LocalTarget
 
-        return LocalTarget(options, view)  # type: ignore[no-any-return]
+        return LocalTarget(options, view)
     from k3deploy.targets.kubernetes import KubernetesTarget
 
     return KubernetesTarget(options, view)
