@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -104,8 +105,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
     typer's `CliRunner.isolation` (as hatch's tests/conftest.py uses click's) swaps stdin/stdout/stderr for buffers
     and applies `env` to os.environ for the call only; the working directory is `cwd` (default: the repo root).
     Only this thread's output is captured (see `_ThisThread`).
-    What the entry point changes for the process (the SIGTERM handler) and the consoles' terminal settings are
-    put back afterwards. `timeout` is kept for callers that also run a subprocess; the test's own timeout bounds
+    What the entry point changes for the process (the SIGTERM handler), the consoles' terminal settings and
+    tempfile's cached folder are put back afterwards. `timeout` is kept for callers that also run a subprocess; the test's own timeout bounds
     an in-process run.
     """
     del timeout
@@ -118,7 +119,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
     before = sys.stdout, sys.stderr
     sigterm = signal.getsignal(signal.SIGTERM)
     consoles = [(c, c._width, c._color_system) for c in (console.err, console.out)]
-    here = os.getcwd()
+    here, temp = os.getcwd(), tempfile.tempdir
     code, extra_err = 0, ""
     with TyperCliRunner().isolation(input=input, env=_cli_overrides(env)) as (out, err, _):
         sys.stdout, sys.stderr = _ThisThread(sys.stdout, before[0]), _ThisThread(sys.stderr, before[1])
@@ -126,6 +127,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
         for c, _width, _colours in consoles:
             # As a console created with stdout/stderr a pipe and COLUMNS in the environment would be.
             c._width, c._color_system = None, None
+        tempfile.tempdir = None  # found again from TMPDIR, as a new process would
         os.chdir(cwd or REPO_ROOT)
         try:
             entry.main(list(args))
@@ -135,6 +137,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
             sys.stdout.flush()
             sys.stderr.flush()
             os.chdir(here)
+            tempfile.tempdir = temp
             signal.signal(signal.SIGTERM, sigterm)
             entry._TERMINATED.clear()
             for c, width, colours in consoles:
