@@ -127,7 +127,11 @@ def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> 
     assert down.returncode == 0, down.stderr
     assert "pods gone; weight cache PVC kept (--purge deletes it)" in down.stderr
     assert live(cluster, "leaderworkersets", LWS) is None
-    assert cluster.store.list("pods", NAMESPACE) == []
+    # What down waits for: the serving pods are gone when it returns.
+    assert [p for p in cluster.store.list("pods", NAMESPACE)
+            if p["metadata"].get("labels", {}).get("leaderworkerset.sigs.k8s.io/name") == LWS] == []
+    # The Jobs' pods follow by background garbage collection (the Jobs are deleted with propagationPolicy Background).
+    cluster.wait_for(lambda: cluster.store.list("pods", NAMESPACE) == [])
     assert live(cluster, "persistentvolumeclaims", PVC) is not None
     status = json.loads(k3("status", "-o", "json").stdout)
     assert status["deployed"] is False and status["revision"]["current"] is None
