@@ -97,6 +97,33 @@ class _ThisThread:
         return getattr(self._target(), name)
 
 
+class _Watchdog:
+    """Sends SIGINT to the calling (main) thread once `seconds` pass inside the `with` block, never after it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._lock = threading.Lock()
+        self._done = False
+        self._target = threading.get_ident()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._done:
+                self.fired = True
+                signal.pthread_kill(self._target, signal.SIGINT)
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None,
             input: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `k3deploy ARGS` in this process through its entry point `k3deploy.cli.main`, the one `python -m k3deploy`
@@ -104,12 +131,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
 
     typer's `CliRunner.isolation` (as hatch's tests/conftest.py uses click's) swaps stdin/stdout/stderr for buffers
     and applies `env` to os.environ for the call only; the working directory is `cwd` (default: the repo root).
-    Only this thread's output is captured (see `_ThisThread`).
-    What the entry point changes for the process (the SIGTERM handler), the consoles' terminal settings and
-    tempfile's cached folder are put back afterwards. `timeout` is kept for callers that also run a subprocess; the test's own timeout bounds
-    an in-process run.
+    Only this thread's output is captured (see `_ThisThread`). What the entry point changes for the process (the
+    SIGTERM handler), the consoles' terminal settings and tempfile's cached folder are put back afterwards. Past
+    `timeout` seconds the run gets SIGINT, as on Ctrl-C (so its cleanup runs), and TimeoutExpired is raised, as
+    `subprocess.run` does.
     """
-    del timeout
     from typer._click import formatting
     from typer.testing import CliRunner as TyperCliRunner
 
@@ -121,6 +147,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
     consoles = [(c, c._width, c._color_system) for c in (console.err, console.out)]
     here, temp = os.getcwd(), tempfile.tempdir
     code, extra_err = 0, ""
+    watchdog = _Watchdog(timeout)
     with TyperCliRunner().isolation(input=input, env=_cli_overrides(env)) as (out, err, _):
         sys.stdout, sys.stderr = _ThisThread(sys.stdout, before[0]), _ThisThread(sys.stderr, before[1])
         formatting.FORCED_WIDTH = None  # help is as wide as the terminal (COLUMNS), as in a process of its own
@@ -130,9 +157,14 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
         tempfile.tempdir = None  # found again from TMPDIR, as a new process would
         os.chdir(cwd or REPO_ROOT)
         try:
-            entry.main(list(args))
+            with watchdog:
+                entry.main(list(args))
         except SystemExit as exc:
             code, extra_err = _exit_code(exc)
+        except KeyboardInterrupt:
+            if not watchdog.fired:
+                raise
+            code = 130
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -144,6 +176,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
                 c._width, c._color_system = width, colours
         stdout = out.getvalue().decode("utf-8", "replace")
         stderr = err.getvalue().decode("utf-8", "replace") + extra_err
+    if watchdog.fired:
+        raise subprocess.TimeoutExpired(["k3deploy", *args], timeout, stdout, stderr)
     return subprocess.CompletedProcess(["k3deploy", *args], code, stdout, stderr)
 
 
