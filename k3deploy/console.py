@@ -6,6 +6,7 @@ import sys
 
 from rich.console import Console
 
+
 class _Console(Console):
     """A rich Console that lets a broken pipe reach the CLI's one handler (cli/__init__.py) instead of exiting 1."""
 

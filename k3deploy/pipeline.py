@@ -184,7 +184,7 @@ def _roll_back(target: Target, profile: Profile, previous: Revision | None, summ
     try:
         summary.rollback = target.rollback(profile, previous)
         note(f"    ok   rollback: {summary.rollback}")
-    except Exception as exc:  # noqa: BLE001 - the summary must say the rollback failed, whatever the reason
+    except Exception as exc:  # the summary must say the rollback failed, whatever the reason
         message = exc.message if isinstance(exc, K3DeployError) else unexpected(exc, "rollback").message
         summary.rollback = f"rollback failed: {message}"
         note(f"    FAIL rollback: {message}")

@@ -80,7 +80,7 @@ def run_variants(request: Request) -> list[BenchReport]:
     previous = target.current_revision(base)
     reports: list[BenchReport] = []
     try:
-        for (label, _), profile in zip(plan, profiles):
+        for (label, _), profile in zip(plan, profiles, strict=True):
             note(f"==> bench variant {label}")
             endpoint = _serve(profile, target, note)
             reports.append(bench_endpoint(request, profile, endpoint, label))

@@ -110,7 +110,7 @@ def save(write: Callable[[Path], None], path: Path, what: str) -> None:
 def write_outputs(reports: list[BenchReport], report_file: Path | None, html_file: Path | None, png_file: Path | None) -> None:
     """--report (one file per run with --ab/--sweep: NAME-LABEL.json), --html, --png."""
     if report_file is not None:
-        for report, path in zip(reports, report_paths(report_file, [r.label for r in reports])):
+        for report, path in zip(reports, report_paths(report_file, [r.label for r in reports]), strict=True):
             save(report.save, path, "report")
     if html_file is not None or png_file is not None:
         if html_file is not None:

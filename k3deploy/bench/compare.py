@@ -51,7 +51,7 @@ def differences(reports: Sequence[BenchReport], names: Sequence[str]) -> list[st
     """One line per setting that differs from the first run's, naming both values."""
     out = []
     first = reports[0].settings
-    for report, name in zip(reports[1:], names[1:]):
+    for report, name in zip(reports[1:], names[1:], strict=False):
         for key, what in LIKE_FOR_LIKE:
             a, b = getattr(first, key), getattr(report.settings, key)
             if a != b:

@@ -65,14 +65,14 @@ def sum_server(deltas: Sequence[ServerDelta | None]) -> ServerDelta | None:
         return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
     spec = None
-    specs = [d.spec_decode for d in present]
-    if all(s is not None for s in specs):
+    specs = [d.spec_decode for d in present if d.spec_decode is not None]
+    if len(specs) == len(present):
         per_pos: dict[int, float] = {}
         for s in specs:
-            for pos, n in s.accepted_per_position.items():  # type: ignore[union-attr]
+            for pos, n in s.accepted_per_position.items():
                 per_pos[pos] = per_pos.get(pos, 0.0) + n
-        spec = spec_decode_figures(sum(s.drafts for s in specs), sum(s.draft_tokens for s in specs),  # type: ignore[union-attr]
-                                   sum(s.accepted_tokens for s in specs), dict(sorted(per_pos.items())))  # type: ignore[union-attr]
+        spec = spec_decode_figures(sum(s.drafts for s in specs), sum(s.draft_tokens for s in specs),
+                                   sum(s.accepted_tokens for s in specs), dict(sorted(per_pos.items())))
     return ServerDelta(available=True, generation_tokens=total([d.generation_tokens for d in present]),
                        prompt_tokens=total([d.prompt_tokens for d in present]), spec_decode=spec,
                        counter_resets=[r for d in present for r in d.counter_resets])

@@ -77,7 +77,7 @@ def lines(title: str, series: dict[str, tuple[Sequence[float], Sequence[float | 
              f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>']
     parts += [f'<text x="{where[x]:.1f}" y="{base + 14}" font-size="10" text-anchor="middle">{x:g}</text>' for x in xs]
     for s, (label, (px, py)) in enumerate(series.items()):
-        pts = [(where[x], base - y * k, y) for x, y in zip(px, py) if y is not None]
+        pts = [(where[x], base - y * k, y) for x, y in zip(px, py, strict=False) if y is not None]
         colour = PALETTE[s % len(PALETTE)]
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
                      + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')

@@ -118,9 +118,10 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `k3deploy`: the help itself, not an error line
             typer.echo(exc.format_message(), err=True)  # type: ignore[attr-defined]
             sys.exit(EXIT_USAGE)
-        if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
+        exit_code = getattr(exc, "exit_code", None)
+        if hasattr(exc, "format_message") and isinstance(exit_code, int):
             print_error(exc.format_message(), "run the command with --help for usage")
-            sys.exit(EXIT_USAGE if exc.exit_code == 2 else exc.exit_code)
+            sys.exit(EXIT_USAGE if exit_code == 2 else exit_code)
         print_error(f"unexpected {type(exc).__name__}: {exc}", "re-run with --debug for the traceback and report it")
         sys.exit(EXIT_ENVIRONMENT)
     if returned == 130:  # typer turns Ctrl-C into a returned 130 when not in standalone mode

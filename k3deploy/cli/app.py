@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -48,7 +48,7 @@ ProfileOpt = Annotated[
     typer.Option("--profile", "-p", help=f"Built-in profile name or path to a profile YAML (default {DEFAULT_PROFILE})."),
 ]
 SetOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--set", help="Override a profile field: key.path=value (repeatable)."),
 ]
 FormatOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="table or json.")]

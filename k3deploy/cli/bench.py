@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -28,24 +28,24 @@ def writable(path: Path | None, flag: str) -> None:
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
-    endpoint: Annotated[Optional[str], typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server (not with --ab).")] = None,
+    endpoint: Annotated[str | None, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server (not with --ab).")] = None,
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
-    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
     dataset: Annotated[str, typer.Option("--dataset", help="builtin | speed-bench:DIR | spec-bench:FILE | jsonl:FILE.")] = "builtin",
-    subset: Annotated[Optional[str], typer.Option("--subset", help="qualitative | throughput_1k..throughput_32k (builtin: qualitative | throughput).")] = None,
-    category: Annotated[Optional[str], typer.Option("--category", help="Only these categories (comma-separated).")] = None,
+    subset: Annotated[str | None, typer.Option("--subset", help="qualitative | throughput_1k..throughput_32k (builtin: qualitative | throughput).")] = None,
+    category: Annotated[str | None, typer.Option("--category", help="Only these categories (comma-separated).")] = None,
     concurrency: Annotated[str, typer.Option("--concurrency", help="Concurrency levels, e.g. 1,2,4.")] = "1",
-    num_prompts: Annotated[Optional[int], typer.Option("--num-prompts", min=1, help="First N prompts of each category (default: all).")] = None,
-    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", min=2, help="Tokens per request (default smoke.output_tokens).")] = None,
-    temperature: Annotated[Optional[float], typer.Option("--temperature", min=0.0, help="Sampling temperature (default smoke.temperature, 0).")] = None,
-    label: Annotated[Optional[str], typer.Option("--label", help="Name of this run in reports and comparisons.")] = None,
+    num_prompts: Annotated[int | None, typer.Option("--num-prompts", min=1, help="First N prompts of each category (default: all).")] = None,
+    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=2, help="Tokens per request (default smoke.output_tokens).")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", min=0.0, help="Sampling temperature (default smoke.temperature, 0).")] = None,
+    label: Annotated[str | None, typer.Option("--label", help="Name of this run in reports and comparisons.")] = None,
     ab: Annotated[bool, typer.Option("--ab", help="Local target: serve without speculation, then with it; print the speedup.")] = False,
-    sweep: Annotated[Optional[str], typer.Option("--sweep", help="Local target: restart per value, e.g. speculative.num_speculative_tokens=1,2,3.")] = None,
+    sweep: Annotated[str | None, typer.Option("--sweep", help="Local target: restart per value, e.g. speculative.num_speculative_tokens=1,2,3.")] = None,
     output: FormatOpt = OutputFormat.table,
-    report_file: Annotated[Optional[Path], typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run).")] = None,
-    html_file: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML report.")] = None,
-    png_file: Annotated[Optional[Path], typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")] = None,
+    report_file: Annotated[Path | None, typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run).")] = None,
+    html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+    png_file: Annotated[Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")] = None,
 ) -> None:
     """Bench an endpoint per category, tier and concurrency. Exit 0 all requests ok, 1 a request failed or tokens
     disagree with the server's counters, 3 the endpoint cannot be reached."""

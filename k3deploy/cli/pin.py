@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,7 +16,7 @@ def pin(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
     output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="File to write the pinned profile to, or '-' for stdout (default).")
+        str | None, typer.Option("--output", "-o", help="File to write the pinned profile to, or '-' for stdout (default).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file that `pin` did not write.")] = False,
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -23,11 +23,11 @@ def preflight(
     node: Annotated[bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")] = False,
     cluster: Annotated[bool, typer.Option("--cluster", help="Check the cluster through the Kubernetes API.")] = False,
     kubeconfig: Annotated[
-        Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config).")
+        str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config).")
     ] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context to use.")] = None,
     namespace: Annotated[
-        Optional[str], typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")
+        str | None, typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")
     ] = None,
     output: FormatOpt = OutputFormat.table,
 ) -> None:

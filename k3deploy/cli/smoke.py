@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -49,22 +49,22 @@ def smoke(
     endpoint: Annotated[str, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server, e.g. http://10.0.0.5:8000.")],
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
-    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
-    requests: Annotated[Optional[int], typer.Option("--requests", min=1, help="Measured bs=1 requests (smoke.requests).")] = None,
-    output_tokens: Annotated[Optional[int], typer.Option("--output-tokens", min=2, help="Tokens per request (smoke.output_tokens).")] = None,
-    concurrency: Annotated[Optional[str], typer.Option("--concurrency", help="Concurrency levels, e.g. 1,4,16.")] = None,
-    min_tok_s: Annotated[Optional[float], typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
-    min_acceptance_length: Annotated[Optional[float], typer.Option(
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
+    requests: Annotated[int | None, typer.Option("--requests", min=1, help="Measured bs=1 requests (smoke.requests).")] = None,
+    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=2, help="Tokens per request (smoke.output_tokens).")] = None,
+    concurrency: Annotated[str | None, typer.Option("--concurrency", help="Concurrency levels, e.g. 1,4,16.")] = None,
+    min_tok_s: Annotated[float | None, typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
+    min_acceptance_length: Annotated[float | None, typer.Option(
         "--min-acceptance-length", help="Minimum mean acceptance length (targets.min_acceptance_length).")] = None,
-    request_timeout: Annotated[Optional[str], typer.Option(
+    request_timeout: Annotated[str | None, typer.Option(
         "--request-timeout", help="How long one request may take, e.g. 90s, 10m (smoke.request_timeout_s).")] = None,
-    overall_timeout: Annotated[Optional[str], typer.Option(
+    overall_timeout: Annotated[str | None, typer.Option(
         "--overall-timeout", help="How long the whole smoke run may take, e.g. 30m (smoke.overall_timeout_s).")] = None,
-    wait_ready: Annotated[Optional[str], typer.Option(
+    wait_ready: Annotated[str | None, typer.Option(
         "--wait-ready", help="Wait up to this long (e.g. 10m) for /health to answer 200 before judging; not counted "
                              "in --overall-timeout; exit 3 when it never does (smoke.ready_timeout_s).")] = None,
     output: FormatOpt = OutputFormat.table,
-    report_file: Annotated[Optional[Path], typer.Option("--report", help="Write the JSON report to this file.")] = None,
+    report_file: Annotated[Path | None, typer.Option("--report", help="Write the JSON report to this file.")] = None,
 ) -> None:
     """Check a running endpoint: liveness, correctness, bs=1 throughput, speculative decoding, targets.
 

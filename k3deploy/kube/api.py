@@ -7,6 +7,7 @@ rollout modules never see a client type. Non-transient errors are translated onc
 from __future__ import annotations
 
 import atexit
+import builtins
 import os
 import shutil
 import tempfile
@@ -240,7 +241,7 @@ class KubeApi:
             return ""
         return text if isinstance(text, str) else str(text or "")
 
-    def events(self, namespace: str) -> list[dict[str, Any]]:
+    def events(self, namespace: str) -> builtins.list[dict[str, Any]]:  # `list` here is the method above
         """Core events of a namespace (empty when they cannot be read)."""
         try:
             items, _ = self.list("v1", "Event", namespace)

@@ -56,7 +56,7 @@ def _what(method: str, url: str) -> str:
     return f"{method} {parts.path or '/'}"
 
 
-class BoundedApiClient(client.ApiClient):  # type: ignore[misc]
+class BoundedApiClient(client.ApiClient):
     """An `ApiClient` whose every request has (connect, read) timeouts no later than its `deadline` allows."""
 
     def __init__(self, configuration: Any, deadline: Deadline) -> None:

@@ -23,8 +23,8 @@ import httpx
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError
 from k3deploy.pin.oci import (
-    MANIFEST_ACCEPT,
     INDEX_TYPES,
+    MANIFEST_ACCEPT,
     BearerChallenge,
     ImageRef,
     ImageResolution,
@@ -103,10 +103,7 @@ class RegistryClient:
             raise EnvironmentProblem(f"{ref.api_host}: {image} is neither an image index nor an image manifest "
                                      f"(Content-Type {response.headers.get('Content-Type')!r})",
                                      hint="pin an image reference, not another kind of artifact")
-        if kind in INDEX_TYPES:
-            platforms = index_platforms(body)
-        else:
-            platforms = self._config_platforms(ref, base, body)
+        platforms = index_platforms(body) if kind in INDEX_TYPES else self._config_platforms(ref, base, body)
         return ImageResolution(ref=ref, digest=digest, media_type=kind, platforms=platforms)
 
     def _config_platforms(self, ref: ImageRef, base: str, manifest: dict) -> list[Platform]:

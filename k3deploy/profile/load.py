@@ -31,6 +31,11 @@ class YamlRefused(yaml.YAMLError):
     """YAML that is well-formed but refused: aliases/anchors (expansion bombs) or nesting past MAX_DEPTH."""
 
 
+def _at(mark: Any) -> str:
+    """Where in the text a YAML event starts: "(line L, column C)", 1-based as editors count."""
+    return f"(line {mark.line + 1}, column {mark.column + 1})" if mark is not None else "(position unknown)"
+
+
 class _ProfileLoader(yaml.SafeLoader):
     """SafeLoader without aliases or anchors and with bounded nesting.
 
@@ -41,16 +46,14 @@ class _ProfileLoader(yaml.SafeLoader):
 
     _depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            mark = event.start_mark
-            raise YamlRefused(f"YAML anchors and aliases are not accepted (line {mark.line + 1}, column {mark.column + 1})")
+            raise YamlRefused(f"YAML anchors and aliases are not accepted {_at(event.start_mark)}")
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             self._depth += 1
             if self._depth > MAX_DEPTH:
-                mark = event.start_mark
-                raise YamlRefused(f"YAML nested deeper than {MAX_DEPTH} levels (line {mark.line + 1}, column {mark.column + 1})")
+                raise YamlRefused(f"YAML nested deeper than {MAX_DEPTH} levels {_at(event.start_mark)}")
             try:
                 return super().compose_node(parent, index)
             finally:
@@ -60,7 +63,7 @@ class _ProfileLoader(yaml.SafeLoader):
 
 def parse_yaml(text: str) -> Any:
     """Parse one YAML document the way profiles and `--set` values are read: safe, no aliases, bounded depth."""
-    return yaml.load(text, Loader=_ProfileLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_ProfileLoader)  # a SafeLoader subclass
 
 
 def builtin_names() -> list[str]:

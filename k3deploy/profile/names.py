@@ -148,7 +148,7 @@ def check_pinned_image(value: str) -> str:
     match = _REFERENCE.fullmatch(value)
     if match is None or len(match.group(1)) > IMAGE_NAME_MAX:
         raise ValueError(f"image {value!r} is not a valid image reference (registry/repository[:tag][@digest])")
-    name, tag, digest = match.groups()
+    _name, tag, digest = match.groups()
     if tag is None and digest is None:
         raise ValueError(f"image {value!r} has no tag or digest; pin it, e.g. 'repo/name:tag' or 'repo/name@sha256:...'")
     if digest is not None and digest.startswith("sha256:") and len(digest) != len("sha256:") + 64:

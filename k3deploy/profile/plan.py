@@ -116,10 +116,7 @@ def cache_figures(profile: Profile) -> dict[str, int]:
     block = align * math.ceil(page / (align * per_layer_token)) if hybrid else align
     mla_page = block * per_layer_token
     padded = mla_page if hybrid else page
-    if _prefix_caching(profile):
-        pages = 2 + num_spec + model.linear_prefill_checkpoint_blocks
-    else:
-        pages = 1 + num_spec
+    pages = (2 + num_spec + model.linear_prefill_checkpoint_blocks) if _prefix_caching(profile) else 1 + num_spec
     draft_layers = profile.speculative.draft_kv_layers if profile.speculative else 0
     group, mla_slots, linear_slots = _layer_groups(model.mla_layers + draft_layers, model.linear_layers if page else 0)
     return {

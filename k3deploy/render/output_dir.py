@@ -232,10 +232,10 @@ def _plan(files: dict[str, str], dfd: int, force: bool, shown: str) -> _Plan:
         info = _lstat(name, dfd)
         if info is None:
             continue
-        digest = _file_sha(name, dfd) if stat.S_ISREG(info.st_mode) else None
-        if digest is not None and digest in (owned or {})[name]:
+        sha = _file_sha(name, dfd) if stat.S_ISREG(info.st_mode) else None
+        if sha is not None and sha in (owned or {})[name]:
             removable.append(name)
-            on_disk[name] = digest
+            on_disk[name] = sha
         else:
             kept.append(name)
     return _Plan(on_disk, removable, kept)

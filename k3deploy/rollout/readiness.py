@@ -7,7 +7,7 @@ No I/O: the waiter feeds objects in; these functions say ready / failed / why. P
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 #: Container waiting reasons that will not fix themselves: the rollout fails at once.
 FATAL_WAITING_REASONS = frozenset(
@@ -45,8 +45,8 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return None
 
 
-def _true(cond: dict[str, Any] | None) -> bool:
-    return bool(cond) and str(cond.get("status")) == "True"
+def _true(cond: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    return cond is not None and str(cond.get("status")) == "True"
 
 
 def lws_readiness(obj: dict[str, Any]) -> Readiness:

@@ -185,6 +185,7 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
         return out + [CheckResult(name=n, status=Status.SKIP, detail="not run: liveness failed")
                       for n in (verdict.CORRECTNESS, verdict.THROUGHPUT, verdict.SPECULATIVE, verdict.DECODE_TARGET)]
     out.append(verdict.judge_correctness(profile.smoke.correctness, state.probes))
+    assert report.summary is not None  # liveness passed, so run_smoke summarized the measured phase
     out.append(verdict.judge_throughput(state.phase("measured") + state.phase("sweep"), report.summary))
     out.append(verdict.judge_speculative(profile.speculative is not None, profile.targets.min_acceptance_length,
                                          report.metrics, report.summary))
@@ -203,7 +204,7 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
     smoke = profile.smoke
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     state = _State()
-    levels = max(smoke.concurrency + [1])
+    levels = max([*smoke.concurrency, 1])
     async with SmokeClient(base, api_key=options.api_key, request_timeout_s=smoke.request_timeout_s, max_connections=levels,
                            transport=options.transport, clock=lambda: time.perf_counter() - t0) as client:
         run = _Run(profile, client, state, options.progress or (lambda _msg: None))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from k3deploy.report.smoke import RequestRecord, SmokeSummary, Stats, SweepPoint, TierSummary
+from k3deploy.report.smoke import RequestRecord, SmokeSummary, Stats, SweepPoint, Tier, TierSummary
 
-TIERS = ("low_entropy", "high_entropy")
+TIERS: tuple[Tier, ...] = ("low_entropy", "high_entropy")
 
 
 def percentile(values: Sequence[float], q: float) -> float:

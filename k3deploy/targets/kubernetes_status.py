@@ -73,7 +73,7 @@ def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint
                 "restarts": restarts(pod),
             })
     history = read_history(api, namespace, profile.name) if rows and rows[0]["exists"] else []
-    current = history[-1] if history else None
+    newest = history[-1] if history else None
     previous = history[-2] if len(history) > 1 else None
     return {
         "deployment": profile.name,
@@ -85,9 +85,9 @@ def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint
         "pods": pods,
         "endpoint": endpoint,
         "revision": {
-            "current": current["revision"] if current else None,
-            "current_applied_at": current.get("appliedAt") if current else None,
+            "current": newest["revision"] if newest else None,
+            "current_applied_at": newest.get("appliedAt") if newest else None,
             "previous": previous["revision"] if previous else None,
         },
-        "smoke": current.get("smoke") if current else None,
+        "smoke": newest.get("smoke") if newest else None,
     }

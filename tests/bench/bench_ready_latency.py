@@ -32,7 +32,7 @@ def _available(obj: dict) -> bool:
     return any(c.get("type") == "Available" and c.get("status") == "True" for c in obj.get("status", {}).get("conditions", []))
 
 
-def _stamp_lines(stream, marker: str, stamps: dict[str, float], key: str) -> None:  # noqa: ANN001 - a text pipe
+def _stamp_lines(stream, marker: str, stamps: dict[str, float], key: str) -> None:  # a text pipe
     for line in stream:
         if key not in stamps and marker in line:
             stamps[key] = time.monotonic()
@@ -50,7 +50,7 @@ def one_round(ready_delay: float, kubectl: str, workdir: Path) -> dict[str, floa
         stamps: dict[str, float] = {}
         commit = server.store._commit
 
-        def stamped_commit(rtype, obj, old, event, dry_run):  # noqa: ANN001, ANN202 - the store's own signature
+        def stamped_commit(rtype, obj, old, event, dry_run):  # the store's own signature
             # Stamp inside the write that makes it Available (under the store's lock, before any watcher hears of it).
             if rtype.plural == "leaderworkersets" and not dry_run and "available" not in stamps and _available(obj):
                 stamps["available"] = time.monotonic()

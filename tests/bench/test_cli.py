@@ -12,7 +12,7 @@ from tests.smoke.scripted_server import Script, scripted_server
 ARGS = ("-p", "local-cpu", "--dataset", "builtin", "--subset", "throughput", "--num-prompts", "1", "--output-tokens", "16")
 
 
-def assert_clean_error(result, code: int, *needles: str) -> None:  # noqa: ANN001 - CompletedProcess
+def assert_clean_error(result, code: int, *needles: str) -> None:  # CompletedProcess
     lines = result.stderr.strip().splitlines()
     assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr

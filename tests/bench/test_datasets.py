@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from k3deploy.bench import datasets
-from k3deploy.bench.datasets import QUALITATIVE_CATEGORIES, SPEED_BENCH_PLACEHOLDER, load_dataset, prompt_set_digest, select
+from k3deploy.bench.datasets import (
+    QUALITATIVE_CATEGORIES,
+    SPEED_BENCH_PLACEHOLDER,
+    load_dataset,
+    prompt_set_digest,
+    select,
+)
 from k3deploy.errors import UsageError
 
 
@@ -56,13 +62,13 @@ def test_speed_bench_raw_hub_placeholder_is_refused_with_the_prepare_command(tmp
 
 def test_placeholder_inside_messages_is_refused_too(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "qualitative.jsonl", [speed_row("q1", "qa", "real"), speed_row("q2", "qa", SPEED_BENCH_PLACEHOLDER)])
-    with pytest.raises(UsageError, match="qualitative.jsonl:2"):
+    with pytest.raises(UsageError, match=r"qualitative.jsonl:2"):
         load_dataset(f"speed-bench:{tmp_path}")
 
 
 def test_speed_bench_missing_subset_names_what_is_there(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "qualitative.jsonl", [speed_row("q1", "qa", "x")])
-    with pytest.raises(UsageError, match="qualitative.jsonl") as exc:
+    with pytest.raises(UsageError, match=r"qualitative.jsonl") as exc:
         load_dataset(f"speed-bench:{tmp_path}", "throughput_1k")
     assert "throughput_1k.jsonl does not exist" in exc.value.message
     with pytest.raises(UsageError, match="not a SPEED-Bench subset"):
@@ -80,7 +86,7 @@ def test_spec_bench_question_jsonl(tmp_path: Path) -> None:
     assert [(p.id, p.category, p.text) for p in ds.prompts] == [("81", "writing", "Compose a blog post."),
                                                                 ("161", "translation", "Translate: Hallo")]
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"question_id": 1, "category": "qa", "turns": []}])
-    with pytest.raises(UsageError, match="bad.jsonl:1: 'turns' is not a non-empty list"):
+    with pytest.raises(UsageError, match=r"bad.jsonl:1: 'turns' is not a non-empty list"):
         load_dataset(f"spec-bench:{bad}")
 
 
@@ -89,7 +95,7 @@ def test_plain_jsonl_with_and_without_category(tmp_path: Path) -> None:
     ds = load_dataset(f"jsonl:{path}")
     assert [(p.category, p.text) for p in ds.prompts] == [("all", "a"), ("code", "b")]
     (tmp_path / "broken.jsonl").write_text('{"prompt": "a"}\nnot json\n')
-    with pytest.raises(UsageError, match="broken.jsonl:2: not JSON"):
+    with pytest.raises(UsageError, match=r"broken.jsonl:2: not JSON"):
         load_dataset(f"jsonl:{tmp_path / 'broken.jsonl'}")
     with pytest.raises(UsageError, match="no 'prompt' field"):
         load_dataset(f"jsonl:{write_jsonl(tmp_path / 'np.jsonl', [{'text': 'a'}])}")

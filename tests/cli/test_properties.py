@@ -7,10 +7,7 @@ No network: endpoints are 127.0.0.1 / ::1 on a port found closed, kubeconfigs po
 
 from __future__ import annotations
 
-import contextlib
-import io
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from k3deploy.cli import main
-from tests.conftest import REPO_ROOT, run_cli
+from tests.conftest import REPO_ROOT, run_cli, run_cli_process
 from tests.kubeapi.server import write_kubeconfig
 
 K3 = "kimi-k3-gb300-tp16"
@@ -69,14 +65,8 @@ def _set(data: dict[str, Any], path: str, value: Any) -> None:
 
 
 def _run_in_process(*args: str) -> tuple[int, str, str]:
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, stdout.getvalue(), stderr.getvalue()
+    result = run_cli(*args)
+    return result.returncode, result.stdout, result.stderr
 
 
 def _assert_contract(code: int, stderr: str, args: tuple[str, ...] | list[str]) -> None:
@@ -172,6 +162,6 @@ def test_generated_endpoint_urls(url: str) -> None:
     ("render", "-p", K3, "--set", "kubernetes.service_account=a/../../x", "-o", "-"),
 ]))
 def test_through_the_real_subprocess(case: tuple[str, ...]) -> None:
-    result = run_cli(*case, timeout=60)
+    result = run_cli_process(*case, timeout=60)
     _assert_contract(result.returncode, result.stderr, case)
     assert result.returncode != 0

@@ -70,10 +70,8 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the server's whole process group (engine core included), SIGKILL what outlives the grace."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

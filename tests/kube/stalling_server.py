@@ -25,7 +25,7 @@ def _serve(listener: socket.socket, mode: Mode, held: list[socket.socket], stop:
     while not stop.is_set():
         try:
             conn, _ = listener.accept()
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             continue
         except OSError:
             return

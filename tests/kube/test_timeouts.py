@@ -1,8 +1,9 @@
 """A Kubernetes API that accepts the connection and never answers: every command ends, exit 3, naming the server.
 
-The real CLI in a subprocess, a kubeconfig pointing at a real socket on 127.0.0.1 that accepts and then stays
-silent (or sends half an answer and stalls). The subprocess timeout is only the net that keeps a hang from
-hanging the suite; the assertions are on the exit code and the message.
+The real CLI (in this process), a kubeconfig pointing at a real socket on 127.0.0.1 that accepts and then stays
+silent (or sends half an answer and stalls); the assertions are on the exit code and the message. The per-request
+default (10 s connect, 30 s read; its value is tested in test_deadline.py) is shortened here to 2 s / 6 s, far enough apart
+so the message still shows which of the two bounds fired, and the grace past a deadline (10 s) to 2 s.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from k3deploy.kube import deadline
 from tests.conftest import run_cli
 from tests.kube.stalling_server import stalling_server
 from tests.kubeapi.server import KubeApiServer, write_kubeconfig
@@ -19,6 +21,13 @@ from tests.kubeapi.server import KubeApiServer, write_kubeconfig
 PROFILE = "kimi-k3-gb300-tp16"
 HINT = ("hint: check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path to it; "
         "--timeout bounds the whole command")
+
+
+@pytest.fixture(autouse=True)
+def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each API request without a deadline gets 2 s to connect and 6 s to read; 2 s of grace past a deadline."""
+    monkeypatch.setattr(deadline, "DEFAULT_REQUEST_TIMEOUT", (2.0, 6.0))
+    monkeypatch.setattr(deadline, "GRACE_S", 2.0)
 
 
 def _run(tmp_path: Path, url: str, *args: str) -> list[str]:
@@ -43,7 +52,7 @@ def test_a_silent_api_ends_the_command_at_its_timeout(tmp_path: Path, args: list
 def test_without_a_timeout_each_request_has_its_own(tmp_path: Path) -> None:
     with stalling_server("silent") as url:
         lines = _run(tmp_path, url, "status")
-    assert lines == [f"error: the Kubernetes API at {url} did not answer within 30s (GET /version)", HINT]
+    assert lines == [f"error: the Kubernetes API at {url} did not answer within 6s (GET /version)", HINT]
 
 
 def test_an_answer_that_stalls_half_way_is_cut_off_too(tmp_path: Path) -> None:
@@ -69,5 +78,5 @@ def test_a_tls_handshake_that_never_completes_is_bounded_by_the_connect_timeout(
         kubeconfig.write_text(yaml.safe_dump(config))
         result = run_cli("status", "-p", PROFILE, "--kubeconfig", str(kubeconfig), timeout=150)
     assert result.returncode == 3, result.stderr
-    assert result.stderr.splitlines() == [f"error: the Kubernetes API at {https} did not answer within 10s (GET /version)",
+    assert result.stderr.splitlines() == [f"error: the Kubernetes API at {https} did not answer within 2s (GET /version)",
                                           HINT]

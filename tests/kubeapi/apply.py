@@ -64,11 +64,11 @@ def _leaves(value: object, prefix: Path, out: dict[Path, object], schema: dict |
     keys = list_map_keys(schema) if schema else None
     if isinstance(value, dict) and value:
         for key, child in value.items():
-            _leaves(child, prefix + (key,), out, _sub(schema, key))
+            _leaves(child, (*prefix, key), out, _sub(schema, key))
     elif keys and isinstance(value, list) and value and all(isinstance(i, dict) for i in value):
         items = schema.get("items") if isinstance(schema.get("items"), dict) else None  # type: ignore[union-attr]
         for item in value:
-            _leaves(item, prefix + (element(keys, item),), out, items)
+            _leaves(item, (*prefix, element(keys, item)), out, items)
     else:
         out[prefix] = value
 
@@ -215,9 +215,9 @@ def from_fields_v1(tree: dict, prefix: Path = ()) -> set[Path]:
     out: set[Path] = set()
     for key, child in (tree or {}).items():
         if key.startswith("f:"):
-            path = prefix + (key[2:],)
+            path = (*prefix, key[2:])
         elif key.startswith("k:"):
-            path = prefix + (ELEMENT + key[2:],)
+            path = (*prefix, ELEMENT + key[2:])
         else:
             continue
         children = from_fields_v1(child, path)

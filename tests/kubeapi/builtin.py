@@ -59,7 +59,7 @@ def _definitions() -> dict[str, dict]:
     return converted
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema(group: str, version: str, kind: str) -> dict | None:
     """The structural schema of a built-in kind, or None when kubernetes-validate has none for it."""
     for node in _definitions().values():
@@ -83,14 +83,14 @@ def _required(node: dict, value: object, path: tuple, errors: list[FieldError]) 
     if isinstance(value, dict):
         for key in node.get("required") or []:
             if key not in value and (path or key != "metadata"):
-                errors.append(FieldError("Required", structural.field_path(path + (key,))))
+                errors.append(FieldError("Required", structural.field_path((*path, key))))
         props = node.get("properties") or {}
         for key, child in value.items():
             if key in props and key != "metadata":
-                _required(props[key], child, path + (key,), errors)
+                _required(props[key], child, (*path, key), errors)
     elif isinstance(value, list) and isinstance(node.get("items"), dict):
         for i, item in enumerate(value):
-            _required(node["items"], item, path + (i,), errors)
+            _required(node["items"], item, (*path, i), errors)
 
 
 def admit(admission: Admission, new: dict, old: dict | None, *, applied: bool) -> None:

@@ -65,7 +65,7 @@ def _walk(schema: dict, value: object, old: object, path: Path, errors: list[Fie
             sub = props.get(key, extra)
             if sub is not None:
                 before = old.get(key, _MISSING) if isinstance(old, dict) else _MISSING
-                _walk(sub, child, before, path + (key,), errors)
+                _walk(sub, child, before, (*path, key), errors)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         keys = list_map_keys(schema)
         olds = {tuple(o.get(k) for k in keys): o for o in old if isinstance(o, dict)} \
@@ -73,4 +73,4 @@ def _walk(schema: dict, value: object, old: object, path: Path, errors: list[Fie
         for i, item in enumerate(value):
             before = olds.get(tuple(item.get(k) for k in keys), _MISSING) if keys and isinstance(item, dict) \
                 else _MISSING
-            _walk(schema["items"], item, before, path + (i,), errors)
+            _walk(schema["items"], item, before, (*path, i), errors)

@@ -19,6 +19,7 @@ The fixture fails the test if a controller raised.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -35,10 +36,8 @@ def _forget_dynamic_client_cache(url: str) -> None:
     inherit another test's CRDs.
     """
     name = f"osrcp-{hashlib.md5(url.encode('utf-8'), usedforsecurity=False).hexdigest()}.json"
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(tempfile.gettempdir(), name))
-    except FileNotFoundError:
-        pass
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import socket
@@ -42,26 +43,26 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: ApiHTTPServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - BaseHTTPRequestHandler's name
+    def log_message(self, format: str, *args: object) -> None:  # BaseHTTPRequestHandler's name
         """Quiet: tests read `faults.requests` instead."""
 
-    def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's naming
+    def do_GET(self) -> None:  # BaseHTTPRequestHandler's naming
         """GET."""
         self._serve("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         """POST."""
         self._serve("POST")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         """PUT."""
         self._serve("PUT")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         """PATCH."""
         self._serve("PATCH")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         """DELETE."""
         self._serve("DELETE")
 
@@ -90,10 +91,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _drop(self) -> None:
         """Close the socket without finishing the answer."""
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.close_connection = True
         raise _DroppedError
 
@@ -242,12 +241,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.wfile.flush()
-        sent = 0
-        for event in stream:
+        for sent, event in enumerate(stream):
             if event["type"] == watch.DROP or (fault is not None and fault.drop and sent >= fault.drop_after):
                 self._drop()
             self._chunk(json.dumps(event).encode() + b"\n")
-            sent += 1
             if event["type"] != "BOOKMARK":
                 api.watch_events_sent += 1
         if fault is not None and fault.drop:

@@ -30,8 +30,8 @@ class ResourceType:
     def schema(self, version: str | None = None) -> dict | None:
         """The structural schema objects of `version` (default: the storage version) are held to, if any."""
         found = self.schemas.get(version or self.versions[0])
-        return None if found is None or found.get("x-kubernetes-preserve-unknown-fields") and \
-            not found.get("properties") else found
+        return None if found is None or (found.get("x-kubernetes-preserve-unknown-fields") and \
+            not found.get("properties")) else found
 
     @property
     def singular(self) -> str:

@@ -189,7 +189,7 @@ class KubeApiServer:
                         arch: str = "arm64", product: str = "NVIDIA-GB300", memory: int = 284208,
                         driver: str = "580.95.05", prefix: str = "gb300") -> list[dict]:
         """`count` GPU nodes in one NVLink clique, labelled as GPU Feature Discovery labels GB300 trays."""
-        major, minor, revision = (driver.split(".") + ["0", "0"])[:3]
+        major, minor, revision = ([*driver.split("."), "0", "0"])[:3]
         nodes = []
         for _ in range(count):
             name = f"{prefix}-{self._node_count + 1:02d}"

@@ -6,6 +6,7 @@ generation, managedFields, watch events and owner-reference garbage collection b
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 import time
@@ -325,10 +326,8 @@ class Store:
                 owners = obj["metadata"].get("ownerReferences") or []
                 if any(o.get("uid") == owner_uid for o in owners) and \
                         not any(o.get("uid") in live_uids for o in owners) and rtype is not None:
-                    try:
+                    with contextlib.suppress(ApiError):
                         self.delete(rtype, name, ns or None)
-                    except ApiError:
-                        pass
 
     # ----- server-side behaviour -------------------------------------------------------------------------
     def _defaults(self, rtype: ResourceType, obj: dict) -> None:

@@ -51,7 +51,7 @@ def _type_ok(schema: dict, value: object) -> bool:
     if value is None:
         return bool(schema.get("nullable"))
     if want == "integer":
-        return isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float)
+        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
                                                                           and value.is_integer())
     if want == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -91,12 +91,12 @@ def _prune(schema: dict, value: object, path: Path, dropped: list[str], root: bo
                 continue
             if sub is None:
                 del value[key]
-                dropped.append(field_path(path + (key,)))
+                dropped.append(field_path((*path, key)))
             elif not (root and key == "metadata"):
-                _prune(sub, value[key], path + (key,), dropped)
+                _prune(sub, value[key], (*path, key), dropped)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for i, item in enumerate(value):
-            _prune(schema["items"], item, path + (i,), dropped)
+            _prune(schema["items"], item, (*path, i), dropped)
 
 
 # ----- defaulting ------------------------------------------------------------------------------------------------
@@ -151,10 +151,10 @@ def _validate(schema: dict, value: object, path: Path, errors: list[FieldError])
     elif isinstance(value, dict):
         for key in schema.get("required") or []:
             if key not in value:
-                errors.append(FieldError("Required", field_path(path + (key,))))
+                errors.append(FieldError("Required", field_path((*path, key))))
         for key, sub in _children(schema, value):
             if sub is not None:
-                _validate(sub, value[key], path + (key,), errors)
+                _validate(sub, value[key], (*path, key), errors)
 
 
 def _numbers(schema: dict, value: float, path: Path, errors: list[FieldError]) -> None:
@@ -193,7 +193,7 @@ def _arrays(schema: dict, value: list, path: Path, errors: list[FieldError]) -> 
                                  _detail(path, f"should have at least {schema['minItems']} items")))
     items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
     for i, item in enumerate(value):
-        _validate(items, item, path + (i,), errors)
+        _validate(items, item, (*path, i), errors)
     list_type = schema.get("x-kubernetes-list-type")
     seen: list[object] = []
     for i, item in enumerate(value):
@@ -206,7 +206,7 @@ def _arrays(schema: dict, value: list, path: Path, errors: list[FieldError]) -> 
         if key in seen:
             shown = key if list_type == "set" else "map[string]interface {}{" + ", ".join(
                 f"{json.dumps(k)}:{json.dumps(v)}" for k, v in key.items()) + "}"
-            errors.append(FieldError("Duplicate", field_path(path + (i,)), shown if list_type == "set" else
+            errors.append(FieldError("Duplicate", field_path((*path, i)), shown if list_type == "set" else
                                      GoValue(shown)))
         seen.append(key)
 
@@ -242,7 +242,7 @@ def typed_errors(schema: dict, obj: dict) -> list[str]:
 
 
 def _typed(schema: dict, value: object, path: str, errors: list[str], root: bool = False) -> None:
-    if value is None or schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties"):
+    if value is None or (schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties")):
         return
     if schema.get("x-kubernetes-int-or-string"):
         return

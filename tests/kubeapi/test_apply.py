@@ -61,7 +61,7 @@ def test_conflict_names_the_field_and_the_other_manager_until_forced(lws: dynami
     pkg/util/managedfields/internal/conflict.go printManager)."""
     edited = lws.patch(name="k3", namespace="default", body={"spec": {"replicas": 3}},
                        content_type="application/merge-patch+json", field_manager="kubectl-edit")
-    at = [e["time"] for e in edited.to_dict()["metadata"]["managedFields"] if e["manager"] == "kubectl-edit"][0]
+    at = next(e["time"] for e in edited.to_dict()["metadata"]["managedFields"] if e["manager"] == "kubectl-edit")
     with pytest.raises(ApiException) as exc:
         _apply(lws, _lws(replicas=1))
     assert exc.value.status == 409

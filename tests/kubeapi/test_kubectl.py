@@ -25,7 +25,7 @@ LWS = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
 
 
 @pytest.fixture
-def kubectl(kube: KubeApiServer):  # noqa: ANN201 - returns a runner
+def kubectl(kube: KubeApiServer):  # returns a runner
     """Run kubectl with the fixture's kubeconfig; returns the completed process."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed (the test extra installs it beside the interpreter)")
@@ -37,7 +37,7 @@ def kubectl(kube: KubeApiServer):  # noqa: ANN201 - returns a runner
     return run
 
 
-def test_kubectl_server_side_apply_get_and_wait(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:  # noqa: ANN001
+def test_kubectl_server_side_apply_get_and_wait(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:
     kube.add_crds()
     kube.add_gb300_nodes(count=4)
     manifest = tmp_path / "lws.yaml"
@@ -60,7 +60,7 @@ def test_kubectl_server_side_apply_get_and_wait(kube: KubeApiServer, kubectl, tm
     assert [(e["manager"], e["operation"]) for e in owners if not e.get("subresource")] == [("kubectl", "Apply")]
 
 
-def test_kubectl_reports_conflicts_and_forces_them(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:  # noqa: ANN001
+def test_kubectl_reports_conflicts_and_forces_them(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:
     kube.controllers.disable()
     kube.add_crds()
     manifest = tmp_path / "lws.yaml"
@@ -77,7 +77,7 @@ def test_kubectl_reports_conflicts_and_forces_them(kube: KubeApiServer, kubectl,
     assert kube.store.get("leaderworkersets", "x", "default")["spec"]["replicas"] == 1
 
 
-def test_kubectl_logs_and_events(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001
+def test_kubectl_logs_and_events(kube: KubeApiServer, kubectl) -> None:
     kube.add_gb300_nodes(count=1)
     kube.controllers.kubelet.fail("CrashLoopBackOff", pod="^crash$", logs=["Traceback (most recent call last):",
                                                                             "RuntimeError: CUDA error"])
@@ -93,7 +93,7 @@ def test_kubectl_logs_and_events(kube: KubeApiServer, kubectl) -> None:  # noqa:
     assert events.returncode == 0 and events.stdout.split() == ["Warning"]
 
 
-def test_upstream_crds_install_with_kubectl_and_serve_their_kinds(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001
+def test_upstream_crds_install_with_kubectl_and_serve_their_kinds(kube: KubeApiServer, kubectl) -> None:
     for path in sorted(crds.require().glob("*.yaml")):
         installed = kubectl("apply", "--server-side", "-f", str(path))
         assert installed.returncode == 0, installed.stderr
@@ -107,7 +107,7 @@ def test_upstream_crds_install_with_kubectl_and_serve_their_kinds(kube: KubeApiS
             ("monitoring.coreos.com", "ServiceMonitor")} <= kinds
 
 
-def test_kubectl_shows_the_strict_servers_refusals(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:  # noqa: ANN001
+def test_kubectl_shows_the_strict_servers_refusals(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:
     """kubectl sends fieldValidation=Strict: an unknown field is a 400 strict decoding error on create (k8s.io/
     apiserver handlers with KEP-2885 field validation), a wrong type a 422 from the CRD schema, and a changed
     ComputeDomain spec is refused by its CEL rule."""
@@ -138,7 +138,7 @@ def test_kubectl_shows_the_strict_servers_refusals(kube: KubeApiServer, kubectl,
     assert changed.returncode == 1 and "A computeDomain.spec is immutable" in changed.stderr
 
 
-def test_kubectl_auth_can_i_reads_the_deny_list(kube: KubeApiServer, kubectl) -> None:  # noqa: ANN001
+def test_kubectl_auth_can_i_reads_the_deny_list(kube: KubeApiServer, kubectl) -> None:
     kube.add_crds()
     kube.access.deny(verb="create", resource="leaderworkersets", group="leaderworkerset.x-k8s.io")
     denied = kubectl("auth", "can-i", "create", "leaderworkersets.leaderworkerset.x-k8s.io")

@@ -75,7 +75,7 @@ def test_compacted_resource_version_is_gone(kube: KubeApiServer, core: client.Co
     assert _events(core, resource_version=rv) == [("ADDED", "c")]
 
 
-def test_bounded_history_expires_old_versions(kube_factory) -> None:  # noqa: ANN001 - fixture factory
+def test_bounded_history_expires_old_versions(kube_factory) -> None:  # fixture factory
     kube = kube_factory(history_limit=3, controllers=False)
     core = client.CoreV1Api(config.new_client_from_config(str(kube.kubeconfig)))
     start = core.list_namespaced_config_map("default").metadata.resource_version

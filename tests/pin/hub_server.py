@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: ThreadingHTTPServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet; tests read `hub.requests`."""
 
     def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
@@ -64,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         """The model-info-at-revision route."""
         hub: Hub = self.server.owner  # type: ignore[attr-defined]
         raw_path = urlsplit(self.path).path

@@ -112,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: ThreadingHTTPServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet; tests read `registry.requests`."""
 
     @property
@@ -133,15 +133,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.dumps({"errors": [{"code": code, "message": message, "detail": detail}]}).encode()
         self._send(status, body, {"Content-Type": "application/json; charset=utf-8", **(headers or {})})
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         """Manifests, blobs, the token endpoint and /v2/."""
         self._get(head=False)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         """HEAD as GET without a body."""
         self._get(head=True)
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         """This registry is read-only, like distribution with readonly mode on."""
         self._error(405, "UNSUPPORTED", "The operation is unsupported.")
 

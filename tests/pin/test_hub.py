@@ -31,7 +31,7 @@ def test_unknown_revision_and_unknown_repo_fail(hub: Hub) -> None:
     with HubClient(timeout_s=5) as client:
         with pytest.raises(CheckFailed, match="has no revision 'v9'"):
             client.commit("moonshotai/Kimi-K3", "v9")
-        with pytest.raises(CheckFailed, match="not found.*HTTP 401") as missing:
+        with pytest.raises(CheckFailed, match=r"not found.*HTTP 401") as missing:
             client.commit("moonshotai/Nothing", "main")
     assert "HF_TOKEN" in (missing.value.hint or "")
 

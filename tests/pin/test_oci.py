@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from k3deploy.pin.oci import (
-    ReferenceError,
     Platform,
+    ReferenceError,
     index_platforms,
     parse_bearer_challenge,
     parse_image,

@@ -69,7 +69,7 @@ def test_bearer_challenge_is_answered_with_an_anonymous_pull_token(monkeypatch: 
 def test_unknown_repository_behind_auth_is_refused_like_docker_hub(monkeypatch: pytest.MonkeyPatch,
                                                                     auth_registry: Registry) -> None:
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", auth_registry.url)
-    with RegistryClient(timeout_s=5) as client, pytest.raises(CheckFailed, match="refused anonymous access.*UNAUTHORIZED"):
+    with RegistryClient(timeout_s=5) as client, pytest.raises(CheckFailed, match=r"refused anonymous access.*UNAUTHORIZED"):
         client.resolve("nobody/nothing:1")
 
 

@@ -14,6 +14,7 @@ import sys
 import types
 import uuid as uuidlib
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 MIB = 1024 * 1024
 
@@ -56,7 +57,7 @@ H100_BUSES = ["00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000
 class NVMLError(Exception):
     """nvidia-ml-py's error: `.value` holds the nvmlReturn_t code."""
 
-    _strings = {NVML_ERROR_NOT_SUPPORTED: "Not Supported", NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+    _strings: ClassVar[dict[int, str]] = {NVML_ERROR_NOT_SUPPORTED: "Not Supported", NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
                 NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found"}
 
     def __init__(self, value: int) -> None:
@@ -67,7 +68,7 @@ class NVMLError(Exception):
         return self._strings.get(self.value, f"NVML Error with code {self.value}")
 
 
-class c_nvmlGpuFabricInfoV_t(ctypes.Structure):  # noqa: N801 - the binding's own name
+class c_nvmlGpuFabricInfoV_t(ctypes.Structure):  # the binding's own name
     """nvmlGpuFabricInfo_v2_t."""
 
     _fields_ = [
@@ -116,7 +117,7 @@ class FakeNvml:
 
 def gb300_node(**gpu_changes: object) -> FakeNvml:
     """A healthy GB300 compute tray: 4 GPUs in one NVLink clique; `gpu_changes` apply to every GPU."""
-    gpus = [dataclasses.replace(FakeGpu(uuid=u, bus_id=b), **gpu_changes) for u, b in zip(GB300_UUIDS, GB300_BUSES)]
+    gpus = [dataclasses.replace(FakeGpu(uuid=u, bus_id=b), **gpu_changes) for u, b in zip(GB300_UUIDS, GB300_BUSES, strict=True)]
     return FakeNvml(gpus=gpus)
 
 

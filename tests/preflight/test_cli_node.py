@@ -1,4 +1,5 @@
-"""`k3deploy preflight --node` as a user runs it: no GPU, a fake nvidia-smi on PATH, a fake NVML module."""
+"""`k3deploy preflight --node` as a user runs it: no GPU, a fake nvidia-smi on PATH, a fake NVML module (in this
+process: put in `sys.modules`; in a subprocess: a `pynvml.py` first on its PYTHONPATH)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from k3deploy.preflight.facts import normalize_arch
-
-from tests.conftest import REPO_ROOT, run_cli
+from tests.conftest import REPO_ROOT, run_cli, run_cli_process
+from tests.preflight.fake_nvml import FakeNvml, gb300_node, make_module
 from tests.preflight.test_checks_pinning import PINNED
 
 DATA = Path(__file__).parent / "data"
@@ -34,6 +35,11 @@ def fake_pynvml_dir(tmp_path: Path, node_expr: str) -> Path:
         f"sys.modules[__name__] = make_module({node_expr})\n"
     )
     return folder
+
+
+def use_fake_nvml(monkeypatch: pytest.MonkeyPatch, node: FakeNvml) -> None:
+    """In this process, `import pynvml` (done lazily by preflight/node.py) gets the fake for `node`."""
+    monkeypatch.setitem(sys.modules, "pynvml", make_module(node))
 
 
 def fake_nvidia_smi_dir(tmp_path: Path, name: str) -> Path:
@@ -62,11 +68,10 @@ def test_no_gpu_exits_3_with_one_error_line() -> None:
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-def test_nvidia_smi_fallback_reads_the_gb300_fixture(tmp_path: Path) -> None:
-    pynvml_dir = fake_pynvml_dir(tmp_path, "FakeNvml(available=False)")
+def test_nvidia_smi_fallback_reads_the_gb300_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_fake_nvml(monkeypatch, FakeNvml(available=False))
     smi_dir = fake_nvidia_smi_dir(tmp_path, "gb300")
-    env = {"PYTHONPATH": f"{pynvml_dir}:{REPO_ROOT}", "PATH": f"{smi_dir}:/usr/bin:/bin"}
-    done = run_cli("preflight", "-p", GB300, "--node", "-o", "json", *FITS_HERE, env=env)
+    done = run_cli("preflight", "-p", GB300, "--node", "-o", "json", *FITS_HERE, env={"PATH": f"{smi_dir}:/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     checks = {c["name"]: c for c in report["checks"]}
@@ -77,8 +82,9 @@ def test_nvidia_smi_fallback_reads_the_gb300_fixture(tmp_path: Path) -> None:
 
 
 def test_h100_node_fails_with_exit_1_and_a_table(tmp_path: Path) -> None:
+    # A real process: the fake module replaces pynvml from its PYTHONPATH, as on a user's machine.
     env = {"PYTHONPATH": f"{fake_pynvml_dir(tmp_path, 'h100_node()')}:{REPO_ROOT}"}
-    done = run_cli("preflight", "-p", GB300, "--node", *FITS_HERE, env=env)
+    done = run_cli_process("preflight", "-p", GB300, "--node", *FITS_HERE, env=env)
     assert done.returncode == 1
     rows = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[1:] if len(line.split()) > 1}
     assert rows["gpu.product"] == "FAIL" and rows["gpu.count"] == "PASS" and rows["fabric.state"] == "FAIL"
@@ -87,9 +93,9 @@ def test_h100_node_fails_with_exit_1_and_a_table(tmp_path: Path) -> None:
                                             "gpu.memory, fabric.state, fabric.clique")
 
 
-def test_healthy_gb300_through_nvml_exits_0(tmp_path: Path) -> None:
-    env = {"PYTHONPATH": f"{fake_pynvml_dir(tmp_path, 'gb300_node()')}:{REPO_ROOT}"}
-    done = run_cli("preflight", "-p", GB300, "--node", "-o", "json", *FITS_HERE, env=env)
+def test_healthy_gb300_through_nvml_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_fake_nvml(monkeypatch, gb300_node())
+    done = run_cli("preflight", "-p", GB300, "--node", "-o", "json", *FITS_HERE)
     assert done.returncode == 0, done.stderr
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["gpu.count"]["detail"] == "4 GPU(s) via nvml"

@@ -14,7 +14,6 @@ from k3deploy.kube.client import KubeOptions
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
-
 from tests.conftest import run_cli
 from tests.kubeapi.server import KubeApiServer
 from tests.pin.conftest import registry  # noqa: F401 - the fixture
@@ -61,7 +60,7 @@ def failing(results: dict[str, CheckResult]) -> set[str]:
     return {name for name, r in results.items() if r.status is Status.FAIL}
 
 
-def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeApiServer, registry: Registry,
+def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeApiServer, registry: Registry,  # noqa: F811 - the imported fixture
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     healthy(kube)
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
@@ -249,7 +248,7 @@ def test_forbidden_to_list_nodes_is_exit_3(kube: KubeApiServer) -> None:
                                'in API group "" at the cluster scope')
 
 
-def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Registry) -> None:
+def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Registry) -> None:  # noqa: F811 - the imported fixture
     healthy(kube)
     digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
     sets = [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}"]
@@ -263,7 +262,7 @@ def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Registry
     assert (checks["image.platforms"]["status"], checks["image.platforms"]["measured"]) == ("pass", "linux/amd64, linux/arm64/v8")
 
 
-def test_cli_image_without_the_nodes_platform_fails(kube: KubeApiServer, registry: Registry) -> None:
+def test_cli_image_without_the_nodes_platform_fails(kube: KubeApiServer, registry: Registry) -> None:  # noqa: F811 - the imported fixture
     healthy(kube)
     registry.push_index("vllm/vllm-openai", "kimi-k3", ["amd64"])
     sets = [*PINNED, "vllm.image=vllm/vllm-openai:kimi-k3"]

@@ -18,7 +18,6 @@ from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 
 
-
 @pytest.mark.parametrize("text,expected", [("2Ti", 2 * 2**40), ("64Gi", 64 * 2**30), ("1500G", 1_500_000_000_000),
                                            ("1.5T", 1_500_000_000_000), ("512", 512), ("3000Gi", 3000 * 2**30)])
 def test_parse_quantity(text: str, expected: int) -> None:

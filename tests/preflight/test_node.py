@@ -13,7 +13,6 @@ from k3deploy.preflight.checks_node import gpu_checks
 from k3deploy.preflight.facts import GpuNodeFacts, parse_compute_caps, parse_nvidia_smi_xml
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
-
 from tests.preflight import fake_nvml
 from tests.preflight.fake_nvml import FakeNvml, gb300_node, h100_node
 

@@ -6,7 +6,6 @@ import pytest
 
 from k3deploy.errors import ProfileError
 from k3deploy.profile import builtin_names, load_profile
-
 from tests.conftest import run_cli
 
 

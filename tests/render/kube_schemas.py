@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jsonschema

@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import pytest
 import yaml
 
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
 from tests.conftest import REPO_ROOT, run_cli
-from tests.preflight.test_cli_node import FITS_HERE, fake_pynvml_dir
+from tests.preflight.fake_nvml import gb300_node
+from tests.preflight.test_cli_node import FITS_HERE, use_fake_nvml
 from tests.render.kube_schemas import K8S_VERSION
 
 K3 = "kimi-k3-gb300-tp16"
@@ -154,15 +156,15 @@ def test_args_read_the_mounted_profile_and_no_host_path() -> None:
     assert "serviceAccountName" not in pod and pod["automountServiceAccountToken"] is False
 
 
-def test_the_rendered_args_run_the_node_checks_on_the_configmaps_profile(tmp_path: Path) -> None:
+def test_the_rendered_args_run_the_node_checks_on_the_configmaps_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The Job's argv as the pod runs it, on a healthy GB300 behind the fake NVML; the profile is the ConfigMap's,
     # rendered with weights small enough and the image arch of this machine so the host checks pass here too.
     objs = _objects(FITS_HERE)
     profile_file = tmp_path / "profile.yaml"
     profile_file.write_text(objs[PROFILE_MAP]["data"]["profile.yaml"], encoding="utf-8")
     args = [str(profile_file) if a == "/etc/k3deploy/profile.yaml" else a for a in _pod(objs)["containers"][0]["args"]]
-    env = {"PYTHONPATH": f"{fake_pynvml_dir(tmp_path, 'gb300_node()')}:{REPO_ROOT}"}
-    done = run_cli(*args, env=env)
+    use_fake_nvml(monkeypatch, gb300_node())
+    done = run_cli(*args)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["profile"] == K3 and report["status"] == "warn"  # the floating `main` revisions

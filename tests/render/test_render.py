@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,8 @@ import yaml
 from k3deploy.profile import builtin_names, load_profile
 from k3deploy.render.argv import serve_command, serve_env
 from k3deploy.render.manifests import build
-from k3deploy.render.templating import render_template, template_dirs
 from k3deploy.render.output_dir import RECORD, record_text
+from k3deploy.render.templating import render_template, template_dirs
 from k3deploy.render.write import rendered_files, rendered_stream
 from k3deploy.targets.local.launch import plan_launch
 from tests.conftest import REPO_ROOT, run_cli
@@ -81,7 +82,7 @@ def test_leaderworkerset_shape_and_argv() -> None:
     assert worker["command"] == leader["command"] + ["--headless"]
     cmd = leader["command"]
     assert cmd[:3] == ["vllm", "serve", "moonshotai/Kimi-K3"]
-    pairs = dict(zip(cmd, cmd[1:]))
+    pairs = dict(pairwise(cmd))
     assert pairs["--tensor-parallel-size"] == "16" and pairs["--nnodes"] == "4"
     assert pairs["--node-rank"] == "$(LWS_WORKER_INDEX)" and pairs["--master-addr"] == "$(LWS_LEADER_ADDRESS)"
     assert json.loads(pairs["--speculative-config"]) == {

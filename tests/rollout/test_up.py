@@ -27,7 +27,7 @@ UP = ("--timeout", "60s", "--set", "kubernetes.hf_token_secret=null", "--set", "
 QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 
 
-def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any, registry: Registry,
+def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any, registry: Registry,  # noqa: F811 - the imported fixture
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # A production profile deploys pinned versions only; the registry shows the image runs on the arm64 nodes.
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
@@ -127,7 +127,11 @@ def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> 
     assert down.returncode == 0, down.stderr
     assert "pods gone; weight cache PVC kept (--purge deletes it)" in down.stderr
     assert live(cluster, "leaderworkersets", LWS) is None
-    assert cluster.store.list("pods", NAMESPACE) == []
+    # What down waits for: the serving pods are gone when it returns.
+    assert [p for p in cluster.store.list("pods", NAMESPACE)
+            if p["metadata"].get("labels", {}).get("leaderworkerset.sigs.k8s.io/name") == LWS] == []
+    # The Jobs' pods follow by background garbage collection (the Jobs are deleted with propagationPolicy Background).
+    cluster.wait_for(lambda: cluster.store.list("pods", NAMESPACE) == [])
     assert live(cluster, "persistentvolumeclaims", PVC) is not None
     status = json.loads(k3("status", "-o", "json").stdout)
     assert status["deployed"] is False and status["revision"]["current"] is None

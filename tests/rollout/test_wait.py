@@ -146,7 +146,9 @@ def test_a_replaced_job_is_judged_without_the_old_jobs_pods(k3: K3, cluster: Any
     assert first.returncode == 1, first.stderr
     old = [p["metadata"]["name"] for p in cluster.store.list("pods", "kimi-k3")
            if p.get("status", {}).get("phase") == "Failed"]
-    rerun = k3("apply", "--timeout", "60s")
+    # The failed Job's other pods may still be terminating when it is replaced (their anti-affinity then holds the
+    # new pods back, as in a real cluster): a grace lets the scheduler place them once they go (FAST sets none).
+    rerun = k3("apply", "--timeout", "60s", "--set", "kubernetes.unschedulable_grace_s=30")
     assert rerun.returncode == 0, rerun.stderr
     assert "kimi-k3/Job/kimi-k3-gb300-tp16-node-preflight replaced" in rerun.stderr
     assert len(old) == 1 and cluster.store.get("pods", old[0], "kimi-k3") is not None

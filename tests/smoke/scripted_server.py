@@ -124,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
                 left -= len(piece)
             self.wfile.write(tail)
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:  # http.server's naming
         script = self.server.script
         if self.path in script.huge:
             self._huge(script.huge[self.path])
@@ -141,7 +141,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, json.dumps({"detail": "Not Found"}))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         if not self._authorized():
             return

@@ -21,6 +21,8 @@ from tests.integration.vllm_server import free_port
 from tests.smoke.scripted_server import Script, scripted_server
 
 FAST = ["smoke.requests=3", "smoke.output_tokens=20", "smoke.request_timeout_s=10", "smoke.overall_timeout_s=60"]
+#: FAST as command-line options.
+FAST_SETS = [arg for s in FAST for arg in ("--set", s)]
 RIGHT_ANSWERS = {
     "arithmetic-multiply": "10063", "arithmetic-sum": "15924", "copy-string": "QX7-PLUM-4821-ZETA",
     "json-object": '{"city": "Lyon", "year": 1998, "ok": true}',
@@ -86,8 +88,8 @@ def test_tls_error_exits_3() -> None:
 
 def test_401_without_the_key_exits_3_and_passes_with_it(tmp_path: Path) -> None:
     with scripted_server(Script(api_key="s3cret")) as srv:
-        denied = run_cli("smoke", "--endpoint", srv.url, *sum((["--set", s] for s in FAST), []))
-        allowed = run_cli("smoke", "--endpoint", srv.url, "--api-key-env", "K3_TEST_KEY", *sum((["--set", s] for s in FAST), []),
+        denied = run_cli("smoke", "--endpoint", srv.url, *FAST_SETS)
+        allowed = run_cli("smoke", "--endpoint", srv.url, "--api-key-env", "K3_TEST_KEY", *FAST_SETS,
                           "--report", str(tmp_path / "r.json"), env={"K3_TEST_KEY": "s3cret"})
         unset = run_cli("smoke", "--endpoint", srv.url, "--api-key-env", "K3_TEST_UNSET_KEY")
     assert_clean_cli(denied, 3, f"{srv.url}/v1/models answered 401: ", "hint: pass the API key with --api-key-env")
@@ -116,7 +118,7 @@ def test_unhealthy_or_wrong_model_fails_liveness() -> None:
 
 def test_stream_stopping_mid_way() -> None:
     with scripted_server(Script(stop_after_chunks=3)) as srv:
-        result = run_cli("smoke", "--endpoint", srv.url, *sum((["--set", s] for s in FAST), []), "-o", "json")
+        result = run_cli("smoke", "--endpoint", srv.url, *FAST_SETS, "-o", "json")
     assert_clean_cli(result, 1, "error: smoke failed: throughput: request 0: connection to", "/v1/completions broke")
     report = SmokeReport.model_validate_json(result.stdout)
     first = next(r for r in report.requests if r.phase == "measured")
@@ -188,7 +190,7 @@ def test_correctness_catches_fluent_nonsense() -> None:
 
 def test_unreachable_target_names_the_metric() -> None:
     with scripted_server() as srv:
-        result = run_cli("smoke", "--endpoint", srv.url, *sum((["--set", s] for s in FAST), []), "--min-tok-s", "1000000")
+        result = run_cli("smoke", "--endpoint", srv.url, *FAST_SETS, "--min-tok-s", "1000000")
     assert_clean_cli(result, 1, "error: smoke failed: decode target: decode tok/s (median, low_entropy tier, bs=1) ",
                      "is below the target 1e+06")
 

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import psutil
@@ -257,7 +258,7 @@ def find_servers(state_dir: Path, port: int) -> list[psutil.Process]:
             cmd = proc.info["cmdline"] or []
             if proc.info["status"] == psutil.STATUS_ZOMBIE or SERVER_MODULE not in cmd:
                 continue
-            if not any(a == "--port" and b == str(port) for a, b in zip(cmd, cmd[1:])):
+            if not any(a == "--port" and b == str(port) for a, b in pairwise(cmd)):
                 continue
             env = _environ(proc)
             if env.get(STATE_DIR_ENV) != str(state_dir) or not env.get(SERVER_ID_ENV):

@@ -8,6 +8,7 @@ record says `recovered`, so `status` tells the user how the server was found.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 
 import psutil
@@ -19,7 +20,7 @@ from k3deploy.targets.local.state import ServerRecord
 
 
 def _arg(cmdline: list[str], flag: str) -> str | None:
-    return next((b for a, b in zip(cmdline, cmdline[1:]) if a == flag), None)
+    return next((b for a, b in pairwise(cmdline) if a == flag), None)
 
 
 def recover(profile: Profile, state_dir: Path, launch: Launch) -> ServerRecord | None:

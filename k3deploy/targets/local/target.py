@@ -332,10 +332,8 @@ class LocalTarget(Target):
                    matches_profile=record.argv_hash == self.launch(profile).argv_hash)
         if note:
             out["found_by"] = note
-        try:
+        with contextlib.suppress(OSError, ValueError):
             out["last_smoke"] = json.loads((state_dir / SMOKE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
         return out
 
     def down(self, profile: Profile, purge: bool) -> str:
@@ -344,11 +342,10 @@ class LocalTarget(Target):
         Only folders k3deploy created and marked are deleted (see `ownership`), never the profile's model.
         """
         state_dir = self.state_dir(profile)
-        record, note = self._read(profile)
+        record, _note = self._read(profile)
         said = f"nothing is running for {profile.name}"
-        if record is not None:
-            if process.stop(identity(record)):
-                said = f"stopped vLLM (pid {record.pid})" + (" found by its port and command line" if record.recovered else "")
+        if record is not None and process.stop(identity(record)):
+            said = f"stopped vLLM (pid {record.pid})" + (" found by its port and command line" if record.recovered else "")
         clear_record(state_dir / STATE_FILE)
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
         # What vLLM left in its TMPDIR is of no use once it stopped.

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from tests.kubeapi.controllers.base import Controller
@@ -25,7 +26,7 @@ class GarbageCollector(Controller):
 
     name = "garbage-collector"
 
-    def __init__(self, store, tick: float = 0.05) -> None:  # noqa: ANN001 - Store
+    def __init__(self, store, tick: float = 0.05) -> None:  # Store
         super().__init__(store, tick)
         self.delay = 1.0
         self._seen: dict[str, float] = {}
@@ -39,10 +40,8 @@ class GarbageCollector(Controller):
             current.add(uid)
             first = self._seen.setdefault(uid, clock)
             if clock - first >= self.delay and not obj["metadata"].get("deletionTimestamp"):
-                try:
+                with contextlib.suppress(ApiError):
                     self.store.delete(rtype, obj["metadata"]["name"], obj["metadata"].get("namespace"))
-                except ApiError:
-                    pass
         self._seen = {uid: at for uid, at in self._seen.items() if uid in current}
 
 
@@ -65,10 +64,8 @@ class NamespaceController(Controller):
                 for obj in self.store.list(rtype, name):
                     left += 1
                     if not obj["metadata"].get("deletionTimestamp"):
-                        try:
+                        with contextlib.suppress(ApiError):
                             self.store.delete(rtype, obj["metadata"]["name"], name)
-                        except ApiError:
-                            pass
             if not left:
                 self.store.remove_now("namespaces", name)
 

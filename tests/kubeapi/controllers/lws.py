@@ -27,6 +27,7 @@ Several groups (`replicas`) are created together, each leader at once, as upstre
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import time
@@ -93,7 +94,7 @@ class LeaderWorkerSetController(Controller):
 
     name = "lws-controller"
 
-    def __init__(self, store, tick: float = 0.05) -> None:  # noqa: ANN001 - Store
+    def __init__(self, store, tick: float = 0.05) -> None:  # Store
         super().__init__(store, tick)
         self.version = "v0.9"
         #: Seconds a new generation waits before the controller acts on it.
@@ -156,12 +157,10 @@ class LeaderWorkerSetController(Controller):
         meta = lws["metadata"]
         for revision in self.store.list("controllerrevisions", meta["namespace"], label=f"{PREFIX}/name={meta['name']}"):
             if revision["metadata"]["labels"].get(REVISION_KEY) != key:
-                try:
+                with contextlib.suppress(ApiError):
                     self.store.delete("controllerrevisions", revision["metadata"]["name"], meta["namespace"])
-                except ApiError:
-                    pass
 
-    def _sync(self, rtype, lws: dict) -> None:  # noqa: ANN001 - ResourceType
+    def _sync(self, rtype, lws: dict) -> None:  # ResourceType
         meta, spec = lws["metadata"], lws["spec"]
         name, ns = meta["name"], meta["namespace"]
         replicas = spec.get("replicas", 1)
@@ -317,7 +316,7 @@ class LeaderWorkerSetController(Controller):
             return
         record(self.store, lws, "Normal", "CreatedPod", f"Created pod {pod_name}", self.name)
 
-    def _status(self, rtype, lws: dict, current: str, replicas: int, size: int) -> None:  # noqa: ANN001
+    def _status(self, rtype, lws: dict, current: str, replicas: int, size: int) -> None:
         """updateStatus/updateConditions: counts per existing leader, then the one condition they call for."""
         meta, spec = lws["metadata"], lws["spec"]
         partition = spec.get("rolloutStrategy", {}).get("rollingUpdateConfiguration", {}).get("partition", 0)

@@ -62,10 +62,7 @@ def _node_affinity_ok(pod: dict, node: dict) -> bool:
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
         return True
-    for term in terms:
-        if all(_node_expr(expr, labels) for expr in term.get("matchExpressions") or []):
-            return True
-    return False
+    return any(all(_node_expr(expr, labels) for expr in term.get("matchExpressions") or []) for term in terms)
 
 
 def _node_expr(expr: dict, labels: dict) -> bool:

@@ -118,6 +118,6 @@ def main(argv: list[str]) -> int:
         return 1
     spec = json.loads(args.speculative_config) if args.speculative_config else None
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # the engine core, in our group
-    print("Starting vLLM API server on http://%s:%s" % (args.host, args.port), flush=True)
+    print(f"Starting vLLM API server on http://{args.host}:{args.port}", flush=True)
     serve(sock, args.served_model_name or model, spec is not None, nan=os.environ.get("FAKE_VLLM_METRICS") == "nan")
     return 0

@@ -96,7 +96,7 @@ def test_a_record_that_does_not_match_the_server_is_not_used_to_signal_it(fake_l
     pid = record["pid"]
     # Another command line for the server's pid: not proof; the server is found by port and command line instead.
     (fake_local.state_dir / "server.json").write_text(json.dumps({**record, "argv": [*record["argv"], "--extra"]}))
-    code, report, _ = fake_local.json("status")
+    _code, report, _ = fake_local.json("status")
     assert (report["running"], report["pid"]) == (True, pid)
     assert report["found_by"] == (f"the record does not prove pid {pid} is the server; found k3deploy's server "
                                   f"(pid {pid}) by its port and command line")
@@ -134,7 +134,7 @@ def test_a_lost_record_does_not_lose_the_server(fake_local: FakeLocal) -> None:
     assert fake_local.run("up").returncode == 0
     pid = fake_local.record()["pid"]
     (fake_local.state_dir / "server.json").unlink()
-    code, report, _ = fake_local.json("status")
+    _code, report, _ = fake_local.json("status")
     assert (report["running"], report["pid"]) == (True, pid)
     assert report["found_by"] == f"no record; found k3deploy's server (pid {pid}) by its port and command line"
     done = fake_local.run("down", extra=("--yes",))

@@ -27,7 +27,7 @@ def test_a_second_up_on_the_same_state_dir_is_refused_while_the_first_runs(fake_
         assert "hint: wait for it to finish (or interrupt it), then run this again" in stderr
         # down is refused too: it would stop the server the first up is still waiting for.
         assert fake_local.run("down", extra=("--yes",)).returncode == 3
-        out, err = first.communicate(timeout=120)
+        _out, err = first.communicate(timeout=120)
         assert first.returncode == 0, err
     finally:
         if first.poll() is None:

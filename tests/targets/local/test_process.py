@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -126,7 +125,7 @@ def test_command_line_matching(cmdline: list[str], ok: bool) -> None:
 def test_start_passes_env_rotates_the_previous_log_and_reports_a_missing_interpreter(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("old run\n")
-    pid, created = process.start([sys.executable, "-c", "import os; print(os.environ['MARK'])"], {"MARK": "here"},
+    pid, _created = process.start([sys.executable, "-c", "import os; print(os.environ['MARK'])"], {"MARK": "here"},
                                  log, tmp_path / "cwd", "id-1")
     with contextlib.suppress(psutil.NoSuchProcess):
         psutil.Process(pid).wait(timeout=30)

@@ -53,9 +53,8 @@ def test_the_lock_names_its_holder_and_is_gone_after_release(tmp_path: Path) -> 
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with pytest.raises(EnvironmentProblem) as info:
-            with locked(tmp_path, "down"):
-                pass
+        with pytest.raises(EnvironmentProblem) as info, locked(tmp_path, "down"):
+            pass
         assert info.value.message == f"another k3deploy command (pid {holder.pid}) is using {tmp_path}; not starting down"
     finally:
         holder.kill()
