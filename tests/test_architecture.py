@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import pytest
@@ -169,8 +170,8 @@ def _cycle(edges: dict[tuple[str, str], list[str]]) -> list[str]:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                loop = stack[stack.index(nxt):] + [nxt]
-                return [f"{a} -> {b} ({edges[(a, b)][0]})" for a, b in zip(loop, loop[1:])]
+                loop = [*stack[stack.index(nxt):], nxt]
+                return [f"{a} -> {b} ({edges[(a, b)][0]})" for a, b in itertools.pairwise(loop)]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 
@@ -94,7 +94,7 @@ async def run_bench_async(profile: Profile, endpoint: str, plan: BenchPlan, opti
     options = options or BenchOptions()
     say = options.note or (lambda _msg: None)
     base = normalize_endpoint(endpoint)
-    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    started, t0 = datetime.now(UTC), time.perf_counter()
     total, done = plan.total_requests(), 0
     out = _Cells()
     async with SmokeClient(base, api_key=options.api_key, request_timeout_s=profile.smoke.request_timeout_s,
@@ -151,7 +151,7 @@ async def run_bench_async(profile: Profile, endpoint: str, plan: BenchPlan, opti
         started_at=started, cells=out.cells, overall=out.overall, requests=out.requests,
         warnings=figures.token_mismatches(out.cells) + _failures(out.requests),
     )
-    report.finished_at = datetime.now(timezone.utc)
+    report.finished_at = datetime.now(UTC)
     report.duration_s = time.perf_counter() - t0
     return report
 

@@ -20,8 +20,8 @@ from k3deploy.targets import target_for
 
 if TYPE_CHECKING:
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.profile import Profile
     from k3deploy.preflight.placement import Placement
+    from k3deploy.profile import Profile
 
 
 @app.command()

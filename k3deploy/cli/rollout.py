@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sys
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,14 +32,14 @@ from k3deploy.targets import DeployOptions, target_for
 if TYPE_CHECKING:
     from k3deploy.pipeline import RunSummary
 
-KubeconfigOpt = Annotated[Optional[str], typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
-ContextOpt = Annotated[Optional[str], typer.Option("--context", help="kubeconfig context to use.")]
-NamespaceOpt = Annotated[Optional[str], typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")]
-TimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help=(
+KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context to use.")]
+NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")]
+TimeoutOpt = Annotated[str | None, typer.Option("--timeout", help=(
     "Deadline of the command, e.g. 90s, 15m, 3h: every Kubernetes API request and wait ends by then "
     "(default: the profile's rollout_timeout_s per phase; smoke has its own overall timeout, a rollback a budget of its own)."))]
-StatusTimeoutOpt = Annotated[Optional[str], typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
-EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
+StatusTimeoutOpt = Annotated[str | None, typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
+EndpointOpt = Annotated[str | None, typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
 
 
 class Strategy(str, Enum):

@@ -101,7 +101,7 @@ def connect(options: KubeOptions) -> Any:
 def _where_and_why(exc: BaseException) -> str:
     """' at HOST:PORT: reason' from urllib3's retry wrapper, without the pool and connection reprs it repeats."""
     pool = getattr(exc, "pool", None)
-    where = f" at {pool.host}:{pool.port}" if getattr(pool, "host", None) else ""
+    where = f" at {pool.host}:{pool.port}" if pool is not None and getattr(pool, "host", None) else ""
     reason = getattr(exc, "reason", None)
     cause = reason if isinstance(reason, BaseException) else exc
     text = str(cause)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
-from k3deploy.profile.model import HardwareSpec, Profile
 from k3deploy.preflight.placement import Placement, place, trays_by_clique
+from k3deploy.profile.model import HardwareSpec, Profile
 from k3deploy.report.model import CheckResult, Status
 
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"

@@ -76,7 +76,7 @@ def as_live(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[
 
 
 def _live_lws(api: Any, lws: dict[str, Any]) -> dict[str, Any] | None:
-    return api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], lws["metadata"].get("namespace"))  # type: ignore[no-any-return]
+    return api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], lws["metadata"].get("namespace"))
 
 
 def has_room(api: Any, profile: Any) -> bool:
@@ -148,7 +148,7 @@ def finish(target: Any, profile: Any, bg: Plan) -> None:
         _wait_endpoint(target, namespace, service["metadata"]["name"], f"{bg.new}-0")
     bg.switched = True
     # What else selects the group by name (the PodDisruptionBudget) follows it.
-    for obj, was in zip(bg.objects, bg.old_objects):
+    for obj, was in zip(bg.objects, bg.old_objects, strict=True):
         if obj != was and obj is not service and obj.get("kind") != "LeaderWorkerSet":
             apply_object(target.api, obj, force=target.options.force_conflicts)
     if target.api.delete(new_lws["apiVersion"], "LeaderWorkerSet", bg.old, namespace):

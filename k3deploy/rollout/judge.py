@@ -224,10 +224,10 @@ def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: f
                 accepted.append((key, how))
         if found is not None and found.failed and failure is None:
             failure = Failure(key, found.reason, found.message, {name_of(target)})
-        key = current_key(target, state)
+        template_key = current_key(target, state)
         for pod in pods_of(target, state):
             rows.append(pod_row(pod, state, now))
-            if outgoing(pod, key):
+            if outgoing(pod, template_key):
                 continue
             problem = pod_failure(target, pod, state, now, grace_s)
             if problem is not None and failure is None:

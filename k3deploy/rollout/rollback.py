@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from k3deploy.kube.api import KubeApi, object_key
@@ -73,7 +73,7 @@ def _write(api: KubeApi, namespace: str, deployment: str, entries: list[dict[str
 def record_revision(api: KubeApi, namespace: str, deployment: str, objects: list[dict[str, Any]]) -> int:
     """Record `objects` as the live revision; returns its number (the same one when nothing changed)."""
     entries = read_history(api, namespace, deployment)
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     updated, number = bounded(entries, objects, now)
     if updated is not entries:
         _write(api, namespace, deployment, updated)

@@ -11,7 +11,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi
@@ -60,7 +60,7 @@ class Unavailable:
     reason: str
 
 
-Event = Union[Synced, Changed, Note, Broken, Unavailable]
+Event = Synced | Changed | Note | Broken | Unavailable
 
 
 class Stream(threading.Thread):

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import K3DeployError
-from k3deploy.report.model import Status
-from k3deploy.rollout.apply import apply_object
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
+from k3deploy.report.model import Status
+from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
 from k3deploy.rollout.groups import (
@@ -59,7 +59,7 @@ class GroupRoll:
 
     def live(self, lws: dict[str, Any]) -> dict[str, Any] | None:
         """The LeaderWorkerSet as the cluster holds it."""
-        return self.api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], self.namespace)  # type: ignore[no-any-return]
+        return self.api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], self.namespace)
 
     def _current_key(self, lws: dict[str, Any]) -> str:
         live = self.live(lws)

@@ -255,7 +255,7 @@ class SmokeClient:
         raw.reads_shift = raw.t_send - time.perf_counter()
         try:
             await asyncio.wait_for(self._stream_into(raw, path, payload), timeout=self.request_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raw.error = f"request timed out after {self.request_timeout_s:g} s (smoke.request_timeout_s)"
         except EndpointError as exc:
             raw.error = exc.message

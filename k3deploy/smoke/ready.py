@@ -40,7 +40,7 @@ async def wait_ready(client: SmokeClient, timeout_s: float, notice: Callable[[st
             return f"{url} did not answer 200 within {timeout_s:g}s (smoke.ready_timeout_s); last: {last}"
         try:
             status = await asyncio.wait_for(client.health(), timeout=min(POLL_TIMEOUT_S, left))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             last = f"no answer within {min(POLL_TIMEOUT_S, left):g}s"
         except EndpointError as exc:
             if exc.kind == "unauthorized":

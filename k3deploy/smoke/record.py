@@ -10,13 +10,13 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from k3deploy.report.smoke import RequestRecord, Tier
+from k3deploy.smoke.sse import ChunkFormatError, chunk_fields, scan_events
+
 #: Characters of a kept answer (correctness probes): a right answer is a few hundred; the rest is not judged.
 MAX_TEXT_CHARS = 32 * 1024
 #: Characters of a message quoted from the server (an error event, a malformed line) in a record's error.
 MAX_QUOTE_CHARS = 300
-
-from k3deploy.report.smoke import RequestRecord, Tier
-from k3deploy.smoke.sse import ChunkFormatError, chunk_fields, scan_events
 
 
 @dataclass(slots=True)
@@ -126,7 +126,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     chunk_tokens = [int(d) for d in deltas if d is not None] if per_chunk else []
     record = RequestRecord(
         index=spec.index,
-        phase=spec.phase,  # type: ignore[arg-type]
+        phase=spec.phase,
         concurrency=spec.concurrency,
         prompt_id=spec.prompt_id,
         tier=spec.tier,

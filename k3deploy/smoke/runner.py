@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -202,7 +202,7 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
     options = options or SmokeOptions()
     base = normalize_endpoint(endpoint)
     smoke = profile.smoke
-    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    started, t0 = datetime.now(UTC), time.perf_counter()
     state = _State()
     levels = max([*smoke.concurrency, 1])
     async with SmokeClient(base, api_key=options.api_key, request_timeout_s=smoke.request_timeout_s, max_connections=levels,
@@ -221,7 +221,7 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
 
         try:
             await asyncio.wait_for(everything(), timeout=smoke.overall_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             state.stopped = f"the run passed smoke.overall_timeout_s ({smoke.overall_timeout_s:g} s) and was stopped"
 
     measured = state.phase("measured")
@@ -245,7 +245,7 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
         metrics=_metrics_delta(state) if measured else None,
     )
     report.checks = _checks(profile, state, report)
-    report.finished_at = datetime.now(timezone.utc)
+    report.finished_at = datetime.now(UTC)
     report.duration_s = time.perf_counter() - t0
     return report
 

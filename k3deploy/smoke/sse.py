@@ -214,7 +214,7 @@ class _Delta(msgspec.Struct):
 
 
 class _Choice(msgspec.Struct):
-    text: str | None | msgspec.UnsetType = msgspec.UNSET
+    text: str | msgspec.UnsetType | None = msgspec.UNSET
     delta: _Delta | None = None
     finish_reason: str | None = None
 

@@ -40,7 +40,7 @@ def test_sweep_reports_the_best_draft_length_per_concurrency(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr[-3000:]
     reports = [BenchReport.model_validate(r) for r in json.loads(done.stdout)]
     assert [r.label for r in reports] == [f"num_speculative_tokens={k}" for k in LENGTHS]
-    for k, report in zip(LENGTHS, reports):
+    for k, report in zip(LENGTHS, reports, strict=True):
         assert report.speculative is not None and report.speculative["num_speculative_tokens"] == k
         assert [c.concurrency for c in report.overall] == list(LEVELS)
         for cell in report.cells + report.overall:

@@ -14,7 +14,7 @@ import copy
 import functools
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tests.kubeapi import builtin
 from tests.kubeapi.errors import ApiError
@@ -29,7 +29,7 @@ OWNED_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
 
 def now() -> str:
     """RFC 3339 UTC timestamp with seconds, as Kubernetes writes them."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 #: A path part naming a list-map element starts with this, followed by the JSON of its keys.

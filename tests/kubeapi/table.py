@@ -4,7 +4,7 @@ additionalPrinterColumns, everything else by name and age.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tests.kubeapi.registry import ResourceType
 
@@ -12,8 +12,8 @@ from tests.kubeapi.registry import ResourceType
 def _age(timestamp: str | None) -> str:
     if not timestamp:
         return "<unknown>"
-    then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    seconds = int((datetime.now(timezone.utc) - then).total_seconds())
+    then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    seconds = int((datetime.now(UTC) - then).total_seconds())
     return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
 
 

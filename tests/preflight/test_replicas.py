@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from k3deploy.preflight.checks_cluster import cluster_checks, eligible_hosts
-from k3deploy.profile import Profile, load_profile
 from k3deploy.preflight.placement import place
+from k3deploy.profile import Profile, load_profile
 from k3deploy.report.model import Status
 from tests.conftest import run_cli
 from tests.kubeapi.server import KubeApiServer

@@ -88,8 +88,8 @@ def test_the_rendered_set_fails_no_unskipped_check(name: str, tmp_path: Path) ->
 def test_a_missing_checkov_skips_here_and_fails_in_ci(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(globals(), "CHECKOV", tmp_path / "absent" / "bin" / "checkov")
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="bash .ci/setup"):
+    with pytest.raises(pytest.fail.Exception, match=r"bash \.ci/setup"):
         checkov()
     monkeypatch.delenv("CI")
-    with pytest.raises(pytest.skip.Exception, match="bash .ci/setup"):
+    with pytest.raises(pytest.skip.Exception, match=r"bash \.ci/setup"):
         checkov()

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from k3deploy.profile import load_profile
-from k3deploy.profile.model import Profile
 from k3deploy.lws import NAME_LABEL as LWS_NAME_LABEL
 from k3deploy.lws import WORKER_INDEX_LABEL as LWS_WORKER_INDEX_LABEL
+from k3deploy.profile import load_profile
+from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import build
 from k3deploy.render.network import (
     EPHEMERAL_PORTS,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from k3deploy.profile import load_profile
 from k3deploy.preflight.weight_cache import cache_note, weight_cache
+from k3deploy.profile import load_profile
 from tests.conftest import run_cli
 
 K3 = "kimi-k3-gb300-tp16"

@@ -78,7 +78,7 @@ def test_node_preflight_job_follows_the_profile_configmap_in_its_own_waited_phas
     ]
     assert [name for name, _ in split[4:]] == ["serving", "smoke"]
     assert [o for p in phases(objects) for o in p.objects] == apply_order(objects)
-    assert WAITED_PHASES == {"node-preflight", "prefetch"}
+    assert {"node-preflight", "prefetch"} == WAITED_PHASES
 
 
 def test_the_rendered_set_is_in_the_order_rollout_applies_it() -> None:

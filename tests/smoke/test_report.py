@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from k3deploy.smoke.runner import exit_code, normalize_endpoint
 
 
 def _report(*statuses: Status, blocked: str | None = None) -> SmokeReport:
-    return SmokeReport(profile="p", endpoint="http://h:1", started_at=datetime(2026, 1, 2, tzinfo=timezone.utc), blocked_by=blocked,
+    return SmokeReport(profile="p", endpoint="http://h:1", started_at=datetime(2026, 1, 2, tzinfo=UTC), blocked_by=blocked,
                        checks=[CheckResult(name=f"c{i}", status=s) for i, s in enumerate(statuses)])
 
 

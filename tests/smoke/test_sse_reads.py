@@ -32,7 +32,7 @@ PIECES = [CHUNK % 1, CHUNK % 2, b"data: [DONE]\n\n", b": keep-alive\n\n", b"even
 
 def _by_lines(stream: bytes, cuts: list[int]) -> DecodedStream:
     """The reference: the stream split into lines, each stamped with the read that completed it."""
-    bounds = sorted({c for c in cuts if 0 < c < len(stream)}) + [len(stream)]
+    bounds = [*sorted({c for c in cuts if 0 < c < len(stream)}), len(stream)]
     lines, start, line = [], 0, b""
     for read_no, end in enumerate(bounds):
         for byte in stream[start:end]:

@@ -7,7 +7,7 @@ record says `recovered`, so `status` tells the user how the server was found.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 
@@ -37,7 +37,7 @@ def recover(profile: Profile, state_dir: Path, launch: Launch) -> ServerRecord |
             profile=profile.name, pid=proc.pid, create_time=created, host=profile.local.host, port=profile.vllm.port,
             argv=argv, env=env, argv_hash=argv_hash(argv, env), log_path=str(launch.log_path),
             model_path=_arg(cmdline, "--model") or launch.model_path, rehearsal=profile.model.rehearsal,
-            started_at=datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="seconds"),
+            started_at=datetime.fromtimestamp(created, UTC).isoformat(timespec="seconds"),
             server_id=environ.get(process.SERVER_ID_ENV), recovered=True,
         )
     return None

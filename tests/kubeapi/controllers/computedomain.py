@@ -14,6 +14,8 @@ ComputeDomain"), so such a pod stays ContainerCreating too.
 
 from __future__ import annotations
 
+import contextlib
+
 from tests.kubeapi.controllers.base import Controller
 from tests.kubeapi.errors import ApiError
 
@@ -27,7 +29,7 @@ class ComputeDomainController(Controller):
 
     name = "compute-domain-controller"
 
-    def __init__(self, store, tick: float = 0.05) -> None:  # noqa: ANN001 - Store
+    def __init__(self, store, tick: float = 0.05) -> None:
         super().__init__(store, tick)
         #: False keeps every domain NotReady (an IMEX daemon that never comes up).
         self.imex_ready = True
@@ -66,7 +68,7 @@ class ComputeDomainController(Controller):
     def _domain_key(domain: dict) -> tuple[str, str]:
         return domain["metadata"]["namespace"], domain["metadata"]["name"]
 
-    def _domain_of(self, rtype, pod: dict) -> dict | None:  # noqa: ANN001 - ResourceType
+    def _domain_of(self, rtype, pod: dict) -> dict | None:
         claimed = {c.get("resourceClaimTemplateName") for c in pod["spec"].get("resourceClaims") or []}
         return next((d for d in self.store.list(rtype, pod["metadata"].get("namespace"))
                      if self._template(d) in claimed), None)
@@ -102,12 +104,12 @@ class ComputeDomainController(Controller):
         for domain in self.store.list(rtype):
             self._sync(rtype, domain)
 
-    def _sync(self, rtype, domain: dict) -> None:  # noqa: ANN001 - ResourceType
+    def _sync(self, rtype, domain: dict) -> None:
         meta = domain["metadata"]
         template = ((domain.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate", {}).get("name")
         if template and self.store.registry.by_key(("resource.k8s.io", "resourceclaimtemplates")) is not None \
                 and self.store.get("resourceclaimtemplates", template, meta["namespace"]) is None:
-            try:
+            with contextlib.suppress(ApiError):
                 self.store.create("resourceclaimtemplates", {
                     "metadata": {"name": template, "namespace": meta["namespace"], "ownerReferences": [{
                         "apiVersion": domain["apiVersion"], "kind": "ComputeDomain", "name": meta["name"],
@@ -115,8 +117,6 @@ class ComputeDomainController(Controller):
                     "spec": {"spec": {"devices": {"requests": [{"name": "channel", "exactly": {
                         "deviceClassName": "compute-domain-default-channel.nvidia.com"}}]}}},
                 }, meta["namespace"], manager=self.name)
-            except ApiError:
-                pass
         entries = self._entries(domain)
         wanted = (domain.get("spec") or {}).get("numNodes", 0)
         ready = self.imex_ready and bool(entries) and all(e["status"] == "Ready" for e in entries) \

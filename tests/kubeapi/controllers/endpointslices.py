@@ -21,6 +21,7 @@ topology hints or zones.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 from tests.kubeapi.controllers.base import Controller
@@ -125,7 +126,7 @@ class EndpointSliceController(Controller):
             self._delete(stale)
         current = next((s for s in slices if s["metadata"]["name"] == slice_name), None)
         if current is None:
-            try:
+            with contextlib.suppress(ApiError):
                 self.store.create(PLURAL, {
                     "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                     "metadata": {"name": slice_name, "namespace": ns,
@@ -134,8 +135,6 @@ class EndpointSliceController(Controller):
                                                       "uid": meta["uid"], "controller": True,
                                                       "blockOwnerDeletion": True}]},
                     **wanted}, ns, manager=self.name)
-            except ApiError:
-                pass
             return
         if all(current.get(key) == value for key, value in wanted.items()):
             return
@@ -146,10 +145,8 @@ class EndpointSliceController(Controller):
         self.store.update(PLURAL, slice_name, ns, write, manager=self.name)
 
     def _delete(self, obj: dict) -> None:
-        try:
+        with contextlib.suppress(ApiError):
             self.store.delete(PLURAL, obj["metadata"]["name"], obj["metadata"]["namespace"])
-        except ApiError:
-            pass
 
 
 def ready_endpoints(store: object, namespace: str, service: str) -> list[str]:
