@@ -68,11 +68,20 @@ class RunSummary:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (`-o json`)."""
         return {
-            "command": self.command, "profile": self.profile, "target": self.target, "exit_code": self.exit_code,
-            "stages": [{"name": s.name, "status": s.status.value, "detail": s.detail, "seconds": round(s.seconds, 3)}
-                       for s in self.stages],
-            "rollback": self.rollback, "endpoint": self.endpoint, "error": self.error, "hint": self.hint,
-            "diagnosis": self.diagnosis, **self.extra,
+            "command": self.command,
+            "profile": self.profile,
+            "target": self.target,
+            "exit_code": self.exit_code,
+            "stages": [
+                {"name": s.name, "status": s.status.value, "detail": s.detail, "seconds": round(s.seconds, 3)}
+                for s in self.stages
+            ],
+            "rollback": self.rollback,
+            "endpoint": self.endpoint,
+            "error": self.error,
+            "hint": self.hint,
+            "diagnosis": self.diagnosis,
+            **self.extra,
         }
 
 
@@ -124,8 +133,11 @@ class _Stages:
 def unexpected(exc: BaseException, where: str) -> K3DeployError:
     """A K3DeployError (exit 3) standing for an exception k3deploy did not expect; the original is its cause."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return K3DeployError(f"unexpected {type(exc).__name__} in {where}" + (f": {text}" if text else ""),
-                         hint="re-run with --debug for the traceback and report it", exit_code=EXIT_ENVIRONMENT)
+    return K3DeployError(
+        f"unexpected {type(exc).__name__} in {where}" + (f": {text}" if text else ""),
+        hint="re-run with --debug for the traceback and report it",
+        exit_code=EXIT_ENVIRONMENT,
+    )
 
 
 def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> str:
@@ -134,8 +146,10 @@ def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> s
     failed = [c for c in results if c.status is Status.FAIL]
     if failed:
         first = failed[0]
-        raise CheckFailed(f"{len(failed)} preflight check(s) failed, first: {first.name}: {first.detail}",
-                          hint=first.hint or "fix the failing checks, or --skip-preflight to go on regardless")
+        raise CheckFailed(
+            f"{len(failed)} preflight check(s) failed, first: {first.name}: {first.detail}",
+            hint=first.hint or "fix the failing checks, or --skip-preflight to go on regardless",
+        )
     return f"{len(results)} checks, {worst(results).value}"
 
 
@@ -162,9 +176,12 @@ def _apply(target: Target, profile: Profile, summary: RunSummary) -> str:
 def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
     endpoint = target.endpoint(profile)
     report = run_smoke(profile, endpoint)
-    verdict = {"status": report.status.value, "blocked_by": report.blocked_by,
-               "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks],
-               "figures": headline(report, model=profile.model.id, rehearsal=profile.model.rehearsal)}
+    verdict = {
+        "status": report.status.value,
+        "blocked_by": report.blocked_by,
+        "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks],
+        "figures": headline(report, model=profile.model.id, rehearsal=profile.model.rehearsal),
+    }
     summary.extra["smoke"] = verdict
     target.record_smoke(profile, verdict)
     try:
@@ -172,13 +189,15 @@ def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
     except K3DeployError as exc:
         failed = [c for c in report.checks if c.status is Status.FAIL]
         why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        raise K3DeployError(f"smoke against {endpoint} failed: {why}", hint="`k3deploy smoke` re-runs it alone",
-                            exit_code=exc.exit_code) from None
+        raise K3DeployError(
+            f"smoke against {endpoint} failed: {why}", hint="`k3deploy smoke` re-runs it alone", exit_code=exc.exit_code
+        ) from None
     return f"{endpoint}: {len(report.checks)} checks, {report.status.value}"
 
 
-def _roll_back(target: Target, profile: Profile, previous: Revision | None, summary: RunSummary,
-               note: Callable[[str], None]) -> None:
+def _roll_back(
+    target: Target, profile: Profile, previous: Revision | None, summary: RunSummary, note: Callable[[str], None]
+) -> None:
     what = f"revision {previous.number}" if previous is not None else "first install"
     note(f"==> rollback ({what}) because {summary.stages[-1].name} failed")
     try:
@@ -190,15 +209,31 @@ def _roll_back(target: Target, profile: Profile, previous: Revision | None, summ
         note(f"    FAIL rollback: {message}")
 
 
-def up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout_s: float | None = None,
-       preflight: bool = True, smoke: bool = True, rollback: bool = True) -> RunSummary:
+def up(
+    profile: Profile,
+    target: Target,
+    note: Callable[[str], None],
+    *,
+    timeout_s: float | None = None,
+    preflight: bool = True,
+    smoke: bool = True,
+    rollback: bool = True,
+) -> RunSummary:
     """preflight -> render -> apply -> wait -> smoke -> report; rollback on a failed wait or smoke."""
     with target.locked(profile, "up"):
         return _up(profile, target, note, timeout_s=timeout_s, preflight=preflight, smoke=smoke, rollback=rollback)
 
 
-def _up(profile: Profile, target: Target, note: Callable[[str], None], *, timeout_s: float | None,
-        preflight: bool, smoke: bool, rollback: bool) -> RunSummary:
+def _up(
+    profile: Profile,
+    target: Target,
+    note: Callable[[str], None],
+    *,
+    timeout_s: float | None,
+    preflight: bool,
+    smoke: bool,
+    rollback: bool,
+) -> RunSummary:
     summary = RunSummary("up", profile.name, target.name)
     stages = _Stages(summary, UP_STAGES, note)
     if preflight:
@@ -234,15 +269,17 @@ def _up(profile: Profile, target: Target, note: Callable[[str], None], *, timeou
     return summary
 
 
-def apply(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool = True,
-          timeout_s: float | None = None) -> RunSummary:
+def apply(
+    profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool = True, timeout_s: float | None = None
+) -> RunSummary:
     """render -> apply (-> wait): what `k3deploy apply` does; no preflight, smoke or rollback."""
     with target.locked(profile, "apply"):
         return _apply_stages(profile, target, note, wait=wait, timeout_s=timeout_s)
 
 
-def _apply_stages(profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool,
-           timeout_s: float | None) -> RunSummary:
+def _apply_stages(
+    profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool, timeout_s: float | None
+) -> RunSummary:
     summary = RunSummary("apply", profile.name, target.name)
     stages = _Stages(summary, APPLY_STAGES, note)
     stages.run("render", lambda: _render(profile, target))

@@ -50,15 +50,25 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, **_cli_overrides(extra)}
 
 
-def run_cli_process(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None,
-                    input: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli_process(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m k3deploy ARGS` in a new process, as a user would; never raises on the exit code.
 
     For what only a real process shows: the entry point, signals, imports at start-up, the interpreter's exit.
     """
     return subprocess.run(
         [sys.executable, "-m", "k3deploy", *args],
-        capture_output=True, text=True, timeout=timeout, env=cli_env(env), cwd=cwd or REPO_ROOT, input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(env),
+        cwd=cwd or REPO_ROOT,
+        input=input,
     )
 
 
@@ -124,8 +134,13 @@ class _Watchdog:
         self._timer.cancel()
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None,
-            input: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run `k3deploy ARGS` in this process through its entry point `k3deploy.cli.main`, the one `python -m k3deploy`
     calls, so the error boundary (`error:`/`hint:`, exit codes) is the same; never raises on the exit code.
 

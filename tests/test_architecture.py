@@ -62,7 +62,19 @@ PURE_MODULES = [
     "observe/alerts.py",
     "observe/watch_figures.py",
 ]
-IO_LIBRARIES = {"kubernetes", "httpx", "aiohttp", "uvloop", "pynvml", "rich", "subprocess", "socket", "urllib3", "requests", "typer"}
+IO_LIBRARIES = {
+    "kubernetes",
+    "httpx",
+    "aiohttp",
+    "uvloop",
+    "pynvml",
+    "rich",
+    "subprocess",
+    "socket",
+    "urllib3",
+    "requests",
+    "typer",
+}
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -93,12 +105,18 @@ def test_only_kube_package_imports_kubernetes() -> None:
 
 
 def test_no_module_over_500_lines() -> None:
-    long = {str(p.relative_to(REPO_ROOT)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    long = {
+        str(p.relative_to(REPO_ROOT)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500
+    }
     assert long == {}
 
 
 def test_every_module_has_a_docstring() -> None:
-    missing = [str(p.relative_to(REPO_ROOT)) for p in PACKAGE.rglob("*.py") if ast.get_docstring(ast.parse(p.read_text())) is None]
+    missing = [
+        str(p.relative_to(REPO_ROOT))
+        for p in PACKAGE.rglob("*.py")
+        if ast.get_docstring(ast.parse(p.read_text())) is None
+    ]
     assert missing == []
 
 
@@ -153,7 +171,9 @@ def package_graph() -> dict[tuple[str, str], list[str]]:
             if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in skip:
                 for target in _imported_modules(node):
                     if target.startswith("k3deploy.") and _unit(target) != source:
-                        edges.setdefault((source, _unit(target)), []).append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+                        edges.setdefault((source, _unit(target)), []).append(
+                            f"{path.relative_to(REPO_ROOT)}:{node.lineno}"
+                        )
     return edges
 
 
@@ -170,7 +190,7 @@ def _cycle(edges: dict[tuple[str, str], list[str]]) -> list[str]:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                loop = [*stack[stack.index(nxt):], nxt]
+                loop = [*stack[stack.index(nxt) :], nxt]
                 return [f"{a} -> {b} ({edges[(a, b)][0]})" for a, b in itertools.pairwise(loop)]
             if nxt not in state and (found := visit(nxt)):
                 return found
@@ -213,8 +233,11 @@ def function_local_imports() -> list[tuple[Path, ast.Import | ast.ImportFrom]]:
         skip = _type_checking_lines(tree)
         for func in ast.walk(tree):
             if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found += [(path, node) for node in ast.walk(func)
-                          if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in skip]
+                found += [
+                    (path, node)
+                    for node in ast.walk(func)
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in skip
+                ]
     return found
 
 
@@ -226,8 +249,12 @@ def _heavy(module: str) -> bool:
     if not module.startswith("k3deploy.") or not path.is_file():
         return False
     top = ast.parse(path.read_text(encoding="utf-8")).body
-    return any(name.split(".")[0] in HEAVY_OPTIONAL for node in top if isinstance(node, (ast.Import, ast.ImportFrom))
-               for name in _imported_modules(node))
+    return any(
+        name.split(".")[0] in HEAVY_OPTIONAL
+        for node in top
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for name in _imported_modules(node)
+    )
 
 
 def test_function_local_imports_are_heavy_optional_dependencies_with_a_reason() -> None:
@@ -251,12 +278,21 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
         inside = path.relative_to(PACKAGE).parts[0] in ("targets", "profile")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             # A target's name compared with a string (`profile.target == "local"`); `row.target is None` is no such test.
-            if (isinstance(node, ast.Compare) and not inside and isinstance(node.left, ast.Attribute)
-                    and node.left.attr == "target"
-                    and any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in node.comparators)):
+            if (
+                isinstance(node, ast.Compare)
+                and not inside
+                and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "target"
+                and any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in node.comparators)
+            ):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: compares .target")
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
-                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
-                    and node.args[1].value in ("record_smoke", "last_diffs", "last_applied", "locked", "diagnosis")):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in ("record_smoke", "last_diffs", "last_applied", "locked", "diagnosis")
+            ):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: getattr {node.args[1].value!r}")
     assert offenders == []

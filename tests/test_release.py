@@ -34,8 +34,9 @@ def _actionlint() -> str:
 
 
 def _lint(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_actionlint(), "-no-color", str(path)], check=False, capture_output=True, text=True, timeout=120,
-                          cwd=REPO_ROOT)
+    return subprocess.run(
+        [_actionlint(), "-no-color", str(path)], check=False, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
+    )
 
 
 def test_actionlint_passes() -> None:
@@ -45,8 +46,10 @@ def test_actionlint_passes() -> None:
 
 def test_actionlint_catches_a_bad_workflow(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yml"
-    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
-                   "      - run: echo ${{ github.nope.value }}\n        timeout-minute: 3\n")
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: echo ${{ github.nope.value }}\n        timeout-minute: 3\n"
+    )
     result = _lint(bad)
     assert result.returncode != 0
     assert "timeout-minute" in result.stdout
@@ -84,8 +87,10 @@ def test_the_tag_must_match_the_package_version() -> None:
     run = _workflow()["jobs"]["version"]["steps"][-1]["run"]
     assert '"v${version}" != "${TAG}"' in run and "exit 1" in run
     # The step reads __version__ the way this does: the assignment in k3deploy/__init__.py.
-    script = run.split('version="$(python -c \'', 1)[1].split("')\"", 1)[0]
-    out = subprocess.run(["python3", "-c", script], check=False, capture_output=True, text=True, cwd=REPO_ROOT, timeout=30)
+    script = run.split("version=\"$(python -c '", 1)[1].split("')\"", 1)[0]
+    out = subprocess.run(
+        ["python3", "-c", script], check=False, capture_output=True, text=True, cwd=REPO_ROOT, timeout=30
+    )
     assert out.stdout.strip() == k3deploy.__version__, out.stderr
 
 
@@ -95,7 +100,9 @@ def test_package_uses_trusted_publishing() -> None:
     assert job["environment"]["name"] == "pypi"
     [publish] = _steps(job, "pypa/gh-action-pypi-publish")
     assert "password" not in publish.get("with", {})
-    assert all("id-token" not in (j.get("permissions") or {}) for name, j in _workflow()["jobs"].items() if name != "package")
+    assert all(
+        "id-token" not in (j.get("permissions") or {}) for name, j in _workflow()["jobs"].items() if name != "package"
+    )
 
 
 def test_smoke_image_defaults_to_this_version(monkeypatch: pytest.MonkeyPatch) -> None:

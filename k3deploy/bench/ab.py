@@ -29,7 +29,10 @@ def parse_sweep(raw: str) -> tuple[str, list[str]]:
     key, sep, values = raw.partition("=")
     items = [v.strip() for v in values.split(",") if v.strip()]
     if not sep or not key.strip() or not items:
-        raise UsageError(f"--sweep {raw!r} is not KEY=V1,V2,...", hint="for example --sweep speculative.num_speculative_tokens=1,2,3,5")
+        raise UsageError(
+            f"--sweep {raw!r} is not KEY=V1,V2,...",
+            hint="for example --sweep speculative.num_speculative_tokens=1,2,3,5",
+        )
     return key.strip(), items
 
 
@@ -50,8 +53,9 @@ def _serve(profile: Profile, target: Target, note: Callable[[str], None]) -> str
     try:
         summary.raise_for_status()
     except K3DeployError as exc:
-        raise K3DeployError(f"serving {profile.name} for bench failed: {exc.message}", hint=exc.hint,
-                            exit_code=exc.exit_code) from None
+        raise K3DeployError(
+            f"serving {profile.name} for bench failed: {exc.message}", hint=exc.hint, exit_code=exc.exit_code
+        ) from None
     return target.endpoint(profile)
 
 
@@ -65,18 +69,28 @@ def _restore(profile: Profile, target: Target, previous: Revision | None, note: 
 def run_variants(request: Request) -> list[BenchReport]:
     """Serve and bench each variant in turn; returns one report per variant, in order."""
     if request.endpoint:
-        raise UsageError("--ab and --sweep serve the variants themselves: drop --endpoint",
-                         hint="k3deploy bench --ab -p local-cpu")
+        raise UsageError(
+            "--ab and --sweep serve the variants themselves: drop --endpoint", hint="k3deploy bench --ab -p local-cpu"
+        )
     base = load_profile(request.profile, profile_sets(request))
     target = target_for(base)
     if not target.serves_variants:
-        raise UsageError(f"--ab / --sweep restart the server, which k3deploy does only on a local profile ({base.name} is {base.target})",
-                         hint="on Kubernetes: render a variant with --set, roll it out, bench it, then `bench compare` (see README)")
+        raise UsageError(
+            f"--ab / --sweep restart the server, which k3deploy does only on a local profile ({base.name} is {base.target})",
+            hint="on Kubernetes: render a variant with --set, roll it out, bench it, then `bench compare` (see README)",
+        )
     if request.ab and base.speculative is None:
-        raise UsageError(f"--ab: profile {base.name} has no speculative section to compare against", hint="pick a profile with speculative decoding")
-    note: Callable[[str], None] = (lambda _m: None) if request.quiet else (lambda m: err.print(m, markup=False, highlight=False))
+        raise UsageError(
+            f"--ab: profile {base.name} has no speculative section to compare against",
+            hint="pick a profile with speculative decoding",
+        )
+    note: Callable[[str], None] = (
+        (lambda _m: None) if request.quiet else (lambda m: err.print(m, markup=False, highlight=False))
+    )
     plan = variants(request.ab, request.sweep)
-    profiles = [load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan]  # all checked before serving
+    profiles = [
+        load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan
+    ]  # all checked before serving
     previous = target.current_revision(base)
     reports: list[BenchReport] = []
     try:

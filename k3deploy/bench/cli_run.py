@@ -64,8 +64,13 @@ def progress_bar(quiet: bool, title: str) -> Iterator[BenchOptions]:
     if quiet:
         yield BenchOptions()
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-               TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task(title, total=None, rate="")
 
@@ -86,8 +91,10 @@ def bench_endpoint(request: Request, profile: Profile, endpoint: str, label: str
 def run(request: Request) -> list[BenchReport]:
     """One report against --endpoint (bench/ab.py serves and benches the variants of --ab / --sweep)."""
     if not request.endpoint:
-        raise UsageError("bench needs --endpoint (or --ab / --sweep on a local profile)",
-                         hint="k3deploy bench --endpoint http://10.0.0.5:8000")
+        raise UsageError(
+            "bench needs --endpoint (or --ab / --sweep on a local profile)",
+            hint="k3deploy bench --endpoint http://10.0.0.5:8000",
+        )
     profile = load_profile(request.profile, profile_sets(request))
     return [bench_endpoint(request, profile, request.endpoint, request.label or "run")]
 
@@ -107,7 +114,9 @@ def save(write: Callable[[Path], None], path: Path, what: str) -> None:
         raise EnvironmentProblem(f"cannot write the {what} to {path}: {exc.strerror}", hint="check the path") from None
 
 
-def write_outputs(reports: list[BenchReport], report_file: Path | None, html_file: Path | None, png_file: Path | None) -> None:
+def write_outputs(
+    reports: list[BenchReport], report_file: Path | None, html_file: Path | None, png_file: Path | None
+) -> None:
     """--report (one file per run with --ab/--sweep: NAME-LABEL.json), --html, --png."""
     if report_file is not None:
         for report, path in zip(reports, report_paths(report_file, [r.label for r in reports]), strict=True):

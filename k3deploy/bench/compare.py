@@ -13,8 +13,12 @@ from pydantic import BaseModel
 from k3deploy.report.bench import FORMULAS, BenchReport, CellFigures
 
 #: Settings that must be equal, and how to name them to a user.
-LIKE_FOR_LIKE = (("dataset", "dataset"), ("prompt_set_sha256", "prompt set"), ("output_tokens", "output length"),
-                 ("temperature", "temperature"))
+LIKE_FOR_LIKE = (
+    ("dataset", "dataset"),
+    ("prompt_set_sha256", "prompt set"),
+    ("output_tokens", "output length"),
+    ("temperature", "temperature"),
+)
 
 
 class SpeedupRow(BaseModel):
@@ -64,8 +68,12 @@ def references(report: BenchReport) -> References:
     """The published figures stored in a report (from its profile's targets)."""
     refs = report.references
     base, spec = refs.get("baseline_decode_tok_s"), refs.get("decode_tok_s")
-    return References(baseline_decode_tok_s=base, decode_tok_s=spec, peak_decode_tok_s=refs.get("peak_decode_tok_s"),
-                      speedup=spec / base if base and spec else None)
+    return References(
+        baseline_decode_tok_s=base,
+        decode_tok_s=spec,
+        peak_decode_tok_s=refs.get("peak_decode_tok_s"),
+        speedup=spec / base if base and spec else None,
+    )
 
 
 def _acceptance(cell: CellFigures | None) -> float | None:
@@ -78,17 +86,23 @@ def _row(category: str, level: int, reports: Sequence[BenchReport]) -> SpeedupRo
     cells = [r.cell(category, level) for r in reports]
     rates = [c.decode_tok_s.median if c is not None else None for c in cells]
     base = rates[0]
-    return SpeedupRow(category=category, concurrency=level, decode_tok_s=rates,
-                      speedup=[r / base if r is not None and base else None for r in rates],
-                      aggregate_tok_s=[c.aggregate_tok_s if c is not None else None for c in cells],
-                      mean_acceptance_length=[_acceptance(c) for c in cells])
+    return SpeedupRow(
+        category=category,
+        concurrency=level,
+        decode_tok_s=rates,
+        speedup=[r / base if r is not None and base else None for r in rates],
+        aggregate_tok_s=[c.aggregate_tok_s if c is not None else None for c in cells],
+        mean_acceptance_length=[_acceptance(c) for c in cells],
+    )
 
 
 def compare(reports: Sequence[BenchReport], files: Sequence[str]) -> Comparison:
     """Speedup of every run over the first, per cell present in the first run, then overall per concurrency."""
     rows = [_row(c.category, c.concurrency, reports) for c in reports[0].cells]
     rows += [_row(c.category, c.concurrency, reports) for c in reports[0].overall]
-    return Comparison(labels=[r.label for r in reports], files=list(files), rows=rows, references=references(reports[0]))
+    return Comparison(
+        labels=[r.label for r in reports], files=list(files), rows=rows, references=references(reports[0])
+    )
 
 
 def best_per_concurrency(reports: Sequence[BenchReport]) -> dict[int, tuple[str, float]]:
@@ -111,8 +125,13 @@ def headline(reports: Sequence[BenchReport]) -> list[str]:
             other = report.cell("overall", cell.concurrency)
             rate = other.decode_tok_s.median if other is not None else None
             if base and rate:
-                out.append(f"speedup {report.label} over {reports[0].label} at concurrency {cell.concurrency}: "
-                           f"{rate / base:.2f}x ({base:,.1f} -> {rate:,.1f} median decode tok/s)")
+                out.append(
+                    f"speedup {report.label} over {reports[0].label} at concurrency {cell.concurrency}: "
+                    f"{rate / base:.2f}x ({base:,.1f} -> {rate:,.1f} median decode tok/s)"
+                )
     if len(reports) > 2:
-        out += [f"best at concurrency {level}: {label} ({rate:,.1f} tok/s)" for level, (label, rate) in best_per_concurrency(reports).items()]
+        out += [
+            f"best at concurrency {level}: {label} ({rate:,.1f} tok/s)"
+            for level, (label, rate) in best_per_concurrency(reports).items()
+        ]
     return out

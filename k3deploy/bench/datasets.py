@@ -34,12 +34,32 @@ from k3deploy.errors import UsageError
 #: The placeholder the public SPEED-Bench rows carry instead of their prompts (prepare.py's TURNS_PLACEHOLDER).
 SPEED_BENCH_PLACEHOLDER = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE"
 #: What vLLM's SpeedBench loader tells users to run to get the real data.
-SPEED_BENCH_PREPARE = ("curl -LsSf https://raw.githubusercontent.com/NVIDIA-NeMo/Skills/refs/heads/main/"
-                       "nemo_skills/dataset/speed-bench/prepare.py | python3 - --output_dir DIR")
-SPEED_BENCH_SUBSETS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k", "throughput_32k")
+SPEED_BENCH_PREPARE = (
+    "curl -LsSf https://raw.githubusercontent.com/NVIDIA-NeMo/Skills/refs/heads/main/"
+    "nemo_skills/dataset/speed-bench/prepare.py | python3 - --output_dir DIR"
+)
+SPEED_BENCH_SUBSETS = (
+    "qualitative",
+    "throughput_1k",
+    "throughput_2k",
+    "throughput_8k",
+    "throughput_16k",
+    "throughput_32k",
+)
 #: SPEED-Bench's qualitative categories (the built-in set mirrors them).
-QUALITATIVE_CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning", "roleplay",
-                          "stem", "summarization", "writing")
+QUALITATIVE_CATEGORIES = (
+    "coding",
+    "humanities",
+    "math",
+    "multilingual",
+    "qa",
+    "rag",
+    "reasoning",
+    "roleplay",
+    "stem",
+    "summarization",
+    "writing",
+)
 ENTROPY_TIERS = ("low_entropy", "mixed", "high_entropy")
 BUILTIN_SUBSETS = ("qualitative", "throughput")
 DATASET_KINDS = ("builtin", "speed-bench", "spec-bench", "jsonl")
@@ -111,15 +131,19 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _placeholder(path: Path, line: int) -> UsageError:
-    return UsageError(f"{path}:{line}: this is the public SPEED-Bench file, whose prompts are placeholders "
-                      f"({SPEED_BENCH_PLACEHOLDER!r}), not the benchmark data",
-                      hint=f"prepare the real prompts (they are fetched from their sources): {SPEED_BENCH_PREPARE}; "
-                           "then pass --dataset speed-bench:DIR")
+    return UsageError(
+        f"{path}:{line}: this is the public SPEED-Bench file, whose prompts are placeholders "
+        f"({SPEED_BENCH_PLACEHOLDER!r}), not the benchmark data",
+        hint=f"prepare the real prompts (they are fetched from their sources): {SPEED_BENCH_PREPARE}; "
+        "then pass --dataset speed-bench:DIR",
+    )
 
 
 def _text(value: object, path: Path, line: int, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _bad(path, line, f"{field} is not a non-empty string", "see the dataset format in the README's bench section")
+        raise _bad(
+            path, line, f"{field} is not a non-empty string", "see the dataset format in the README's bench section"
+        )
     if value.startswith(SPEED_BENCH_PLACEHOLDER):
         raise _placeholder(path, line)
     return value
@@ -128,7 +152,9 @@ def _text(value: object, path: Path, line: int, field: str) -> str:
 def _first_turn(row: dict[str, Any], key: str, path: Path, line: int) -> object:
     turns = row.get(key)
     if not isinstance(turns, list) or not turns:
-        raise _bad(path, line, f"'{key}' is not a non-empty list", "see the dataset format in the README's bench section")
+        raise _bad(
+            path, line, f"'{key}' is not a non-empty list", "see the dataset format in the README's bench section"
+        )
     return turns[0]
 
 
@@ -147,23 +173,38 @@ def _row_id(row: dict[str, Any], fallback: str) -> str:
 def load_speed_bench(directory: Path, subset: str) -> Dataset:
     """`<directory>/<subset>.jsonl` as vLLM's SpeedBench reads it: prompt = messages[0].content."""
     if subset not in SPEED_BENCH_SUBSETS:
-        raise UsageError(f"--subset {subset!r} is not a SPEED-Bench subset", hint="one of " + ", ".join(SPEED_BENCH_SUBSETS))
+        raise UsageError(
+            f"--subset {subset!r} is not a SPEED-Bench subset", hint="one of " + ", ".join(SPEED_BENCH_SUBSETS)
+        )
     if not directory.is_dir():
-        raise UsageError(f"speed-bench:{directory} is not a directory",
-                         hint=f"pass the folder the SPEED-Bench preparation wrote: {SPEED_BENCH_PREPARE}")
+        raise UsageError(
+            f"speed-bench:{directory} is not a directory",
+            hint=f"pass the folder the SPEED-Bench preparation wrote: {SPEED_BENCH_PREPARE}",
+        )
     path = directory / f"{subset}.jsonl"
     if not path.is_file():
         present = sorted(p.name for p in directory.glob("*.jsonl")) or ["no .jsonl files"]
-        raise UsageError(f"{path} does not exist (the folder holds: {', '.join(present)})",
-                         hint=f"prepare that subset: {SPEED_BENCH_PREPARE.replace('--output_dir', f'--config {subset} --output_dir')}")
+        raise UsageError(
+            f"{path} does not exist (the folder holds: {', '.join(present)})",
+            hint=f"prepare that subset: {SPEED_BENCH_PREPARE.replace('--output_dir', f'--config {subset} --output_dir')}",
+        )
     prompts = []
     for line, row in read_jsonl(path):
         if "messages" not in row:
             turns = row.get("turns")
-            if isinstance(turns, list) and turns and isinstance(turns[0], str) and turns[0].startswith(SPEED_BENCH_PLACEHOLDER):
+            if (
+                isinstance(turns, list)
+                and turns
+                and isinstance(turns[0], str)
+                and turns[0].startswith(SPEED_BENCH_PLACEHOLDER)
+            ):
                 raise _placeholder(path, line)
-            raise _bad(path, line, "no 'messages' list (vLLM's SpeedBench loader reads messages[0].content)",
-                       f"prepare the data with {SPEED_BENCH_PREPARE}")
+            raise _bad(
+                path,
+                line,
+                "no 'messages' list (vLLM's SpeedBench loader reads messages[0].content)",
+                f"prepare the data with {SPEED_BENCH_PREPARE}",
+            )
         first = _first_turn(row, "messages", path, line)
         content = first.get("content") if isinstance(first, dict) else None
         text = _text(content, path, line, "messages[0].content")
@@ -186,8 +227,11 @@ def load_jsonl(path: Path) -> Dataset:
     for line, row in read_jsonl(path):
         if "prompt" not in row:
             raise _bad(path, line, "no 'prompt' field", 'each line needs {"prompt": "..."} (and may add "category")')
-        prompts.append(BenchPrompt(_row_id(row, f"p{line}"), _category(row, "all", path, line),
-                                   _text(row["prompt"], path, line, "prompt")))
+        prompts.append(
+            BenchPrompt(
+                _row_id(row, f"p{line}"), _category(row, "all", path, line), _text(row["prompt"], path, line, "prompt")
+            )
+        )
     return Dataset("jsonl", str(path), None, tuple(prompts))
 
 
@@ -199,11 +243,16 @@ def _builtin_raw() -> dict[str, dict[str, list[str]]]:
 def load_builtin(subset: str) -> Dataset:
     """The built-in set: `qualitative` (SPEED-Bench's 11 categories) or `throughput` (its 3 entropy tiers)."""
     if subset not in BUILTIN_SUBSETS:
-        raise UsageError(f"--subset {subset!r} is not in the built-in set (it has {', '.join(BUILTIN_SUBSETS)})",
-                         hint="SPEED-Bench's throughput_Nk subsets need the real data: --dataset speed-bench:DIR")
+        raise UsageError(
+            f"--subset {subset!r} is not in the built-in set (it has {', '.join(BUILTIN_SUBSETS)})",
+            hint="SPEED-Bench's throughput_Nk subsets need the real data: --dataset speed-bench:DIR",
+        )
     raw = _builtin_raw()[subset]
-    prompts = tuple(BenchPrompt(f"{category}-{i + 1}", category, text.strip())
-                    for category, texts in raw.items() for i, text in enumerate(texts))
+    prompts = tuple(
+        BenchPrompt(f"{category}-{i + 1}", category, text.strip())
+        for category, texts in raw.items()
+        for i, text in enumerate(texts)
+    )
     return Dataset("builtin", "builtin", subset, prompts)
 
 
@@ -211,8 +260,10 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     """`builtin` | `speed-bench:DIR` | `spec-bench:FILE` | `jsonl:FILE`; `subset` applies to builtin and speed-bench."""
     kind, _, where = spec.partition(":")
     if kind not in DATASET_KINDS or (kind == "builtin") != (where == ""):
-        raise UsageError(f"--dataset {spec!r} is not builtin, speed-bench:DIR, spec-bench:FILE or jsonl:FILE",
-                         hint="for example --dataset speed-bench:./speed-bench or --dataset jsonl:prompts.jsonl")
+        raise UsageError(
+            f"--dataset {spec!r} is not builtin, speed-bench:DIR, spec-bench:FILE or jsonl:FILE",
+            hint="for example --dataset speed-bench:./speed-bench or --dataset jsonl:prompts.jsonl",
+        )
     if kind == "builtin":
         return load_builtin(subset or "qualitative")
     if kind == "speed-bench":
@@ -228,8 +279,10 @@ def select(dataset: Dataset, categories: list[str] | None, per_category: int | N
     if categories:
         missing = [c for c in categories if c not in present]
         if missing:
-            raise UsageError(f"--category {', '.join(missing)}: not in {dataset.name}",
-                             hint="categories there: " + ", ".join(present))
+            raise UsageError(
+                f"--category {', '.join(missing)}: not in {dataset.name}",
+                hint="categories there: " + ", ".join(present),
+            )
         present = [c for c in present if c in categories]
     out = {}
     for category in present:

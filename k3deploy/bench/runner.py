@@ -80,16 +80,22 @@ async def _liveness(client: SmokeClient, served: str) -> None:
         status = await client.health()
         models = await client.models() if status == 200 else []
     except EndpointError as exc:
-        raise EnvironmentProblem(f"{client.base_url} cannot be benchmarked: {exc.message}",
-                                 hint="check --endpoint (and --api-key-env); `k3deploy smoke` diagnoses further") from None
+        raise EnvironmentProblem(
+            f"{client.base_url} cannot be benchmarked: {exc.message}",
+            hint="check --endpoint (and --api-key-env); `k3deploy smoke` diagnoses further",
+        ) from None
     if status != 200:
         raise EnvironmentProblem(f"{client.base_url}/health answered {status}", hint="wait until the server is ready")
     if served not in models:
-        raise EnvironmentProblem(f"{client.base_url} serves {', '.join(models) or 'no model'}, not {served}",
-                                 hint=f"pick the matching profile, or --set model.served_name={models[0] if models else 'NAME'}")
+        raise EnvironmentProblem(
+            f"{client.base_url} serves {', '.join(models) or 'no model'}, not {served}",
+            hint=f"pick the matching profile, or --set model.served_name={models[0] if models else 'NAME'}",
+        )
 
 
-async def run_bench_async(profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None) -> BenchReport:
+async def run_bench_async(
+    profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None
+) -> BenchReport:
     """Run the plan against `endpoint` and return the report; an endpoint that cannot be reached raises (exit 3)."""
     options = options or BenchOptions()
     say = options.note or (lambda _msg: None)
@@ -97,9 +103,14 @@ async def run_bench_async(profile: Profile, endpoint: str, plan: BenchPlan, opti
     started, t0 = datetime.now(UTC), time.perf_counter()
     total, done = plan.total_requests(), 0
     out = _Cells()
-    async with SmokeClient(base, api_key=options.api_key, request_timeout_s=profile.smoke.request_timeout_s,
-                           max_connections=max(plan.concurrency), transport=options.transport,
-                           clock=lambda: time.perf_counter() - t0) as client:
+    async with SmokeClient(
+        base,
+        api_key=options.api_key,
+        request_timeout_s=profile.smoke.request_timeout_s,
+        max_connections=max(plan.concurrency),
+        transport=options.transport,
+        clock=lambda: time.perf_counter() - t0,
+    ) as client:
         await _liveness(client, profile.model.served_name)
 
         async def one(prompt: BenchPrompt, level: int, index: int) -> BenchRequest:
@@ -116,7 +127,9 @@ async def run_bench_async(profile: Profile, endpoint: str, plan: BenchPlan, opti
             for category in plan.prompts:
                 gate = asyncio.Semaphore(level)
 
-                async def gated(i: int, prompt: BenchPrompt, level: int = level, gate: asyncio.Semaphore = gate) -> BenchRequest:
+                async def gated(
+                    i: int, prompt: BenchPrompt, level: int = level, gate: asyncio.Semaphore = gate
+                ) -> BenchRequest:
                     nonlocal done
                     async with gate:
                         record = await one(prompt, level, i)
@@ -128,27 +141,45 @@ async def run_bench_async(profile: Profile, endpoint: str, plan: BenchPlan, opti
                 before, error = await _scrape(client)
                 records = list(await asyncio.gather(*(gated(i, p) for i, p in enumerate(plan.batch(category, level)))))
                 after, error_after = await _scrape(client) if before is not None else (None, error)
-                server = (figures.server_delta(metrics.diff(before, after)) if before is not None and after is not None
-                          else ServerDelta(available=False, error=error or error_after))
+                server = (
+                    figures.server_delta(metrics.diff(before, after))
+                    if before is not None and after is not None
+                    else ServerDelta(available=False, error=error or error_after)
+                )
                 cell = figures.cell_figures(category, level, records, server)
                 level_cells.append(cell)
                 level_requests += records
-                say(f"{category} @ {level}: median decode {cell.decode_tok_s.median or 0:.1f} tok/s, "
-                    f"{cell.failed} failed")
+                say(
+                    f"{category} @ {level}: median decode {cell.decode_tok_s.median or 0:.1f} tok/s, "
+                    f"{cell.failed} failed"
+                )
             out.cells += level_cells
             out.requests += level_requests
             out.overall.append(figures.overall_figures(level, level_requests, level_cells))
 
     speculative = profile.speculative.config() if profile.speculative is not None else None
     report = BenchReport(
-        label=plan.label, profile=profile.name, endpoint=base, model=profile.model.served_name, speculative=speculative,
+        label=plan.label,
+        profile=profile.name,
+        endpoint=base,
+        model=profile.model.served_name,
+        speculative=speculative,
         settings=BenchSettings(
-            dataset=plan.dataset.name, subset=plan.dataset.subset, categories=list(plan.prompts),
+            dataset=plan.dataset.name,
+            subset=plan.dataset.subset,
+            categories=list(plan.prompts),
             prompt_set_sha256=prompt_set_digest([p for ps in plan.prompts.values() for p in ps]),
-            prompts_per_category=plan.per_category, output_tokens=plan.output_tokens,
-            temperature=profile.smoke.temperature, api=profile.smoke.api, concurrency=sorted(set(plan.concurrency))),
+            prompts_per_category=plan.per_category,
+            output_tokens=plan.output_tokens,
+            temperature=profile.smoke.temperature,
+            api=profile.smoke.api,
+            concurrency=sorted(set(plan.concurrency)),
+        ),
         references=published_references(profile),
-        started_at=started, cells=out.cells, overall=out.overall, requests=out.requests,
+        started_at=started,
+        cells=out.cells,
+        overall=out.overall,
+        requests=out.requests,
         warnings=figures.token_mismatches(out.cells) + _failures(out.requests),
     )
     report.finished_at = datetime.now(UTC)
@@ -164,16 +195,20 @@ def published_references(profile: Profile) -> dict[str, float | None]:
     """
     targets = profile.targets
     paired = targets.baseline_decode_tok_s is not None
-    return {"baseline_decode_tok_s": targets.baseline_decode_tok_s,
-            "decode_tok_s": targets.decode_tok_s if paired else None,
-            "peak_decode_tok_s": targets.peak_decode_tok_s}
+    return {
+        "baseline_decode_tok_s": targets.baseline_decode_tok_s,
+        "decode_tok_s": targets.decode_tok_s if paired else None,
+        "peak_decode_tok_s": targets.peak_decode_tok_s,
+    }
 
 
 def _failures(requests: list[BenchRequest]) -> list[str]:
     failed = [r for r in requests if not r.ok]
     if not failed:
         return []
-    return [f"{len(failed)} of {len(requests)} request(s) failed, first: {failed[0].category}/{failed[0].prompt_id}: {failed[0].error}"]
+    return [
+        f"{len(failed)} of {len(requests)} request(s) failed, first: {failed[0].category}/{failed[0].prompt_id}: {failed[0].error}"
+    ]
 
 
 def run_bench(profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None) -> BenchReport:

@@ -58,9 +58,14 @@ def overall_tok_s(reports: Sequence[BenchReport]) -> dict[str, float | None]:
 
 def concurrency_curve(reports: Sequence[BenchReport]) -> dict[str, dict[str, list[Any]]]:
     """{run label: {concurrency: [...], per_user_tok_s: [...], aggregate_tok_s: [...]}}."""
-    return {r.label: {"concurrency": [c.concurrency for c in r.overall],
-                      "per_user_tok_s": [c.decode_tok_s.median for c in r.overall],
-                      "aggregate_tok_s": [c.aggregate_tok_s for c in r.overall]} for r in reports}
+    return {
+        r.label: {
+            "concurrency": [c.concurrency for c in r.overall],
+            "per_user_tok_s": [c.decode_tok_s.median for c in r.overall],
+            "aggregate_tok_s": [c.aggregate_tok_s for c in r.overall],
+        }
+        for r in reports
+    }
 
 
 def acceptance(reports: Sequence[BenchReport]) -> dict[str, dict[int, float]]:
@@ -76,6 +81,11 @@ def acceptance(reports: Sequence[BenchReport]) -> dict[str, dict[int, float]]:
 
 def all_series(reports: Sequence[BenchReport]) -> dict[str, Any]:
     """Every chart's data in one JSON-able dict (embedded in the HTML)."""
-    return {"per_category": per_category(reports), "speedups": speedups(reports), "overall_tok_s": overall_tok_s(reports),
-            "published": published(reports), "concurrency_curve": concurrency_curve(reports),
-            "acceptance_per_position": {k: {str(p): v for p, v in d.items()} for k, d in acceptance(reports).items()}}
+    return {
+        "per_category": per_category(reports),
+        "speedups": speedups(reports),
+        "overall_tok_s": overall_tok_s(reports),
+        "published": published(reports),
+        "concurrency_curve": concurrency_curve(reports),
+        "acceptance_per_position": {k: {str(p): v for p, v in d.items()} for k, d in acceptance(reports).items()},
+    }

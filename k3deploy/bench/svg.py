@@ -25,43 +25,62 @@ def _yaxis(k: float, unit: str) -> str:
     for i in range(5):
         value = top * i / 4
         y = H - BOTTOM - value * k
-        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#ddd"/>'
-                   f'<text x="{LEFT - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{value:.3g}{suffix}</text>')
+        out.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#ddd"/>'
+            f'<text x="{LEFT - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{value:.3g}{suffix}</text>'
+        )
     return "".join(out)
 
 
 def _legend(labels: Sequence[str]) -> str:
-    return "".join(f'<rect x="{LEFT + 130 * i}" y="6" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
-                   f'<text x="{LEFT + 14 + 130 * i}" y="15" font-size="11">{escape(label)}</text>'
-                   for i, label in enumerate(labels))
+    return "".join(
+        f'<rect x="{LEFT + 130 * i}" y="6" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+        f'<text x="{LEFT + 14 + 130 * i}" y="15" font-size="11">{escape(label)}</text>'
+        for i, label in enumerate(labels)
+    )
 
 
-def bars(title: str, groups: Sequence[str], series: dict[str, Sequence[float | None]], refs: dict[str, float] | None = None,
-         unit: str = "") -> str:
+def bars(
+    title: str,
+    groups: Sequence[str],
+    series: dict[str, Sequence[float | None]],
+    refs: dict[str, float] | None = None,
+    unit: str = "",
+) -> str:
     """Grouped bars: one group per `groups` entry, one bar per series; dashed lines at `refs` (name: value)."""
     refs = refs or {}
     k = _scale([v for vs in series.values() for v in vs], list(refs.values()))
     base = H - BOTTOM
     slot = (W - LEFT - 10) / max(len(groups), 1)
     width = slot * 0.8 / max(len(series), 1)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
-             f'<title>{escape(title)}</title>', _yaxis(k, unit), _legend(list(series)),
-             f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        _yaxis(k, unit),
+        _legend(list(series)),
+        f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>',
+    ]
     for g, group in enumerate(groups):
         x0 = LEFT + g * slot + slot * 0.1
-        parts.append(f'<text x="{x0 + slot * 0.4:.1f}" y="{base + 14}" font-size="10" text-anchor="end" '
-                     f'transform="rotate(-30 {x0 + slot * 0.4:.1f} {base + 14})">{escape(group)}</text>')
+        parts.append(
+            f'<text x="{x0 + slot * 0.4:.1f}" y="{base + 14}" font-size="10" text-anchor="end" '
+            f'transform="rotate(-30 {x0 + slot * 0.4:.1f} {base + 14})">{escape(group)}</text>'
+        )
         for s, (label, values) in enumerate(series.items()):
             value = values[g] if g < len(values) else None
             if value is None:
                 continue
             h = value * k
-            parts.append(f'<rect x="{x0 + s * width:.1f}" y="{base - h:.1f}" width="{width * 0.95:.1f}" height="{h:.1f}" '
-                         f'fill="{PALETTE[s % len(PALETTE)]}"><title>{escape(label)} {escape(group)}: {value:.2f}{unit}</title></rect>')
+            parts.append(
+                f'<rect x="{x0 + s * width:.1f}" y="{base - h:.1f}" width="{width * 0.95:.1f}" height="{h:.1f}" '
+                f'fill="{PALETTE[s % len(PALETTE)]}"><title>{escape(label)} {escape(group)}: {value:.2f}{unit}</title></rect>'
+            )
     for name, value in refs.items():
         y = base - value * k
-        parts.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#000" stroke-dasharray="5,4"/>'
-                     f'<text x="{W - 12}" y="{y - 3:.1f}" font-size="10" text-anchor="end">{escape(name)} {value:.3g}{unit}</text>')
+        parts.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#000" stroke-dasharray="5,4"/>'
+            f'<text x="{W - 12}" y="{y - 3:.1f}" font-size="10" text-anchor="end">{escape(name)} {value:.3g}{unit}</text>'
+        )
     return "".join(parts) + "</svg>"
 
 
@@ -72,15 +91,24 @@ def lines(title: str, series: dict[str, tuple[Sequence[float], Sequence[float | 
     base = H - BOTTOM
     step = (W - LEFT - 40) / max(len(xs) - 1, 1)
     where = {x: LEFT + 20 + i * step for i, x in enumerate(xs)}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
-             f'<title>{escape(title)}</title>', _yaxis(k, unit), _legend(list(series)),
-             f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        _yaxis(k, unit),
+        _legend(list(series)),
+        f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>',
+    ]
     parts += [f'<text x="{where[x]:.1f}" y="{base + 14}" font-size="10" text-anchor="middle">{x:g}</text>' for x in xs]
     for s, (label, (px, py)) in enumerate(series.items()):
         pts = [(where[x], base - y * k, y) for x, y in zip(px, py, strict=False) if y is not None]
         colour = PALETTE[s % len(PALETTE)]
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
-                     + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
-        parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"><title>{escape(label)}: {v:.2f}{unit}</title></circle>'
-                  for x, y, v in pts]
+        parts.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
+            + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts)
+            + '"/>'
+        )
+        parts += [
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"><title>{escape(label)}: {v:.2f}{unit}</title></circle>'
+            for x, y, v in pts
+        ]
     return "".join(parts) + "</svg>"

@@ -31,7 +31,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
 ) -> None:
     """k3deploy: preflight, render, roll out and smoke-test Kimi K3 on GB300."""
 
@@ -45,7 +47,9 @@ class OutputFormat(str, Enum):
 
 ProfileOpt = Annotated[
     str,
-    typer.Option("--profile", "-p", help=f"Built-in profile name or path to a profile YAML (default {DEFAULT_PROFILE})."),
+    typer.Option(
+        "--profile", "-p", help=f"Built-in profile name or path to a profile YAML (default {DEFAULT_PROFILE})."
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None,

@@ -14,8 +14,12 @@ from k3deploy.console import err
 from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.profile import DEFAULT_PROFILE
 
-bench_app = typer.Typer(help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
-                        invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None)
+bench_app = typer.Typer(
+    help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+    rich_markup_mode=None,
+)
 app.add_typer(bench_app, name="bench")
 
 
@@ -28,24 +32,52 @@ def writable(path: Path | None, flag: str) -> None:
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
-    endpoint: Annotated[str | None, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server (not with --ab).")] = None,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server (not with --ab).")
+    ] = None,
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
-    dataset: Annotated[str, typer.Option("--dataset", help="builtin | speed-bench:DIR | spec-bench:FILE | jsonl:FILE.")] = "builtin",
-    subset: Annotated[str | None, typer.Option("--subset", help="qualitative | throughput_1k..throughput_32k (builtin: qualitative | throughput).")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
+    ] = None,
+    dataset: Annotated[
+        str, typer.Option("--dataset", help="builtin | speed-bench:DIR | spec-bench:FILE | jsonl:FILE.")
+    ] = "builtin",
+    subset: Annotated[
+        str | None,
+        typer.Option(
+            "--subset", help="qualitative | throughput_1k..throughput_32k (builtin: qualitative | throughput)."
+        ),
+    ] = None,
     category: Annotated[str | None, typer.Option("--category", help="Only these categories (comma-separated).")] = None,
     concurrency: Annotated[str, typer.Option("--concurrency", help="Concurrency levels, e.g. 1,2,4.")] = "1",
-    num_prompts: Annotated[int | None, typer.Option("--num-prompts", min=1, help="First N prompts of each category (default: all).")] = None,
-    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=2, help="Tokens per request (default smoke.output_tokens).")] = None,
-    temperature: Annotated[float | None, typer.Option("--temperature", min=0.0, help="Sampling temperature (default smoke.temperature, 0).")] = None,
+    num_prompts: Annotated[
+        int | None, typer.Option("--num-prompts", min=1, help="First N prompts of each category (default: all).")
+    ] = None,
+    output_tokens: Annotated[
+        int | None, typer.Option("--output-tokens", min=2, help="Tokens per request (default smoke.output_tokens).")
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option("--temperature", min=0.0, help="Sampling temperature (default smoke.temperature, 0)."),
+    ] = None,
     label: Annotated[str | None, typer.Option("--label", help="Name of this run in reports and comparisons.")] = None,
-    ab: Annotated[bool, typer.Option("--ab", help="Local target: serve without speculation, then with it; print the speedup.")] = False,
-    sweep: Annotated[str | None, typer.Option("--sweep", help="Local target: restart per value, e.g. speculative.num_speculative_tokens=1,2,3.")] = None,
+    ab: Annotated[
+        bool, typer.Option("--ab", help="Local target: serve without speculation, then with it; print the speedup.")
+    ] = False,
+    sweep: Annotated[
+        str | None,
+        typer.Option("--sweep", help="Local target: restart per value, e.g. speculative.num_speculative_tokens=1,2,3."),
+    ] = None,
     output: FormatOpt = OutputFormat.table,
-    report_file: Annotated[Path | None, typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run).")] = None,
+    report_file: Annotated[
+        Path | None,
+        typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run)."),
+    ] = None,
     html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
-    png_file: Annotated[Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")] = None,
+    png_file: Annotated[
+        Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
+    ] = None,
 ) -> None:
     """Bench an endpoint per category, tier and concurrency. Exit 0 all requests ok, 1 a request failed or tokens
     disagree with the server's counters, 3 the endpoint cannot be reached."""
@@ -63,12 +95,26 @@ def bench(
     if api_key_env:
         api_key = os.environ.get(api_key_env)
         if not api_key:
-            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=...")
+            raise UsageError(
+                f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=..."
+            )
     request = cli_run.Request(
-        endpoint=endpoint, profile=profile, sets=set_ or [], api_key=api_key, dataset=dataset, subset=subset,
+        endpoint=endpoint,
+        profile=profile,
+        sets=set_ or [],
+        api_key=api_key,
+        dataset=dataset,
+        subset=subset,
         categories=[c.strip() for c in category.split(",") if c.strip()] if category else None,
-        concurrency=parse_levels(concurrency), num_prompts=num_prompts, output_tokens=output_tokens,
-        temperature=temperature, label=label, ab=ab, sweep=sweep, quiet=output is OutputFormat.json)
+        concurrency=parse_levels(concurrency),
+        num_prompts=num_prompts,
+        output_tokens=output_tokens,
+        temperature=temperature,
+        label=label,
+        ab=ab,
+        sweep=sweep,
+        quiet=output is OutputFormat.json,
+    )
     reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
@@ -78,12 +124,17 @@ def bench(
             err.print(line, markup=False, highlight=False)
     cli_run.write_outputs(reports, report_file, html_file, png_file)
     if output is OutputFormat.json:
-        typer.echo(reports[0].model_dump_json(indent=1) if len(reports) == 1
-                   else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]")
+        typer.echo(
+            reports[0].model_dump_json(indent=1)
+            if len(reports) == 1
+            else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]"
+        )
     problems = [w for r in reports for w in r.warnings]
     if problems:
-        raise CheckFailed(f"bench: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
-                          hint="the report holds every request's error")
+        raise CheckFailed(
+            f"bench: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+            hint="the report holds every request's error",
+        )
 
 
 @bench_app.command("compare")
@@ -100,7 +151,9 @@ def compare_cmd(
     from k3deploy.report.bench_view import compare_view
 
     if len(files) < 2:
-        raise UsageError("bench compare needs at least two reports", hint="k3deploy bench compare base.json dspark.json")
+        raise UsageError(
+            "bench compare needs at least two reports", hint="k3deploy bench compare base.json dspark.json"
+        )
     reports = []
     for path in files:
         try:
@@ -108,13 +161,17 @@ def compare_cmd(
         except FileNotFoundError:
             raise UsageError(f"{path} does not exist", hint="pass files written by `k3deploy bench --report`") from None
         except ValueError as exc:
-            raise UsageError(f"{path} is not a bench report this k3deploy reads: {str(exc).splitlines()[0]}",
-                             hint="pass files written by `k3deploy bench --report`") from None
+            raise UsageError(
+                f"{path} is not a bench report this k3deploy reads: {str(exc).splitlines()[0]}",
+                hint="pass files written by `k3deploy bench --report`",
+            ) from None
     names = [str(p) for p in files]
     differ = differences(reports, names)
     if differ:
-        raise UsageError("runs are not like for like: " + "; ".join(differ),
-                         hint="bench both sides with the same --dataset/--subset/--category/--num-prompts, --output-tokens and --temperature")
+        raise UsageError(
+            "runs are not like for like: " + "; ".join(differ),
+            hint="bench both sides with the same --dataset/--subset/--category/--num-prompts, --output-tokens and --temperature",
+        )
     comparison = compare(reports, names)
     err.print(compare_view(comparison))
     if output is OutputFormat.json:

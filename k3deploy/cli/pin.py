@@ -16,7 +16,8 @@ def pin(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="File to write the pinned profile to, or '-' for stdout (default).")
+        str | None,
+        typer.Option("--output", "-o", help="File to write the pinned profile to, or '-' for stdout (default)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file that `pin` did not write.")] = False,
 ) -> None:
@@ -34,8 +35,11 @@ def pin(
         outcome = pin_profile(profile, list(set_ or []), registry, hub)
     write_pinned(outcome.text, output, force=force)
     if not outcome.rows:
-        err.print("nothing to pin: the profile names no Hub model and no image (a local target with local or generated weights)",
-                  markup=False, highlight=False)
+        err.print(
+            "nothing to pin: the profile names no Hub model and no image (a local target with local or generated weights)",
+            markup=False,
+            highlight=False,
+        )
     for row in outcome.rows:
         change = f"{row.before} -> {row.after}" if row.before != row.after else f"{row.after} (unchanged)"
         err.print(f"{row.field}: {change}  [{row.note}]", markup=False, highlight=False)

@@ -14,10 +14,16 @@ def placement_table(result: Placement) -> Table:
     table = Table("CLIQUE", "FREE TRAYS", "GROUPS", "TRAYS USED", "TRAYS FREE AFTER", "NOTE", box=None, title=title)
     for clique in result.cliques:
         groups = ", ".join(map(str, clique.groups)) or "-"
-        note = "" if clique.free_after >= result.nodes else f"lacks {result.nodes - clique.free_after} tray(s) for a group"
+        note = (
+            "" if clique.free_after >= result.nodes else f"lacks {result.nodes - clique.free_after} tray(s) for a group"
+        )
         if clique.excluded:
-            note = "; ".join(filter(None, [note, f"{len(clique.excluded)} GPU node(s) not free: " + "; ".join(clique.excluded[:3])]))
-        table.add_row(clique.clique, str(len(clique.trays)), groups, str(len(clique.used)), str(clique.free_after), note)
+            note = "; ".join(
+                filter(None, [note, f"{len(clique.excluded)} GPU node(s) not free: " + "; ".join(clique.excluded[:3])])
+            )
+        table.add_row(
+            clique.clique, str(len(clique.trays)), groups, str(len(clique.used)), str(clique.free_after), note
+        )
     if not result.cliques:
         table.add_row("-", "0", "-", "0", "0", "no GPU node is eligible")
     return table

@@ -26,21 +26,33 @@ def figures_table(result: CapacityPlan) -> Table:
         ("weights per GPU", _gib(result.weight_bytes_per_gpu)),
         ("draft per GPU", _gib(result.draft_bytes_per_gpu)),
         ("runtime reserve per GPU", _gib(result.reserve_bytes_per_gpu)),
-        ("KV per token per attention layer", f"{result.mla_bytes_per_token_per_layer:,} B ({result.kv_dtype_bytes} B/element, every TP rank)"),
+        (
+            "KV per token per attention layer",
+            f"{result.mla_bytes_per_token_per_layer:,} B ({result.kv_dtype_bytes} B/element, every TP rank)",
+        ),
         ("KV per token (target / draft)", f"{result.kv_bytes_per_token:,} B / {result.draft_kv_bytes_per_token:,} B"),
         ("KV block", f"{result.kv_block_size:,} tokens = {result.mla_page_bytes:,} B per layer"),
     ]
     if result.linear_layer_slots:
-        rows.append(("KV cache groups", f"{result.kv_group_size} layers each: {result.attention_layer_slots} attention + "
-                                        f"{result.linear_layer_slots} linear-attention slots (padding included)"))
+        rows.append(
+            (
+                "KV cache groups",
+                f"{result.kv_group_size} layers each: {result.attention_layer_slots} attention + "
+                f"{result.linear_layer_slots} linear-attention slots (padding included)",
+            )
+        )
     if result.linear_page_bytes:
         rows += [
-            ("linear-attention page per layer per GPU",
-             f"{result.linear_recurrent_bytes_per_layer:,} B recurrent + {result.linear_conv_bytes_per_layer:,} B conv"
-             f" = {result.linear_page_bytes:,} B, padded to {result.linear_page_padded_bytes:,} B"),
-            ("linear-attention state per sequence",
-             f"{result.linear_state_bytes_per_sequence:,} B; per GPU {result.linear_pages_per_sequence} pages"
-             f" x slots = {result.linear_state_bytes_per_sequence_per_gpu:,} B"),
+            (
+                "linear-attention page per layer per GPU",
+                f"{result.linear_recurrent_bytes_per_layer:,} B recurrent + {result.linear_conv_bytes_per_layer:,} B conv"
+                f" = {result.linear_page_bytes:,} B, padded to {result.linear_page_padded_bytes:,} B",
+            ),
+            (
+                "linear-attention state per sequence",
+                f"{result.linear_state_bytes_per_sequence:,} B; per GPU {result.linear_pages_per_sequence} pages"
+                f" x slots = {result.linear_state_bytes_per_sequence_per_gpu:,} B",
+            ),
         ]
     rows += [
         ("one max_model_len sequence", f"{result.max_model_len:,} tokens = {_gib(result.bytes_per_full_sequence)}"),

@@ -20,7 +20,9 @@ from k3deploy.targets import DeployOptions, target_for
 def preflight(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
-    node: Annotated[bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")] = False,
+    node: Annotated[
+        bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")
+    ] = False,
     cluster: Annotated[bool, typer.Option("--cluster", help="Check the cluster through the Kubernetes API.")] = False,
     kubeconfig: Annotated[
         str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config).")
@@ -51,7 +53,11 @@ def preflight(
         results = run_preflight(prof, node, cluster, kube)
     overall = worst(results)
     if output is OutputFormat.json:
-        payload = {"profile": prof.name, "status": overall.value, "checks": [r.model_dump(mode="json") for r in results]}
+        payload = {
+            "profile": prof.name,
+            "status": overall.value,
+            "checks": [r.model_dump(mode="json") for r in results],
+        }
         out.print_json(json.dumps(payload))
     else:
         out.print(preflight_table(prof.name, results))
@@ -59,5 +65,7 @@ def preflight(
     err.print(", ".join(f"{counts[s]} {s.value}" for s in Status if counts[s]), markup=False, highlight=False)
     failed = [r.name for r in results if r.status is Status.FAIL]
     if failed:
-        raise CheckFailed(f"preflight failed {len(failed)} check(s): {', '.join(failed)}",
-                          hint="fix the FAIL rows (see each row's fix) and run preflight again")
+        raise CheckFailed(
+            f"preflight failed {len(failed)} check(s): {', '.join(failed)}",
+            hint="fix the FAIL rows (see each row's fix) and run preflight again",
+        )

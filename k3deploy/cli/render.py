@@ -29,18 +29,32 @@ def plan(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
     output: FormatOpt = OutputFormat.table,
-    cluster: Annotated[bool, typer.Option("--cluster", help="Also read the cluster's GPU nodes and show where the "
-                                                            "parallel.replicas groups land, clique by clique.")] = False,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (with --cluster).")] = None,
-    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context to use (with --cluster).")] = None,
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace of the deployment (with --cluster).")] = None,
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            "--cluster",
+            help="Also read the cluster's GPU nodes and show where the "
+            "parallel.replicas groups land, clique by clique.",
+        ),
+    ] = False,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (with --cluster).")
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option("--context", help="kubeconfig context to use (with --cluster).")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace of the deployment (with --cluster).")
+    ] = None,
 ) -> None:
     """Print the capacity plan: weights, draft and KV cache per GPU, the weight cache, and with --cluster the
     placement of the groups on the cliques; exit 1 when the model or (with --cluster) the groups do not fit."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.preflight.weight_cache import cache_note, weight_cache
 
-    prof = get_profile(profile, set_, check_fit=False)  # not fitting is this command's verdict (exit 1), not a bad profile
+    prof = get_profile(
+        profile, set_, check_fit=False
+    )  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
     cache = weight_cache(prof)
     placement = None
@@ -49,7 +63,11 @@ def plan(
     if output is OutputFormat.json:
         payload = json.loads(result.model_dump_json())
         if cache is not None:
-            payload["weight_cache"] = {**cache.model_dump(), "snapshots": cache.snapshots, "upgrade_fits": cache.upgrade_fits}
+            payload["weight_cache"] = {
+                **cache.model_dump(),
+                "snapshots": cache.snapshots,
+                "upgrade_fits": cache.upgrade_fits,
+            }
         if placement is not None:
             payload["placement"] = dataclasses.asdict(placement) | {"placed": placement.placed, "fits": placement.fits}
         out.print_json(json.dumps(payload))
@@ -65,10 +83,14 @@ def plan(
         if prof.model.rehearsal:
             err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if not result.fits:
-        raise CheckFailed(f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len")
+        raise CheckFailed(
+            f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len"
+        )
     if placement is not None and not placement.fits:
-        raise CheckFailed(f"only {placement.placed} of {placement.replicas} groups fit on the cluster's cliques",
-                          hint="free trays in a clique, add nodes, or lower parallel.replicas (see the placement table)")
+        raise CheckFailed(
+            f"only {placement.placed} of {placement.replicas} groups fit on the cluster's cliques",
+            hint="free trays in a clique, add nodes, or lower parallel.replicas (see the placement table)",
+        )
 
 
 def _placement(prof: Profile, kubeconfig: str | None, context: str | None, namespace: str | None) -> Placement:
@@ -79,8 +101,10 @@ def _placement(prof: Profile, kubeconfig: str | None, context: str | None, names
     from k3deploy.preflight.placement import place
 
     if not prof.on_kubernetes:
-        raise UsageError(f"--cluster needs a kubernetes profile; {prof.name!r} has target {prof.target!r}",
-                         hint="use -p kimi-k3-gb300-tp16 (or another kubernetes profile)")
+        raise UsageError(
+            f"--cluster needs a kubernetes profile; {prof.name!r} has target {prof.target!r}",
+            hint="use -p kimi-k3-gb300-tp16 (or another kubernetes profile)",
+        )
     return place(prof, placement_nodes(prof, KubeOptions(kubeconfig, context, namespace)))
 
 
@@ -111,8 +135,15 @@ def schema() -> None:
 def render(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
-    output_dir: Annotated[str, typer.Option("--output", "-o", help="Directory to write, or '-' for a YAML stream on stdout.")] = "-",
-    force: Annotated[bool, typer.Option("--force", help="Overwrite files in the directory that k3deploy did not write, or that changed since.")] = False,
+    output_dir: Annotated[
+        str, typer.Option("--output", "-o", help="Directory to write, or '-' for a YAML stream on stdout.")
+    ] = "-",
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Overwrite files in the directory that k3deploy did not write, or that changed since."
+        ),
+    ] = False,
 ) -> None:
     """Write the deployment for a profile: Kubernetes manifests, or the vLLM argv/env for a local target.
 

@@ -32,14 +32,30 @@ from k3deploy.targets import DeployOptions, target_for
 if TYPE_CHECKING:
     from k3deploy.pipeline import RunSummary
 
-KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster).")]
+KubeconfigOpt = Annotated[
+    str | None,
+    typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)."),
+]
 ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context to use.")]
-NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")]
-TimeoutOpt = Annotated[str | None, typer.Option("--timeout", help=(
-    "Deadline of the command, e.g. 90s, 15m, 3h: every Kubernetes API request and wait ends by then "
-    "(default: the profile's rollout_timeout_s per phase; smoke has its own overall timeout, a rollback a budget of its own)."))]
-StatusTimeoutOpt = Annotated[str | None, typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")]
-EndpointOpt = Annotated[str | None, typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")]
+NamespaceOpt = Annotated[
+    str | None, typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")
+]
+TimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        help=(
+            "Deadline of the command, e.g. 90s, 15m, 3h: every Kubernetes API request and wait ends by then "
+            "(default: the profile's rollout_timeout_s per phase; smoke has its own overall timeout, a rollback a budget of its own)."
+        ),
+    ),
+]
+StatusTimeoutOpt = Annotated[
+    str | None, typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")
+]
+EndpointOpt = Annotated[
+    str | None, typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")
+]
 
 
 class Strategy(str, Enum):
@@ -50,6 +66,7 @@ class Strategy(str, Enum):
 
 
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
+
 
 def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:
     overrides = list(sets or [])
@@ -72,7 +89,9 @@ def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
     err.print(f"summary ({summary.command} {summary.profile} on {summary.target}):", markup=False, highlight=False)
     for stage in summary.stages:
         detail = f" - {stage.detail}" if stage.detail else ""
-        err.print(f"  {stage.name:<10} {stage.status.value:<5} {stage.seconds:6.1f}s{detail}", markup=False, highlight=False)
+        err.print(
+            f"  {stage.name:<10} {stage.status.value:<5} {stage.seconds:6.1f}s{detail}", markup=False, highlight=False
+        )
     if summary.rollback:
         err.print(f"  rollback: {summary.rollback}", markup=False, highlight=False)
     figures = (summary.extra.get("smoke") or {}).get("figures")
@@ -89,9 +108,16 @@ def apply_cmd(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Server-side dry run: validate and report, change nothing.")] = False,
-    diff: Annotated[bool, typer.Option("--diff", help="Show what would change against the live objects (stdout), change nothing.")] = False,
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until the set is ready (watching, with diagnosis on failure).")] = True,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Server-side dry run: validate and report, change nothing.")
+    ] = False,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Show what would change against the live objects (stdout), change nothing.")
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait/--no-wait", help="Wait until the set is ready (watching, with diagnosis on failure)."),
+    ] = True,
     timeout: TimeoutOpt = None,
     force_conflicts: ForceOpt = False,
     output: FormatOpt = OutputFormat.table,
@@ -101,8 +127,16 @@ def apply_cmd(
     from k3deploy import pipeline
 
     prof = _load(profile, set_, namespace)
-    options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts, dry_run=dry_run or diff,
-                       diff=diff, wait=wait and not (dry_run or diff), timeout_s=parse_duration(timeout))
+    options = _options(
+        kubeconfig,
+        context,
+        namespace,
+        force_conflicts=force_conflicts,
+        dry_run=dry_run or diff,
+        diff=diff,
+        wait=wait and not (dry_run or diff),
+        timeout_s=parse_duration(timeout),
+    )
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
@@ -123,19 +157,42 @@ def up(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
-    no_rollback: Annotated[bool, typer.Option("--no-rollback", help="Leave a failed revision live instead of restoring the previous one.")] = False,
-    skip_preflight: Annotated[bool, typer.Option("--skip-preflight", help="Do not run the cluster preflight checks.")] = False,
-    skip_smoke: Annotated[bool, typer.Option("--skip-smoke", help="Do not smoke-test the endpoint once ready.")] = False,
+    no_rollback: Annotated[
+        bool, typer.Option("--no-rollback", help="Leave a failed revision live instead of restoring the previous one.")
+    ] = False,
+    skip_preflight: Annotated[
+        bool, typer.Option("--skip-preflight", help="Do not run the cluster preflight checks.")
+    ] = False,
+    skip_smoke: Annotated[
+        bool, typer.Option("--skip-smoke", help="Do not smoke-test the endpoint once ready.")
+    ] = False,
     timeout: TimeoutOpt = None,
     endpoint: EndpointOpt = None,
     force_conflicts: ForceOpt = False,
-    strategy: Annotated[Strategy, typer.Option("--strategy", help=(
-        "How a changed template replaces live groups: rolling (N >= 2: one group at a time, each new group smoke-tested "
-        "by its leader first) or blue-green (N = 1: a second group beside the live one, switched to once it passes)."))] = Strategy.rolling,
-    group_endpoint: Annotated[str | None, typer.Option("--group-endpoint", help=(
-        "URL of a group leader for the per-group smoke, with {pod}, {lws}, {group}, {namespace} filled in "
-        "(default: the leader's cluster DNS name under the LeaderWorkerSet's headless Service)."))] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Accept an upgrade that takes the only group down (blue-green without room).")] = False,
+    strategy: Annotated[
+        Strategy,
+        typer.Option(
+            "--strategy",
+            help=(
+                "How a changed template replaces live groups: rolling (N >= 2: one group at a time, each new group smoke-tested "
+                "by its leader first) or blue-green (N = 1: a second group beside the live one, switched to once it passes)."
+            ),
+        ),
+    ] = Strategy.rolling,
+    group_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--group-endpoint",
+            help=(
+                "URL of a group leader for the per-group smoke, with {pod}, {lws}, {group}, {namespace} filled in "
+                "(default: the leader's cluster DNS name under the LeaderWorkerSet's headless Service)."
+            ),
+        ),
+    ] = None,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", "-y", help="Accept an upgrade that takes the only group down (blue-green without room)."),
+    ] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """preflight -> render -> apply -> wait -> smoke -> report; roll back when wait or smoke fails."""
@@ -143,15 +200,30 @@ def up(
     from k3deploy import pipeline
 
     prof = _load(profile, set_, namespace)
-    options = _options(kubeconfig, context, namespace, force_conflicts=force_conflicts,
-                       timeout_s=parse_duration(timeout), endpoint=endpoint, strategy=strategy.value,
-                       group_smoke=not skip_smoke, group_endpoint=group_endpoint)
+    options = _options(
+        kubeconfig,
+        context,
+        namespace,
+        force_conflicts=force_conflicts,
+        timeout_s=parse_duration(timeout),
+        endpoint=endpoint,
+        strategy=strategy.value,
+        group_smoke=not skip_smoke,
+        group_endpoint=group_endpoint,
+    )
     if strategy is Strategy.blue_green:
         options = _blue_green_or_in_place(prof, options, yes)
     with ProgressView() as view:
         target = target_for(prof, options, view)
-        summary = pipeline.up(prof, target, view.note, timeout_s=options.timeout_s, preflight=not skip_preflight,
-                              smoke=not skip_smoke, rollback=not no_rollback)
+        summary = pipeline.up(
+            prof,
+            target,
+            view.note,
+            timeout_s=options.timeout_s,
+            preflight=not skip_preflight,
+            smoke=not skip_smoke,
+            rollback=not no_rollback,
+        )
     _print_summary(summary, output)
 
 
@@ -161,18 +233,24 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
     from k3deploy.rollout.bluegreen import outage_question
 
     if not prof.on_kubernetes:
-        raise UsageError(f"--strategy blue-green needs a cluster; profile {prof.name!r} runs on target {prof.target!r}",
-                         hint="drop --strategy: the local target runs one server")
+        raise UsageError(
+            f"--strategy blue-green needs a cluster; profile {prof.name!r} runs on target {prof.target!r}",
+            hint="drop --strategy: the local target runs one server",
+        )
     question = outage_question(target_for(prof, options), prof)
     if question is None:
         return options
     if not yes:
         if not sys.stdin.isatty():
-            raise UsageError(question.removesuffix(" Go ahead?"),
-                             hint="re-run with --yes to accept the outage, or free a clique for the new group")
+            raise UsageError(
+                question.removesuffix(" Go ahead?"),
+                hint="re-run with --yes to accept the outage, or free a clique for the new group",
+            )
         if not typer.confirm(question, err=True):
             raise typer.Abort()
-    err.print("blue-green: no room for a second group; replacing the only group in place", markup=False, highlight=False)
+    err.print(
+        "blue-green: no room for a second group; replacing the only group in place", markup=False, highlight=False
+    )
     return dataclasses.replace(options, strategy="rolling")
 
 
@@ -210,7 +288,13 @@ def down(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    purge: Annotated[bool, typer.Option("--purge", help="Also delete the weights: the cache PVC and namespace (kubernetes), the generated model and vLLM's cache (local).")] = False,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Also delete the weights: the cache PVC and namespace (kubernetes), the generated model and vLLM's cache (local).",
+        ),
+    ] = False,
     timeout: TimeoutOpt = None,
 ) -> None:
     """Remove the deployment: stop the local vLLM server, or delete the objects in reverse order and wait for the pods to go.
@@ -222,7 +306,11 @@ def down(
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout))
-    if not yes and sys.stdin.isatty() and not typer.confirm(target_for(prof, options).down_question(prof, purge), err=True):
+    if (
+        not yes
+        and sys.stdin.isatty()
+        and not typer.confirm(target_for(prof, options).down_question(prof, purge), err=True)
+    ):
         raise typer.Abort()
     with ProgressView() as view:
         target = target_for(prof, options, view)

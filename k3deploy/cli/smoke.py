@@ -22,14 +22,22 @@ def parse_levels(raw: str) -> list[int]:
     except ValueError:
         levels = []
     if not levels or any(level < 1 for level in levels):
-        raise UsageError(f"--concurrency {raw!r} is not a list of positive integers", hint="for example --concurrency 1,4,16")
+        raise UsageError(
+            f"--concurrency {raw!r} is not a list of positive integers", hint="for example --concurrency 1,4,16"
+        )
     return levels
 
 
-def flag_overrides(requests: int | None, output_tokens: int | None, concurrency: str | None,
-                   min_tok_s: float | None, min_acceptance_length: float | None,
-                   request_timeout: float | None = None, overall_timeout: float | None = None,
-                   wait_ready: float | None = None) -> list[str]:
+def flag_overrides(
+    requests: int | None,
+    output_tokens: int | None,
+    concurrency: str | None,
+    min_tok_s: float | None,
+    min_acceptance_length: float | None,
+    request_timeout: float | None = None,
+    overall_timeout: float | None = None,
+    wait_ready: float | None = None,
+) -> list[str]:
     """The command's flags as profile overrides (applied after --set, so a flag wins)."""
     values = {
         "smoke.request_timeout_s": request_timeout,
@@ -46,23 +54,48 @@ def flag_overrides(requests: int | None, output_tokens: int | None, concurrency:
 
 @app.command()
 def smoke(
-    endpoint: Annotated[str, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server, e.g. http://10.0.0.5:8000.")],
+    endpoint: Annotated[
+        str, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server, e.g. http://10.0.0.5:8000.")
+    ],
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")] = None,
-    requests: Annotated[int | None, typer.Option("--requests", min=1, help="Measured bs=1 requests (smoke.requests).")] = None,
-    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=2, help="Tokens per request (smoke.output_tokens).")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
+    ] = None,
+    requests: Annotated[
+        int | None, typer.Option("--requests", min=1, help="Measured bs=1 requests (smoke.requests).")
+    ] = None,
+    output_tokens: Annotated[
+        int | None, typer.Option("--output-tokens", min=2, help="Tokens per request (smoke.output_tokens).")
+    ] = None,
     concurrency: Annotated[str | None, typer.Option("--concurrency", help="Concurrency levels, e.g. 1,4,16.")] = None,
-    min_tok_s: Annotated[float | None, typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")] = None,
-    min_acceptance_length: Annotated[float | None, typer.Option(
-        "--min-acceptance-length", help="Minimum mean acceptance length (targets.min_acceptance_length).")] = None,
-    request_timeout: Annotated[str | None, typer.Option(
-        "--request-timeout", help="How long one request may take, e.g. 90s, 10m (smoke.request_timeout_s).")] = None,
-    overall_timeout: Annotated[str | None, typer.Option(
-        "--overall-timeout", help="How long the whole smoke run may take, e.g. 30m (smoke.overall_timeout_s).")] = None,
-    wait_ready: Annotated[str | None, typer.Option(
-        "--wait-ready", help="Wait up to this long (e.g. 10m) for /health to answer 200 before judging; not counted "
-                             "in --overall-timeout; exit 3 when it never does (smoke.ready_timeout_s).")] = None,
+    min_tok_s: Annotated[
+        float | None, typer.Option("--min-tok-s", help="Decode tok/s target (targets.decode_tok_s).")
+    ] = None,
+    min_acceptance_length: Annotated[
+        float | None,
+        typer.Option("--min-acceptance-length", help="Minimum mean acceptance length (targets.min_acceptance_length)."),
+    ] = None,
+    request_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--request-timeout", help="How long one request may take, e.g. 90s, 10m (smoke.request_timeout_s)."
+        ),
+    ] = None,
+    overall_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--overall-timeout", help="How long the whole smoke run may take, e.g. 30m (smoke.overall_timeout_s)."
+        ),
+    ] = None,
+    wait_ready: Annotated[
+        str | None,
+        typer.Option(
+            "--wait-ready",
+            help="Wait up to this long (e.g. 10m) for /health to answer 200 before judging; not counted "
+            "in --overall-timeout; exit 3 when it never does (smoke.ready_timeout_s).",
+        ),
+    ] = None,
     output: FormatOpt = OutputFormat.table,
     report_file: Annotated[Path | None, typer.Option("--report", help="Write the JSON report to this file.")] = None,
 ) -> None:
@@ -74,22 +107,40 @@ def smoke(
     if api_key_env:
         api_key = os.environ.get(api_key_env)
         if not api_key:
-            raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=...")
+            raise UsageError(
+                f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=..."
+            )
     if report_file is not None and (report_file.is_dir() or report_file.is_symlink()):
-        raise UsageError(f"--report {report_file}: is a folder or a symlink, not a file to write", hint="name a file, e.g. --report smoke.json")
+        raise UsageError(
+            f"--report {report_file}: is a folder or a symlink, not a file to write",
+            hint="name a file, e.g. --report smoke.json",
+        )
     if report_file is not None and not report_file.parent.is_dir():
         # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
-        raise UsageError(f"--report {report_file}: folder {report_file.parent} does not exist", hint="create it, or pick another path")
+        raise UsageError(
+            f"--report {report_file}: folder {report_file.parent} does not exist",
+            hint="create it, or pick another path",
+        )
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.report.smoke_view import smoke_view
     from k3deploy.smoke.headline import REHEARSAL_LABEL
     from k3deploy.smoke.runner import SmokeOptions, normalize_endpoint, run_smoke
 
     normalize_endpoint(endpoint)  # a malformed URL is a usage error before the profile or the network is touched
-    prof = get_profile(profile, (set_ or []) + flag_overrides(
-        requests, output_tokens, concurrency, min_tok_s, min_acceptance_length,
-        parse_duration(request_timeout, "--request-timeout"), parse_duration(overall_timeout, "--overall-timeout"),
-        parse_duration(wait_ready, "--wait-ready")))
+    prof = get_profile(
+        profile,
+        (set_ or [])
+        + flag_overrides(
+            requests,
+            output_tokens,
+            concurrency,
+            min_tok_s,
+            min_acceptance_length,
+            parse_duration(request_timeout, "--request-timeout"),
+            parse_duration(overall_timeout, "--overall-timeout"),
+            parse_duration(wait_ready, "--wait-ready"),
+        ),
+    )
 
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
 
@@ -104,7 +155,9 @@ def smoke(
         try:
             report.save(report_file)
         except OSError as exc:
-            raise EnvironmentProblem(f"cannot write the report to {report_file}: {exc.strerror}", hint="check the path") from None
+            raise EnvironmentProblem(
+                f"cannot write the report to {report_file}: {exc.strerror}", hint="check the path"
+            ) from None
     if output is OutputFormat.json:
         # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
         typer.echo(report.model_dump_json(indent=2))

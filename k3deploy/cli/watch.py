@@ -39,9 +39,11 @@ def _metrics_base(profile: Profile, endpoint: str | None) -> str:
     from k3deploy.render.manifests import api_service_name
 
     port = profile.vllm.port
-    raise UsageError(f"profile {profile.name} runs on Kubernetes: say where to read its figures",
-                     hint=f"kubectl -n {profile.kubernetes.namespace} port-forward svc/{api_service_name(profile)} {port} "
-                          f"and --endpoint http://127.0.0.1:{port}, or --prometheus http://<prometheus>:9090")
+    raise UsageError(
+        f"profile {profile.name} runs on Kubernetes: say where to read its figures",
+        hint=f"kubectl -n {profile.kubernetes.namespace} port-forward svc/{api_service_name(profile)} {port} "
+        f"and --endpoint http://127.0.0.1:{port}, or --prometheus http://<prometheus>:9090",
+    )
 
 
 def _prometheus_url(value: str | None) -> str | None:
@@ -54,7 +56,9 @@ def _prometheus_url(value: str | None) -> str | None:
         try:
             httpx.URL(url)
         except httpx.InvalidURL as exc:
-            raise UsageError(f"--prometheus {value!r}: {exc}", hint="for example --prometheus http://127.0.0.1:9090") from None
+            raise UsageError(
+                f"--prometheus {value!r}: {exc}", hint="for example --prometheus http://127.0.0.1:9090"
+            ) from None
     return url
 
 
@@ -75,10 +79,16 @@ def _expressions(profile: Profile) -> dict[str, str]:
 def watch(
     profile: ProfileOpt = DEFAULT_PROFILE,
     set_: SetOpt = None,
-    endpoint: Annotated[str | None, typer.Option(
-        "--endpoint", help="Base URL of the vLLM leader whose /metrics to read (e.g. a port-forward).")] = None,
-    prometheus: Annotated[str | None, typer.Option(
-        "--prometheus", help="Base URL of a Prometheus server to query instead (the dashboard's expressions).")] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option("--endpoint", help="Base URL of the vLLM leader whose /metrics to read (e.g. a port-forward)."),
+    ] = None,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            "--prometheus", help="Base URL of a Prometheus server to query instead (the dashboard's expressions)."
+        ),
+    ] = None,
     interval: Annotated[str, typer.Option("--interval", help="Time between scrapes, e.g. 5s, 500ms.")] = "5s",
     count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after this many intervals.")] = None,
     for_: Annotated[str | None, typer.Option("--for", help="Stop after this long, e.g. 10m.")] = None,
@@ -91,7 +101,10 @@ def watch(
     first scrape fails (a later failure shows a "scrape failed" row and watching goes on).
     """
     if endpoint is not None and prometheus is not None:
-        raise UsageError("--endpoint and --prometheus are two sources: give one", hint="--endpoint reads /metrics, --prometheus queries Prometheus")
+        raise UsageError(
+            "--endpoint and --prometheus are two sources: give one",
+            hint="--endpoint reads /metrics, --prometheus queries Prometheus",
+        )
     interval_s = parse_duration(interval, "--interval")
     for_s = parse_duration(for_, "--for")
     assert interval_s is not None  # parse_duration returns None only for None

@@ -181,19 +181,34 @@ class KubeApi:
         res = self.resource(api_version, kind)
         watcher = watcher or self.new_watcher()
         try:
-            yield from self._events(watcher, res, namespace, resource_version, timeout_s, field_selector, label_selector)
+            yield from self._events(
+                watcher, res, namespace, resource_version, timeout_s, field_selector, label_selector
+            )
         except K3DeployError:
             raise
         except ValueError as exc:
             # An event line that does not decode: the connection broke mid-event; resuming from the last version heals it.
-            raise kube_error(f"watch {kind}: broken event stream: {exc}", None, status=0, reason="BrokenStream",
-                             transient=True, exit_code=EXIT_ENVIRONMENT) from exc
+            raise kube_error(
+                f"watch {kind}: broken event stream: {exc}",
+                None,
+                status=0,
+                reason="BrokenStream",
+                transient=True,
+                exit_code=EXIT_ENVIRONMENT,
+            ) from exc
         except Exception as exc:
             raise translate(exc, f"watch {kind}") from exc
 
     @staticmethod
-    def _events(watcher: Any, res: Any, namespace: str | None, resource_version: str, timeout_s: int,
-                field_selector: str | None, label_selector: str | None) -> Iterator[dict[str, Any]]:
+    def _events(
+        watcher: Any,
+        res: Any,
+        namespace: str | None,
+        resource_version: str,
+        timeout_s: int,
+        field_selector: str | None,
+        label_selector: str | None,
+    ) -> Iterator[dict[str, Any]]:
         stream = watcher.stream(
             res.get,
             namespace=namespace if res.namespaced else None,

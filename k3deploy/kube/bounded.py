@@ -78,11 +78,18 @@ class BoundedApiClient(client.ApiClient):
         return ApiTimeout(
             f"the Kubernetes API at {self.server} did not answer within {within} ({what})",
             hint="check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path "
-                 "to it; --timeout bounds the whole command",
+            "to it; --timeout bounds the whole command",
         )
 
-    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None, post_params: Any = None,
-                 _request_timeout: Any = None) -> Any:
+    def call_api(
+        self,
+        method: str,
+        url: str,
+        header_params: Any = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
         """Send one request within its bound; a plain (non-watch) answer is read whole inside the same bound."""
         what = _what(method, url)
         bound = self.deadline.request_timeout(_request_timeout)
@@ -94,8 +101,9 @@ class BoundedApiClient(client.ApiClient):
             )
         started = time.monotonic()
         try:
-            response = super().call_api(method, url, header_params, body, post_params,
-                                        _request_timeout=bound.as_tuple())
+            response = super().call_api(
+                method, url, header_params, body, post_params, _request_timeout=bound.as_tuple()
+            )
             if not _WATCH.search(url):
                 response.read()
         except Exception as exc:
@@ -103,4 +111,3 @@ class BoundedApiClient(client.ApiClient):
                 raise self._timed_out(what, bound, time.monotonic() - started) from None
             raise
         return response
-

@@ -22,8 +22,10 @@ _KUBECONFIG_LISTS = {"clusters": "cluster", "contexts": "context", "users": "use
 
 
 def _bad_kubeconfig(path: str, what: str) -> EnvironmentProblem:
-    return EnvironmentProblem(f"kubeconfig {path!r} is not a valid kubeconfig: {what}",
-                              hint="fix the file, or pass another with --kubeconfig (`kubectl config view` reads it too)")
+    return EnvironmentProblem(
+        f"kubeconfig {path!r} is not a valid kubeconfig: {what}",
+        hint="fix the file, or pass another with --kubeconfig (`kubectl config view` reads it too)",
+    )
 
 
 def check_kubeconfig_file(path: str) -> None:
@@ -47,7 +49,9 @@ def check_kubeconfig_file(path: str) -> None:
     if data is None:
         return  # an empty file: the library says there is no configuration
     if not isinstance(data, dict):
-        raise _bad_kubeconfig(path, f"expected a mapping (apiVersion, clusters, contexts, users), got {type(data).__name__}")
+        raise _bad_kubeconfig(
+            path, f"expected a mapping (apiVersion, clusters, contexts, users), got {type(data).__name__}"
+        )
     for section, inner in _KUBECONFIG_LISTS.items():
         entries = data.get(section)
         if entries is None:
@@ -117,26 +121,47 @@ def _answer(status: int, message: str, action: str, schema_mismatch: bool) -> tu
         return f"{action}: unauthorized: {message}", "refresh your credentials or kubeconfig", EXIT_ENVIRONMENT
     if status == 403 and "because it is being terminated" in message:
         # The NamespaceLifecycle admission plugin: a deleted namespace refuses new content until it is gone.
-        return (f"{action}: forbidden: {message}", "the namespace is still being deleted (a recent `down --purge`?): "
-                "wait until `kubectl get namespace` no longer lists it, then re-run", EXIT_ENVIRONMENT)
+        return (
+            f"{action}: forbidden: {message}",
+            "the namespace is still being deleted (a recent `down --purge`?): "
+            "wait until `kubectl get namespace` no longer lists it, then re-run",
+            EXIT_ENVIRONMENT,
+        )
     if status == 403 and message.startswith("admission webhook "):
         # A validating webhook (e.g. the LWS controller's) refused the object: not a permission problem.
-        return (f"{action}: rejected by an admission webhook: {message}",
-                "the object breaks a rule of the controller that owns its kind; fix the setting it names", EXIT_USAGE)
+        return (
+            f"{action}: rejected by an admission webhook: {message}",
+            "the object breaks a rule of the controller that owns its kind; fix the setting it names",
+            EXIT_USAGE,
+        )
     if status == 403:
         return f"{action}: forbidden: {message}", "ask for RBAC permission for this verb and resource", EXIT_ENVIRONMENT
     if status == 404:
         return f"{action}: not found: {message}", "check the name, namespace and that the CRD is installed", EXIT_FAILED
     if status == 409:
-        return (f"{action}: conflict: {message}",
-                "another field manager owns these fields; --force-conflicts takes them over", EXIT_FAILED)
+        return (
+            f"{action}: conflict: {message}",
+            "another field manager owns these fields; --force-conflicts takes them over",
+            EXIT_FAILED,
+        )
     if status in (400, 422):
-        return f"{action}: rejected by the API server: {message}", "the object is invalid for this cluster's schema", EXIT_USAGE
+        return (
+            f"{action}: rejected by the API server: {message}",
+            "the object is invalid for this cluster's schema",
+            EXIT_USAGE,
+        )
     if schema_mismatch:
-        return (f"{action}: the object does not fit the cluster's schema for its kind: {message}",
-                "the installed CRD may be another version than k3deploy renders for; compare "
-                "`kubectl get crd -o yaml` with the README's requirements", EXIT_USAGE)
-    return f"{action}: API server answered {status}: {message}", "check the cluster's health and retry", EXIT_ENVIRONMENT
+        return (
+            f"{action}: the object does not fit the cluster's schema for its kind: {message}",
+            "the installed CRD may be another version than k3deploy renders for; compare "
+            "`kubectl get crd -o yaml` with the README's requirements",
+            EXIT_USAGE,
+        )
+    return (
+        f"{action}: API server answered {status}: {message}",
+        "check the cluster's health and retry",
+        EXIT_ENVIRONMENT,
+    )
 
 
 def translate(exc: BaseException, action: str) -> K3DeployError:
@@ -156,13 +181,18 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
         body = status_body(exc)
         reason = str(body.get("reason") or exc.reason or "")
         message, hint, code = _answer(status, server_message(exc), action, is_schema_mismatch(exc))
-        return kube_error(message, hint, status=status, reason=reason, body=body, transient=is_transient(exc),
-                          exit_code=code)
+        return kube_error(
+            message, hint, status=status, reason=reason, body=body, transient=is_transient(exc), exit_code=code
+        )
     if isinstance(exc, (HTTPError, OSError)):
-        return kube_error(f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
-                          hint="check --kubeconfig/--context and that the API server is up", status=0,
-                          reason="Unreachable", transient=is_transient(exc) or isinstance(exc, OSError),
-                          exit_code=EXIT_ENVIRONMENT)
+        return kube_error(
+            f"{action}: Kubernetes API unreachable{_where_and_why(exc)}",
+            hint="check --kubeconfig/--context and that the API server is up",
+            status=0,
+            reason="Unreachable",
+            transient=is_transient(exc) or isinstance(exc, OSError),
+            exit_code=EXIT_ENVIRONMENT,
+        )
     if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError)):
         # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
         where = f"the server at {_server}" if _server else "the API server"

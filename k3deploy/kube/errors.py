@@ -22,8 +22,17 @@ TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 class KubeError(K3DeployError):
     """An error answer of the Kubernetes API server (or none: `status` 0), with its Status object."""
 
-    def __init__(self, message: str, hint: str | None = None, *, status: int, reason: str = "",
-                 body: dict[str, Any] | None = None, transient: bool = False, exit_code: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        status: int,
+        reason: str = "",
+        body: dict[str, Any] | None = None,
+        transient: bool = False,
+        exit_code: int | None = None,
+    ) -> None:
         super().__init__(message, hint, exit_code=exit_code)
         #: HTTP status of the answer; 0 when the connection failed before one came.
         self.status = status
@@ -47,8 +56,16 @@ class _KubeEnvironmentProblem(KubeError, EnvironmentProblem):
     """A KubeError that is also an EnvironmentProblem (exit 3): unreachable, unauthorized, forbidden, 5xx."""
 
 
-def kube_error(message: str, hint: str | None, *, status: int, exit_code: int, reason: str = "",
-               body: dict[str, Any] | None = None, transient: bool = False) -> KubeError:
+def kube_error(
+    message: str,
+    hint: str | None,
+    *,
+    status: int,
+    exit_code: int,
+    reason: str = "",
+    body: dict[str, Any] | None = None,
+    transient: bool = False,
+) -> KubeError:
     """A KubeError that is also the domain error of its exit code, so `except UsageError` still catches a 422."""
     cls = {EXIT_FAILED: _KubeCheckFailed, EXIT_USAGE: _KubeUsageError}.get(exit_code, _KubeEnvironmentProblem)
     return cls(message, hint, status=status, reason=reason, body=body, transient=transient, exit_code=exit_code)

@@ -17,19 +17,37 @@ from k3deploy.kube.retry import call_with_retries
 _ATTEMPTS = 2
 #: (connect, read) seconds: a black-holed address must not hang preflight.
 _TIMEOUT = (5, 30)
-_DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
+_DEFAULT_CLASS_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
 
 
-def _request(api: Any, method: str, path: str, action: str, *, query: list[tuple[str, str]] | None = None,
-             body: dict | None = None, missing_ok: bool = False) -> Any:
+def _request(
+    api: Any,
+    method: str,
+    path: str,
+    action: str,
+    *,
+    query: list[tuple[str, str]] | None = None,
+    body: dict | None = None,
+    missing_ok: bool = False,
+) -> Any:
     """One API request for raw JSON (no model objects); None for a 404 when `missing_ok`; errors translated."""
     # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
     from kubernetes.client.exceptions import ApiException
 
     def call() -> Any:
         request = api.param_serialize(
-            method, path, query_params=query or [], body=body, auth_settings=["BearerToken"],
-            header_params={"Accept": "application/json", **({"Content-Type": "application/json"} if body is not None else {})},
+            method,
+            path,
+            query_params=query or [],
+            body=body,
+            auth_settings=["BearerToken"],
+            header_params={
+                "Accept": "application/json",
+                **({"Content-Type": "application/json"} if body is not None else {}),
+            },
         )
         response = api.call_api(*request, _request_timeout=_TIMEOUT)
         response.read()
@@ -73,15 +91,23 @@ def nodes(api: Any) -> list[dict]:
 
 def active_pods(api: Any) -> list[dict]:
     """Pods of all namespaces that still hold resources (not Succeeded or Failed), raw."""
-    listed = _request(api, "GET", "/api/v1/pods", "list pods",
-                      query=[("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")])
+    listed = _request(
+        api,
+        "GET",
+        "/api/v1/pods",
+        "list pods",
+        query=[("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")],
+    )
     return list(listed.get("items") or [])
 
 
 def _request_raw(api: Any, path: str) -> Any:
     """A GET whose ApiException reaches the caller (which tells 403 from 404 itself)."""
+
     def call() -> Any:
-        request = api.param_serialize("GET", path, auth_settings=["BearerToken"], header_params={"Accept": "application/json"})
+        request = api.param_serialize(
+            "GET", path, auth_settings=["BearerToken"], header_params={"Accept": "application/json"}
+        )
         response = api.call_api(*request, _request_timeout=_TIMEOUT)
         response.read()
         if not 200 <= response.status <= 299:
@@ -106,8 +132,9 @@ def namespace_labels(api: Any, name: str) -> dict[str, str] | None:
 
 def secret_keys(api: Any, namespace: str, name: str) -> list[str] | None:
     """The data keys of a Secret (values are never kept); None when it does not exist."""
-    secret = _request(api, "GET", f"/api/v1/namespaces/{namespace}/secrets/{name}", f"read secret {namespace}/{name}",
-                      missing_ok=True)
+    secret = _request(
+        api, "GET", f"/api/v1/namespaces/{namespace}/secrets/{name}", f"read secret {namespace}/{name}", missing_ok=True
+    )
     if secret is None:
         return None
     return sorted({*(secret.get("data") or {}), *(secret.get("stringData") or {})})
@@ -117,15 +144,26 @@ def storage_classes(api: Any) -> tuple[list[str], str | None, dict[str, str]]:
     """Names of the StorageClasses, the default one (None when no class is marked default), each one's provisioner."""
     items = _request(api, "GET", "/apis/storage.k8s.io/v1/storageclasses", "list storage classes").get("items") or []
     names = sorted(i["metadata"]["name"] for i in items)
-    default = next((i["metadata"]["name"] for i in items
-                    if any((i["metadata"].get("annotations") or {}).get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS)), None)
+    default = next(
+        (
+            i["metadata"]["name"]
+            for i in items
+            if any((i["metadata"].get("annotations") or {}).get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS)
+        ),
+        None,
+    )
     return names, default, {i["metadata"]["name"]: str(i.get("provisioner", "")) for i in items}
 
 
 def persistent_volume_claim(api: Any, namespace: str, name: str) -> dict | None:
     """A PersistentVolumeClaim as a dict; None when it does not exist."""
-    return _request(api, "GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
-                    f"read persistentvolumeclaim {namespace}/{name}", missing_ok=True)
+    return _request(
+        api,
+        "GET",
+        f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
+        f"read persistentvolumeclaim {namespace}/{name}",
+        missing_ok=True,
+    )
 
 
 def runtime_class_exists(api: Any, name: str) -> bool | None:
@@ -146,16 +184,26 @@ def runtime_class_exists(api: Any, name: str) -> bool | None:
     return found is not None
 
 
-def can_i(api: Any, verb: str, resource: str, group: str = "", namespace: str | None = None,
-          subresource: str = "") -> tuple[bool, str]:
+def can_i(
+    api: Any, verb: str, resource: str, group: str = "", namespace: str | None = None, subresource: str = ""
+) -> tuple[bool, str]:
     """(allowed, reason) from a SelfSubjectAccessReview, as `kubectl auth can-i` asks it."""
     attributes: dict[str, Any] = {"verb": verb, "resource": resource, "group": group}
     if namespace:
         attributes["namespace"] = namespace
     if subresource:
         attributes["subresource"] = subresource
-    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {"resourceAttributes": attributes}}
-    review = _request(api, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                      f"review access to {verb} {resource}", body=body)
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    review = _request(
+        api,
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        f"review access to {verb} {resource}",
+        body=body,
+    )
     status = review.get("status") or {}
     return bool(status.get("allowed")), str(status.get("reason") or "")

@@ -26,8 +26,13 @@ def controller_workloads(api: Any) -> list[dict[str, Any]] | None:
     for namespace in DEFAULT_NAMESPACES:
         for plural in ("deployments", "daemonsets"):
             try:
-                listed = _request(api, "GET", f"/apis/apps/v1/namespaces/{namespace}/{plural}",
-                                  f"list {plural} in {namespace}", missing_ok=True)
+                listed = _request(
+                    api,
+                    "GET",
+                    f"/apis/apps/v1/namespaces/{namespace}/{plural}",
+                    f"list {plural} in {namespace}",
+                    missing_ok=True,
+                )
             except K3DeployError:
                 continue
             read_any = True

@@ -55,52 +55,70 @@ def alerts(profile: Profile) -> list[Alert]:
     scope, targets, name = profile_scope(profile), profile.targets, profile.name
     out: list[Alert] = []
     if targets.min_acceptance_length is not None and profile.speculative is not None:
-        out.append(Alert(
-            "K3DeployAcceptanceLengthLow",
-            f"{promql.mean_acceptance_length(scope, SLOW_WINDOW)} < {targets.min_acceptance_length:g}",
-            SLOW_WINDOW, "warning",
-            f"{name}: the draft stopped helping (mean acceptance length below {targets.min_acceptance_length:g})",
-            f"Mean acceptance length over {SLOW_WINDOW} is {{{{ $value | printf \"%.2f\" }}}}, below the profile's "
-            f"minimum {targets.min_acceptance_length:g}: a wrong draft revision, or traffic unlike the draft's training.",
-        ))
+        out.append(
+            Alert(
+                "K3DeployAcceptanceLengthLow",
+                f"{promql.mean_acceptance_length(scope, SLOW_WINDOW)} < {targets.min_acceptance_length:g}",
+                SLOW_WINDOW,
+                "warning",
+                f"{name}: the draft stopped helping (mean acceptance length below {targets.min_acceptance_length:g})",
+                f'Mean acceptance length over {SLOW_WINDOW} is {{{{ $value | printf "%.2f" }}}}, below the profile\'s '
+                f"minimum {targets.min_acceptance_length:g}: a wrong draft revision, or traffic unlike the draft's training.",
+            )
+        )
     if targets.decode_tok_s is not None:
-        out.append(Alert(
-            "K3DeployDecodeSlow",
-            f"{promql.decode_tok_s(scope, SLOW_WINDOW)} < {targets.decode_tok_s:g}",
-            SLOW_WINDOW, "warning",
-            f"{name}: per-request decode below {targets.decode_tok_s:g} tok/s",
-            f"Per-request decode speed over {SLOW_WINDOW} is {{{{ $value | printf \"%.0f\" }}}} tok/s, below the "
-            f"target {targets.decode_tok_s:g} (a batch-1 figure: heavy concurrent load lowers it too).",
-        ))
-    out.append(Alert(
-        "K3DeployKVCacheFull",
-        f"{promql.kv_cache_usage(scope)} > {KV_CACHE_LIMIT:g}",
-        "5m", "warning",
-        f"{name}: KV cache above {KV_CACHE_LIMIT:.0%}",
-        "KV-cache usage is {{ $value | humanizePercentage }}: new requests wait and running ones may be preempted.",
-    ))
-    out.append(Alert(
-        "K3DeployWaitingRequestsGrowing",
-        f"{promql.waiting_growth(scope, QUEUE_WINDOW)} > 0 and {promql.waiting_requests(scope)} > 0",
-        QUEUE_WINDOW, "warning",
-        f"{name}: the request queue keeps growing",
-        f"Waiting requests ({{{{ $value }}}}/s growth) have grown for {QUEUE_WINDOW}: arrivals outpace the group.",
-    ))
-    out.append(Alert(
-        "K3DeployGroupRestarted",
-        f"({promql.pod_restarts(scope, SLOW_WINDOW)} > 0) or ({promql.recreated_leaders(scope, SLOW_WINDOW)})",
-        "0m", "warning",
-        f"{name}: a serving pod restarted or the group was recreated",
-        f"A container of the group restarted, or a leader pod was recreated, in the last {SLOW_WINDOW}: "
-        "LeaderWorkerSet recreates the whole group, so the model reloads (tens of minutes without service).",
-    ))
-    out.append(Alert(
-        "K3DeploySmokeJobFailed",
-        f"{promql.smoke_job_failed(scope)} > 0",
-        "0m", "critical",
-        f"{name}: the in-cluster smoke Job failed",
-        f"Job {scope.smoke_job} failed: the deployment did not reach its targets, or did not serve at all.",
-    ))
+        out.append(
+            Alert(
+                "K3DeployDecodeSlow",
+                f"{promql.decode_tok_s(scope, SLOW_WINDOW)} < {targets.decode_tok_s:g}",
+                SLOW_WINDOW,
+                "warning",
+                f"{name}: per-request decode below {targets.decode_tok_s:g} tok/s",
+                f'Per-request decode speed over {SLOW_WINDOW} is {{{{ $value | printf "%.0f" }}}} tok/s, below the '
+                f"target {targets.decode_tok_s:g} (a batch-1 figure: heavy concurrent load lowers it too).",
+            )
+        )
+    out.append(
+        Alert(
+            "K3DeployKVCacheFull",
+            f"{promql.kv_cache_usage(scope)} > {KV_CACHE_LIMIT:g}",
+            "5m",
+            "warning",
+            f"{name}: KV cache above {KV_CACHE_LIMIT:.0%}",
+            "KV-cache usage is {{ $value | humanizePercentage }}: new requests wait and running ones may be preempted.",
+        )
+    )
+    out.append(
+        Alert(
+            "K3DeployWaitingRequestsGrowing",
+            f"{promql.waiting_growth(scope, QUEUE_WINDOW)} > 0 and {promql.waiting_requests(scope)} > 0",
+            QUEUE_WINDOW,
+            "warning",
+            f"{name}: the request queue keeps growing",
+            f"Waiting requests ({{{{ $value }}}}/s growth) have grown for {QUEUE_WINDOW}: arrivals outpace the group.",
+        )
+    )
+    out.append(
+        Alert(
+            "K3DeployGroupRestarted",
+            f"({promql.pod_restarts(scope, SLOW_WINDOW)} > 0) or ({promql.recreated_leaders(scope, SLOW_WINDOW)})",
+            "0m",
+            "warning",
+            f"{name}: a serving pod restarted or the group was recreated",
+            f"A container of the group restarted, or a leader pod was recreated, in the last {SLOW_WINDOW}: "
+            "LeaderWorkerSet recreates the whole group, so the model reloads (tens of minutes without service).",
+        )
+    )
+    out.append(
+        Alert(
+            "K3DeploySmokeJobFailed",
+            f"{promql.smoke_job_failed(scope)} > 0",
+            "0m",
+            "critical",
+            f"{name}: the in-cluster smoke Job failed",
+            f"Job {scope.smoke_job} failed: the deployment did not reach its targets, or did not serve at all.",
+        )
+    )
     return out
 
 

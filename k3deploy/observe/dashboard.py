@@ -28,8 +28,10 @@ KV_CACHE_LIMIT = 0.95
 DATASOURCE = dashboard.DataSourceRef(type_val="prometheus", uid="${datasource}")
 #: Figures by row, in order.
 ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Serving", ("output_tok_s", "decode_tok_s", "ttft_s", "running", "waiting", "kv_cache_usage",
-                 "prefix_cache_hit_rate")),
+    (
+        "Serving",
+        ("output_tok_s", "decode_tok_s", "ttft_s", "running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate"),
+    ),
     ("Speculative decoding", ("mean_acceptance_length", "acceptance_rate", "per_position_acceptance")),
     ("GPUs (DCGM exporter)", ("gpu_utilization", "gpu_memory_used", "gpu_power", "nvlink_traffic")),
     ("Pods", ("pod_restarts",)),
@@ -58,20 +60,36 @@ def thresholds(profile: Profile) -> dict[str, Threshold]:
 
 def _panel(figure: Figure, scope: Scope, window: str, threshold: Threshold | None) -> timeseries.Panel:
     legend = _LEGENDS.get(figure.key, _GPU_LEGEND if figure.key.startswith(("gpu_", "nvlink")) else figure.title)
-    query = (prometheus.Dataquery().expr(figure.expr(scope, window)).legend_format(legend).ref_id("A")
-             .datasource(DATASOURCE))
-    panel = (timeseries.Panel().title(figure.title).unit(figure.unit).datasource(DATASOURCE).with_target(query)
-             .span(8).height(8).min(0).line_width(1).fill_opacity(10)
-             .legend(common_builder.VizLegendOptions().show_legend(True).display_mode(common.LegendDisplayMode.LIST)
-                     .placement(common.LegendPlacement.BOTTOM))
-             .tooltip(common_builder.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
-                      .sort(common.SortOrder.NONE)))
+    query = (
+        prometheus.Dataquery().expr(figure.expr(scope, window)).legend_format(legend).ref_id("A").datasource(DATASOURCE)
+    )
+    panel = (
+        timeseries.Panel()
+        .title(figure.title)
+        .unit(figure.unit)
+        .datasource(DATASOURCE)
+        .with_target(query)
+        .span(8)
+        .height(8)
+        .min(0)
+        .line_width(1)
+        .fill_opacity(10)
+        .legend(
+            common_builder.VizLegendOptions()
+            .show_legend(True)
+            .display_mode(common.LegendDisplayMode.LIST)
+            .placement(common.LegendPlacement.BOTTOM)
+        )
+        .tooltip(common_builder.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI).sort(common.SortOrder.NONE))
+    )
     if threshold is not None:
         low, high = ("red", "green") if threshold.below_is_bad else ("green", "red")
         steps = [dashboard.Threshold(value=None, color=low), dashboard.Threshold(value=threshold.value, color=high)]
-        panel = (panel.thresholds(dash_builder.ThresholdsConfig().mode(dashboard.ThresholdsMode.ABSOLUTE).steps(steps))
-                 .thresholds_style(common_builder.GraphThresholdsStyleConfig().mode(common.GraphTresholdsStyleMode.DASHED))
-                 .description(f"Target: {'at least' if threshold.below_is_bad else 'at most'} {threshold.value:g}"))
+        panel = (
+            panel.thresholds(dash_builder.ThresholdsConfig().mode(dashboard.ThresholdsMode.ABSOLUTE).steps(steps))
+            .thresholds_style(common_builder.GraphThresholdsStyleConfig().mode(common.GraphTresholdsStyleMode.DASHED))
+            .description(f"Target: {'at least' if threshold.below_is_bad else 'at most'} {threshold.value:g}")
+        )
     return panel
 
 
@@ -80,9 +98,15 @@ def build_dashboard(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> da
     scope, lines = profile_scope(profile), thresholds(profile)
     by_key = {figure.key: figure for figure in FIGURES}
     variable = dash_builder.DatasourceVariable("datasource").label("Prometheus").type("prometheus")
-    builder = (dash_builder.Dashboard(f"k3deploy: {profile.name}").uid(f"k3deploy-{profile.name}"[:40])
-               .tags(["k3deploy", "vllm"]).refresh("30s").time("now-6h", "now").timezone("browser")
-               .with_variable(variable))
+    builder = (
+        dash_builder.Dashboard(f"k3deploy: {profile.name}")
+        .uid(f"k3deploy-{profile.name}"[:40])
+        .tags(["k3deploy", "vllm"])
+        .refresh("30s")
+        .time("now-6h", "now")
+        .timezone("browser")
+        .with_variable(variable)
+    )
     panel_id = 0
     for title, keys in ROWS:
         panel_id += 1

@@ -41,8 +41,18 @@ JOB_FAILED = "kube_job_failed"
 
 #: Every vLLM metric family the expressions name (histograms by their base name).
 VLLM_METRICS = (
-    GENERATION_TOKENS, TPOT, TTFT, RUNNING, WAITING, KV_CACHE_USAGE, PREFIX_CACHE_HITS, PREFIX_CACHE_QUERIES,
-    SPEC_ACCEPTED, SPEC_DRAFT_TOKENS, SPEC_DRAFTS, SPEC_ACCEPTED_PER_POS,
+    GENERATION_TOKENS,
+    TPOT,
+    TTFT,
+    RUNNING,
+    WAITING,
+    KV_CACHE_USAGE,
+    PREFIX_CACHE_HITS,
+    PREFIX_CACHE_QUERIES,
+    SPEC_ACCEPTED,
+    SPEC_DRAFT_TOKENS,
+    SPEC_DRAFTS,
+    SPEC_ACCEPTED_PER_POS,
 )
 DCGM_METRICS = (GPU_UTIL, GPU_FB_USED, GPU_POWER, GPU_NVLINK)
 KUBE_STATE_METRICS = (POD_RESTARTS, POD_CREATED, JOB_FAILED)
@@ -83,10 +93,12 @@ class Scope:
 
     def gpus(self) -> str:
         """Matchers of the group's GPUs in DCGM exporter series."""
-        return _selector([
-            (self.gpu_namespace_label, "=", self.namespace),
-            (self.gpu_pod_label, "=~", _prefix_re(self.pod_prefix)),
-        ])
+        return _selector(
+            [
+                (self.gpu_namespace_label, "=", self.namespace),
+                (self.gpu_pod_label, "=~", _prefix_re(self.pod_prefix)),
+            ]
+        )
 
     def smoke(self) -> str:
         """Matchers of the smoke Job in kube-state-metrics series."""
@@ -192,8 +204,9 @@ def mean_acceptance_length(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
 def per_position_acceptance(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     """Acceptance of each draft position (label `position`): accepted there / drafts."""
     sel, w = scope.server(), _window(window)
-    return (f"sum by (position) (rate({SPEC_ACCEPTED_PER_POS}{sel}[{w}]))"
-            f" / on() group_left() {_rate(SPEC_DRAFTS, sel, w)}")
+    return (
+        f"sum by (position) (rate({SPEC_ACCEPTED_PER_POS}{sel}[{w}])) / on() group_left() {_rate(SPEC_DRAFTS, sel, w)}"
+    )
 
 
 def gpu_utilization(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
@@ -229,8 +242,10 @@ def recreated_leaders(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     Reading the value, not the series, holds whether kube-state-metrics labels the series with the pod uid or not.
     """
     sel, w = scope.leaders(), _window(window)
-    return (f"count((time() - {POD_CREATED}{sel}) < {window_seconds(w):g})"
-            f" and on() (count({POD_CREATED}{sel} offset {w}) > 0)")
+    return (
+        f"count((time() - {POD_CREATED}{sel}) < {window_seconds(w):g})"
+        f" and on() (count({POD_CREATED}{sel} offset {w}) > 0)"
+    )
 
 
 def smoke_job_failed(scope: Scope, window: str = DEFAULT_WINDOW) -> str:

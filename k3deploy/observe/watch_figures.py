@@ -46,7 +46,9 @@ class WatchFigures(BaseModel):
     output_tokens: float | None = Field(None, description="Generated tokens in the window (all requests).")
     output_tok_s: float | None = Field(None, description="Generated tokens per second, all requests together.")
     finished_requests: float | None = Field(None, description="Requests that finished in the window.")
-    decode_tok_s: float | None = Field(None, description="Per-request decode tok/s: 1 / mean TPOT of finished requests.")
+    decode_tok_s: float | None = Field(
+        None, description="Per-request decode tok/s: 1 / mean TPOT of finished requests."
+    )
     ttft_s: float | None = Field(None, description="Mean time to first token of requests that started decoding.")
     running: float | None = None
     waiting: float | None = None
@@ -57,8 +59,11 @@ class WatchFigures(BaseModel):
     acceptance_rate: float | None = Field(None, description="Accepted / draft tokens.")
     mean_acceptance_length: float | None = Field(None, description="1 + accepted / drafts (counts the bonus token).")
     per_position_acceptance: dict[int, float] = Field(
-        default_factory=dict, description="Accepted at a draft position (vLLM's 0-based `position` label) / drafts.")
-    counter_resets: list[str] = Field(default_factory=list, description="Series that went backwards (server restarted).")
+        default_factory=dict, description="Accepted at a draft position (vLLM's 0-based `position` label) / drafts."
+    )
+    counter_resets: list[str] = Field(
+        default_factory=list, description="Series that went backwards (server restarted)."
+    )
     notes: list[str] = Field(default_factory=list, description="Why a figure is missing.")
 
 
@@ -122,9 +127,11 @@ def figures_between(before: MetricsSnapshot, after: MetricsSnapshot) -> WatchFig
     ttft_sum = _sum_increase(before, after, f"{TTFT}_sum")
     ttft_count = _sum_increase(before, after, f"{TTFT}_count")
     resets = list(delta.counter_resets) + [
-        _series_name(key) for key, value in after.series.items()
+        _series_name(key)
+        for key, value in after.series.items()
         if key[0] in (*HISTOGRAM_SAMPLES, PREFIX_QUERIES, PREFIX_HITS)
-        and (prev := before.series.get(key)) is not None and value < prev
+        and (prev := before.series.get(key)) is not None
+        and value < prev
     ]
     spec = delta.spec_decode
     return WatchFigures(
@@ -137,7 +144,9 @@ def figures_between(before: MetricsSnapshot, after: MetricsSnapshot) -> WatchFig
         running=_gauge(after, RUNNING),
         waiting=_gauge(after, WAITING),
         kv_cache_usage=_gauge(after, KV_USAGE, "max"),
-        prefix_cache_hit_rate=_ratio(_sum_increase(before, after, PREFIX_HITS), _sum_increase(before, after, PREFIX_QUERIES)),
+        prefix_cache_hit_rate=_ratio(
+            _sum_increase(before, after, PREFIX_HITS), _sum_increase(before, after, PREFIX_QUERIES)
+        ),
         drafts=spec.drafts if spec else None,
         accepted_tokens=spec.accepted_tokens if spec else None,
         acceptance_rate=spec.acceptance_rate if spec else None,
@@ -200,12 +209,19 @@ def judge(figures: WatchFigures, targets: TargetsSpec) -> list[Judged]:
     for key, label, unit in ROWS:
         value = getattr(figures, key)
         target = target_of.get(key)
-        rows.append(Judged(key=key, label=label, value=value, unit=unit, target=target,
-                           below=value is not None and target is not None and value < target))
+        rows.append(
+            Judged(
+                key=key,
+                label=label,
+                value=value,
+                unit=unit,
+                target=target,
+                below=value is not None and target is not None and value < target,
+            )
+        )
     return rows
 
 
 def below_targets(figures: WatchFigures, targets: TargetsSpec) -> list[str]:
     """Keys of the figures below their target."""
     return [row.key for row in judge(figures, targets) if row.below]
-

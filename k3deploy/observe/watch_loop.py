@@ -47,9 +47,16 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def ticks(source: Source, interval_s: float, *, count: int | None = None, for_s: float | None = None,
-          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-          now: Callable[[], datetime] = _utcnow) -> Generator[Tick, None, None]:
+def ticks(
+    source: Source,
+    interval_s: float,
+    *,
+    count: int | None = None,
+    for_s: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    now: Callable[[], datetime] = _utcnow,
+) -> Generator[Tick, None, None]:
     """One Tick per interval: at most `count` of them, none due after `for_s` seconds; unbounded without either.
 
     The first sample sets the baseline: a /metrics source has no figures for it (a `baseline` tick, not counted);

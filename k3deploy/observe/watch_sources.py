@@ -51,10 +51,14 @@ def _get_capped(client: httpx.Client, url: str, limit: int, params: Mapping[str,
             for chunk in resp.iter_bytes():
                 body += chunk
                 if len(body) > limit:
-                    raise ScrapeError(f"{url} answered more than {limit // (1024 * 1024)} MiB", "is this the right URL?")
+                    raise ScrapeError(
+                        f"{url} answered more than {limit // (1024 * 1024)} MiB", "is this the right URL?"
+                    )
             return httpx.Response(resp.status_code, headers=resp.headers, content=bytes(body), request=resp.request)
     except httpx.HTTPError as exc:
-        raise ScrapeError(translate(exc, url).message, "check the URL, and that the server (or its port-forward) still runs") from None
+        raise ScrapeError(
+            translate(exc, url).message, "check the URL, and that the server (or its port-forward) still runs"
+        ) from None
 
 
 class MetricsSource:
@@ -62,8 +66,9 @@ class MetricsSource:
 
     kind = "metrics"
 
-    def __init__(self, base_url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, base_url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.url = base_url.rstrip("/") + "/metrics"
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False)
         self._tracker = DeltaTracker()
@@ -76,11 +81,15 @@ class MetricsSource:
         finished = self._clock()
         if resp.status_code != 200:
             excerpt = " ".join(resp.text.split())[:200]
-            raise ScrapeError(f"{self.url} answered {resp.status_code}: {excerpt}", "is this the vLLM server's base URL?")
+            raise ScrapeError(
+                f"{self.url} answered {resp.status_code}: {excerpt}", "is this the vLLM server's base URL?"
+            )
         try:
             snapshot = parse_scrape(resp.text, started, finished)
         except MetricsFormatError as exc:
-            raise ScrapeError(f"{self.url}: {exc}", "point --endpoint at the vLLM server, not a proxy or another app") from None
+            raise ScrapeError(
+                f"{self.url}: {exc}", "point --endpoint at the vLLM server, not a proxy or another app"
+            ) from None
         if not snapshot.series:
             raise ScrapeError(f"{self.url} exports no vLLM series", "is this a vLLM server? (vllm:* metrics missing)")
         return self._tracker.update(snapshot)
@@ -99,25 +108,39 @@ def parse_query_answer(text: str, status_code: int) -> QueryResult:
     try:
         body: Any = json.loads(text)
     except ValueError:
-        raise ScrapeError(f"Prometheus answered {status_code} with no JSON: {' '.join(text.split())[:120]!r}",
-                          "is --prometheus the Prometheus server's base URL (e.g. http://127.0.0.1:9090)?") from None
+        raise ScrapeError(
+            f"Prometheus answered {status_code} with no JSON: {' '.join(text.split())[:120]!r}",
+            "is --prometheus the Prometheus server's base URL (e.g. http://127.0.0.1:9090)?",
+        ) from None
     if not isinstance(body, dict):
-        raise ScrapeError(f"Prometheus answered {status_code} with JSON that is not an API envelope", "is --prometheus a Prometheus server?")
+        raise ScrapeError(
+            f"Prometheus answered {status_code} with JSON that is not an API envelope",
+            "is --prometheus a Prometheus server?",
+        )
     if body.get("status") != "success":
         kind, error = body.get("errorType", "unknown"), body.get("error", "")
-        raise ScrapeError(f"Prometheus answered {status_code} {kind}: {error}",
-                          "the query names vLLM metrics: is vLLM scraped by this Prometheus (ServiceMonitor)?")
+        raise ScrapeError(
+            f"Prometheus answered {status_code} {kind}: {error}",
+            "the query names vLLM metrics: is vLLM scraped by this Prometheus (ServiceMonitor)?",
+        )
     try:
         data = body["data"]
         kind = data["resultType"]
         if kind == "scalar":
             return [({}, float(data["result"][1]))]
         if kind == "vector":
-            return [({str(k): str(v) for k, v in item["metric"].items()}, float(item["value"][1])) for item in data["result"]]
+            return [
+                ({str(k): str(v) for k, v in item["metric"].items()}, float(item["value"][1]))
+                for item in data["result"]
+            ]
     except (KeyError, TypeError, ValueError, IndexError):
-        raise ScrapeError("Prometheus answered success with a malformed result", "is --prometheus a Prometheus server?") from None
-    raise ScrapeError(f"Prometheus answered a {kind!r} result; watch needs an instant vector or a scalar",
-                      "the expressions are instant queries: report this as a k3deploy bug")
+        raise ScrapeError(
+            "Prometheus answered success with a malformed result", "is --prometheus a Prometheus server?"
+        ) from None
+    raise ScrapeError(
+        f"Prometheus answered a {kind!r} result; watch needs an instant vector or a scalar",
+        "the expressions are instant queries: report this as a k3deploy bug",
+    )
 
 
 class PrometheusSource:
@@ -133,7 +156,9 @@ class PrometheusSource:
 
     def query(self, expression: str) -> QueryResult:
         """One instant query at the server's now, with Prometheus' own evaluation timeout set to ours."""
-        resp = _get_capped(self._client, self.url, QUERY_LIMIT, params={"query": expression, "timeout": f"{self._timeout_s:g}s"})
+        resp = _get_capped(
+            self._client, self.url, QUERY_LIMIT, params={"query": expression, "timeout": f"{self._timeout_s:g}s"}
+        )
         try:
             return parse_query_answer(resp.text, resp.status_code)
         except ScrapeError as exc:
@@ -146,4 +171,3 @@ class PrometheusSource:
     def close(self) -> None:
         """Release the connection pool."""
         self._client.close()
-

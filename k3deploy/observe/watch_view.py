@@ -79,18 +79,33 @@ def render(state: ViewState) -> RenderableType:
     else:
         for row in judge(state.figures, state.targets):
             style = "bold red" if row.below else None
-            table.add_row(row.label, Text(format_value(row.value, row.unit), style=style or ""),
-                          _target_text(row), Text(BELOW_MARK, style="bold red") if row.below else "")
+            table.add_row(
+                row.label,
+                Text(format_value(row.value, row.unit), style=style or ""),
+                _target_text(row),
+                Text(BELOW_MARK, style="bold red") if row.below else "",
+            )
         per_pos = state.figures.per_position_acceptance
         if per_pos:
-            table.add_row("acceptance per position", "  ".join(f"{pos}: {rate * 100:.0f} %" for pos, rate in per_pos.items()), "", "")
+            table.add_row(
+                "acceptance per position",
+                "  ".join(f"{pos}: {rate * 100:.0f} %" for pos, rate in per_pos.items()),
+                "",
+                "",
+            )
     parts: list[RenderableType] = [table]
     if state.error is not None:
         at = f"{state.error_at:%H:%M:%S}" if state.error_at else ""
-        parts.append(Text(f"scrape failed {at}: {state.error} (figures above are from the last good scrape; retrying)",
-                          style="bold red"))
+        parts.append(
+            Text(
+                f"scrape failed {at}: {state.error} (figures above are from the last good scrape; retrying)",
+                style="bold red",
+            )
+        )
     if state.figures is not None and state.figures.counter_resets:
-        parts.append(Text(f"counter reset (server restarted?): {', '.join(state.figures.counter_resets[:3])}", style="yellow"))
+        parts.append(
+            Text(f"counter reset (server restarted?): {', '.join(state.figures.counter_resets[:3])}", style="yellow")
+        )
     if state.figures is not None and state.figures.notes:
         parts.append(Text("; ".join(state.figures.notes), style="yellow"))
     return Group(*parts)
@@ -103,7 +118,10 @@ def json_line(tick: Tick, source: str, url: str, targets: TargetsSpec) -> str:
         doc.update(figures=None, below=[], error=tick.error.message)
     else:
         figures = tick.figures
-        doc.update(figures=figures.model_dump(mode="json") if figures else None,
-                   below=below_targets(figures, targets) if figures else [], error=None)
+        doc.update(
+            figures=figures.model_dump(mode="json") if figures else None,
+            below=below_targets(figures, targets) if figures else [],
+            error=None,
+        )
     doc["targets"] = {"decode_tok_s": targets.decode_tok_s, "min_acceptance_length": targets.min_acceptance_length}
     return json.dumps(doc, separators=(",", ":"))

@@ -47,7 +47,9 @@ def pinnable_fields(profile: Profile) -> list[Pinnable]:
         fields.append(Pinnable("speculative.revision", "revision", spec.model, spec.revision))
     if profile.on_kubernetes:
         fields.append(Pinnable("vllm.image", "image", profile.vllm.image, profile.vllm.image))
-        fields.append(Pinnable("kubernetes.smoke_image", "image", profile.kubernetes.smoke_image, profile.kubernetes.smoke_image))
+        fields.append(
+            Pinnable("kubernetes.smoke_image", "image", profile.kubernetes.smoke_image, profile.kubernetes.smoke_image)
+        )
     return fields
 
 

@@ -56,8 +56,10 @@ class HubClient:
         try:
             response = self._http.get(url)
         except httpx.HTTPError as exc:
-            raise EnvironmentProblem(f"cannot reach the Hugging Face Hub at {host}: {type(exc).__name__}: {exc}",
-                                     hint=f"check the network path to {host}, or set HF_ENDPOINT to a mirror") from exc
+            raise EnvironmentProblem(
+                f"cannot reach the Hugging Face Hub at {host}: {type(exc).__name__}: {exc}",
+                hint=f"check the network path to {host}, or set HF_ENDPOINT to a mirror",
+            ) from exc
         code = response.headers.get("X-Error-Code")
         if response.status_code == 200:
             try:
@@ -65,18 +67,29 @@ class HubClient:
             except ValueError:
                 sha = None
             if not isinstance(sha, str) or not _SHA.match(sha):
-                raise EnvironmentProblem(f"{host} answered {repo_id}@{rev} without a commit sha",
-                                         hint="HF_ENDPOINT does not point at a Hub API; check it")
+                raise EnvironmentProblem(
+                    f"{host} answered {repo_id}@{rev} without a commit sha",
+                    hint="HF_ENDPOINT does not point at a Hub API; check it",
+                )
             return sha
         if code == "RevisionNotFound":
-            raise CheckFailed(f"{repo_id} has no revision {rev!r} on {host}",
-                              hint="use a branch, tag or commit that exists (see the repo's commit history)")
+            raise CheckFailed(
+                f"{repo_id} has no revision {rev!r} on {host}",
+                hint="use a branch, tag or commit that exists (see the repo's commit history)",
+            )
         if code == "GatedRepo":
-            raise CheckFailed(f"{repo_id} on {host} is gated and the token cannot read it",
-                              hint="accept the model's terms on the Hub and set HF_TOKEN to a token of that account")
+            raise CheckFailed(
+                f"{repo_id} on {host} is gated and the token cannot read it",
+                hint="accept the model's terms on the Hub and set HF_TOKEN to a token of that account",
+            )
         if code == "RepoNotFound" or response.status_code in (401, 404):
-            hint = ("check the repo id; if it is private, set HF_TOKEN" if "Authorization" not in self._http.headers
-                    else "check the repo id, and that HF_TOKEN can read it")
+            hint = (
+                "check the repo id; if it is private, set HF_TOKEN"
+                if "Authorization" not in self._http.headers
+                else "check the repo id, and that HF_TOKEN can read it"
+            )
             raise CheckFailed(f"model repo {repo_id} not found on {host} (HTTP {response.status_code})", hint=hint)
-        raise EnvironmentProblem(f"{host} answered HTTP {response.status_code} for {repo_id}@{rev}",
-                                 hint="retry later, or set HF_ENDPOINT to a mirror")
+        raise EnvironmentProblem(
+            f"{host} answered HTTP {response.status_code} for {repo_id}@{rev}",
+            hint="retry later, or set HF_ENDPOINT to a mirror",
+        )

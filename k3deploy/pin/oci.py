@@ -68,7 +68,7 @@ def parse_image(text: str) -> ImageRef:
     slash = name.rfind("/")
     colon = name.rfind(":")
     if colon > slash:
-        name, tag = name[:colon], name[colon + 1:]
+        name, tag = name[:colon], name[colon + 1 :]
         if not _TAG.match(tag):
             raise ReferenceError(f"{text!r}: tag {tag!r} is not a valid tag")
     first, sep, rest = name.partition("/")
@@ -103,7 +103,10 @@ def parse_bearer_challenge(header: str) -> BearerChallenge | None:
     scheme, _, params = header.strip().partition(" ")
     if scheme.lower() != "bearer":
         return None
-    values = {m.group(1).lower(): (m.group(2) if m.group(2) is not None else m.group(3)) for m in _CHALLENGE_PARAM.finditer(params)}
+    values = {
+        m.group(1).lower(): (m.group(2) if m.group(2) is not None else m.group(3))
+        for m in _CHALLENGE_PARAM.finditer(params)
+    }
     if not values.get("realm"):
         return None
     return BearerChallenge(realm=values["realm"], service=values.get("service"), scope=values.get("scope"))

@@ -60,8 +60,9 @@ class RegistryClient:
     """An anonymous registry client with bounded timeouts; tokens are reused per realm, service and scope."""
 
     def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=True,
-                                  headers={"User-Agent": "k3deploy-pin"})
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout_s), follow_redirects=True, headers={"User-Agent": "k3deploy-pin"}
+        )
         self._tokens: dict[tuple[str, str | None, str | None], str] = {}
         self._auth: dict[str, str] = {}
 
@@ -86,23 +87,30 @@ class RegistryClient:
         response = self._get(ref, url, {"Accept": ", ".join(MANIFEST_ACCEPT)})
         body_bytes = response.content
         if len(body_bytes) > MAX_MANIFEST_BYTES:
-            raise EnvironmentProblem(f"{ref.api_host}: manifest of {image} is over {MAX_MANIFEST_BYTES} bytes",
-                                     hint="check the image reference; a registry serves manifests of a few KiB")
+            raise EnvironmentProblem(
+                f"{ref.api_host}: manifest of {image} is over {MAX_MANIFEST_BYTES} bytes",
+                hint="check the image reference; a registry serves manifests of a few KiB",
+            )
         digest = "sha256:" + hashlib.sha256(body_bytes).hexdigest()
         announced = response.headers.get("Docker-Content-Digest")
         if announced and announced.startswith("sha256:") and announced != digest:
             raise EnvironmentProblem(
                 f"{ref.api_host}: Docker-Content-Digest {announced} of {image} is not the sha256 of the manifest received ({digest})",
-                hint="a proxy between here and the registry altered the manifest; pin from a direct connection")
+                hint="a proxy between here and the registry altered the manifest; pin from a direct connection",
+            )
         if ref.digest and ref.digest != digest:
-            raise EnvironmentProblem(f"{ref.api_host}: manifest received for {image} has digest {digest}",
-                                     hint="a proxy or mirror served different content; pin from a direct connection")
+            raise EnvironmentProblem(
+                f"{ref.api_host}: manifest received for {image} has digest {digest}",
+                hint="a proxy or mirror served different content; pin from a direct connection",
+            )
         body = _json(body_bytes, ref, "manifest")
         kind = media_type(response.headers.get("Content-Type"), body)
         if kind is None:
-            raise EnvironmentProblem(f"{ref.api_host}: {image} is neither an image index nor an image manifest "
-                                     f"(Content-Type {response.headers.get('Content-Type')!r})",
-                                     hint="pin an image reference, not another kind of artifact")
+            raise EnvironmentProblem(
+                f"{ref.api_host}: {image} is neither an image index nor an image manifest "
+                f"(Content-Type {response.headers.get('Content-Type')!r})",
+                hint="pin an image reference, not another kind of artifact",
+            )
         platforms = index_platforms(body) if kind in INDEX_TYPES else self._config_platforms(ref, base, body)
         return ImageResolution(ref=ref, digest=digest, media_type=kind, platforms=platforms)
 
@@ -133,15 +141,25 @@ class RegistryClient:
         if response.status_code == 200:
             return response
         reason = registry_errors(_maybe_json(response.content)) or f"HTTP {response.status_code}"
-        where = f"{ref.repository}:{ref.reference}" if not ref.reference.startswith("sha256:") else f"{ref.repository}@{ref.reference}"
+        where = (
+            f"{ref.repository}:{ref.reference}"
+            if not ref.reference.startswith("sha256:")
+            else f"{ref.repository}@{ref.reference}"
+        )
         if response.status_code == 404:
-            raise CheckFailed(f"registry {ref.api_host} has no {where} ({reason})",
-                              hint=f"check the repository and tag of {ref.original!r} (a typo, or a tag not pushed yet)")
+            raise CheckFailed(
+                f"registry {ref.api_host} has no {where} ({reason})",
+                hint=f"check the repository and tag of {ref.original!r} (a typo, or a tag not pushed yet)",
+            )
         if response.status_code in (401, 403):
-            raise CheckFailed(f"registry {ref.api_host} refused anonymous access to {where} ({reason})",
-                              hint="the repository does not exist or is private; pin a public image or pull it into a registry you can read")
-        raise EnvironmentProblem(f"registry {ref.api_host} answered HTTP {response.status_code} for {where} ({reason})",
-                                 hint=f"retry later, or point {REGISTRY_URL_ENV} at a mirror")
+            raise CheckFailed(
+                f"registry {ref.api_host} refused anonymous access to {where} ({reason})",
+                hint="the repository does not exist or is private; pin a public image or pull it into a registry you can read",
+            )
+        raise EnvironmentProblem(
+            f"registry {ref.api_host} answered HTTP {response.status_code} for {where} ({reason})",
+            hint=f"retry later, or point {REGISTRY_URL_ENV} at a mirror",
+        )
 
     def _token(self, challenge: BearerChallenge, ref: ImageRef) -> str:
         scope = challenge.scope or f"repository:{ref.repository}:pull"
@@ -157,8 +175,10 @@ class RegistryClient:
         except httpx.HTTPError as exc:
             raise _unreachable(host, exc) from exc
         if response.status_code != 200:
-            raise CheckFailed(f"token server {host} refused an anonymous pull token for {scope} (HTTP {response.status_code})",
-                              hint="the repository is private or does not exist; pin a public image")
+            raise CheckFailed(
+                f"token server {host} refused an anonymous pull token for {scope} (HTTP {response.status_code})",
+                hint="the repository is private or does not exist; pin a public image",
+            )
         data = _json(response.content, ref, "token response")
         token = data.get("token") or data.get("access_token")
         if not isinstance(token, str) or not token:
@@ -174,8 +194,10 @@ class RegistryClient:
 
 
 def _unreachable(host: str, exc: Exception) -> EnvironmentProblem:
-    return EnvironmentProblem(f"cannot reach registry {host}: {type(exc).__name__}: {exc}",
-                              hint=f"check the network path to {host} (proxy, firewall), or set {REGISTRY_URL_ENV} to a mirror")
+    return EnvironmentProblem(
+        f"cannot reach registry {host}: {type(exc).__name__}: {exc}",
+        hint=f"check the network path to {host} (proxy, firewall), or set {REGISTRY_URL_ENV} to a mirror",
+    )
 
 
 def _maybe_json(content: bytes) -> object:
@@ -188,6 +210,8 @@ def _maybe_json(content: bytes) -> object:
 def _json(content: bytes, ref: ImageRef, what: str) -> dict:
     data = _maybe_json(content)
     if not isinstance(data, dict):
-        raise EnvironmentProblem(f"{ref.api_host}: the {what} for {ref.original} is not a JSON object",
-                                 hint="a proxy answered instead of the registry; check the network path")
+        raise EnvironmentProblem(
+            f"{ref.api_host}: the {what} for {ref.original} is not a JSON object",
+            hint="a proxy answered instead of the registry; check the network path",
+        )
     return data

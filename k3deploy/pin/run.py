@@ -59,7 +59,8 @@ def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> PinRow:
     if not runs_on(resolved.platforms, arch):
         raise CheckFailed(
             f"{item.field} {item.value} is built for {listed}, not linux/{arch} (the nodes' platform)",
-            hint=f"choose a tag built for linux/{arch} (check with `k3deploy pin`), or correct hardware.arch")
+            hint=f"choose a tag built for linux/{arch} (check with `k3deploy pin`), or correct hardware.arch",
+        )
     kind = "index" if resolved.is_index else "single-platform image"
     return PinRow(item.field, item.value, resolved.pinned, f"{kind}: {listed}")
 
@@ -83,8 +84,10 @@ def pin_profile(ref: str, sets: list[str], registry: RegistryClient, hub: HubCli
     try:
         Profile.model_validate(data)
     except ValidationError as exc:  # a resolved value the model refuses is a bug here, not the user's
-        raise ProfileError(f"the pinned profile does not validate: {exc.errors()[0]['msg']}",
-                           hint="report it; pin each field by hand with --set meanwhile") from None
+        raise ProfileError(
+            f"the pinned profile does not validate: {exc.errors()[0]['msg']}",
+            hint="report it; pin each field by hand with --set meanwhile",
+        ) from None
     body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
     text = f"{HEADER} from {origin}.\n{body}"
     return PinOutcome(data=data, text=text, rows=rows)
@@ -98,17 +101,25 @@ def write_pinned(text: str, output: str | None, *, force: bool = False) -> None:
         return
     path = Path(output)
     if path.is_dir():
-        raise UsageError(f"--output {output!r} is a directory", hint="pass a file name, e.g. -o pinned.yaml, or '-' for stdout")
+        raise UsageError(
+            f"--output {output!r} is a directory", hint="pass a file name, e.g. -o pinned.yaml, or '-' for stdout"
+        )
     if path.is_symlink() and not force:
-        raise UsageError(f"{output!r} is a symbolic link; pin does not write through one",
-                         hint="pass the real file name, or add --force")
+        raise UsageError(
+            f"{output!r} is a symbolic link; pin does not write through one",
+            hint="pass the real file name, or add --force",
+        )
     if path.exists() and not force and not _written_by_pin(path):
-        raise UsageError(f"{output!r} exists and was not written by `k3deploy pin`",
-                         hint="choose another file name, or add --force to replace it")
+        raise UsageError(
+            f"{output!r} exists and was not written by `k3deploy pin`",
+            hint="choose another file name, or add --force to replace it",
+        )
     try:
         path.write_text(text, encoding="utf-8", newline="\n")
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot write {output!r}: {exc.strerror or exc}", hint="check the path and its permissions") from exc
+        raise EnvironmentProblem(
+            f"cannot write {output!r}: {exc.strerror or exc}", hint="check the path and its permissions"
+        ) from exc
 
 
 def _written_by_pin(path: Path) -> bool:

@@ -29,9 +29,15 @@ def capacity_check(profile: Profile) -> CheckResult:
     )
     target = f"<= {(result.usable_bytes_per_gpu or 0) / GIB:.1f} GiB usable per GPU"
     if result.fits:
-        return CheckResult(name="plan.capacity", status=Status.PASS, measured=measured, target=target, detail=result.reason)
+        return CheckResult(
+            name="plan.capacity", status=Status.PASS, measured=measured, target=target, detail=result.reason
+        )
     return CheckResult(
-        name="plan.capacity", status=Status.FAIL, measured=measured, target=target, detail=result.reason,
+        name="plan.capacity",
+        status=Status.FAIL,
+        measured=measured,
+        target=target,
+        detail=result.reason,
         hint="add GPUs (parallel.*), lower vllm.max_model_len, or use an fp8 KV cache (vllm.kv_cache_dtype=fp8); see `k3deploy plan`",
     )
 

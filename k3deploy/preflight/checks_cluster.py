@@ -25,7 +25,12 @@ CRD_GROUPS = ["leaderworkerset.x-k8s.io", "resource.nvidia.com", "monitoring.cor
 #: Kubernetes version from which DRA (ComputeDomain's resource claims) is on by default.
 MIN_DRA_VERSION = (1, 34)
 #: GPU Feature Discovery labels a GPU node must carry (besides the clique label when NVLink is used).
-GFD_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.memory", "nvidia.com/cuda.driver-version.full", "kubernetes.io/arch")
+GFD_LABELS = (
+    "nvidia.com/gpu.product",
+    "nvidia.com/gpu.memory",
+    "nvidia.com/cuda.driver-version.full",
+    "kubernetes.io/arch",
+)
 _NODE_REASONS_SHOWN = 6
 
 
@@ -42,8 +47,13 @@ class Access:
 
 def required_access(profile: Profile) -> list[Access]:
     """The verbs `up` uses: server-side apply (create + patch), reads for waiting, deletes for rollback and down."""
-    kinds = [("leaderworkersets", "leaderworkerset.x-k8s.io"), ("services", ""), ("persistentvolumeclaims", ""),
-             ("jobs", "batch"), ("serviceaccounts", "")]
+    kinds = [
+        ("leaderworkersets", "leaderworkerset.x-k8s.io"),
+        ("services", ""),
+        ("persistentvolumeclaims", ""),
+        ("jobs", "batch"),
+        ("serviceaccounts", ""),
+    ]
     if profile.kubernetes.compute_domain:
         kinds.append(("computedomains", "resource.nvidia.com"))
     if profile.kubernetes.service_monitor:
@@ -51,18 +61,29 @@ def required_access(profile: Profile) -> list[Access]:
     if profile.kubernetes.monitoring_on:
         kinds += [("prometheusrules", "monitoring.coreos.com"), ("configmaps", "")]
     if profile.kubernetes.routing == "inference-pool":
-        kinds += [("inferencepools", "inference.networking.k8s.io"), ("deployments", "apps"), ("configmaps", ""),
-                  ("roles", "rbac.authorization.k8s.io"), ("rolebindings", "rbac.authorization.k8s.io")]
+        kinds += [
+            ("inferencepools", "inference.networking.k8s.io"),
+            ("deployments", "apps"),
+            ("configmaps", ""),
+            ("roles", "rbac.authorization.k8s.io"),
+            ("rolebindings", "rbac.authorization.k8s.io"),
+        ]
     if profile.kubernetes.network_policy:
         kinds.append(("networkpolicies", "networking.k8s.io"))
     out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
-    out += [Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"), Access("list", "pods"), Access("watch", "pods"),
-            Access("get", "pods", subresource="log"), Access("list", "events")]
+    out += [
+        Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"),
+        Access("list", "pods"),
+        Access("watch", "pods"),
+        Access("get", "pods", subresource="log"),
+        Access("list", "events"),
+    ]
     return out
 
 
-def _result(name: str, ok: bool, measured: object, target: object, detail: str = "", hint: str = "",
-            bad: Status = Status.FAIL) -> CheckResult:
+def _result(
+    name: str, ok: bool, measured: object, target: object, detail: str = "", hint: str = "", bad: Status = Status.FAIL
+) -> CheckResult:
     if ok:
         return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=detail)
     return CheckResult(name=name, status=bad, measured=measured, target=target, detail=detail, hint=hint)
@@ -71,41 +92,85 @@ def _result(name: str, ok: bool, measured: object, target: object, detail: str =
 def _version(profile: Profile, facts: ClusterFacts) -> CheckResult:
     found = version_tuple(facts.server_version)[:2]
     need = ".".join(map(str, MIN_DRA_VERSION))
-    return _result("k8s.version", found >= MIN_DRA_VERSION, facts.server_version, f">= {need}",
-                   "" if found >= MIN_DRA_VERSION else f"Kubernetes {'.'.join(map(str, found))} does not enable DRA by default; "
-                   "ComputeDomain resource claims need it",
-                   f"upgrade the control plane and kubelets to {need}+ (or set kubernetes.compute_domain=false to use host IMEX)",
-                   Status.FAIL if profile.kubernetes.compute_domain else Status.WARN)
+    return _result(
+        "k8s.version",
+        found >= MIN_DRA_VERSION,
+        facts.server_version,
+        f">= {need}",
+        ""
+        if found >= MIN_DRA_VERSION
+        else f"Kubernetes {'.'.join(map(str, found))} does not enable DRA by default; "
+        "ComputeDomain resource claims need it",
+        f"upgrade the control plane and kubelets to {need}+ (or set kubernetes.compute_domain=false to use host IMEX)",
+        Status.FAIL if profile.kubernetes.compute_domain else Status.WARN,
+    )
 
 
 def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     served = set(facts.resources)
-    results = [_result("k8s.crd.leaderworkerset", LWS_CRD in served, "served" if LWS_CRD in served else "missing", LWS_CRD,
-                       "" if LWS_CRD in served else "the TP16 group is a LeaderWorkerSet: leader + 3 workers",
-                       "install LeaderWorkerSet (kubectl apply --server-side -f <lws release manifests.yaml>)")]
+    results = [
+        _result(
+            "k8s.crd.leaderworkerset",
+            LWS_CRD in served,
+            "served" if LWS_CRD in served else "missing",
+            LWS_CRD,
+            "" if LWS_CRD in served else "the TP16 group is a LeaderWorkerSet: leader + 3 workers",
+            "install LeaderWorkerSet (kubectl apply --server-side -f <lws release manifests.yaml>)",
+        )
+    ]
     if profile.kubernetes.compute_domain:
         ok = COMPUTE_DOMAIN_CRD in served
-        results.append(_result("k8s.crd.computedomain", ok, "served" if ok else "missing", COMPUTE_DOMAIN_CRD,
-                               "" if ok else "multi-node NVLink needs IMEX channels, which a ComputeDomain provides",
-                               "install the NVIDIA DRA driver for GPUs with ComputeDomains enabled (helm chart dra-driver-nvidia-gpu, "
-                               "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu), "
-                               "or set kubernetes.compute_domain=false to use host IMEX"))
+        results.append(
+            _result(
+                "k8s.crd.computedomain",
+                ok,
+                "served" if ok else "missing",
+                COMPUTE_DOMAIN_CRD,
+                "" if ok else "multi-node NVLink needs IMEX channels, which a ComputeDomain provides",
+                "install the NVIDIA DRA driver for GPUs with ComputeDomains enabled (helm chart dra-driver-nvidia-gpu, "
+                "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu), "
+                "or set kubernetes.compute_domain=false to use host IMEX",
+            )
+        )
     if profile.kubernetes.service_monitor:
         ok = SERVICE_MONITOR_CRD in served
-        results.append(_result("k8s.crd.servicemonitor", ok, "served" if ok else "missing", SERVICE_MONITOR_CRD,
-                               "" if ok else "vLLM's /metrics will not be scraped",
-                               "install the Prometheus Operator CRDs, or set kubernetes.service_monitor=false", Status.WARN))
+        results.append(
+            _result(
+                "k8s.crd.servicemonitor",
+                ok,
+                "served" if ok else "missing",
+                SERVICE_MONITOR_CRD,
+                "" if ok else "vLLM's /metrics will not be scraped",
+                "install the Prometheus Operator CRDs, or set kubernetes.service_monitor=false",
+                Status.WARN,
+            )
+        )
     if profile.kubernetes.monitoring_on:
         ok = PROMETHEUS_RULE_CRD in served
-        results.append(_result("k8s.crd.prometheusrule", ok, "served" if ok else "missing", PROMETHEUS_RULE_CRD,
-                               "" if ok else "the alerts of the profile's targets cannot be applied",
-                               "install the Prometheus Operator CRDs, or set kubernetes.monitoring=false", Status.WARN))
+        results.append(
+            _result(
+                "k8s.crd.prometheusrule",
+                ok,
+                "served" if ok else "missing",
+                PROMETHEUS_RULE_CRD,
+                "" if ok else "the alerts of the profile's targets cannot be applied",
+                "install the Prometheus Operator CRDs, or set kubernetes.monitoring=false",
+                Status.WARN,
+            )
+        )
     if profile.kubernetes.routing == "inference-pool":
         ok = INFERENCE_POOL_CRD in served
-        results.append(_result("k8s.crd.inferencepool", ok, "served" if ok else "missing", INFERENCE_POOL_CRD,
-                               "" if ok else "kubernetes.routing inference-pool renders an InferencePool",
-                               "install the Gateway API Inference Extension CRDs (kubernetes-sigs/gateway-api-inference-extension "
-                               "release manifests) and a Gateway that supports them, or set kubernetes.routing=service"))
+        results.append(
+            _result(
+                "k8s.crd.inferencepool",
+                ok,
+                "served" if ok else "missing",
+                INFERENCE_POOL_CRD,
+                "" if ok else "kubernetes.routing inference-pool renders an InferencePool",
+                "install the Gateway API Inference Extension CRDs (kubernetes-sigs/gateway-api-inference-extension "
+                "release manifests) and a Gateway that supports them, or set kubernetes.routing=service",
+            )
+        )
     return results
 
 
@@ -115,11 +180,19 @@ def _gpu_nodes(facts: ClusterFacts) -> list[NodeFacts]:
 
 def _gfd(profile: Profile, facts: ClusterFacts) -> CheckResult:
     gpu_nodes = _gpu_nodes(facts)
-    wanted = [*GFD_LABELS, *([profile.kubernetes.clique_label] if profile.hardware and profile.hardware.nvlink_domain else [])]
+    wanted = [
+        *GFD_LABELS,
+        *([profile.kubernetes.clique_label] if profile.hardware and profile.hardware.nvlink_domain else []),
+    ]
     if not gpu_nodes:
-        return _result("k8s.gfd_labels", False, "no node advertises nvidia.com/gpu", "GPU nodes with GFD labels",
-                       f"none of {len(facts.nodes)} node(s) has allocatable nvidia.com/gpu",
-                       "install the NVIDIA GPU Operator (device plugin + GPU Feature Discovery) on the GPU nodes")
+        return _result(
+            "k8s.gfd_labels",
+            False,
+            "no node advertises nvidia.com/gpu",
+            "GPU nodes with GFD labels",
+            f"none of {len(facts.nodes)} node(s) has allocatable nvidia.com/gpu",
+            "install the NVIDIA GPU Operator (device plugin + GPU Feature Discovery) on the GPU nodes",
+        )
     problems: list[str] = []
     unlabelled = 0
     hw = profile.hardware
@@ -131,9 +204,15 @@ def _gfd(profile: Profile, facts: ClusterFacts) -> CheckResult:
         elif hw is not None:
             problems += _label_values(node, hw)
     measured = f"{len(gpu_nodes) - unlabelled} of {len(gpu_nodes)} GPU node(s) labelled"
-    return _result("k8s.gfd_labels", not problems, measured, ", ".join(wanted), "; ".join(problems[:_NODE_REASONS_SHOWN]),
-                   "deploy GPU Feature Discovery (GPU Operator gfd.enabled=true) and check the node's driver; "
-                   "the clique label needs the NVLink fabric to be Completed on the node")
+    return _result(
+        "k8s.gfd_labels",
+        not problems,
+        measured,
+        ", ".join(wanted),
+        "; ".join(problems[:_NODE_REASONS_SHOWN]),
+        "deploy GPU Feature Discovery (GPU Operator gfd.enabled=true) and check the node's driver; "
+        "the clique label needs the NVLink fabric to be Completed on the node",
+    )
 
 
 def _label_values(node: NodeFacts, hw: HardwareSpec) -> list[str]:
@@ -164,22 +243,34 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
     group = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
     target = group if par.replicas == 1 else f"{par.replicas} groups of {group}"
     reasons = [r for c in result.cliques for r in c.excluded] + result.unassigned
-    hint = ("free GPUs in one clique (other pods hold nvidia.com/gpu: kubectl describe node), uncordon nodes, "
-            "or add nodes to a clique; the whole group must share one NVLink partition")
+    hint = (
+        "free GPUs in one clique (other pods hold nvidia.com/gpu: kubectl describe node), uncordon nodes, "
+        "or add nodes to a clique; the whole group must share one NVLink partition"
+    )
     if par.replicas > 1:
         return _groups_placement(profile, result, target, hint)
     ranked = [c for c in result.cliques if c.trays]
     if result.fits:
         home = next(c for c in ranked if c.groups)
         where = f"clique {home.clique}" if nvlink else "the cluster"
-        return CheckResult(name="k8s.placement", status=Status.PASS, measured=f"{where}: {len(home.trays)} eligible node(s)",
-                           target=target, detail=f"the group fits in {where} on {', '.join(home.trays[:par.nodes])}")
-    counts = [f"clique {c.clique} has {len(c.trays)} eligible node(s), needs {par.nodes}" for c in ranked] if nvlink else \
-        [f"{len(ranked[0].trays) if ranked else 0} eligible node(s), needs {par.nodes}"]
+        return CheckResult(
+            name="k8s.placement",
+            status=Status.PASS,
+            measured=f"{where}: {len(home.trays)} eligible node(s)",
+            target=target,
+            detail=f"the group fits in {where} on {', '.join(home.trays[: par.nodes])}",
+        )
+    counts = (
+        [f"clique {c.clique} has {len(c.trays)} eligible node(s), needs {par.nodes}" for c in ranked]
+        if nvlink
+        else [f"{len(ranked[0].trays) if ranked else 0} eligible node(s), needs {par.nodes}"]
+    )
     if not counts:
         counts = ["no GPU node is eligible"]
     detail = "; ".join(counts) + _reasons(reasons)
-    return CheckResult(name="k8s.placement", status=Status.FAIL, measured=counts[0], target=target, detail=detail, hint=hint)
+    return CheckResult(
+        name="k8s.placement", status=Status.FAIL, measured=counts[0], target=target, detail=detail, hint=hint
+    )
 
 
 def _reasons(reasons: list[str]) -> str:
@@ -191,12 +282,21 @@ def _reasons(reasons: list[str]) -> str:
 
 def _groups_placement(profile: Profile, result: Placement, target: str, hint: str) -> CheckResult:
     """Several groups: where each lands, and, when some do not fit, every clique with what it lacks."""
-    where = [f"group {', '.join(map(str, c.groups))} in clique {c.clique}" if result.nvlink else
-             f"groups {', '.join(map(str, c.groups))}" for c in result.cliques if c.groups]
+    where = [
+        f"group {', '.join(map(str, c.groups))} in clique {c.clique}"
+        if result.nvlink
+        else f"groups {', '.join(map(str, c.groups))}"
+        for c in result.cliques
+        if c.groups
+    ]
     if result.fits:
-        return CheckResult(name="k8s.placement", status=Status.PASS,
-                           measured=f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
-                           target=target, detail="; ".join(where))
+        return CheckResult(
+            name="k8s.placement",
+            status=Status.PASS,
+            measured=f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
+            target=target,
+            detail="; ".join(where),
+        )
     rows = []
     for c in result.cliques:
         name = f"clique {c.clique}" if result.nvlink else "the cluster"
@@ -205,9 +305,14 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
     if not rows:
         rows = ["no GPU node is eligible"]
     detail = "; ".join(rows) + _reasons([r for c in result.cliques for r in c.excluded] + result.unassigned)
-    return CheckResult(name="k8s.placement", status=Status.FAIL, measured=f"{result.placed} of {result.replicas} groups fit",
-                       target=target, detail=detail,
-                       hint=hint + f"; or lower parallel.replicas to {result.placed}" if result.placed else hint)
+    return CheckResult(
+        name="k8s.placement",
+        status=Status.FAIL,
+        measured=f"{result.placed} of {result.replicas} groups fit",
+        target=target,
+        detail=detail,
+        hint=hint + f"; or lower parallel.replicas to {result.placed}" if result.placed else hint,
+    )
 
 
 def _namespace(profile: Profile, facts: ClusterFacts) -> CheckResult:
@@ -217,8 +322,14 @@ def _namespace(profile: Profile, facts: ClusterFacts) -> CheckResult:
     create = next((a for a in facts.access if a.resource == "namespaces" and a.verb == "create"), None)
     if create is not None and create.allowed:
         return _result("k8s.namespace", True, f"{ns} absent", "exists or may be created", "`up` will create it")
-    return _result("k8s.namespace", False, f"{ns} absent", "exists or may be created", "you may not create namespaces",
-                   f"ask an admin to create namespace {ns} (kubectl create namespace {ns}), or pass -n with one you may use")
+    return _result(
+        "k8s.namespace",
+        False,
+        f"{ns} absent",
+        "exists or may be created",
+        "you may not create namespaces",
+        f"ask an admin to create namespace {ns} (kubectl create namespace {ns}), or pass -n with one you may use",
+    )
 
 
 def _secret(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
@@ -226,13 +337,32 @@ def _secret(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     if ref is None:
         return []
     target = f"Secret {ref.name} with key {ref.key} in {facts.namespace}"
-    create = (f"kubectl create secret generic {ref.name} -n {facts.namespace} --from-literal={ref.key}=<hf token>"
-              " (or set kubernetes.hf_token_secret=null for public weights)")
+    create = (
+        f"kubectl create secret generic {ref.name} -n {facts.namespace} --from-literal={ref.key}=<hf token>"
+        " (or set kubernetes.hf_token_secret=null for public weights)"
+    )
     if facts.secret_keys is None:
-        return [_result("k8s.secret", False, "missing", target, "the weight prefetch reads the Hugging Face token from it", create)]
+        return [
+            _result(
+                "k8s.secret",
+                False,
+                "missing",
+                target,
+                "the weight prefetch reads the Hugging Face token from it",
+                create,
+            )
+        ]
     if ref.key not in facts.secret_keys:
-        return [_result("k8s.secret", False, f"keys: {', '.join(facts.secret_keys) or 'none'}", target,
-                        f"Secret {ref.name} has no key {ref.key!r}", f"add the key, or set kubernetes.hf_token_secret.key; {create}")]
+        return [
+            _result(
+                "k8s.secret",
+                False,
+                f"keys: {', '.join(facts.secret_keys) or 'none'}",
+                target,
+                f"Secret {ref.name} has no key {ref.key!r}",
+                f"add the key, or set kubernetes.hf_token_secret.key; {create}",
+            )
+        ]
     return [_result("k8s.secret", True, "present", target)]
 
 
@@ -241,14 +371,34 @@ def _runtime_class(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     if name is None:
         return []
     target = f"RuntimeClass {name}"
-    hint = (f"install the NVIDIA GPU Operator or container toolkit (it creates RuntimeClass {name}), or set "
-            "kubernetes.runtime_class to one of `kubectl get runtimeclass` (null: the nodes' default runtime)")
+    hint = (
+        f"install the NVIDIA GPU Operator or container toolkit (it creates RuntimeClass {name}), or set "
+        "kubernetes.runtime_class to one of `kubectl get runtimeclass` (null: the nodes' default runtime)"
+    )
     if facts.runtime_class_exists is None:
-        return [_result("k8s.runtime_class", False, "unknown", target, "this user may not read RuntimeClasses",
-                        f"check with: kubectl get runtimeclass {name}", Status.WARN)]
-    return [_result("k8s.runtime_class", facts.runtime_class_exists, "exists" if facts.runtime_class_exists else "missing",
-                    target, "" if facts.runtime_class_exists else
-                    "the API server refuses pods that name a missing RuntimeClass (serving and node-preflight pods)", hint)]
+        return [
+            _result(
+                "k8s.runtime_class",
+                False,
+                "unknown",
+                target,
+                "this user may not read RuntimeClasses",
+                f"check with: kubectl get runtimeclass {name}",
+                Status.WARN,
+            )
+        ]
+    return [
+        _result(
+            "k8s.runtime_class",
+            facts.runtime_class_exists,
+            "exists" if facts.runtime_class_exists else "missing",
+            target,
+            ""
+            if facts.runtime_class_exists
+            else "the API server refuses pods that name a missing RuntimeClass (serving and node-preflight pods)",
+            hint,
+        )
+    ]
 
 
 def _rbac(facts: ClusterFacts) -> CheckResult:
@@ -259,10 +409,15 @@ def _rbac(facts: ClusterFacts) -> CheckResult:
     first = denied[0]
     first_resource = f"{first.resource}.{first.group}" if first.group else first.resource
     listed = ", ".join(a.label for a in denied[:8]) + (f" and {len(denied) - 8} more" if len(denied) > 8 else "")
-    return _result("k8s.rbac", False, f"{len(denied)} of {len(relevant)} denied", "the verbs `up` uses",
-                   f"denied in {facts.namespace}: {listed}",
-                   f"ask an admin for a Role in {facts.namespace} granting them "
-                   f"(check with: kubectl auth can-i {first.verb} {first_resource} -n {facts.namespace})")
+    return _result(
+        "k8s.rbac",
+        False,
+        f"{len(denied)} of {len(relevant)} denied",
+        "the verbs `up` uses",
+        f"denied in {facts.namespace}: {listed}",
+        f"ask an admin for a Role in {facts.namespace} granting them "
+        f"(check with: kubectl auth can-i {first.verb} {first_resource} -n {facts.namespace})",
+    )
 
 
 def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
@@ -271,17 +426,34 @@ def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
     archs = sorted({n.labels.get("kubernetes.io/arch", "unknown") for n in candidates})
     want = profile.vllm.image_arch
     if not candidates:
-        return CheckResult(name="k8s.image_arch", status=Status.SKIP, target=want, detail="no GPU node matches the node selector")
+        return CheckResult(
+            name="k8s.image_arch", status=Status.SKIP, target=want, detail="no GPU node matches the node selector"
+        )
     ok = want in archs
-    return _result("k8s.image_arch", ok, ", ".join(archs), want,
-                   "" if ok else f"{profile.vllm.image} is built for {want}; the GPU nodes are {', '.join(archs)}",
-                   f"use an image built for {archs[0]} (vLLM's arm64 tags carry a suffix such as -aarch64-cu130) "
-                   f"and set vllm.image_arch={archs[0]}")
+    return _result(
+        "k8s.image_arch",
+        ok,
+        ", ".join(archs),
+        want,
+        "" if ok else f"{profile.vllm.image} is built for {want}; the GPU nodes are {', '.join(archs)}",
+        f"use an image built for {archs[0]} (vLLM's arm64 tags carry a suffix such as -aarch64-cu130) "
+        f"and set vllm.image_arch={archs[0]}",
+    )
 
 
 def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, its Pod Security level,
     Secret, storage, RBAC."""
-    return [_version(profile, facts), *_crds(profile, facts), _gfd(profile, facts), _placement(profile, facts),
-            _image_arch(profile, facts), *_runtime_class(profile, facts), _namespace(profile, facts),
-            pod_security_check(profile, facts), *_secret(profile, facts), *storage_checks(profile, facts), _rbac(facts)]
+    return [
+        _version(profile, facts),
+        *_crds(profile, facts),
+        _gfd(profile, facts),
+        _placement(profile, facts),
+        _image_arch(profile, facts),
+        *_runtime_class(profile, facts),
+        _namespace(profile, facts),
+        pod_security_check(profile, facts),
+        *_secret(profile, facts),
+        *storage_checks(profile, facts),
+        _rbac(facts),
+    ]

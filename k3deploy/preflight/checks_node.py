@@ -28,8 +28,13 @@ def _count(hw: HardwareSpec, need: int, facts: GpuNodeFacts) -> CheckResult:
     found = len(facts.gpus)
     if found >= need:
         return _pass("gpu.count", found, f">= {need}", f"{found} GPU(s) via {facts.source}")
-    return _fail("gpu.count", found, f">= {need}", f"this node shows {found} GPU(s); the profile runs {need} per node",
-                 "check `nvidia-smi -L` and the GPUs visible to this pod (NVIDIA_VISIBLE_DEVICES), or set parallel.gpus_per_node")
+    return _fail(
+        "gpu.count",
+        found,
+        f">= {need}",
+        f"this node shows {found} GPU(s); the profile runs {need} per node",
+        "check `nvidia-smi -L` and the GPUs visible to this pod (NVIDIA_VISIBLE_DEVICES), or set parallel.gpus_per_node",
+    )
 
 
 def _product(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
@@ -38,10 +43,14 @@ def _product(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     names = sorted({g.name for g in facts.gpus})
     if not wrong:
         return _pass("gpu.product", ", ".join(names), " or ".join(allowed))
-    return _fail("gpu.product", ", ".join(names), " or ".join(allowed),
-                 f"GPU {_gpu_list(wrong)} is {wrong[0].name!r}, not a {hw.gpu_product}",
-                 "run on the GPUs the profile is sized for; to accept another product (e.g. 'NVIDIA B300 SXM6 AC') add it to "
-                 "hardware.allowed_products and re-check hardware.gpu_memory_mib")
+    return _fail(
+        "gpu.product",
+        ", ".join(names),
+        " or ".join(allowed),
+        f"GPU {_gpu_list(wrong)} is {wrong[0].name!r}, not a {hw.gpu_product}",
+        "run on the GPUs the profile is sized for; to accept another product (e.g. 'NVIDIA B300 SXM6 AC') add it to "
+        "hardware.allowed_products and re-check hardware.gpu_memory_mib",
+    )
 
 
 def _compute_capability(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
@@ -49,14 +58,23 @@ def _compute_capability(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     wrong = [g for g in facts.gpus if g.compute_capability not in (None, hw.compute_capability)]
     found = ", ".join(sorted({g.compute_capability or "unknown" for g in facts.gpus}))
     if wrong:
-        return _fail("gpu.compute_capability", found, hw.compute_capability,
-                     f"GPU {_gpu_list(wrong)} has compute capability {wrong[0].compute_capability}; the image's kernels are built "
-                     f"for {hw.compute_capability}",
-                     f"use {hw.gpu_product} GPUs (sm_{hw.compute_capability.replace('.', '')}), or a profile and image built for this GPU")
+        return _fail(
+            "gpu.compute_capability",
+            found,
+            hw.compute_capability,
+            f"GPU {_gpu_list(wrong)} has compute capability {wrong[0].compute_capability}; the image's kernels are built "
+            f"for {hw.compute_capability}",
+            f"use {hw.gpu_product} GPUs (sm_{hw.compute_capability.replace('.', '')}), or a profile and image built for this GPU",
+        )
     if unknown:
-        return CheckResult(name="gpu.compute_capability", status=Status.WARN, measured=found, target=hw.compute_capability,
-                           detail=f"GPU {_gpu_list(unknown)} did not report a compute capability",
-                           hint="update the driver; `nvidia-smi --query-gpu=compute_cap --format=csv` needs r510+")
+        return CheckResult(
+            name="gpu.compute_capability",
+            status=Status.WARN,
+            measured=found,
+            target=hw.compute_capability,
+            detail=f"GPU {_gpu_list(unknown)} did not report a compute capability",
+            hint="update the driver; `nvidia-smi --query-gpu=compute_cap --format=csv` needs r510+",
+        )
     return _pass("gpu.compute_capability", found, hw.compute_capability)
 
 
@@ -64,9 +82,13 @@ def _memory(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     smallest = min(g.memory_mib for g in facts.gpus)
     if smallest >= hw.gpu_memory_mib:
         return _pass("gpu.memory", f"{smallest} MiB", f">= {hw.gpu_memory_mib} MiB")
-    return _fail("gpu.memory", f"{smallest} MiB", f">= {hw.gpu_memory_mib} MiB",
-                 f"the smallest GPU has {smallest} MiB; the capacity plan assumes {hw.gpu_memory_mib} MiB",
-                 "run on the GPUs the profile is sized for, or set hardware.gpu_memory_mib and re-run `k3deploy plan`")
+    return _fail(
+        "gpu.memory",
+        f"{smallest} MiB",
+        f">= {hw.gpu_memory_mib} MiB",
+        f"the smallest GPU has {smallest} MiB; the capacity plan assumes {hw.gpu_memory_mib} MiB",
+        "run on the GPUs the profile is sized for, or set hardware.gpu_memory_mib and re-run `k3deploy plan`",
+    )
 
 
 def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
@@ -74,15 +96,27 @@ def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
     if version_tuple(facts.driver_version) >= version_tuple(hw.min_driver_version):
         results.append(_pass("driver.version", facts.driver_version, f">= {hw.min_driver_version}"))
     else:
-        results.append(_fail("driver.version", facts.driver_version, f">= {hw.min_driver_version}",
-                             f"driver {facts.driver_version} is older than R{hw.min_driver_version}",
-                             f"install an R{hw.min_driver_version}+ data-center driver (the CUDA {hw.min_cuda_version} image needs it)"))
+        results.append(
+            _fail(
+                "driver.version",
+                facts.driver_version,
+                f">= {hw.min_driver_version}",
+                f"driver {facts.driver_version} is older than R{hw.min_driver_version}",
+                f"install an R{hw.min_driver_version}+ data-center driver (the CUDA {hw.min_cuda_version} image needs it)",
+            )
+        )
     if version_tuple(facts.cuda_driver_version) >= version_tuple(hw.min_cuda_version):
         results.append(_pass("driver.cuda", facts.cuda_driver_version, f">= {hw.min_cuda_version}"))
     else:
-        results.append(_fail("driver.cuda", facts.cuda_driver_version, f">= {hw.min_cuda_version}",
-                             f"the driver supports CUDA {facts.cuda_driver_version}; the image is built for CUDA {hw.min_cuda_version}",
-                             f"upgrade the driver to one that supports CUDA {hw.min_cuda_version} (R{hw.min_driver_version}+)"))
+        results.append(
+            _fail(
+                "driver.cuda",
+                facts.cuda_driver_version,
+                f">= {hw.min_cuda_version}",
+                f"the driver supports CUDA {facts.cuda_driver_version}; the image is built for CUDA {hw.min_cuda_version}",
+                f"upgrade the driver to one that supports CUDA {hw.min_cuda_version} (R{hw.min_driver_version}+)",
+            )
+        )
     return results
 
 
@@ -90,10 +124,14 @@ def _mig(facts: GpuNodeFacts) -> CheckResult:
     on = [g for g in facts.gpus if g.mig_enabled]
     if not on:
         return _pass("gpu.mig", "disabled", "disabled")
-    return _fail("gpu.mig", f"enabled on GPU {_gpu_list(on)}", "disabled",
-                 "MIG splits each GPU; tensor parallelism needs whole GPUs",
-                 f"disable MIG: `nvidia-smi -i {on[0].index} -mig 0` (then reset the GPU), or relabel the node for "
-                 "the GPU Operator's MIG manager (nvidia.com/mig.config=all-disabled)")
+    return _fail(
+        "gpu.mig",
+        f"enabled on GPU {_gpu_list(on)}",
+        "disabled",
+        "MIG splits each GPU; tensor parallelism needs whole GPUs",
+        f"disable MIG: `nvidia-smi -i {on[0].index} -mig 0` (then reset the GPU), or relabel the node for "
+        "the GPU Operator's MIG manager (nvidia.com/mig.config=all-disabled)",
+    )
 
 
 def _health_problems(gpu: GpuFacts) -> list[str]:
@@ -115,17 +153,27 @@ def _health(facts: GpuNodeFacts) -> CheckResult:
     problems = [p for g in facts.gpus for p in _health_problems(g)]
     if not problems:
         return _pass("gpu.health", "no pending reset, retirement or uncorrectable ECC", "healthy")
-    return _fail("gpu.health", "; ".join(problems), "healthy", "a GPU with pending recovery can crash or corrupt a TP16 group",
-                 "drain the node and reset the GPU (`nvidia-smi -r -i N`) or reboot; a failed row remap needs a GPU replacement")
+    return _fail(
+        "gpu.health",
+        "; ".join(problems),
+        "healthy",
+        "a GPU with pending recovery can crash or corrupt a TP16 group",
+        "drain the node and reset the GPU (`nvidia-smi -r -i N`) or reboot; a failed row remap needs a GPU replacement",
+    )
 
 
 def _persistence(facts: GpuNodeFacts) -> CheckResult:
     off = [g for g in facts.gpus if g.persistence_mode is False]
     if not off:
         return _pass("gpu.persistence", "on", "on")
-    return CheckResult(name="gpu.persistence", status=Status.WARN, measured=f"off on GPU {_gpu_list(off)}", target="on",
-                       detail="without persistence mode every CUDA start re-initialises the GPU",
-                       hint="enable nvidia-persistenced (or `nvidia-smi -pm 1`)")
+    return CheckResult(
+        name="gpu.persistence",
+        status=Status.WARN,
+        measured=f"off on GPU {_gpu_list(off)}",
+        target="on",
+        detail="without persistence mode every CUDA start re-initialises the GPU",
+        hint="enable nvidia-persistenced (or `nvidia-smi -pm 1`)",
+    )
 
 
 def _fabric(facts: GpuNodeFacts) -> list[CheckResult]:
@@ -134,12 +182,16 @@ def _fabric(facts: GpuNodeFacts) -> list[CheckResult]:
         first = bad[0]
         found = f"GPU {first.index}: State {first.fabric_state or 'N/A'}, Status {first.fabric_status or 'N/A'}"
         if first.fabric_state is None:
-            detail, hint = ("the GPU reports no NVLink fabric: it is not in a multi-node NVLink domain",
-                            "run on GB300 NVL72 trays, or set hardware.nvlink_domain=false for a single-node profile")
+            detail, hint = (
+                "the GPU reports no NVLink fabric: it is not in a multi-node NVLink domain",
+                "run on GB300 NVL72 trays, or set hardware.nvlink_domain=false for a single-node profile",
+            )
         else:
-            detail, hint = (f"NVLink fabric registration not finished on GPU {_gpu_list(bad)}",
-                            "wait for the fabric manager / NVLink switch tray to finish (`nvidia-smi -q | grep -A6 Fabric`); "
-                            "if it stays there, check the NMX partition and restart nvidia-fabricmanager")
+            detail, hint = (
+                f"NVLink fabric registration not finished on GPU {_gpu_list(bad)}",
+                "wait for the fabric manager / NVLink switch tray to finish (`nvidia-smi -q | grep -A6 Fabric`); "
+                "if it stays there, check the NMX partition and restart nvidia-fabricmanager",
+            )
         state = _fail("fabric.state", found, "State Completed, Status Success", detail, hint)
     else:
         state = _pass("fabric.state", "Completed / Success", "Completed / Success")
@@ -147,12 +199,21 @@ def _fabric(facts: GpuNodeFacts) -> list[CheckResult]:
     if len(cliques) == 1:
         clique = _pass("fabric.clique", cliques[0], "one ClusterUUID.CliqueId")
     elif not cliques:
-        clique = _fail("fabric.clique", "none", "one ClusterUUID.CliqueId", "no GPU reports a ClusterUUID",
-                       "the NVLink fabric has not assigned this tray to a partition; check the fabric manager")
+        clique = _fail(
+            "fabric.clique",
+            "none",
+            "one ClusterUUID.CliqueId",
+            "no GPU reports a ClusterUUID",
+            "the NVLink fabric has not assigned this tray to a partition; check the fabric manager",
+        )
     else:
-        clique = _fail("fabric.clique", ", ".join(cliques), "one ClusterUUID.CliqueId",
-                       f"this node's GPUs sit in {len(cliques)} NVLink partitions; NCCL cannot use MNNVL across them",
-                       "ask the NVLink domain admin to put the whole tray in one partition (NMX), then reset the fabric state")
+        clique = _fail(
+            "fabric.clique",
+            ", ".join(cliques),
+            "one ClusterUUID.CliqueId",
+            f"this node's GPUs sit in {len(cliques)} NVLink partitions; NCCL cannot use MNNVL across them",
+            "ask the NVLink domain admin to put the whole tray in one partition (NMX), then reset the fabric state",
+        )
     return [state, clique]
 
 
@@ -160,13 +221,34 @@ def gpu_checks(profile: Profile, facts: GpuNodeFacts) -> list[CheckResult]:
     """GPU count, product, compute capability, memory, driver, MIG, health, persistence and NVLink fabric."""
     hw = profile.hardware
     if hw is None:
-        return [CheckResult(name="gpu", status=Status.SKIP, measured=f"{len(facts.gpus)} GPU(s) via {facts.source}",
-                            detail="the profile has no hardware section: nothing to compare the GPUs with")]
+        return [
+            CheckResult(
+                name="gpu",
+                status=Status.SKIP,
+                measured=f"{len(facts.gpus)} GPU(s) via {facts.source}",
+                detail="the profile has no hardware section: nothing to compare the GPUs with",
+            )
+        ]
     if not facts.gpus:
-        return [_fail("gpu.count", 0, f">= {profile.parallel.gpus_per_node}", f"{facts.source} reports no GPUs",
-                      "check the driver (`nvidia-smi`) and that this pod was given GPUs")]
-    results = [_count(hw, profile.parallel.gpus_per_node, facts), _product(hw, facts), _compute_capability(hw, facts),
-               _memory(hw, facts), *_driver(hw, facts), _mig(facts), _health(facts), _persistence(facts)]
+        return [
+            _fail(
+                "gpu.count",
+                0,
+                f">= {profile.parallel.gpus_per_node}",
+                f"{facts.source} reports no GPUs",
+                "check the driver (`nvidia-smi`) and that this pod was given GPUs",
+            )
+        ]
+    results = [
+        _count(hw, profile.parallel.gpus_per_node, facts),
+        _product(hw, facts),
+        _compute_capability(hw, facts),
+        _memory(hw, facts),
+        *_driver(hw, facts),
+        _mig(facts),
+        _health(facts),
+        _persistence(facts),
+    ]
     if hw.nvlink_domain:
         results += _fabric(facts)
     return results
@@ -179,48 +261,100 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
     if host.arch == image_arch:
         results.append(_pass("host.arch", host.arch, image_arch))
     else:
-        results.append(_fail("host.arch", host.arch, image_arch, f"the image {profile.vllm.image} is built for {image_arch}",
-                             f"use an image built for {host.arch} (vLLM's arm64 tags carry a suffix such as -aarch64-cu130) "
-                             f"and set vllm.image_arch={host.arch}"))
+        results.append(
+            _fail(
+                "host.arch",
+                host.arch,
+                image_arch,
+                f"the image {profile.vllm.image} is built for {image_arch}",
+                f"use an image built for {host.arch} (vLLM's arm64 tags carry a suffix such as -aarch64-cu130) "
+                f"and set vllm.image_arch={host.arch}",
+            )
+        )
     want_shm = parse_quantity(profile.kubernetes.shm_size)
     if not profile.on_kubernetes:
         pass  # the local target runs one vLLM process; the pods' /dev/shm size is a Kubernetes setting
     elif host.shm_bytes is None:
-        results.append(CheckResult(name="host.shm", status=Status.WARN, measured="no /dev/shm", target=f">= {profile.kubernetes.shm_size}",
-                                   detail="NCCL and vLLM's workers exchange data through /dev/shm", hint="mount a tmpfs at /dev/shm"))
+        results.append(
+            CheckResult(
+                name="host.shm",
+                status=Status.WARN,
+                measured="no /dev/shm",
+                target=f">= {profile.kubernetes.shm_size}",
+                detail="NCCL and vLLM's workers exchange data through /dev/shm",
+                hint="mount a tmpfs at /dev/shm",
+            )
+        )
     elif host.shm_bytes >= want_shm:
         results.append(_pass("host.shm", _size(host.shm_bytes), f">= {profile.kubernetes.shm_size}"))
     else:
-        results.append(CheckResult(
-            name="host.shm", status=Status.WARN, measured=_size(host.shm_bytes), target=f">= {profile.kubernetes.shm_size}",
-            detail="a small /dev/shm makes NCCL fail with 'No space left on device' under load",
-            hint="mount an emptyDir with medium: Memory at /dev/shm (the rendered pods do), or enlarge the host tmpfs"))
+        results.append(
+            CheckResult(
+                name="host.shm",
+                status=Status.WARN,
+                measured=_size(host.shm_bytes),
+                target=f">= {profile.kubernetes.shm_size}",
+                detail="a small /dev/shm makes NCCL fail with 'No space left on device' under load",
+                hint="mount an emptyDir with medium: Memory at /dev/shm (the rendered pods do), or enlarge the host tmpfs",
+            )
+        )
     need = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
     target = f">= {_size(need)} free (weights + draft)"
     if profile.on_kubernetes:
         # The pods read the weights from the RWX model-cache PVC, never from this node's disk.
-        results.append(CheckResult(name="host.cache_disk", status=Status.SKIP, target=target,
-                                   detail="the weights live on the model-cache PVC, not on this node; "
-                                          "`preflight --cluster` checks its size and access mode"))
+        results.append(
+            CheckResult(
+                name="host.cache_disk",
+                status=Status.SKIP,
+                target=target,
+                detail="the weights live on the model-cache PVC, not on this node; "
+                "`preflight --cluster` checks its size and access mode",
+            )
+        )
     elif host.cache_free_bytes is None:
-        results.append(CheckResult(name="host.cache_disk", status=Status.WARN, measured="unknown", target=target,
-                                   detail=f"no existing directory on the way to {host.cache_path}"))
+        results.append(
+            CheckResult(
+                name="host.cache_disk",
+                status=Status.WARN,
+                measured="unknown",
+                target=target,
+                detail=f"no existing directory on the way to {host.cache_path}",
+            )
+        )
     elif host.cache_free_bytes >= need:
         results.append(_pass("host.cache_disk", f"{_size(host.cache_free_bytes)} at {host.cache_probe_path}", target))
     else:
-        results.append(_fail("host.cache_disk", f"{_size(host.cache_free_bytes)} at {host.cache_probe_path}", target,
-                             f"the weights for {profile.model.id} do not fit under {host.cache_path}",
-                             "free space there, or point kubernetes.model_cache_path at a larger local NVMe volume"))
+        results.append(
+            _fail(
+                "host.cache_disk",
+                f"{_size(host.cache_free_bytes)} at {host.cache_probe_path}",
+                target,
+                f"the weights for {profile.model.id} do not fit under {host.cache_path}",
+                "free space there, or point kubernetes.model_cache_path at a larger local NVMe volume",
+            )
+        )
     if profile.on_kubernetes and profile.kubernetes.compute_domain:
         if host.imex_service == "active":
-            results.append(CheckResult(
-                name="host.imex", status=Status.WARN, measured="nvidia-imex.service active", target="inactive (ComputeDomain runs IMEX)",
-                detail="a host IMEX daemon holds the IMEX channels the ComputeDomain's daemons need (NV_ERR_IN_USE)",
-                hint="systemctl disable --now nvidia-imex.service on every GB300 node, "
-                     "or set kubernetes.compute_domain=false to use the host IMEX"))
+            results.append(
+                CheckResult(
+                    name="host.imex",
+                    status=Status.WARN,
+                    measured="nvidia-imex.service active",
+                    target="inactive (ComputeDomain runs IMEX)",
+                    detail="a host IMEX daemon holds the IMEX channels the ComputeDomain's daemons need (NV_ERR_IN_USE)",
+                    hint="systemctl disable --now nvidia-imex.service on every GB300 node, "
+                    "or set kubernetes.compute_domain=false to use the host IMEX",
+                )
+            )
         elif host.imex_service is None:
-            results.append(CheckResult(name="host.imex", status=Status.SKIP, target="inactive (ComputeDomain runs IMEX)",
-                                       detail="cannot tell without systemd: run `systemctl is-active nvidia-imex` on the host"))
+            results.append(
+                CheckResult(
+                    name="host.imex",
+                    status=Status.SKIP,
+                    target="inactive (ComputeDomain runs IMEX)",
+                    detail="cannot tell without systemd: run `systemctl is-active nvidia-imex` on the host",
+                )
+            )
         else:
             results.append(_pass("host.imex", host.imex_service, "inactive (ComputeDomain runs IMEX)"))
     return results

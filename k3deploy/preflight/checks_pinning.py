@@ -24,7 +24,13 @@ def pinning_checks(profile: Profile) -> list[CheckResult]:
     """One row per Hub revision and image of the profile: PASS when pinned, else FAIL (production) or WARN."""
     fields = pinnable_fields(profile)
     if not fields:
-        return [CheckResult(name="profile.revisions", status=Status.SKIP, detail="no Hub models or images to pin (local or generated weights)")]
+        return [
+            CheckResult(
+                name="profile.revisions",
+                status=Status.SKIP,
+                detail="no Hub models or images to pin (local or generated weights)",
+            )
+        ]
     floating_status = Status.FAIL if profile.production else Status.WARN
     results = []
     for item in fields:
@@ -32,36 +38,73 @@ def pinning_checks(profile: Profile) -> list[CheckResult]:
         if item.kind == "revision":
             target = "40-hex commit"
             if item.pinned:
-                results.append(CheckResult(name=name, status=Status.PASS, measured=item.value, target=target, detail=f"{item.subject} pinned"))
+                results.append(
+                    CheckResult(
+                        name=name,
+                        status=Status.PASS,
+                        measured=item.value,
+                        target=target,
+                        detail=f"{item.subject} pinned",
+                    )
+                )
                 continue
             detail = f"{item.subject} at {item.value!r} floats: a re-deploy may load different weights than the ones you validated"
         else:
             target = "tag@sha256:<digest>"
             if item.pinned:
-                results.append(CheckResult(name=name, status=Status.PASS, measured=item.value, target=target, detail="pinned by digest"))
+                results.append(
+                    CheckResult(
+                        name=name, status=Status.PASS, measured=item.value, target=target, detail="pinned by digest"
+                    )
+                )
                 continue
             detail = "a tag without a digest floats: the registry may serve a different image on the next pull"
         if profile.production:
             detail += " (production profile)"
-        results.append(CheckResult(name=name, status=floating_status, measured=item.value, target=target, detail=detail,
-                                   hint=f"{pin_command(profile)}, then deploy pinned.yaml"))
+        results.append(
+            CheckResult(
+                name=name,
+                status=floating_status,
+                measured=item.value,
+                target=target,
+                detail=detail,
+                hint=f"{pin_command(profile)}, then deploy pinned.yaml",
+            )
+        )
     return results
 
 
-def image_platform_check(profile: Profile, image: str, resolved: ImageResolution | None, problem: str | None) -> CheckResult:
+def image_platform_check(
+    profile: Profile, image: str, resolved: ImageResolution | None, problem: str | None
+) -> CheckResult:
     """The platforms the registry lists for `image`: FAIL without the nodes' platform, WARN when it could not be asked."""
     arch = node_arch(profile)
     target = f"linux/{arch}"
     if resolved is None:
-        return CheckResult(name="image.platforms", status=Status.WARN, measured=None, target=target,
-                           detail=f"{image}: could not ask the registry: {problem}",
-                           hint="check from a machine that reaches the registry: k3deploy pin -p ... (K3DEPLOY_REGISTRY_URL for a mirror)")
+        return CheckResult(
+            name="image.platforms",
+            status=Status.WARN,
+            measured=None,
+            target=target,
+            detail=f"{image}: could not ask the registry: {problem}",
+            hint="check from a machine that reaches the registry: k3deploy pin -p ... (K3DEPLOY_REGISTRY_URL for a mirror)",
+        )
     listed = [str(p) for p in resolved.platforms]
     measured = ", ".join(listed) or "none"
     kind = "index" if resolved.is_index else "single-platform image"
     if runs_on(resolved.platforms, arch):
-        return CheckResult(name="image.platforms", status=Status.PASS, measured=measured, target=target,
-                           detail=f"{image} is a {kind} at {resolved.digest}")
-    return CheckResult(name="image.platforms", status=Status.FAIL, measured=measured, target=target,
-                       detail=f"{image} is a {kind} without {target}: the serving pods cannot start on the nodes",
-                       hint=f"choose an image built for {target} (e.g. the -aarch64 tag for GB300), or correct hardware.arch")
+        return CheckResult(
+            name="image.platforms",
+            status=Status.PASS,
+            measured=measured,
+            target=target,
+            detail=f"{image} is a {kind} at {resolved.digest}",
+        )
+    return CheckResult(
+        name="image.platforms",
+        status=Status.FAIL,
+        measured=measured,
+        target=target,
+        detail=f"{image} is a {kind} without {target}: the serving pods cannot start on the nodes",
+        hint=f"choose an image built for {target} (e.g. the -aarch64 tag for GB300), or correct hardware.arch",
+    )

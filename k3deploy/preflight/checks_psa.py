@@ -50,7 +50,9 @@ def pod_security_check(profile: Profile, facts: ClusterFacts) -> CheckResult:
     default = "the API server's default level applies (privileged unless its AdmissionConfiguration sets one)"
     if "enforce" not in levels and "warn" not in levels:
         where = f"namespace {ns}" if facts.namespace_exists else f"namespace {ns} (to be created by `up`)"
-        return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=f"{where}: {default}")
+        return CheckResult(
+            name=name, status=Status.PASS, measured=measured, target=target, detail=f"{where}: {default}"
+        )
     for mode, status in (("enforce", Status.FAIL), ("warn", Status.WARN)):
         level = levels.get(mode)
         found = set_violations(profile, level) if level else []
@@ -58,11 +60,19 @@ def pod_security_check(profile: Profile, facts: ClusterFacts) -> CheckResult:
             more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
             verb = "rejects" if mode == "enforce" else "warns about"
             return CheckResult(
-                name=name, status=status, measured=measured, target=target,
+                name=name,
+                status=status,
+                measured=measured,
+                target=target,
                 detail=f"{mode}={level} {verb} {len(found)} pod rule(s): {'; '.join(found[:_SHOWN])}{more}",
                 hint=f"label the namespace for baseline (kubectl label namespace {ns} --overwrite "
-                     f"{LABEL_PREFIX}{mode}=baseline), or name a non-root vLLM image in vllm.image with a pod "
-                     "securityContext patch",
+                f"{LABEL_PREFIX}{mode}=baseline), or name a non-root vLLM image in vllm.image with a pod "
+                "securityContext patch",
             )
-    return CheckResult(name=name, status=Status.PASS, measured=measured, target=target,
-                       detail="every pod of the set meets the namespace's levels")
+    return CheckResult(
+        name=name,
+        status=Status.PASS,
+        measured=measured,
+        target=target,
+        detail="every pod of the set meets the namespace's levels",
+    )

@@ -29,7 +29,9 @@ def _review(api: object, need: Access, namespace: str) -> AccessFacts:
     where = namespace if need.namespaced else None
     allowed, reason = read.can_i(api, need.verb, need.resource, need.group, where, need.subresource)
     resource = f"{need.resource}/{need.subresource}" if need.subresource else need.resource
-    return AccessFacts(verb=need.verb, resource=resource, group=need.group, namespace=where, allowed=allowed, reason=reason)
+    return AccessFacts(
+        verb=need.verb, resource=resource, group=need.group, namespace=where, allowed=allowed, reason=reason
+    )
 
 
 def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict]:
@@ -38,8 +40,10 @@ def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict
 
     def ours(pod: dict) -> bool:
         meta = pod.get("metadata") or {}
-        return (meta.get("namespace") == namespace
-                and (meta.get("labels") or {}).get(NAME_LABEL) in colours(profile.name))
+        return meta.get("namespace") == namespace and (meta.get("labels") or {}).get(NAME_LABEL) in colours(
+            profile.name
+        )
+
     return [pod for pod in pods if not ours(pod)]
 
 
@@ -55,9 +59,16 @@ def placement_nodes(profile: Profile, options: KubeOptions) -> list[NodeFacts]:
 
 def _claim(pvc: dict) -> ClaimFacts:
     spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
-    capacity = (status.get("capacity") or {}).get("storage") or ((spec.get("resources") or {}).get("requests") or {}).get("storage")
-    return ClaimFacts(name=pvc["metadata"]["name"], access_modes=list(spec.get("accessModes") or []),
-                      storage_class=spec.get("storageClassName"), capacity=capacity, phase=status.get("phase"))
+    capacity = (status.get("capacity") or {}).get("storage") or (
+        (spec.get("resources") or {}).get("requests") or {}
+    ).get("storage")
+    return ClaimFacts(
+        name=pvc["metadata"]["name"],
+        access_modes=list(spec.get("accessModes") or []),
+        storage_class=spec.get("storageClassName"),
+        capacity=capacity,
+        phase=status.get("phase"),
+    )
 
 
 def _installed(api: object) -> dict[str, str] | None:

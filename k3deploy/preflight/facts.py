@@ -19,17 +19,42 @@ GPU_RESOURCE = "nvidia.com/gpu"
 #: nvmlGpuFabricState_t values, named as `nvidia-smi -q` prints them.
 FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 #: nvmlReturn_t values a fabric probe reports, named as `nvidia-smi -q` prints them.
-NVML_RETURNS = {0: "Success", 3: "Not Supported", 6: "Not Found", 9: "Driver Not Loaded", 10: "Timeout", 999: "Unknown Error"}
+NVML_RETURNS = {
+    0: "Success",
+    3: "Not Supported",
+    6: "Not Found",
+    9: "Driver Not Loaded",
+    10: "Timeout",
+    999: "Unknown Error",
+}
 #: nvmlDeviceGpuRecoveryAction_t values, named as `nvidia-smi -q` prints them.
 RECOVERY_ACTIONS = {
-    0: "None", 1: "Reset", 2: "Reboot", 3: "Drain P2P", 4: "Drain and Reset",
-    5: "Recover IMEX Domain", 6: "Bus Reset", 7: "System Reboot",
+    0: "None",
+    1: "Reset",
+    2: "Reboot",
+    3: "Drain P2P",
+    4: "Drain and Reset",
+    5: "Recover IMEX Domain",
+    6: "Bus Reset",
+    7: "System Reboot",
 }
 _ARCH_NAMES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "amd64", "amd64": "amd64"}
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|k|m)?$")
 _QUANTITY_FACTORS = {
-    None: 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    None: 1,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 
 
@@ -140,14 +165,17 @@ class ClusterFacts(_Facts):
     namespace: str
     namespace_exists: bool
     namespace_labels: dict[str, str] = Field(
-        default_factory=dict, description="Labels of the namespace (Pod Security Admission levels among them).")
+        default_factory=dict, description="Labels of the namespace (Pod Security Admission levels among them)."
+    )
     secret_name: str | None = None
     secret_keys: list[str] | None = None
     storage_classes: list[str] = []
     default_storage_class: str | None = None
     access: list[AccessFacts] = []
     storage_provisioners: dict[str, str] = Field(default_factory=dict, description="StorageClass name -> provisioner.")
-    runtime_class_exists: bool | None = Field(None, description="Whether the profile's RuntimeClass exists; None: not read.")
+    runtime_class_exists: bool | None = Field(
+        None, description="Whether the profile's RuntimeClass exists; None: not read."
+    )
     model_cache_claim: ClaimFacts | None = Field(None, description="The weight-cache PVC when it already exists.")
     #: Installed controller versions by component (preflight/versions.py); None when they could not be read.
     installed_versions: dict[str, str] | None = None
@@ -213,7 +241,11 @@ def _text(node: ET.Element | None, path: str) -> str | None:
     if found is None or found.text is None:
         return None
     value = found.text.strip()
-    if not value or value in {"N/A", "[N/A]", "Unknown Error", "Not Supported", "[Not Supported]"} or "deprecated" in value:
+    if (
+        not value
+        or value in {"N/A", "[N/A]", "Unknown Error", "Not Supported", "[Not Supported]"}
+        or "deprecated" in value
+    ):
         return None
     return value
 
@@ -327,12 +359,14 @@ def parse_nodes(nodes: list[dict], pods: list[dict]) -> list[NodeFacts]:
         meta, status = node.get("metadata") or {}, node.get("status") or {}
         conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
         name = meta.get("name", "")
-        out.append(NodeFacts(
-            name=name,
-            labels=dict(meta.get("labels") or {}),
-            allocatable_gpus=_gpu_quantity(status.get("allocatable")),
-            requested_gpus=requested.get(name, 0),
-            ready=conditions.get("Ready") == "True",
-            unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
-        ))
+        out.append(
+            NodeFacts(
+                name=name,
+                labels=dict(meta.get("labels") or {}),
+                allocatable_gpus=_gpu_quantity(status.get("allocatable")),
+                requested_gpus=requested.get(name, 0),
+                ready=conditions.get("Ready") == "True",
+                unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
+            )
+        )
     return sorted(out, key=lambda n: n.name)

@@ -132,8 +132,9 @@ def nvml_facts() -> GpuNodeFacts:
             gpus=[_gpu(i) for i in range(pynvml.nvmlDeviceGetCount())],
         )
     except pynvml.NVMLError as exc:
-        raise EnvironmentProblem(f"NVML failed while reading the GPUs: {exc}",
-                                 hint="check the driver with nvidia-smi; a GPU may be lost") from None
+        raise EnvironmentProblem(
+            f"NVML failed while reading the GPUs: {exc}", hint="check the driver with nvidia-smi; a GPU may be lost"
+        ) from None
     finally:
         pynvml.nvmlShutdown()
 
@@ -142,7 +143,9 @@ def _run_smi(smi: str, *args: str) -> str:
     try:
         done = subprocess.run([smi, *args], capture_output=True, text=True, timeout=_SMI_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EnvironmentProblem(f"nvidia-smi {' '.join(args)} failed: {exc}", hint="check the NVIDIA driver on this node") from None
+        raise EnvironmentProblem(
+            f"nvidia-smi {' '.join(args)} failed: {exc}", hint="check the NVIDIA driver on this node"
+        ) from None
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
         raise EnvironmentProblem(
@@ -172,7 +175,7 @@ def gpu_facts() -> GpuNodeFacts:
             raise EnvironmentProblem(
                 f"cannot look at the GPUs: NVML and nvidia-smi were not found (NVML: {nvml_error}; nvidia-smi: not on PATH)",
                 hint="run `k3deploy preflight --node` on a GPU node (or in a pod with the NVIDIA runtime); "
-                     "use --cluster from a workstation",
+                "use --cluster from a workstation",
             ) from None
         return smi_facts(smi)
 

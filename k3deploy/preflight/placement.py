@@ -76,7 +76,9 @@ def exclusion(profile: Profile, node: NodeFacts) -> str | None:
     return None
 
 
-def trays_by_clique(profile: Profile, nodes: list[NodeFacts]) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
+def trays_by_clique(
+    profile: Profile, nodes: list[NodeFacts]
+) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
     """Free trays by clique, the other GPU nodes of each clique with why, and GPU nodes without a clique label."""
     label = profile.kubernetes.clique_label
     nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
@@ -113,8 +115,14 @@ def place(profile: Profile, nodes: list[NodeFacts], replicas: int | None = None)
     cliques = []
     for name in sorted(names, key=lambda n: (-len(trays.get(n, [])), n)):
         have = sorted(trays.get(name, []))
-        cliques.append(CliquePlacement(clique=name, trays=have, groups=groups[name], used=have[:size * len(groups[name])],
-                                       excluded=excluded.get(name, [])))
+        cliques.append(
+            CliquePlacement(
+                clique=name,
+                trays=have,
+                groups=groups[name],
+                used=have[: size * len(groups[name])],
+                excluded=excluded.get(name, []),
+            )
+        )
     nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
     return Placement(replicas=wanted, nodes=size, nvlink=nvlink, cliques=cliques, unassigned=unassigned)
-

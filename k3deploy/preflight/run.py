@@ -27,8 +27,9 @@ def host_cache_path(profile: Profile) -> str:
     return profile.kubernetes.model_cache_path
 
 
-def run_preflight(profile: Profile, node: bool, cluster: bool, kube: KubeOptions | None = None, *,
-                  gpus: bool = True) -> list[CheckResult]:
+def run_preflight(
+    profile: Profile, node: bool, cluster: bool, kube: KubeOptions | None = None, *, gpus: bool = True
+) -> list[CheckResult]:
     """Check `profile` against this node (`node`: GPUs unless `gpus=False`, and host) and/or the cluster (`cluster`).
 
     Raises EnvironmentProblem (exit 3) when it cannot look: no NVML and no nvidia-smi, API unreachable, forbidden.
@@ -53,7 +54,13 @@ def image_platforms(profile: Profile) -> CheckResult:
             resolved = registry.resolve(image)
     except K3DeployError as exc:
         if exc.exit_code == EXIT_FAILED:  # the registry answered: no such image is a failure, not a warning
-            return CheckResult(name="image.platforms", status=Status.FAIL, measured=None, target=f"linux/{node_arch(profile)}",
-                               detail=exc.message, hint=exc.hint)
+            return CheckResult(
+                name="image.platforms",
+                status=Status.FAIL,
+                measured=None,
+                target=f"linux/{node_arch(profile)}",
+                detail=exc.message,
+                hint=exc.hint,
+            )
         return image_platform_check(profile, image, None, exc.message)
     return image_platform_check(profile, image, resolved, None)

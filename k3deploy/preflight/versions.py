@@ -85,12 +85,18 @@ def required_versions(objects: list[dict[str, Any]]) -> list[Requirement]:
     for obj in objects:
         kind, spec = obj.get("kind"), obj.get("spec") or {}
         if kind == "LeaderWorkerSet":
-            found.append(Requirement(LWS, "v0.5.0", "ControllerRevisions (rollout readiness proven per template)",
-                                     blocking=False))
+            found.append(
+                Requirement(
+                    LWS, "v0.5.0", "ControllerRevisions (rollout readiness proven per template)", blocking=False
+                )
+            )
             if (spec.get("leaderWorkerTemplate") or {}).get("restartPolicy") == "RecreateGroupAfterStart":
                 found.append(Requirement(LWS, "v0.9.0", "restartPolicy: RecreateGroupAfterStart"))
-            if any("resourceClaimTemplateName" in claim for pod in _pod_specs(obj)
-                   for claim in pod.get("resourceClaims") or []):
+            if any(
+                "resourceClaimTemplateName" in claim
+                for pod in _pod_specs(obj)
+                for claim in pod.get("resourceClaims") or []
+            ):
                 found.append(Requirement(LWS, "v0.4.0", "flat resourceClaims[].resourceClaimTemplateName"))
         elif kind == "ComputeDomain" and spec.get("numNodes") == 0:
             found.append(Requirement(DRA, "v25.8.0", "ComputeDomain numNodes: 0 (IMEX daemons with DNS names)"))
@@ -124,8 +130,8 @@ def installed_versions(workloads: list[dict[str, Any]]) -> dict[str, str]:
                         found[component] = str(version)
         chart = labels.get("helm.sh/chart", "")
         for name in _DRA_CHARTS:
-            if chart.startswith(f"{name}-") and DRA not in found and parse_version(chart[len(name) + 1:]):
-                found[DRA] = chart[len(name) + 1:]
+            if chart.startswith(f"{name}-") and DRA not in found and parse_version(chart[len(name) + 1 :]):
+                found[DRA] = chart[len(name) + 1 :]
     return found
 
 
@@ -144,10 +150,16 @@ def version_checks(objects: list[dict[str, Any]], installed: dict[str, str] | No
         highest = max(mine, key=lambda r: _order(component, parse_version(r.minimum) or (0, 0, 0)))
         have = installed.get(component)
         if have is None:
-            results.append(CheckResult(
-                name=name, status=Status.WARN, measured="not found", target=f">= {highest.minimum}",
-                detail=f"no {LABELS[component]} workload with a versioned image or Helm label was found",
-                hint=f"check that the {LABELS[component]} is installed; set {PROFILE_FIELDS[component]} to its version"))
+            results.append(
+                CheckResult(
+                    name=name,
+                    status=Status.WARN,
+                    measured="not found",
+                    target=f">= {highest.minimum}",
+                    detail=f"no {LABELS[component]} workload with a versioned image or Helm label was found",
+                    hint=f"check that the {LABELS[component]} is installed; set {PROFILE_FIELDS[component]} to its version",
+                )
+            )
             continue
         short = [r for r in mine if not at_least(component, have, r.minimum)]
         if not short:
@@ -155,8 +167,14 @@ def version_checks(objects: list[dict[str, Any]], installed: dict[str, str] | No
             continue
         status = Status.FAIL if any(r.blocking for r in short) else Status.WARN
         detail = "; ".join(f"{r.feature} needs {r.minimum}" for r in short)
-        results.append(CheckResult(
-            name=name, status=status, measured=have, target=f">= {max(short, key=lambda r: _order(component, parse_version(r.minimum) or (0, 0, 0))).minimum}",
-            detail=f"{LABELS[component]} {have} is older than the rendered set needs: {detail}",
-            hint=f"upgrade the {LABELS[component]}, or `--set {PROFILE_FIELDS[component]}={have}` renders what {have} supports"))
+        results.append(
+            CheckResult(
+                name=name,
+                status=status,
+                measured=have,
+                target=f">= {max(short, key=lambda r: _order(component, parse_version(r.minimum) or (0, 0, 0))).minimum}",
+                detail=f"{LABELS[component]} {have} is older than the rendered set needs: {detail}",
+                hint=f"upgrade the {LABELS[component]}, or `--set {PROFILE_FIELDS[component]}={have}` renders what {have} supports",
+            )
+        )
     return results

@@ -27,6 +27,11 @@ def preflight_table(profile_name: str, results: list[CheckResult]) -> Table:
         fix = result.detail
         if result.hint and result.status in (Status.WARN, Status.FAIL):
             fix = f"{fix}\nfix: {result.hint}" if fix else f"fix: {result.hint}"
-        table.add_row(result.name, Text(result.status.value.upper(), style=_STYLES[result.status]),
-                      _cell(result.measured), _cell(result.target), fix)
+        table.add_row(
+            result.name,
+            Text(result.status.value.upper(), style=_STYLES[result.status]),
+            _cell(result.measured),
+            _cell(result.target),
+            fix,
+        )
     return table

@@ -40,8 +40,11 @@ def weight_cache(profile: Profile) -> WeightCache | None:
     if not profile.on_kubernetes:
         return None
     snapshot = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
-    return WeightCache(snapshot_bytes=snapshot, cache_bytes=parse_quantity(profile.kubernetes.model_cache_size),
-                       groups=profile.parallel.replicas)
+    return WeightCache(
+        snapshot_bytes=snapshot,
+        cache_bytes=parse_quantity(profile.kubernetes.model_cache_size),
+        groups=profile.parallel.replicas,
+    )
 
 
 def cache_note(cache: WeightCache) -> str:
@@ -49,8 +52,10 @@ def cache_note(cache: WeightCache) -> str:
     gib = 1024**3
     need = SNAPSHOTS_FOR_UPGRADE * cache.snapshot_bytes
     shared = f"shared by the {cache.groups} groups" if cache.groups > 1 else "one cache"
-    head = (f"{cache.cache_bytes / gib:,.0f} GiB ({shared}); one snapshot (weights + draft) is "
-            f"{cache.snapshot_bytes / gib:,.0f} GiB; a new model revision needs room for two: {need / gib:,.0f} GiB")
+    head = (
+        f"{cache.cache_bytes / gib:,.0f} GiB ({shared}); one snapshot (weights + draft) is "
+        f"{cache.snapshot_bytes / gib:,.0f} GiB; a new model revision needs room for two: {need / gib:,.0f} GiB"
+    )
     if cache.upgrade_fits:
         return head + " - fits"
     return head + f" - does NOT fit: set kubernetes.model_cache_size to at least {-(-need // gib)}Gi"

@@ -89,23 +89,34 @@ def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
             with path.open("rb") as handle:
                 raw = handle.read(MAX_PROFILE_BYTES + 1)
         except OSError as exc:
-            raise ProfileError(f"cannot read profile {ref!r}: {exc.strerror}", hint="check the path and its permissions") from exc
+            raise ProfileError(
+                f"cannot read profile {ref!r}: {exc.strerror}", hint="check the path and its permissions"
+            ) from exc
         if len(raw) > MAX_PROFILE_BYTES:
-            raise ProfileError(f"{origin} is larger than {MAX_PROFILE_BYTES // 1024} KiB: not a profile", hint="pass a profile YAML file")
+            raise ProfileError(
+                f"{origin} is larger than {MAX_PROFILE_BYTES // 1024} KiB: not a profile",
+                hint="pass a profile YAML file",
+            )
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ProfileError(f"{origin} is not UTF-8 text (byte {exc.start})", hint="pass a profile YAML file, saved as UTF-8") from None
+            raise ProfileError(
+                f"{origin} is not UTF-8 text (byte {exc.start})", hint="pass a profile YAML file, saved as UTF-8"
+            ) from None
     try:
         data = parse_yaml(text)
     except YamlRefused as exc:
-        raise ProfileError(f"{origin}: {exc}", hint="write the values out in full; a profile needs no anchors or deep nesting") from None
+        raise ProfileError(
+            f"{origin}: {exc}", hint="write the values out in full; a profile needs no anchors or deep nesting"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ProfileError(f"{origin} is not valid YAML{where}", hint="fix the YAML syntax") from exc
     if not isinstance(data, dict):
-        raise ProfileError(f"{origin} must be a YAML mapping, got {type(data).__name__}", hint="start the file with 'name: ...'")
+        raise ProfileError(
+            f"{origin} must be a YAML mapping, got {type(data).__name__}", hint="start the file with 'name: ...'"
+        )
     return data, origin
 
 
@@ -115,7 +126,9 @@ def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
     for item in sets:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise ProfileError(f"--set {item!r} is not key.path=value", hint="for example: --set vllm.gpu_memory_utilization=0.9")
+            raise ProfileError(
+                f"--set {item!r} is not key.path=value", hint="for example: --set vllm.gpu_memory_utilization=0.9"
+            )
         try:
             value = parse_yaml(raw) if raw != "" else ""
         except YamlRefused as exc:
@@ -130,7 +143,9 @@ def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
                 child = {}
                 node[part] = child
             if not isinstance(child, dict):
-                raise ProfileError(f"--set {key}: {part!r} is not a section", hint="only mapping fields can hold sub-keys")
+                raise ProfileError(
+                    f"--set {key}: {part!r} is not a section", hint="only mapping fields can hold sub-keys"
+                )
             node = child
         node[parts[-1]] = value
     return out
@@ -171,8 +186,10 @@ def _check_text(node: Any, path: str, origin: str) -> None:
         where = f"{path}.{key}" if path else str(key)
         for text in (key, value):
             if isinstance(text, str) and any("\ud800" <= ch <= "\udfff" for ch in text):
-                raise ProfileError(f"{origin} is invalid: {where}: not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)",
-                                   hint=f"fix '{where}' in the profile or with --set")
+                raise ProfileError(
+                    f"{origin} is invalid: {where}: not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)",
+                    hint=f"fix '{where}' in the profile or with --set",
+                )
         _check_text(value, where, origin)
 
 

@@ -6,40 +6,26 @@ per GPU, checkpoint size, flags) lives here as a field, never as a literal in co
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-import k3deploy
+from k3deploy.profile.base import _Strict
+from k3deploy.profile.kubernetes_spec import IMAGE_REPOSITORY, KubernetesSpec, release_version
 from k3deploy.profile.names import (
-    ConfigKey,
-    DNSLabel,
-    DNSSubdomain,
     EnvName,
-    HttpUrl,
-    LabelKey,
     LabelValue,
     PinnedImage,
-    PositiveQuantity,
-    Quantity,
     check_dns_label,
 )
+
+__all__ = ["IMAGE_REPOSITORY", "release_version"]  # re-exported: they were defined here before the split
 
 #: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
 #: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
 MAX_NAME_LENGTH = 51
 #: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
 _MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
-
-
-class _Strict(BaseModel):
-    """Base for every profile section: unknown keys are errors, fields are immutable, numbers are finite.
-
-    NaN and infinity pass `gt=0` style bounds in pydantic unless refused here, and a timeout of `inf` never ends.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelSpec(_Strict):
@@ -49,30 +35,62 @@ class ModelSpec(_Strict):
     revision: str | None = Field(None, description="Hub revision to pin (commit sha preferred); null for a local path.")
     served_name: str = Field(description="Name the OpenAI API serves the model under (--served-model-name).")
     trust_remote_code: bool = False
-    rehearsal: bool = Field(False, description="True for a generated random-weight model used only to rehearse the pipeline.")
+    rehearsal: bool = Field(
+        False, description="True for a generated random-weight model used only to rehearse the pipeline."
+    )
     context_length: int = Field(gt=0, description="Maximum context the model supports, in tokens.")
     total_layers: int = Field(gt=0)
     mla_layers: int = Field(ge=0, description="Layers with an MLA (paged) KV cache.")
-    mla_kv_elements: int = Field(ge=0, description="Cached elements per token per MLA layer (kv_lora_rank + qk_rope_head_dim).")
-    linear_layers: int = Field(0, ge=0, description="Linear-attention (KDA) layers with a per-sequence recurrent state.")
-    linear_state_elements: int = Field(0, ge=0, description="Recurrent-state elements per linear layer per sequence (heads x dk x dv).")
+    mla_kv_elements: int = Field(
+        ge=0, description="Cached elements per token per MLA layer (kv_lora_rank + qk_rope_head_dim)."
+    )
+    linear_layers: int = Field(
+        0, ge=0, description="Linear-attention (KDA) layers with a per-sequence recurrent state."
+    )
+    linear_state_elements: int = Field(
+        0, ge=0, description="Recurrent-state elements per linear layer per sequence (heads x dk x dv)."
+    )
     linear_state_dtype_bytes: int = Field(4, gt=0)
-    linear_state_tp_sharded: bool = Field(True, description="Linear-attention heads are split across tensor-parallel ranks.")
-    linear_conv_dim: int = Field(0, ge=0, description=(
-        "Short-convolution channels of one KDA layer (q, k and v: 3 x heads x head_dim), split across TP ranks like the "
-        "heads. vLLM caches kernel_size - 1 + num_speculative_tokens positions of them per sequence beside the recurrent "
-        "state (vllm MambaStateShapeCalculator.kda_state_shape)."))
-    linear_conv_kernel_size: int = Field(4, ge=1, description="KDA short_conv_kernel_size (config.json linear_attn_config).")
-    linear_conv_dtype_bytes: int = Field(2, gt=0, description=(
-        "Bytes per cached conv-state element: vLLM stores it in the model dtype (bf16) when mamba_cache_dtype is auto, "
-        "while the recurrent state stays float32 (vllm MambaStateDtypeCalculator.kda_state_dtype)."))
-    kv_block_alignment_tokens: int = Field(1, ge=1, description=(
-        "Tokens the KV block size is a multiple of. For a hybrid MLA + linear-attention model vLLM makes it a multiple of "
-        "128, grows it until one MLA page is at least one KDA state page, then pads the KDA page to the MLA page "
-        "(vllm Platform._align_hybrid_block_size)."))
-    linear_prefill_checkpoint_blocks: int = Field(0, ge=0, description=(
-        "Extra KDA state pages per sequence with prefix caching: 1 with the FlashKDA prefill backend, 0 otherwise "
-        "(vllm KimiK3DeltaAttention.get_kv_cache_spec). An assumption: the backend is chosen on the GPU."))
+    linear_state_tp_sharded: bool = Field(
+        True, description="Linear-attention heads are split across tensor-parallel ranks."
+    )
+    linear_conv_dim: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Short-convolution channels of one KDA layer (q, k and v: 3 x heads x head_dim), split across TP ranks like the "
+            "heads. vLLM caches kernel_size - 1 + num_speculative_tokens positions of them per sequence beside the recurrent "
+            "state (vllm MambaStateShapeCalculator.kda_state_shape)."
+        ),
+    )
+    linear_conv_kernel_size: int = Field(
+        4, ge=1, description="KDA short_conv_kernel_size (config.json linear_attn_config)."
+    )
+    linear_conv_dtype_bytes: int = Field(
+        2,
+        gt=0,
+        description=(
+            "Bytes per cached conv-state element: vLLM stores it in the model dtype (bf16) when mamba_cache_dtype is auto, "
+            "while the recurrent state stays float32 (vllm MambaStateDtypeCalculator.kda_state_dtype)."
+        ),
+    )
+    kv_block_alignment_tokens: int = Field(
+        1,
+        ge=1,
+        description=(
+            "Tokens the KV block size is a multiple of. For a hybrid MLA + linear-attention model vLLM makes it a multiple of "
+            "128, grows it until one MLA page is at least one KDA state page, then pads the KDA page to the MLA page "
+            "(vllm Platform._align_hybrid_block_size)."
+        ),
+    )
+    linear_prefill_checkpoint_blocks: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Extra KDA state pages per sequence with prefix caching: 1 with the FlashKDA prefill backend, 0 otherwise "
+            "(vllm KimiK3DeltaAttention.get_kv_cache_spec). An assumption: the backend is chosen on the GPU."
+        ),
+    )
     checkpoint_bytes: int = Field(gt=0, description="Bytes of the weights on disk (and, near enough, in HBM).")
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
@@ -96,12 +114,19 @@ class SpeculativeSpec(_Strict):
     draft_sample_method: str | None = None
     rejection_sample_method: Literal["standard", "synthetic", "block"] | None = None
     attention_backend: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict, description="Further keys passed verbatim (prompt_lookup_max, ...).")
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="Further keys passed verbatim (prompt_lookup_max, ...)."
+    )
     draft_bytes: int = Field(0, ge=0, description="Bytes of the draft weights, for the capacity plan.")
-    draft_kv_layers: int = Field(0, ge=0, description=(
-        "Attention layers of the draft model; each caches KV in the target's per-layer layout (model.mla_kv_elements) "
-        "and shares the KV space with the target. DSpark: 5 dense MLA layers sharing the 576-element layout "
-        "(Inferact/Kimi-K3-DSpark model card). An assumption: the draft's config is not read here."))
+    draft_kv_layers: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Attention layers of the draft model; each caches KV in the target's per-layer layout (model.mla_kv_elements) "
+            "and shares the KV space with the target. DSpark: 5 dense MLA layers sharing the 576-element layout "
+            "(Inferact/Kimi-K3-DSpark model card). An assumption: the draft's config is not read here."
+        ),
+    )
 
     @field_validator("num_speculative_tokens")
     @classmethod
@@ -112,7 +137,14 @@ class SpeculativeSpec(_Strict):
 
     def config(self) -> dict[str, Any]:
         """The speculative config as vLLM receives it (None-valued keys dropped, extras merged)."""
-        keys = ("model", "method", "num_speculative_tokens", "attention_backend", "draft_sample_method", "rejection_sample_method")
+        keys = (
+            "model",
+            "method",
+            "num_speculative_tokens",
+            "attention_backend",
+            "draft_sample_method",
+            "rejection_sample_method",
+        )
         out: dict[str, Any] = {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
         if self.revision is not None and self.model is not None:
             out["revision"] = self.revision
@@ -125,16 +157,23 @@ class HardwareSpec(_Strict):
 
     gpu_product: str = Field(description="Name NVML / nvidia-smi report, e.g. 'NVIDIA GB300'.")
     allowed_products: list[str] = Field(default_factory=list, description="Further products accepted (e.g. B300).")
-    gfd_product_label: LabelValue | None = Field(None, description="GPU Feature Discovery value of nvidia.com/gpu.product.")
+    gfd_product_label: LabelValue | None = Field(
+        None, description="GPU Feature Discovery value of nvidia.com/gpu.product."
+    )
     gpu_memory_mib: int = Field(gt=0, description="Memory one GPU reports, in MiB (a GB300 reports 284208).")
     compute_capability: str = "10.3"
     min_driver_version: str = "580"
     min_cuda_version: str = "13.0"
     arch: Literal["arm64", "amd64"] = "arm64"
     nvlink_domain: bool = Field(True, description="Multi-node NVLink (needs IMEX / a ComputeDomain).")
-    runtime_reserve_mib: int = Field(8192, ge=0, description=(
-        "Per-GPU memory kept for activations, CUDA graphs and NCCL buffers. vLLM measures this at start-up (its profile "
-        "run) on the real GPUs; k3deploy cannot, so this is an estimate to confirm against the server's start-up log."))
+    runtime_reserve_mib: int = Field(
+        8192,
+        ge=0,
+        description=(
+            "Per-GPU memory kept for activations, CUDA graphs and NCCL buffers. vLLM measures this at start-up (its profile "
+            "run) on the real GPUs; k3deploy cannot, so this is an estimate to confirm against the server's start-up log."
+        ),
+    )
 
 
 class ParallelSpec(_Strict):
@@ -144,7 +183,11 @@ class ParallelSpec(_Strict):
     gpus_per_node: int = Field(ge=1)
     tensor_parallel_size: int = Field(ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
-    replicas: int = Field(1, ge=1, description="Serving groups (one LeaderWorkerSet group of nnodes trays each); each group stays inside one NVLink clique.")
+    replicas: int = Field(
+        1,
+        ge=1,
+        description="Serving groups (one LeaderWorkerSet group of nnodes trays each); each group stays inside one NVLink clique.",
+    )
 
 
 #: Environment variables k3deploy derives, and from what: setting them in vllm.env would be a second source.
@@ -165,9 +208,15 @@ class VllmSpec(_Strict):
     image_arch: Literal["arm64", "amd64"] = Field("arm64", description="CPU architecture the image is built for.")
     port: int = Field(8000, gt=0, lt=65536)
     max_model_len: int = Field(gt=0)
-    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"] = Field("auto", description=(
-        "vLLM --kv-cache-dtype (names from vllm.config.cache.CacheDType); auto caches in the model dtype (vllm.dtype)."))
-    kv_cache_dtype_bytes: int | None = Field(None, description="Bytes per cached element; derived from kv_cache_dtype when null.")
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"] = Field(
+        "auto",
+        description=(
+            "vLLM --kv-cache-dtype (names from vllm.config.cache.CacheDType); auto caches in the model dtype (vllm.dtype)."
+        ),
+    )
+    kv_cache_dtype_bytes: int | None = Field(
+        None, description="Bytes per cached element; derived from kv_cache_dtype when null."
+    )
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     dtype: str | None = None
     load_format: str | None = None
@@ -179,17 +228,21 @@ class VllmSpec(_Strict):
     env: dict[EnvName, str] = Field(default_factory=dict)
     # Multi-node collectives; null means the default k3deploy derives from the parallel layout (see argv.py).
     distributed_timeout_s: int | None = Field(
-        None, gt=0,
+        None,
+        gt=0,
         description="--distributed-timeout-seconds (torch.distributed init and collectives); null: 1800 when the group "
-                    "spans nodes (pods of a group can start minutes apart), else vLLM's default (PyTorch's 600 s).")
+        "spans nodes (pods of a group can start minutes apart), else vLLM's default (PyTorch's 600 s).",
+    )
     disable_custom_all_reduce: bool | None = Field(
         None,
         description="--disable-custom-all-reduce; null: on when the tensor-parallel group spans nodes (vLLM's custom "
-                    "all-reduce uses CUDA IPC handles, which do not cross trays).")
+        "all-reduce uses CUDA IPC handles, which do not cross trays).",
+    )
     nccl_symm_mem: bool | None = Field(
         None,
         description="VLLM_USE_NCCL_SYMM_MEM; null: 0 when the group spans nodes (NVIDIA Dynamo's Kimi K3 TP16 recipe "
-                    "sets it: symmetric memory breaks CUDA-graph capture), else vLLM's default.")
+        "sets it: symmetric memory breaks CUDA-graph capture), else vLLM's default.",
+    )
 
     @model_validator(mode="after")
     def _one_source_per_knob(self) -> VllmSpec:
@@ -203,186 +256,27 @@ class VllmSpec(_Strict):
                 raise ValueError(f"extra_args {flag} is rendered from vllm.{field}; set that field instead")
         return self
 
-
     def kv_bytes_per_element(self) -> int:
         """Bytes per cached KV element for the configured dtype."""
         if self.kv_cache_dtype_bytes is not None:
             return self.kv_cache_dtype_bytes
-        if self.kv_cache_dtype == "auto":  # vLLM caches in the model dtype (vllm.utils.torch_utils.kv_cache_dtype_str_to_dtype)
+        if (
+            self.kv_cache_dtype == "auto"
+        ):  # vLLM caches in the model dtype (vllm.utils.torch_utils.kv_cache_dtype_str_to_dtype)
             return _MODEL_DTYPE_BYTES.get(self.dtype or "auto", 2)
         return {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "bfloat16": 2, "float16": 2}[self.kv_cache_dtype]
-
-
-class SecretRef(_Strict):
-    """A key in a Kubernetes Secret."""
-
-    name: DNSSubdomain
-    key: ConfigKey = "token"
-
-
-class Toleration(_Strict):
-    """One pod toleration (core/v1 Toleration), rendered on every GPU pod of the set."""
-
-    key: LabelKey | None = None
-    operator: Literal["Exists", "Equal"] = "Equal"
-    value: LabelValue | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = Field(None, description="Only with effect NoExecute: how long the pod stays bound.")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Toleration:
-        # The same rules the API server applies (k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations).
-        if self.operator == "Exists" and self.value:
-            raise ValueError("a toleration with operator Exists takes no value")
-        if self.key is None and self.operator != "Exists":
-            raise ValueError("a toleration without a key must use operator Exists")
-        if self.toleration_seconds is not None and self.effect != "NoExecute":
-            raise ValueError("toleration_seconds is only valid with effect NoExecute")
-        return self
-
-    def manifest(self) -> dict[str, Any]:
-        """The toleration as the pod spec takes it (unset fields left out)."""
-        out: dict[str, Any] = {"key": self.key, "operator": self.operator, "value": self.value, "effect": self.effect,
-                               "tolerationSeconds": self.toleration_seconds}
-        return {key: value for key, value in out.items() if value is not None}
-
-
-def _gpu_toleration() -> list[Toleration]:
-    return [Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")]
-
-
-_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
-
-
-def release_version(value: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of a release version such as 'v0.10.0' or '25.8.1' (pre-release suffix ignored)."""
-    core = re.split(r"[-+]", value.lstrip("v"), maxsplit=1)[0].split(".")
-    numbers = [int(part) for part in core] + [0, 0]
-    return numbers[0], numbers[1], numbers[2]
-
-
-#: Where the release workflow (.github/workflows/release.yml) publishes the k3deploy image.
-IMAGE_REPOSITORY = "ghcr.io/k3deploy/k3deploy"
-
-
-def default_smoke_image() -> str:
-    """The image of the running k3deploy version: the smoke Job then runs the code that rendered it."""
-    return f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
-
-
-class KubernetesSpec(_Strict):
-    """Where and how the set is placed on a cluster."""
-
-    namespace: DNSLabel = "kimi-k3"
-    service_account: DNSSubdomain = "k3deploy"
-    hf_token_secret: SecretRef | None = None
-    storage_class: DNSSubdomain | None = None
-    model_cache_size: PositiveQuantity = "2Ti"
-    model_cache_path: str = "/models"
-    shm_size: Quantity = "64Gi"
-    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    clique_label: LabelKey = "nvidia.com/gpu.clique"
-    compute_domain: bool = True
-    startup_probe_budget_s: int = Field(7200, gt=0)
-    rollout_timeout_s: int = Field(10800, gt=0)
-    unschedulable_grace_s: int = Field(120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails.")
-    endpoint_override: HttpUrl | None = Field(None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward).")
-    service_monitor: bool = True
-    monitoring: bool | None = Field(
-        None,
-        description="Render the Grafana dashboard ConfigMap (label grafana_dashboard: \"1\") and the PrometheusRule of "
-                    "the profile's targets; null: whenever service_monitor is on.")
-    grafana_dashboard_namespace: DNSLabel | None = Field(
-        None, description="Namespace of the dashboard ConfigMap (the one Grafana's sidecar watches); null: namespace.")
-    network_policy: bool = Field(
-        True,
-        description="Render NetworkPolicies: ingress to the set's pods denied except the API port (from the set's namespace, "
-                    "api_namespaces and monitoring_namespace) and the group's internal ports (between its serving pods); "
-                    "serving-pod egress limited to DNS and the group.")
-    api_namespaces: list[DNSLabel] = Field(
-        default_factory=list,
-        description="Namespaces (besides the set's own) whose pods may reach the OpenAI API port, e.g. a gateway's.")
-    monitoring_namespace: DNSLabel | None = Field(
-        "monitoring", description="Namespace of the Prometheus that scrapes /metrics on the API port (null: none).")
-    node_preflight: bool = Field(True, description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).")
-    smoke_image: PinnedImage = Field(
-        default_factory=default_smoke_image,
-        description="The k3deploy image the smoke and node-preflight Jobs run; default: the image of this k3deploy "
-                    "version (what the release workflow publishes).")
-    prefetch_image: PinnedImage = "python:3.12-slim"
-    cpu_request: Quantity = "32"
-    memory_request: Quantity = "512Gi"
-    # Placement and the cluster's installed controllers (what the set is rendered for).
-    tolerations: list[Toleration] = Field(
-        default_factory=_gpu_toleration,
-        description="Tolerations of every GPU pod (serving and node-preflight); the default tolerates the nvidia.com/gpu "
-                    "taint, so no pod depends on the opt-in ExtendedResourceToleration admission plugin.")
-    runtime_class: DNSSubdomain | None = Field(
-        "nvidia",
-        description="RuntimeClass of the serving pods and the node-preflight pods (null: the cluster's default runtime). "
-                    "The node-preflight pods see every GPU through it (NVIDIA_VISIBLE_DEVICES=all) without requesting one.")
-    lws_version: str = Field(
-        "0.10.0",
-        description="LeaderWorkerSet release installed in the cluster: >= 0.9 renders restartPolicy RecreateGroupAfterStart, "
-                    "0.8 its annotation, older RecreateGroupOnPodRestart.")
-    dra_driver_version: str = Field(
-        "0.4.0",
-        description="NVIDIA DRA driver (dra-driver-nvidia-gpu) release installed: from 0.2 (25.8) ComputeDomain numNodes is 0 "
-                    "(IMEX daemons with DNS names); older releases need numNodes = parallel.nodes.")
-    pdb_max_unavailable: int = Field(
-        1, ge=0,
-        description="maxUnavailable of the serving pods' PodDisruptionBudget: 1 lets `kubectl drain` evict one pod at a "
-                    "time (the group is recreated); 0 refuses every voluntary eviction.")
-    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict, description="Extra labels of the ServiceMonitor, e.g. {release: kube-prometheus-stack}, "
-                                          "for a Prometheus whose serviceMonitorSelector selects on them.")
-    prefetch_timeout_s: int = Field(
-        21600, gt=0, description="activeDeadlineSeconds of the weight-prefetch Job (1.56 TB at ~100 MB/s is ~4.5 h).")
-    routing: Literal["service", "inference-pool"] = Field(
-        "service",
-        description="How requests reach the groups' leaders: service (the API Service spreads connections over them) or "
-                    "inference-pool (also render a Gateway API Inference Extension InferencePool selecting the leaders and "
-                    "its endpoint picker, for a Gateway that routes by prefix-cache affinity, KV-cache use and queue depth).")
-    epp_image: PinnedImage = Field(
-        "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0",
-        description="Image of the endpoint picker (routing: inference-pool); llm-d/llm-d-router, where the Gateway API "
-                    "Inference Extension's EPP is maintained.")
-    node_preflight_hosts: list[DNSSubdomain] = Field(
-        default_factory=list,
-        description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
-                    "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.")
-
-    @property
-    def monitoring_on(self) -> bool:
-        """Whether the dashboard and the alerts are rendered: `monitoring`, by default `service_monitor`."""
-        return self.service_monitor if self.monitoring is None else self.monitoring
-
-    @model_validator(mode="before")
-    @classmethod
-    def _migrate_gpu_runtime_class(cls, data: Any) -> Any:
-        # gpu_runtime_class (node-preflight only) became runtime_class (every GPU pod): old profiles keep loading.
-        if isinstance(data, dict) and "gpu_runtime_class" in data:
-            data = dict(data)
-            old = data.pop("gpu_runtime_class")
-            if "runtime_class" in data and data["runtime_class"] != old:
-                raise ValueError("gpu_runtime_class is the old name of runtime_class: set only runtime_class")
-            data["runtime_class"] = old
-        return data
-
-    @field_validator("lws_version", "dra_driver_version")
-    @classmethod
-    def _is_release_version(cls, value: str) -> str:
-        if not _VERSION.match(value):
-            raise ValueError(f"{value!r} is not a release version such as 0.10.0")
-        return value
 
 
 class LocalSpec(_Strict):
     """A vLLM server on this host (the rehearsal target)."""
 
-    python: str | None = Field(None, description="Interpreter with vLLM installed; default: K3DEPLOY_VLLM_PYTHON or the current one.")
+    python: str | None = Field(
+        None, description="Interpreter with vLLM installed; default: K3DEPLOY_VLLM_PYTHON or the current one."
+    )
     host: str = "127.0.0.1"
-    state_dir: str | None = Field(None, description="Where logs, pid files and the generated model live; default ~/.cache/k3deploy.")
+    state_dir: str | None = Field(
+        None, description="Where logs, pid files and the generated model live; default ~/.cache/k3deploy."
+    )
     ready_timeout_s: int = Field(600, gt=0)
     min_free_ram_gib: float = Field(4.0, ge=0)
     min_free_disk_gib: float = Field(1.0, ge=0)
@@ -392,8 +286,12 @@ class SmokeSpec(_Strict):
     """How `k3deploy smoke` exercises the endpoint."""
 
     correctness: bool = True
-    correctness_max_tokens: int = Field(2048, ge=8, description="Output budget of each correctness probe (room for a reasoning model to think).")
-    api: Literal["chat", "completions"] = Field("chat", description="OpenAI API smoke talks to: chat (templated) or completions (raw prompt).")
+    correctness_max_tokens: int = Field(
+        2048, ge=8, description="Output budget of each correctness probe (room for a reasoning model to think)."
+    )
+    api: Literal["chat", "completions"] = Field(
+        "chat", description="OpenAI API smoke talks to: chat (templated) or completions (raw prompt)."
+    )
     requests: int = Field(8, ge=1)
     output_tokens: int = Field(256, ge=2)
     concurrency: list[int] = Field(default_factory=lambda: [1])
@@ -402,19 +300,28 @@ class SmokeSpec(_Strict):
     request_timeout_s: float = Field(600, gt=0)
     overall_timeout_s: float = Field(3600, gt=0)
     ready_timeout_s: float | None = Field(
-        None, gt=0, le=7 * 24 * 3600,
+        None,
+        gt=0,
+        le=7 * 24 * 3600,
         description="How long smoke waits for /health to answer 200 before it judges liveness (not counted in "
-                    "overall_timeout_s); null: judge at once. The in-cluster smoke Job waits "
-                    "kubernetes.startup_probe_budget_s when null: Argo CD can run it while the model still loads.")
+        "overall_timeout_s); null: judge at once. The in-cluster smoke Job waits "
+        "kubernetes.startup_probe_budget_s when null: Argo CD can run it while the model still loads.",
+    )
 
 
 class TargetsSpec(_Strict):
     """What the deployment must reach; smoke judges against these."""
 
     decode_tok_s: float | None = Field(None, ge=0, description="Minimum median bs=1 decode tok/s (enforced).")
-    peak_decode_tok_s: float | None = Field(None, ge=0, description="Published peak bs=1 decode tok/s (reported, not enforced).")
-    baseline_decode_tok_s: float | None = Field(None, ge=0, description="Published decode tok/s without speculation (reported).")
-    min_acceptance_length: float | None = Field(None, ge=1, description="Minimum mean acceptance length (1 + accepted/drafts).")
+    peak_decode_tok_s: float | None = Field(
+        None, ge=0, description="Published peak bs=1 decode tok/s (reported, not enforced)."
+    )
+    baseline_decode_tok_s: float | None = Field(
+        None, ge=0, description="Published decode tok/s without speculation (reported)."
+    )
+    min_acceptance_length: float | None = Field(
+        None, ge=1, description="Minimum mean acceptance length (1 + accepted/drafts)."
+    )
 
 
 class Profile(_Strict):
@@ -422,13 +329,18 @@ class Profile(_Strict):
 
     name: str = Field(description="Deployment name: a DNS-1123 label of at most 51 characters.")
     description: str = ""
-    target: str = Field("kubernetes", pattern=r"^[a-z][a-z0-9-]*$", description=(
-        "Where the profile deploys: a name in k3deploy's target registry (kubernetes, local)."))
+    target: str = Field(
+        "kubernetes",
+        pattern=r"^[a-z][a-z0-9-]*$",
+        description=("Where the profile deploys: a name in k3deploy's target registry (kubernetes, local)."),
+    )
     production: bool = Field(True, description="Production profiles refuse test-only settings.")
     model: ModelSpec
     speculative: SpeculativeSpec | None = None
     hardware: HardwareSpec | None = None
-    parallel: ParallelSpec = Field(default_factory=lambda: ParallelSpec(nodes=1, gpus_per_node=1, tensor_parallel_size=1))
+    parallel: ParallelSpec = Field(
+        default_factory=lambda: ParallelSpec(nodes=1, gpus_per_node=1, tensor_parallel_size=1)
+    )
     vllm: VllmSpec
     kubernetes: KubernetesSpec = Field(default_factory=KubernetesSpec)
     local: LocalSpec = Field(default_factory=LocalSpec)
@@ -440,7 +352,9 @@ class Profile(_Strict):
     def _name_is_dns_label(cls, value: str) -> str:
         check_dns_label(value)
         if len(value) > MAX_NAME_LENGTH:
-            raise ValueError(f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}")
+            raise ValueError(
+                f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}"
+            )
         return value
 
     @property

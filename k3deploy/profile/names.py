@@ -60,43 +60,54 @@ def _match(pattern: str, value: str) -> bool:
 def check_dns_label(value: str) -> str:
     """IsDNS1123Label: lower-case alphanumerics and '-', alphanumeric at both ends, at most 63 characters."""
     if len(value) > DNS1123_LABEL_MAX or not _match(_LABEL, value):
-        raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-', "
-                         f"starting and ending alphanumeric, at most {DNS1123_LABEL_MAX} characters)")
+        raise ValueError(
+            f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-', "
+            f"starting and ending alphanumeric, at most {DNS1123_LABEL_MAX} characters)"
+        )
     return value
 
 
 def check_dns_subdomain(value: str) -> str:
     """IsDNS1123Subdomain: dot-separated DNS-1123 labels, at most 253 characters."""
     if len(value) > DNS1123_SUBDOMAIN_MAX or not _match(_SUBDOMAIN, value):
-        raise ValueError(f"{value!r} is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', "
-                         f"starting and ending alphanumeric, at most {DNS1123_SUBDOMAIN_MAX} characters)")
+        raise ValueError(
+            f"{value!r} is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', "
+            f"starting and ending alphanumeric, at most {DNS1123_SUBDOMAIN_MAX} characters)"
+        )
     return value
 
 
 def check_label_key(value: str) -> str:
     """IsLabelKey: `[prefix/]name`, prefix a DNS-1123 subdomain, name at most 63 of [-A-Za-z0-9_.]."""
     prefix, slash, name = value.rpartition("/")
-    bad_prefix = bool(slash) and (not prefix or "/" in prefix or len(prefix) > DNS1123_SUBDOMAIN_MAX
-                                  or not _match(_SUBDOMAIN, prefix))
+    bad_prefix = bool(slash) and (
+        not prefix or "/" in prefix or len(prefix) > DNS1123_SUBDOMAIN_MAX or not _match(_SUBDOMAIN, prefix)
+    )
     if bad_prefix or len(name) > LABEL_MAX or not _match(_LABEL_KEY_NAME, name):
-        raise ValueError(f"{value!r} is not a label key ([DNS-1123 subdomain/]name; the name at most {LABEL_MAX} "
-                         "alphanumerics, '-', '_' or '.', starting and ending alphanumeric)")
+        raise ValueError(
+            f"{value!r} is not a label key ([DNS-1123 subdomain/]name; the name at most {LABEL_MAX} "
+            "alphanumerics, '-', '_' or '.', starting and ending alphanumeric)"
+        )
     return value
 
 
 def check_label_value(value: str) -> str:
     """IsLabelValue: empty, or at most 63 of [-A-Za-z0-9_.] starting and ending alphanumeric."""
     if len(value) > LABEL_MAX or not (value == "" or _match(_LABEL_KEY_NAME, value)):
-        raise ValueError(f"{value!r} is not a label value (at most {LABEL_MAX} alphanumerics, '-', '_' or '.', "
-                         "starting and ending alphanumeric)")
+        raise ValueError(
+            f"{value!r} is not a label value (at most {LABEL_MAX} alphanumerics, '-', '_' or '.', "
+            "starting and ending alphanumeric)"
+        )
     return value
 
 
 def check_config_key(value: str) -> str:
     """IsConfigMapKey (Secret and ConfigMap data keys): [-._a-zA-Z0-9]+, not '.' or '..', no leading '..'."""
     if len(value) > CONFIG_KEY_MAX or not _match(_CONFIG_KEY, value) or value in (".", "..") or value.startswith(".."):
-        raise ValueError(f"{value!r} is not a Secret key (letters, digits, '-', '_' and '.', not starting with '..', "
-                         f"at most {CONFIG_KEY_MAX} characters)")
+        raise ValueError(
+            f"{value!r} is not a Secret key (letters, digits, '-', '_' and '.', not starting with '..', "
+            f"at most {CONFIG_KEY_MAX} characters)"
+        )
     return value
 
 
@@ -111,8 +122,10 @@ def quantity_value(value: str) -> Decimal:
     """The number a Kubernetes quantity stands for (`64Gi` -> 68719476736); ValueError when not one."""
     match = _QUANTITY.fullmatch(value)
     if match is None:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (a number with an optional suffix: "
-                         "Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or an exponent like e3; e.g. 64Gi, 500m, 32)")
+        raise ValueError(
+            f"{value!r} is not a Kubernetes quantity (a number with an optional suffix: "
+            "Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or an exponent like e3; e.g. 64Gi, 500m, 32)"
+        )
     sign, number, suffix = match.groups()
     suffix = suffix or ""
     if suffix[:1] in ("e", "E") and suffix[1:2] not in ("", "i"):
@@ -124,7 +137,9 @@ def quantity_value(value: str) -> Decimal:
     elif suffix.endswith("i"):
         scale = Decimal(2) ** (10 * ("KMGTPE".index(suffix[0]) + 1))
     else:
-        scale = Decimal(10) ** {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}[suffix]
+        scale = (
+            Decimal(10) ** {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}[suffix]
+        )
     magnitude = Decimal(number if not number.endswith(".") else number[:-1] or "0") * scale
     return -magnitude if sign == "-" else magnitude
 
@@ -150,7 +165,9 @@ def check_pinned_image(value: str) -> str:
         raise ValueError(f"image {value!r} is not a valid image reference (registry/repository[:tag][@digest])")
     _name, tag, digest = match.groups()
     if tag is None and digest is None:
-        raise ValueError(f"image {value!r} has no tag or digest; pin it, e.g. 'repo/name:tag' or 'repo/name@sha256:...'")
+        raise ValueError(
+            f"image {value!r} has no tag or digest; pin it, e.g. 'repo/name:tag' or 'repo/name@sha256:...'"
+        )
     if digest is not None and digest.startswith("sha256:") and len(digest) != len("sha256:") + 64:
         raise ValueError(f"image {value!r}: a sha256 digest has 64 hex digits")
     return value

@@ -85,7 +85,10 @@ class CapacityPlan(BaseModel):
         """Weights, draft and reserve fit in usable memory (KV room aside); True when no GPU is planned."""
         if self.usable_bytes_per_gpu is None:
             return True
-        return self.weight_bytes_per_gpu + self.draft_bytes_per_gpu + self.reserve_bytes_per_gpu <= self.usable_bytes_per_gpu
+        return (
+            self.weight_bytes_per_gpu + self.draft_bytes_per_gpu + self.reserve_bytes_per_gpu
+            <= self.usable_bytes_per_gpu
+        )
 
 
 def _num_spec(profile: Profile) -> int:
@@ -131,9 +134,11 @@ def cache_figures(profile: Profile) -> dict[str, int]:
         "linear_page_bytes": page,
         "linear_page_padded_bytes": padded,
         "linear_pages_per_sequence": pages if model.linear_layers else 0,
-        "linear_state_bytes_per_sequence": model.linear_layers * (
+        "linear_state_bytes_per_sequence": model.linear_layers
+        * (
             model.linear_state_elements * model.linear_state_dtype_bytes
-            + model.linear_conv_dim * conv_len * model.linear_conv_dtype_bytes),
+            + model.linear_conv_dim * conv_len * model.linear_conv_dtype_bytes
+        ),
         "kv_group_size": group,
         "attention_layer_slots": mla_slots,
         "linear_layer_slots": linear_slots,
@@ -160,30 +165,55 @@ def assumptions(profile: Profile) -> list[Assumption]:
     found: list[Assumption] = []
     hw, spec, model = profile.hardware, profile.speculative, profile.model
     if hw is not None:
-        found.append(Assumption(
-            field="hardware.runtime_reserve_mib", value=f"{hw.runtime_reserve_mib} MiB",
-            what="activations, CUDA graphs and NCCL buffers per GPU",
-            source="k3deploy estimate; vLLM measures it in its start-up profile run on the GPUs (compare its "
-                   "'Available KV cache memory' log line)"))
-    found.append(Assumption(
-        field="model.checkpoint_bytes", value=f"{model.checkpoint_bytes:,} B",
-        what="weights in GPU memory, taken as their size on disk, split evenly over the TP x PP ranks",
-        source="checkpoint size (model card: ~1.56 TB in 96 shards for Kimi K3)" if model.linear_layers
-               else "size of the generated rehearsal model"))
+        found.append(
+            Assumption(
+                field="hardware.runtime_reserve_mib",
+                value=f"{hw.runtime_reserve_mib} MiB",
+                what="activations, CUDA graphs and NCCL buffers per GPU",
+                source="k3deploy estimate; vLLM measures it in its start-up profile run on the GPUs (compare its "
+                "'Available KV cache memory' log line)",
+            )
+        )
+    found.append(
+        Assumption(
+            field="model.checkpoint_bytes",
+            value=f"{model.checkpoint_bytes:,} B",
+            what="weights in GPU memory, taken as their size on disk, split evenly over the TP x PP ranks",
+            source="checkpoint size (model card: ~1.56 TB in 96 shards for Kimi K3)"
+            if model.linear_layers
+            else "size of the generated rehearsal model",
+        )
+    )
     if spec is not None:
-        found.append(Assumption(
-            field="speculative.draft_bytes", value=f"{spec.draft_bytes:,} B", what="draft weights, split over TP",
-            source="draft model card (DSpark: ~3.56B parameters in BF16)" if spec.method == "dspark" else "draft checkpoint"))
-        found.append(Assumption(
-            field="speculative.draft_kv_layers", value=str(spec.draft_kv_layers),
-            what="draft attention layers whose KV shares the KV space, in the target's per-layer layout",
-            source="DSpark model card: 5 dense MLA layers, 576-element layout" if spec.method == "dspark"
-                   else "the draft's config.json (num_hidden_layers)"))
+        found.append(
+            Assumption(
+                field="speculative.draft_bytes",
+                value=f"{spec.draft_bytes:,} B",
+                what="draft weights, split over TP",
+                source="draft model card (DSpark: ~3.56B parameters in BF16)"
+                if spec.method == "dspark"
+                else "draft checkpoint",
+            )
+        )
+        found.append(
+            Assumption(
+                field="speculative.draft_kv_layers",
+                value=str(spec.draft_kv_layers),
+                what="draft attention layers whose KV shares the KV space, in the target's per-layer layout",
+                source="DSpark model card: 5 dense MLA layers, 576-element layout"
+                if spec.method == "dspark"
+                else "the draft's config.json (num_hidden_layers)",
+            )
+        )
     if model.linear_layers and _prefix_caching(profile):
-        found.append(Assumption(
-            field="model.linear_prefill_checkpoint_blocks", value=str(model.linear_prefill_checkpoint_blocks),
-            what="extra KDA state page per sequence with prefix caching",
-            source="vLLM KimiK3DeltaAttention.get_kv_cache_spec: 1 with the FlashKDA prefill backend (picked on the GPU)"))
+        found.append(
+            Assumption(
+                field="model.linear_prefill_checkpoint_blocks",
+                value=str(model.linear_prefill_checkpoint_blocks),
+                what="extra KDA state page per sequence with prefix caching",
+                source="vLLM KimiK3DeltaAttention.get_kv_cache_spec: 1 with the FlashKDA prefill backend (picked on the GPU)",
+            )
+        )
     return found
 
 
@@ -208,30 +238,55 @@ def plan(profile: Profile) -> CapacityPlan:
     # Target and draft attention layers share one pool, padded up to whole groups (padding takes memory too).
     token_bytes = figures["attention_layer_slots"] * figures["mla_bytes_per_token_per_layer"]
     # vLLM allocates whole blocks: a sequence of max_model_len tokens takes cdiv(len, block) pages per layer.
-    full_seq = math.ceil(vllm.max_model_len / block) * block * token_bytes + figures["linear_state_bytes_per_sequence_per_gpu"]
+    full_seq = (
+        math.ceil(vllm.max_model_len / block) * block * token_bytes + figures["linear_state_bytes_per_sequence_per_gpu"]
+    )
     common = dict(
-        profile=profile.name, gpus=gpus, tensor_parallel_size=par.tensor_parallel_size, weight_bytes_per_gpu=weight,
-        draft_bytes_per_gpu=draft, max_model_len=vllm.max_model_len, bytes_per_full_sequence=full_seq,
-        assumptions=assumptions(profile), **figures,
+        profile=profile.name,
+        gpus=gpus,
+        tensor_parallel_size=par.tensor_parallel_size,
+        weight_bytes_per_gpu=weight,
+        draft_bytes_per_gpu=draft,
+        max_model_len=vllm.max_model_len,
+        bytes_per_full_sequence=full_seq,
+        assumptions=assumptions(profile),
+        **figures,
     )
     hw = profile.hardware
     if hw is None:
         space, source = _kv_space(profile)
         if space is None:
             return CapacityPlan(
-                **common, hbm_bytes_per_gpu=None, usable_bytes_per_gpu=None, reserve_bytes_per_gpu=0,
-                kv_space_source=source, kv_budget_bytes_per_gpu=None, kv_tokens_per_gpu=None,
-                full_sequences_per_gpu=None, fits=True, reason="no GPU hardware in the profile: GPU fit not planned",
+                **common,
+                hbm_bytes_per_gpu=None,
+                usable_bytes_per_gpu=None,
+                reserve_bytes_per_gpu=0,
+                kv_space_source=source,
+                kv_budget_bytes_per_gpu=None,
+                kv_tokens_per_gpu=None,
+                full_sequences_per_gpu=None,
+                fits=True,
+                reason="no GPU hardware in the profile: GPU fit not planned",
             )
         kv_tokens = space // (block * token_bytes) * block if token_bytes else None
         sequences = space // full_seq if full_seq else None
         fits = bool(sequences)
-        reason = (f"{sequences} sequences of {vllm.max_model_len} tokens fit in the KV space ({kv_tokens} KV tokens)" if fits
-                  else f"no room for one {vllm.max_model_len}-token sequence in {space / GIB:.2f} GiB of KV space")
+        reason = (
+            f"{sequences} sequences of {vllm.max_model_len} tokens fit in the KV space ({kv_tokens} KV tokens)"
+            if fits
+            else f"no room for one {vllm.max_model_len}-token sequence in {space / GIB:.2f} GiB of KV space"
+        )
         return CapacityPlan(
-            **common, hbm_bytes_per_gpu=None, usable_bytes_per_gpu=None, reserve_bytes_per_gpu=0,
-            kv_space_source=source, kv_budget_bytes_per_gpu=space, kv_tokens_per_gpu=kv_tokens,
-            full_sequences_per_gpu=sequences, fits=fits, reason=reason,
+            **common,
+            hbm_bytes_per_gpu=None,
+            usable_bytes_per_gpu=None,
+            reserve_bytes_per_gpu=0,
+            kv_space_source=source,
+            kv_budget_bytes_per_gpu=space,
+            kv_tokens_per_gpu=kv_tokens,
+            full_sequences_per_gpu=sequences,
+            fits=fits,
+            reason=reason,
         )
     hbm = hw.gpu_memory_mib * MIB
     usable = int(hbm * vllm.gpu_memory_utilization)
@@ -255,8 +310,14 @@ def plan(profile: Profile) -> CapacityPlan:
         fits = True
         reason = f"{sequences} sequences of {vllm.max_model_len} tokens fit per GPU ({kv_tokens} KV tokens)"
     return CapacityPlan(
-        **common, hbm_bytes_per_gpu=hbm, usable_bytes_per_gpu=usable, reserve_bytes_per_gpu=reserve,
+        **common,
+        hbm_bytes_per_gpu=hbm,
+        usable_bytes_per_gpu=usable,
+        reserve_bytes_per_gpu=reserve,
         kv_space_source=f"GPU memory x {vllm.gpu_memory_utilization} - weights - draft - reserve",
-        kv_budget_bytes_per_gpu=budget, kv_tokens_per_gpu=kv_tokens, full_sequences_per_gpu=sequences,
-        fits=fits, reason=reason,
+        kv_budget_bytes_per_gpu=budget,
+        kv_tokens_per_gpu=kv_tokens,
+        full_sequences_per_gpu=sequences,
+        fits=fits,
+        reason=reason,
     )

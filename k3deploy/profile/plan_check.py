@@ -34,7 +34,7 @@ def agrees(planned: int, reported: int, tolerance: float = TOLERANCE) -> bool:
 
 
 def capacity_line(planned: int | None, reported: int | None) -> str:
-    """"KV tokens: plan N, server M (+x.x %)": both figures side by side, for the `up` summary."""
+    """ "KV tokens: plan N, server M (+x.x %)": both figures side by side, for the `up` summary."""
     plan_text = "-" if planned is None else f"{planned:,}"
     if reported is None:
         return f"KV tokens: plan {plan_text}, server not reported"

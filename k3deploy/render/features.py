@@ -72,5 +72,6 @@ def compute_domain_num_nodes(profile: Profile) -> int:
         raise ProfileError(
             f"parallel.replicas {profile.parallel.replicas} needs NVIDIA DRA driver >= 25.8 (0.2); kubernetes.dra_driver_version "
             f"is {profile.kubernetes.dra_driver_version}, whose ComputeDomain puts every group's nodes into one IMEX domain",
-            hint="upgrade the DRA driver and set kubernetes.dra_driver_version, or deploy one group per profile")
+            hint="upgrade the DRA driver and set kubernetes.dra_driver_version, or deploy one group per profile",
+        )
     return profile.parallel.nodes

@@ -118,7 +118,9 @@ _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-
 #: Gaps in the numbering leave room for later objects without renaming files.
 SET: tuple[SetEntry, ...] = (
     SetEntry(0, "namespace.yaml.j2", "Namespace", "namespace", _ALWAYS),
-    SetEntry(1, "networkpolicy-default-deny.yaml.j2", "NetworkPolicy", "network", lambda p: p.kubernetes.network_policy),
+    SetEntry(
+        1, "networkpolicy-default-deny.yaml.j2", "NetworkPolicy", "network", lambda p: p.kubernetes.network_policy
+    ),
     SetEntry(1, "networkpolicy-server.yaml.j2", "NetworkPolicy", "network", lambda p: p.kubernetes.network_policy),
     SetEntry(1, "serviceaccount.yaml.j2", "ServiceAccount", "identity", _ALWAYS),
     SetEntry(2, "profile-configmap.yaml.j2", "ConfigMap", "profile", _ALWAYS),
@@ -323,7 +325,10 @@ def build(profile: Profile) -> list[Manifest]:
         obj = yaml.safe_load(render_template(entry.template, ctx))
         if not isinstance(obj, dict) or "kind" not in obj:
             raise ValueError(f"template {entry.template} did not render one object")
-        if (obj["kind"], ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL)) != (entry.kind, entry.component):
+        if (obj["kind"], ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL)) != (
+            entry.kind,
+            entry.component,
+        ):
             raise ValueError(f"template {entry.template} did not render the {entry.kind} ({entry.component}) SET names")
         manifests.append(Manifest(entry.order, obj))
     return manifests
@@ -343,7 +348,9 @@ _Dumper.add_representer(str, _represent_str)
 
 def dump(obj: Any) -> str:
     """Canonical YAML of one object: key order as rendered, block style, no line folding."""
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1_000_000)
+    return yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1_000_000
+    )
 
 
 def profile_yaml(profile: Profile) -> str:
@@ -352,6 +359,10 @@ def profile_yaml(profile: Profile) -> str:
     Keys sorted, so equal profiles give the same bytes (and the same digest) whatever order their source had.
     """
     return yaml.dump(
-        profile.model_dump(mode="json"), Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True,
+        profile.model_dump(mode="json"),
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
         width=1_000_000,
     )

@@ -49,8 +49,10 @@ def master_port(profile: Profile) -> int:
         if value is None:
             continue
         if not value.isdigit() or not 0 < int(value) < 65536:
-            raise ProfileError(f"vllm.extra_args: --master-port {value!r} is not a TCP port",
-                               hint="give --master-port a number from 1 to 65535, or leave it to vLLM (29501)")
+            raise ProfileError(
+                f"vllm.extra_args: --master-port {value!r} is not a TCP port",
+                hint="give --master-port a number from 1 to 65535, or leave it to vLLM (29501)",
+            )
         return int(value)
     return VLLM_DEFAULT_MASTER_PORT
 

@@ -60,7 +60,10 @@ def sha256(text: str) -> str:
 
 def record_text(files: dict[str, str], previous: dict[str, str] | None = None) -> str:
     """The record for `files` (name -> content): deterministic JSON, so equal sets give equal bytes."""
-    data: dict[str, Any] = {"generator": _GENERATOR, "files": {name: sha256(text) for name, text in sorted(files.items())}}
+    data: dict[str, Any] = {
+        "generator": _GENERATOR,
+        "files": {name: sha256(text) for name, text in sorted(files.items())},
+    }
     if previous:
         data["previous"] = dict(sorted(previous.items()))
     return json.dumps(data, indent=2) + "\n"
@@ -125,7 +128,7 @@ def _write_new(name: str, text: str, dfd: int) -> None:
     try:
         data = text.encode("utf-8")
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -171,18 +174,24 @@ def _open_output(directory: Path) -> int:
     except FileNotFoundError:
         info = None
     if info is not None and stat.S_ISLNK(info.st_mode):
-        raise UsageError(f"--output {shown!r} is a symbolic link; k3deploy writes only into a real folder",
-                         hint="pass the folder the link points to, or another path")
+        raise UsageError(
+            f"--output {shown!r} is a symbolic link; k3deploy writes only into a real folder",
+            hint="pass the folder the link points to, or another path",
+        )
     if info is not None and not stat.S_ISDIR(info.st_mode):
-        raise UsageError(f"--output {shown!r} exists and is not a directory", hint="pass a directory, or '-' for stdout")
+        raise UsageError(
+            f"--output {shown!r} exists and is not a directory", hint="pass a directory, or '-' for stdout"
+        )
     if info is None:
         os.makedirs(directory, exist_ok=True)
     try:
         return os.open(directory, _DIR_FLAGS)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise UsageError(f"--output {shown!r} is a symbolic link; k3deploy writes only into a real folder",
-                             hint="pass the folder the link points to, or another path") from None
+            raise UsageError(
+                f"--output {shown!r} is a symbolic link; k3deploy writes only into a real folder",
+                hint="pass the folder the link points to, or another path",
+            ) from None
         raise
 
 
@@ -218,11 +227,15 @@ def _plan(files: dict[str, str], dfd: int, force: bool, shown: str) -> _Plan:
             else:
                 foreign.append(name)
     if blocked:
-        raise UsageError(f"--output {shown!r}: {_names(blocked)} in the way: not a regular file (a symlink or a folder)",
-                         hint="k3deploy never writes through a symlink; move them away")
+        raise UsageError(
+            f"--output {shown!r}: {_names(blocked)} in the way: not a regular file (a symlink or a folder)",
+            hint="k3deploy never writes through a symlink; move them away",
+        )
     if foreign and not force:
-        raise UsageError(f"--output {shown!r}: refusing to overwrite {_names(foreign)}: not written by k3deploy, or changed since",
-                         hint="move them away, or pass --force to overwrite them")
+        raise UsageError(
+            f"--output {shown!r}: refusing to overwrite {_names(foreign)}: not written by k3deploy, or changed since",
+            hint="move them away, or pass --force to overwrite them",
+        )
     removable, kept = [], []
     for name in sorted(set(owned or {}) - set(files) - {RECORD}):
         try:
@@ -256,7 +269,9 @@ def write_set(directory: Path, files: dict[str, str], *, force: bool = False) ->
     try:
         dfd = _open_output(directory)
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot create {shown!r}: {exc.strerror or exc}", hint="check the path and its permissions") from None
+        raise EnvironmentProblem(
+            f"cannot create {shown!r}: {exc.strerror or exc}", hint="check the path and its permissions"
+        ) from None
     try:
         plan = _plan(files, dfd, force, shown)
         with _terminate_as_interrupt(), _staging(dfd) as sfd:
@@ -272,7 +287,9 @@ def write_set(directory: Path, files: dict[str, str], *, force: bool = False) ->
             os.replace(RECORD, RECORD, src_dir_fd=sfd, dst_dir_fd=dfd)
         os.fsync(dfd)
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot write to {shown!r}: {exc.strerror or exc}", hint="check the path and its permissions") from None
+        raise EnvironmentProblem(
+            f"cannot write to {shown!r}: {exc.strerror or exc}", hint="check the path and its permissions"
+        ) from None
     finally:
         os.close(dfd)
     return WriteResult(written=list(files), removed=plan.removable, kept=plan.kept)

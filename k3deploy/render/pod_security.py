@@ -33,6 +33,7 @@ def _both(pod: Pod) -> list[tuple[str, dict[str, Any]]]:
 
 # --- Baseline -------------------------------------------------------------------------------------------------
 
+
 def host_process(pod: Pod) -> list[str]:
     """HostProcess: securityContext.windowsOptions.hostProcess undefined or false."""
     return [f"{who}: hostProcess" for who, sc in _both(pod) if (sc.get("windowsOptions") or {}).get("hostProcess")]
@@ -48,14 +49,31 @@ def privileged(pod: Pod) -> list[str]:
     return [f"{c['name']}: privileged" for c in all_containers(pod) if security_context(c).get("privileged")]
 
 
-BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
-                         "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+BASELINE_CAPABILITIES = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
 
 
 def baseline_capabilities(pod: Pod) -> list[str]:
     """Capabilities: capabilities.add undefined or within the baseline set."""
-    return [f"{c['name']}: adds {cap}" for c in all_containers(pod)
-            for cap in (security_context(c).get("capabilities") or {}).get("add") or [] if cap not in BASELINE_CAPABILITIES]
+    return [
+        f"{c['name']}: adds {cap}"
+        for c in all_containers(pod)
+        for cap in (security_context(c).get("capabilities") or {}).get("add") or []
+        if cap not in BASELINE_CAPABILITIES
+    ]
 
 
 def host_path_volumes(pod: Pod) -> list[str]:
@@ -65,25 +83,45 @@ def host_path_volumes(pod: Pod) -> list[str]:
 
 def host_ports(pod: Pod) -> list[str]:
     """Host Ports: ports[*].hostPort undefined or 0."""
-    return [f"{c['name']}: hostPort {p['hostPort']}" for c in all_containers(pod) for p in c.get("ports") or [] if p.get("hostPort")]
+    return [
+        f"{c['name']}: hostPort {p['hostPort']}"
+        for c in all_containers(pod)
+        for p in c.get("ports") or []
+        if p.get("hostPort")
+    ]
 
 
 def host_probes(pod: Pod) -> list[str]:
     """Host Probes / Lifecycle Hooks: probes' and lifecycle handlers' httpGet.host / tcpSocket.host unset or ""."""
-    handlers = [(c["name"], c.get(key)) for c in all_containers(pod)
-                for key in ("livenessProbe", "readinessProbe", "startupProbe")]
+    handlers = [
+        (c["name"], c.get(key))
+        for c in all_containers(pod)
+        for key in ("livenessProbe", "readinessProbe", "startupProbe")
+    ]
     handlers += [(c["name"], hook) for c in all_containers(pod) for hook in (c.get("lifecycle") or {}).values()]
-    return [f"{name}: {kind}.host" for name, handler in handlers if handler
-            for kind in ("httpGet", "tcpSocket") if (handler.get(kind) or {}).get("host")]
+    return [
+        f"{name}: {kind}.host"
+        for name, handler in handlers
+        if handler
+        for kind in ("httpGet", "tcpSocket")
+        if (handler.get(kind) or {}).get("host")
+    ]
 
 
 def app_armor(pod: Pod, annotations: dict[str, str] | None = None) -> list[str]:
     """AppArmor: appArmorProfile.type undefined, RuntimeDefault or Localhost (and the beta annotation likewise)."""
-    bad = [f"{who}: appArmor {sc['appArmorProfile']['type']}" for who, sc in _both(pod)
-           if "appArmorProfile" in sc and sc["appArmorProfile"].get("type") not in ("RuntimeDefault", "Localhost")]
-    return bad + [key for key, value in (annotations or {}).items()
-                  if key.startswith("container.apparmor.security.beta.kubernetes.io/")
-                  and value != "runtime/default" and not value.startswith("localhost/")]
+    bad = [
+        f"{who}: appArmor {sc['appArmorProfile']['type']}"
+        for who, sc in _both(pod)
+        if "appArmorProfile" in sc and sc["appArmorProfile"].get("type") not in ("RuntimeDefault", "Localhost")
+    ]
+    return bad + [
+        key
+        for key, value in (annotations or {}).items()
+        if key.startswith("container.apparmor.security.beta.kubernetes.io/")
+        and value != "runtime/default"
+        and not value.startswith("localhost/")
+    ]
 
 
 SELINUX_TYPES = {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
@@ -101,19 +139,34 @@ def selinux(pod: Pod) -> list[str]:
 
 def proc_mount(pod: Pod) -> list[str]:
     """/proc Mount Type: procMount undefined or Default."""
-    return [f"{c['name']}: procMount" for c in all_containers(pod) if security_context(c).get("procMount", "Default") != "Default"]
+    return [
+        f"{c['name']}: procMount"
+        for c in all_containers(pod)
+        if security_context(c).get("procMount", "Default") != "Default"
+    ]
 
 
 def baseline_seccomp(pod: Pod) -> list[str]:
     """Seccomp (baseline): seccompProfile.type undefined, RuntimeDefault or Localhost (never Unconfined)."""
-    return [f"{who}: seccomp {sc['seccompProfile'].get('type')}" for who, sc in _both(pod)
-            if "seccompProfile" in sc and sc["seccompProfile"].get("type") not in ("RuntimeDefault", "Localhost")]
+    return [
+        f"{who}: seccomp {sc['seccompProfile'].get('type')}"
+        for who, sc in _both(pod)
+        if "seccompProfile" in sc and sc["seccompProfile"].get("type") not in ("RuntimeDefault", "Localhost")
+    ]
 
 
-SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
-                "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-                "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
-                "net.ipv4.tcp_keepalive_probes"}
+SAFE_SYSCTLS = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+}
 
 
 def sysctls(pod: Pod) -> list[str]:
@@ -122,22 +175,42 @@ def sysctls(pod: Pod) -> list[str]:
 
 
 BASELINE: dict[str, Rule] = {
-    "host-process": host_process, "host-namespaces": host_namespaces, "privileged": privileged,
-    "capabilities": baseline_capabilities, "host-path-volumes": host_path_volumes, "host-ports": host_ports,
-    "host-probes": host_probes, "app-armor": app_armor, "selinux": selinux, "proc-mount": proc_mount,
-    "seccomp": baseline_seccomp, "sysctls": sysctls,
+    "host-process": host_process,
+    "host-namespaces": host_namespaces,
+    "privileged": privileged,
+    "capabilities": baseline_capabilities,
+    "host-path-volumes": host_path_volumes,
+    "host-ports": host_ports,
+    "host-probes": host_probes,
+    "app-armor": app_armor,
+    "selinux": selinux,
+    "proc-mount": proc_mount,
+    "seccomp": baseline_seccomp,
+    "sysctls": sysctls,
 }
 
 
 # --- Restricted (on top of baseline) --------------------------------------------------------------------------
 
-RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+RESTRICTED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
 
 
 def volume_types(pod: Pod) -> list[str]:
     """Volume Types: only configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected, secret."""
-    return [f"volume {v['name']}: {kinds}" for v in pod.get("volumes") or []
-            if (kinds := set(v) - {"name"}) - RESTRICTED_VOLUMES]
+    return [
+        f"volume {v['name']}: {kinds}"
+        for v in pod.get("volumes") or []
+        if (kinds := set(v) - {"name"}) - RESTRICTED_VOLUMES
+    ]
 
 
 def privilege_escalation(pod: Pod) -> list[str]:
@@ -166,8 +239,11 @@ def restricted_seccomp(pod: Pod) -> list[str]:
     allowed = ("RuntimeDefault", "Localhost")
     pod_set = (security_context(pod).get("seccompProfile") or {}).get("type") in allowed
     bad = baseline_seccomp(pod)
-    return bad + [f"{c['name']}: no seccomp profile" for c in all_containers(pod)
-                  if not pod_set and (security_context(c).get("seccompProfile") or {}).get("type") not in allowed]
+    return bad + [
+        f"{c['name']}: no seccomp profile"
+        for c in all_containers(pod)
+        if not pod_set and (security_context(c).get("seccompProfile") or {}).get("type") not in allowed
+    ]
 
 
 def restricted_capabilities(pod: Pod) -> list[str]:
@@ -182,8 +258,12 @@ def restricted_capabilities(pod: Pod) -> list[str]:
 
 
 RESTRICTED: dict[str, Rule] = {
-    "volume-types": volume_types, "privilege-escalation": privilege_escalation, "run-as-non-root": run_as_non_root,
-    "run-as-user": run_as_user, "seccomp-restricted": restricted_seccomp, "capabilities-restricted": restricted_capabilities,
+    "volume-types": volume_types,
+    "privilege-escalation": privilege_escalation,
+    "run-as-non-root": run_as_non_root,
+    "run-as-user": run_as_user,
+    "seccomp-restricted": restricted_seccomp,
+    "capabilities-restricted": restricted_capabilities,
 }
 
 #: Pod Security Admission levels, most permissive first.
@@ -220,5 +300,7 @@ def pod_templates(objects: list[dict[str, Any]]) -> list[tuple[str, Pod, dict[st
         elif obj["kind"] == "LeaderWorkerSet":
             lws = obj["spec"]["leaderWorkerTemplate"]
             for role in ("leaderTemplate", "workerTemplate"):
-                pods.append((f"{where}/{role}", lws[role]["spec"], (lws[role].get("metadata") or {}).get("annotations") or {}))
+                pods.append(
+                    (f"{where}/{role}", lws[role]["spec"], (lws[role].get("metadata") or {}).get("annotations") or {})
+                )
     return pods

@@ -54,14 +54,22 @@ def epp_plugins_config() -> str:
             {"type": "queue-scorer"},
             {"type": "kv-cache-utilization-scorer"},
             {"type": "prefix-cache-scorer"},
-            {"type": "metrics-data-source", "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}},
+            {
+                "type": "metrics-data-source",
+                "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
+            },
             {"type": "core-metrics-extractor"},
         ],
-        "schedulingProfiles": [{"name": "default", "plugins": [
-            {"pluginRef": "queue-scorer", "weight": 2},
-            {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
-            {"pluginRef": "prefix-cache-scorer", "weight": 3},
-        ]}],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": "queue-scorer", "weight": 2},
+                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+                    {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                ],
+            }
+        ],
     }
     return yaml.safe_dump(config, sort_keys=False)
 
@@ -69,12 +77,18 @@ def epp_plugins_config() -> str:
 def epp_args(profile: Profile) -> list[str]:
     """The EPP's command line for one replica bound to the pool (routerlib _deployment.yaml, InferencePool mode)."""
     return [
-        "--pool-name", pool_name(profile),
-        "--pool-namespace", profile.kubernetes.namespace,
-        "--pool-group", "inference.networking.k8s.io",
-        "--zap-encoder", "json",
-        "--config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}",
-        "--grpc-health-port", str(EPP_HEALTH_PORT),
+        "--pool-name",
+        pool_name(profile),
+        "--pool-namespace",
+        profile.kubernetes.namespace,
+        "--pool-group",
+        "inference.networking.k8s.io",
+        "--zap-encoder",
+        "json",
+        "--config-file",
+        f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}",
+        "--grpc-health-port",
+        str(EPP_HEALTH_PORT),
         "--tracing=false",
         "--metrics-endpoint-auth=false",
     ]

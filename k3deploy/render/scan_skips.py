@@ -17,7 +17,10 @@ NOT_PINNED = ("CKV_K8S_43", "tag until k3deploy pin rewrites the profile's image
 #: The serving pods' exceptions (templates/leaderworkerset.yaml.j2 explains the root ones).
 SERVING: tuple[tuple[str, str], ...] = (
     ("CKV_K8S_11", "no CPU limit by design: CFS throttling stalls the threads that feed the GPUs"),
-    ("CKV_K8S_13", "no memory limit by design: a host-memory spike while loading weights would OOM-kill the whole group"),
+    (
+        "CKV_K8S_13",
+        "no memory limit by design: a host-memory spike while loading weights would OOM-kill the whole group",
+    ),
     ("CKV_K8S_23", "the vllm/vllm-openai image runs as root (no USER in its Dockerfile)"),
     ("CKV_K8S_40", "the vllm/vllm-openai image runs as root (no USER in its Dockerfile)"),
     ("CKV_K8S_22", "vLLM writes its compile and kernel caches under /root"),

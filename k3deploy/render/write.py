@@ -76,7 +76,14 @@ def render_to(files: dict[str, str], stream: str, what: str, output: str, *, for
     result = write_set(Path(output), files, force=force)
     err.print(f"wrote {what} to {output}", markup=False, highlight=False)
     if result.removed:
-        err.print(f"removed {len(result.removed)} file(s) of the previous render: {', '.join(result.removed)}", markup=False, highlight=False)
+        err.print(
+            f"removed {len(result.removed)} file(s) of the previous render: {', '.join(result.removed)}",
+            markup=False,
+            highlight=False,
+        )
     for name in result.kept:
-        err.print(f"warning: left {name}: k3deploy wrote it, but it changed since; it is no longer part of the set",
-                  markup=False, highlight=False)
+        err.print(
+            f"warning: left {name}: k3deploy wrote it, but it changed since; it is no longer part of the set",
+            markup=False,
+            highlight=False,
+        )

@@ -22,20 +22,20 @@ BENCH_SCHEMA_VERSION = 1
 #: The definition of every figure, as stored in each report.
 FORMULAS: dict[str, str] = {
     "decode_tok_s": "per request: (completion_tokens - tokens of the first output chunk) / (t_last_chunk - t_first_chunk); "
-                    "median, p10, p90 over the cell's successful requests (linear interpolation); a bursty request "
-                    "(chunks arrived back to back) contributes its e2e_tok_s instead, a lower bound",
+    "median, p10, p90 over the cell's successful requests (linear interpolation); a bursty request "
+    "(chunks arrived back to back) contributes its e2e_tok_s instead, a lower bound",
     "e2e_tok_s": "per request: completion_tokens / (t_last_chunk - t_send): prefill and queueing included",
     "ttft_ms": "per request: 1000 * (t_first_chunk - t_send), first chunk carrying output tokens; bursty requests left out",
     "tpot_ms": "per request: 1000 * (t_last_chunk - t_first_chunk) / (completion_tokens - tokens of the first chunk); "
-               "bursty requests left out",
+    "bursty requests left out",
     "tokens_per_chunk": "per request: completion_tokens / output chunks (cumulative usage per chunk); with speculative "
-                        "decoding one chunk is one verify step, so its mean cross-checks mean_acceptance_length",
+    "decoding one chunk is one verify step, so its mean cross-checks mean_acceptance_length",
     "aggregate_tok_s": "completion tokens of the cell's requests / (last output chunk - first send) of the cell",
     "server_generation_tokens": "increase of vllm:generation_tokens_total across the cell (scraped before and after it)",
     "acceptance_rate": "increase of vllm:spec_decode_num_accepted_tokens_total / increase of "
-                       "vllm:spec_decode_num_draft_tokens_total, over the cell",
+    "vllm:spec_decode_num_draft_tokens_total, over the cell",
     "mean_acceptance_length": "1 + increase of accepted tokens / increase of vllm:spec_decode_num_drafts_total (counts "
-                              "the bonus token)",
+    "the bonus token)",
     "per_position_acceptance": "increase of vllm:spec_decode_num_accepted_tokens_per_pos_total{position=k} / increase of drafts",
     "speedup": "median decode_tok_s of run B / median decode_tok_s of run A, same cell",
 }
@@ -121,9 +121,13 @@ class BenchReport(_Model):
     profile: str
     endpoint: str
     model: str
-    speculative: dict[str, Any] | None = Field(None, description="The profile's speculative config as served (null: none).")
+    speculative: dict[str, Any] | None = Field(
+        None, description="The profile's speculative config as served (null: none)."
+    )
     settings: BenchSettings
-    references: dict[str, float | None] = Field(default_factory=dict, description="Published figures from the profile's targets.")
+    references: dict[str, float | None] = Field(
+        default_factory=dict, description="Published figures from the profile's targets."
+    )
     started_at: datetime
     finished_at: datetime | None = None
     duration_s: float | None = None
@@ -149,6 +153,8 @@ class BenchReport(_Model):
         if not isinstance(data, dict) or data.get("kind") != "k3deploy.bench":
             raise ValueError(f"{path}: not a k3deploy bench report")
         if data.get("schema_version") != BENCH_SCHEMA_VERSION:
-            raise ValueError(f"{path}: bench report schema_version {data.get('schema_version')}, "
-                             f"this k3deploy reads {BENCH_SCHEMA_VERSION}")
+            raise ValueError(
+                f"{path}: bench report schema_version {data.get('schema_version')}, "
+                f"this k3deploy reads {BENCH_SCHEMA_VERSION}"
+            )
         return cls.model_validate(data)

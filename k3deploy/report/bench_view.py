@@ -52,13 +52,28 @@ def _cells(report: BenchReport, level: int) -> list[CellFigures]:
 
 def figures_table(report: BenchReport, level: int) -> Table:
     """Throughput at one concurrency level: one row per category, then overall."""
-    table = _table(f"{report.label}: {report.settings.dataset}, concurrency {level}, {report.settings.output_tokens} "
-                   f"output tokens, temperature {report.settings.temperature:g}",
-                   "CATEGORY", "REQ", "FAIL", "TOKENS client/server", "DECODE TOK/S med (p10..p90)", "E2E TOK/S", "AGG TOK/S")
+    table = _table(
+        f"{report.label}: {report.settings.dataset}, concurrency {level}, {report.settings.output_tokens} "
+        f"output tokens, temperature {report.settings.temperature:g}",
+        "CATEGORY",
+        "REQ",
+        "FAIL",
+        "TOKENS client/server",
+        "DECODE TOK/S med (p10..p90)",
+        "E2E TOK/S",
+        "AGG TOK/S",
+    )
     for cell in _cells(report, level):
-        table.add_row(cell.category, str(cell.requests), str(cell.failed), _tokens(cell), _dist(cell.decode_tok_s),
-                      _num(cell.e2e_tok_s.median), _num(cell.aggregate_tok_s),
-                      style="bold" if cell.category == "overall" else None)
+        table.add_row(
+            cell.category,
+            str(cell.requests),
+            str(cell.failed),
+            _tokens(cell),
+            _dist(cell.decode_tok_s),
+            _num(cell.e2e_tok_s.median),
+            _num(cell.aggregate_tok_s),
+            style="bold" if cell.category == "overall" else None,
+        )
     return table
 
 
@@ -67,15 +82,24 @@ def latency_table(report: BenchReport, level: int) -> Table:
     table = _table(None, "CATEGORY", "TTFT MS", "TPOT MS", "ACCEPT RATE", "ACCEPT LEN", "PER POSITION", "TOK/CHUNK")
     for cell in _cells(report, level):
         rate, length, positions = _spec(cell)
-        table.add_row(cell.category, _num(cell.ttft_ms.median), _num(cell.tpot_ms.median, 2), rate, length, positions,
-                      _num(cell.tokens_per_chunk.mean, 2), style="bold" if cell.category == "overall" else None)
+        table.add_row(
+            cell.category,
+            _num(cell.ttft_ms.median),
+            _num(cell.tpot_ms.median, 2),
+            rate,
+            length,
+            positions,
+            _num(cell.tokens_per_chunk.mean, 2),
+            style="bold" if cell.category == "overall" else None,
+        )
     return table
 
 
 def bench_view(report: BenchReport) -> Group:
     """Every concurrency level's table, then the warnings."""
-    parts: list[Table | Text] = [t for level in report.settings.concurrency
-                                 for t in (figures_table(report, level), latency_table(report, level))]
+    parts: list[Table | Text] = [
+        t for level in report.settings.concurrency for t in (figures_table(report, level), latency_table(report, level))
+    ]
     parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
     return Group(*parts)
 
@@ -83,20 +107,39 @@ def bench_view(report: BenchReport) -> Group:
 def compare_view(comparison: Comparison) -> Group:
     """Median decode tok/s of each run and its speedup over the first, beside the published references."""
     labels = comparison.labels
-    table = _table("median decode tok/s per request, speedup over " + labels[0], "CATEGORY", "CONC",
-                   *[f"{label} TOK/S" for label in labels], *[f"{label} SPEEDUP" for label in labels[1:]],
-                   *[f"{label} ACCEPT LEN" for label in labels])
+    table = _table(
+        "median decode tok/s per request, speedup over " + labels[0],
+        "CATEGORY",
+        "CONC",
+        *[f"{label} TOK/S" for label in labels],
+        *[f"{label} SPEEDUP" for label in labels[1:]],
+        *[f"{label} ACCEPT LEN" for label in labels],
+    )
     for row in comparison.rows:
-        table.add_row(row.category, str(row.concurrency), *[_num(v) for v in row.decode_tok_s],
-                      *[("-" if s is None else f"{s:.2f}x") for s in row.speedup[1:]],
-                      *[_num(v, 2) for v in row.mean_acceptance_length],
-                      style="bold" if row.category == "overall" else None)
+        table.add_row(
+            row.category,
+            str(row.concurrency),
+            *[_num(v) for v in row.decode_tok_s],
+            *[("-" if s is None else f"{s:.2f}x") for s in row.speedup[1:]],
+            *[_num(v, 2) for v in row.mean_acceptance_length],
+            style="bold" if row.category == "overall" else None,
+        )
     refs = comparison.references
     published = Text(
-        "published (TP16 GB300, bs=1): " + ", ".join(part for part in (
-            f"{refs.baseline_decode_tok_s:g} tok/s without speculation" if refs.baseline_decode_tok_s else "",
-            f"{refs.decode_tok_s:g} tok/s with DSpark on SPEED-Bench" if refs.decode_tok_s else "",
-            f"{refs.speedup:.2f}x speedup" if refs.speedup else "",
-            f"{refs.peak_decode_tok_s:g} tok/s peak (low-entropy, separate benchmark)" if refs.peak_decode_tok_s else "",
-        ) if part) if refs.decode_tok_s or refs.baseline_decode_tok_s else "published: the profile names no reference figures")
+        "published (TP16 GB300, bs=1): "
+        + ", ".join(
+            part
+            for part in (
+                f"{refs.baseline_decode_tok_s:g} tok/s without speculation" if refs.baseline_decode_tok_s else "",
+                f"{refs.decode_tok_s:g} tok/s with DSpark on SPEED-Bench" if refs.decode_tok_s else "",
+                f"{refs.speedup:.2f}x speedup" if refs.speedup else "",
+                f"{refs.peak_decode_tok_s:g} tok/s peak (low-entropy, separate benchmark)"
+                if refs.peak_decode_tok_s
+                else "",
+            )
+            if part
+        )
+        if refs.decode_tok_s or refs.baseline_decode_tok_s
+        else "published: the profile names no reference figures"
+    )
     return Group(table, published)

@@ -45,15 +45,23 @@ class RequestRecord(_Model):
     completion_tokens: int | None = Field(None, description="From the server's usage, never from a client tokenizer.")
     finish_reason: str | None = None
     per_chunk_usage: bool = Field(False, description="Every chunk carried cumulative usage (continuous_usage_stats).")
-    chunk_offsets_s: list[float] = Field(default_factory=list, description="Output-chunk arrivals, seconds after t_send.")
-    chunk_tokens: list[int] = Field(default_factory=list, description="Tokens per output chunk; empty without per-chunk usage.")
+    chunk_offsets_s: list[float] = Field(
+        default_factory=list, description="Output-chunk arrivals, seconds after t_send."
+    )
+    chunk_tokens: list[int] = Field(
+        default_factory=list, description="Tokens per output chunk; empty without per-chunk usage."
+    )
     malformed_lines: int = 0
     ttft_s: float | None = None
     decode_tok_s: float | None = Field(None, description="(tokens after the first chunk) / (t_last - t_first).")
     tpot_ms: float | None = None
-    e2e_tok_s: float | None = Field(None, description="completion_tokens / (t_last - t_send): prefill included, a lower bound of decode.")
+    e2e_tok_s: float | None = Field(
+        None, description="completion_tokens / (t_last - t_send): prefill included, a lower bound of decode."
+    )
     tokens_per_chunk: float | None = None
-    bursty: bool = Field(False, description="Chunks arrived in bursts (buffering proxy, starved API server): decode rate unknowable.")
+    bursty: bool = Field(
+        False, description="Chunks arrived in bursts (buffering proxy, starved API server): decode rate unknowable."
+    )
     text: str | None = Field(None, description="The answer; kept for correctness probes only.")
 
 
@@ -72,13 +80,18 @@ class TierSummary(_Model):
 
     requests: int
     failed: int
-    bursty: int = Field(0, description="Successful requests whose chunks arrived in bursts: no TTFT/TPOT, and their "
-                        "end-to-end tok/s (a lower bound) stands in for their decode tok/s.")
+    bursty: int = Field(
+        0,
+        description="Successful requests whose chunks arrived in bursts: no TTFT/TPOT, and their "
+        "end-to-end tok/s (a lower bound) stands in for their decode tok/s.",
+    )
     completion_tokens: int
     decode_tok_s: Stats
     ttft_s: Stats
     tpot_ms: Stats
-    tokens_per_chunk: Stats = Field(description="Mean tokens per output chunk per request; count 0 without per-chunk usage.")
+    tokens_per_chunk: Stats = Field(
+        description="Mean tokens per output chunk per request; count 0 without per-chunk usage."
+    )
 
 
 class SweepPoint(_Model):
@@ -125,7 +138,9 @@ class MetricsDelta(_Model):
     prompt_tokens: float | None = None
     server_tok_s: float | None = Field(None, description="generation_tokens / window_s: the server's own figure.")
     spec_decode: SpecDecodeDelta | None = Field(None, description="None when the server exports no spec-decode series.")
-    counter_resets: list[str] = Field(default_factory=list, description="Series that went backwards (server restarted).")
+    counter_resets: list[str] = Field(
+        default_factory=list, description="Series that went backwards (server restarted)."
+    )
 
 
 class SmokeReport(_Model):
@@ -141,7 +156,9 @@ class SmokeReport(_Model):
     started_at: datetime
     finished_at: datetime | None = None
     duration_s: float | None = None
-    blocked_by: str | None = Field(None, description="Why the endpoint could not be tested at all (unreachable, refused the key).")
+    blocked_by: str | None = Field(
+        None, description="Why the endpoint could not be tested at all (unreachable, refused the key)."
+    )
     checks: list[CheckResult] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)
     summary: SmokeSummary | None = None
@@ -159,12 +176,16 @@ class SmokeReport(_Model):
         target failed, EnvironmentProblem (exit 3) when the endpoint could not be tested at all.
         """
         if self.blocked_by is not None:
-            raise EnvironmentProblem(f"endpoint {self.endpoint} cannot be tested: {self.blocked_by}",
-                                     hint=next((c.hint for c in self.checks if c.hint), None))
+            raise EnvironmentProblem(
+                f"endpoint {self.endpoint} cannot be tested: {self.blocked_by}",
+                hint=next((c.hint for c in self.checks if c.hint), None),
+            )
         if self.status is Status.FAIL:
             failed = [c for c in self.checks if c.status is Status.FAIL]
-            raise CheckFailed("smoke failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed),
-                              hint=failed[0].hint if failed else None)
+            raise CheckFailed(
+                "smoke failed: " + "; ".join(f"{c.name}: {c.detail}" for c in failed),
+                hint=failed[0].hint if failed else None,
+            )
 
     def check(self, name: str) -> CheckResult | None:
         """The check called `name`, if it ran."""
@@ -180,5 +201,7 @@ class SmokeReport(_Model):
         data = json.loads(path.read_text(encoding="utf-8"))
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SMOKE_SCHEMA_VERSION:
-            raise ValueError(f"{path}: smoke report schema_version {version}, this k3deploy reads {SMOKE_SCHEMA_VERSION}")
+            raise ValueError(
+                f"{path}: smoke report schema_version {version}, this k3deploy reads {SMOKE_SCHEMA_VERSION}"
+            )
         return cls.model_validate(data)

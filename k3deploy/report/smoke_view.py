@@ -29,8 +29,16 @@ def _dist(s: Stats, scale: float = 1.0) -> str:
 
 def checks_table(report: SmokeReport) -> Table:
     """One row per check, in run order."""
-    table = Table("CHECK", "STATUS", "MEASURED", "TARGET", "DETAIL", box=None,
-                  title=f"smoke: {report.profile} @ {report.endpoint}", title_justify="left")
+    table = Table(
+        "CHECK",
+        "STATUS",
+        "MEASURED",
+        "TARGET",
+        "DETAIL",
+        box=None,
+        title=f"smoke: {report.profile} @ {report.endpoint}",
+        title_justify="left",
+    )
     for check in report.checks:
         status = f"[{_STYLE[check.status]}]{check.status.value.upper()}[/]"
         detail = check.detail + (f"\nhint: {check.hint}" if check.hint and check.status is Status.FAIL else "")
@@ -42,12 +50,31 @@ def figures_table(report: SmokeReport) -> Table | None:
     """Median (p10..p90) per tier and overall; None when nothing was measured."""
     if report.summary is None or not report.summary.overall.requests:
         return None
-    table = Table("TIER", "REQUESTS", "FAILED", "TOKENS", "DECODE TOK/S", "TTFT MS", "TPOT MS", "TOKENS/CHUNK", box=None,
-                  title="bs=1 figures: median (p10..p90)", title_justify="left")
+    table = Table(
+        "TIER",
+        "REQUESTS",
+        "FAILED",
+        "TOKENS",
+        "DECODE TOK/S",
+        "TTFT MS",
+        "TPOT MS",
+        "TOKENS/CHUNK",
+        box=None,
+        title="bs=1 figures: median (p10..p90)",
+        title_justify="left",
+    )
     rows = [*report.summary.tiers.items(), ("overall", report.summary.overall)]
     for name, tier in rows:
-        table.add_row(name, str(tier.requests), str(tier.failed), str(tier.completion_tokens), _dist(tier.decode_tok_s),
-                      _dist(tier.ttft_s, 1000.0), _dist(tier.tpot_ms), _dist(tier.tokens_per_chunk))
+        table.add_row(
+            name,
+            str(tier.requests),
+            str(tier.failed),
+            str(tier.completion_tokens),
+            _dist(tier.decode_tok_s),
+            _dist(tier.ttft_s, 1000.0),
+            _dist(tier.tpot_ms),
+            _dist(tier.tokens_per_chunk),
+        )
     return table
 
 
@@ -55,11 +82,28 @@ def sweep_table(report: SmokeReport) -> Table | None:
     """Aggregate tok/s per concurrency level; None without a sweep."""
     if report.summary is None or not report.summary.sweep:
         return None
-    table = Table("CONCURRENCY", "REQUESTS", "FAILED", "TOKENS", "WINDOW S", "AGGREGATE TOK/S", "MEDIAN DECODE TOK/S",
-                  box=None, title="concurrency sweep", title_justify="left")
+    table = Table(
+        "CONCURRENCY",
+        "REQUESTS",
+        "FAILED",
+        "TOKENS",
+        "WINDOW S",
+        "AGGREGATE TOK/S",
+        "MEDIAN DECODE TOK/S",
+        box=None,
+        title="concurrency sweep",
+        title_justify="left",
+    )
     for p in report.summary.sweep:
-        table.add_row(str(p.concurrency), str(p.requests), str(p.failed), str(p.completion_tokens), _fmt(p.window_s),
-                      _fmt(p.aggregate_tok_s), _fmt(p.median_decode_tok_s))
+        table.add_row(
+            str(p.concurrency),
+            str(p.requests),
+            str(p.failed),
+            str(p.completion_tokens),
+            _fmt(p.window_s),
+            _fmt(p.aggregate_tok_s),
+            _fmt(p.median_decode_tok_s),
+        )
     return table
 
 

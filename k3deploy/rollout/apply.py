@@ -63,7 +63,7 @@ def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_
             raise UsageError(
                 f"apply {key}: {', '.join(frozen)} cannot change in place: {exc.body.get('message', '')}",
                 hint=f"the live {obj['kind']} was made from other settings; run `k3deploy down` (keeps the model "
-                     "cache) and then `k3deploy up` to re-create it, or render with the settings it was made from",
+                "cache) and then `k3deploy up` to re-create it, or render with the settings it was made from",
             ) from None
         if frozen:
             # Only k3deploy's own run-to-completion Jobs get here (preflight, prefetch, smoke), each safe to run

@@ -91,18 +91,22 @@ def outage_question(target: Any, profile: Any) -> str | None:
     can only replace the only group in place. Raises UsageError for N >= 2 groups (the rolling upgrade keeps those
     serving)."""
     if profile.parallel.replicas != 1:
-        raise UsageError(f"--strategy blue-green is for one serving group; this profile has parallel.replicas "
-                         f"{profile.parallel.replicas}",
-                         hint="with two or more groups the default rolling upgrade keeps serving: drop --strategy")
+        raise UsageError(
+            f"--strategy blue-green is for one serving group; this profile has parallel.replicas "
+            f"{profile.parallel.replicas}",
+            hint="with two or more groups the default rolling upgrade keeps serving: drop --strategy",
+        )
     objects = as_live(target.api, profile, _rendered(profile))
     lws = lws_of(objects)
     live = _live_lws(target.api, lws) if lws is not None else None
     if live is None or lws is None or not template_changes(target.api, live, lws) or has_room(target.api, profile):
         return None
     budget = profile.kubernetes.startup_probe_budget_s
-    return (f"no second NVLink clique has {profile.parallel.nodes} free trays for a new group beside "
-            f"{live['metadata']['name']}: the change replaces the only group in place, an outage of about the model's "
-            f"load time (up to the startup budget, {budget}s). Go ahead?")
+    return (
+        f"no second NVLink clique has {profile.parallel.nodes} free trays for a new group beside "
+        f"{live['metadata']['name']}: the change replaces the only group in place, an outage of about the model's "
+        f"load time (up to the startup budget, {budget}s). Go ahead?"
+    )
 
 
 def _rendered(profile: Any) -> list[dict[str, Any]]:
@@ -124,8 +128,10 @@ def plan(target: Any, profile: Any, objects: list[dict[str, Any]]) -> tuple[list
     service = api_service_of(new_objects, new)
     preview = preview_service(service, new) if service is not None else {}
     applied = [o for o in objects if o is not lws] + [lws_of(new_objects) or {}] + ([preview] if preview else [])
-    target.view.note(f"  blue-green: new group {new} beside the live {old}" + (
-        f", with Service {preview_name(new)} of its own until the switch" if preview else ""))
+    target.view.note(
+        f"  blue-green: new group {new} beside the live {old}"
+        + (f", with Service {preview_name(new)} of its own until the switch" if preview else "")
+    )
     return applied, Plan(old=old, new=new, objects=new_objects, old_objects=objects, preview=preview)
 
 
@@ -165,15 +171,21 @@ def _wait_endpoint(target: Any, namespace: str, service: str, leader: str) -> No
     if not target.api.served("discovery.k8s.io/v1", "EndpointSlice"):
         return
     while True:
-        slices, _ = target.api.list("discovery.k8s.io/v1", "EndpointSlice", namespace,
-                                    label_selector=f"{SERVICE_NAME_LABEL}={service}")
-        if any(((e.get("targetRef") or {}).get("name") == leader and (e.get("conditions") or {}).get("ready"))
-               for s in slices for e in s.get("endpoints") or []):
+        slices, _ = target.api.list(
+            "discovery.k8s.io/v1", "EndpointSlice", namespace, label_selector=f"{SERVICE_NAME_LABEL}={service}"
+        )
+        if any(
+            ((e.get("targetRef") or {}).get("name") == leader and (e.get("conditions") or {}).get("ready"))
+            for s in slices
+            for e in s.get("endpoints") or []
+        ):
             return
         left = target.deadline.remaining()
         if left is not None and left <= 0:
-            raise K3DeployError(f"Service {service} did not list {leader} as a ready endpoint by the deadline",
-                                hint="the old group is kept; check the EndpointSlices (`kubectl get endpointslices`)")
+            raise K3DeployError(
+                f"Service {service} did not list {leader} as a ready endpoint by the deadline",
+                hint="the old group is kept; check the EndpointSlices (`kubectl get endpointslices`)",
+            )
         time.sleep(POLL_S)
 
 
@@ -198,10 +210,20 @@ def leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dic
     out = []
     for name in colours(profile.name):
         if name != lws["metadata"]["name"]:
-            out.append({"apiVersion": lws["apiVersion"], "kind": "LeaderWorkerSet",
-                        "metadata": {"name": name, "namespace": profile.kubernetes.namespace}})
-        out.append({"apiVersion": "v1", "kind": "Service",
-                    "metadata": {"name": preview_name(name), "namespace": profile.kubernetes.namespace}})
+            out.append(
+                {
+                    "apiVersion": lws["apiVersion"],
+                    "kind": "LeaderWorkerSet",
+                    "metadata": {"name": name, "namespace": profile.kubernetes.namespace},
+                }
+            )
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": preview_name(name), "namespace": profile.kubernetes.namespace},
+            }
+        )
     return out
 
 
@@ -220,9 +242,19 @@ def describe(api: Any, profile: Any, objects: list[dict[str, Any]]) -> dict[str,
     namespace = profile.kubernetes.namespace
     lws = lws_of(objects)
     serving = lws["metadata"]["name"] if lws is not None else profile.name
-    groups = [name for name in colours(profile.name)
-              if api.get("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name, namespace) is not None]
-    previews = [preview_name(name) for name in colours(profile.name)
-                if api.get("v1", "Service", preview_name(name), namespace) is not None]
-    return {"serving": serving if serving in groups else None, "groups": groups, "previews": previews,
-            "in_progress": len(groups) > 1 or bool(previews)}
+    groups = [
+        name
+        for name in colours(profile.name)
+        if api.get("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name, namespace) is not None
+    ]
+    previews = [
+        preview_name(name)
+        for name in colours(profile.name)
+        if api.get("v1", "Service", preview_name(name), namespace) is not None
+    ]
+    return {
+        "serving": serving if serving in groups else None,
+        "groups": groups,
+        "previews": previews,
+        "in_progress": len(groups) > 1 or bool(previews),
+    }

@@ -41,10 +41,13 @@ def same(live: dict[str, Any] | None, desired: dict[str, Any] | None) -> bool:
 
 def unified_diff(key: str, live: dict[str, Any] | None, desired: dict[str, Any]) -> str:
     """`diff -u` of the live object against what the apply would make it ('' when identical)."""
+
     def lines(obj: dict[str, Any] | None) -> list[str]:
         """Sorted YAML lines of the normalized object (none for a missing one)."""
         clean = normalize(obj)
-        return yaml.safe_dump(clean, sort_keys=True, default_flow_style=False).splitlines(keepends=True) if clean else []
+        return (
+            yaml.safe_dump(clean, sort_keys=True, default_flow_style=False).splitlines(keepends=True) if clean else []
+        )
 
     return "".join(difflib.unified_diff(lines(live), lines(desired), fromfile=f"live/{key}", tofile=f"applied/{key}"))
 

@@ -46,19 +46,28 @@ def _owned(revision: dict[str, Any], lws: dict[str, Any]) -> bool:
     uid = (lws.get("metadata") or {}).get("uid")
     refs = meta.get("ownerReferences") or []
     return (meta.get("labels") or {}).get(NAME_LABEL) == (lws.get("metadata") or {}).get("name") and (
-        not refs or any(ref.get("uid") == uid for ref in refs if ref.get("controller")))
+        not refs or any(ref.get("uid") == uid for ref in refs if ref.get("controller"))
+    )
 
 
 def template_revision(lws: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The newest ControllerRevision of `lws` whose stored template and network config are the live spec's."""
     spec = lws.get("spec") or {}
-    wanted = (_normal(spec.get("leaderWorkerTemplate") or {}),
-              _normal(spec.get("networkConfig") or {"subdomainPolicy": "Shared"}))
+    wanted = (
+        _normal(spec.get("leaderWorkerTemplate") or {}),
+        _normal(spec.get("networkConfig") or {"subdomainPolicy": "Shared"}),
+    )
     matches = []
     for revision in revisions:
         stored = ((revision.get("data") or {}).get("spec")) or {}
-        if _owned(revision, lws) and (_normal(stored.get("leaderWorkerTemplate") or {}),
-                                      _normal(stored.get("networkConfig") or {"subdomainPolicy": "Shared"})) == wanted:
+        if (
+            _owned(revision, lws)
+            and (
+                _normal(stored.get("leaderWorkerTemplate") or {}),
+                _normal(stored.get("networkConfig") or {"subdomainPolicy": "Shared"}),
+            )
+            == wanted
+        ):
             matches.append(revision)
     return max(matches, key=lambda r: int(r.get("revision") or 0), default=None)
 
@@ -80,17 +89,29 @@ def prove_current(lws: dict[str, Any], revisions: list[dict[str, Any]] | None, p
         return Proof(True, f"unproven: no status.observedGeneration and ControllerRevisions {why}; status taken as is")
     revision = template_revision(lws, revisions)
     if revision is None:
-        return Proof(False, f"no ControllerRevision holds generation {generation}'s template yet "
-                            "(controller without status.observedGeneration has not acted on it)")
+        return Proof(
+            False,
+            f"no ControllerRevision holds generation {generation}'s template yet "
+            "(controller without status.observedGeneration has not acted on it)",
+        )
     key = ((revision.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, "")
     spec = lws.get("spec") or {}
     replicas = int(spec.get("replicas", 1))
     size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1))
-    members = [p for p in pods if int(((p.get("metadata") or {}).get("labels") or {}).get(GROUP_INDEX_LABEL, 0)) < replicas]
-    stale = sorted({((p.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, "?") for p in members} - {key})
-    on_key = sum(1 for p in members if ((p.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) == key)
+    members = [
+        p for p in pods if int(((p.get("metadata") or {}).get("labels") or {}).get(GROUP_INDEX_LABEL, 0)) < replicas
+    ]
+    stale = sorted(
+        {((p.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, "?") for p in members} - {key}
+    )
+    on_key = sum(
+        1 for p in members if ((p.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) == key
+    )
     if stale or on_key < replicas * size:
         old = f"; others on {', '.join(stale)}" if stale else ""
         return Proof(False, f"{on_key}/{replicas * size} pods on template-revision-hash {key}{old}")
-    return Proof(True, f"every pod on template-revision-hash {key} (ControllerRevision "
-                       f"{(revision.get('metadata') or {}).get('name', '')} holds the current template)")
+    return Proof(
+        True,
+        f"every pod on template-revision-hash {key} (ControllerRevision "
+        f"{(revision.get('metadata') or {}).get('name', '')} holds the current template)",
+    )

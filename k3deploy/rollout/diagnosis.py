@@ -56,7 +56,13 @@ class Diagnosis:
         log = None
         if self.log is not None:
             log = {"pod": self.log.pod, "container": self.log.container, "lines": self.log.lines}
-        return {"subject": self.subject, "reason": self.reason, "message": self.message, "events": self.events, "log": log}
+        return {
+            "subject": self.subject,
+            "reason": self.reason,
+            "message": self.message,
+            "events": self.events,
+            "log": log,
+        }
 
 
 class RolloutFailed(CheckFailed):
@@ -77,8 +83,11 @@ class RolloutTimeout(EnvironmentProblem):
 
 def _event_time(event: dict[str, Any]) -> str:
     return str(
-        event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
-        or event.get("metadata", {}).get("creationTimestamp") or ""
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or event.get("metadata", {}).get("creationTimestamp")
+        or ""
     )
 
 
@@ -91,8 +100,10 @@ def format_events(events: list[dict[str, Any]], names: set[str], limit: int = EV
         obj = event.get("involvedObject") or {}
         count = int(event.get("count") or 1)
         repeat = f" (x{count})" if count > 1 else ""
-        lines.append(f"{event.get('type', 'Normal')} {event.get('reason', '')} {obj.get('kind')}/{obj.get('name')}: "
-                     f"{(event.get('message') or '').strip()}{repeat}")
+        lines.append(
+            f"{event.get('type', 'Normal')} {event.get('reason', '')} {obj.get('kind')}/{obj.get('name')}: "
+            f"{(event.get('message') or '').strip()}{repeat}"
+        )
     return lines
 
 

@@ -38,10 +38,13 @@ def steps_groups(live: dict[str, Any] | None, new: dict[str, Any]) -> bool:
 
 def group_pods(pods: list[dict[str, Any]], lws_name: str, group: int) -> list[dict[str, Any]]:
     """The live (not terminating) pods of one group of the set."""
-    return [p for p in pods
-            if ((p.get("metadata") or {}).get("labels") or {}).get(NAME_LABEL) == lws_name
-            and p["metadata"]["labels"].get(GROUP_LABEL) == str(group)
-            and not p["metadata"].get("deletionTimestamp")]
+    return [
+        p
+        for p in pods
+        if ((p.get("metadata") or {}).get("labels") or {}).get(NAME_LABEL) == lws_name
+        and p["metadata"]["labels"].get(GROUP_LABEL) == str(group)
+        and not p["metadata"].get("deletionTimestamp")
+    ]
 
 
 def group_state(pods: list[dict[str, Any]], key: str, size: int) -> tuple[bool, str | None]:
@@ -51,7 +54,8 @@ def group_state(pods: list[dict[str, Any]], key: str, size: int) -> tuple[bool, 
         for problem in pod_problems(pod):
             if is_fatal(problem):
                 return False, f"pod {pod['metadata']['name']}: {problem.reason}" + (
-                    f": {problem.message}" if problem.message else "")
+                    f": {problem.message}" if problem.message else ""
+                )
     done = bool(key) and len(new) == size == len(pods) and all(pod_ready(p) for p in new)
     return done, None
 

@@ -91,8 +91,10 @@ def in_set(pod: dict[str, Any], target: dict[str, Any], state: WaitState) -> boo
 def pods_of(target: dict[str, Any], state: WaitState) -> list[dict[str, Any]]:
     """The target's live (not terminating) pods, by name."""
     pods = state.objects.get("Pod", {}).values()
-    return sorted((p for p in pods if not p.get("metadata", {}).get("deletionTimestamp") and in_set(p, target, state)),
-                  key=name_of)
+    return sorted(
+        (p for p in pods if not p.get("metadata", {}).get("deletionTimestamp") and in_set(p, target, state)),
+        key=name_of,
+    )
 
 
 def current_key(target: dict[str, Any], state: WaitState) -> str | None:
@@ -103,7 +105,11 @@ def current_key(target: dict[str, Any], state: WaitState) -> str | None:
     if target["kind"] != "LeaderWorkerSet" or live is None or REVISIONS in state.unavailable or not revisions:
         return None
     revision = template_revision(live, revisions)
-    return "" if revision is None else str(((revision.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, ""))
+    return (
+        ""
+        if revision is None
+        else str(((revision.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL, ""))
+    )
 
 
 def outgoing(pod: dict[str, Any], key: str | None) -> bool:
@@ -167,13 +173,17 @@ def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
         template = claim.get("resourceClaimTemplateName")
         if template and claim.get("name") not in created and template not in templates:
             known = ", ".join(sorted(templates)) or "none"
-            return (f'spec.resourceClaims[{claim.get("name")}] names ResourceClaimTemplate "{template}", which does not '
-                    f"exist in the namespace (templates there: {known}); no ResourceClaim can be made, so the scheduler "
-                    "holds the pod (ResourceClaim not created yet)")
+            return (
+                f'spec.resourceClaims[{claim.get("name")}] names ResourceClaimTemplate "{template}", which does not '
+                f"exist in the namespace (templates there: {known}); no ResourceClaim can be made, so the scheduler "
+                "holds the pod (ResourceClaim not created yet)"
+            )
     return None
 
 
-def pod_failure(target: dict[str, Any], pod: dict[str, Any], state: WaitState, now: float, grace_s: float) -> Failure | None:
+def pod_failure(
+    target: dict[str, Any], pod: dict[str, Any], state: WaitState, now: float, grace_s: float
+) -> Failure | None:
     """A failure when this pod cannot become ready (unschedulable past the grace, a claim on a missing
     ResourceClaimTemplate past the grace, fatal, too many crashes)."""
     pod_name = name_of(pod)
@@ -199,8 +209,13 @@ def pod_failure(target: dict[str, Any], pod: dict[str, Any], state: WaitState, n
     if not is_job:
         crashes = state.crashes.get(name_of(target), set())
         if len(crashes) >= CRASH_LIMIT:
-            return Failure(f"{target['kind']}/{name_of(target)}", "CrashLoop",
-                           f"{len(crashes)} container crashes across the group's pods", names, pod_name)
+            return Failure(
+                f"{target['kind']}/{name_of(target)}",
+                "CrashLoop",
+                f"{len(crashes)} container crashes across the group's pods",
+                names,
+                pod_name,
+            )
     return None
 
 

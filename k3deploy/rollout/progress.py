@@ -67,7 +67,9 @@ class ProgressView:
         # cluster (an image reference in brackets would otherwise vanish as an unknown tag).
         for row in self._rows:
             style = "green" if row.state in ("Ready", "Available", "Complete") else ("red" if row.state in _BAD else "")
-            table.add_row(Text(row.name), Text(row.state, style=style), Text(row.detail), Text(_elapsed(now - row.since)))
+            table.add_row(
+                Text(row.name), Text(row.state, style=style), Text(row.detail), Text(_elapsed(now - row.since))
+            )
         return table
 
     def note(self, text: str) -> None:
@@ -95,5 +97,15 @@ class ProgressView:
             self.note(line)
 
 
-_BAD = {"ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "OOMKilled", "Unschedulable", "Failed", "Error",
-        "BackoffLimitExceeded", "InvalidImageName", "CreateContainerConfigError"}
+_BAD = {
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CrashLoopBackOff",
+    "OOMKilled",
+    "Unschedulable",
+    "Failed",
+    "Error",
+    "BackoffLimitExceeded",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+}

@@ -11,8 +11,14 @@ from typing import Any, TypeGuard
 
 #: Container waiting reasons that will not fix themselves: the rollout fails at once.
 FATAL_WAITING_REASONS = frozenset(
-    {"ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CrashLoopBackOff",
-     "CreateContainerConfigError", "CreateContainerError"}
+    {
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
 )
 
 
@@ -60,10 +66,20 @@ def lws_readiness(obj: dict[str, Any]) -> Readiness:
     updated = int(status.get("updatedReplicas") or 0)
     counts = f"{ready}/{replicas} groups ready, {updated} updated"
     if observed is not None and int(observed) < generation:
-        return Readiness(False, reason="Progressing", message=f"controller has not seen generation {generation} yet ({counts})")
+        return Readiness(
+            False, reason="Progressing", message=f"controller has not seen generation {generation} yet ({counts})"
+        )
     available = condition(obj, "Available")
-    if _true(available) and available.get("observedGeneration") not in (None, "") and int(available["observedGeneration"]) < generation:
-        return Readiness(False, reason="Progressing", message=f"Available is from generation {available['observedGeneration']} ({counts})")
+    if (
+        _true(available)
+        and available.get("observedGeneration") not in (None, "")
+        and int(available["observedGeneration"]) < generation
+    ):
+        return Readiness(
+            False,
+            reason="Progressing",
+            message=f"Available is from generation {available['observedGeneration']} ({counts})",
+        )
     if _true(condition(obj, "UpdateInProgress")):
         return Readiness(False, reason="UpdateInProgress", message=counts)
     if _true(available) and ready >= replicas and updated >= replicas:
@@ -78,7 +94,9 @@ def job_readiness(obj: dict[str, Any]) -> Readiness:
     counts = f"{status.get('succeeded') or 0} succeeded, {status.get('active') or 0} active, {status.get('failed') or 0} failed"
     failed = condition(obj, "Failed")
     if _true(failed):
-        return Readiness(False, failed=True, reason=failed.get("reason") or "Failed", message=failed.get("message") or counts)
+        return Readiness(
+            False, failed=True, reason=failed.get("reason") or "Failed", message=failed.get("message") or counts
+        )
     if _true(condition(obj, "Complete")):
         return Readiness(True, reason="Complete", message=counts)
     completions = (obj.get("spec") or {}).get("completions")
@@ -120,12 +138,26 @@ def pod_problems(pod: dict[str, Any]) -> list[PodProblem]:
         waiting = state.get("waiting") or {}
         if terminated.get("reason") == "OOMKilled" or last.get("reason") == "OOMKilled":
             detail = terminated if terminated.get("reason") == "OOMKilled" else last
-            problems.append(PodProblem("OOMKilled", f"container {name} was killed for exceeding its memory (exit {detail.get('exitCode', 137)})", name, True))
+            problems.append(
+                PodProblem(
+                    "OOMKilled",
+                    f"container {name} was killed for exceeding its memory (exit {detail.get('exitCode', 137)})",
+                    name,
+                    True,
+                )
+            )
         elif waiting.get("reason") in FATAL_WAITING_REASONS or waiting.get("reason") == "ErrImagePull":
             crashed = waiting.get("reason") == "CrashLoopBackOff"
             problems.append(PodProblem(waiting["reason"], waiting.get("message") or "", name, crashed))
         elif terminated and int(terminated.get("exitCode") or 0) != 0:
-            problems.append(PodProblem(terminated.get("reason") or "Error", f"container {name} exited with code {terminated.get('exitCode')}", name, True))
+            problems.append(
+                PodProblem(
+                    terminated.get("reason") or "Error",
+                    f"container {name} exited with code {terminated.get('exitCode')}",
+                    name,
+                    True,
+                )
+            )
     return problems
 
 

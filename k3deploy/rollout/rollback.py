@@ -103,7 +103,11 @@ def restore(
 
 
 def remove(
-    api: KubeApi, objects: list[dict[str, Any]], note: Callable[[str], None], *, keep: frozenset[str] = KEPT_KINDS,
+    api: KubeApi,
+    objects: list[dict[str, Any]],
+    note: Callable[[str], None],
+    *,
+    keep: frozenset[str] = KEPT_KINDS,
     label: str = "",
 ) -> list[str]:
     """Delete the objects in reverse apply order, except the kinds in `keep`; what was deleted (noted after `label`)."""

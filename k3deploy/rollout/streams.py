@@ -66,8 +66,16 @@ Event = Synced | Changed | Note | Broken | Unavailable
 class Stream(threading.Thread):
     """List then watch one kind in a namespace, forever resuming, until stopped; events go to `out`."""
 
-    def __init__(self, api: KubeApi, api_version: str, kind: str, namespace: str, out: queue.Queue[Event],
-                 stop: threading.Event, optional: bool = False) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        api_version: str,
+        kind: str,
+        namespace: str,
+        out: queue.Queue[Event],
+        stop: threading.Event,
+        optional: bool = False,
+    ) -> None:
         super().__init__(name=f"watch-{kind}", daemon=True)
         self.api, self.api_version, self.kind, self.namespace = api, api_version, kind, namespace
         self.out, self.stop, self.optional = out, stop, optional
@@ -104,8 +112,14 @@ class Stream(threading.Thread):
                 self._watcher = self.api.new_watcher()
                 if self.stop.is_set():
                     return
-                for event in self.api.watch(self.api_version, self.kind, self.namespace, version,
-                                            timeout_s=WATCH_TIMEOUT_S, watcher=self._watcher):
+                for event in self.api.watch(
+                    self.api_version,
+                    self.kind,
+                    self.namespace,
+                    version,
+                    timeout_s=WATCH_TIMEOUT_S,
+                    watcher=self._watcher,
+                ):
                     if self.stop.is_set():
                         return
                     obj = event["object"]
@@ -138,13 +152,16 @@ class Stream(threading.Thread):
 class Inbox:
     """Streams for several kinds of one namespace feeding one queue; a context manager that halts them on exit."""
 
-    def __init__(self, api: KubeApi, namespace: str, kinds: list[tuple[str, str]],
-                 optional: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, api: KubeApi, namespace: str, kinds: list[tuple[str, str]], optional: frozenset[str] = frozenset()
+    ) -> None:
         self._queue: queue.Queue[Event] = queue.Queue()
         self._stop = threading.Event()
         self.kinds = [kind for _, kind in kinds]
-        self._streams = [Stream(api, api_version, kind, namespace, self._queue, self._stop, kind in optional)
-                         for api_version, kind in kinds]
+        self._streams = [
+            Stream(api, api_version, kind, namespace, self._queue, self._stop, kind in optional)
+            for api_version, kind in kinds
+        ]
 
     def __enter__(self) -> Inbox:
         for stream in self._streams:

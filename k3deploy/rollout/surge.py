@@ -17,6 +17,8 @@ def in_place_note(obj: dict[str, Any], action: str) -> str | None:
     if replicas != 1 or surge not in (0, "0", "0%"):
         return None
     name = (obj.get("metadata") or {}).get("name", "")
-    return (f"note: LeaderWorkerSet {name} has one replica and maxSurge 0: a changed pod template replaces the group in "
-            "place, so the endpoint is down until the new group has loaded the weights (an hour or more); a second "
-            "free clique would let a surge group load first")
+    return (
+        f"note: LeaderWorkerSet {name} has one replica and maxSurge 0: a changed pod template replaces the group in "
+        "place, so the endpoint is down until the new group has loaded the weights (an hour or more); a second "
+        "free clique would let a surge group load first"
+    )

@@ -51,8 +51,15 @@ POLL_S = 0.5
 class GroupRoll:
     """Walks a LeaderWorkerSet's partition down group by group, smoke-testing each new group before the next."""
 
-    def __init__(self, api: Any, namespace: str, note: Callable[[str], None], *,
-                 remaining: Callable[[], float | None], poll_s: float = POLL_S) -> None:
+    def __init__(
+        self,
+        api: Any,
+        namespace: str,
+        note: Callable[[str], None],
+        *,
+        remaining: Callable[[], float | None],
+        poll_s: float = POLL_S,
+    ) -> None:
         self.api, self.namespace, self.note = api, namespace, note
         self.remaining = remaining
         self.poll_s = poll_s
@@ -65,8 +72,9 @@ class GroupRoll:
         live = self.live(lws)
         if live is None:
             return ""
-        revisions, _ = self.api.list("apps/v1", "ControllerRevision", self.namespace,
-                                     label_selector=f"{NAME_LABEL}={lws['metadata']['name']}")
+        revisions, _ = self.api.list(
+            "apps/v1", "ControllerRevision", self.namespace, label_selector=f"{NAME_LABEL}={lws['metadata']['name']}"
+        )
         revision = template_revision(live, revisions)
         return str(((revision or {}).get("metadata") or {}).get("labels", {}).get(REVISION_LABEL, ""))
 
@@ -78,11 +86,18 @@ class GroupRoll:
         """Group indexes whose pods do not all run the current template (highest first)."""
         key = self._current_key(lws)
         pods = self._pods(lws)
-        return sorted({int(p["metadata"]["labels"].get(GROUP_LABEL, "0")) for p in pods
-                       if not p["metadata"].get("deletionTimestamp")
-                       and p["metadata"]["labels"].get(REVISION_LABEL) != key}, reverse=True)
+        return sorted(
+            {
+                int(p["metadata"]["labels"].get(GROUP_LABEL, "0"))
+                for p in pods
+                if not p["metadata"].get("deletionTimestamp") and p["metadata"]["labels"].get(REVISION_LABEL) != key
+            },
+            reverse=True,
+        )
 
-    def walk(self, lws: dict[str, Any], smoke: Callable[[int], None] | None, apply: Callable[[dict[str, Any]], None]) -> int:
+    def walk(
+        self, lws: dict[str, Any], smoke: Callable[[int], None] | None, apply: Callable[[dict[str, Any]], None]
+    ) -> int:
         """Lower the partition one group at a time; wait for and smoke each new group; end with `lws` as rendered.
         Returns how many groups were rolled."""
         name, replicas = lws["metadata"]["name"], replicas_of(lws)
@@ -124,12 +139,18 @@ class GroupRoll:
                 return
             if fatal is not None:
                 message = f"group {group} of LeaderWorkerSet {name} failed on the new template: {fatal}"
-                raise RolloutFailed(message, Diagnosis(f"LeaderWorkerSet/{name}", "GroupFailed", message),
-                                    hint="the groups below it still serve the old template; `up` rolls back")
+                raise RolloutFailed(
+                    message,
+                    Diagnosis(f"LeaderWorkerSet/{name}", "GroupFailed", message),
+                    hint="the groups below it still serve the old template; `up` rolls back",
+                )
             if self._sleep_or_timeout():
                 message = f"group {group} of LeaderWorkerSet {name} was not ready on the new template by the deadline"
-                raise RolloutTimeout(message, Diagnosis(f"LeaderWorkerSet/{name}", "Timeout", message),
-                                     hint="the groups below it still serve the old template; raise --timeout for a slow load")
+                raise RolloutTimeout(
+                    message,
+                    Diagnosis(f"LeaderWorkerSet/{name}", "Timeout", message),
+                    hint="the groups below it still serve the old template; raise --timeout for a slow load",
+                )
 
 
 def smoke_endpoint(profile: Any, endpoint: str) -> str:
@@ -139,8 +160,11 @@ def smoke_endpoint(profile: Any, endpoint: str) -> str:
     if code != 0:
         failed = [c for c in report.checks if c.status is Status.FAIL]
         why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        raise K3DeployError(f"smoke of the new group at {endpoint} failed: {why}",
-                            hint="the groups not yet rolled still serve the old template", exit_code=code)
+        raise K3DeployError(
+            f"smoke of the new group at {endpoint} failed: {why}",
+            hint="the groups not yet rolled still serve the old template",
+            exit_code=code,
+        )
     return f"{endpoint}: {len(report.checks)} checks, {report.status.value}"
 
 
@@ -160,7 +184,9 @@ def hold(target: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for obj in objects:
         if obj.get("kind") == "LeaderWorkerSet":
-            live = target.api.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+            live = target.api.get(
+                obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace")
+            )
             if steps_groups(live, obj) and live is not None and template_changes(target.api, live, obj):
                 target._held_lws = obj
                 obj = partitioned(obj, replicas_of(obj))
@@ -180,11 +206,14 @@ def walk(target: Any, profile: Any) -> None:
         apply_object(target.api, obj, force=target.options.force_conflicts)
 
     def smoke(group: int) -> None:
-        endpoint = group_endpoint(target.options.group_endpoint, lws["metadata"]["name"], namespace, group,
-                                  profile.vllm.port)
+        endpoint = group_endpoint(
+            target.options.group_endpoint, lws["metadata"]["name"], namespace, group, profile.vllm.port
+        )
         target.view.note(f"    ok   {smoke_endpoint(profile, endpoint)}")
 
     roll = GroupRoll(target.api, namespace, target.view.note, remaining=target.deadline.remaining)
     rolled = roll.walk(lws, smoke, apply)
     if rolled:
-        target.view.note(f"  all {rolled} groups of {lws['metadata']['name']} rolled, each smoke-tested before the next")
+        target.view.note(
+            f"  all {rolled} groups of {lws['metadata']['name']} rolled, each smoke-tested before the next"
+        )

@@ -40,9 +40,17 @@ __all__ = ["WAITED_KINDS", "Waiter"]
 class Waiter:
     """Waits for objects of one namespace to be ready, failing fast on what waiting will not fix."""
 
-    def __init__(self, api: KubeApi, namespace: str, view: ProgressView, *, deadline: float,
-                 unschedulable_grace_s: float, timeout_label: str = "",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        namespace: str,
+        view: ProgressView,
+        *,
+        deadline: float,
+        unschedulable_grace_s: float,
+        timeout_label: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.api, self.namespace, self.view = api, namespace, view
         self.deadline = deadline
         self.grace = unschedulable_grace_s
@@ -85,8 +93,11 @@ class Waiter:
         """Return once no pod of the LeaderWorkerSet `lws_name` is left (watching, not polling)."""
 
         def step(state: WaitState, _events: list[Event], now: float) -> bool:
-            left = [p for p in state.objects["Pod"].values()
-                    if (p["metadata"].get("labels") or {}).get(NAME_LABEL) == lws_name]
+            left = [
+                p
+                for p in state.objects["Pod"].values()
+                if (p["metadata"].get("labels") or {}).get(NAME_LABEL) == lws_name
+            ]
             self.view.show([pod_row(p, state, now) for p in sorted(left, key=name_of)])
             return not left
 
@@ -99,8 +110,12 @@ class Waiter:
 
         self._drain([("v1", "Pod")], step, at_deadline)
 
-    def _drain(self, kinds: list[tuple[str, str]], step: Callable[[WaitState, list[Event], float], bool],
-               at_deadline: Callable[[WaitState], None]) -> None:
+    def _drain(
+        self,
+        kinds: list[tuple[str, str]],
+        step: Callable[[WaitState, list[Event], float], bool],
+        at_deadline: Callable[[WaitState], None],
+    ) -> None:
         """The one loop: absorb each batch, then (once every kind is listed) `step` until it says done."""
         state = WaitState(objects={kind: {} for _, kind in kinds})
         synced: set[str] = set()
@@ -162,7 +177,9 @@ class Waiter:
         if log.lines:
             self._logs[name_of(pod)] = log
             self._last_log = log
-        self.view.note(f"  {name_of(pod)}: container {problem.container} {problem.reason}; log captured ({len(log.lines)} lines)")
+        self.view.note(
+            f"  {name_of(pod)}: container {problem.container} {problem.reason}; log captured ({len(log.lines)} lines)"
+        )
 
     def _job_pod_log(self, job: dict[str, Any] | None, name: str) -> CapturedLog | None:
         """The log of a failed Job's pod, read from the API: the Job's failure can arrive before its pod's crash."""
@@ -170,7 +187,9 @@ class Waiter:
         selector = f"batch.kubernetes.io/controller-uid={uid}" if uid else f"job-name={name}"
         pods, _ = self.api.list("v1", "Pod", self.namespace, label_selector=selector)
         failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"] or pods
-        for pod in sorted(failed, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True):
+        for pod in sorted(
+            failed, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True
+        ):
             log = read_log(self.api, pod, None)
             if log.lines:
                 return log
@@ -178,7 +197,18 @@ class Waiter:
 
     def _fail(self, failure: Failure, waited: list[dict[str, Any]], state: WaitState) -> None:
         log = self._logs.get(failure.pod or "") or self._last_log
-        if log is None and failure.pod and failure.reason not in ("Unschedulable", "ResourceClaimTemplateNotFound", "ImagePullBackOff", "ErrImagePull", "InvalidImageName"):
+        if (
+            log is None
+            and failure.pod
+            and failure.reason
+            not in (
+                "Unschedulable",
+                "ResourceClaimTemplateNotFound",
+                "ImagePullBackOff",
+                "ErrImagePull",
+                "InvalidImageName",
+            )
+        ):
             pod = state.objects.get("Pod", {}).get(failure.pod)
             if pod is not None:
                 # The crashed container's log, not the default container's (an init container comes first).
@@ -201,7 +231,8 @@ class Waiter:
         diagnosis = diagnose(self.api, self.namespace, subject, reason, message, names, self._last_log)
         self.view.block(diagnosis.lines())
         raise RolloutTimeout(
-            f"{subject} not ready before the deadline{self.timeout_label}: {reason}" + (f": {message}" if message else ""),
+            f"{subject} not ready before the deadline{self.timeout_label}: {reason}"
+            + (f": {message}" if message else ""),
             diagnosis,
             hint="raise --timeout (or kubernetes.rollout_timeout_s) if the weights are still loading; the diagnosis above shows what was pending",
         )
@@ -215,7 +246,7 @@ _HINTS = {
     "CrashLoopBackOff": "the server crashed while starting: read the log lines above",
     "CrashLoop": "the server crashed while starting: read the log lines above",
     "ResourceClaimTemplateNotFound": "the pods' resourceClaimTemplateName must be the ComputeDomain's "
-                                     "spec.channel.resourceClaimTemplate.name (`kubectl get resourceclaimtemplates,computedomains`)",
+    "spec.channel.resourceClaimTemplate.name (`kubectl get resourceclaimtemplates,computedomains`)",
     "OOMKilled": "the container ran out of memory: raise kubernetes.memory_request or lower max_model_len",
     "BackoffLimitExceeded": "the Job's pod kept failing: read its log lines above",
 }

@@ -101,7 +101,9 @@ def translate_stream(exc: aiohttp.ClientError, url: str) -> EndpointError:
     reason = str(chain[-1]) or type(chain[-1]).__name__
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return EndpointError("unreachable", f"DNS lookup failed for {httpx.URL(url).host}: {reason}")
-    if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.ServerFingerprintMismatch)) or any(isinstance(c, ssl.SSLError) for c in chain):
+    if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.ServerFingerprintMismatch)) or any(
+        isinstance(c, ssl.SSLError) for c in chain
+    ):
         return EndpointError("unreachable", f"TLS handshake with {url} failed: {reason}")
     if isinstance(exc, aiohttp.ClientConnectorError):
         if isinstance(exc.os_error, ConnectionRefusedError):
@@ -169,9 +171,16 @@ class SmokeClient:
     itself and shifts once per request. `transport` (httpx) carries the plain GETs.
     """
 
-    def __init__(self, base_url: str, *, api_key: str | None = None, request_timeout_s: float = 600.0,
-                 max_connections: int = 32, transport: httpx.AsyncBaseTransport | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        request_timeout_s: float = 600.0,
+        max_connections: int = 32,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
@@ -238,7 +247,9 @@ class SmokeClient:
         try:
             return [str(item["id"]) for item in json.loads(text)["data"]]
         except (ValueError, KeyError, TypeError):
-            raise EndpointError("protocol", f"{self._url('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}") from None
+            raise EndpointError(
+                "protocol", f"{self._url('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}"
+            ) from None
 
     async def metrics(self) -> tuple[str, float, float]:
         """The Prometheus text of GET /metrics, and the stamps when the scrape began and ended."""
@@ -279,7 +290,9 @@ class SmokeClient:
                 lines += data.count(b"\n")
                 if received > max_bytes or lines > max_lines:
                     # Leaving the block closes the connection: the server's flood stops here.
-                    raw.error = (f"the stream passed {min(received, max_bytes) // 1024} KiB / {min(lines, max_lines)} "
-                                 f"lines for max_tokens={payload.get('max_tokens')}, far more than a vLLM server "
-                                 "sends: stopped reading it")
+                    raw.error = (
+                        f"the stream passed {min(received, max_bytes) // 1024} KiB / {min(lines, max_lines)} "
+                        f"lines for max_tokens={payload.get('max_tokens')}, far more than a vLLM server "
+                        "sends: stopped reading it"
+                    )
                     return

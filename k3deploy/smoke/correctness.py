@@ -74,7 +74,11 @@ def expect_json(expected: dict[str, object]) -> Callable[[str], Verdict]:
 PROBES: tuple[Probe, ...] = (
     Probe("arithmetic-multiply", "What is 347 multiplied by 29? Reply with only the number.", expect_number(10063)),
     Probe("arithmetic-sum", "Add 1234, 5678 and 9012. Reply with only the number.", expect_number(15924)),
-    Probe("copy-string", "Repeat this code exactly, with nothing else: QX7-PLUM-4821-ZETA", expect_copy("QX7-PLUM-4821-ZETA")),
+    Probe(
+        "copy-string",
+        "Repeat this code exactly, with nothing else: QX7-PLUM-4821-ZETA",
+        expect_copy("QX7-PLUM-4821-ZETA"),
+    ),
     Probe(
         "json-object",
         'Reply with only a JSON object with the keys "city" set to "Lyon", "year" set to 1998 and "ok" set to true.',

@@ -49,7 +49,10 @@ def _num(value: float | None, spec: str) -> str:
 
 
 def _verdict(figures: dict[str, Any]) -> str:
-    judged = {"decode tok/s": figures["decode_tok_s"]["status"], "acceptance length": figures["acceptance_length"]["status"]}
+    judged = {
+        "decode tok/s": figures["decode_tok_s"]["status"],
+        "acceptance length": figures["acceptance_length"]["status"],
+    }
     failed = [name for name, status in judged.items() if status == Status.FAIL.value]
     if failed:
         return "targets NOT met: " + ", ".join(failed)
@@ -68,10 +71,14 @@ def headline_lines(figures: dict[str, Any]) -> list[str]:
         against.append(f"{decode['published_peak']:g} tok/s published peak")
     if decode["published_baseline"] is not None:
         against.append(f"{decode['published_baseline']:g} tok/s published without speculation")
-    lines.append(f"    decode tok/s       {_num(decode['median'], '.1f')} median at bs=1 vs {', '.join(against)}"
-                 f" [{decode['status'] or '-'}]")
+    lines.append(
+        f"    decode tok/s       {_num(decode['median'], '.1f')} median at bs=1 vs {', '.join(against)}"
+        f" [{decode['status'] or '-'}]"
+    )
     minimum = f"minimum {length['minimum']:g}" if length["minimum"] is not None else "no minimum"
     lines.append(f"    acceptance length  {_num(length['mean'], '.2f')} mean vs {minimum} [{length['status'] or '-'}]")
-    lines.append(f"    acceptance rate    {_num(figures['acceptance_rate'], '.3f')} over {_num(figures['drafts'], ',.0f')} drafts")
+    lines.append(
+        f"    acceptance rate    {_num(figures['acceptance_rate'], '.3f')} over {_num(figures['drafts'], ',.0f')} drafts"
+    )
     lines.append(f"    result             {_verdict(figures)}")
     return lines

@@ -49,8 +49,9 @@ class MetricsSnapshot:
         return {name for name, _ in self.series}
 
 
-def parse_metrics(text: str, started: float, finished: float | None = None,
-                  names: Collection[str] = COUNTERS) -> MetricsSnapshot:
+def parse_metrics(
+    text: str, started: float, finished: float | None = None, names: Collection[str] = COUNTERS
+) -> MetricsSnapshot:
     """Keep the samples named in `names` (default: the counters of `COUNTERS`) from a Prometheus text exposition
     scraped between `started` and `finished`."""
     series: dict[SeriesKey, float] = {}
@@ -114,7 +115,9 @@ def _per_position(increases: dict[SeriesKey, float]) -> dict[int, float]:
     return dict(sorted(out.items()))
 
 
-def spec_decode_figures(drafts: float, draft_tokens: float, accepted: float, per_pos: dict[int, float]) -> SpecDecodeDelta:
+def spec_decode_figures(
+    drafts: float, draft_tokens: float, accepted: float, per_pos: dict[int, float]
+) -> SpecDecodeDelta:
     """Acceptance rate = accepted / draft tokens; mean acceptance length = 1 + accepted / drafts; per-position rates."""
     return SpecDecodeDelta(
         drafts=drafts,
@@ -140,10 +143,15 @@ def diff(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
     prompt = None if PROMPT_TOKENS in broken else _total(increases, PROMPT_TOKENS)
     spec_broken = [broken[name] for name in (DRAFTS, DRAFT_TOKENS, ACCEPTED) if name in broken]
     if spec_broken:
-        return MetricsDelta(available=False, error=f"/metrics reported a non-finite spec-decode counter: {spec_broken[0]}",
-                            window_s=window, generation_tokens=generation, prompt_tokens=prompt,
-                            server_tok_s=generation / window if generation is not None and window > 0 else None,
-                            counter_resets=resets)
+        return MetricsDelta(
+            available=False,
+            error=f"/metrics reported a non-finite spec-decode counter: {spec_broken[0]}",
+            window_s=window,
+            generation_tokens=generation,
+            prompt_tokens=prompt,
+            server_tok_s=generation / window if generation is not None and window > 0 else None,
+            counter_resets=resets,
+        )
     spec = None
     if {DRAFTS, DRAFT_TOKENS, ACCEPTED} & after.names():
         spec = spec_decode_figures(

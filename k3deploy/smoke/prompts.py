@@ -34,7 +34,7 @@ def select(tier: str, count: int) -> list[Prompt]:
     if tier == "all":
         low = [p for p in prompts if p.tier == "low_entropy"]
         high = [p for p in prompts if p.tier == "high_entropy"]
-        pool = [p for pair in zip(low, high, strict=False) for p in pair] + low[len(high):] + high[len(low):]
+        pool = [p for pair in zip(low, high, strict=False) for p in pair] + low[len(high) :] + high[len(low) :]
     else:
         pool = [p for p in prompts if p.tier == tier]
     if not pool:

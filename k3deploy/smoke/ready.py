@@ -23,8 +23,9 @@ POLL_TIMEOUT_S = 10.0
 NOTICE_EVERY_S = 30.0
 
 
-async def wait_ready(client: SmokeClient, timeout_s: float, notice: Callable[[str], None],
-                     clock: Callable[[], float] = time.monotonic) -> str | None:
+async def wait_ready(
+    client: SmokeClient, timeout_s: float, notice: Callable[[str], None], clock: Callable[[], float] = time.monotonic
+) -> str | None:
     """Poll /health until it answers 200 (None) or `timeout_s` passes (why it was not ready, for the report).
 
     Raises EndpointError for 401/403: the key is wrong and waiting will not change that.

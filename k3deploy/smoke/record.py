@@ -167,8 +167,14 @@ def is_bursty(offsets: list[float]) -> bool:
 
 def _timings(record: RequestRecord) -> dict[str, object]:
     """TTFT, decode rate and TPOT of a record; decode counts the tokens after the first output chunk."""
-    out: dict[str, object] = {"ttft_s": None, "decode_tok_s": None, "tpot_ms": None, "tokens_per_chunk": None,
-                              "e2e_tok_s": None, "bursty": is_bursty(record.chunk_offsets_s)}
+    out: dict[str, object] = {
+        "ttft_s": None,
+        "decode_tok_s": None,
+        "tpot_ms": None,
+        "tokens_per_chunk": None,
+        "e2e_tok_s": None,
+        "bursty": is_bursty(record.chunk_offsets_s),
+    }
     if record.t_first is None or record.t_last is None or record.completion_tokens is None:
         return out
     if record.t_last > record.t_send:

@@ -113,7 +113,11 @@ class _Run:
             if exc.kind in ("unreachable", "unauthorized", "timeout"):
                 self.state.blocked_by = exc.message
         facts = self.state.liveness
-        return facts.error is None and facts.health_status == 200 and self.profile.model.served_name in (facts.models or ())
+        return (
+            facts.error is None
+            and facts.health_status == 200
+            and self.profile.model.served_name in (facts.models or ())
+        )
 
     async def correctness(self) -> None:
         budget = self.profile.smoke.correctness_max_tokens
@@ -135,7 +139,9 @@ class _Run:
     async def measured(self) -> None:
         smoke = self.profile.smoke
         chosen = prompts.select(smoke.tier, smoke.requests + 1)
-        warm = await self.one(RequestSpec(0, "warmup", chosen[0].id, smoke.output_tokens, chosen[0].tier), chosen[0].text)
+        warm = await self.one(
+            RequestSpec(0, "warmup", chosen[0].id, smoke.output_tokens, chosen[0].tier), chosen[0].text
+        )
         self.say(f"warm-up: {'ok' if warm.ok else warm.error}")
         self.state.before = await self.scrape()
         for i, prompt in enumerate(chosen[1:]):
@@ -153,7 +159,9 @@ class _Run:
 
             async def gated(i: int, prompt: prompts.Prompt, level: int = level, gate: asyncio.Semaphore = gate) -> None:
                 async with gate:
-                    await self.one(RequestSpec(i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level), prompt.text)
+                    await self.one(
+                        RequestSpec(i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level), prompt.text
+                    )
 
             await asyncio.gather(*(gated(i, p) for i, p in enumerate(chosen)))
             self.say(f"concurrency {level}: done")
@@ -180,20 +188,41 @@ def _metrics_delta(state: _State) -> MetricsDelta:
 
 
 def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckResult]:
-    out = [verdict.judge_liveness(state.liveness or verdict.LivenessFacts(error="not checked"), profile.model.served_name)]
+    out = [
+        verdict.judge_liveness(state.liveness or verdict.LivenessFacts(error="not checked"), profile.model.served_name)
+    ]
     if out[0].status is Status.FAIL:
-        return out + [CheckResult(name=n, status=Status.SKIP, detail="not run: liveness failed")
-                      for n in (verdict.CORRECTNESS, verdict.THROUGHPUT, verdict.SPECULATIVE, verdict.DECODE_TARGET)]
+        return out + [
+            CheckResult(name=n, status=Status.SKIP, detail="not run: liveness failed")
+            for n in (verdict.CORRECTNESS, verdict.THROUGHPUT, verdict.SPECULATIVE, verdict.DECODE_TARGET)
+        ]
     out.append(verdict.judge_correctness(profile.smoke.correctness, state.probes))
     assert report.summary is not None  # liveness passed, so run_smoke summarized the measured phase
     out.append(verdict.judge_throughput(state.phase("measured") + state.phase("sweep"), report.summary))
-    out.append(verdict.judge_speculative(profile.speculative is not None, profile.targets.min_acceptance_length,
-                                         report.metrics, report.summary))
-    out.append(verdict.judge_decode_target(profile.targets.decode_tok_s, profile.smoke.tier, report.summary,
-                                           profile.targets.peak_decode_tok_s, profile.targets.baseline_decode_tok_s))
+    out.append(
+        verdict.judge_speculative(
+            profile.speculative is not None, profile.targets.min_acceptance_length, report.metrics, report.summary
+        )
+    )
+    out.append(
+        verdict.judge_decode_target(
+            profile.targets.decode_tok_s,
+            profile.smoke.tier,
+            report.summary,
+            profile.targets.peak_decode_tok_s,
+            profile.targets.baseline_decode_tok_s,
+        )
+    )
     if state.stopped:
-        out.append(CheckResult(name="overall timeout", status=Status.FAIL, target=profile.smoke.overall_timeout_s,
-                               detail=state.stopped, hint="raise smoke.overall_timeout_s or lower smoke.requests / output_tokens"))
+        out.append(
+            CheckResult(
+                name="overall timeout",
+                status=Status.FAIL,
+                target=profile.smoke.overall_timeout_s,
+                detail=state.stopped,
+                hint="raise smoke.overall_timeout_s or lower smoke.requests / output_tokens",
+            )
+        )
     return out
 
 
@@ -205,8 +234,14 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
     started, t0 = datetime.now(UTC), time.perf_counter()
     state = _State()
     levels = max([*smoke.concurrency, 1])
-    async with SmokeClient(base, api_key=options.api_key, request_timeout_s=smoke.request_timeout_s, max_connections=levels,
-                           transport=options.transport, clock=lambda: time.perf_counter() - t0) as client:
+    async with SmokeClient(
+        base,
+        api_key=options.api_key,
+        request_timeout_s=smoke.request_timeout_s,
+        max_connections=levels,
+        transport=options.transport,
+        clock=lambda: time.perf_counter() - t0,
+    ) as client:
         run = _Run(profile, client, state, options.progress or (lambda _msg: None))
 
         ready = not smoke.ready_timeout_s or await _ready(client, smoke.ready_timeout_s, state, options)
@@ -235,7 +270,9 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
     report = SmokeReport(
         profile=profile.name,
         endpoint=base,
-        server_model=profile.model.served_name if state.liveness and profile.model.served_name in (state.liveness.models or ()) else None,
+        server_model=profile.model.served_name
+        if state.liveness and profile.model.served_name in (state.liveness.models or ())
+        else None,
         settings=smoke.model_dump(mode="json"),
         targets=profile.targets.model_dump(mode="json"),
         started_at=started,

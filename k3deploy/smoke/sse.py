@@ -76,7 +76,9 @@ class _Pending:
         return out
 
 
-def _line_events(lines: list[bytes], t: float, cur: _Pending, malformed: list[str]) -> Iterator[tuple[float, list[bytes], bytes | None]]:
+def _line_events(
+    lines: list[bytes], t: float, cur: _Pending, malformed: list[str]
+) -> Iterator[tuple[float, list[bytes], bytes | None]]:
     for line in lines:
         if line[-1:] == b"\r":  # CRLF line ends
             line = line[:-1]
@@ -99,7 +101,9 @@ def _line_events(lines: list[bytes], t: float, cur: _Pending, malformed: list[st
             cur.event = value
 
 
-def scan_events(reads: Iterable[tuple[float, bytes]], malformed: list[str]) -> Iterator[tuple[float, list[bytes], bytes | None]]:
+def scan_events(
+    reads: Iterable[tuple[float, bytes]], malformed: list[str]
+) -> Iterator[tuple[float, list[bytes], bytes | None]]:
     """Events of stamped reads, as (stamp, data payloads, event name); an event ends at a blank line or the end.
 
     An event's stamp is that of the read that completed its last data line. A read holding nothing but whole
@@ -266,6 +270,14 @@ def chunk_fields(data: bytes) -> ChunkFields:
 def parse_chunk(data: str | bytes) -> StreamChunk:
     """One `data:` payload as a StreamChunk (`chunk_fields`, named)."""
     done, error, has_choices, text, finish, completion, prompt = chunk_fields(
-        data.encode("utf-8") if isinstance(data, str) else data)
-    return StreamChunk(done=done, has_choices=has_choices, text=text, finish_reason=finish,
-                       completion_tokens=completion, prompt_tokens=prompt, error=error)
+        data.encode("utf-8") if isinstance(data, str) else data
+    )
+    return StreamChunk(
+        done=done,
+        has_choices=has_choices,
+        text=text,
+        finish_reason=finish,
+        completion_tokens=completion,
+        prompt_tokens=prompt,
+        error=error,
+    )

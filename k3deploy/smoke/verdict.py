@@ -41,35 +41,60 @@ def judge_liveness(facts: LivenessFacts, served_name: str) -> CheckResult:
     """/health is 200 and /v1/models lists the served name."""
     target = f"/health 200, /v1/models lists {served_name!r}"
     if facts.error is not None:
-        hint = ("pass the API key with --api-key-env VAR (the server runs with --api-key)" if facts.unauthorized
-                else "the model may still be loading: read the server log, or wait longer with --wait-ready "
-                     "(smoke.ready_timeout_s)" if facts.not_ready
-                else "check the URL, that the server runs, and the network path to it")
+        hint = (
+            "pass the API key with --api-key-env VAR (the server runs with --api-key)"
+            if facts.unauthorized
+            else "the model may still be loading: read the server log, or wait longer with --wait-ready "
+            "(smoke.ready_timeout_s)"
+            if facts.not_ready
+            else "check the URL, that the server runs, and the network path to it"
+        )
         return CheckResult(name=LIVENESS, status=Status.FAIL, target=target, detail=facts.error, hint=hint)
     if facts.health_status != 200:
-        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=facts.health_status, target=target,
-                           detail=f"/health answered {facts.health_status}", hint="the engine is not healthy: read the server log")
+        return CheckResult(
+            name=LIVENESS,
+            status=Status.FAIL,
+            measured=facts.health_status,
+            target=target,
+            detail=f"/health answered {facts.health_status}",
+            hint="the engine is not healthy: read the server log",
+        )
     models = list(facts.models or ())
     if served_name not in models:
         shown = [m[:MAX_MODEL_ID_CHARS] for m in models[:MAX_MODELS_SHOWN]]
         listed = f"{shown}" if len(models) <= MAX_MODELS_SHOWN else f"{len(models)} models, first {shown}"
-        return CheckResult(name=LIVENESS, status=Status.FAIL, measured=shown, target=target,
-                           detail=f"/v1/models lists {listed}, not {served_name!r}",
-                           hint="the endpoint serves another model: check --endpoint, or model.served_name in the profile")
+        return CheckResult(
+            name=LIVENESS,
+            status=Status.FAIL,
+            measured=shown,
+            target=target,
+            detail=f"/v1/models lists {listed}, not {served_name!r}",
+            hint="the endpoint serves another model: check --endpoint, or model.served_name in the profile",
+        )
     return CheckResult(name=LIVENESS, status=Status.PASS, measured=served_name, target=target, detail="healthy")
 
 
 def judge_correctness(enabled: bool, results: Sequence[tuple[str, bool, str]]) -> CheckResult:
     """Every probe answered right; a profile that turned the check off gets SKIP, never PASS."""
     if not enabled:
-        return CheckResult(name=CORRECTNESS, status=Status.SKIP, detail="turned off by the profile (smoke.correctness: false)")
+        return CheckResult(
+            name=CORRECTNESS, status=Status.SKIP, detail="turned off by the profile (smoke.correctness: false)"
+        )
     wrong = [(pid, detail) for pid, ok, detail in results if not ok]
     measured = f"{len(results) - len(wrong)}/{len(results)} right"
     if not results or wrong:
         detail = "; ".join(f"{pid}: {d}" for pid, d in wrong) or "no probe ran"
-        return CheckResult(name=CORRECTNESS, status=Status.FAIL, measured=measured, target="all right", detail=detail,
-                           hint="wrong answers at full speed point at a broken cross-node all-reduce or bad weights")
-    return CheckResult(name=CORRECTNESS, status=Status.PASS, measured=measured, target="all right", detail="every probe answered right")
+        return CheckResult(
+            name=CORRECTNESS,
+            status=Status.FAIL,
+            measured=measured,
+            target="all right",
+            detail=detail,
+            hint="wrong answers at full speed point at a broken cross-node all-reduce or bad weights",
+        )
+    return CheckResult(
+        name=CORRECTNESS, status=Status.PASS, measured=measured, target="all right", detail="every probe answered right"
+    )
 
 
 def judge_throughput(measured: Sequence[RequestRecord], summary: SmokeSummary) -> CheckResult:
@@ -78,83 +103,166 @@ def judge_throughput(measured: Sequence[RequestRecord], summary: SmokeSummary) -
     rate = summary.overall.decode_tok_s.median
     if not measured or failed:
         first = failed[0].error if failed else "no request was run"
-        return CheckResult(name=THROUGHPUT, status=Status.FAIL, measured=f"{len(failed)}/{len(measured)} failed",
-                           target="every request streams in full", detail=f"request {failed[0].index if failed else '-'}: {first}",
-                           hint="read the server log around the failure; per-request errors are in the JSON report")
+        return CheckResult(
+            name=THROUGHPUT,
+            status=Status.FAIL,
+            measured=f"{len(failed)}/{len(measured)} failed",
+            target="every request streams in full",
+            detail=f"request {failed[0].index if failed else '-'}: {first}",
+            hint="read the server log around the failure; per-request errors are in the JSON report",
+        )
     bs1 = summary.overall
-    detail = f"{bs1.completion_tokens} tokens in {bs1.requests} bs=1 requests" + (f", median decode {rate:.2f} tok/s" if rate else "")
+    detail = f"{bs1.completion_tokens} tokens in {bs1.requests} bs=1 requests" + (
+        f", median decode {rate:.2f} tok/s" if rate else ""
+    )
     bursty = [r for r in measured if r.bursty]
     if bursty:
-        return CheckResult(name=THROUGHPUT, status=Status.WARN, measured=rate, target="every request streams in full",
-                           detail=f"{detail}; {len(bursty)} of {len(measured)} streams arrived in bursts: for them the "
-                           "end-to-end tok/s, a lower bound, stands in for decode tok/s, and TTFT/TPOT are left out",
-                           hint="a proxy that buffers responses (disable buffering for text/event-stream) or an API server short of CPU")
+        return CheckResult(
+            name=THROUGHPUT,
+            status=Status.WARN,
+            measured=rate,
+            target="every request streams in full",
+            detail=f"{detail}; {len(bursty)} of {len(measured)} streams arrived in bursts: for them the "
+            "end-to-end tok/s, a lower bound, stands in for decode tok/s, and TTFT/TPOT are left out",
+            hint="a proxy that buffers responses (disable buffering for text/event-stream) or an API server short of CPU",
+        )
     if not all(r.per_chunk_usage for r in measured):
-        return CheckResult(name=THROUGHPUT, status=Status.WARN, measured=rate, target="every request streams in full",
-                           detail=detail + "; per-chunk figures unavailable: the server sent no continuous_usage_stats, "
-                           "totals come from the final usage", hint="a vLLM server sends per-chunk usage; an older one or a proxy may not")
-    return CheckResult(name=THROUGHPUT, status=Status.PASS, measured=rate, target="every request streams in full", detail=detail)
+        return CheckResult(
+            name=THROUGHPUT,
+            status=Status.WARN,
+            measured=rate,
+            target="every request streams in full",
+            detail=detail + "; per-chunk figures unavailable: the server sent no continuous_usage_stats, "
+            "totals come from the final usage",
+            hint="a vLLM server sends per-chunk usage; an older one or a proxy may not",
+        )
+    return CheckResult(
+        name=THROUGHPUT, status=Status.PASS, measured=rate, target="every request streams in full", detail=detail
+    )
 
 
-def judge_speculative(expected: bool, min_length: float | None, delta: MetricsDelta | None,
-                      summary: SmokeSummary | None) -> CheckResult:
+def judge_speculative(
+    expected: bool, min_length: float | None, delta: MetricsDelta | None, summary: SmokeSummary | None
+) -> CheckResult:
     """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates)."""
     target = f">= {min_length}" if min_length is not None else ("drafts > 0" if expected else None)
     if summary is None or summary.overall.requests == summary.overall.failed:
-        return CheckResult(name=SPECULATIVE, status=Status.FAIL if expected else Status.SKIP, target=target,
-                           detail="no measured request succeeded; acceptance cannot be judged")
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL if expected else Status.SKIP,
+            target=target,
+            detail="no measured request succeeded; acceptance cannot be judged",
+        )
     if delta is None or not delta.available:
         why = delta.error if delta is not None and delta.error else "/metrics was not read"
         if not expected:
-            return CheckResult(name=SPECULATIVE, status=Status.SKIP, detail=f"the profile has no speculative decoding; {why}")
-        return CheckResult(name=SPECULATIVE, status=Status.FAIL, target=target, detail=f"cannot verify speculative decoding: {why}",
-                           hint="expose vLLM's /metrics on the serving port (do not disable it), or reach it through the same URL")
+            return CheckResult(
+                name=SPECULATIVE, status=Status.SKIP, detail=f"the profile has no speculative decoding; {why}"
+            )
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            target=target,
+            detail=f"cannot verify speculative decoding: {why}",
+            hint="expose vLLM's /metrics on the serving port (do not disable it), or reach it through the same URL",
+        )
     spec = delta.spec_decode
     drafts = spec.drafts if spec else 0.0
     if drafts <= 0:
         if not expected:
-            return CheckResult(name=SPECULATIVE, status=Status.SKIP, measured=0, detail="the profile has no speculative decoding")
+            return CheckResult(
+                name=SPECULATIVE, status=Status.SKIP, measured=0, detail="the profile has no speculative decoding"
+            )
         why = "no spec-decode series in /metrics" if spec is None else "0 drafts during the measured requests"
-        return CheckResult(name=SPECULATIVE, status=Status.FAIL, measured=0, target=target, detail=f"{NOT_ACTIVE}: {why}",
-                           hint="check --speculative-config in the server's argv and its start-up log")
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=0,
+            target=target,
+            detail=f"{NOT_ACTIVE}: {why}",
+            hint="check --speculative-config in the server's argv and its start-up log",
+        )
     length = spec.mean_acceptance_length if spec is not None else None
     if spec is None or length is None or not math.isfinite(length):
-        return CheckResult(name=SPECULATIVE, status=Status.FAIL if expected else Status.WARN, target=target,
-                           detail=f"mean acceptance length unknown: the spec-decode counters give {length} "
-                           f"({spec.accepted_tokens if spec else None} accepted / {drafts} drafts)",
-                           hint="read the server's /metrics: its spec-decode counters are not usable counts")
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL if expected else Status.WARN,
+            target=target,
+            detail=f"mean acceptance length unknown: the spec-decode counters give {length} "
+            f"({spec.accepted_tokens if spec else None} accepted / {drafts} drafts)",
+            hint="read the server's /metrics: its spec-decode counters are not usable counts",
+        )
     chunk = summary.overall.tokens_per_chunk.mean
     positions = ", ".join(f"{p}: {r:.2f}" for p, r in spec.per_position_rates.items())
-    detail = (f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {drafts:g} drafts), "
-              f"acceptance rate {spec.acceptance_rate:.3f}" if spec.acceptance_rate is not None else f"mean acceptance length {length:.3f}")
+    detail = (
+        f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {drafts:g} drafts), "
+        f"acceptance rate {spec.acceptance_rate:.3f}"
+        if spec.acceptance_rate is not None
+        else f"mean acceptance length {length:.3f}"
+    )
     detail += f"; per position {{{positions}}}" if positions else ""
     detail += f"; mean tokens per chunk at bs=1 {chunk:.3f}" if chunk is not None else "; tokens per chunk unavailable"
     if not expected:
-        return CheckResult(name=SPECULATIVE, status=Status.WARN, measured=length, detail="drafts seen but the profile has no speculative decoding; " + detail)
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.WARN,
+            measured=length,
+            detail="drafts seen but the profile has no speculative decoding; " + detail,
+        )
     if min_length is not None and length is not None and length < min_length:
-        return CheckResult(name=SPECULATIVE, status=Status.FAIL, measured=length, target=target,
-                           detail=f"mean acceptance length {length:.3f} is below the minimum {min_length}; " + detail,
-                           hint="check the draft model and its revision, temperature, and that the prompts suit the tier")
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"mean acceptance length {length:.3f} is below the minimum {min_length}; " + detail,
+            hint="check the draft model and its revision, temperature, and that the prompts suit the tier",
+        )
     return CheckResult(name=SPECULATIVE, status=Status.PASS, measured=length, target=target, detail=detail)
 
 
-def judge_decode_target(target: float | None, tier: str, summary: SmokeSummary | None,
-                        peak: float | None = None, baseline: float | None = None) -> CheckResult:
+def judge_decode_target(
+    target: float | None,
+    tier: str,
+    summary: SmokeSummary | None,
+    peak: float | None = None,
+    baseline: float | None = None,
+) -> CheckResult:
     """Median bs=1 decode tok/s of the judged tier against the profile's target; peak and baseline only reported."""
     judged_tier = "low_entropy" if tier == "all" else tier
     part = summary.tiers.get(judged_tier) if summary is not None else None
     measured = part.decode_tok_s.median if part is not None else None
     metric = f"decode tok/s (median, {judged_tier} tier, bs=1)"
-    extra = "".join(f"; {name} {value:g} tok/s (reported, not enforced)"
-                    for name, value in (("published peak", peak), ("published baseline", baseline)) if value is not None)
+    extra = "".join(
+        f"; {name} {value:g} tok/s (reported, not enforced)"
+        for name, value in (("published peak", peak), ("published baseline", baseline))
+        if value is not None
+    )
     if target is None:
-        return CheckResult(name=DECODE_TARGET, status=Status.SKIP, measured=measured, detail=f"no decode target in the profile{extra}")
+        return CheckResult(
+            name=DECODE_TARGET, status=Status.SKIP, measured=measured, detail=f"no decode target in the profile{extra}"
+        )
     if measured is None or not math.isfinite(measured):
-        return CheckResult(name=DECODE_TARGET, status=Status.FAIL, target=target, detail=f"{metric}: nothing measured{extra}",
-                           hint="see the throughput check")
+        return CheckResult(
+            name=DECODE_TARGET,
+            status=Status.FAIL,
+            target=target,
+            detail=f"{metric}: nothing measured{extra}",
+            hint="see the throughput check",
+        )
     if measured < target:
-        return CheckResult(name=DECODE_TARGET, status=Status.FAIL, measured=measured, target=target,
-                           detail=f"{metric} {measured:.2f} is below the target {target:g}{extra}",
-                           hint="compare with the published figure's workload; check the draft's acceptance and the GPUs' clocks")
-    return CheckResult(name=DECODE_TARGET, status=Status.PASS, measured=measured, target=target,
-                       detail=f"{metric} {measured:.2f} >= {target:g}{extra}")
+        return CheckResult(
+            name=DECODE_TARGET,
+            status=Status.FAIL,
+            measured=measured,
+            target=target,
+            detail=f"{metric} {measured:.2f} is below the target {target:g}{extra}",
+            hint="compare with the published figure's workload; check the draft's acceptance and the GPUs' clocks",
+        )
+    return CheckResult(
+        name=DECODE_TARGET,
+        status=Status.PASS,
+        measured=measured,
+        target=target,
+        detail=f"{metric} {measured:.2f} >= {target:g}{extra}",
+    )

@@ -48,8 +48,10 @@ class DeployOptions:
 def check_target(profile: Profile) -> Profile:
     """The profile, when its `target` names a registered target; a ProfileError (exit 2) otherwise."""
     if profile.target not in REGISTRY:
-        raise ProfileError(f"profile {profile.name!r} has an unknown target {profile.target!r}",
-                           hint=f"set target to one of: {', '.join(sorted(REGISTRY))}")
+        raise ProfileError(
+            f"profile {profile.name!r} has an unknown target {profile.target!r}",
+            hint=f"set target to one of: {', '.join(sorted(REGISTRY))}",
+        )
     return profile
 
 

@@ -38,7 +38,9 @@ class Rendering:
     The files and the stream are produced on first use: `up`'s render stage needs only the summary.
     """
 
-    def __init__(self, files: Callable[[], dict[str, str]], stream: Callable[[], str], what: str, summary: str = "") -> None:
+    def __init__(
+        self, files: Callable[[], dict[str, str]], stream: Callable[[], str], what: str, summary: str = ""
+    ) -> None:
         self._files, self._stream = files, stream
         #: What the files hold, for `render`'s "wrote ... to DIR" line.
         self.what = what

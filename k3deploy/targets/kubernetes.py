@@ -100,9 +100,14 @@ class KubernetesTarget(Target):
     def _waiter(self, profile: Profile) -> Waiter:
         if not self.deadline.bounded:
             self._start_phase(profile)
-        return Waiter(self.api, profile.kubernetes.namespace, self.view, deadline=float(self.deadline.at or 0.0),
-                      unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
-                      timeout_label=f" ({self._timeout_s(profile):g}s)")
+        return Waiter(
+            self.api,
+            profile.kubernetes.namespace,
+            self.view,
+            deadline=float(self.deadline.at or 0.0),
+            unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
+            timeout_label=f" ({self._timeout_s(profile):g}s)",
+        )
 
     def _rollout_objects(self, profile: Profile) -> list[dict[str, Any]]:
         """The set to apply: with the node-preflight Job on every eligible node when the profile names none."""
@@ -113,7 +118,9 @@ class KubernetesTarget(Target):
                 pods, _ = self.api.list("v1", "Pod")
             except K3DeployError as exc:
                 # Without node access the Job still checks parallel.nodes GPU nodes, as a GitOps sync does.
-                self.view.note(f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})")
+                self.view.note(
+                    f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})"
+                )
                 return _objects(profile)
             hosts = eligible_hosts(profile, parse_nodes(nodes, others_pods(pods, profile, kube.namespace)))
             if hosts:
@@ -126,8 +133,12 @@ class KubernetesTarget(Target):
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml."""
         manifests = build(profile)
-        return Rendering(files=lambda: files_of(manifests), stream=lambda: stream_of(manifests),
-                         what=objects_summary(len(manifests)), summary=f"{len(manifests)} objects rendered")
+        return Rendering(
+            files=lambda: files_of(manifests),
+            stream=lambda: stream_of(manifests),
+            what=objects_summary(len(manifests)),
+            summary=f"{len(manifests)} objects rendered",
+        )
 
     def preflight(self, profile: Profile) -> list[CheckResult]:
         """Cluster checks of the preflight stage (node checks need the GPU host and run there)."""
@@ -149,7 +160,11 @@ class KubernetesTarget(Target):
         if self.options.diff:
             diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
             changed = [key for key, _ in diffs]
-            summary = f"{len(changed)} of {len(objects)} objects would change" if changed else f"no changes: all {len(objects)} objects match the live state"
+            summary = (
+                f"{len(changed)} of {len(objects)} objects would change"
+                if changed
+                else f"no changes: all {len(objects)} objects match the live state"
+            )
             return ApplyOutcome(changed=bool(changed), summary=summary, diffs=diffs)
         suffix = " (server dry run)" if self.options.dry_run else ""
         results = []
@@ -159,7 +174,10 @@ class KubernetesTarget(Target):
                 self._pending = phase.objects
                 continue
             results += apply_objects(
-                self.api, phase.objects, force=self.options.force_conflicts, dry_run=self.options.dry_run,
+                self.api,
+                phase.objects,
+                force=self.options.force_conflicts,
+                dry_run=self.options.dry_run,
                 on_applied=lambda a: self._noted(a, suffix, in_place_note(a.obj, a.action)),
             )
             if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
@@ -227,16 +245,24 @@ class KubernetesTarget(Target):
         done = history.restore(self.api, old, objects, self.view.note)
         self._waiter(profile).wait(_serving(old))
         number = history.record_revision(self.api, namespace, profile.name, old)
-        return f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
+        return (
+            f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
+        )
 
     def status(self, profile: Profile) -> TargetStatus:
         """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
         objects = bluegreen.as_live(self.api, profile, _objects(profile))
-        report = describe(self.api, profile, objects + bluegreen.other_group(self.api, profile, objects),
-                          self.endpoint(profile))
+        report = describe(
+            self.api, profile, objects + bluegreen.other_group(self.api, profile, objects), self.endpoint(profile)
+        )
         report["blue_green"] = bluegreen.describe(self.api, profile, objects)
-        return TargetStatus(target=self.name, deployed=report["deployed"], ready=report["ready"],
-                            endpoint=report["endpoint"], report=report)
+        return TargetStatus(
+            target=self.name,
+            deployed=report["deployed"],
+            ready=report["ready"],
+            endpoint=report["endpoint"],
+            report=report,
+        )
 
     def status_view(self, status: TargetStatus) -> RenderableType:
         """The objects' and pods' tables, endpoint, revisions and last smoke verdict."""
@@ -263,7 +289,7 @@ class KubernetesTarget(Target):
                 raise
             # With the namespace deleted the pods go with it; a namespace still terminating is not a failure.
         kept = "" if purge else "; weight cache PVC kept (--purge deletes it)"
-        return (f"deleted {len(removed)} objects, pods gone{kept}" if removed else f"nothing to delete{kept}")
+        return f"deleted {len(removed)} objects, pods gone{kept}" if removed else f"nothing to delete{kept}"
 
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
         """Keep the smoke verdict beside the revision it judged (shown by `status`)."""
@@ -281,7 +307,8 @@ def _outcome(results: list[Any], suffix: str) -> ApplyOutcome:
     changed = any(a.changed for a in results)
     created = [a.key for a in results if a.action == "created"]
     if not changed:
-        return ApplyOutcome(changed=False, summary=f"no changes: all {len(results)} objects unchanged{suffix}", applied=applied)
+        return ApplyOutcome(
+            changed=False, summary=f"no changes: all {len(results)} objects unchanged{suffix}", applied=applied
+        )
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
     return ApplyOutcome(changed=True, summary=summary + suffix, created=created, applied=applied)
-

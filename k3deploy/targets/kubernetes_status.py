@@ -58,20 +58,27 @@ def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint
         sets = sorted({o["metadata"]["name"] for o in objects if o["kind"] == "LeaderWorkerSet"} or {profile.name})
         items, _ = api.list("v1", "Pod", namespace, label_selector=f"{NAME_LABEL} in ({','.join(sets)})")
         nodes: dict[str, dict[str, str]] = {}
-        for pod in sorted(items, key=lambda p: (p["metadata"].get("labels", {}).get(GROUP_INDEX_LABEL, ""),
-                                                 p["metadata"].get("labels", {}).get(WORKER_INDEX_LABEL, ""))):
+        for pod in sorted(
+            items,
+            key=lambda p: (
+                p["metadata"].get("labels", {}).get(GROUP_INDEX_LABEL, ""),
+                p["metadata"].get("labels", {}).get(WORKER_INDEX_LABEL, ""),
+            ),
+        ):
             labels = pod["metadata"].get("labels") or {}
             node = (pod.get("spec") or {}).get("nodeName")
-            pods.append({
-                "name": pod["metadata"]["name"],
-                "group": labels.get(GROUP_INDEX_LABEL),
-                "worker": labels.get(WORKER_INDEX_LABEL),
-                "node": node,
-                "clique": _node_labels(api, node, nodes).get(profile.kubernetes.clique_label) if node else None,
-                "phase": pod_phase_label(pod),
-                "ready": pod_ready(pod),
-                "restarts": restarts(pod),
-            })
+            pods.append(
+                {
+                    "name": pod["metadata"]["name"],
+                    "group": labels.get(GROUP_INDEX_LABEL),
+                    "worker": labels.get(WORKER_INDEX_LABEL),
+                    "node": node,
+                    "clique": _node_labels(api, node, nodes).get(profile.kubernetes.clique_label) if node else None,
+                    "phase": pod_phase_label(pod),
+                    "ready": pod_ready(pod),
+                    "restarts": restarts(pod),
+                }
+            )
     history = read_history(api, namespace, profile.name) if rows and rows[0]["exists"] else []
     newest = history[-1] if history else None
     previous = history[-2] if len(history) > 1 else None

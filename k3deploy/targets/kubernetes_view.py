@@ -18,8 +18,15 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
         objects.add_row(row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", row.get("detail", ""))
     pods = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", box=None)
     for pod in report.get("pods", []):
-        pods.add_row(pod["name"], str(pod.get("group") or "-"), str(pod.get("worker") or "-"), pod.get("node") or "-",
-                     pod.get("clique") or "-", pod["phase"], str(pod["restarts"]))
+        pods.add_row(
+            pod["name"],
+            str(pod.get("group") or "-"),
+            str(pod.get("worker") or "-"),
+            pod.get("node") or "-",
+            pod.get("clique") or "-",
+            pod["phase"],
+            str(pod["restarts"]),
+        )
     revision = report.get("revision") or {}
     smoke = report.get("smoke")
     state = "ready" if report.get("ready") else ("not ready" if report.get("deployed") else "not deployed")
@@ -28,8 +35,10 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
         objects,
         pods if report.get("pods") else Text("no serving pods"),
         Text(f"endpoint: {report.get('endpoint')}"),
-        Text(f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
-             f"previous {revision.get('previous') or '-'}"),
+        Text(
+            f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
+            f"previous {revision.get('previous') or '-'}"
+        ),
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
         *_blue_green_lines(report.get("blue_green") or {}),
     )
@@ -41,9 +50,13 @@ def _blue_green_lines(state: dict[str, Any]) -> list[Text]:
         return []
     others = [name for name in state.get("groups", []) if name != state.get("serving")]
     previews = f"; preview Service {', '.join(state['previews'])}" if state.get("previews") else ""
-    return [Text(f"blue-green in progress: {state.get('serving') or 'no group'} serving, "
-                 f"{', '.join(others) or 'no other group'} beside it{previews} "
-                 "(`up --strategy blue-green` again replaces it, `down` removes both)")]
+    return [
+        Text(
+            f"blue-green in progress: {state.get('serving') or 'no group'} serving, "
+            f"{', '.join(others) or 'no other group'} beside it{previews} "
+            "(`up --strategy blue-green` again replaces it, `down` removes both)"
+        )
+    ]
 
 
 def kubernetes_down_question(profile: Profile, purge: bool) -> str:

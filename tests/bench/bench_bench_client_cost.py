@@ -44,18 +44,54 @@ def vllm_cpu(cmd: list[str], work: Path) -> float:
     """CPU seconds the `vllm bench serve` child spent inside vLLM's benchmark() (it writes them to a file)."""
     out = work / "vllm-cpu.txt"
     out.unlink(missing_ok=True)
-    done = subprocess.run(cmd, capture_output=True, text=True, env=cli_env({"K3DEPLOY_CPU_FILE": str(out)}), cwd=REPO_ROOT,
-                          timeout=1800, check=False)
+    done = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env=cli_env({"K3DEPLOY_CPU_FILE": str(out)}),
+        cwd=REPO_ROOT,
+        timeout=1800,
+        check=False,
+    )
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"vllm bench serve exited {done.returncode}:\n{done.stderr[-2000:]}")
     return float(out.read_text())
 
 
 def vllm_cmd(url: str, model_dir: Path, dataset: Path, requests: int, tokens: int, level: int) -> list[str]:
-    return [vllm_python(), "-m", "tests.bench.vllm_bench", "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
-            "--model", MODEL, "--tokenizer", str(model_dir), "--dataset-name", "custom", "--dataset-path", str(dataset),
-            "--custom-output-len", str(tokens), "--skip-chat-template", "--disable-shuffle", "--num-prompts", str(requests),
-            "--max-concurrency", str(level), "--ignore-eos", "--temperature", "0", "--num-warmups", "1", "--disable-tqdm"]
+    return [
+        vllm_python(),
+        "-m",
+        "tests.bench.vllm_bench",
+        "--backend",
+        "vllm",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        MODEL,
+        "--tokenizer",
+        str(model_dir),
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(dataset),
+        "--custom-output-len",
+        str(tokens),
+        "--skip-chat-template",
+        "--disable-shuffle",
+        "--num-prompts",
+        str(requests),
+        "--max-concurrency",
+        str(level),
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--num-warmups",
+        "1",
+        "--disable-tqdm",
+    ]
 
 
 def main() -> None:
@@ -78,14 +114,22 @@ def main() -> None:
                 for level in [int(v) for v in args.concurrency.split(",")]:
                     k3_rounds, vb_rounds = [], []
                     for _ in range(args.rounds):
-                        k3 = [k3deploy_cpu(k3deploy_cmd(srv.url, dataset, n, args.output_tokens, level)) for n in (args.few, args.many)]
-                        vb = [vllm_cpu(vllm_cmd(srv.url, model_dir, dataset, n, args.output_tokens, level), Path(tmp))
-                              for n in (args.few, args.many)]
+                        k3 = [
+                            k3deploy_cpu(k3deploy_cmd(srv.url, dataset, n, args.output_tokens, level))
+                            for n in (args.few, args.many)
+                        ]
+                        vb = [
+                            vllm_cpu(vllm_cmd(srv.url, model_dir, dataset, n, args.output_tokens, level), Path(tmp))
+                            for n in (args.few, args.many)
+                        ]
                         k3_rounds.append(1e6 * (k3[1] - k3[0]) / extra)
                         vb_rounds.append(1e6 * (vb[1] - vb[0]) / extra)
                     k3_us, vb_us = statistics.median(k3_rounds), statistics.median(vb_rounds)
-                    print(f"  {per_chunk} token(s)/chunk, concurrency {level:2d}: k3deploy bench {k3_us:6.2f} us, "
-                          f"vllm bench serve {vb_us:6.2f} us, ratio {k3_us / vb_us:.2f} (goal <= 1)", flush=True)
+                    print(
+                        f"  {per_chunk} token(s)/chunk, concurrency {level:2d}: k3deploy bench {k3_us:6.2f} us, "
+                        f"vllm bench serve {vb_us:6.2f} us, ratio {k3_us / vb_us:.2f} (goal <= 1)",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,16 @@ from tests.bench.vllm_bench import cpu_seconds
 def main(argv: list[str]) -> None:
     """Bench URL with the first REQUESTS prompts of the JSONL file; print CPU seconds inside run_bench."""
     url, dataset, requests, tokens, level = argv
-    request = Request(endpoint=url, profile="local-cpu", sets=["speculative=null"], dataset=f"jsonl:{dataset}",
-                      num_prompts=int(requests), output_tokens=int(tokens), concurrency=[int(level)], quiet=True)
+    request = Request(
+        endpoint=url,
+        profile="local-cpu",
+        sets=["speculative=null"],
+        dataset=f"jsonl:{dataset}",
+        num_prompts=int(requests),
+        output_tokens=int(tokens),
+        concurrency=[int(level)],
+        quiet=True,
+    )
     profile = load_profile("local-cpu", request.sets)
     plan = make_plan(request, profile, "cost")
     start = cpu_seconds()

@@ -36,15 +36,62 @@ def cpu_seconds(cmd: list[str]) -> float:
 
 
 def k3deploy_cmd(url: str, requests: int, tokens: int) -> list[str]:
-    return [sys.executable, "-m", "k3deploy", "smoke", "--endpoint", url, "--requests", str(requests), "--output-tokens", str(tokens),
-            "--set", "smoke.api=completions", "--set", "speculative=null", "--set", "targets.decode_tok_s=null", "-o", "json"]
+    return [
+        sys.executable,
+        "-m",
+        "k3deploy",
+        "smoke",
+        "--endpoint",
+        url,
+        "--requests",
+        str(requests),
+        "--output-tokens",
+        str(tokens),
+        "--set",
+        "smoke.api=completions",
+        "--set",
+        "speculative=null",
+        "--set",
+        "targets.decode_tok_s=null",
+        "-o",
+        "json",
+    ]
 
 
 def vllm_bench_cmd(url: str, model_dir: Path, dataset: Path, requests: int, tokens: int) -> list[str]:
-    return [vllm_python(), "-m", "tests.bench.vllm_bench", "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
-            "--model", MODEL, "--tokenizer", str(model_dir), "--dataset-name", "custom", "--dataset-path", str(dataset),
-            "--custom-output-len", str(tokens), "--skip-chat-template", "--disable-shuffle", "--num-prompts", str(requests),
-            "--max-concurrency", "1", "--ignore-eos", "--temperature", "0", "--num-warmups", "1", "--disable-tqdm"]
+    return [
+        vllm_python(),
+        "-m",
+        "tests.bench.vllm_bench",
+        "--backend",
+        "vllm",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        MODEL,
+        "--tokenizer",
+        str(model_dir),
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(dataset),
+        "--custom-output-len",
+        str(tokens),
+        "--skip-chat-template",
+        "--disable-shuffle",
+        "--num-prompts",
+        str(requests),
+        "--max-concurrency",
+        "1",
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--num-warmups",
+        "1",
+        "--disable-tqdm",
+    ]
 
 
 def main() -> None:
@@ -60,7 +107,10 @@ def main() -> None:
         dataset.write_text("".join(json.dumps({"prompt": f"prompt number {i}"}) + "\n" for i in range(args.many)))
         with scripted_server(Script(tokens_per_chunk=[1], chunk_delay_s=0.0)) as srv:
             k3 = [cpu_seconds(k3deploy_cmd(srv.url, n, args.output_tokens)) for n in (args.few, args.many)]
-            vb = [cpu_seconds(vllm_bench_cmd(srv.url, model_dir, dataset, n, args.output_tokens)) for n in (args.few, args.many)]
+            vb = [
+                cpu_seconds(vllm_bench_cmd(srv.url, model_dir, dataset, n, args.output_tokens))
+                for n in (args.few, args.many)
+            ]
     k3_per_k = 1000 * (k3[1] - k3[0]) / extra_tokens
     vb_per_k = 1000 * (vb[1] - vb[0]) / extra_tokens
     print(f"client CPU per 1,000 tokens (one token per chunk, {extra_tokens} marginal tokens):")

@@ -29,7 +29,9 @@ LWS = "kimi-k3-gb300-tp16"
 
 
 def _available(obj: dict) -> bool:
-    return any(c.get("type") == "Available" and c.get("status") == "True" for c in obj.get("status", {}).get("conditions", []))
+    return any(
+        c.get("type") == "Available" and c.get("status") == "True" for c in obj.get("status", {}).get("conditions", [])
+    )
 
 
 def _stamp_lines(stream, marker: str, stamps: dict[str, float], key: str) -> None:  # a text pipe
@@ -58,18 +60,50 @@ def one_round(ready_delay: float, kubectl: str, workdir: Path) -> dict[str, floa
 
         server.store._commit = stamped_commit  # type: ignore[method-assign]
         k3 = subprocess.Popen(
-            [sys.executable, "-m", "k3deploy", "apply", "-p", PROFILE, "--kubeconfig", str(kubeconfig), "--timeout", "120s"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=REPO_ROOT)
+            [
+                sys.executable,
+                "-m",
+                "k3deploy",
+                "apply",
+                "-p",
+                PROFILE,
+                "--kubeconfig",
+                str(kubeconfig),
+                "--timeout",
+                "120s",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+            cwd=REPO_ROOT,
+        )
         assert k3.stderr is not None
-        threading.Thread(target=_stamp_lines, args=(k3.stderr, f"LeaderWorkerSet/{LWS}: Available", stamps, "k3_seen"),
-                         daemon=True).start()
+        threading.Thread(
+            target=_stamp_lines, args=(k3.stderr, f"LeaderWorkerSet/{LWS}: Available", stamps, "k3_seen"), daemon=True
+        ).start()
         while server.store.get("leaderworkersets", LWS, NAMESPACE) is None:
             time.sleep(0.005)
         kc = subprocess.Popen(
-            [kubectl, "--kubeconfig", str(kubeconfig), "wait", "--for=condition=Available", f"leaderworkerset/{LWS}",
-             "-n", NAMESPACE, "--timeout=120s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                kubectl,
+                "--kubeconfig",
+                str(kubeconfig),
+                "wait",
+                "--for=condition=Available",
+                f"leaderworkerset/{LWS}",
+                "-n",
+                NAMESPACE,
+                "--timeout=120s",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert kc.stdout is not None
-        threading.Thread(target=_stamp_lines, args=(kc.stdout, "condition met", stamps, "kubectl_seen"), daemon=True).start()
+        threading.Thread(
+            target=_stamp_lines, args=(kc.stdout, "condition met", stamps, "kubectl_seen"), daemon=True
+        ).start()
         while "available" not in stamps:
             time.sleep(0.01)
         kc.wait(timeout=120)
@@ -77,8 +111,12 @@ def one_round(ready_delay: float, kubectl: str, workdir: Path) -> dict[str, floa
         k3.wait(timeout=120)
         stamps["k3_return"] = time.monotonic()
         if k3.returncode != 0 or kc.returncode != 0:
-            raise RuntimeError(f"a tool failed: k3deploy {k3.returncode}, kubectl {kc.returncode}: {kc.stderr.read() if kc.stderr else ''}")
-        return {key: stamps[key] - stamps["available"] for key in ("k3_seen", "k3_return", "kubectl_seen", "kubectl_return")}
+            raise RuntimeError(
+                f"a tool failed: k3deploy {k3.returncode}, kubectl {kc.returncode}: {kc.stderr.read() if kc.stderr else ''}"
+            )
+        return {
+            key: stamps[key] - stamps["available"] for key in ("k3_seen", "k3_return", "kubectl_seen", "kubectl_return")
+        }
     finally:
         server.stop()
 
@@ -87,7 +125,9 @@ def main() -> None:
     """Run the rounds and print the medians and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--ready-delay", type=float, default=3.0, help="Seconds the kubelet takes from Running to Ready.")
+    parser.add_argument(
+        "--ready-delay", type=float, default=3.0, help="Seconds the kubelet takes from Running to Ready."
+    )
     args = parser.parse_args()
     kubectl = venv_tool("kubectl")
     if kubectl is None:
@@ -99,10 +139,14 @@ def main() -> None:
             rounds.append(result)
             print(f"round {index + 1}: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.items()), flush=True)
     median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
-    print(f"median ms after Available: k3deploy reports {median['k3_seen'] * 1000:.0f}, returns {median['k3_return'] * 1000:.0f}; "
-          f"kubectl reports {median['kubectl_seen'] * 1000:.0f}, returns {median['kubectl_return'] * 1000:.0f}")
-    print(f"ratio k3deploy/kubectl, detection: {median['k3_seen'] / median['kubectl_seen']:.2f} "
-          f"(goal <= 1.0); return: {median['k3_return'] / median['kubectl_return']:.2f} (includes applying the smoke Job and recording the revision)")
+    print(
+        f"median ms after Available: k3deploy reports {median['k3_seen'] * 1000:.0f}, returns {median['k3_return'] * 1000:.0f}; "
+        f"kubectl reports {median['kubectl_seen'] * 1000:.0f}, returns {median['kubectl_return'] * 1000:.0f}"
+    )
+    print(
+        f"ratio k3deploy/kubectl, detection: {median['k3_seen'] / median['kubectl_seen']:.2f} "
+        f"(goal <= 1.0); return: {median['k3_return'] / median['kubectl_return']:.2f} (includes applying the smoke Job and recording the revision)"
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ def test_variants_baseline_first_then_speculation_or_sweep_values() -> None:
     assert variants(True, None) == [("baseline", ["speculative=null"]), ("speculative", [])]
     assert variants(False, "speculative.num_speculative_tokens=1,3") == [
         ("num_speculative_tokens=1", ["speculative.num_speculative_tokens=1"]),
-        ("num_speculative_tokens=3", ["speculative.num_speculative_tokens=3"])]
+        ("num_speculative_tokens=3", ["speculative.num_speculative_tokens=3"]),
+    ]
     assert variants(True, "speculative.num_speculative_tokens=2")[0][0] == "baseline"
     for bad in ("speculative.num_speculative_tokens", "=1,2", "k=", "k=,"):
         with pytest.raises(UsageError, match="not KEY=V1,V2"):
@@ -26,25 +27,62 @@ def test_variants_baseline_first_then_speculation_or_sweep_values() -> None:
 def test_ab_refuses_kubernetes_profiles_and_an_endpoint() -> None:
     assert_clean_error(run_cli("bench", "--ab", "-p", "kimi-k3-gb300-tp16"), 2, "only on a local profile", "README")
     assert_clean_error(run_cli("bench", "--ab", "--endpoint", "http://x:1"), 2, "drop --endpoint")
-    assert_clean_error(run_cli("bench", "--ab", "-p", "local-cpu", "--set", "speculative=null"), 2, "no speculative section")
-    assert_clean_error(run_cli("bench", "--sweep", "speculative.num_speculative_tokens=1,99", "-p", "local-cpu"), 2, "num_speculative_tokens")
+    assert_clean_error(
+        run_cli("bench", "--ab", "-p", "local-cpu", "--set", "speculative=null"), 2, "no speculative section"
+    )
+    assert_clean_error(
+        run_cli("bench", "--sweep", "speculative.num_speculative_tokens=1,99", "-p", "local-cpu"),
+        2,
+        "num_speculative_tokens",
+    )
 
 
 def _report(label: str, rates: dict[int, float]) -> BenchReport:
     from k3deploy.report.bench import BenchSettings, CellFigures
     from k3deploy.report.smoke import Stats
 
-    settings = BenchSettings(dataset="builtin/throughput", categories=["a"], prompt_set_sha256="x", prompts_per_category=1,
-                             output_tokens=8, temperature=0.0, api="completions", concurrency=sorted(rates))
-    overall = [CellFigures(category="overall", concurrency=c, requests=1, failed=0, completion_tokens=8,
-                           decode_tok_s=Stats(count=1, p10=r, median=r, p90=r, mean=r), e2e_tok_s=Stats(count=0),
-                           ttft_ms=Stats(count=0), tpot_ms=Stats(count=0), tokens_per_chunk=Stats(count=0)) for c, r in rates.items()]
-    return BenchReport(label=label, profile="p", endpoint="http://x", model="m", settings=settings,
-                       started_at="2026-01-01T00:00:00Z", overall=overall)
+    settings = BenchSettings(
+        dataset="builtin/throughput",
+        categories=["a"],
+        prompt_set_sha256="x",
+        prompts_per_category=1,
+        output_tokens=8,
+        temperature=0.0,
+        api="completions",
+        concurrency=sorted(rates),
+    )
+    overall = [
+        CellFigures(
+            category="overall",
+            concurrency=c,
+            requests=1,
+            failed=0,
+            completion_tokens=8,
+            decode_tok_s=Stats(count=1, p10=r, median=r, p90=r, mean=r),
+            e2e_tok_s=Stats(count=0),
+            ttft_ms=Stats(count=0),
+            tpot_ms=Stats(count=0),
+            tokens_per_chunk=Stats(count=0),
+        )
+        for c, r in rates.items()
+    ]
+    return BenchReport(
+        label=label,
+        profile="p",
+        endpoint="http://x",
+        model="m",
+        settings=settings,
+        started_at="2026-01-01T00:00:00Z",
+        overall=overall,
+    )
 
 
 def test_best_draft_length_per_concurrency_and_headline() -> None:
-    runs = [_report("k=1", {1: 100.0, 8: 400.0}), _report("k=3", {1: 250.0, 8: 380.0}), _report("k=5", {1: 240.0, 8: 300.0})]
+    runs = [
+        _report("k=1", {1: 100.0, 8: 400.0}),
+        _report("k=3", {1: 250.0, 8: 380.0}),
+        _report("k=5", {1: 240.0, 8: 300.0}),
+    ]
     assert best_per_concurrency(runs) == {1: ("k=3", 250.0), 8: ("k=1", 400.0)}
     lines = headline(runs)
     assert "speedup k=3 over k=1 at concurrency 1: 2.50x" in lines[0]

@@ -35,25 +35,37 @@ def test_series_hold_each_runs_figures(runs: list[BenchReport]) -> None:
     assert data["per_category"]["spec"]["mixed"] == spec.cell("mixed", 1).decode_tok_s.median
     assert list(data["speedups"]) == ["spec"]
     assert data["speedups"]["spec"]["overall"] == pytest.approx(
-        spec.cell("overall", 1).decode_tok_s.median / base.cell("overall", 1).decode_tok_s.median)
+        spec.cell("overall", 1).decode_tok_s.median / base.cell("overall", 1).decode_tok_s.median
+    )
     assert data["published"]["speedup"] == pytest.approx(370 / 118)
     assert data["concurrency_curve"]["base"]["concurrency"] == [1, 2]
     assert data["concurrency_curve"]["base"]["aggregate_tok_s"] == [c.aggregate_tok_s for c in base.overall]
     # base streams one token per chunk: drafts nothing accepted; spec accepts at positions 0..2.
     # spec: a 1-token chunk, then 3,2,4,1,3,2,4,1,3 = 9 drafts per request; positions 0/1/2 accepted 7/5/2 times.
-    assert data["acceptance_per_position"] == {"spec": {"0": pytest.approx(7 / 9), "1": pytest.approx(5 / 9), "2": pytest.approx(2 / 9)}}
+    assert data["acceptance_per_position"] == {
+        "spec": {"0": pytest.approx(7 / 9), "1": pytest.approx(5 / 9), "2": pytest.approx(2 / 9)}
+    }
 
 
 def test_html_is_self_contained_and_embeds_the_series(runs: list[BenchReport], tmp_path: Path) -> None:
     path = tmp_path / "r.html"
     charts.write_html(runs, path)
     text = path.read_text()
-    assert not re.search(r'<(script|link|img)[^>]+(src|href)=', text)  # nothing fetched from elsewhere
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", text)  # nothing fetched from elsewhere
     blob = re.search(rf'<script type="application/json" id="{charts.SERIES_ID}">(.*?)</script>', text, re.S)
-    assert blob is not None and json.loads(blob.group(1).replace("<\\/", "</")) == json.loads(json.dumps(series.all_series(runs)))
+    assert blob is not None and json.loads(blob.group(1).replace("<\\/", "</")) == json.loads(
+        json.dumps(series.all_series(runs))
+    )
     assert text.count("<svg") == 4
-    for needle in ("low_entropy", "high_entropy", "published speedup 3.14x", "spec per-user", "base aggregate",
-                   "acceptance per position", "decode_tok_s"):
+    for needle in (
+        "low_entropy",
+        "high_entropy",
+        "published speedup 3.14x",
+        "spec per-user",
+        "base aggregate",
+        "acceptance per position",
+        "decode_tok_s",
+    ):
         assert needle in text, needle
     spec_mixed = runs[1].cell("mixed", 1).decode_tok_s.median
     assert f"spec mixed: {spec_mixed:.2f} tok/s" in text
@@ -71,7 +83,9 @@ def test_png_draws_the_series(runs: list[BenchReport], tmp_path: Path) -> None:
     assert any(line.get_ydata()[0] == pytest.approx(370 / 118) for line in speed.get_lines())
     plotted = {line.get_label(): list(line.get_ydata()) for line in curve.get_lines()}
     assert plotted["spec aggregate"] == data["concurrency_curve"]["spec"]["aggregate_tok_s"]
-    assert [list(line.get_ydata()) for line in acc.get_lines()] == [list(data["acceptance_per_position"]["spec"].values())]
+    assert [list(line.get_ydata()) for line in acc.get_lines()] == [
+        list(data["acceptance_per_position"]["spec"].values())
+    ]
     path = tmp_path / "r.png"
     charts.write_png(runs, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -80,8 +94,23 @@ def test_png_draws_the_series(runs: list[BenchReport], tmp_path: Path) -> None:
 def test_cli_writes_html_and_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
-        done = run_cli("bench", "--endpoint", srv.url, "-p", "local-cpu", "--subset", "throughput", "--num-prompts", "1",
-                       "--output-tokens", "8", "--html", str(tmp_path / "b.html"), "--png", str(tmp_path / "b.png"))
+        done = run_cli(
+            "bench",
+            "--endpoint",
+            srv.url,
+            "-p",
+            "local-cpu",
+            "--subset",
+            "throughput",
+            "--num-prompts",
+            "1",
+            "--output-tokens",
+            "8",
+            "--html",
+            str(tmp_path / "b.html"),
+            "--png",
+            str(tmp_path / "b.png"),
+        )
     assert done.returncode == 0, done.stderr
     assert "overall tok/s vs published" not in done.stderr
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"

@@ -9,7 +9,18 @@ from k3deploy.report.bench import BenchReport
 from tests.conftest import run_cli
 from tests.smoke.scripted_server import Script, scripted_server
 
-ARGS = ("-p", "local-cpu", "--dataset", "builtin", "--subset", "throughput", "--num-prompts", "1", "--output-tokens", "16")
+ARGS = (
+    "-p",
+    "local-cpu",
+    "--dataset",
+    "builtin",
+    "--subset",
+    "throughput",
+    "--num-prompts",
+    "1",
+    "--output-tokens",
+    "16",
+)
 
 
 def assert_clean_error(result, code: int, *needles: str) -> None:  # CompletedProcess
@@ -23,8 +34,20 @@ def assert_clean_error(result, code: int, *needles: str) -> None:  # CompletedPr
 
 def test_json_report_table_and_file(tmp_path: Path) -> None:
     with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
-        result = run_cli("bench", "--endpoint", srv.url, *ARGS, "--concurrency", "1,2", "--label", "base", "-o", "json",
-                         "--report", str(tmp_path / "r.json"))
+        result = run_cli(
+            "bench",
+            "--endpoint",
+            srv.url,
+            *ARGS,
+            "--concurrency",
+            "1,2",
+            "--label",
+            "base",
+            "-o",
+            "json",
+            "--report",
+            str(tmp_path / "r.json"),
+        )
     assert result.returncode == 0, result.stderr
     report = BenchReport.model_validate_json(result.stdout)
     assert report.label == "base" and report.settings.concurrency == [1, 2]
@@ -47,8 +70,14 @@ def test_failures_exit_1_and_unreachable_exits_3(tmp_path: Path) -> None:
     assert_clean_error(result, 1, "request(s) failed")
     assert_clean_error(run_cli("bench", "--endpoint", "http://127.0.0.1:9", *ARGS), 3, "connection refused")
     assert_clean_error(run_cli("bench", *ARGS), 2, "--endpoint")
-    assert_clean_error(run_cli("bench", "--endpoint", "http://x", *ARGS, "--report", str(tmp_path / "no" / "r.json")), 2, "does not exist")
-    assert_clean_error(run_cli("bench", "--endpoint", "http://x", "--dataset", "speed-bench:/nonexistent"), 2, "not a directory")
+    assert_clean_error(
+        run_cli("bench", "--endpoint", "http://x", *ARGS, "--report", str(tmp_path / "no" / "r.json")),
+        2,
+        "does not exist",
+    )
+    assert_clean_error(
+        run_cli("bench", "--endpoint", "http://x", "--dataset", "speed-bench:/nonexistent"), 2, "not a directory"
+    )
 
 
 def _run(url: str, tmp: Path, name: str, *extra: str) -> Path:
@@ -83,13 +112,31 @@ def test_compare_shows_speedups_and_refuses_unlike_runs(tmp_path: Path) -> None:
 
 def test_compare_names_the_published_references(tmp_path: Path) -> None:
     with scripted_server(Script(chunk_delay_s=0.0)) as srv:
-        a = _run(srv.url, tmp_path, "a", "--set", "targets.baseline_decode_tok_s=118", "--set", "targets.decode_tok_s=370",
-                 "--set", "targets.peak_decode_tok_s=464")
+        a = _run(
+            srv.url,
+            tmp_path,
+            "a",
+            "--set",
+            "targets.baseline_decode_tok_s=118",
+            "--set",
+            "targets.decode_tok_s=370",
+            "--set",
+            "targets.peak_decode_tok_s=464",
+        )
         b = _run(srv.url, tmp_path, "b")
     result = run_cli("bench", "compare", str(a), str(b), "-o", "json")
     refs = json.loads(result.stdout)["references"]
-    assert refs == {"baseline_decode_tok_s": 118.0, "decode_tok_s": 370.0, "peak_decode_tok_s": 464.0, "speedup": 370 / 118}
-    assert "118 tok/s without speculation" in result.stderr and "3.14x" in result.stderr and "464 tok/s peak" in result.stderr
+    assert refs == {
+        "baseline_decode_tok_s": 118.0,
+        "decode_tok_s": 370.0,
+        "peak_decode_tok_s": 464.0,
+        "speedup": 370 / 118,
+    }
+    assert (
+        "118 tok/s without speculation" in result.stderr
+        and "3.14x" in result.stderr
+        and "464 tok/s peak" in result.stderr
+    )
     # local-cpu's own decode_tok_s (5) is a floor it enforces, not a published figure.
     result = run_cli("bench", "compare", str(b), str(a), "-o", "json")
     assert json.loads(result.stdout)["references"]["decode_tok_s"] is None
@@ -101,4 +148,7 @@ def test_kimi_profile_references_are_the_published_figures() -> None:
     from k3deploy.profile import load_profile
 
     assert published_references(load_profile("kimi-k3-gb300-tp16")) == {
-        "baseline_decode_tok_s": 118.0, "decode_tok_s": 370.0, "peak_decode_tok_s": 464.0}
+        "baseline_decode_tok_s": 118.0,
+        "decode_tok_s": 370.0,
+        "peak_decode_tok_s": 464.0,
+    }

@@ -25,34 +25,57 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def speed_row(qid: str, category: str, *turns: str) -> dict:
     """A row as NeMo-Skills' prepare.py writes it: `turns` replaced by `messages`."""
-    return {"question_id": qid, "category": category, "sub_category": None, "source": "x", "src_id": qid,
-            "difficulty": None, "multiturn": len(turns) > 1, "messages": [{"role": "user", "content": t} for t in turns]}
+    return {
+        "question_id": qid,
+        "category": category,
+        "sub_category": None,
+        "source": "x",
+        "src_id": qid,
+        "difficulty": None,
+        "multiturn": len(turns) > 1,
+        "messages": [{"role": "user", "content": t} for t in turns],
+    }
 
 
 def test_speed_bench_qualitative_reads_first_message_and_categories(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "qualitative.jsonl", [
-        speed_row("q1", "coding", "write code", "now test it"),
-        speed_row("q2", "math", "add 2 and 2"),
-        speed_row("q3", "coding", "sort a list"),
-    ])
+    write_jsonl(
+        tmp_path / "qualitative.jsonl",
+        [
+            speed_row("q1", "coding", "write code", "now test it"),
+            speed_row("q2", "math", "add 2 and 2"),
+            speed_row("q3", "coding", "sort a list"),
+        ],
+    )
     ds = load_dataset(f"speed-bench:{tmp_path}")
     assert ds.subset == "qualitative" and ds.kind == "speed-bench"
     assert [(p.id, p.category, p.text) for p in ds.prompts] == [
-        ("q1", "coding", "write code"), ("q2", "math", "add 2 and 2"), ("q3", "coding", "sort a list")]
+        ("q1", "coding", "write code"),
+        ("q2", "math", "add 2 and 2"),
+        ("q3", "coding", "sort a list"),
+    ]
     assert ds.categories() == ["coding", "math"]
     assert {c: [p.id for p in ps] for c, ps in select(ds, ["coding"], 1).items()} == {"coding": ["q1"]}
 
 
 def test_speed_bench_throughput_subset_has_entropy_tiers(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "throughput_16k.jsonl", [speed_row(f"t{i}", tier, f"text {i}")
-                                                    for i, tier in enumerate(["low_entropy", "mixed", "high_entropy", "low_entropy"])])
+    write_jsonl(
+        tmp_path / "throughput_16k.jsonl",
+        [
+            speed_row(f"t{i}", tier, f"text {i}")
+            for i, tier in enumerate(["low_entropy", "mixed", "high_entropy", "low_entropy"])
+        ],
+    )
     ds = load_dataset(f"speed-bench:{tmp_path}", "throughput_16k")
     assert ds.categories() == ["low_entropy", "mixed", "high_entropy"]
     assert ds.name == f"speed-bench:{tmp_path}/throughput_16k"
 
 
 def test_speed_bench_raw_hub_placeholder_is_refused_with_the_prepare_command(tmp_path: Path) -> None:
-    raw = {"question_id": "q1", "category": "coding", "turns": [SPEED_BENCH_PLACEHOLDER + " USING SPECDEC_BENCH\n\n{question}"]}
+    raw = {
+        "question_id": "q1",
+        "category": "coding",
+        "turns": [SPEED_BENCH_PLACEHOLDER + " USING SPECDEC_BENCH\n\n{question}"],
+    }
     write_jsonl(tmp_path / "qualitative.jsonl", [raw])
     with pytest.raises(UsageError) as exc:
         load_dataset(f"speed-bench:{tmp_path}")
@@ -61,7 +84,9 @@ def test_speed_bench_raw_hub_placeholder_is_refused_with_the_prepare_command(tmp
 
 
 def test_placeholder_inside_messages_is_refused_too(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "qualitative.jsonl", [speed_row("q1", "qa", "real"), speed_row("q2", "qa", SPEED_BENCH_PLACEHOLDER)])
+    write_jsonl(
+        tmp_path / "qualitative.jsonl", [speed_row("q1", "qa", "real"), speed_row("q2", "qa", SPEED_BENCH_PLACEHOLDER)]
+    )
     with pytest.raises(UsageError, match=r"qualitative.jsonl:2"):
         load_dataset(f"speed-bench:{tmp_path}")
 
@@ -78,13 +103,18 @@ def test_speed_bench_missing_subset_names_what_is_there(tmp_path: Path) -> None:
 
 
 def test_spec_bench_question_jsonl(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "question.jsonl", [
-        {"question_id": 81, "category": "writing", "turns": ["Compose a blog post.", "Rewrite it."]},
-        {"question_id": 161, "category": "translation", "turns": ["Translate: Hallo"]},
-    ])
+    path = write_jsonl(
+        tmp_path / "question.jsonl",
+        [
+            {"question_id": 81, "category": "writing", "turns": ["Compose a blog post.", "Rewrite it."]},
+            {"question_id": 161, "category": "translation", "turns": ["Translate: Hallo"]},
+        ],
+    )
     ds = load_dataset(f"spec-bench:{path}")
-    assert [(p.id, p.category, p.text) for p in ds.prompts] == [("81", "writing", "Compose a blog post."),
-                                                                ("161", "translation", "Translate: Hallo")]
+    assert [(p.id, p.category, p.text) for p in ds.prompts] == [
+        ("81", "writing", "Compose a blog post."),
+        ("161", "translation", "Translate: Hallo"),
+    ]
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"question_id": 1, "category": "qa", "turns": []}])
     with pytest.raises(UsageError, match=r"bad.jsonl:1: 'turns' is not a non-empty list"):
         load_dataset(f"spec-bench:{bad}")

@@ -28,7 +28,8 @@ def test_cells_per_category_and_concurrency_agree_with_the_server_counters() -> 
         # 6 cells x 2 requests + the warm-up, each 20 tokens.
         assert srv.counters.generation == 13 * 20
     assert [(c.category, c.concurrency) for c in report.cells] == [
-        (t, level) for level in (1, 2) for t in ("low_entropy", "mixed", "high_entropy")]
+        (t, level) for level in (1, 2) for t in ("low_entropy", "mixed", "high_entropy")
+    ]
     assert seen[-1] == (12, 12) and [d for d, _ in seen] == list(range(1, 13))
     for cell in report.cells:
         assert cell.requests == 2 and cell.failed == 0
@@ -41,15 +42,26 @@ def test_cells_per_category_and_concurrency_agree_with_the_server_counters() -> 
         assert spec.mean_acceptance_length == pytest.approx(1 + 24 / 14)
         assert spec.accepted_per_position == {0: 12, 1: 8, 2: 4}
         assert cell.tokens_per_chunk.mean == pytest.approx(20 / 8)
-        assert cell.decode_tok_s.count == 2 and cell.decode_tok_s.p10 <= cell.decode_tok_s.median <= cell.decode_tok_s.p90
+        assert (
+            cell.decode_tok_s.count == 2 and cell.decode_tok_s.p10 <= cell.decode_tok_s.median <= cell.decode_tok_s.p90
+        )
     overall = report.cell("overall", 2)
     assert overall is not None and overall.completion_tokens == 120 and overall.server.generation_tokens == 120
     assert overall.server.spec_decode.drafts == 42
     assert report.warnings == []
     assert [r.category for r in report.requests[:2]] == ["low_entropy", "low_entropy"]
     assert report.settings.output_tokens == 20 and report.settings.temperature == 0.0
-    assert set(report.formulas) >= {"decode_tok_s", "e2e_tok_s", "ttft_ms", "tpot_ms", "acceptance_rate",
-                                    "mean_acceptance_length", "per_position_acceptance", "tokens_per_chunk", "aggregate_tok_s"}
+    assert set(report.formulas) >= {
+        "decode_tok_s",
+        "e2e_tok_s",
+        "ttft_ms",
+        "tpot_ms",
+        "acceptance_rate",
+        "mean_acceptance_length",
+        "per_position_acceptance",
+        "tokens_per_chunk",
+        "aggregate_tok_s",
+    }
 
 
 def test_requests_are_compact() -> None:
@@ -75,5 +87,8 @@ def test_failed_requests_and_missing_spec_series_are_reported() -> None:
 def test_unreachable_or_wrong_model_raises_exit_3() -> None:
     with pytest.raises(EnvironmentProblem, match="connection refused"):
         bench("http://127.0.0.1:9", [1])
-    with scripted_server(Script(models=["someone-else"])) as srv, pytest.raises(EnvironmentProblem, match="someone-else"):
+    with (
+        scripted_server(Script(models=["someone-else"])) as srv,
+        pytest.raises(EnvironmentProblem, match="someone-else"),
+    ):
         bench(srv.url, [1])

@@ -21,19 +21,29 @@ def _with_closed_stdout(*args: str) -> subprocess.CompletedProcess[str]:
     read, write = os.pipe()
     os.close(read)
     try:
-        return subprocess.run([sys.executable, "-m", "k3deploy", *args], stdout=write, stderr=subprocess.PIPE,
-                              text=True, timeout=120, env=cli_env(), cwd=REPO_ROOT)
+        return subprocess.run(
+            [sys.executable, "-m", "k3deploy", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env=cli_env(),
+            cwd=REPO_ROOT,
+        )
     finally:
         os.close(write)
 
 
-@pytest.mark.parametrize("args", [
-    ["render", "-p", K3, "-o", "-"],  # sys.stdout
-    ["plan", "-p", K3, "-o", "json"],  # rich print_json
-    ["profiles"],  # a rich table
-    ["schema"],  # typer.echo
-    ["--help"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["render", "-p", K3, "-o", "-"],  # sys.stdout
+        ["plan", "-p", K3, "-o", "json"],  # rich print_json
+        ["profiles"],  # a rich table
+        ["schema"],  # typer.echo
+        ["--help"],
+    ],
+)
 def test_a_broken_pipe_ends_quietly(args: list[str]) -> None:
     result = _with_closed_stdout(*args)
     assert result.returncode == 141  # what a shell reports for SIGPIPE, not 1 ("a check failed")
@@ -41,26 +51,41 @@ def test_a_broken_pipe_ends_quietly(args: list[str]) -> None:
 
 
 def test_the_shell_pipeline_to_head_prints_the_first_line_only(tmp_path: Path) -> None:
-    result = subprocess.run(f"{sys.executable} -m k3deploy render -p {K3} -o - | head -1", shell=True, capture_output=True,
-                            text=True, timeout=120, env=cli_env(), cwd=REPO_ROOT)
+    result = subprocess.run(
+        f"{sys.executable} -m k3deploy render -p {K3} -o - | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 0 and result.stdout == "---\n" and result.stderr == ""
 
 
-@pytest.mark.parametrize(("url", "reason"), [
-    ("http://127.0.0.1:99999", "Port out of range"),
-    ("http://127.0.0.1:0", "port 0"),
-    ("http://[::1:8000", "Invalid IPv6 URL"),
-    ("http://[zz::1]:8000", "zz::1"),
-    ("http://10.0.0.5:80a", "not a valid URL"),
-])
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://127.0.0.1:99999", "Port out of range"),
+        ("http://127.0.0.1:0", "port 0"),
+        ("http://[::1:8000", "Invalid IPv6 URL"),
+        ("http://[zz::1]:8000", "zz::1"),
+        ("http://10.0.0.5:80a", "not a valid URL"),
+    ],
+)
 def test_a_malformed_endpoint_is_a_usage_error_for_every_command(url: str, reason: str) -> None:
-    for args in (["smoke", "-p", "local-cpu", "--endpoint", url],
-                 ["status", "-p", K3, "--kubeconfig", "/nonexistent", "--endpoint", url],
-                 ["up", "-p", K3, "--kubeconfig", "/nonexistent", "--endpoint", url]):
+    for args in (
+        ["smoke", "-p", "local-cpu", "--endpoint", url],
+        ["status", "-p", K3, "--kubeconfig", "/nonexistent", "--endpoint", url],
+        ["up", "-p", K3, "--kubeconfig", "/nonexistent", "--endpoint", url],
+    ):
         result = run_cli(*args)
         assert result.returncode == 2, (args, result.stderr)
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 2 and lines[0].startswith("error: --endpoint ") and reason in lines[0], (args, result.stderr)
+        assert len(lines) == 2 and lines[0].startswith("error: --endpoint ") and reason in lines[0], (
+            args,
+            result.stderr,
+        )
         assert "unexpected" not in result.stderr
 
 

@@ -18,16 +18,20 @@ from tests.conftest import run_cli, run_cli_process
 K3 = "kimi-k3-gb300-tp16"
 
 
-@pytest.mark.parametrize("args", [
-    ["--version"],
-    [],
-    ["render", "--no-such-flag"],
-    ["smoke", "--endpoint", "notaurl"],
-    ["render", "-p", K3, "--set", "no_such.field=1"],
-    ["plan", "-p", K3, "--set", "model.checkpoint_bytes=9000000000000", "-o", "json"],
-    ["render", "-p", K3, "-o", "-"],
-    ["profiles"],
-], ids=["version", "bare", "bad-flag", "bad-endpoint", "bad-profile", "plan-exit-1", "render-stdout", "profiles"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        [],
+        ["render", "--no-such-flag"],
+        ["smoke", "--endpoint", "notaurl"],
+        ["render", "-p", K3, "--set", "no_such.field=1"],
+        ["plan", "-p", K3, "--set", "model.checkpoint_bytes=9000000000000", "-o", "json"],
+        ["render", "-p", K3, "-o", "-"],
+        ["profiles"],
+    ],
+    ids=["version", "bare", "bad-flag", "bad-endpoint", "bad-profile", "plan-exit-1", "render-stdout", "profiles"],
+)
 def test_in_process_and_subprocess_give_the_same_answer(args: list[str]) -> None:
     inside, outside = run_cli(*args), run_cli_process(*args)
     assert (inside.returncode, inside.stdout, inside.stderr) == (outside.returncode, outside.stdout, outside.stderr)

@@ -46,14 +46,24 @@ def test_python_m_k3deploy_is_the_same_entry_point() -> None:
 def test_the_console_script_is_the_same_entry_point() -> None:
     script = venv_tool("k3deploy")
     assert script is not None, "k3deploy is not installed beside this interpreter"
-    result = subprocess.run([script, "smoke", "--endpoint", "notaurl"], capture_output=True, text=True, timeout=120,
-                            env=cli_env(), cwd=REPO_ROOT)
+    result = subprocess.run(
+        [script, "smoke", "--endpoint", "notaurl"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.splitlines()[0] == "error: --endpoint 'notaurl' is not an http(s) URL"
 
 
 def test_a_process_writes_data_to_stdout_and_messages_to_stderr() -> None:
     data = run_cli_process("render", "-p", "kimi-k3-gb300-tp16", "-o", "-")
-    assert data.returncode == 0 and data.stdout.startswith(("---", "apiVersion:", "#")) and "apiVersion:" not in data.stderr
+    assert (
+        data.returncode == 0
+        and data.stdout.startswith(("---", "apiVersion:", "#"))
+        and "apiVersion:" not in data.stderr
+    )
     refused = run_cli_process("render", "-p", "kimi-k3-gb300-tp16", "--set", "no_such.field=1", "-o", "-")
     assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.startswith("error: ")

@@ -36,7 +36,9 @@ def test_schema_accepts_the_builtin_profile_files(name: str) -> None:
 
 def test_schema_rejects_unknown_keys_and_wrong_types() -> None:
     schema = _schema()
-    base = yaml.safe_load(resources.files("k3deploy.profile.builtin").joinpath("local-cpu.yaml").read_text(encoding="utf-8"))
+    base = yaml.safe_load(
+        resources.files("k3deploy.profile.builtin").joinpath("local-cpu.yaml").read_text(encoding="utf-8")
+    )
     with pytest.raises(jsonschema.ValidationError, match="'bogus' was unexpected"):
         jsonschema.validate({**base, "bogus": 1}, schema)
     with pytest.raises(jsonschema.ValidationError):

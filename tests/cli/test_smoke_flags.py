@@ -12,10 +12,17 @@ from tests.conftest import run_cli
 _NOWHERE = "http://127.0.0.1:1"
 
 
-@pytest.mark.parametrize(("flag", "value", "message"), [
-    ("--requests", "0", "error: Invalid value for '--requests': Input should be greater than or equal to 1"),
-    ("--output-tokens", "1", "error: Invalid value for '--output-tokens': Input should be greater than or equal to 2"),
-])
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--requests", "0", "error: Invalid value for '--requests': Input should be greater than or equal to 1"),
+        (
+            "--output-tokens",
+            "1",
+            "error: Invalid value for '--output-tokens': Input should be greater than or equal to 2",
+        ),
+    ],
+)
 def test_out_of_range_counts_name_the_flag(flag: str, value: str, message: str) -> None:
     result = run_cli("smoke", "--endpoint", _NOWHERE, flag, value)
     assert result.returncode == 2
@@ -34,9 +41,21 @@ def test_timeout_flags_override_the_profile() -> None:
     from tests.smoke.scripted_server import Script, scripted_server
 
     with scripted_server(Script(first_chunk_delay_s=1.5)) as srv:
-        result = run_cli("smoke", "--endpoint", srv.url, "--requests", "1",
-                         "--output-tokens", "20", "--request-timeout", "0.3", "--overall-timeout", "60",
-                         "-o", "json")
+        result = run_cli(
+            "smoke",
+            "--endpoint",
+            srv.url,
+            "--requests",
+            "1",
+            "--output-tokens",
+            "20",
+            "--request-timeout",
+            "0.3",
+            "--overall-timeout",
+            "60",
+            "-o",
+            "json",
+        )
     assert result.returncode == 1, result.stderr
     import json
 

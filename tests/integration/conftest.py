@@ -76,7 +76,11 @@ def _vllm_slot() -> Iterator[_ServerSlot]:
 @pytest.fixture
 def vllm_spec_server(_vllm_slot: _ServerSlot, rehearsal_model_dir: Path) -> str:
     """Base URL of a vLLM server with speculative decoding (the model drafting for itself: ~100 % accepted)."""
-    spec = {"method": "draft_model", "model": str(rehearsal_model_dir), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+    spec = {
+        "method": "draft_model",
+        "model": str(rehearsal_model_dir),
+        "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+    }
     return _vllm_slot.get("spec", rehearsal_model_dir, spec)
 
 

@@ -32,8 +32,11 @@ def make_heavy_twin(rehearsal: Path, dest: Path, extra_layers: int) -> Path:
     config = json.loads((rehearsal / "config.json").read_text(encoding="utf-8"))
     tensors = load_file(str(rehearsal / "model.safetensors"))
     layers = int(config["num_hidden_layers"])
-    template = {k.split(f"model.layers.{layers - 1}.", 1)[1]: v for k, v in tensors.items()
-                if k.startswith(f"model.layers.{layers - 1}.")}
+    template = {
+        k.split(f"model.layers.{layers - 1}.", 1)[1]: v
+        for k, v in tensors.items()
+        if k.startswith(f"model.layers.{layers - 1}.")
+    }
     for i in range(layers, layers + extra_layers):
         for name, value in template.items():
             tensors[f"model.layers.{i}.{name}"] = value * 0 if name in ZEROED else value.copy()

@@ -44,17 +44,39 @@ def heavy_sets(tmp_path: Path) -> list[str]:
     draft = ensure_rehearsal_model(tmp_path / "draft")
     target = make_heavy_twin(draft, tmp_path / "target", EXTRA_LAYERS)
     layers = 2 + EXTRA_LAYERS
-    sets = [f"model.id={target}", "model.rehearsal=false", f"model.total_layers={layers}", f"model.mla_layers={layers}",
-            f"model.checkpoint_bytes={checkpoint_bytes(target)}", f"speculative.model={draft}",
-            f"speculative.num_speculative_tokens={NUM_SPECULATIVE_TOKENS}"]
+    sets = [
+        f"model.id={target}",
+        "model.rehearsal=false",
+        f"model.total_layers={layers}",
+        f"model.mla_layers={layers}",
+        f"model.checkpoint_bytes={checkpoint_bytes(target)}",
+        f"speculative.model={draft}",
+        f"speculative.num_speculative_tokens={NUM_SPECULATIVE_TOKENS}",
+    ]
     return [arg for s in sets for arg in ("--set", s)]
 
 
 def test_ab_speedup_above_one_and_tokens_equal_the_server_counters(tmp_path: Path) -> None:
     base = ["-p", "local-cpu", "--set", f"local.state_dir={tmp_path / 'state'}", "--set", f"vllm.port={free_port()}"]
-    done = run_cli("bench", "--ab", *base, *heavy_sets(tmp_path), "--subset", "throughput", "--category", "low_entropy",
-                   "--num-prompts", "2", "--output-tokens", str(OUTPUT_TOKENS), "--report", str(tmp_path / "ab.json"),
-                   "-o", "json", timeout=1800)
+    done = run_cli(
+        "bench",
+        "--ab",
+        *base,
+        *heavy_sets(tmp_path),
+        "--subset",
+        "throughput",
+        "--category",
+        "low_entropy",
+        "--num-prompts",
+        "2",
+        "--output-tokens",
+        str(OUTPUT_TOKENS),
+        "--report",
+        str(tmp_path / "ab.json"),
+        "-o",
+        "json",
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     baseline, speculative = (BenchReport.model_validate(r) for r in json.loads(done.stdout))
     assert (baseline.label, speculative.label) == ("baseline", "speculative")
@@ -62,7 +84,10 @@ def test_ab_speedup_above_one_and_tokens_equal_the_server_counters(tmp_path: Pat
     for report in (baseline, speculative):
         for cell in report.cells + report.overall:
             assert cell.failed == 0
-            assert cell.server is not None and cell.server.generation_tokens == cell.completion_tokens == cell.requests * OUTPUT_TOKENS
+            assert (
+                cell.server is not None
+                and cell.server.generation_tokens == cell.completion_tokens == cell.requests * OUTPUT_TOKENS
+            )
     assert baseline.overall[0].server.spec_decode is None
     spec = speculative.overall[0].server.spec_decode
     assert spec is not None and spec.acceptance_rate == 1.0  # the twin decodes exactly what its draft proposes

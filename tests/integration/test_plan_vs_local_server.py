@@ -23,8 +23,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("kv_space_gib", [1, 2, 3])
-def test_plan_agrees_with_the_servers_kv_capacity(kv_space_gib: int, rehearsal_model_dir: Path,
-                                                  _vllm_slot: Any) -> None:
+def test_plan_agrees_with_the_servers_kv_capacity(
+    kv_space_gib: int, rehearsal_model_dir: Path, _vllm_slot: Any
+) -> None:
     _vllm_slot.close()  # one server at a time: stop a shared one another test left running
     sets = [f'vllm.env.VLLM_CPU_KVCACHE_SPACE="{kv_space_gib}"']
     profile = load_profile("local-cpu", sets)

@@ -52,10 +52,15 @@ def _hf_config() -> Any:
     from vllm.transformers_utils.configs.kimi_linear import KimiLinearConfig
 
     return KimiLinearConfig(
-        num_hidden_layers=NUM_LAYERS, kv_lora_rank=KV_LORA_RANK, qk_rope_head_dim=QK_ROPE_HEAD_DIM,
-        qk_nope_head_dim=128, v_head_dim=128,
+        num_hidden_layers=NUM_LAYERS,
+        kv_lora_rank=KV_LORA_RANK,
+        qk_rope_head_dim=QK_ROPE_HEAD_DIM,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
         linear_attn_config={
-            "num_heads": KDA_HEADS, "head_dim": KDA_HEAD_DIM, "short_conv_kernel_size": KDA_CONV_KERNEL,
+            "num_heads": KDA_HEADS,
+            "head_dim": KDA_HEAD_DIM,
+            "short_conv_kernel_size": KDA_CONV_KERNEL,
             "kda_layers": [n for n in range(1, NUM_LAYERS + 1) if n not in MLA_LAYER_NUMBERS],
             "full_attn_layers": MLA_LAYER_NUMBERS,
         },
@@ -74,16 +79,37 @@ def _vllm_config(profile: Profile, hf: Any) -> Any:
 
     num_spec = profile.speculative.num_speculative_tokens if profile.speculative else 0
     prefix_caching = profile.vllm.enable_prefix_caching is not False
-    cache = NS(cache_dtype=profile.vllm.kv_cache_dtype, block_size=16, mamba_block_size=None, mamba_page_size_padded=None,
-               mamba_cache_mode="align" if prefix_caching else "none",  # MambaModelConfig.verify_and_update_config
-               mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto", use_kda_recoverssm=False, use_replayssm=False)
-    model = NS(dtype=STR_DTYPE_TO_TORCH_DTYPE[MODEL_DTYPE], use_mla=True, hf_config=hf, max_model_len=profile.vllm.max_model_len,
-               architecture="KimiLinearForCausalLM", model_impl="vllm", convert_type="none", runner_type="generate",
-               get_num_kv_heads=lambda parallel: 1, get_head_size=lambda: KV_LORA_RANK + QK_ROPE_HEAD_DIM)
-    config = NS(cache_config=cache, model_config=model,
-                parallel_config=NS(tensor_parallel_size=profile.parallel.tensor_parallel_size, decode_context_parallel_size=1),
-                speculative_config=NS(num_speculative_tokens=num_spec) if num_spec else None,
-                num_speculative_tokens=num_spec, compilation_config=NS(static_forward_context={}))
+    cache = NS(
+        cache_dtype=profile.vllm.kv_cache_dtype,
+        block_size=16,
+        mamba_block_size=None,
+        mamba_page_size_padded=None,
+        mamba_cache_mode="align" if prefix_caching else "none",  # MambaModelConfig.verify_and_update_config
+        mamba_cache_dtype="auto",
+        mamba_ssm_cache_dtype="auto",
+        use_kda_recoverssm=False,
+        use_replayssm=False,
+    )
+    model = NS(
+        dtype=STR_DTYPE_TO_TORCH_DTYPE[MODEL_DTYPE],
+        use_mla=True,
+        hf_config=hf,
+        max_model_len=profile.vllm.max_model_len,
+        architecture="KimiLinearForCausalLM",
+        model_impl="vllm",
+        convert_type="none",
+        runner_type="generate",
+        get_num_kv_heads=lambda parallel: 1,
+        get_head_size=lambda: KV_LORA_RANK + QK_ROPE_HEAD_DIM,
+    )
+    config = NS(
+        cache_config=cache,
+        model_config=model,
+        parallel_config=NS(tensor_parallel_size=profile.parallel.tensor_parallel_size, decode_context_parallel_size=1),
+        speculative_config=NS(num_speculative_tokens=num_spec) if num_spec else None,
+        num_speculative_tokens=num_spec,
+        compilation_config=NS(static_forward_context={}),
+    )
     config.with_hf_config = lambda text_config: config
     return config
 
@@ -106,27 +132,41 @@ def vllm_figures(profile: Profile) -> dict[str, Any]:
     config = _vllm_config(profile, hf)
     Platform._align_hybrid_block_size(config, _KernelBlocks)
     cache = config.cache_config
-    mla_layer = NS(head_size=KV_LORA_RANK + QK_ROPE_HEAD_DIM, kv_cache_dtype=cache.cache_dtype, non_causal_multi_token_decode=False)
+    mla_layer = NS(
+        head_size=KV_LORA_RANK + QK_ROPE_HEAD_DIM, kv_cache_dtype=cache.cache_dtype, non_causal_multi_token_decode=False
+    )
     mla = MultiHeadLatentAttention.get_kv_cache_spec(mla_layer, config)
     shapes = KimiLinearForCausalLM.get_mamba_state_shape_from_config(config)
     dtypes = KimiLinearForCausalLM.get_mamba_state_dtype_from_config(config)
     k3 = NS(**{**vars(config), "model_config": NS(**{**vars(config.model_config), "hf_config": NS(text_config=hf)})})
     assert KimiK3ForConditionalGeneration.get_mamba_state_shape_from_config(k3) == shapes
-    kda = MambaSpec(shapes=tuple(shapes), dtypes=dtypes, block_size=cache.mamba_block_size or profile.vllm.max_model_len,
-                    page_size_padded=cache.mamba_page_size_padded, mamba_cache_mode=cache.mamba_cache_mode,
-                    num_speculative_blocks=config.num_speculative_tokens,
-                    num_prefill_checkpoint_blocks=int(kda_prefill_checkpoint_alignment(KDA_PREFILL_BACKEND) is not None))
+    kda = MambaSpec(
+        shapes=tuple(shapes),
+        dtypes=dtypes,
+        block_size=cache.mamba_block_size or profile.vllm.max_model_len,
+        page_size_padded=cache.mamba_page_size_padded,
+        mamba_cache_mode=cache.mamba_cache_mode,
+        num_speculative_blocks=config.num_speculative_tokens,
+        num_prefill_checkpoint_blocks=int(kda_prefill_checkpoint_alignment(KDA_PREFILL_BACKEND) is not None),
+    )
     conv_shape, recurrent_shape = shapes
     conv_dtype, recurrent_dtype = dtypes
     kda_layers = sum(hf.is_kda_layer(i) for i in range(NUM_LAYERS))
     mla_layers = NUM_LAYERS - kda_layers
     draft_layers = DSPARK_LAYERS if profile.speculative else 0
     groups = _get_kv_cache_groups_uniform_page_size(
-        {**{f"mla.{i}": mla for i in range(mla_layers + draft_layers)}, **{f"kda.{i}": kda for i in range(kda_layers)}})
+        {**{f"mla.{i}": mla for i in range(mla_layers + draft_layers)}, **{f"kda.{i}": kda for i in range(kda_layers)}}
+    )
     group_size = max(len(group.layer_names) for group in groups)
     # A request of max_model_len takes cdiv(bytes, page) blocks in every group; a block spans group_size layers.
-    blocks = {kind: sum(math.ceil(g.kv_cache_spec.max_memory_usage_bytes(config) / g.kv_cache_spec.page_size_bytes)
-                        for g in groups if isinstance(g.kv_cache_spec, kind)) for kind in (MLAAttentionSpec, MambaSpec)}
+    blocks = {
+        kind: sum(
+            math.ceil(g.kv_cache_spec.max_memory_usage_bytes(config) / g.kv_cache_spec.page_size_bytes)
+            for g in groups
+            if isinstance(g.kv_cache_spec, kind)
+        )
+        for kind in (MLAAttentionSpec, MambaSpec)
+    }
     return {
         "layers (mla, kda)": (mla_layers, kda_layers),
         "kv_group_size": group_size,
@@ -156,11 +196,26 @@ def plan_figures(result: CapacityPlan, profile: Profile) -> dict[str, Any]:
         "layers (mla, kda)": (profile.model.mla_layers, profile.model.linear_layers),
         "mla replicated on every rank": True,  # the plan never divides the MLA cache by TP
         "kda heads per rank": (KDA_HEADS // result.tensor_parallel_size) if sharded else KDA_HEADS,
-        **{key: getattr(result, key) for key in (
-            "mla_bytes_per_token_per_layer", "kv_bytes_per_token", "draft_kv_bytes_per_token", "kv_block_size",
-            "mla_page_bytes", "kv_group_size", "attention_layer_slots", "linear_layer_slots", "linear_recurrent_bytes_per_layer", "linear_conv_bytes_per_layer", "linear_page_bytes",
-            "linear_page_padded_bytes", "linear_pages_per_sequence", "linear_state_bytes_per_sequence_per_gpu",
-            "bytes_per_full_sequence")},
+        **{
+            key: getattr(result, key)
+            for key in (
+                "mla_bytes_per_token_per_layer",
+                "kv_bytes_per_token",
+                "draft_kv_bytes_per_token",
+                "kv_block_size",
+                "mla_page_bytes",
+                "kv_group_size",
+                "attention_layer_slots",
+                "linear_layer_slots",
+                "linear_recurrent_bytes_per_layer",
+                "linear_conv_bytes_per_layer",
+                "linear_page_bytes",
+                "linear_page_padded_bytes",
+                "linear_pages_per_sequence",
+                "linear_state_bytes_per_sequence_per_gpu",
+                "bytes_per_full_sequence",
+            )
+        },
     }
 
 
@@ -199,7 +254,10 @@ def test_without_prefix_caching_or_speculation() -> None:
 def test_what_tp_shards_and_what_it_replicates() -> None:
     tp8, tp16 = vllm_figures(_profile(*TP[8])), vllm_figures(_profile())
     assert tp8["mla replicated on every rank"] and tp8["kv_bytes_per_token"] == tp16["kv_bytes_per_token"]
-    assert (tp8["kv_block_size"], tp16["kv_block_size"]) == (1536, 768)  # a KDA page twice as large needs twice the tokens
+    assert (tp8["kv_block_size"], tp16["kv_block_size"]) == (
+        1536,
+        768,
+    )  # a KDA page twice as large needs twice the tokens
     assert (tp8["kda heads per rank"], tp16["kda heads per rank"]) == (12, 6)
     assert tp8["linear_recurrent_bytes_per_layer"] == 2 * tp16["linear_recurrent_bytes_per_layer"]
 
@@ -236,6 +294,8 @@ def test_a_wrong_formula_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_ignoring_group_padding_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plan_module, "_layer_groups", lambda attention, linear: (max(attention, linear), attention, linear))
+    monkeypatch.setattr(
+        plan_module, "_layer_groups", lambda attention, linear: (max(attention, linear), attention, linear)
+    )
     found = mismatches(_profile())
     assert any(line.startswith("bytes_per_full_sequence:") for line in found), found

@@ -37,7 +37,11 @@ def test_every_vllm_series_is_served(vllm_spec_server: str) -> None:
     missing = sorted(wanted - set(samples))
     assert not missing, f"vLLM's /metrics has no {missing}"
     # Per-position acceptance is labelled by draft position, 0 .. num_speculative_tokens - 1.
-    positions = {sample.labels.get("position") for family in text_string_to_metric_families(text)
-                 for sample in family.samples if sample.name == promql.SPEC_ACCEPTED_PER_POS}
+    positions = {
+        sample.labels.get("position")
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == promql.SPEC_ACCEPTED_PER_POS
+    }
     assert positions == {str(i) for i in range(NUM_SPECULATIVE_TOKENS)}
     assert samples[promql.SPEC_DRAFTS].value > 0

@@ -44,16 +44,23 @@ def test_reachable_targets_pass_with_real_acceptance(vllm_spec_server: str, tmp_
     checks = {c.name: c.status.value for c in report.checks}
     # Throughput may WARN: on 2 shared cores the API server is sometimes starved and releases a stream in bursts.
     assert checks.pop("throughput") in ("pass", "warn")
-    assert checks == {"liveness": "pass", "correctness": "skip", "speculative decoding": "pass", "decode target": "pass"}
+    assert checks == {
+        "liveness": "pass",
+        "correctness": "skip",
+        "speculative decoding": "pass",
+        "decode target": "pass",
+    }
     spec = report.metrics.spec_decode
     assert spec is not None and spec.drafts > 0
     assert spec.mean_acceptance_length == 1 + spec.accepted_tokens / spec.drafts >= 2.0
     # The measured window's drafts are part of what the server counted over the whole run (which adds the warm-up).
     assert 0 < spec.drafts < drafts_after - drafts_before
     assert all(r.per_chunk_usage and r.completion_tokens == 128 for r in report.requests)
-    print(f"\n[smoke a] median decode {report.summary.overall.decode_tok_s.median:.1f} tok/s, "
-          f"acceptance length {spec.mean_acceptance_length:.3f}, rate {spec.acceptance_rate:.3f}, "
-          f"tokens/chunk {report.summary.overall.tokens_per_chunk.mean:.3f}")
+    print(
+        f"\n[smoke a] median decode {report.summary.overall.decode_tok_s.median:.1f} tok/s, "
+        f"acceptance length {spec.mean_acceptance_length:.3f}, rate {spec.acceptance_rate:.3f}, "
+        f"tokens/chunk {report.summary.overall.tokens_per_chunk.mean:.3f}"
+    )
 
 
 def test_token_counts_match_the_servers_counter_exactly(vllm_spec_server: str, tmp_path: Path) -> None:
@@ -68,8 +75,10 @@ def test_token_counts_match_the_servers_counter_exactly(vllm_spec_server: str, t
     # ... and the measured requests are exactly the server's delta between k3deploy's own scrapes.
     assert report.metrics.generation_tokens == sum(r.completion_tokens for r in measured) == 8 * 384
     ratio = report.summary.aggregate_tok_s / report.metrics.server_tok_s
-    print(f"\n[smoke b] client {report.summary.aggregate_tok_s:.1f} tok/s vs server delta {report.metrics.server_tok_s:.1f} tok/s "
-          f"(ratio {ratio:.4f}) over {report.metrics.window_s:.2f} s")
+    print(
+        f"\n[smoke b] client {report.summary.aggregate_tok_s:.1f} tok/s vs server delta {report.metrics.server_tok_s:.1f} tok/s "
+        f"(ratio {ratio:.4f}) over {report.metrics.window_s:.2f} s"
+    )
     assert abs(ratio - 1) <= 0.02
 
 
@@ -84,7 +93,9 @@ def test_unreachable_target_fails_naming_the_metric(vllm_spec_server: str, tmp_p
 def test_server_without_speculation_fails_not_active(vllm_plain_server: str, tmp_path: Path) -> None:
     result, report = smoke(vllm_plain_server, tmp_path / "d.json", "--requests", "2")
     assert result.returncode == 1
-    assert "speculative decoding: speculative decoding is not active: no spec-decode series in /metrics" in result.stderr
+    assert (
+        "speculative decoding: speculative decoding is not active: no spec-decode series in /metrics" in result.stderr
+    )
     assert report is not None and report.check("throughput").status.value in ("pass", "warn")  # warn: bursts, see (a)
 
 
@@ -92,14 +103,30 @@ def _listener_pid(base_url: str) -> int:
     import psutil  # comes with vLLM
 
     port = httpx.URL(base_url).port
-    return next(c.pid for c in psutil.net_connections(kind="tcp") if c.laddr and c.laddr.port == port and c.status == "LISTEN")
+    return next(
+        c.pid for c in psutil.net_connections(kind="tcp") if c.laddr and c.laddr.port == port and c.status == "LISTEN"
+    )
 
 
 def test_server_killed_mid_run_fails_cleanly(vllm_plain_server: str, _vllm_slot, tmp_path: Path) -> None:
     base = counter(vllm_plain_server, "vllm:generation_tokens_total")
     report_path = tmp_path / "e.json"
-    cmd = [sys.executable, "-m", "k3deploy", "smoke", "--endpoint", vllm_plain_server, "--set", "speculative=null",
-           "--requests", "40", "--output-tokens", "256", "--report", str(report_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "k3deploy",
+        "smoke",
+        "--endpoint",
+        vllm_plain_server,
+        "--set",
+        "speculative=null",
+        "--requests",
+        "40",
+        "--output-tokens",
+        "256",
+        "--report",
+        str(report_path),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env())
     try:
         # Past the warm-up and two measured requests: the measured phase is under way.

@@ -8,7 +8,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.integration
 
-SPEC_COUNTERS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens", "vllm:spec_decode_num_accepted_tokens")
+SPEC_COUNTERS = (
+    "vllm:spec_decode_num_drafts",
+    "vllm:spec_decode_num_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens",
+)
 
 
 def spec_counters(base_url: str) -> dict[str, float]:
@@ -22,8 +26,12 @@ def spec_counters(base_url: str) -> dict[str, float]:
 
 def complete(base_url: str, max_tokens: int) -> int:
     """One greedy completion; returns the number of completion tokens."""
-    body = {"model": "rehearsal-llama-tiny", "prompt": "Count from one to twenty: one, two, three,",
-            "max_tokens": max_tokens, "temperature": 0.0}
+    body = {
+        "model": "rehearsal-llama-tiny",
+        "prompt": "Count from one to twenty: one, two, three,",
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+    }
     response = httpx.post(f"{base_url}/v1/completions", json=body, timeout=120)
     response.raise_for_status()
     return int(response.json()["usage"]["completion_tokens"])

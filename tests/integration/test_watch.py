@@ -32,9 +32,13 @@ def _wait_lines(lines: list[dict], n: int, proc: subprocess.Popen[str], budget_s
 
 
 def test_watch_agrees_with_smoke_over_the_same_run(vllm_spec_server: str, tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "k3deploy", "watch", "--endpoint", vllm_spec_server,
-                             "--interval", "1s", "-o", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "k3deploy", "watch", "--endpoint", vllm_spec_server, "--interval", "1s", "-o", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+    )
     lines: list[dict] = []
 
     def read() -> None:
@@ -46,8 +50,18 @@ def test_watch_agrees_with_smoke_over_the_same_run(vllm_spec_server: str, tmp_pa
     reader.start()
     try:
         _wait_lines(lines, 1, proc, 120)  # the baseline is in: every token smoke streams falls in a window
-        smoke = run_cli("smoke", "--endpoint", vllm_spec_server, "--report", str(tmp_path / "smoke.json"),
-                        "--requests", "6", "--output-tokens", "128", timeout=600)
+        smoke = run_cli(
+            "smoke",
+            "--endpoint",
+            vllm_spec_server,
+            "--report",
+            str(tmp_path / "smoke.json"),
+            "--requests",
+            "6",
+            "--output-tokens",
+            "128",
+            timeout=600,
+        )
         _wait_lines(lines, len(lines) + 2, proc, 120)  # a window that began after smoke's last token
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
@@ -79,10 +93,12 @@ def test_watch_agrees_with_smoke_over_the_same_run(vllm_spec_server: str, tmp_pa
     assert spec is not None and spec.mean_acceptance_length is not None
     tpot_sum = sum(fig["finished_requests"] / fig["decode_tok_s"] for fig in figures if fig["decode_tok_s"])
     smoke_decode = report.summary.overall.decode_tok_s.median if report.summary else None
-    print(f"\n[watch] tokens {watch_tokens:.0f} vs smoke's client {client_tokens} (ratio {watch_tokens / client_tokens:.4f}); "
-          f"requests {watch_finished:.0f} vs {len(report.requests)}; acceptance length {watch_length:.3f} vs "
-          f"smoke {spec.mean_acceptance_length:.3f}; decode tok/s (1/mean TPOT) {watch_finished / tpot_sum:.1f} "
-          f"vs smoke median {smoke_decode}")
+    print(
+        f"\n[watch] tokens {watch_tokens:.0f} vs smoke's client {client_tokens} (ratio {watch_tokens / client_tokens:.4f}); "
+        f"requests {watch_finished:.0f} vs {len(report.requests)}; acceptance length {watch_length:.3f} vs "
+        f"smoke {spec.mean_acceptance_length:.3f}; decode tok/s (1/mean TPOT) {watch_finished / tpot_sum:.1f} "
+        f"vs smoke median {smoke_decode}"
+    )
     assert abs(watch_tokens / client_tokens - 1) <= 0.05
     assert watch_finished == len(report.requests)
     assert abs(watch_length / spec.mean_acceptance_length - 1) <= 0.05

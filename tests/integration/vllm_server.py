@@ -82,7 +82,9 @@ def _wait_healthy(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> No
     with httpx.Client(timeout=2.0) as client:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"vLLM exited with code {proc.returncode} before /health; log tail:\n{_log_tail(log)}")
+                raise RuntimeError(
+                    f"vLLM exited with code {proc.returncode} before /health; log tail:\n{_log_tail(log)}"
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if client.get(f"{base_url}/health").status_code == 200:
                     return
@@ -102,20 +104,32 @@ def start_vllm(model_dir: Path, *, speculative: dict[str, Any] | None, port: int
 
 
 @contextlib.contextmanager
-def start_vllm_logged(model_dir: Path, *, speculative: dict[str, Any] | None, port: int | None = None,
-                      kv_space_gib: int = 1) -> Iterator[tuple[str, Path]]:
+def start_vllm_logged(
+    model_dir: Path, *, speculative: dict[str, Any] | None, port: int | None = None, kv_space_gib: int = 1
+) -> Iterator[tuple[str, Path]]:
     """`start_vllm` with the KV space (VLLM_CPU_KVCACHE_SPACE, GiB) chosen; yields (base URL, server log)."""
     port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="k3deploy-vllm-") as scratch:
         work = Path(scratch)
         log = work / "server.log"
-        env = {**os.environ, **serve_env(load_profile("local-cpu", [])),
-               "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": str(kv_space_gib),
-               "TMPDIR": str(work), "VLLM_CACHE_ROOT": str(work / "vllm-cache")}
+        env = {
+            **os.environ,
+            **serve_env(load_profile("local-cpu", [])),
+            "HF_HUB_OFFLINE": "1",
+            "VLLM_CPU_KVCACHE_SPACE": str(kv_space_gib),
+            "TMPDIR": str(work),
+            "VLLM_CACHE_ROOT": str(work / "vllm-cache"),
+        }
         with log.open("wb") as sink:
-            proc = subprocess.Popen(server_argv(model_dir, speculative=speculative, port=port), stdout=sink,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                    cwd=work, start_new_session=True)
+            proc = subprocess.Popen(
+                server_argv(model_dir, speculative=speculative, port=port),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=work,
+                start_new_session=True,
+            )
         try:
             base_url = f"http://127.0.0.1:{port}"
             _wait_healthy(proc, base_url, log)

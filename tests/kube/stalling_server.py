@@ -16,8 +16,10 @@ from typing import Literal
 
 Mode = Literal["silent", "stall"]
 #: What `stall` sends: the head of a /version answer that promises more body than ever arrives.
-_STALL_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
-               b'{"major": "1", "minor": "34", "gitVersion": "v1.3')
+_STALL_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+    b'{"major": "1", "minor": "34", "gitVersion": "v1.3'
+)
 
 
 def _serve(listener: socket.socket, mode: Mode, held: list[socket.socket], stop: threading.Event) -> None:

@@ -29,7 +29,9 @@ def test_apply_get_list_delete_round_trip(api: KubeApi, kube: Any) -> None:
     dry = api.apply({**CM, "data": {"a": "2"}}, dry_run=True)
     assert dry["data"] == {"a": "2"} and api.get("v1", "ConfigMap", "c", "default")["data"] == {"a": "1"}
     items, version = api.list("v1", "ConfigMap", "default")
-    assert [i["metadata"]["name"] for i in items] == ["c"] and int(version) >= int(created["metadata"]["resourceVersion"])
+    assert [i["metadata"]["name"] for i in items] == ["c"] and int(version) >= int(
+        created["metadata"]["resourceVersion"]
+    )
     assert api.delete("v1", "ConfigMap", "c", "default") is True
     assert api.delete("v1", "ConfigMap", "c", "default") is False
 
@@ -45,11 +47,22 @@ def test_unserved_kinds_and_forbidden_verbs_are_domain_errors(api: KubeApi, kube
     assert api.served("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet") is False
     assert api.get("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "x", "default") is None
     with pytest.raises(CheckFailed, match="does not serve LeaderWorkerSet"):
-        api.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "x", "namespace": "default"}})
+        api.apply(
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": "x", "namespace": "default"},
+            }
+        )
     kube.faults.add("GET", r"/configmaps", 403, times=None)
     with pytest.raises(KubeError, match="forbidden") as info:
         api.list("v1", "ConfigMap", "default")
-    assert (info.value.status, info.value.reason, info.value.exit_code, info.value.transient) == (403, "Forbidden", 3, False)
+    assert (info.value.status, info.value.reason, info.value.exit_code, info.value.transient) == (
+        403,
+        "Forbidden",
+        3,
+        False,
+    )
     assert isinstance(info.value, EnvironmentProblem)  # still the domain error of its exit code
     assert info.value.body["kind"] == "Status" and info.value.body["code"] == 403
 
@@ -62,8 +75,14 @@ def test_object_key() -> None:
 def test_a_conflicting_apply_is_a_kube_error_with_the_servers_status_object(api: KubeApi) -> None:
     api.apply(CM)
     res = api.resource("v1", "ConfigMap")
-    api.dynamic.server_side_apply(res, body={**CM, "data": {"a": "other"}}, name="c", namespace="default",
-                                  field_manager="someone-else", force_conflicts=True)
+    api.dynamic.server_side_apply(
+        res,
+        body={**CM, "data": {"a": "other"}},
+        name="c",
+        namespace="default",
+        field_manager="someone-else",
+        force_conflicts=True,
+    )
     with pytest.raises(KubeError) as info:
         api.apply({**CM, "data": {"a": "3"}})
     error = info.value

@@ -23,7 +23,9 @@ def test_connection_refused_names_the_address_and_the_reason_on_one_line(tmp_pat
     ]
 
 
-def test_without_any_kubeconfig_the_pod_service_account_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_any_kubeconfig_the_pod_service_account_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As a Job in the cluster: no kubeconfig anywhere, the service account's token and CA, the API at the service env."""
     import kubernetes.config.incluster_config as incluster
 
@@ -46,7 +48,9 @@ def test_without_any_kubeconfig_the_pod_service_account_is_used(tmp_path: Path, 
     assert api.configuration.ssl_ca_cert == str(account / "ca.crt")
 
 
-def test_outside_a_cluster_without_kubeconfig_is_an_environment_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outside_a_cluster_without_kubeconfig_is_an_environment_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from k3deploy.errors import EnvironmentProblem
     from k3deploy.kube.client import KubeOptions, connect
 

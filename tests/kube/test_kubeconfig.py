@@ -23,8 +23,11 @@ GARBAGE = [
     (b"current-context: [a]\n", "'current-context' must be a string"),
     (b"\xff\xfe\x00\x01", "not UTF-8 text"),
     (b"a: [\n", "not valid YAML at line 2"),
-    (b"apiVersion: v1\nclusters: [{name: c, cluster: {server: 5}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-     b"users: [{name: u, user: {}}]\ncurrent-context: c\n", "AttributeError"),
+    (
+        b"apiVersion: v1\nclusters: [{name: c, cluster: {server: 5}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        b"users: [{name: u, user: {}}]\ncurrent-context: c\n",
+        "AttributeError",
+    ),
 ]
 
 

@@ -16,7 +16,9 @@ def api_error(status: int, retry_after: str | None = None) -> ApiException:
     return exc
 
 
-@pytest.mark.parametrize(("status", "expected"), [(429, True), (500, True), (503, True), (404, False), (409, False), (403, False)])
+@pytest.mark.parametrize(
+    ("status", "expected"), [(429, True), (500, True), (503, True), (404, False), (409, False), (403, False)]
+)
 def test_transient_statuses(status: int, expected: bool) -> None:
     assert is_transient(api_error(status)) is expected
 
@@ -65,7 +67,9 @@ def test_a_schema_mismatch_500_is_not_retried() -> None:
     """The apiserver answers an undeclared field in an apply configuration with a 500 "failed to create typed patch
     object" (kubernetes/kubernetes#139253); retrying cannot change it."""
     exc = api_error(500)
-    exc.body = ('{"kind": "Status", "status": "Failure", "code": 500, "message": "failed to create typed patch object '
-                '(ns/x; leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet): .spec.foo: field not declared in schema"}')
+    exc.body = (
+        '{"kind": "Status", "status": "Failure", "code": 500, "message": "failed to create typed patch object '
+        '(ns/x; leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet): .spec.foo: field not declared in schema"}'
+    )
     assert is_transient(exc) is False
     assert is_transient(api_error(500)) is True

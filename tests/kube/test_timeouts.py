@@ -19,8 +19,10 @@ from tests.kube.stalling_server import stalling_server
 from tests.kubeapi.server import KubeApiServer, write_kubeconfig
 
 PROFILE = "kimi-k3-gb300-tp16"
-HINT = ("hint: check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path to it; "
-        "--timeout bounds the whole command")
+HINT = (
+    "hint: check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path to it; "
+    "--timeout bounds the whole command"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -38,14 +40,24 @@ def _run(tmp_path: Path, url: str, *args: str) -> list[str]:
     return result.stderr.splitlines()
 
 
-@pytest.mark.parametrize("args", [["status", "--timeout", "3s"], ["apply", "--timeout", "4s"],
-                                  ["down", "--yes", "--timeout", "4s"], ["up", "--timeout", "4s"]],
-                         ids=["status", "apply", "down", "up"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status", "--timeout", "3s"],
+        ["apply", "--timeout", "4s"],
+        ["down", "--yes", "--timeout", "4s"],
+        ["up", "--timeout", "4s"],
+    ],
+    ids=["status", "apply", "down", "up"],
+)
 def test_a_silent_api_ends_the_command_at_its_timeout(tmp_path: Path, args: list[str]) -> None:
     with stalling_server("silent") as url:
         lines = _run(tmp_path, url, *args)
     seconds = args[-1].removesuffix("s")
-    assert f"error: the Kubernetes API at {url} did not answer within the command's deadline of {seconds}s (GET /version)" in lines
+    assert (
+        f"error: the Kubernetes API at {url} did not answer within the command's deadline of {seconds}s (GET /version)"
+        in lines
+    )
     assert lines[-1] == HINT
 
 
@@ -58,15 +70,20 @@ def test_without_a_timeout_each_request_has_its_own(tmp_path: Path) -> None:
 def test_an_answer_that_stalls_half_way_is_cut_off_too(tmp_path: Path) -> None:
     with stalling_server("stall") as url:
         lines = _run(tmp_path, url, "status", "--timeout", "3s")
-    assert lines == [f"error: the Kubernetes API at {url} did not answer within the command's deadline of 3s (GET /version)",
-                     HINT]
+    assert lines == [
+        f"error: the Kubernetes API at {url} did not answer within the command's deadline of 3s (GET /version)",
+        HINT,
+    ]
 
 
 def test_a_request_after_discovery_is_bounded_as_well(tmp_path: Path, kube: KubeApiServer) -> None:
     kube.faults.add("GET", r"^/api/v1/namespaces/kimi-k3$", delay=8, times=1)
     lines = _run(tmp_path, kube.url, "status", "--timeout", "3s")
-    assert lines == [f"error: the Kubernetes API at {kube.url} did not answer within the command's deadline of 3s "
-                     "(GET /api/v1/namespaces/kimi-k3)", HINT]
+    assert lines == [
+        f"error: the Kubernetes API at {kube.url} did not answer within the command's deadline of 3s "
+        "(GET /api/v1/namespaces/kimi-k3)",
+        HINT,
+    ]
 
 
 def test_a_tls_handshake_that_never_completes_is_bounded_by_the_connect_timeout(tmp_path: Path) -> None:
@@ -78,5 +95,7 @@ def test_a_tls_handshake_that_never_completes_is_bounded_by_the_connect_timeout(
         kubeconfig.write_text(yaml.safe_dump(config))
         result = run_cli("status", "-p", PROFILE, "--kubeconfig", str(kubeconfig), timeout=150)
     assert result.returncode == 3, result.stderr
-    assert result.stderr.splitlines() == [f"error: the Kubernetes API at {https} did not answer within 2s (GET /version)",
-                                          HINT]
+    assert result.stderr.splitlines() == [
+        f"error: the Kubernetes API at {https} did not answer within 2s (GET /version)",
+        HINT,
+    ]

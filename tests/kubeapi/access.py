@@ -21,9 +21,16 @@ class Rule:
 
     def matches(self, verb: str, group: str, resource: str, namespace: str, subresource: str) -> bool:
         """Whether this rule denies the attributes."""
-        return all(want is None or want == have for want, have in (
-            (self.verb, verb), (self.resource, resource), (self.group, group), (self.namespace, namespace),
-            (self.subresource, subresource)))
+        return all(
+            want is None or want == have
+            for want, have in (
+                (self.verb, verb),
+                (self.resource, resource),
+                (self.group, group),
+                (self.namespace, namespace),
+                (self.subresource, subresource),
+            )
+        )
 
 
 class Access:
@@ -33,8 +40,14 @@ class Access:
         self._lock = threading.Lock()
         self.rules: list[Rule] = []
 
-    def deny(self, verb: str | None = None, resource: str | None = None, group: str | None = None,
-             namespace: str | None = None, subresource: str | None = None) -> None:
+    def deny(
+        self,
+        verb: str | None = None,
+        resource: str | None = None,
+        group: str | None = None,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> None:
         """Deny a verb on a resource (e.g. deny("create", "leaderworkersets", "leaderworkerset.x-k8s.io"))."""
         with self._lock:
             self.rules.append(Rule(verb, resource, group, namespace, subresource))
@@ -54,18 +67,23 @@ class Access:
         what = f"{resource}/{subresource}" if subresource else resource
         qualified = f"{what}.{group}" if group else what
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-        return (f'{qualified} is forbidden: User "{USER}" cannot {verb} resource "{what}" in API group '
-                f'"{group}"{where}')
+        return f'{qualified} is forbidden: User "{USER}" cannot {verb} resource "{what}" in API group "{group}"{where}'
 
     def review(self, body: dict) -> dict:
         """Answer a SelfSubjectAccessReview."""
         attrs = (body.get("spec") or {}).get("resourceAttributes") or {}
-        ok = self.allowed(attrs.get("verb", ""), attrs.get("group", ""), attrs.get("resource", ""),
-                          attrs.get("namespace", ""), attrs.get("subresource", ""))
+        ok = self.allowed(
+            attrs.get("verb", ""),
+            attrs.get("group", ""),
+            attrs.get("resource", ""),
+            attrs.get("namespace", ""),
+            attrs.get("subresource", ""),
+        )
         status = {"allowed": ok}
         if ok:
-            status["reason"] = f'RBAC: allowed by ClusterRoleBinding "test-admin" of ClusterRole "cluster-admin" to ' \
-                               f'User "{USER}"'
+            status["reason"] = (
+                f'RBAC: allowed by ClusterRoleBinding "test-admin" of ClusterRole "cluster-admin" to User "{USER}"'
+            )
         else:
             status["denied"] = False
             status["reason"] = ""

@@ -40,19 +40,27 @@ class Admission:
 
     def __post_init__(self) -> None:
         if self.directive not in DIRECTIVES:
-            raise ApiError.bad_request(f'fieldValidation must be one of "Ignore", "Warn", or "Strict", '
-                                       f'got "{self.directive}"')
+            raise ApiError.bad_request(
+                f'fieldValidation must be one of "Ignore", "Warn", or "Strict", got "{self.directive}"'
+            )
 
     def check_apply_config(self, config: dict, namespace: str | None) -> None:
         """The typed conversion of an apply configuration (before any merge)."""
         schema = self.rtype.schema(self.version)
-        errors = structural.typed_errors(schema, config) if schema is not None else \
-            builtin.typed_errors(self.rtype, self.version, config)
+        errors = (
+            structural.typed_errors(schema, config)
+            if schema is not None
+            else builtin.typed_errors(self.rtype, self.version, config)
+        )
         if errors:
             meta = config.get("metadata") or {}
             gvk = f"{self.rtype.api_version(self.version)}, Kind={self.rtype.kind}"
-            raise ApiError(500, f"failed to create typed patch object ({namespace or ''}/{meta.get('name', '')}; "
-                                f"{gvk}): {structural.smd_message(errors)}", reason="")
+            raise ApiError(
+                500,
+                f"failed to create typed patch object ({namespace or ''}/{meta.get('name', '')}; "
+                f"{gvk}): {structural.smd_message(errors)}",
+                reason="",
+            )
 
     def __call__(self, new: dict, old: dict | None, *, applied: bool = False) -> None:
         """Admit `new` (replacing `old`, None on create) in place, or raise the server's answer."""
@@ -80,6 +88,8 @@ class Admission:
         found = [f'unknown field "{path}"' for path in dropped]
         if self.directive == "Strict":
             kind = self.rtype.kind
-            raise ApiError.bad_request(f'{kind} in version "{self.version}" cannot be handled as a {kind}: '
-                                       f"strict decoding error: {', '.join(found)}")
+            raise ApiError.bad_request(
+                f'{kind} in version "{self.version}" cannot be handled as a {kind}: '
+                f"strict decoding error: {', '.join(found)}"
+            )
         self.warnings += found

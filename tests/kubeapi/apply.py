@@ -73,8 +73,9 @@ def _leaves(value: object, prefix: Path, out: dict[Path, object], schema: dict |
         out[prefix] = value
 
 
-def leaf_values(obj: dict, rtype: ResourceType, subresource: str | None,
-                schema: dict | None = None) -> dict[Path, object]:
+def leaf_values(
+    obj: dict, rtype: ResourceType, subresource: str | None, schema: dict | None = None
+) -> dict[Path, object]:
     """{owned leaf path: value} of `obj` for a write to the main resource or to its status subresource, in
     document order (new list-map elements are appended in that order)."""
     out: dict[Path, object] = {}
@@ -246,7 +247,7 @@ class Ownership:
         for key, (_, paths) in self.entries.items():
             if key[0] == exclude_manager:
                 continue
-            if any(p[:len(path)] == path or path[:len(p)] == p for p in paths):
+            if any(p[: len(path)] == path or path[: len(p)] == p for p in paths):
                 found.append(key)
         return found
 
@@ -263,14 +264,15 @@ class Ownership:
     def drop(self, key: tuple[str, str, str], path: Path) -> None:
         """Remove ownership of `path` (and overlapping paths) from one entry."""
         api_version, paths = self.entries[key]
-        self.entries[key] = (api_version, {p for p in paths if not (p[:len(path)] == path or path[:len(p)] == p)})
+        self.entries[key] = (api_version, {p for p in paths if not (p[: len(path)] == path or path[: len(p)] == p)})
 
-    def write(self, obj: dict, previous: dict | None, present: set[Path],
-              in_scope: Callable[[Path], bool]) -> None:
+    def write(self, obj: dict, previous: dict | None, present: set[Path], in_scope: Callable[[Path], bool]) -> None:
         """Store the entries into obj.metadata.managedFields, keeping timestamps of unchanged entries; owned paths
         the write could touch (`in_scope`) stay only if `present`."""
-        old_times = {(e["manager"], e.get("operation"), e.get("subresource", "")): (e.get("time"), e.get("fieldsV1"))
-                     for e in ((previous or {}).get("metadata") or {}).get("managedFields") or []}
+        old_times = {
+            (e["manager"], e.get("operation"), e.get("subresource", "")): (e.get("time"), e.get("fieldsV1"))
+            for e in ((previous or {}).get("metadata") or {}).get("managedFields") or []
+        }
         entries = []
         for (manager, operation, sub), (api_version, paths) in self.entries.items():
             paths = {p for p in paths if p in present or not in_scope(p)}
@@ -279,9 +281,14 @@ class Ownership:
             unchanged = paths == self.original.get((manager, operation, sub))
             fields = self.raw[(manager, operation, sub)] if unchanged else to_fields_v1(paths)
             old = old_times.get((manager, operation, sub))
-            entry = {"manager": manager, "operation": operation, "apiVersion": api_version,
-                     "time": old[0] if old and old[1] == fields else now(), "fieldsType": "FieldsV1",
-                     "fieldsV1": fields}
+            entry = {
+                "manager": manager,
+                "operation": operation,
+                "apiVersion": api_version,
+                "time": old[0] if old and old[1] == fields else now(),
+                "fieldsType": "FieldsV1",
+                "fieldsV1": fields,
+            }
             if sub:
                 entry["subresource"] = sub
             entries.append(entry)
@@ -304,14 +311,24 @@ def _display(path: Path) -> str:
     return out
 
 
-def apply(live: dict | None, config: dict, rtype: ResourceType, manager: str, force: bool,
-          subresource: str | None, api_version: str) -> dict:
+def apply(
+    live: dict | None,
+    config: dict,
+    rtype: ResourceType,
+    manager: str,
+    force: bool,
+    subresource: str | None,
+    api_version: str,
+) -> dict:
     """The object after `manager` applies `config` to `live` (None: create); raises 409 on a conflict unless forced."""
     schema = schema_for(rtype, api_version)
     values = leaf_values(config, rtype, subresource, schema)
     applied = set(values)
-    result = copy.deepcopy(live) if live is not None else {"apiVersion": config["apiVersion"],
-                                                            "kind": config["kind"], "metadata": {}}
+    result = (
+        copy.deepcopy(live)
+        if live is not None
+        else {"apiVersion": config["apiVersion"], "kind": config["kind"], "metadata": {}}
+    )
     ownership = Ownership(live)
     me = (manager, "Apply", subresource or "")
     conflicts: list[tuple[Path, str]] = []
@@ -328,20 +345,26 @@ def apply(live: dict | None, config: dict, rtype: ResourceType, manager: str, fo
         raise _conflict(rtype, config["metadata"]["name"], conflicts)
     previous = ownership.entries.get(me, (api_version, set()))[1]
     for path in previous - applied:
-        if not any(p for p in applied if p[:len(path)] == path or path[:len(p)] == p) \
-                and not ownership.owners(path, manager):
+        if not any(p for p in applied if p[: len(path)] == path or path[: len(p)] == p) and not ownership.owners(
+            path, manager
+        ):
             delete_path(result, path)
     for path, value in values.items():
         if not _empty_map_on_map(get_path(result, path)[1], config, path):
             set_path(result, path, value)
     ownership.entries[me] = (api_version, applied)
-    ownership.write(result, live, _present(leaf_values(result, rtype, subresource, schema)),
-                    lambda p: _in_scope(p, rtype, subresource))
+    ownership.write(
+        result,
+        live,
+        _present(leaf_values(result, rtype, subresource, schema)),
+        lambda p: _in_scope(p, rtype, subresource),
+    )
     return result
 
 
-def record_update(old: dict | None, new: dict, rtype: ResourceType, manager: str, subresource: str | None,
-                  api_version: str) -> None:
+def record_update(
+    old: dict | None, new: dict, rtype: ResourceType, manager: str, subresource: str | None, api_version: str
+) -> None:
     """Give `manager` (operation Update) the fields a non-apply write changed or added; others lose them."""
     ownership = Ownership(old)
     schema = schema_for(rtype, api_version)
@@ -361,8 +384,10 @@ def _conflict(rtype: ResourceType, name: str, conflicts: list[tuple[Path, str]])
     """The apply conflict error of k8s.io/apimachinery/pkg/util/managedfields/internal/conflict.go: one cause per
     field; one conflict in one line, several grouped by manager (sorted) as `conflicts with M:` and `- path` lines.
     """
-    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": _display(path)}
-              for path, who in conflicts]
+    causes = [
+        {"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": _display(path)}
+        for path, who in conflicts
+    ]
     if len(causes) == 1:
         summary = f"Apply failed with 1 conflict: {causes[0]['message']}: {causes[0]['field']}"
     else:
@@ -371,5 +396,6 @@ def _conflict(rtype: ResourceType, name: str, conflicts: list[tuple[Path, str]])
             lines.append(f"conflicts with {who}:")
             lines += [f"- {_display(path)}" for path, other in conflicts if other == who]
         summary = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
-    return ApiError(409, summary, "Conflict",
-                    {"name": name, "group": rtype.group, "kind": rtype.plural, "causes": causes})
+    return ApiError(
+        409, summary, "Conflict", {"name": name, "group": rtype.group, "kind": rtype.plural, "causes": causes}
+    )

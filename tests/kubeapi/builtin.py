@@ -37,8 +37,11 @@ def _definitions() -> dict[str, dict]:
         if isinstance(ref, str):
             name = ref.rsplit("/", 1)[-1]
             return {"x-kubernetes-int-or-string": True} if name in _INT_OR_STRING else converted[name]
-        out = {k: v for k, v in node.items() if k not in ("description", "type", "oneOf", "properties", "items",
-                                                           "additionalProperties")}
+        out = {
+            k: v
+            for k, v in node.items()
+            if k not in ("description", "type", "oneOf", "properties", "items", "additionalProperties")
+        }
         if "properties" in node:
             out["properties"] = {key: convert(sub) for key, sub in node["properties"].items()}
         for key in ("items", "additionalProperties"):

@@ -17,8 +17,12 @@ from tests.kubeapi.errors import FieldError
 from tests.kubeapi.structural import Path, field_path, list_map_keys
 
 _MISSING = object()
-_REASONS = {"FieldValueRequired": "Required", "FieldValueForbidden": "Forbidden",
-            "FieldValueDuplicate": "Duplicate", "FieldValueInvalid": "Invalid"}
+_REASONS = {
+    "FieldValueRequired": "Required",
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueDuplicate": "Duplicate",
+    "FieldValueInvalid": "Invalid",
+}
 
 
 @functools.lru_cache(maxsize=256)
@@ -56,8 +60,14 @@ def _walk(schema: dict, value: object, old: object, path: Path, errors: list[Fie
         if not _holds(rule["rule"], value, old if transition else _MISSING):
             where = field_path(path) + (rule.get("fieldPath") or "")
             kind = _REASONS.get(rule.get("reason", ""), "Invalid")
-            errors.append(FieldError(kind, where.lstrip("."), schema.get("type", "object"),
-                                     rule.get("message") or f"failed rule: {rule['rule']}"))
+            errors.append(
+                FieldError(
+                    kind,
+                    where.lstrip("."),
+                    schema.get("type", "object"),
+                    rule.get("message") or f"failed rule: {rule['rule']}",
+                )
+            )
     if isinstance(value, dict):
         props = schema.get("properties") or {}
         extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else None
@@ -68,9 +78,13 @@ def _walk(schema: dict, value: object, old: object, path: Path, errors: list[Fie
                 _walk(sub, child, before, (*path, key), errors)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         keys = list_map_keys(schema)
-        olds = {tuple(o.get(k) for k in keys): o for o in old if isinstance(o, dict)} \
-            if keys and isinstance(old, list) else {}
+        olds = (
+            {tuple(o.get(k) for k in keys): o for o in old if isinstance(o, dict)}
+            if keys and isinstance(old, list)
+            else {}
+        )
         for i, item in enumerate(value):
-            before = olds.get(tuple(item.get(k) for k in keys), _MISSING) if keys and isinstance(item, dict) \
-                else _MISSING
+            before = (
+                olds.get(tuple(item.get(k) for k in keys), _MISSING) if keys and isinstance(item, dict) else _MISSING
+            )
             _walk(schema["items"], item, before, (*path, i), errors)

@@ -63,9 +63,18 @@ def require() -> Path:
 _OPEN = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
 
 
-def crd(group: str, version: str, kind: str, plural: str, *, short: list[str] | None = None,
-        status: bool = True, scale: dict | None = None, columns: list[dict] | None = None,
-        categories: list[str] | None = None) -> dict:
+def crd(
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    *,
+    short: list[str] | None = None,
+    status: bool = True,
+    scale: dict | None = None,
+    columns: list[dict] | None = None,
+    categories: list[str] | None = None,
+) -> dict:
     """An apiextensions.k8s.io/v1 CustomResourceDefinition for one served, stored version."""
     subresources: dict = {}
     if status:
@@ -80,40 +89,70 @@ def crd(group: str, version: str, kind: str, plural: str, *, short: list[str] | 
     served = {"name": version, "served": True, "storage": True, "schema": _OPEN, "subresources": subresources}
     if columns:
         served["additionalPrinterColumns"] = columns
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "names": names, "scope": "Namespaced", "versions": [served]}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "names": names, "scope": "Namespaced", "versions": [served]},
+    }
 
 
 def leaderworkerset() -> dict:
     """leaderworkersets.leaderworkerset.x-k8s.io (v1), with its printer columns and scale subresource."""
-    return upstream("LeaderWorkerSet") or crd("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets", short=["lws"],
-               scale={"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
-                      "labelSelectorPath": ".status.hpaPodSelector"},
-               columns=[{"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
-                        {"name": "Desired", "type": "integer", "jsonPath": ".spec.replicas"},
-                        {"name": "Up-to-date", "type": "integer", "jsonPath": ".status.updatedReplicas"},
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}])
+    return upstream("LeaderWorkerSet") or crd(
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+        short=["lws"],
+        scale={
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.hpaPodSelector",
+        },
+        columns=[
+            {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
+            {"name": "Desired", "type": "integer", "jsonPath": ".spec.replicas"},
+            {"name": "Up-to-date", "type": "integer", "jsonPath": ".status.updatedReplicas"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    )
 
 
 def compute_domain() -> dict:
     """computedomains.resource.nvidia.com (v1beta1)."""
-    return upstream("ComputeDomain") or crd("resource.nvidia.com", "v1beta1", "ComputeDomain", "computedomains", short=["cd"])
+    return upstream("ComputeDomain") or crd(
+        "resource.nvidia.com", "v1beta1", "ComputeDomain", "computedomains", short=["cd"]
+    )
 
 
 def service_monitor() -> dict:
     """servicemonitors.monitoring.coreos.com (v1), which has no status subresource."""
-    return upstream("ServiceMonitor") or crd("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors",
-                                             short=["smon"], status=False, categories=["prometheus-operator"])
+    return upstream("ServiceMonitor") or crd(
+        "monitoring.coreos.com",
+        "v1",
+        "ServiceMonitor",
+        "servicemonitors",
+        short=["smon"],
+        status=False,
+        categories=["prometheus-operator"],
+    )
 
 
 def prometheus_rule() -> dict:
     """prometheusrules.monitoring.coreos.com (v1), with a status subresource like upstream's."""
-    return upstream("PrometheusRule") or crd("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules",
-                                             short=["promrule"], categories=["prometheus-operator"])
+    return upstream("PrometheusRule") or crd(
+        "monitoring.coreos.com",
+        "v1",
+        "PrometheusRule",
+        "prometheusrules",
+        short=["promrule"],
+        categories=["prometheus-operator"],
+    )
 
 
 def inference_pool() -> dict:
     """inferencepools.inference.networking.k8s.io (v1)."""
-    return upstream("InferencePool") or crd("inference.networking.k8s.io", "v1", "InferencePool", "inferencepools",
-                                            short=["infpool"])
+    return upstream("InferencePool") or crd(
+        "inference.networking.k8s.io", "v1", "InferencePool", "inferencepools", short=["infpool"]
+    )

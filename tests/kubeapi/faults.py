@@ -46,12 +46,31 @@ class Faults:
         #: Every request served, as "METHOD path?query", for tests that count retries.
         self.requests: list[str] = []
 
-    def add(self, method: str, path_regex: str, status: int | None = None, *, retry_after: float | None = None,
-            times: int | None = 1, delay: float = 0.0, drop: bool = False, drop_after: int = 0,
-            message: str | None = None) -> Fault:
+    def add(
+        self,
+        method: str,
+        path_regex: str,
+        status: int | None = None,
+        *,
+        retry_after: float | None = None,
+        times: int | None = 1,
+        delay: float = 0.0,
+        drop: bool = False,
+        drop_after: int = 0,
+        message: str | None = None,
+    ) -> Fault:
         """Add a rule; returns it so a test can read `.hits` afterwards."""
-        rule = Fault(method.upper() if method != "*" else "*", path_regex, status, retry_after, times, delay, drop,
-                     drop_after, message)
+        rule = Fault(
+            method.upper() if method != "*" else "*",
+            path_regex,
+            status,
+            retry_after,
+            times,
+            delay,
+            drop,
+            drop_after,
+            message,
+        )
         with self._lock:
             self.rules.append(rule)
         return rule

@@ -28,7 +28,7 @@ def _warning_headers(call: Call) -> dict[str, str]:
     """
     if not call.warnings:
         return {}
-    return {"Warning": ", ".join('299 - ' + json.dumps(w) for w in call.warnings)}
+    return {"Warning": ", ".join("299 - " + json.dumps(w) for w in call.warnings)}
 
 
 class _DroppedError(Exception):
@@ -128,8 +128,11 @@ class Handler(BaseHTTPRequestHandler):
         if fault.drop and not (is_watch and fault.drop_after > 0):
             self._drop()
         if fault.status is not None:
-            raise ApiError(fault.status, fault.message or _FAULT_MESSAGES.get(fault.status, "injected fault"),
-                           retry_after=fault.retry_after)
+            raise ApiError(
+                fault.status,
+                fault.message or _FAULT_MESSAGES.get(fault.status, "injected fault"),
+                retry_after=fault.retry_after,
+            )
 
     def _route(self, method: str, path: str, query: dict[str, str], body: bytes, fault: Fault | None) -> None:
         api = self.server.api
@@ -175,12 +178,15 @@ class Handler(BaseHTTPRequestHandler):
         call = self._call(method, group, version, rest, query, body)
         self._resource(call, fault)
 
-    def _call(self, method: str, group: str, version: str, rest: list[str], query: dict[str, str],
-              body: bytes) -> Call:
+    def _call(self, method: str, group: str, version: str, rest: list[str], query: dict[str, str], body: bytes) -> Call:
         registry = self.server.api.registry
         namespace = None
-        if rest[0] == "namespaces" and len(rest) >= 3 and registry.lookup(group, version, rest[2]) is not None \
-                and registry.lookup(group, version, rest[2]).namespaced:
+        if (
+            rest[0] == "namespaces"
+            and len(rest) >= 3
+            and registry.lookup(group, version, rest[2]) is not None
+            and registry.lookup(group, version, rest[2]).namespaced
+        ):
             namespace, rest = rest[1], rest[2:]
         rtype = registry.lookup(group, version, rest[0])
         if rtype is None or len(rest) > 3:
@@ -197,9 +203,13 @@ class Handler(BaseHTTPRequestHandler):
         store, rtype = api.store, call.rtype
         verb = call.verb
         if not api.access.allowed(verb, rtype.group, rtype.plural, call.namespace or "", call.subresource or ""):
-            raise ApiError(403, api.access.forbidden_message(verb, rtype.group, rtype.plural, call.namespace or "",
-                                                             call.subresource or ""),
-                           details={"name": call.name or "", "group": rtype.group, "kind": rtype.plural})
+            raise ApiError(
+                403,
+                api.access.forbidden_message(
+                    verb, rtype.group, rtype.plural, call.namespace or "", call.subresource or ""
+                ),
+                details={"name": call.name or "", "group": rtype.group, "kind": rtype.plural},
+            )
         if rtype.key == ("authorization.k8s.io", "selfsubjectaccessreviews") and call.method == "POST":
             return self._send_json(201, api.access.review(call.json_body() or {}))
         if call.subresource == "log":
@@ -232,9 +242,16 @@ class Handler(BaseHTTPRequestHandler):
         by_field = field_selector(call.query.get("fieldSelector"))
         timeout = float(call.query.get("timeoutSeconds") or api.default_watch_timeout)
         bookmarks = api.bookmark_interval if call.query.get("allowWatchBookmarks") == "true" else None
-        stream = watch.events(api.store, call.rtype, call.api_version, call.namespace,
-                              lambda o: by_label(o) and by_field(o), call.query.get("resourceVersion"), timeout,
-                              bookmarks)
+        stream = watch.events(
+            api.store,
+            call.rtype,
+            call.api_version,
+            call.namespace,
+            lambda o: by_label(o) and by_field(o),
+            call.query.get("resourceVersion"),
+            timeout,
+            bookmarks,
+        )
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -256,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
 _FAULT_MESSAGES = {
     403: "forbidden: injected by the test",
     409: "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest "
-         "version and try again",
+    "version and try again",
     429: "Too many requests, please try again later.",
     500: "Internal error occurred: injected by the test",
     503: "The server is currently unable to handle the request",
@@ -272,4 +289,3 @@ class ApiHTTPServer(ThreadingHTTPServer):
     def __init__(self, api: KubeApiServer) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.api = api
-

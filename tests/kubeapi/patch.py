@@ -45,8 +45,11 @@ def json_patch(doc: dict, ops: list[dict]) -> dict:
             if kind == "test":
                 current = parent[int(last)] if isinstance(parent, list) else parent[last]
                 if current != op.get("value"):
-                    raise ApiError(422, f"the server rejected our request due to an error in our request: "
-                                        f"testing value {op['path']} failed")
+                    raise ApiError(
+                        422,
+                        f"the server rejected our request due to an error in our request: "
+                        f"testing value {op['path']} failed",
+                    )
                 continue
             if kind in ("copy", "move"):
                 src = _pointer(op["from"])

@@ -32,11 +32,11 @@ def fields(data: bytes) -> dict[int, list[object]]:
             value, pos = _varint(data, pos)
         elif wire == 2:
             length, pos = _varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
+            value, pos = data[pos : pos + length], pos + length
         elif wire == 1:
-            value, pos = data[pos:pos + 8], pos + 8
+            value, pos = data[pos : pos + 8], pos + 8
         elif wire == 5:
-            value, pos = data[pos:pos + 4], pos + 4
+            value, pos = data[pos : pos + 4], pos + 4
         else:
             raise ValueError(f"unsupported protobuf wire type {wire}")
         out.setdefault(number, []).append(value)
@@ -51,15 +51,19 @@ def decode(body: bytes) -> dict:
     """The JSON-shaped object of a protobuf body; 415 unless it is a SelfSubjectAccessReview."""
     if not body.startswith(MAGIC):
         raise ApiError(415, "the body of the request was not a Kubernetes protobuf message")
-    unknown = fields(body[len(MAGIC):])
+    unknown = fields(body[len(MAGIC) :])
     type_meta = fields(unknown[1][0]) if 1 in unknown else {}  # type: ignore[arg-type]
     api_version, kind = _text(type_meta, 1), _text(type_meta, 2)
     if kind != "SelfSubjectAccessReview":
-        raise ApiError(415, f"the test API server reads protobuf only for SelfSubjectAccessReview, not {kind!r}; "
-                            "send JSON")
+        raise ApiError(
+            415, f"the test API server reads protobuf only for SelfSubjectAccessReview, not {kind!r}; send JSON"
+        )
     review = fields(unknown[2][0])  # type: ignore[arg-type]
     spec = fields(review[2][0]) if 2 in review else {}  # type: ignore[arg-type]
     attrs = fields(spec[1][0]) if 1 in spec else {}  # type: ignore[arg-type]
     names = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
-    return {"apiVersion": api_version, "kind": kind,
-            "spec": {"resourceAttributes": {n: _text(attrs, i + 1) for i, n in enumerate(names)}}}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "spec": {"resourceAttributes": {n: _text(attrs, i + 1) for i, n in enumerate(names)}},
+    }

@@ -30,8 +30,11 @@ class ResourceType:
     def schema(self, version: str | None = None) -> dict | None:
         """The structural schema objects of `version` (default: the storage version) are held to, if any."""
         found = self.schemas.get(version or self.versions[0])
-        return None if found is None or (found.get("x-kubernetes-preserve-unknown-fields") and \
-            not found.get("properties")) else found
+        return (
+            None
+            if found is None or (found.get("x-kubernetes-preserve-unknown-fields") and not found.get("properties"))
+            else found
+        )
 
     @property
     def singular(self) -> str:
@@ -59,10 +62,28 @@ class ResourceType:
         return "status" in self.subresources
 
 
-def _t(group: str, versions: str, kind: str, plural: str, namespaced: bool = True, sub: str = "status",
-       short: str = "", cats: str = "", verbs: tuple[str, ...] = CRUD_VERBS) -> ResourceType:
-    return ResourceType(group, tuple(versions.split()), kind, plural, namespaced,
-                        frozenset(sub.split()), tuple(short.split()), tuple(cats.split()), verbs)
+def _t(
+    group: str,
+    versions: str,
+    kind: str,
+    plural: str,
+    namespaced: bool = True,
+    sub: str = "status",
+    short: str = "",
+    cats: str = "",
+    verbs: tuple[str, ...] = CRUD_VERBS,
+) -> ResourceType:
+    return ResourceType(
+        group,
+        tuple(versions.split()),
+        kind,
+        plural,
+        namespaced,
+        frozenset(sub.split()),
+        tuple(short.split()),
+        tuple(cats.split()),
+        verbs,
+    )
 
 
 BUILTINS: tuple[ResourceType, ...] = (
@@ -95,12 +116,26 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, ""),
     _t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, ""),
     _t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, ""),
-    _t("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, "",
-       verbs=("create",)),
+    _t(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        False,
+        "",
+        verbs=("create",),
+    ),
     _t("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, "", verbs=("create",)),
     _t("coordination.k8s.io", "v1", "Lease", "leases", True, ""),
-    _t("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False, "status",
-       "crd crds"),
+    _t(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        False,
+        "status",
+        "crd crds",
+    ),
     _t("events.k8s.io", "v1", "Event", "events", True, "", "ev"),
 )
 
@@ -124,10 +159,16 @@ def crd_types(crd: dict) -> ResourceType:
         subresources.update((v.get("subresources") or {}).keys())
     columns = tuple((served[0].get("additionalPrinterColumns") or []) if served else [])
     return ResourceType(
-        group=spec["group"], versions=tuple(v["name"] for v in served), kind=names["kind"], plural=names["plural"],
-        namespaced=spec.get("scope", "Namespaced") == "Namespaced", subresources=frozenset(subresources),
-        short_names=tuple(names.get("shortNames", [])), categories=tuple(names.get("categories", [])),
-        crd=True, printer_columns=columns,
+        group=spec["group"],
+        versions=tuple(v["name"] for v in served),
+        kind=names["kind"],
+        plural=names["plural"],
+        namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+        subresources=frozenset(subresources),
+        short_names=tuple(names.get("shortNames", [])),
+        categories=tuple(names.get("categories", [])),
+        crd=True,
+        printer_columns=columns,
         schemas={v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in served},
     )
 

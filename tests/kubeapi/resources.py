@@ -38,8 +38,9 @@ class Call:
     def admission(self) -> Admission:
         """This write's admission (pruning, defaulting, validation, webhooks), by fieldValidation."""
         if self._admission is None:
-            self._admission = Admission(self.rtype, self.version, self.subresource,
-                                        self.query.get("fieldValidation") or "Warn", self.warnings)
+            self._admission = Admission(
+                self.rtype, self.version, self.subresource, self.query.get("fieldValidation") or "Warn", self.warnings
+            )
         return self._admission
 
     @property
@@ -79,8 +80,12 @@ class Call:
             if self.name:
                 return "get"
             return "watch" if self.query.get("watch") in ("true", "1") else "list"
-        return {"POST": "create", "PUT": "update", "PATCH": "patch",
-                "DELETE": "delete" if self.name else "deletecollection"}[self.method]
+        return {
+            "POST": "create",
+            "PUT": "update",
+            "PATCH": "patch",
+            "DELETE": "delete" if self.name else "deletecollection",
+        }[self.method]
 
 
 def _versioned(obj: dict, api_version: str) -> dict:
@@ -91,14 +96,17 @@ def _versioned(obj: dict, api_version: str) -> dict:
 def list_objects(store: Store, call: Call) -> dict:
     """A list (or a Table when asked for one) with the list resourceVersion."""
     with store.lock:
-        items = store.list(call.rtype, call.namespace, call.query.get("labelSelector"),
-                           call.query.get("fieldSelector"))
+        items = store.list(call.rtype, call.namespace, call.query.get("labelSelector"), call.query.get("fieldSelector"))
         rv = str(store.rv)
     items = [_versioned(o, call.api_version) for o in items]
     if "as=Table" in call.headers.get("accept", ""):
         return as_table(call.rtype, items, rv)
-    return {"kind": f"{call.rtype.kind}List", "apiVersion": call.api_version,
-            "metadata": {"resourceVersion": rv}, "items": items}
+    return {
+        "kind": f"{call.rtype.kind}List",
+        "apiVersion": call.api_version,
+        "metadata": {"resourceVersion": rv},
+        "items": items,
+    }
 
 
 def _check_name(call: Call, obj: dict) -> None:
@@ -107,8 +115,9 @@ def _check_name(call: Call, obj: dict) -> None:
         raise ApiError.bad_request(f"the name of the object ({sent}) does not match the name on the URL ({call.name})")
     sent_ns = (obj.get("metadata") or {}).get("namespace")
     if call.rtype.namespaced and call.namespace and sent_ns and sent_ns != call.namespace:
-        raise ApiError.bad_request("the namespace of the provided object does not match the namespace sent on the "
-                                   "request")
+        raise ApiError.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
 
 
 def get_object(store: Store, call: Call) -> dict:
@@ -125,8 +134,15 @@ def create(store: Store, call: Call) -> tuple[int, dict]:
     if not isinstance(obj, dict):
         raise ApiError.bad_request("the body of the request was not an object")
     _check_name(call, obj)
-    created = store.create(call.rtype, obj, call.namespace, manager=call.manager, dry_run=call.dry_run,
-                           version=call.version, admit=call.admission)
+    created = store.create(
+        call.rtype,
+        obj,
+        call.namespace,
+        manager=call.manager,
+        dry_run=call.dry_run,
+        version=call.version,
+        admit=call.admission,
+    )
     return 201, created
 
 
@@ -137,9 +153,18 @@ def replace(store: Store, call: Call) -> dict:
         raise ApiError.bad_request("the body of the request was not an object")
     _check_name(call, obj)
     obj.setdefault("metadata", {})["name"] = call.name
-    return _versioned(store.replace(call.rtype, obj, call.namespace, subresource=call.subresource,
-                                    manager=call.manager, dry_run=call.dry_run, admit=call.admission),
-                     call.api_version)
+    return _versioned(
+        store.replace(
+            call.rtype,
+            obj,
+            call.namespace,
+            subresource=call.subresource,
+            manager=call.manager,
+            dry_run=call.dry_run,
+            admit=call.admission,
+        ),
+        call.api_version,
+    )
 
 
 def patch(store: Store, call: Call) -> tuple[int, dict]:
@@ -155,9 +180,16 @@ def patch(store: Store, call: Call) -> tuple[int, dict]:
         body.setdefault("metadata", {})["name"] = call.name
         existed = store.get(call.rtype, call.name or "", call.namespace) is not None
         call.admission.check_apply_config(body, call.namespace)
-        out = store.apply(call.rtype, body, call.namespace, manager=call.manager,
-                          force=call.query.get("force") == "true", subresource=call.subresource,
-                          dry_run=call.dry_run, admit=call.admission)
+        out = store.apply(
+            call.rtype,
+            body,
+            call.namespace,
+            manager=call.manager,
+            force=call.query.get("force") == "true",
+            subresource=call.subresource,
+            dry_run=call.dry_run,
+            admit=call.admission,
+        )
         return (200 if existed else 201), _versioned(out, call.api_version)
     if content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
         if not isinstance(body, dict):
@@ -176,11 +208,22 @@ def patch(store: Store, call: Call) -> tuple[int, dict]:
             obj.clear()
             obj.update(patched)
     else:
-        raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
-                            f"application/json-patch+json, application/merge-patch+json, "
-                            f"application/apply-patch+yaml (got {content_type!r})")
-    out = store.update(call.rtype, call.name or "", call.namespace, mutate, subresource=call.subresource,
-                       manager=call.manager, dry_run=call.dry_run, admit=call.admission)
+        raise ApiError(
+            415,
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"application/json-patch+json, application/merge-patch+json, "
+            f"application/apply-patch+yaml (got {content_type!r})",
+        )
+    out = store.update(
+        call.rtype,
+        call.name or "",
+        call.namespace,
+        mutate,
+        subresource=call.subresource,
+        manager=call.manager,
+        dry_run=call.dry_run,
+        admit=call.admission,
+    )
     return 200, _versioned(out, call.api_version)
 
 
@@ -192,17 +235,30 @@ def delete(store: Store, call: Call) -> dict:
     dry_run = call.dry_run or "All" in (options.get("dryRun") or [])
     grace_raw = call.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
     grace = float(grace_raw) if grace_raw is not None else None
-    gone = store.delete(call.rtype, call.name or "", call.namespace, dry_run=dry_run, propagation=propagation,
-                        grace=grace)
-    pending = bool(gone["metadata"].get("deletionTimestamp")) and not dry_run and \
-        store.get(call.rtype, call.name or "", call.namespace) is not None
+    gone = store.delete(
+        call.rtype, call.name or "", call.namespace, dry_run=dry_run, propagation=propagation, grace=grace
+    )
+    pending = (
+        bool(gone["metadata"].get("deletionTimestamp"))
+        and not dry_run
+        and store.get(call.rtype, call.name or "", call.namespace) is not None
+    )
     # apiserver registry/generic/registry/store.go Delete: an object whose deletion waits (finalizers, grace period)
     # is returned as it now is.
     if call.rtype.plural in ("pods", "namespaces") or call.rtype.crd or pending:
         return _versioned(gone, call.api_version)
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": call.name, "group": call.rtype.group, "kind": call.rtype.plural,
-                        "uid": gone["metadata"]["uid"]}}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": call.name,
+            "group": call.rtype.group,
+            "kind": call.rtype.plural,
+            "uid": gone["metadata"]["uid"],
+        },
+    }
 
 
 def delete_collection(store: Store, call: Call) -> dict:
@@ -212,10 +268,17 @@ def delete_collection(store: Store, call: Call) -> dict:
     gone = []
     for obj in store.list(call.rtype, call.namespace):
         if by_label(obj) and by_field(obj):
-            gone.append(store.delete(call.rtype, obj["metadata"]["name"], obj["metadata"].get("namespace"),
-                                     dry_run=call.dry_run))
-    return {"kind": f"{call.rtype.kind}List", "apiVersion": call.api_version,
-            "metadata": {"resourceVersion": str(store.rv)}, "items": gone}
+            gone.append(
+                store.delete(
+                    call.rtype, obj["metadata"]["name"], obj["metadata"].get("namespace"), dry_run=call.dry_run
+                )
+            )
+    return {
+        "kind": f"{call.rtype.kind}List",
+        "apiVersion": call.api_version,
+        "metadata": {"resourceVersion": str(store.rv)},
+        "items": gone,
+    }
 
 
 def pod_log(store: Store, call: Call) -> str:
@@ -225,8 +288,9 @@ def pod_log(store: Store, call: Call) -> str:
     container = call.query.get("container")
     if not container:
         if len(containers) != 1:
-            raise ApiError.bad_request(f"a container name must be specified for pod {call.name}, choose one of: "
-                                       f"[{' '.join(containers)}]")
+            raise ApiError.bad_request(
+                f"a container name must be specified for pod {call.name}, choose one of: [{' '.join(containers)}]"
+            )
         container = containers[0]
     if container not in containers:
         raise ApiError.bad_request(f"container {container} is not valid for pod {call.name}")
@@ -235,14 +299,20 @@ def pod_log(store: Store, call: Call) -> str:
     if key not in source:
         if call.query.get("previous") == "true":
             raise ApiError.bad_request(f'previous terminated container "{container}" in pod "{call.name}" not found')
-        waiting = next((s.get("state", {}).get("waiting") for s in pod.get("status", {}).get("containerStatuses", [])
-                        if s.get("name") == container), None)
+        waiting = next(
+            (
+                s.get("state", {}).get("waiting")
+                for s in pod.get("status", {}).get("containerStatuses", [])
+                if s.get("name") == container
+            ),
+            None,
+        )
         reason = (waiting or {}).get("reason", "ContainerCreating")
         raise ApiError.bad_request(f'container "{container}" in pod "{call.name}" is waiting to start: {reason}')
     lines = list(source[key])
     tail = call.query.get("tailLines")
     if tail is not None:
-        lines = lines[-int(tail):] if int(tail) > 0 else []
+        lines = lines[-int(tail) :] if int(tail) > 0 else []
     return "".join(line + "\n" for line in lines)
 
 

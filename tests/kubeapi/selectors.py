@@ -123,7 +123,7 @@ def field_selector(selector: str | None) -> Predicate:
             raise ApiError.bad_request(f"invalid selector: {term!r}")
         name, op, value = m.groups()
         if name not in _FIELDS:
-            raise ApiError.bad_request(f'field label not supported: {name}')
+            raise ApiError.bad_request(f"field label not supported: {name}")
         path = _FIELDS[name]
         if op == "!=":
             checks.append(lambda obj, p=path, v=value: _field_value(obj, p) != v)

@@ -79,14 +79,18 @@ class Store:
             obj = self.objects.get(rtype.key, {}).get((namespace or "" if rtype.namespaced else "", name))
             return copy.deepcopy(obj) if obj is not None else None
 
-    def list(self, ref: str | ResourceType, namespace: str | None = None, label: str | None = None,
-             field: str | None = None) -> list[dict]:
+    def list(
+        self, ref: str | ResourceType, namespace: str | None = None, label: str | None = None, field: str | None = None
+    ) -> list[dict]:
         """Copies of the matching objects, oldest first (namespace None: all namespaces)."""
         rtype = self.rtype(ref)
         by_label, by_field = label_selector(label), field_selector(field)
         with self.lock:
-            items = [o for (ns, _), o in self.objects.get(rtype.key, {}).items()
-                     if (namespace is None or not rtype.namespaced or ns == namespace) and by_label(o) and by_field(o)]
+            items = [
+                o
+                for (ns, _), o in self.objects.get(rtype.key, {}).items()
+                if (namespace is None or not rtype.namespaced or ns == namespace) and by_label(o) and by_field(o)
+            ]
             items.sort(key=lambda o: int(o["metadata"]["resourceVersion"]))
             return copy.deepcopy(items)
 
@@ -97,23 +101,37 @@ class Store:
                 raise ApiError.bad_request("the server could not find the requested resource: namespace required")
             ns = self.objects.get(("", "namespaces"), {}).get(("", namespace))
             if ns is None:
-                raise ApiError(404, f'namespaces "{namespace}" not found', details={"name": namespace,
-                                                                                   "kind": "namespaces"})
+                raise ApiError(
+                    404, f'namespaces "{namespace}" not found', details={"name": namespace, "kind": "namespaces"}
+                )
             if ns["metadata"].get("deletionTimestamp") and creating:
                 # kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go
-                raise ApiError(403, f'{rtype.group_resource} "{name}" is forbidden: unable to create new content in '
-                                    f"namespace {namespace} because it is being terminated", details={
-                                        "name": name, "group": rtype.group, "kind": rtype.plural, "causes": [{
-                                            "reason": "NamespaceTerminating", "field": "metadata.namespace",
-                                            "message": f"namespace {namespace} is being terminated"}]})
+                raise ApiError(
+                    403,
+                    f'{rtype.group_resource} "{name}" is forbidden: unable to create new content in '
+                    f"namespace {namespace} because it is being terminated",
+                    details={
+                        "name": name,
+                        "group": rtype.group,
+                        "kind": rtype.plural,
+                        "causes": [
+                            {
+                                "reason": "NamespaceTerminating",
+                                "field": "metadata.namespace",
+                                "message": f"namespace {namespace} is being terminated",
+                            }
+                        ],
+                    },
+                )
 
     def _commit(self, rtype: ResourceType, obj: dict, old: dict | None, event: str, dry_run: bool) -> dict:
         """Assign a resourceVersion, store (unless dry run), record the event and run the server-side hooks."""
         meta = obj["metadata"]
         key = (meta.get("namespace", "") if rtype.namespaced else "", meta["name"])
         if dry_run:
-            meta["resourceVersion"] = (old or {}).get("metadata", {}).get("resourceVersion", "0") \
-                if event != "ADDED" else "0"
+            meta["resourceVersion"] = (
+                (old or {}).get("metadata", {}).get("resourceVersion", "0") if event != "ADDED" else "0"
+            )
             return copy.deepcopy(obj)
         self.rv += 1
         meta["resourceVersion"] = str(self.rv)
@@ -146,8 +164,17 @@ class Store:
             meta.pop(key, None)
         return meta
 
-    def create(self, ref: str | ResourceType, obj: dict, namespace: str | None = None, *, manager: str = "test",
-               dry_run: bool = False, version: str | None = None, admit: Admit | None = None) -> dict:
+    def create(
+        self,
+        ref: str | ResourceType,
+        obj: dict,
+        namespace: str | None = None,
+        *,
+        manager: str = "test",
+        dry_run: bool = False,
+        version: str | None = None,
+        admit: Admit | None = None,
+    ) -> dict:
         """POST semantics: 409 if it exists, 404 if the namespace does not; `admit` for writes from clients."""
         rtype = self.rtype(ref)
         obj = copy.deepcopy(obj)
@@ -186,9 +213,17 @@ class Store:
             raise ApiError.not_found(rtype, name)
         return live
 
-    def replace(self, ref: str | ResourceType, obj: dict, namespace: str | None = None, *,
-                subresource: str | None = None, manager: str = "test", dry_run: bool = False,
-                admit: Admit | None = None) -> dict:
+    def replace(
+        self,
+        ref: str | ResourceType,
+        obj: dict,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        manager: str = "test",
+        dry_run: bool = False,
+        admit: Admit | None = None,
+    ) -> dict:
         """PUT semantics: optimistic concurrency on metadata.resourceVersion; status only via the subresource."""
         rtype = self.rtype(ref)
         with self.lock:
@@ -218,9 +253,18 @@ class Store:
                 new.pop("status", None)
         return new
 
-    def update(self, ref: str | ResourceType, name: str, namespace: str | None, mutate: Callable[[dict], None], *,
-               subresource: str | None = None, manager: str = "test", dry_run: bool = False,
-               admit: Admit | None = None) -> dict:
+    def update(
+        self,
+        ref: str | ResourceType,
+        name: str,
+        namespace: str | None,
+        mutate: Callable[[dict], None],
+        *,
+        subresource: str | None = None,
+        manager: str = "test",
+        dry_run: bool = False,
+        admit: Admit | None = None,
+    ) -> dict:
         """Read-modify-write under the store lock (merge patches and controllers use this)."""
         rtype = self.rtype(ref)
         with self.lock:
@@ -233,14 +277,25 @@ class Store:
             ssa.record_update(old, new, rtype, manager, subresource, new["apiVersion"])
             return self._finish_update(rtype, old, new, dry_run)
 
-    def apply(self, ref: str | ResourceType, config: dict, namespace: str | None = None, *, manager: str,
-              force: bool = False, subresource: str | None = None, dry_run: bool = False,
-              admit: Admit | None = None) -> dict:
+    def apply(
+        self,
+        ref: str | ResourceType,
+        config: dict,
+        namespace: str | None = None,
+        *,
+        manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        admit: Admit | None = None,
+    ) -> dict:
         """Server-side apply: create when missing, field ownership, conflicts (409 unless force), removals."""
         rtype = self.rtype(ref)
         meta = config.get("metadata") or {}
-        if config.get("apiVersion") not in [rtype.api_version(v) for v in rtype.versions] \
-                or config.get("kind") != rtype.kind:
+        if (
+            config.get("apiVersion") not in [rtype.api_version(v) for v in rtype.versions]
+            or config.get("kind") != rtype.kind
+        ):
             raise ApiError.bad_request(f"apply config must be a {rtype.kind} of {rtype.api_version()}")
         with self.lock:
             live = self.get(rtype, meta.get("name", ""), namespace if rtype.namespaced else None)
@@ -263,8 +318,16 @@ class Store:
                 admit(merged, live, applied=True)
             return self._finish_update(rtype, live, merged, dry_run)
 
-    def delete(self, ref: str | ResourceType, name: str, namespace: str | None = None, *,
-               dry_run: bool = False, propagation: str = "Background", grace: float | None = None) -> dict:
+    def delete(
+        self,
+        ref: str | ResourceType,
+        name: str,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        propagation: str = "Background",
+        grace: float | None = None,
+    ) -> dict:
         """Delete (pods linger `pod_termination_delay` seconds with a deletionTimestamp); dependents are collected."""
         rtype = self.rtype(ref)
         with self.lock:
@@ -324,8 +387,11 @@ class Store:
             rtype = self.registry.by_key(key)
             for (ns, name), obj in list(bucket.items()):
                 owners = obj["metadata"].get("ownerReferences") or []
-                if any(o.get("uid") == owner_uid for o in owners) and \
-                        not any(o.get("uid") in live_uids for o in owners) and rtype is not None:
+                if (
+                    any(o.get("uid") == owner_uid for o in owners)
+                    and not any(o.get("uid") in live_uids for o in owners)
+                    and rtype is not None
+                ):
                     with contextlib.suppress(ApiError):
                         self.delete(rtype, name, ns or None)
 
@@ -342,12 +408,17 @@ class Store:
             spec.setdefault("schedulerName", "default-scheduler")
         elif rtype.key == ("apiextensions.k8s.io", "customresourcedefinitions"):
             names = obj["spec"]["names"]
-            obj["status"] = {"acceptedNames": names, "storedVersions": [v["name"] for v in obj["spec"]["versions"]
-                                                                        if v.get("storage")],
-                             "conditions": [{"type": t, "status": "True", "reason": r, "message": m,
-                                             "lastTransitionTime": ssa.now()} for t, r, m in (
-                                 ("NamesAccepted", "NoConflicts", "no conflicts found"),
-                                 ("Established", "InitialNamesAccepted", "the initial names have been accepted"))]}
+            obj["status"] = {
+                "acceptedNames": names,
+                "storedVersions": [v["name"] for v in obj["spec"]["versions"] if v.get("storage")],
+                "conditions": [
+                    {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": ssa.now()}
+                    for t, r, m in (
+                        ("NamesAccepted", "NoConflicts", "no conflicts found"),
+                        ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                    )
+                ],
+            }
         elif rtype.key == ("", "persistentvolumeclaims"):
             obj.setdefault("status", {"phase": "Pending"})
             # plugin/pkg/admission/storage/storageobjectinuseprotection: every claim gets the protection finalizer.
@@ -361,9 +432,18 @@ class Store:
                 if old.get("spec", {}).get(part) != new.get("spec", {}).get(part):
                     # apivalidation.ValidateImmutableField prints the new value with Go's %#v; abridged here.
                     shown = {"template": "core.PodTemplateSpec{...}", "selector": "&v1.LabelSelector{...}"}
-                    raise invalid(rtype, old["metadata"]["name"], [FieldError(
-                        "Invalid", f"spec.{part}", GoValue(shown.get(part, str(new["spec"].get(part)))),
-                        "field is immutable")])
+                    raise invalid(
+                        rtype,
+                        old["metadata"]["name"],
+                        [
+                            FieldError(
+                                "Invalid",
+                                f"spec.{part}",
+                                GoValue(shown.get(part, str(new["spec"].get(part)))),
+                                "field is immutable",
+                            )
+                        ],
+                    )
 
     def _after_write(self, rtype: ResourceType, obj: dict, event: str) -> None:
         if rtype.key == ("apiextensions.k8s.io", "customresourcedefinitions"):

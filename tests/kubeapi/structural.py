@@ -51,8 +51,9 @@ def _type_ok(schema: dict, value: object) -> bool:
     if value is None:
         return bool(schema.get("nullable"))
     if want == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
-                                                                          and value.is_integer())
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
     if want == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return json_type(value) == want
@@ -132,14 +133,26 @@ def _validate(schema: dict, value: object, path: Path, errors: list[FieldError])
     typed = _type_ok(schema, value)
     if not typed:
         want = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
-        errors.append(FieldError("TypeInvalid", where, json_type(value),
-                                 _detail(path, f"must be of type {want}: {json.dumps(json_type(value))}")))
+        errors.append(
+            FieldError(
+                "TypeInvalid",
+                where,
+                json_type(value),
+                _detail(path, f"must be of type {want}: {json.dumps(json_type(value))}"),
+            )
+        )
     elif value is None:
         return
     # kube-openapi checks the enum even after a type failure (apiextensions-apiserver validation_test.go).
     if "enum" in schema and value not in schema["enum"]:
-        errors.append(FieldError("NotSupported", where, value,
-                                 "supported values: " + ", ".join(json.dumps(str(v)) for v in schema["enum"])))
+        errors.append(
+            FieldError(
+                "NotSupported",
+                where,
+                value,
+                "supported values: " + ", ".join(json.dumps(str(v)) for v in schema["enum"]),
+            )
+        )
     if not typed:
         return
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -160,11 +173,15 @@ def _validate(schema: dict, value: object, path: Path, errors: list[FieldError])
 def _numbers(schema: dict, value: float, path: Path, errors: list[FieldError]) -> None:
     where = field_path(path)
     if "minimum" in schema and value < schema["minimum"]:
-        errors.append(FieldError("Invalid", where, value,
-                                 _detail(path, f"should be greater than or equal to {schema['minimum']}")))
+        errors.append(
+            FieldError(
+                "Invalid", where, value, _detail(path, f"should be greater than or equal to {schema['minimum']}")
+            )
+        )
     if "maximum" in schema and value > schema["maximum"]:
-        errors.append(FieldError("Invalid", where, value,
-                                 _detail(path, f"should be less than or equal to {schema['maximum']}")))
+        errors.append(
+            FieldError("Invalid", where, value, _detail(path, f"should be less than or equal to {schema['maximum']}"))
+        )
 
 
 def _strings(schema: dict, value: str, path: Path, errors: list[FieldError]) -> None:
@@ -172,16 +189,18 @@ def _strings(schema: dict, value: str, path: Path, errors: list[FieldError]) -> 
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         errors.append(FieldError("TooLong", where, value, f"may not be more than {schema['maxLength']} bytes"))
     if "minLength" in schema and len(value) < schema["minLength"]:
-        errors.append(FieldError("Invalid", where, value,
-                                 _detail(path, f"should be at least {schema['minLength']} chars long")))
+        errors.append(
+            FieldError("Invalid", where, value, _detail(path, f"should be at least {schema['minLength']} chars long"))
+        )
     if "pattern" in schema and not re.search(schema["pattern"], value):
         errors.append(FieldError("Invalid", where, value, _detail(path, f"should match '{schema['pattern']}'")))
     if schema.get("format") == "date-time":
         try:
             datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            errors.append(FieldError("Invalid", where, value,
-                                     _detail(path, f"must be of type date-time: {json.dumps(value)}")))
+            errors.append(
+                FieldError("Invalid", where, value, _detail(path, f"must be of type date-time: {json.dumps(value)}"))
+            )
 
 
 def _arrays(schema: dict, value: list, path: Path, errors: list[FieldError]) -> None:
@@ -189,8 +208,9 @@ def _arrays(schema: dict, value: list, path: Path, errors: list[FieldError]) -> 
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         errors.append(FieldError("TooMany", where, len(value), f"must have at most {schema['maxItems']} items"))
     if "minItems" in schema and len(value) < schema["minItems"]:
-        errors.append(FieldError("Invalid", where, len(value),
-                                 _detail(path, f"should have at least {schema['minItems']} items")))
+        errors.append(
+            FieldError("Invalid", where, len(value), _detail(path, f"should have at least {schema['minItems']} items"))
+        )
     items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
     for i, item in enumerate(value):
         _validate(items, item, (*path, i), errors)
@@ -204,10 +224,16 @@ def _arrays(schema: dict, value: list, path: Path, errors: list[FieldError]) -> 
         else:
             continue
         if key in seen:
-            shown = key if list_type == "set" else "map[string]interface {}{" + ", ".join(
-                f"{json.dumps(k)}:{json.dumps(v)}" for k, v in key.items()) + "}"
-            errors.append(FieldError("Duplicate", field_path((*path, i)), shown if list_type == "set" else
-                                     GoValue(shown)))
+            shown = (
+                key
+                if list_type == "set"
+                else "map[string]interface {}{"
+                + ", ".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in key.items())
+                + "}"
+            )
+            errors.append(
+                FieldError("Duplicate", field_path((*path, i)), shown if list_type == "set" else GoValue(shown))
+            )
         seen.append(key)
 
 
@@ -288,6 +314,7 @@ def schema_at(schema: dict, path: Path) -> dict | None:
             node = node.get("items") if isinstance(node.get("items"), dict) else None
         else:
             props = node.get("properties") or {}
-            node = props.get(key) or (node.get("additionalProperties")
-                                      if isinstance(node.get("additionalProperties"), dict) else None)
+            node = props.get(key) or (
+                node.get("additionalProperties") if isinstance(node.get("additionalProperties"), dict) else None
+            )
     return node

@@ -43,13 +43,26 @@ def _pod_row(pod: dict) -> list:
     ready = sum(1 for s in statuses if s.get("ready"))
     total = len(pod.get("spec", {}).get("containers", []))
     restarts = sum(s.get("restartCount", 0) for s in statuses)
-    return [pod["metadata"]["name"], f"{ready}/{total}", pod_status(pod), restarts,
-            _age(pod["metadata"].get("creationTimestamp")), pod.get("status", {}).get("podIP") or "<none>",
-            pod.get("spec", {}).get("nodeName") or "<none>"]
+    return [
+        pod["metadata"]["name"],
+        f"{ready}/{total}",
+        pod_status(pod),
+        restarts,
+        _age(pod["metadata"].get("creationTimestamp")),
+        pod.get("status", {}).get("podIP") or "<none>",
+        pod.get("spec", {}).get("nodeName") or "<none>",
+    ]
 
 
-_POD_COLUMNS = [("Name", "string", 0), ("Ready", "string", 0), ("Status", "string", 0), ("Restarts", "string", 0),
-                ("Age", "string", 0), ("IP", "string", 1), ("Node", "string", 1)]
+_POD_COLUMNS = [
+    ("Name", "string", 0),
+    ("Ready", "string", 0),
+    ("Status", "string", 0),
+    ("Restarts", "string", 0),
+    ("Age", "string", 0),
+    ("IP", "string", 1),
+    ("Node", "string", 1),
+]
 
 
 def as_table(rtype: ResourceType, items: list[dict], resource_version: str) -> dict:
@@ -57,8 +70,9 @@ def as_table(rtype: ResourceType, items: list[dict], resource_version: str) -> d
     if rtype.key == ("", "pods"):
         columns, rows = _POD_COLUMNS, [_pod_row(p) for p in items]
     elif rtype.printer_columns:
-        columns = [("Name", "string", 0)] + [(c["name"], c.get("type", "string"), c.get("priority", 0))
-                                              for c in rtype.printer_columns]
+        columns = [("Name", "string", 0)] + [
+            (c["name"], c.get("type", "string"), c.get("priority", 0)) for c in rtype.printer_columns
+        ]
         rows = []
         for obj in items:
             row = [obj["metadata"]["name"]]
@@ -70,9 +84,28 @@ def as_table(rtype: ResourceType, items: list[dict], resource_version: str) -> d
         columns = [("Name", "string", 0), ("Age", "string", 0)]
         rows = [[o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp"))] for o in items]
     return {
-        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": [{"name": n, "type": "integer" if t == "integer" else "string", "format": "",
-                               "description": n, "priority": p} for n, t, p in columns],
-        "rows": [{"cells": row, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                                           "metadata": obj["metadata"]}} for row, obj in zip(rows, items, strict=True)],
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": [
+            {
+                "name": n,
+                "type": "integer" if t == "integer" else "string",
+                "format": "",
+                "description": n,
+                "priority": p,
+            }
+            for n, t, p in columns
+        ],
+        "rows": [
+            {
+                "cells": row,
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": obj["metadata"],
+                },
+            }
+            for row, obj in zip(rows, items, strict=True)
+        ],
     }

@@ -18,8 +18,12 @@ def api(kube: KubeApiServer) -> client.ApiClient:
 
 
 def _pod(name: str, labels: dict[str, str] | None = None, image: str = "busybox:1.36") -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"containers": [{"name": "main", "image": image}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"containers": [{"name": "main", "image": image}]},
+    }
 
 
 def test_version_and_discovery_follow_set_version(kube: KubeApiServer, api: client.ApiClient) -> None:
@@ -40,10 +44,15 @@ def test_crds_appear_in_discovery_and_dynamic_client_uses_them(kube: KubeApiServ
     assert lws.namespaced and lws.name == "leaderworkersets"
     cd = dyn.resources.get(api_version="resource.nvidia.com/v1beta1", kind="ComputeDomain")
     sm = dyn.resources.get(api_version="monitoring.coreos.com/v1", kind="ServiceMonitor")
-    created = cd.create(body={"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
-                              "metadata": {"name": "k3-cd"},
-                              "spec": {"numNodes": 4, "channel": {"resourceClaimTemplate": {"name": "k3-channel"}}}},
-                       namespace="default")
+    created = cd.create(
+        body={
+            "apiVersion": "resource.nvidia.com/v1beta1",
+            "kind": "ComputeDomain",
+            "metadata": {"name": "k3-cd"},
+            "spec": {"numNodes": 4, "channel": {"resourceClaimTemplate": {"name": "k3-channel"}}},
+        },
+        namespace="default",
+    )
     assert created.metadata.generation == 1 and created.spec.numNodes == 4
     assert [o.metadata.name for o in cd.get(namespace="default").items] == ["k3-cd"]
     assert sm.get(namespace="default").items == []
@@ -81,9 +90,14 @@ def test_namespaced_create_needs_the_namespace(api: client.ApiClient) -> None:
 
 def test_generation_moves_on_spec_changes_only(api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
-    body = {"metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
-                                                 "template": {"metadata": {"labels": {"a": "b"}},
-                                                              "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    body = {
+        "metadata": {"name": "d"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
+    }
     dep = apps.create_namespaced_deployment("default", body)
     assert dep.metadata.generation == 1
     dep = apps.patch_namespaced_deployment("d", "default", {"metadata": {"labels": {"x": "y"}}})
@@ -109,8 +123,11 @@ def test_merge_patch_removes_with_null_and_json_patch_applies(api: client.ApiCli
 def test_label_and_field_selectors(kube: KubeApiServer, api: client.ApiClient) -> None:
     kube.controllers.disable()
     core = client.CoreV1Api(api)
-    for name, labels in (("a", {"app": "k3", "role": "leader"}), ("b", {"app": "k3", "role": "worker"}),
-                         ("c", {"app": "other"})):
+    for name, labels in (
+        ("a", {"app": "k3", "role": "leader"}),
+        ("b", {"app": "k3", "role": "worker"}),
+        ("c", {"app": "other"}),
+    ):
         core.create_namespaced_pod("default", _pod(name, labels))
 
     def names(**kw: str) -> list[str]:
@@ -146,9 +163,16 @@ def test_pod_logs_with_tail_and_container(kube: KubeApiServer, api: client.ApiCl
 def test_events_select_by_involved_object(kube: KubeApiServer, api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
     for name, reason in (("a", "BackOff"), ("b", "Pulled")):
-        core.create_namespaced_event("default", {
-            "metadata": {"name": f"{name}.1"}, "involvedObject": {"kind": "Pod", "name": name, "namespace": "default"},
-            "reason": reason, "message": "m", "type": "Normal"})
+        core.create_namespaced_event(
+            "default",
+            {
+                "metadata": {"name": f"{name}.1"},
+                "involvedObject": {"kind": "Pod", "name": name, "namespace": "default"},
+                "reason": reason,
+                "message": "m",
+                "type": "Normal",
+            },
+        )
     found = core.list_namespaced_event("default", field_selector="involvedObject.name=a,involvedObject.kind=Pod")
     assert [e.reason for e in found.items] == ["BackOff"]
 
@@ -158,8 +182,13 @@ def test_self_subject_access_review_answers_from_the_deny_list(kube: KubeApiServ
     kube.access.deny(verb="create", resource="leaderworkersets", group="leaderworkerset.x-k8s.io")
 
     def allowed(verb: str, resource: str, group: str) -> bool:
-        review = authz.create_self_subject_access_review({"spec": {"resourceAttributes": {
-            "verb": verb, "resource": resource, "group": group, "namespace": "default"}}})
+        review = authz.create_self_subject_access_review(
+            {
+                "spec": {
+                    "resourceAttributes": {"verb": verb, "resource": resource, "group": group, "namespace": "default"}
+                }
+            }
+        )
         return review.status.allowed
 
     assert allowed("create", "leaderworkersets", "leaderworkerset.x-k8s.io") is False
@@ -182,8 +211,9 @@ def test_nodes_carry_gb300_labels_and_allocatable(kube: KubeApiServer, api: clie
     assert nodes[0].status.allocatable["nvidia.com/gpu"] == "4"
 
 
-def test_delete_collects_dependents_and_namespaces_take_their_objects(kube: KubeApiServer,
-                                                                       api: client.ApiClient) -> None:
+def test_delete_collects_dependents_and_namespaces_take_their_objects(
+    kube: KubeApiServer, api: client.ApiClient
+) -> None:
     kube.controllers.disable()
     core = client.CoreV1Api(api)
     owner = core.create_namespaced_config_map("default", {"metadata": {"name": "owner"}})

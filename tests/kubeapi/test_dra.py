@@ -17,22 +17,32 @@ NS = "default"
 
 
 def _pod(template: str) -> dict:
-    return {"metadata": {"name": "p"}, "spec": {
-        "containers": [{"name": "c", "image": "vllm"}],
-        "resourceClaims": [{"name": "channel", "resourceClaimTemplateName": template}]}}
+    return {
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "c", "image": "vllm"}],
+            "resourceClaims": [{"name": "channel", "resourceClaimTemplateName": template}],
+        },
+    }
 
 
 def _domain(template: str) -> dict:
-    return {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain", "metadata": {"name": "cd"},
-            "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": template}}}}
+    return {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "cd"},
+        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": template}}},
+    }
 
 
 def test_a_pod_waits_unscheduled_and_without_a_condition_until_its_claim_template_exists(kube: KubeApiServer) -> None:
     kube.add_gb300_nodes(count=1)
     kube.store.create("pods", _pod("channel-tpl"), NS)
     events = kube.wait_for(lambda: kube.store.list("events", NS, field="reason=FailedResourceClaimCreation"))
-    assert events[0]["message"] == ('PodResourceClaim channel: resource claim template "channel-tpl": '
-                                    'resourceclaimtemplate.resource.k8s.io "channel-tpl" not found')
+    assert events[0]["message"] == (
+        'PodResourceClaim channel: resource claim template "channel-tpl": '
+        'resourceclaimtemplate.resource.k8s.io "channel-tpl" not found'
+    )
     pod = kube.store.get("pods", "p", NS)
     assert pod["spec"].get("nodeName") is None and pod["status"].get("conditions") is None
     kube.store.create("resourceclaimtemplates", {"metadata": {"name": "channel-tpl"}, "spec": {"spec": {}}}, NS)
@@ -90,13 +100,25 @@ def test_one_domain_over_two_cliques_indexes_each_clique_from_zero(kube: KubeApi
     """Groups in two cliques share one ComputeDomain; each clique is its own IMEX domain, so DNS indices restart
     (cmd/compute-domain-daemon/cdstatus.go getNextAvailableIndex counts only nodes with the same cliqueID)."""
     kube.add_crds()
-    nodes = kube.add_gb300_nodes(clique="c.1", count=2, prefix="a") + kube.add_gb300_nodes(clique="c.2", count=2, prefix="b")
+    nodes = kube.add_gb300_nodes(clique="c.1", count=2, prefix="a") + kube.add_gb300_nodes(
+        clique="c.2", count=2, prefix="b"
+    )
     kube.store.create("computedomains", _domain("tpl"), NS)
     kube.wait_for(lambda: kube.store.get("resourceclaimtemplates", "tpl", NS))
     for index, node in enumerate(nodes):
         pod = {**_pod("tpl"), "metadata": {"name": f"p{index}"}}
         pod["spec"] = {**pod["spec"], "nodeName": node["metadata"]["name"]}
         kube.store.create("pods", pod, NS)
-    done = kube.wait_for(lambda: (d := kube.store.get("computedomains", "cd", NS)).get("status", {}).get("status") == "Ready"
-                         and len(d["status"]["nodes"]) == 4 and d)
-    assert sorted((e["cliqueID"], e["index"]) for e in done["status"]["nodes"]) == [("c.1", 0), ("c.1", 1), ("c.2", 0), ("c.2", 1)]
+    done = kube.wait_for(
+        lambda: (
+            (d := kube.store.get("computedomains", "cd", NS)).get("status", {}).get("status") == "Ready"
+            and len(d["status"]["nodes"]) == 4
+            and d
+        )
+    )
+    assert sorted((e["cliqueID"], e["index"]) for e in done["status"]["nodes"]) == [
+        ("c.1", 0),
+        ("c.1", 1),
+        ("c.2", 0),
+        ("c.2", 1),
+    ]

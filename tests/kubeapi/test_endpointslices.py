@@ -11,16 +11,27 @@ NS = "default"
 
 
 def _pod(kube: KubeApiServer, name: str, app: str) -> None:
-    kube.store.create("pods", {"metadata": {"name": name, "namespace": NS, "labels": {"app": app}},
-                               "spec": {"containers": [{"name": "c", "image": "img:1",
-                                                        "ports": [{"name": "http", "containerPort": 8000}]}]}},
-                      NS)
+    kube.store.create(
+        "pods",
+        {
+            "metadata": {"name": name, "namespace": NS, "labels": {"app": app}},
+            "spec": {
+                "containers": [{"name": "c", "image": "img:1", "ports": [{"name": "http", "containerPort": 8000}]}]
+            },
+        },
+        NS,
+    )
 
 
 def _service(kube: KubeApiServer, app: str) -> None:
-    kube.store.create("services", {"metadata": {"name": "api", "namespace": NS},
-                                   "spec": {"selector": {"app": app},
-                                            "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}, NS)
+    kube.store.create(
+        "services",
+        {
+            "metadata": {"name": "api", "namespace": NS},
+            "spec": {"selector": {"app": app}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
+        },
+        NS,
+    )
 
 
 def _slice(kube: KubeApiServer) -> dict:
@@ -55,10 +66,11 @@ def test_ready_endpoints_follow_pod_readiness_and_the_selector(kube: KubeApiServ
 
 
 def test_a_service_without_selector_has_no_managed_slice_and_clients_can_list_them(kube: KubeApiServer) -> None:
-    kube.store.create("services", {"metadata": {"name": "api", "namespace": NS},
-                                   "spec": {"ports": [{"port": 80}]}}, NS)
-    _service_selecting = {"metadata": {"name": "other", "namespace": NS}, "spec": {"selector": {"app": "x"},
-                                                                                  "ports": [{"port": 80}]}}
+    kube.store.create("services", {"metadata": {"name": "api", "namespace": NS}, "spec": {"ports": [{"port": 80}]}}, NS)
+    _service_selecting = {
+        "metadata": {"name": "other", "namespace": NS},
+        "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]},
+    }
     kube.store.create("services", _service_selecting, NS)
     kube.wait_for(lambda: kube.store.list("endpointslices", NS, label="kubernetes.io/service-name=other"))
     assert kube.store.list("endpointslices", NS, label="kubernetes.io/service-name=api") == []

@@ -15,12 +15,18 @@ pytestmark = pytest.mark.timeout(60)
 NS = "default"
 
 
-def _job(name: str = "j", parallelism: int = 1, completions: int = 1, restart: str = "Never",
-         backoff: int = 6) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"parallelism": parallelism, "completions": completions, "backoffLimit": backoff,
-                     "template": {"spec": {"restartPolicy": restart,
-                                           "containers": [{"name": "c", "image": "busybox"}]}}}}
+def _job(name: str = "j", parallelism: int = 1, completions: int = 1, restart: str = "Never", backoff: int = 6) -> dict:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": completions,
+            "backoffLimit": backoff,
+            "template": {"spec": {"restartPolicy": restart, "containers": [{"name": "c", "image": "busybox"}]}},
+        },
+    }
 
 
 def _condition(obj: dict, type_: str) -> dict:
@@ -59,8 +65,11 @@ def test_a_recreated_job_does_not_adopt_the_old_jobs_pods_still_awaiting_collect
     kube.store.delete("jobs", "j", NS)
     kube.store.create("jobs", _job(), NS)
     new_uid = kube.store.get("jobs", "j", NS)["metadata"]["uid"]
-    fresh = kube.wait_for(lambda: [p for p in kube.store.list("pods", NS, label="job-name=j")
-                                   if p["metadata"]["uid"] != old["metadata"]["uid"]])
+    fresh = kube.wait_for(
+        lambda: [
+            p for p in kube.store.list("pods", NS, label="job-name=j") if p["metadata"]["uid"] != old["metadata"]["uid"]
+        ]
+    )
     assert [p["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] for p in fresh] == [new_uid]
     # The old pod is still there (garbage collection has not reached it) and still the old Job's.
     assert kube.store.get("pods", old["metadata"]["name"], NS)["metadata"]["ownerReferences"][0]["uid"] != new_uid

@@ -18,10 +18,28 @@ pytestmark = pytest.mark.integration
 
 KUBECTL = venv_tool("kubectl")
 
-LWS = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-       "metadata": {"name": "x", "namespace": "default"},
-       "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 4, "workerTemplate": {"spec": {"containers": [{
-           "name": "vllm", "image": "vllm/vllm-openai:kimi-k3", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}}}}
+LWS = {
+    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+    "kind": "LeaderWorkerSet",
+    "metadata": {"name": "x", "namespace": "default"},
+    "spec": {
+        "replicas": 1,
+        "leaderWorkerTemplate": {
+            "size": 4,
+            "workerTemplate": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "vllm",
+                            "image": "vllm/vllm-openai:kimi-k3",
+                            "resources": {"limits": {"nvidia.com/gpu": "4"}},
+                        }
+                    ]
+                }
+            },
+        },
+    },
+}
 
 
 @pytest.fixture
@@ -31,8 +49,9 @@ def kubectl(kube: KubeApiServer):  # returns a runner
         pytest.skip("kubectl is not installed (the test extra installs it beside the interpreter)")
 
     def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([KUBECTL, "--kubeconfig", str(kube.kubeconfig), *args], capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(
+            [KUBECTL, "--kubeconfig", str(kube.kubeconfig), *args], capture_output=True, text=True, timeout=timeout
+        )
 
     return run
 
@@ -52,8 +71,11 @@ def test_kubectl_server_side_apply_get_and_wait(kube: KubeApiServer, kubectl, tm
     assert pods.returncode == 0, pods.stderr
     rows = [line.split() for line in pods.stdout.splitlines()]
     assert [(r[0], r[1], r[2]) for r in rows] == [
-        ("x-0", "1/1", "Running"), ("x-0-1", "1/1", "Running"), ("x-0-2", "1/1", "Running"),
-        ("x-0-3", "1/1", "Running")]
+        ("x-0", "1/1", "Running"),
+        ("x-0-1", "1/1", "Running"),
+        ("x-0-2", "1/1", "Running"),
+        ("x-0-3", "1/1", "Running"),
+    ]
     ready = kubectl("get", "lws", "x", "-o", "jsonpath={.status.readyReplicas}")
     assert ready.stdout == "1"
     owners = kube.store.get("leaderworkersets", "x", "default")["metadata"]["managedFields"]
@@ -70,8 +92,11 @@ def test_kubectl_reports_conflicts_and_forces_them(kube: KubeApiServer, kubectl,
     assert scaled.returncode == 0, scaled.stderr
     again = kubectl("apply", "--server-side", "--field-manager=k3deploy", "-f", str(manifest))
     assert again.returncode == 1
-    assert re.search(r'conflict with "kubectl-patch" using leaderworkerset.x-k8s.io/v1 at '
-                     r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: .spec.replicas', again.stderr)
+    assert re.search(
+        r'conflict with "kubectl-patch" using leaderworkerset.x-k8s.io/v1 at '
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: .spec.replicas",
+        again.stderr,
+    )
     forced = kubectl("apply", "--server-side", "--field-manager=k3deploy", "--force-conflicts", "-f", str(manifest))
     assert forced.returncode == 0, forced.stderr
     assert kube.store.get("leaderworkersets", "x", "default")["spec"]["replicas"] == 1
@@ -79,17 +104,31 @@ def test_kubectl_reports_conflicts_and_forces_them(kube: KubeApiServer, kubectl,
 
 def test_kubectl_logs_and_events(kube: KubeApiServer, kubectl) -> None:
     kube.add_gb300_nodes(count=1)
-    kube.controllers.kubelet.fail("CrashLoopBackOff", pod="^crash$", logs=["Traceback (most recent call last):",
-                                                                            "RuntimeError: CUDA error"])
-    kube.store.create("pods", {"metadata": {"name": "crash"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
-                      "default")
-    kube.wait_for(lambda: kube.store.get("pods", "crash", "default")["status"].get("containerStatuses", [{}])[0]
-                  .get("restartCount", 0) >= 1)
+    kube.controllers.kubelet.fail(
+        "CrashLoopBackOff", pod="^crash$", logs=["Traceback (most recent call last):", "RuntimeError: CUDA error"]
+    )
+    kube.store.create(
+        "pods", {"metadata": {"name": "crash"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}, "default"
+    )
+    kube.wait_for(
+        lambda: (
+            kube.store.get("pods", "crash", "default")["status"]
+            .get("containerStatuses", [{}])[0]
+            .get("restartCount", 0)
+            >= 1
+        )
+    )
     logs = kubectl("logs", "crash", "--previous", "--tail=1")
     assert logs.returncode == 0, logs.stderr
     assert logs.stdout == "RuntimeError: CUDA error\n"
-    events = kubectl("get", "events", "--field-selector", "involvedObject.name=crash,reason=BackOff", "-o",
-                     "jsonpath={.items[*].type}")
+    events = kubectl(
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=crash,reason=BackOff",
+        "-o",
+        "jsonpath={.items[*].type}",
+    )
     assert events.returncode == 0 and events.stdout.split() == ["Warning"]
 
 
@@ -98,13 +137,21 @@ def test_upstream_crds_install_with_kubectl_and_serve_their_kinds(kube: KubeApiS
         installed = kubectl("apply", "--server-side", "-f", str(path))
         assert installed.returncode == 0, installed.stderr
     resources = kubectl("api-resources", "--api-group=leaderworkerset.x-k8s.io", "--no-headers")
-    assert resources.stdout.split()[:5] == ["leaderworkersets", "lws", "leaderworkerset.x-k8s.io/v1", "true",
-                                            "LeaderWorkerSet"]
+    assert resources.stdout.split()[:5] == [
+        "leaderworkersets",
+        "lws",
+        "leaderworkerset.x-k8s.io/v1",
+        "true",
+        "LeaderWorkerSet",
+    ]
     kinds = {(t.group, t.kind) for t in kube.registry.all() if t.crd}
     files = [yaml.safe_load(path.read_text()) for path in sorted(crds.require().glob("*.yaml"))]
     assert kinds == {(f["spec"]["group"], f["spec"]["names"]["kind"]) for f in files}
-    assert {("leaderworkerset.x-k8s.io", "LeaderWorkerSet"), ("resource.nvidia.com", "ComputeDomain"),
-            ("monitoring.coreos.com", "ServiceMonitor")} <= kinds
+    assert {
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+        ("resource.nvidia.com", "ComputeDomain"),
+        ("monitoring.coreos.com", "ServiceMonitor"),
+    } <= kinds
 
 
 def test_kubectl_shows_the_strict_servers_refusals(kube: KubeApiServer, kubectl, tmp_path: Path) -> None:
@@ -125,11 +172,16 @@ def test_kubectl_shows_the_strict_servers_refusals(kube: KubeApiServer, kubectl,
     (tmp_path / "type.yaml").write_text(yaml.safe_dump(bad))
     created = kubectl("create", "-f", str(tmp_path / "type.yaml"))
     assert created.returncode == 1
-    assert ('The LeaderWorkerSet "x" is invalid: spec.leaderWorkerTemplate.size: Invalid value: "string": '
-            'spec.leaderWorkerTemplate.size in body must be of type integer: "string"') in created.stderr
-    cd = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
-          "metadata": {"name": "cd", "namespace": "default"},
-          "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "a"}}}}
+    assert (
+        'The LeaderWorkerSet "x" is invalid: spec.leaderWorkerTemplate.size: Invalid value: "string": '
+        'spec.leaderWorkerTemplate.size in body must be of type integer: "string"'
+    ) in created.stderr
+    cd = {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "cd", "namespace": "default"},
+        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "a"}}},
+    }
     (tmp_path / "cd.yaml").write_text(yaml.safe_dump(cd))
     assert kubectl("apply", "--server-side", "-f", str(tmp_path / "cd.yaml")).returncode == 0
     cd["spec"]["numNodes"] = 4

@@ -36,14 +36,16 @@ def test_dependents_outlive_their_owner_for_a_while(kube: KubeApiServer, core: c
     kube.wait_for(lambda: kube.store.get("configmaps", "child", "default") is None)
 
 
-def test_a_terminating_namespace_refuses_new_content_until_it_is_gone(kube: KubeApiServer,
-                                                                     core: client.CoreV1Api) -> None:
+def test_a_terminating_namespace_refuses_new_content_until_it_is_gone(
+    kube: KubeApiServer, core: client.CoreV1Api
+) -> None:
     kube.add_gb300_nodes(count=1)
     kube.controllers.kubelet.termination_delay = 1.0
     core.create_namespace({"metadata": {"name": "doomed"}})
     assert core.read_namespace("doomed").spec.finalizers == ["kubernetes"]
-    core.create_namespaced_pod("doomed", {"metadata": {"name": "p"}, "spec": {"containers": [
-        {"name": "c", "image": "busybox"}]}})
+    core.create_namespaced_pod(
+        "doomed", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    )
     kube.wait_for(lambda: (kube.store.get("pods", "p", "doomed") or {}).get("spec", {}).get("nodeName"))
     core.delete_namespace("doomed")
     assert core.read_namespace("doomed").status.phase == "Terminating"
@@ -51,10 +53,17 @@ def test_a_terminating_namespace_refuses_new_content_until_it_is_gone(kube: Kube
         core.create_namespaced_config_map("doomed", {"metadata": {"name": "late"}})
     body = json.loads(info.value.body)
     assert (info.value.status, body["reason"]) == (403, "Forbidden")
-    assert body["message"] == ('configmaps "late" is forbidden: unable to create new content in namespace doomed '
-                               "because it is being terminated")
-    assert body["details"]["causes"] == [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
-                                          "message": "namespace doomed is being terminated"}]
+    assert body["message"] == (
+        'configmaps "late" is forbidden: unable to create new content in namespace doomed '
+        "because it is being terminated"
+    )
+    assert body["details"]["causes"] == [
+        {
+            "reason": "NamespaceTerminating",
+            "field": "metadata.namespace",
+            "message": "namespace doomed is being terminated",
+        }
+    ]
     kube.wait_for(lambda: kube.store.get("namespaces", "doomed") is None)
     assert kube.store.list("pods", "doomed") == []
 
@@ -62,12 +71,24 @@ def test_a_terminating_namespace_refuses_new_content_until_it_is_gone(kube: Kube
 def test_a_claim_in_use_stays_terminating_until_its_pod_is_gone(kube: KubeApiServer, core: client.CoreV1Api) -> None:
     kube.add_gb300_nodes(count=1)
     kube.add_storage_class(default=True)
-    claim = core.create_namespaced_persistent_volume_claim("default", {"metadata": {"name": "cache"}, "spec": {
-        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    claim = core.create_namespaced_persistent_volume_claim(
+        "default",
+        {
+            "metadata": {"name": "cache"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    )
     assert claim.metadata.finalizers == ["kubernetes.io/pvc-protection"]
-    core.create_namespaced_pod("default", {"metadata": {"name": "user"}, "spec": {
-        "containers": [{"name": "c", "image": "busybox"}],
-        "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "cache"}}]}})
+    core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "user"},
+            "spec": {
+                "containers": [{"name": "c", "image": "busybox"}],
+                "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "cache"}}],
+            },
+        },
+    )
     core.delete_namespaced_persistent_volume_claim("cache", "default")
     assert kube.store.get("persistentvolumeclaims", "cache", "default")["metadata"].get("deletionTimestamp")
     core.delete_namespaced_pod("user", "default")

@@ -35,8 +35,11 @@ def _available(kube: KubeApiServer) -> dict | None:
 
 
 def _uids(kube: KubeApiServer) -> dict[str, str]:
-    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.store.list("pods", NS)
-            if not p["metadata"].get("deletionTimestamp")}
+    return {
+        p["metadata"]["name"]: p["metadata"]["uid"]
+        for p in kube.store.list("pods", NS)
+        if not p["metadata"].get("deletionTimestamp")
+    }
 
 
 def test_v08_writes_no_observed_generation_and_v09_does_on_status_and_conditions(cluster: KubeApiServer) -> None:
@@ -59,28 +62,36 @@ def test_revision_key_labels_every_pod_and_old_revisions_go_once_the_update_is_d
     assert [r["metadata"]["name"] for r in cluster.store.list("controllerrevisions", NS)] == [f"k3-{key}-1"]
     _apply_lws(cluster, _lws(image="vllm/vllm-openai:kimi-k3-v2"))
     new_key = revision_key(patch(_lws_obj(cluster)))
-    cluster.wait_for(lambda: [r["metadata"]["name"] for r in cluster.store.list("controllerrevisions", NS)]
-                     == [f"k3-{new_key}-2"])
+    cluster.wait_for(
+        lambda: [r["metadata"]["name"] for r in cluster.store.list("controllerrevisions", NS)] == [f"k3-{new_key}-2"]
+    )
     assert {p["metadata"]["labels"][REVISION_KEY] for p in cluster.store.list("pods", NS)} == {new_key}
 
 
 def test_available_and_progressing_are_exclusive_and_only_true_ones_are_added(cluster: KubeApiServer) -> None:
     cluster.controllers.kubelet.ready_delay = 0.5
     _apply_lws(cluster, _lws())
-    progressing = cluster.wait_for(lambda: _condition(_lws_obj(cluster), "Progressing").get("status") == "True"
-                                   and _lws_obj(cluster))
+    progressing = cluster.wait_for(
+        lambda: _condition(_lws_obj(cluster), "Progressing").get("status") == "True" and _lws_obj(cluster)
+    )
     assert [c["type"] for c in progressing["status"]["conditions"]] == ["Progressing"]
     lws = cluster.wait_for(lambda: _available(cluster))
-    assert {c["type"]: c["status"] for c in lws["status"]["conditions"]} == {"Progressing": "False",
-                                                                            "Available": "True"}
+    assert {c["type"]: c["status"] for c in lws["status"]["conditions"]} == {
+        "Progressing": "False",
+        "Available": "True",
+    }
     _apply_lws(cluster, _lws(image="vllm/vllm-openai:kimi-k3-v2"))
-    rolling = cluster.wait_for(lambda: _condition(_lws_obj(cluster), "UpdateInProgress").get("status") == "True"
-                               and _lws_obj(cluster))
+    rolling = cluster.wait_for(
+        lambda: _condition(_lws_obj(cluster), "UpdateInProgress").get("status") == "True" and _lws_obj(cluster)
+    )
     states = {c["type"]: c["status"] for c in rolling["status"]["conditions"]}
     assert states["Available"] == "False" and states["Progressing"] == "True"
     done = cluster.wait_for(lambda: _available(cluster))
     assert {c["type"]: c["status"] for c in done["status"]["conditions"]} == {
-        "Progressing": "False", "Available": "True", "UpdateInProgress": "False"}
+        "Progressing": "False",
+        "Available": "True",
+        "UpdateInProgress": "False",
+    }
 
 
 def test_deleting_a_worker_recreates_the_whole_group(cluster: KubeApiServer) -> None:

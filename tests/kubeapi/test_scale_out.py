@@ -43,9 +43,22 @@ def _pods(kube: KubeApiServer) -> list[dict]:
 
 def test_two_groups_each_take_one_clique_and_both_become_available(kube: KubeApiServer) -> None:
     three_cliques(kube, inference_pool=True)
-    done = run_cli("apply", "-p", PROFILE, "--kubeconfig", str(kube.kubeconfig), "--timeout", "120s",
-                   "--set", "parallel.replicas=2", "--set", "kubernetes.routing=inference-pool",
-                   "--set", "kubernetes.unschedulable_grace_s=0", timeout=180)
+    done = run_cli(
+        "apply",
+        "-p",
+        PROFILE,
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "--timeout",
+        "120s",
+        "--set",
+        "parallel.replicas=2",
+        "--set",
+        "kubernetes.routing=inference-pool",
+        "--set",
+        "kubernetes.unschedulable_grace_s=0",
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     lws = kube.store.get("leaderworkersets", NAME, NS)
     assert lws["spec"]["replicas"] == 2
@@ -72,8 +85,22 @@ def test_two_groups_each_take_one_clique_and_both_become_available(kube: KubeApi
 
 def test_the_inference_pool_selects_exactly_the_leaders(kube: KubeApiServer) -> None:
     three_cliques(kube, inference_pool=True)
-    done = run_cli("apply", "-p", PROFILE, "--kubeconfig", str(kube.kubeconfig), "--timeout", "120s", "-o", "json",
-                   "--set", "parallel.replicas=2", "--set", "kubernetes.routing=inference-pool", timeout=180)
+    done = run_cli(
+        "apply",
+        "-p",
+        PROFILE,
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "--timeout",
+        "120s",
+        "-o",
+        "json",
+        "--set",
+        "parallel.replicas=2",
+        "--set",
+        "kubernetes.routing=inference-pool",
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     actions = {o["object"]: o["action"] for o in json.loads(done.stdout)["objects"]}
     assert actions[f"{NS}/InferencePool/{NAME}"] == "created"
@@ -85,8 +112,11 @@ def test_the_inference_pool_selects_exactly_the_leaders(kube: KubeApiServer) -> 
     assert selected == [f"{NAME}-0", f"{NAME}-1"]
     # The same leaders the API Service spreads over by default.
     service = kube.store.get("services", f"{NAME}-api", NS)
-    behind = sorted(p["metadata"]["name"] for p in pods if match_label_selector(
-        {"matchLabels": service["spec"]["selector"]}, p["metadata"]["labels"]))
+    behind = sorted(
+        p["metadata"]["name"]
+        for p in pods
+        if match_label_selector({"matchLabels": service["spec"]["selector"]}, p["metadata"]["labels"])
+    )
     assert behind == selected
     assert pool["spec"]["targetPorts"] == [{"number": 8000}]
     epp = pool["spec"]["endpointPickerRef"]
@@ -97,16 +127,37 @@ def _leader(name: str, group: int, preferred: bool) -> dict:
     """A group's leader as LWS creates it from k3deploy's template: required affinity to its own group's clique,
     and (as rendered for replicas > 1) the preferred anti-affinity to other groups' cliques."""
     labels = {NAME_LABEL: name, GROUP_LABEL: str(group), "leaderworkerset.sigs.k8s.io/group-key": f"key-{group}"}
-    affinity: dict[str, Any] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-        "topologyKey": "nvidia.com/gpu.clique", "labelSelector": {"matchLabels": {NAME_LABEL: name}},
-        "matchLabelKeys": ["leaderworkerset.sigs.k8s.io/group-key"]}]}}
+    affinity: dict[str, Any] = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "nvidia.com/gpu.clique",
+                    "labelSelector": {"matchLabels": {NAME_LABEL: name}},
+                    "matchLabelKeys": ["leaderworkerset.sigs.k8s.io/group-key"],
+                }
+            ]
+        }
+    }
     if preferred:
-        affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
-            "topologyKey": "nvidia.com/gpu.clique", "labelSelector": {"matchLabels": {NAME_LABEL: name}},
-            "mismatchLabelKeys": ["leaderworkerset.sigs.k8s.io/group-key"]}}]}
-    return {"metadata": {"name": f"{name}-{group}", "labels": labels}, "spec": {
-        "affinity": affinity,
-        "containers": [{"name": "vllm", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}
+        affinity["podAntiAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "topologyKey": "nvidia.com/gpu.clique",
+                        "labelSelector": {"matchLabels": {NAME_LABEL: name}},
+                        "mismatchLabelKeys": ["leaderworkerset.sigs.k8s.io/group-key"],
+                    },
+                }
+            ]
+        }
+    return {
+        "metadata": {"name": f"{name}-{group}", "labels": labels},
+        "spec": {
+            "affinity": affinity,
+            "containers": [{"name": "vllm", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": "4"}}}],
+        },
+    }
 
 
 @pytest.mark.parametrize("preferred", [False, True])
@@ -116,7 +167,9 @@ def test_leaders_share_a_clique_unless_steered_apart(kube: KubeApiServer, prefer
     three_cliques(kube)
     for group in (0, 1):
         kube.store.create("pods", _leader("m", group, preferred), "default")
-    bound = kube.wait_for(lambda: all((kube.store.get("pods", f"m-{g}", "default")["spec"].get("nodeName")) for g in (0, 1)))
+    bound = kube.wait_for(
+        lambda: all((kube.store.get("pods", f"m-{g}", "default")["spec"].get("nodeName")) for g in (0, 1))
+    )
     assert bound
     cliques = {_clique_of(kube, kube.store.get("pods", f"m-{g}", "default")["spec"]["nodeName"]) for g in (0, 1)}
     assert len(cliques) == (2 if preferred else 1)

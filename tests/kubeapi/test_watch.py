@@ -63,12 +63,24 @@ def test_compacted_resource_version_is_gone(kube: KubeApiServer, core: client.Co
     with pytest.raises(ApiException) as exc:
         _events(core, resource_version=old)
     assert exc.value.status == 410 and "too old resource version" in exc.value.reason
-    resp = core.list_namespaced_config_map("default", watch=True, resource_version=old, timeout_seconds=1,
-                                           _preload_content=False)
+    resp = core.list_namespaced_config_map(
+        "default", watch=True, resource_version=old, timeout_seconds=1, _preload_content=False
+    )
     raw = [json.loads(line) for line in resp.data.decode().splitlines()]
-    assert raw == [{"type": "ERROR", "object": {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": f"too old resource version: {old} ({kube.store.rv})", "reason": "Expired", "code": 410}}]
+    assert raw == [
+        {
+            "type": "ERROR",
+            "object": {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": f"too old resource version: {old} ({kube.store.rv})",
+                "reason": "Expired",
+                "code": 410,
+            },
+        }
+    ]
     # Re-listing gives a version to resume from.
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     _cm(core, "c")
@@ -92,23 +104,48 @@ def test_bookmarks_carry_the_current_resource_version(kube: KubeApiServer, core:
     kube.bookmark_interval = 0.1
     _cm(core, "a")
     rv = kube.store.rv
-    events = list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=str(rv),
-                                       allow_watch_bookmarks=True, timeout_seconds=3, deserialize=False))
+    events = list(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            resource_version=str(rv),
+            allow_watch_bookmarks=True,
+            timeout_seconds=3,
+            deserialize=False,
+        )
+    )
     assert len(events) > 1 and {e["type"] for e in events} == {"BOOKMARK"}
     assert events[-1]["object"]["metadata"]["resourceVersion"] == str(rv)
 
 
-def test_bookmarks_come_a_minute_apart_and_two_seconds_before_the_deadline(kube: KubeApiServer,
-                                                                         core: client.CoreV1Api) -> None:
+def test_bookmarks_come_a_minute_apart_and_two_seconds_before_the_deadline(
+    kube: KubeApiServer, core: client.CoreV1Api
+) -> None:
     """k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go nextBookmarkTime: every bookmarkFrequency (a minute)
     and 2 s before the watch times out; a watch shorter than 2 s gets none."""
     assert kube.bookmark_interval == 60.0
     rv = str(kube.store.rv)
-    stream = list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv,
-                                       allow_watch_bookmarks=True, timeout_seconds=3, deserialize=False))
+    stream = list(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            resource_version=rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=3,
+            deserialize=False,
+        )
+    )
     assert [e["type"] for e in stream] == ["BOOKMARK"]
-    short = list(watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv,
-                                      allow_watch_bookmarks=True, timeout_seconds=1, deserialize=False))
+    short = list(
+        watch.Watch().stream(
+            core.list_namespaced_config_map,
+            "default",
+            resource_version=rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=1,
+            deserialize=False,
+        )
+    )
     assert short == []
 
 
@@ -132,22 +169,37 @@ def test_dynamic_client_watch(kube: KubeApiServer) -> None:
     dyn = dynamic.DynamicClient(config.new_client_from_config(str(kube.kubeconfig)))
     lws = dyn.resources.get(api_version="leaderworkerset.x-k8s.io/v1", kind="LeaderWorkerSet")
     rv = lws.get(namespace="default").metadata.resourceVersion
-    lws.create(body={"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                     "metadata": {"name": "x"},
-                     "spec": {"replicas": 1, "leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [
-                         {"name": "w", "image": "i"}]}}}}}, namespace="default")
-    lws.status.patch(body={"status": {"readyReplicas": 1}}, name="x", namespace="default",
-                     content_type="application/merge-patch+json")
-    events = [(e["type"], e["object"].status.readyReplicas if e["object"].status else None)
-              for e in lws.watch(namespace="default", resource_version=rv, timeout=1)]
+    lws.create(
+        body={
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "x"},
+            "spec": {
+                "replicas": 1,
+                "leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [{"name": "w", "image": "i"}]}}},
+            },
+        },
+        namespace="default",
+    )
+    lws.status.patch(
+        body={"status": {"readyReplicas": 1}},
+        name="x",
+        namespace="default",
+        content_type="application/merge-patch+json",
+    )
+    events = [
+        (e["type"], e["object"].status.readyReplicas if e["object"].status else None)
+        for e in lws.watch(namespace="default", resource_version=rv, timeout=1)
+    ]
     assert events == [("ADDED", None), ("MODIFIED", 1)]
 
 
 @pytest.mark.parametrize("how", ["drop", "close", "expire"])
 def test_break_watches_ends_open_streams(kube: KubeApiServer, core: client.CoreV1Api, how: str) -> None:
     rv = core.list_namespaced_config_map("default").metadata.resource_version
-    resp = core.list_namespaced_config_map("default", watch=True, resource_version=rv, timeout_seconds=30,
-                                           _preload_content=False)
+    resp = core.list_namespaced_config_map(
+        "default", watch=True, resource_version=rv, timeout_seconds=30, _preload_content=False
+    )
     _cm(core, "a")
     lines = []
     kube.wait_for(lambda: kube.watch_events_sent >= 1)

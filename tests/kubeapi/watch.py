@@ -28,8 +28,10 @@ def _as_version(obj: dict, api_version: str) -> dict:
 
 def gone(resource_version: int, oldest: int) -> dict:
     """The ERROR event a server sends when the requested resourceVersion was compacted away."""
-    return {"type": "ERROR", "object": status_body(
-        410, f"too old resource version: {resource_version} ({oldest})", "Expired")}
+    return {
+        "type": "ERROR",
+        "object": status_body(410, f"too old resource version: {resource_version} ({oldest})", "Expired"),
+    }
 
 
 def _translate(event: WatchEvent, matches: Predicate) -> str | None:
@@ -54,8 +56,16 @@ def _next_bookmark(now: float, interval: float | None, deadline: float) -> float
     return due if due >= now else math.inf
 
 
-def events(store: Store, rtype: ResourceType, api_version: str, namespace: str | None, matches: Predicate,
-           resource_version: str | None, timeout: float, bookmark_interval: float | None) -> Iterator[dict]:
+def events(
+    store: Store,
+    rtype: ResourceType,
+    api_version: str,
+    namespace: str | None,
+    matches: Predicate,
+    resource_version: str | None,
+    timeout: float,
+    bookmark_interval: float | None,
+) -> Iterator[dict]:
     """Watch events as dicts ({type, object}) until `timeout` seconds pass or the server closes."""
     deadline = time.monotonic() + timeout
     with store.lock:
@@ -107,5 +117,7 @@ def events(store: Store, rtype: ResourceType, api_version: str, namespace: str |
         last = max(last, newest)
         if bookmark_interval and time.monotonic() >= next_bookmark:
             next_bookmark = _next_bookmark(time.monotonic(), bookmark_interval, deadline)
-            yield {"type": "BOOKMARK", "object": {"kind": rtype.kind, "apiVersion": api_version,
-                                                  "metadata": {"resourceVersion": str(last)}}}
+            yield {
+                "type": "BOOKMARK",
+                "object": {"kind": rtype.kind, "apiVersion": api_version, "metadata": {"resourceVersion": str(last)}},
+            }

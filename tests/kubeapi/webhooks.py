@@ -20,12 +20,16 @@ from tests.kubeapi.errors import ApiError, FieldError, GoValue, aggregate
 VALIDATING = "vleaderworkerset.kb.io"
 _MAX_INT32 = 2**31 - 1
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-                "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-                "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+_DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
 _PERCENT = re.compile(r"^[0-9]+%$")
-_PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
-                "regex used for validation is '[0-9]+%')")
+_PERCENT_MSG = (
+    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+    "regex used for validation is '[0-9]+%')"
+)
 _RUC = "spec.rolloutStrategy.rollingUpdateConfiguration"
 
 
@@ -89,26 +93,37 @@ def validate(lws: dict) -> list[FieldError]:
     if replicas > 1000000:
         errors.append(FieldError("Invalid", "spec.replicas", replicas, "replicas must be equal or less than 1000000"))
     if size < 1:
-        errors.append(FieldError("Invalid", "spec.leaderWorkerTemplate.size", size,
-                                 "size must be equal or greater than 1"))
+        errors.append(
+            FieldError("Invalid", "spec.leaderWorkerTemplate.size", size, "size must be equal or greater than 1")
+        )
     if replicas * size > _MAX_INT32:
-        errors.append(FieldError("Invalid", "spec.replicas", replicas,
-                                 f"the product of replicas and worker replicas must not exceed {_MAX_INT32}"))
+        errors.append(
+            FieldError(
+                "Invalid",
+                "spec.replicas",
+                replicas,
+                f"the product of replicas and worker replicas must not exceed {_MAX_INT32}",
+            )
+        )
     config = spec.get("rolloutStrategy", {}).get("rollingUpdateConfiguration") or {}
     unavailable, surge = config.get("maxUnavailable", 0), config.get("maxSurge", 0)
     errors += _int_or_percent(unavailable, f"{_RUC}.maxUnavailable")
     errors += _int_or_percent(surge, f"{_RUC}.maxSurge")
     if config.get("partition", 0) < 0:
-        errors.append(FieldError("Invalid", f"{_RUC}.partition", config["partition"],
-                                 "must be greater than or equal to 0"))
+        errors.append(
+            FieldError("Invalid", f"{_RUC}.partition", config["partition"], "must be greater than or equal to 0")
+        )
     unavailable_n, surge_n = _scaled(unavailable, replicas, False), _scaled(surge, replicas, True)
     if unavailable_n is None:
         errors.append(FieldError("Invalid", f"{_RUC}.maxUnavailable", _int_or_string(unavailable), "invalid value"))
     if surge_n is None:
         errors.append(FieldError("Invalid", f"{_RUC}.maxSurge", _int_or_string(surge), "invalid value"))
     if unavailable_n == 0 and surge_n == 0 and replicas != 0:
-        errors.append(FieldError("Invalid", f"{_RUC}.maxUnavailable", _int_or_string(unavailable),
-                                 "must not be 0 when `maxSurge` is 0"))
+        errors.append(
+            FieldError(
+                "Invalid", f"{_RUC}.maxUnavailable", _int_or_string(unavailable), "must not be 0 when `maxSurge` is 0"
+            )
+        )
     return errors
 
 

@@ -20,8 +20,14 @@ from tests.observe.promql_names import family, metric_names, parse
 from tests.render.kube_schemas import crd_schema, validator
 
 K3 = "kimi-k3-gb300-tp16"
-EXPECTED = ["K3DeployAcceptanceLengthLow", "K3DeployDecodeSlow", "K3DeployKVCacheFull", "K3DeployWaitingRequestsGrowing",
-            "K3DeployGroupRestarted", "K3DeploySmokeJobFailed"]
+EXPECTED = [
+    "K3DeployAcceptanceLengthLow",
+    "K3DeployDecodeSlow",
+    "K3DeployKVCacheFull",
+    "K3DeployWaitingRequestsGrowing",
+    "K3DeployGroupRestarted",
+    "K3DeploySmokeJobFailed",
+]
 
 
 def _rule() -> dict[str, Any]:
@@ -41,7 +47,9 @@ def test_every_alert_parses_and_reads_known_series(alert) -> None:
 
 
 def test_thresholds_are_the_profile_targets() -> None:
-    by_name = {a.name: a for a in alerts(load_profile(K3, ["targets.decode_tok_s=250", "targets.min_acceptance_length=2.5"]))}
+    by_name = {
+        a.name: a for a in alerts(load_profile(K3, ["targets.decode_tok_s=250", "targets.min_acceptance_length=2.5"]))
+    }
     assert by_name["K3DeployDecodeSlow"].expr.endswith("< 250")
     assert by_name["K3DeployAcceptanceLengthLow"].expr.endswith("< 2.5")
     assert by_name["K3DeployAcceptanceLengthLow"].for_ == "15m"
@@ -50,15 +58,19 @@ def test_thresholds_are_the_profile_targets() -> None:
 
 
 def test_targets_left_unset_drop_their_alerts() -> None:
-    names = [a.name for a in alerts(load_profile(K3, ["targets.decode_tok_s=null", "targets.min_acceptance_length=null"]))]
+    names = [
+        a.name for a in alerts(load_profile(K3, ["targets.decode_tok_s=null", "targets.min_acceptance_length=null"]))
+    ]
     assert names == EXPECTED[2:]
 
 
 def test_every_runbook_link_lands_on_a_readme_heading() -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     # GitHub's heading anchors: lower case, spaces to '-', punctuation other than '-' and '_' dropped.
-    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
-               for h in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)}
+    anchors = {
+        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)
+    }
     for group in rule_groups(load_profile(K3)):
         for rule in group["rules"]:
             url = rule["annotations"]["runbook_url"]
@@ -67,8 +79,11 @@ def test_every_runbook_link_lands_on_a_readme_heading() -> None:
 
 
 def test_rule_labels_reach_the_prometheus_rule_selector() -> None:
-    obj = next(m.obj for m in build(load_profile(K3, ["kubernetes.service_monitor_labels={release: kube-prometheus-stack}"]))
-               if m.kind == "PrometheusRule")
+    obj = next(
+        m.obj
+        for m in build(load_profile(K3, ["kubernetes.service_monitor_labels={release: kube-prometheus-stack}"]))
+        if m.kind == "PrometheusRule"
+    )
     assert obj["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
@@ -77,11 +92,14 @@ def test_prometheus_rule_matches_the_upstream_crd() -> None:
     validator(crd_schema("PrometheusRule", "v1")).validate(_rule())
 
 
-@pytest.mark.parametrize(("path", "value"), [
-    (("spec", "groups", 0, "rules", 0, "for"), "15 minutes"),
-    (("spec", "groups", 0, "rules", 0, "exprr"), "up"),
-    (("spec", "groups", 0, "interval"), "often"),
-])
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("spec", "groups", 0, "rules", 0, "for"), "15 minutes"),
+        (("spec", "groups", 0, "rules", 0, "exprr"), "up"),
+        (("spec", "groups", 0, "interval"), "often"),
+    ],
+)
 def test_upstream_crd_refuses_a_broken_rule(path: tuple[Any, ...], value: str) -> None:
     crds.require()
     bad = copy.deepcopy(_rule())

@@ -108,16 +108,21 @@ def test_configmap_holds_the_dashboard_under_the_sidecar_label() -> None:
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert cm["metadata"]["namespace"] == "kimi-k3"
     assert json.loads(cm["data"][f"{K3}.json"]) == dashboard_json(load_profile(K3))
-    moved = {m["metadata"]["name"]: m for m in _by_kind(["kubernetes.grafana_dashboard_namespace=monitoring"])["ConfigMap"]}
+    moved = {
+        m["metadata"]["name"]: m for m in _by_kind(["kubernetes.grafana_dashboard_namespace=monitoring"])["ConfigMap"]
+    }
     assert moved[f"{K3}-grafana-dashboard"]["metadata"]["namespace"] == "monitoring"
 
 
-@pytest.mark.parametrize(("sets", "rendered"), [
-    ([], True),
-    (["kubernetes.service_monitor=false"], False),
-    (["kubernetes.service_monitor=false", "kubernetes.monitoring=true"], True),
-    (["kubernetes.monitoring=false"], False),
-])
+@pytest.mark.parametrize(
+    ("sets", "rendered"),
+    [
+        ([], True),
+        (["kubernetes.service_monitor=false"], False),
+        (["kubernetes.service_monitor=false", "kubernetes.monitoring=true"], True),
+        (["kubernetes.monitoring=false"], False),
+    ],
+)
 def test_the_switch_follows_the_service_monitor_by_default(sets: list[str], rendered: bool) -> None:
     kinds = _by_kind(sets)
     names = {m["metadata"]["name"] for m in kinds["ConfigMap"]}

@@ -10,8 +10,10 @@ from k3deploy.observe.scope import profile_scope
 from k3deploy.profile.load import load_profile
 from tests.observe.promql_names import family, metric_names, parse
 
-SCOPES = [Scope(), Scope(namespace="kimi-k3", service="k-api", pod_prefix="k", smoke_job="k-smoke",
-                         leader_pattern="k-[0-9]+")]
+SCOPES = [
+    Scope(),
+    Scope(namespace="kimi-k3", service="k-api", pod_prefix="k", smoke_job="k-smoke", leader_pattern="k-[0-9]+"),
+]
 EXTRA = [promql.ttft_quantile_s, promql.waiting_growth, promql.recreated_leaders, promql.smoke_job_failed]
 
 
@@ -82,5 +84,7 @@ def test_recreated_leaders_compares_creation_time_with_the_window() -> None:
     expr = promql.recreated_leaders(SCOPES[1], "15m")
     parse(expr)
     # A group that is new (nothing 15 minutes ago) is a first rollout, not a recreation.
-    assert expr == ('count((time() - kube_pod_created{namespace="kimi-k3",pod=~"k-[0-9]+"}) < 900)'
-                    ' and on() (count(kube_pod_created{namespace="kimi-k3",pod=~"k-[0-9]+"} offset 15m) > 0)')
+    assert expr == (
+        'count((time() - kube_pod_created{namespace="kimi-k3",pod=~"k-[0-9]+"}) < 900)'
+        ' and on() (count(kube_pod_created{namespace="kimi-k3",pod=~"k-[0-9]+"} offset 15m) > 0)'
+    )

@@ -26,8 +26,21 @@ def _lines(stdout: str) -> list[dict]:
 
 def test_json_lines_carry_the_windows_figures_and_the_targets() -> None:
     with serve(MetricsScript([BEFORE, AFTER, AFTER])) as url:
-        result = run_cli("watch", "-p", "local-cpu", "--endpoint", url, "--interval", "0.2s", "--count", "2",
-                         "--set", "targets.min_acceptance_length=3.5", "-o", "json")
+        result = run_cli(
+            "watch",
+            "-p",
+            "local-cpu",
+            "--endpoint",
+            url,
+            "--interval",
+            "0.2s",
+            "--count",
+            "2",
+            "--set",
+            "targets.min_acceptance_length=3.5",
+            "-o",
+            "json",
+        )
     assert result.returncode == 0, result.stderr
     first, second = _lines(result.stdout)
     fig = first["figures"]
@@ -70,16 +83,19 @@ def test_not_a_vllm_endpoint_is_exit_3() -> None:
     assert "exports no vLLM series" in result.stderr and "hint:" in result.stderr
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--endpoint", "http://127.0.0.1:8000", "--prometheus", "http://127.0.0.1:9090"], "give one"),
-    (["--endpoint", "http://127.0.0.1:8000", "--interval", "0"], "--interval '0' must be positive"),
-    (["--endpoint", "http://127.0.0.1:8000", "--for", "soon"], "--for 'soon' is not a duration"),
-    (["--endpoint", "127.0.0.1:8000"], "--endpoint"),
-    (["--endpoint", "http://127.0.0.1/\x7f"], "is not a URL httpx can request"),
-    (["--prometheus", "http://127.0.0.1:99999"], "--prometheus"),
-    (["--prometheus", "http://127.0.0.1:9090/\x7f"], "Invalid non-printable ASCII character"),
-    (["-p", "kimi-k3-gb300-tp16"], "hint: kubectl -n kimi-k3 port-forward svc/kimi-k3-gb300-tp16-api 8000 and"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--endpoint", "http://127.0.0.1:8000", "--prometheus", "http://127.0.0.1:9090"], "give one"),
+        (["--endpoint", "http://127.0.0.1:8000", "--interval", "0"], "--interval '0' must be positive"),
+        (["--endpoint", "http://127.0.0.1:8000", "--for", "soon"], "--for 'soon' is not a duration"),
+        (["--endpoint", "127.0.0.1:8000"], "--endpoint"),
+        (["--endpoint", "http://127.0.0.1/\x7f"], "is not a URL httpx can request"),
+        (["--prometheus", "http://127.0.0.1:99999"], "--prometheus"),
+        (["--prometheus", "http://127.0.0.1:9090/\x7f"], "Invalid non-printable ASCII character"),
+        (["-p", "kimi-k3-gb300-tp16"], "hint: kubectl -n kimi-k3 port-forward svc/kimi-k3-gb300-tp16-api 8000 and"),
+    ],
+)
 def test_usage_errors_are_exit_2(args: list[str], message: str) -> None:
     result = run_cli("watch", *args, "--count", "1")
     assert result.returncode == 2, result.stderr
@@ -97,8 +113,13 @@ def test_for_bounds_the_run() -> None:
 
 def test_ctrl_c_ends_cleanly_with_exit_0() -> None:
     with serve(MetricsScript([BEFORE, AFTER])) as url:
-        proc = subprocess.Popen([sys.executable, "-m", "k3deploy", "watch", "--endpoint", url, "--interval", "0.2s", "-o", "json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "k3deploy", "watch", "--endpoint", url, "--interval", "0.2s", "-o", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+        )
         try:
             assert proc.stdout is not None
             first = json.loads(proc.stdout.readline())  # it is watching
@@ -116,8 +137,21 @@ def test_local_profile_without_endpoint_reads_the_profiles_server(tmp_path: Path
     with serve(MetricsScript([BEFORE, AFTER])) as url:
         port = url.rsplit(":", 1)[1]
         # No server recorded in this state folder: watch dials the profile's host and port, as `up` would serve.
-        result = run_cli("watch", "-p", "local-cpu", "--set", f"local.state_dir={tmp_path}", "--set", f"vllm.port={port}",
-                         "--count", "1", "--interval", "0.2s", "-o", "json")
+        result = run_cli(
+            "watch",
+            "-p",
+            "local-cpu",
+            "--set",
+            f"local.state_dir={tmp_path}",
+            "--set",
+            f"vllm.port={port}",
+            "--count",
+            "1",
+            "--interval",
+            "0.2s",
+            "-o",
+            "json",
+        )
     assert result.returncode == 0, result.stderr
     (line,) = _lines(result.stdout)
     assert line["url"] == f"{url}/metrics" and line["figures"]["output_tokens"] == 96
@@ -125,8 +159,19 @@ def test_local_profile_without_endpoint_reads_the_profiles_server(tmp_path: Path
 
 def test_kubernetes_profile_reads_its_endpoint_override() -> None:
     with serve(MetricsScript([BEFORE, AFTER])) as url:
-        result = run_cli("watch", "-p", "kimi-k3-gb300-tp16", "--set", f"kubernetes.endpoint_override={url}/v1",
-                         "--count", "1", "--interval", "0.2s", "-o", "json")
+        result = run_cli(
+            "watch",
+            "-p",
+            "kimi-k3-gb300-tp16",
+            "--set",
+            f"kubernetes.endpoint_override={url}/v1",
+            "--count",
+            "1",
+            "--interval",
+            "0.2s",
+            "-o",
+            "json",
+        )
     assert result.returncode == 0, result.stderr
     (line,) = _lines(result.stdout)
     assert line["url"] == f"{url}/metrics"  # /v1 of the override dropped, as smoke drops it

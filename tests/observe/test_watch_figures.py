@@ -45,10 +45,15 @@ def test_recorded_window_gives_every_figure() -> None:
 def _engine_text(engines: dict[str, dict[str, float]]) -> str:
     """Two-engine vLLM exposition: counters, the TPOT/TTFT histograms (sum, count, one bucket), gauges."""
     families = {
-        "vllm:generation_tokens": "counter", "vllm:spec_decode_num_drafts": "counter",
-        "vllm:spec_decode_num_draft_tokens": "counter", "vllm:spec_decode_num_accepted_tokens": "counter",
-        "vllm:prefix_cache_queries": "counter", "vllm:prefix_cache_hits": "counter",
-        "vllm:num_requests_running": "gauge", "vllm:num_requests_waiting": "gauge", "vllm:kv_cache_usage_perc": "gauge",
+        "vllm:generation_tokens": "counter",
+        "vllm:spec_decode_num_drafts": "counter",
+        "vllm:spec_decode_num_draft_tokens": "counter",
+        "vllm:spec_decode_num_accepted_tokens": "counter",
+        "vllm:prefix_cache_queries": "counter",
+        "vllm:prefix_cache_hits": "counter",
+        "vllm:num_requests_running": "gauge",
+        "vllm:num_requests_waiting": "gauge",
+        "vllm:kv_cache_usage_perc": "gauge",
     }
     lines: list[str] = []
     for family, kind in families.items():
@@ -59,32 +64,64 @@ def _engine_text(engines: dict[str, dict[str, float]]) -> str:
         lines.append(f"# TYPE {hist} histogram")
         for e, v in engines.items():
             count, total = v[hist]
-            lines += [f'{hist}_bucket{{engine="{e}",le="+Inf",model_name="m"}} {count}',
-                      f'{hist}_count{{engine="{e}",model_name="m"}} {count}',
-                      f'{hist}_sum{{engine="{e}",model_name="m"}} {total}']
+            lines += [
+                f'{hist}_bucket{{engine="{e}",le="+Inf",model_name="m"}} {count}',
+                f'{hist}_count{{engine="{e}",model_name="m"}} {count}',
+                f'{hist}_sum{{engine="{e}",model_name="m"}} {total}',
+            ]
     return "\n".join(lines) + "\n"
 
 
-def _engine(gen: float, drafts: float, draft_tokens: float, accepted: float, queries: float, hits: float,
-            tpot: tuple[float, float], ttft: tuple[float, float], running: float = 0, waiting: float = 0,
-            kv: float = 0.0) -> dict[str, object]:
-    return {"vllm:generation_tokens": gen, "vllm:spec_decode_num_drafts": drafts,
-            "vllm:spec_decode_num_draft_tokens": draft_tokens, "vllm:spec_decode_num_accepted_tokens": accepted,
-            "vllm:prefix_cache_queries": queries, "vllm:prefix_cache_hits": hits,
-            "vllm:num_requests_running": running, "vllm:num_requests_waiting": waiting, "vllm:kv_cache_usage_perc": kv,
-            "vllm:request_time_per_output_token_seconds": tpot, "vllm:time_to_first_token_seconds": ttft}
+def _engine(
+    gen: float,
+    drafts: float,
+    draft_tokens: float,
+    accepted: float,
+    queries: float,
+    hits: float,
+    tpot: tuple[float, float],
+    ttft: tuple[float, float],
+    running: float = 0,
+    waiting: float = 0,
+    kv: float = 0.0,
+) -> dict[str, object]:
+    return {
+        "vllm:generation_tokens": gen,
+        "vllm:spec_decode_num_drafts": drafts,
+        "vllm:spec_decode_num_draft_tokens": draft_tokens,
+        "vllm:spec_decode_num_accepted_tokens": accepted,
+        "vllm:prefix_cache_queries": queries,
+        "vllm:prefix_cache_hits": hits,
+        "vllm:num_requests_running": running,
+        "vllm:num_requests_waiting": waiting,
+        "vllm:kv_cache_usage_perc": kv,
+        "vllm:request_time_per_output_token_seconds": tpot,
+        "vllm:time_to_first_token_seconds": ttft,
+    }
 
 
 def test_two_engines_one_restarted_counts_from_its_restart() -> None:
-    before = parse_scrape(_engine_text({
-        "0": _engine(1000, 100, 300, 240, 5000, 1000, (10, 0.5), (10, 2.0)),
-        "1": _engine(9000, 900, 2700, 2000, 40000, 8000, (90, 4.5), (90, 18.0)),
-    }), 0.0, 0.1)
+    before = parse_scrape(
+        _engine_text(
+            {
+                "0": _engine(1000, 100, 300, 240, 5000, 1000, (10, 0.5), (10, 2.0)),
+                "1": _engine(9000, 900, 2700, 2000, 40000, 8000, (90, 4.5), (90, 18.0)),
+            }
+        ),
+        0.0,
+        0.1,
+    )
     # Engine 1 restarted between the scrapes: every one of its counters (histograms too) went down.
-    after = parse_scrape(_engine_text({
-        "0": _engine(1400, 140, 420, 330, 6000, 1400, (14, 0.7), (14, 2.8), running=3, waiting=1, kv=0.25),
-        "1": _engine(200, 20, 60, 40, 1000, 100, (2, 0.1), (2, 0.4), running=2, waiting=4, kv=0.75),
-    }), 2.1, 2.2)
+    after = parse_scrape(
+        _engine_text(
+            {
+                "0": _engine(1400, 140, 420, 330, 6000, 1400, (14, 0.7), (14, 2.8), running=3, waiting=1, kv=0.25),
+                "1": _engine(200, 20, 60, 40, 1000, 100, (2, 0.1), (2, 0.4), running=2, waiting=4, kv=0.75),
+            }
+        ),
+        2.1,
+        2.2,
+    )
     fig = figures_between(before, after)
     assert fig.window_s == pytest.approx(2.0)
     assert fig.output_tokens == 400 + 200 and fig.output_tok_s == pytest.approx(300)
@@ -114,7 +151,7 @@ def test_idle_window_has_no_rates_to_judge() -> None:
 
 
 def test_server_without_spec_decode_or_histograms() -> None:
-    text = "# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{engine=\"0\"} %s\n"
+    text = '# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{engine="0"} %s\n'
     fig = figures_between(parse_scrape(text % 10, 0, 0), parse_scrape(text % 60, 1, 1))
     assert fig.output_tok_s == 50 and fig.drafts is None and fig.mean_acceptance_length is None
     assert fig.decode_tok_s is None and fig.finished_requests is None and fig.running is None
@@ -122,7 +159,10 @@ def test_server_without_spec_decode_or_histograms() -> None:
 
 def test_non_finite_counter_is_named_not_counted() -> None:
     ok = _engine_text({"0": _engine(100, 10, 30, 20, 50, 5, (3, 0.1), (3, 0.3))})
-    bad = ok.replace('vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10', 'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} NaN')
+    bad = ok.replace(
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10',
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} NaN',
+    )
     fig = figures_between(parse_scrape(ok, 0, 0), parse_scrape(bad, 1, 1))
     assert fig.mean_acceptance_length is None
     assert any("non-finite" in note and "spec_decode_num_drafts_total" in note for note in fig.notes)
@@ -149,21 +189,28 @@ def test_judge_marks_only_figures_below_their_targets() -> None:
     assert rows["decode_tok_s"].below and rows["decode_tok_s"].target == 370
     assert not rows["mean_acceptance_length"].below and rows["mean_acceptance_length"].target == 3.0
     assert rows["output_tok_s"].target is None and not rows["output_tok_s"].below
-    assert below_targets(fig, TargetsSpec(decode_tok_s=370, min_acceptance_length=3.5)) == ["decode_tok_s", "mean_acceptance_length"]
+    assert below_targets(fig, TargetsSpec(decode_tok_s=370, min_acceptance_length=3.5)) == [
+        "decode_tok_s",
+        "mean_acceptance_length",
+    ]
     assert below_targets(fig, TargetsSpec()) == []  # a profile without targets marks nothing
-    assert below_targets(WatchFigures(decode_tok_s=370), TargetsSpec(decode_tok_s=370)) == []  # at the target is not below
+    assert (
+        below_targets(WatchFigures(decode_tok_s=370), TargetsSpec(decode_tok_s=370)) == []
+    )  # at the target is not below
 
 
 def test_figures_from_prometheus_results() -> None:
-    fig = figures_from_queries({
-        "output_tok_s": [({}, 812.5)],
-        "decode_tok_s": [({}, 401.0)],
-        "ttft_s": [({}, float("nan"))],  # 0/0 in PromQL: nothing finished in the window
-        "running": [],  # no series
-        "mean_acceptance_length": [({}, 3.4)],
-        "per_position_acceptance": [({"position": "1"}, 0.8), ({"position": "0"}, 0.95), ({"position": "x"}, 1.0)],
-        "not_a_figure": [({}, 1.0)],
-    })
+    fig = figures_from_queries(
+        {
+            "output_tok_s": [({}, 812.5)],
+            "decode_tok_s": [({}, 401.0)],
+            "ttft_s": [({}, float("nan"))],  # 0/0 in PromQL: nothing finished in the window
+            "running": [],  # no series
+            "mean_acceptance_length": [({}, 3.4)],
+            "per_position_acceptance": [({"position": "1"}, 0.8), ({"position": "0"}, 0.95), ({"position": "x"}, 1.0)],
+            "not_a_figure": [({}, 1.0)],
+        }
+    )
     assert (fig.output_tok_s, fig.decode_tok_s, fig.mean_acceptance_length) == (812.5, 401.0, 3.4)
     assert fig.ttft_s is None and fig.running is None
     assert fig.per_position_acceptance == {0: 0.95, 1: 0.8}

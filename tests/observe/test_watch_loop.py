@@ -95,7 +95,11 @@ def test_first_failure_is_an_environment_problem() -> None:
     clock = FakeClock()
     with pytest.raises(EnvironmentProblem) as info:
         _run(FakeSource(clock, [ScrapeError("down", "start it")]), clock, count=1)
-    assert info.value.message == "first scrape failed: down" and info.value.hint == "start it" and info.value.exit_code == 3
+    assert (
+        info.value.message == "first scrape failed: down"
+        and info.value.hint == "start it"
+        and info.value.exit_code == 3
+    )
 
 
 def test_later_failures_are_ticks_and_the_loop_goes_on() -> None:

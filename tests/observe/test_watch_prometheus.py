@@ -14,16 +14,31 @@ from k3deploy.profile.load import load_profile
 from tests.conftest import run_cli
 from tests.observe.watch_servers import PromScript, serve
 
-WATCHED = ("output_tok_s", "decode_tok_s", "ttft_s", "running", "waiting", "kv_cache_usage",
-           "prefix_cache_hit_rate", "acceptance_rate", "mean_acceptance_length", "per_position_acceptance")
+WATCHED = (
+    "output_tok_s",
+    "decode_tok_s",
+    "ttft_s",
+    "running",
+    "waiting",
+    "kv_cache_usage",
+    "prefix_cache_hit_rate",
+    "acceptance_rate",
+    "mean_acceptance_length",
+    "per_position_acceptance",
+)
 
 
 def _answers(scope: Scope) -> dict[str, object]:
     exprs = expressions(scope)
     values: dict[str, object] = {
-        "output_tok_s": [({}, 812.5)], "decode_tok_s": [({}, 301.0)], "ttft_s": [({}, 0.25)],
-        "running": [({}, 7.0)], "waiting": [({}, 2.0)], "kv_cache_usage": [({}, 0.5)],
-        "prefix_cache_hit_rate": [({}, float("nan"))], "acceptance_rate": 0.75,  # a scalar result
+        "output_tok_s": [({}, 812.5)],
+        "decode_tok_s": [({}, 301.0)],
+        "ttft_s": [({}, 0.25)],
+        "running": [({}, 7.0)],
+        "waiting": [({}, 2.0)],
+        "kv_cache_usage": [({}, 0.5)],
+        "prefix_cache_hit_rate": [({}, float("nan"))],
+        "acceptance_rate": 0.75,  # a scalar result
         "mean_acceptance_length": [({}, 3.25)],
         "per_position_acceptance": [({"position": "0"}, 0.9), ({"position": "1"}, 0.75), ({"position": "2"}, 0.6)],
     }
@@ -37,19 +52,27 @@ def _lines(stdout: str) -> list[dict]:
 def test_figures_come_from_the_dashboards_expressions() -> None:
     script = PromScript(answers=_answers(Scope()))
     with serve(prom=script) as url:
-        result = run_cli("watch", "-p", "local-cpu", "--prometheus", url, "--interval", "0.2s", "--count", "2", "-o", "json")
+        result = run_cli(
+            "watch", "-p", "local-cpu", "--prometheus", url, "--interval", "0.2s", "--count", "2", "-o", "json"
+        )
     assert result.returncode == 0, result.stderr
     lines = _lines(result.stdout)
     assert len(lines) == 2  # a Prometheus source has figures at once: no baseline scrape
     fig = lines[0]["figures"]
     assert lines[0]["source"] == "prometheus" and lines[0]["url"] == f"{url}/api/v1/query"
-    assert (fig["output_tok_s"], fig["decode_tok_s"], fig["ttft_s"], fig["running"], fig["waiting"]) == (812.5, 301.0, 0.25, 7, 2)
+    assert (fig["output_tok_s"], fig["decode_tok_s"], fig["ttft_s"], fig["running"], fig["waiting"]) == (
+        812.5,
+        301.0,
+        0.25,
+        7,
+        2,
+    )
     assert fig["kv_cache_usage"] == 0.5 and fig["acceptance_rate"] == 0.75 and fig["mean_acceptance_length"] == 3.25
     assert fig["prefix_cache_hit_rate"] is None  # NaN: no prefix-cache queries in the window
     assert fig["per_position_acceptance"] == {"0": 0.9, "1": 0.75, "2": 0.6}
     assert lines[0]["below"] == []
     exprs = expressions(Scope())
-    assert script.queries[:len(WATCHED)] == [exprs[key] for key in WATCHED]  # each exactly as the dashboard has it
+    assert script.queries[: len(WATCHED)] == [exprs[key] for key in WATCHED]  # each exactly as the dashboard has it
 
 
 def test_kubernetes_profile_queries_its_own_series_and_marks_a_miss() -> None:
@@ -61,7 +84,10 @@ def test_kubernetes_profile_queries_its_own_series_and_marks_a_miss() -> None:
     (line,) = _lines(result.stdout)
     assert all('namespace="kimi-k3"' in query for query in script.queries)
     # 301 tok/s per request is under the profile's 370; 3.25 is over its minimum acceptance length of 3.
-    assert line["below"] == ["decode_tok_s"] and line["targets"] == {"decode_tok_s": 370.0, "min_acceptance_length": 3.0}
+    assert line["below"] == ["decode_tok_s"] and line["targets"] == {
+        "decode_tok_s": 370.0,
+        "min_acceptance_length": 3.0,
+    }
 
 
 def test_table_view_marks_the_figure_below_target() -> None:
@@ -80,7 +106,9 @@ def test_prometheus_error_on_the_first_query_is_exit_3() -> None:
         result = run_cli("watch", "--prometheus", url, "--count", "1", "-o", "json")
     assert result.returncode == 3
     first, hint = result.stderr.splitlines()[:2]
-    assert first.startswith("error: first scrape failed: Prometheus answered 422 execution: query processing would load")
+    assert first.startswith(
+        "error: first scrape failed: Prometheus answered 422 execution: query processing would load"
+    )
     assert "(query sum(rate(vllm:generation_tokens_total[2m])))" in first
     assert hint.startswith("hint: ") and "Traceback" not in result.stderr
 
@@ -105,12 +133,16 @@ def test_not_a_prometheus_server_is_exit_3() -> None:
 
 # The test server itself: it is only worth what it refuses.
 
-@pytest.mark.parametrize(("params", "fragment"), [
-    ({"query": "sum(rate(vllm:generation_tokens_total[2m])"}, 'invalid parameter "query"'),
-    ({}, 'invalid parameter "query"'),
-    ({"query": "up", "timeout": "ten"}, 'invalid parameter "timeout"'),
-    ({"query": "up", "time": "yesterday"}, 'invalid parameter "time"'),
-])
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"query": "sum(rate(vllm:generation_tokens_total[2m])"}, 'invalid parameter "query"'),
+        ({}, 'invalid parameter "query"'),
+        ({"query": "up", "timeout": "ten"}, 'invalid parameter "timeout"'),
+        ({"query": "up", "time": "yesterday"}, 'invalid parameter "time"'),
+    ],
+)
 def test_server_refuses_what_prometheus_refuses(params: dict[str, str], fragment: str) -> None:
     with serve(prom=PromScript()) as url:
         resp = httpx.get(f"{url}/api/v1/query", params=params, timeout=10)
@@ -121,9 +153,15 @@ def test_server_refuses_what_prometheus_refuses(params: dict[str, str], fragment
 
 def test_server_answers_post_forms_and_empty_vectors() -> None:
     with serve(prom=PromScript(answers={"up": 1.0})) as url:
-        scalar = httpx.post(f"{url}/api/v1/query", data={"query": "up", "time": "2026-11-30T21:00:00Z"}, timeout=10).json()
+        scalar = httpx.post(
+            f"{url}/api/v1/query", data={"query": "up", "time": "2026-11-30T21:00:00Z"}, timeout=10
+        ).json()
         empty = httpx.get(f"{url}/api/v1/query", params={"query": "vllm:num_requests_running"}, timeout=10).json()
         put = httpx.put(f"{url}/api/v1/query", timeout=10)
-    assert scalar["status"] == "success" and scalar["data"]["resultType"] == "scalar" and scalar["data"]["result"][1] == "1.0"
+    assert (
+        scalar["status"] == "success"
+        and scalar["data"]["resultType"] == "scalar"
+        and scalar["data"]["result"][1] == "1.0"
+    )
     assert empty == {"status": "success", "data": {"resultType": "vector", "result": []}}
     assert put.status_code == 405

@@ -50,13 +50,40 @@ def test_live_view_in_a_terminal_shows_figures_targets_and_ends_on_ctrl_c() -> N
             env = cli_env({"TERM": "xterm-256color"})
             env.pop("NO_COLOR", None)
             env.pop("COLUMNS", None)
-            os.execvpe(sys.executable, [sys.executable, "-m", "k3deploy", "watch", "-p", "local-cpu", "--endpoint", url,
-                                        "--interval", "0.3s", "--set", "targets.decode_tok_s=1000"], env)
+            os.execvpe(
+                sys.executable,
+                [
+                    sys.executable,
+                    "-m",
+                    "k3deploy",
+                    "watch",
+                    "-p",
+                    "local-cpu",
+                    "--endpoint",
+                    url,
+                    "--interval",
+                    "0.3s",
+                    "--set",
+                    "targets.decode_tok_s=1000",
+                ],
+                env,
+            )
         status: int | None = None
         try:
             fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
-            wanted = ["decode tok/s per request", "715.0", "≥ 1000.0", "▼ below target", "mean acceptance length", "3.32",
-                      "≥ 2.00", "acceptance per position", "0: 95 %", "output tok/s", "KV-cache usage"]
+            wanted = [
+                "decode tok/s per request",
+                "715.0",
+                "≥ 1000.0",
+                "▼ below target",
+                "mean acceptance length",
+                "3.32",
+                "≥ 2.00",
+                "acceptance per position",
+                "0: 95 %",
+                "output tok/s",
+                "KV-cache usage",
+            ]
             screen = _read_until(fd, wanted, budget_s=60)
             missing = [w for w in wanted if w not in screen]
             assert missing == [], screen[-3000:]
@@ -79,8 +106,11 @@ def test_first_scrape_failing_in_a_terminal_is_only_the_error() -> None:
         pass  # nothing listens there any more
     pid, fd = pty.fork()
     if pid == 0:
-        os.execvpe(sys.executable, [sys.executable, "-m", "k3deploy", "watch", "--endpoint", url],
-                   cli_env({"TERM": "xterm-256color"}))
+        os.execvpe(
+            sys.executable,
+            [sys.executable, "-m", "k3deploy", "watch", "--endpoint", url],
+            cli_env({"TERM": "xterm-256color"}),
+        )
     status: int | None = None
     try:
         screen = _read_until(fd, ["never printed"], budget_s=60)  # to the end of its output

@@ -53,7 +53,9 @@ def test_values_are_written_in_their_units() -> None:
 
 def test_json_line_of_figures_and_of_a_failure() -> None:
     targets = TargetsSpec(decode_tok_s=100, min_acceptance_length=3)
-    ok = json.loads(json_line(Tick(AT, WatchFigures(decode_tok_s=80.0, per_position_acceptance={0: 0.9})), "metrics", "u", targets))
+    ok = json.loads(
+        json_line(Tick(AT, WatchFigures(decode_tok_s=80.0, per_position_acceptance={0: 0.9})), "metrics", "u", targets)
+    )
     assert ok["time"] == "2026-11-30T21:00:05.000+00:00" and ok["below"] == ["decode_tok_s"] and ok["error"] is None
     assert ok["figures"]["per_position_acceptance"] == {"0": 0.9}
     assert ok["targets"] == {"decode_tok_s": 100, "min_acceptance_length": 3}

@@ -109,10 +109,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b"404 page not found\n", "text/plain")
             return
         if "time" in params and not _valid_time(params["time"][0]):
-            self._error("bad_data", f'invalid parameter "time": cannot parse "{params["time"][0]}" to a valid timestamp')
+            self._error(
+                "bad_data", f'invalid parameter "time": cannot parse "{params["time"][0]}" to a valid timestamp'
+            )
             return
         if "timeout" in params and not _DURATION.match(params["timeout"][0] or "x"):
-            self._error("bad_data", f'invalid parameter "timeout": cannot parse "{params["timeout"][0]}" to a valid duration')
+            self._error(
+                "bad_data", f'invalid parameter "timeout": cannot parse "{params["timeout"][0]}" to a valid duration'
+            )
             return
         query = (params.get("query") or [""])[0]
         try:
@@ -130,7 +134,10 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(answer, float):
             data: dict[str, Any] = {"resultType": "scalar", "result": [now, _fmt(answer)]}
         else:
-            data = {"resultType": "vector", "result": [{"metric": labels, "value": [now, _fmt(value)]} for labels, value in answer]}
+            data = {
+                "resultType": "vector",
+                "result": [{"metric": labels, "value": [now, _fmt(value)]} for labels, value in answer],
+            }
         self._api(200, {"status": "success", "data": data})
 
 

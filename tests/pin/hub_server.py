@@ -82,12 +82,26 @@ class _Handler(BaseHTTPRequestHandler):
         repo_id = f"{match['org']}/{match['name']}"
         model = hub.models.get(repo_id)
         if model is None or (model.private and token not in model.readers):
-            return self._send(401, {"error": "Repository not found"},
-                              {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"})
+            return self._send(
+                401,
+                {"error": "Repository not found"},
+                {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"},
+            )
         rev = unquote(match["rev"])
         sha = model.refs.get(rev) or (rev if rev in model.refs.values() else None)
         if sha is None:
             message = f"Invalid rev id: {rev}"
             return self._send(404, {"error": message}, {"X-Error-Code": "RevisionNotFound", "X-Error-Message": message})
-        self._send(200, {"_id": "0" * 24, "id": repo_id, "modelId": repo_id, "sha": sha, "private": model.private,
-                         "gated": False, "disabled": False, "siblings": [{"rfilename": "config.json"}]})
+        self._send(
+            200,
+            {
+                "_id": "0" * 24,
+                "id": repo_id,
+                "modelId": repo_id,
+                "sha": sha,
+                "private": model.private,
+                "gated": False,
+                "disabled": False,
+                "siblings": [{"rfilename": "config.json"}],
+            },
+        )

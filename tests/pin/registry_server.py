@@ -32,8 +32,10 @@ OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-_CONFIG_TYPES = {OCI_MANIFEST: "application/vnd.oci.image.config.v1+json",
-                 DOCKER_MANIFEST: "application/vnd.docker.container.image.v1+json"}
+_CONFIG_TYPES = {
+    OCI_MANIFEST: "application/vnd.oci.image.config.v1+json",
+    DOCKER_MANIFEST: "application/vnd.docker.container.image.v1+json",
+}
 SERVICE = "test-registry"
 _ROUTE = re.compile(r"^/v2/(?P<name>[a-z0-9]+(?:[._/-][a-z0-9]+)*)/(?P<kind>manifests|blobs)/(?P<ref>[^/]+)$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
@@ -71,32 +73,53 @@ class Registry(Serving):
         self.manifests[digest] = (media_type, data)
         return digest
 
-    def push_image(self, name: str, tag: str | None, arch: str, media_type: str = OCI_MANIFEST, os_name: str = "linux") -> str:
+    def push_image(
+        self, name: str, tag: str | None, arch: str, media_type: str = OCI_MANIFEST, os_name: str = "linux"
+    ) -> str:
         """Store a single-platform image (config blob + manifest); tag it; return the manifest digest."""
-        config = json.dumps({"architecture": arch, "os": os_name, "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        config = json.dumps(
+            {"architecture": arch, "os": os_name, "rootfs": {"type": "layers", "diff_ids": []}}
+        ).encode()
         self.blobs[_digest(config)] = config
-        body = {"schemaVersion": 2, "mediaType": media_type,
-                "config": {"mediaType": _CONFIG_TYPES[media_type], "digest": _digest(config), "size": len(config)},
-                "layers": []}
+        body = {
+            "schemaVersion": 2,
+            "mediaType": media_type,
+            "config": {"mediaType": _CONFIG_TYPES[media_type], "digest": _digest(config), "size": len(config)},
+            "layers": [],
+        }
         digest = self._put_manifest(media_type, body)
         repo = self.repos.setdefault(name, _Repo())
         if tag:
             repo.tags[tag] = digest
         return digest
 
-    def push_index(self, name: str, tag: str, arches: list[str], media_type: str = OCI_INDEX, attestation: bool = True) -> str:
+    def push_index(
+        self, name: str, tag: str, arches: list[str], media_type: str = OCI_INDEX, attestation: bool = True
+    ) -> str:
         """Store a multi-platform index (or Docker manifest list) over one image per arch; return its digest."""
         child_type = OCI_MANIFEST if media_type == OCI_INDEX else DOCKER_MANIFEST
         entries = []
         for arch in arches:
             child = self.push_image(name, None, arch, child_type)
-            entries.append({"mediaType": child_type, "digest": child, "size": len(self.manifests[child][1]),
-                            "platform": {"architecture": arch, "os": "linux", **({"variant": "v8"} if arch == "arm64" else {})}})
+            entries.append(
+                {
+                    "mediaType": child_type,
+                    "digest": child,
+                    "size": len(self.manifests[child][1]),
+                    "platform": {"architecture": arch, "os": "linux", **({"variant": "v8"} if arch == "arm64" else {})},
+                }
+            )
         if attestation and media_type == OCI_INDEX:  # BuildKit's provenance entry: not a runnable platform
             att = self.push_image(name, None, "unknown", OCI_MANIFEST, os_name="unknown")
-            entries.append({"mediaType": OCI_MANIFEST, "digest": att, "size": len(self.manifests[att][1]),
-                            "platform": {"architecture": "unknown", "os": "unknown"},
-                            "annotations": {"vnd.docker.reference.type": "attestation-manifest"}})
+            entries.append(
+                {
+                    "mediaType": OCI_MANIFEST,
+                    "digest": att,
+                    "size": len(self.manifests[att][1]),
+                    "platform": {"architecture": "unknown", "os": "unknown"},
+                    "annotations": {"vnd.docker.reference.type": "attestation-manifest"},
+                }
+            )
         digest = self._put_manifest(media_type, {"schemaVersion": 2, "mediaType": media_type, "manifests": entries})
         self.repos.setdefault(name, _Repo()).tags[tag] = digest
         return digest
@@ -129,7 +152,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not head:
             self.wfile.write(body)
 
-    def _error(self, status: int, code: str, message: str, detail: object = None, headers: dict[str, str] | None = None) -> None:
+    def _error(
+        self, status: int, code: str, message: str, detail: object = None, headers: dict[str, str] | None = None
+    ) -> None:
         body = json.dumps({"errors": [{"code": code, "message": message, "detail": detail}]}).encode()
         self._send(status, body, {"Content-Type": "application/json; charset=utf-8", **(headers or {})})
 
@@ -189,12 +214,20 @@ class _Handler(BaseHTTPRequestHandler):
         media_type, data = self.reg.manifests[digest]
         accepts = self._accepts()
         if media_type == OCI_MANIFEST and OCI_MANIFEST not in accepts:
-            return self._error(404, "MANIFEST_UNKNOWN", "OCI manifest found, but accept header does not support OCI manifests")
+            return self._error(
+                404, "MANIFEST_UNKNOWN", "OCI manifest found, but accept header does not support OCI manifests"
+            )
         if media_type == OCI_INDEX and OCI_INDEX not in accepts:
-            return self._error(404, "MANIFEST_UNKNOWN", "OCI index found, but accept header does not support OCI indexes")
+            return self._error(
+                404, "MANIFEST_UNKNOWN", "OCI index found, but accept header does not support OCI indexes"
+            )
         if tag and media_type == DOCKER_LIST and DOCKER_LIST not in accepts:
             entries = json.loads(data)["manifests"]
-            amd64 = [e["digest"] for e in entries if e["platform"]["architecture"] == "amd64" and e["platform"]["os"] == "linux"]
+            amd64 = [
+                e["digest"]
+                for e in entries
+                if e["platform"]["architecture"] == "amd64" and e["platform"]["os"] == "linux"
+            ]
             if not amd64:
                 return self._error(404, "MANIFEST_UNKNOWN", "manifest unknown")
             digest = amd64[0]
@@ -203,23 +236,41 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._error(400, "MANIFEST_INVALID", "Schema 2 manifest not supported by client")
         if self.reg.tamper:
             data = data + b" "
-        self._send(200, data, {"Content-Type": media_type, "Docker-Content-Digest": digest, "Etag": f'"{digest}"'}, head)
+        self._send(
+            200, data, {"Content-Type": media_type, "Docker-Content-Digest": digest, "Etag": f'"{digest}"'}, head
+        )
 
     # auth ----------------------------------------------------------------------------------------
     def _authorized(self, name: str) -> bool:
         auth = self.headers.get("Authorization", "")
         challenge = f'Bearer realm="{self.reg.url}/token",service="{SERVICE}",scope="repository:{name}:pull"'
         if not auth:
-            self._error(401, "UNAUTHORIZED", "authentication required", [{"Type": "repository", "Name": name, "Action": "pull"}],
-                        {"WWW-Authenticate": challenge})
+            self._error(
+                401,
+                "UNAUTHORIZED",
+                "authentication required",
+                [{"Type": "repository", "Name": name, "Action": "pull"}],
+                {"WWW-Authenticate": challenge},
+            )
             return False
         scheme, _, token = auth.partition(" ")
         if scheme != "Bearer" or token not in self.reg.tokens:
-            self._error(401, "UNAUTHORIZED", "authentication required", None, {"WWW-Authenticate": challenge + ',error="invalid_token"'})
+            self._error(
+                401,
+                "UNAUTHORIZED",
+                "authentication required",
+                None,
+                {"WWW-Authenticate": challenge + ',error="invalid_token"'},
+            )
             return False
         if name not in self.reg.tokens[token]:
-            self._error(401, "UNAUTHORIZED", "authentication required", [{"Type": "repository", "Name": name, "Action": "pull"}],
-                        {"WWW-Authenticate": challenge + ',error="insufficient_scope"'})
+            self._error(
+                401,
+                "UNAUTHORIZED",
+                "authentication required",
+                [{"Type": "repository", "Name": name, "Action": "pull"}],
+                {"WWW-Authenticate": challenge + ',error="insufficient_scope"'},
+            )
             return False
         return True
 
@@ -238,5 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
                     granted.add(match["name"])
         token = secrets.token_hex(16)
         self.reg.tokens[token] = granted
-        body = json.dumps({"token": token, "access_token": token, "expires_in": 300, "issued_at": "2026-01-01T00:00:00Z"}).encode()
+        body = json.dumps(
+            {"token": token, "access_token": token, "expires_in": 300, "issued_at": "2026-01-01T00:00:00Z"}
+        ).encode()
         self._send(200, body, {"Content-Type": "application/json"})

@@ -26,8 +26,9 @@ def _publish(registry: Registry, vllm_arches: list[str]) -> tuple[str, str]:
     return vllm, smoke
 
 
-def test_pin_writes_the_profile_with_digests_and_commits(pin_env: dict[str, str], registry: Registry, hub: Hub,
-                                                         tmp_path: Path) -> None:
+def test_pin_writes_the_profile_with_digests_and_commits(
+    pin_env: dict[str, str], registry: Registry, hub: Hub, tmp_path: Path
+) -> None:
     vllm, smoke = _publish(registry, ["amd64", "arm64"])
     out = tmp_path / "pinned.yaml"
     result = run_cli("pin", "-p", PROFILE, "--set", "vllm.max_num_seqs=64", "-o", str(out), env=pin_env)
@@ -59,7 +60,10 @@ def test_image_without_the_nodes_platform_fails(pin_env: dict[str, str], registr
     out = tmp_path / "pinned.yaml"
     result = run_cli("pin", "-p", PROFILE, "-o", str(out), env=pin_env)
     assert result.returncode == 1
-    assert "error: vllm.image vllm/vllm-openai:kimi-k3-aarch64-cu130 is built for linux/amd64, not linux/arm64" in result.stderr
+    assert (
+        "error: vllm.image vllm/vllm-openai:kimi-k3-aarch64-cu130 is built for linux/amd64, not linux/arm64"
+        in result.stderr
+    )
     assert "hint:" in result.stderr and not out.exists()
 
 
@@ -78,18 +82,24 @@ def test_unreachable_registry_exits_3_naming_the_host(pin_env: dict[str, str]) -
         result = run_cli("pin", "-p", PROFILE, env={**pin_env, "K3DEPLOY_REGISTRY_URL": url})
     assert result.returncode == 3
     lines = result.stderr.strip().splitlines()
-    assert lines[-2].startswith(f"error: cannot reach registry {url.removeprefix('http://')}") and lines[-1].startswith("hint:")
+    assert lines[-2].startswith(f"error: cannot reach registry {url.removeprefix('http://')}") and lines[-1].startswith(
+        "hint:"
+    )
 
 
 def test_unreachable_hub_exits_3(pin_env: dict[str, str], registry: Registry) -> None:
     _publish(registry, ["arm64"])
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        result = run_cli("pin", "-p", PROFILE, env={**pin_env, "HF_ENDPOINT": f"http://127.0.0.1:{sock.getsockname()[1]}"})
+        result = run_cli(
+            "pin", "-p", PROFILE, env={**pin_env, "HF_ENDPOINT": f"http://127.0.0.1:{sock.getsockname()[1]}"}
+        )
     assert result.returncode == 3 and "cannot reach the Hugging Face Hub" in result.stderr
 
 
-def test_refuses_to_overwrite_a_file_it_did_not_write(pin_env: dict[str, str], registry: Registry, tmp_path: Path) -> None:
+def test_refuses_to_overwrite_a_file_it_did_not_write(
+    pin_env: dict[str, str], registry: Registry, tmp_path: Path
+) -> None:
     _publish(registry, ["arm64"])
     mine = tmp_path / "mine.yaml"
     mine.write_text("name: my-notes\n")

@@ -19,7 +19,12 @@ DIGEST = "sha256:" + "a" * 64
 def test_docker_hub_names_map_to_the_api_host_and_library() -> None:
     ref = parse_image("vllm/vllm-openai:kimi-k3")
     assert (ref.registry, ref.api_host, ref.repository, ref.tag, ref.digest) == (
-        "docker.io", "registry-1.docker.io", "vllm/vllm-openai", "kimi-k3", None)
+        "docker.io",
+        "registry-1.docker.io",
+        "vllm/vllm-openai",
+        "kimi-k3",
+        None,
+    )
     single = parse_image("python:3.12-slim")
     assert (single.repository, single.reference) == ("library/python", "3.12-slim")
     assert parse_image("docker.io/ubuntu").reference == "latest"
@@ -44,16 +49,21 @@ def test_docker_hub_challenge_is_parsed() -> None:
     challenge = parse_bearer_challenge(header)
     assert challenge is not None
     assert (challenge.realm, challenge.service, challenge.scope) == (
-        "https://auth.docker.io/token", "registry.docker.io", "repository:vllm/vllm-openai:pull")
+        "https://auth.docker.io/token",
+        "registry.docker.io",
+        "repository:vllm/vllm-openai:pull",
+    )
     assert parse_bearer_challenge('Basic realm="Registry Realm"') is None
 
 
 def test_attestation_entries_are_not_platforms() -> None:
-    index = {"manifests": [
-        {"platform": {"os": "linux", "architecture": "amd64"}},
-        {"platform": {"os": "linux", "architecture": "arm64", "variant": "v8"}},
-        {"platform": {"os": "unknown", "architecture": "unknown"}},
-    ]}
+    index = {
+        "manifests": [
+            {"platform": {"os": "linux", "architecture": "amd64"}},
+            {"platform": {"os": "linux", "architecture": "arm64", "variant": "v8"}},
+            {"platform": {"os": "unknown", "architecture": "unknown"}},
+        ]
+    }
     platforms = index_platforms(index)
     assert [str(p) for p in platforms] == ["linux/amd64", "linux/arm64/v8"]
     assert runs_on(platforms, "arm64") and not runs_on([Platform("linux", "amd64")], "arm64")

@@ -39,8 +39,9 @@ def test_docker_manifest_list_is_read_as_a_list_not_rewritten(registry: Registry
 
 
 @pytest.mark.parametrize("media_type", [OCI_MANIFEST, DOCKER_MANIFEST])
-def test_single_platform_image_reads_its_platform_from_the_config_blob(registry: Registry, client: RegistryClient,
-                                                                       media_type: str) -> None:
+def test_single_platform_image_reads_its_platform_from_the_config_blob(
+    registry: Registry, client: RegistryClient, media_type: str
+) -> None:
     digest = registry.push_image("vllm/vllm-openai", "kimi-k3-aarch64", "arm64", media_type)
     result = client.resolve("vllm/vllm-openai:kimi-k3-aarch64")
     assert (result.digest, result.is_index, [str(p) for p in result.platforms]) == (digest, False, ["linux/arm64"])
@@ -53,8 +54,9 @@ def test_a_pinned_reference_is_fetched_by_digest(registry: Registry, client: Reg
     assert registry.requests[-1][0] == f"/v2/vllm/vllm-openai/manifests/{digest}"
 
 
-def test_bearer_challenge_is_answered_with_an_anonymous_pull_token(monkeypatch: pytest.MonkeyPatch,
-                                                                   auth_registry: Registry) -> None:
+def test_bearer_challenge_is_answered_with_an_anonymous_pull_token(
+    monkeypatch: pytest.MonkeyPatch, auth_registry: Registry
+) -> None:
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", auth_registry.url)
     digest = auth_registry.push_index("vllm/vllm-openai", "kimi-k3", ["arm64"])
     with RegistryClient(timeout_s=5) as client:
@@ -66,14 +68,20 @@ def test_bearer_challenge_is_answered_with_an_anonymous_pull_token(monkeypatch: 
     assert "Authorization" not in manifest_calls[0] and manifest_calls[1]["Authorization"].startswith("Bearer ")
 
 
-def test_unknown_repository_behind_auth_is_refused_like_docker_hub(monkeypatch: pytest.MonkeyPatch,
-                                                                    auth_registry: Registry) -> None:
+def test_unknown_repository_behind_auth_is_refused_like_docker_hub(
+    monkeypatch: pytest.MonkeyPatch, auth_registry: Registry
+) -> None:
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", auth_registry.url)
-    with RegistryClient(timeout_s=5) as client, pytest.raises(CheckFailed, match=r"refused anonymous access.*UNAUTHORIZED"):
+    with (
+        RegistryClient(timeout_s=5) as client,
+        pytest.raises(CheckFailed, match=r"refused anonymous access.*UNAUTHORIZED"),
+    ):
         client.resolve("nobody/nothing:1")
 
 
-def test_unknown_tag_and_unknown_repository_fail_with_the_registry_error(registry: Registry, client: RegistryClient) -> None:
+def test_unknown_tag_and_unknown_repository_fail_with_the_registry_error(
+    registry: Registry, client: RegistryClient
+) -> None:
     registry.push_index("vllm/vllm-openai", "kimi-k3", ["arm64"])
     with pytest.raises(CheckFailed, match="MANIFEST_UNKNOWN: manifest unknown") as tag:
         client.resolve("vllm/vllm-openai:kimi-k3-aarch64-cu130")
@@ -102,6 +110,7 @@ def test_manifest_that_does_not_match_its_digest_is_refused(registry: Registry, 
 
 # The test registry itself: it must refuse what distribution refuses, or the tests above prove little.
 
+
 def test_server_refuses_an_oci_index_to_a_client_that_does_not_accept_it(registry: Registry) -> None:
     registry.push_index("vllm/vllm-openai", "kimi-k3", ["arm64"])
     response = httpx.get(f"{registry.url}/v2/vllm/vllm-openai/manifests/kimi-k3", headers={"Accept": DOCKER_MANIFEST})
@@ -121,9 +130,23 @@ def test_server_rewrites_a_manifest_list_to_amd64_for_an_old_client(registry: Re
 
 def test_token_server_checks_service_and_scope(auth_registry: Registry) -> None:
     auth_registry.push_index("vllm/vllm-openai", "kimi-k3", ["arm64"])
-    assert httpx.get(f"{auth_registry.url}/token", params={"service": "other", "scope": "repository:vllm/vllm-openai:pull"}).status_code == 400
-    assert httpx.get(f"{auth_registry.url}/token", params={"service": "test-registry", "scope": "vllm/vllm-openai"}).status_code == 400
-    token = httpx.get(f"{auth_registry.url}/token", params={"service": "test-registry", "scope": "repository:other/repo:pull"}).json()["token"]
-    denied = httpx.get(f"{auth_registry.url}/v2/vllm/vllm-openai/manifests/kimi-k3",
-                       headers={"Authorization": f"Bearer {token}", "Accept": OCI_INDEX})
+    assert (
+        httpx.get(
+            f"{auth_registry.url}/token", params={"service": "other", "scope": "repository:vllm/vllm-openai:pull"}
+        ).status_code
+        == 400
+    )
+    assert (
+        httpx.get(
+            f"{auth_registry.url}/token", params={"service": "test-registry", "scope": "vllm/vllm-openai"}
+        ).status_code
+        == 400
+    )
+    token = httpx.get(
+        f"{auth_registry.url}/token", params={"service": "test-registry", "scope": "repository:other/repo:pull"}
+    ).json()["token"]
+    denied = httpx.get(
+        f"{auth_registry.url}/v2/vllm/vllm-openai/manifests/kimi-k3",
+        headers={"Authorization": f"Bearer {token}", "Accept": OCI_INDEX},
+    )
     assert denied.status_code == 401 and 'error="insufficient_scope"' in denied.headers["WWW-Authenticate"]

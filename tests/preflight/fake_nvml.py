@@ -39,26 +39,54 @@ nvmlGpuFabricInfo_v2 = 0x02000024
 #: The names the fake exports, checked against the real nvidia-ml-py.
 CONSTANTS = {name: value for name, value in dict(globals()).items() if name.startswith(("NVML_", "nvml"))}
 FUNCTIONS = (
-    "nvmlInit", "nvmlShutdown", "nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion", "nvmlDeviceGetCount",
-    "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetMemoryInfo",
-    "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetMigMode", "nvmlDeviceGetPersistenceMode",
-    "nvmlDeviceGetRetiredPagesPendingStatus", "nvmlDeviceGetRemappedRows", "nvmlDeviceGetTotalEccErrors",
-    "nvmlDeviceGetFieldValues", "nvmlDeviceGetGpuFabricInfoV",
+    "nvmlInit",
+    "nvmlShutdown",
+    "nvmlSystemGetDriverVersion",
+    "nvmlSystemGetCudaDriverVersion",
+    "nvmlDeviceGetCount",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetPciInfo",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetCudaComputeCapability",
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetPersistenceMode",
+    "nvmlDeviceGetRetiredPagesPendingStatus",
+    "nvmlDeviceGetRemappedRows",
+    "nvmlDeviceGetTotalEccErrors",
+    "nvmlDeviceGetFieldValues",
+    "nvmlDeviceGetGpuFabricInfoV",
 )
 
 GB300_CLUSTER = "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35"
 GB300_BUSES = ["00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", "00000019:01:00.0"]
-GB300_UUIDS = ["GPU-8f3c2a10-5d4e-4b7a-9c21-0e6f1a2b3c40", "GPU-2b7e9d41-8a06-4c13-b5f2-7d8e9f0a1b52",
-               "GPU-c4d5e6f7-1a2b-4c3d-8e9f-a0b1c2d3e461", "GPU-5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a873"]
-H100_BUSES = ["00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000000:5D:00.0",
-              "00000000:9A:00.0", "00000000:AB:00.0", "00000000:BA:00.0", "00000000:DB:00.0"]
+GB300_UUIDS = [
+    "GPU-8f3c2a10-5d4e-4b7a-9c21-0e6f1a2b3c40",
+    "GPU-2b7e9d41-8a06-4c13-b5f2-7d8e9f0a1b52",
+    "GPU-c4d5e6f7-1a2b-4c3d-8e9f-a0b1c2d3e461",
+    "GPU-5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a873",
+]
+H100_BUSES = [
+    "00000000:18:00.0",
+    "00000000:2A:00.0",
+    "00000000:3A:00.0",
+    "00000000:5D:00.0",
+    "00000000:9A:00.0",
+    "00000000:AB:00.0",
+    "00000000:BA:00.0",
+    "00000000:DB:00.0",
+]
 
 
 class NVMLError(Exception):
     """nvidia-ml-py's error: `.value` holds the nvmlReturn_t code."""
 
-    _strings: ClassVar[dict[int, str]] = {NVML_ERROR_NOT_SUPPORTED: "Not Supported", NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
-                NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found"}
+    _strings: ClassVar[dict[int, str]] = {
+        NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+        NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+        NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
+    }
 
     def __init__(self, value: int) -> None:
         super().__init__(value)
@@ -117,15 +145,26 @@ class FakeNvml:
 
 def gb300_node(**gpu_changes: object) -> FakeNvml:
     """A healthy GB300 compute tray: 4 GPUs in one NVLink clique; `gpu_changes` apply to every GPU."""
-    gpus = [dataclasses.replace(FakeGpu(uuid=u, bus_id=b), **gpu_changes) for u, b in zip(GB300_UUIDS, GB300_BUSES, strict=True)]
+    gpus = [
+        dataclasses.replace(FakeGpu(uuid=u, bus_id=b), **gpu_changes)
+        for u, b in zip(GB300_UUIDS, GB300_BUSES, strict=True)
+    ]
     return FakeNvml(gpus=gpus)
 
 
 def h100_node() -> FakeNvml:
     """An HGX H100 node: 8 GPUs, no multi-node NVLink fabric."""
     gpus = [
-        FakeGpu(name="NVIDIA H100 80GB HBM3", uuid=f"GPU-{0x3f1a2b00 + i:08x}-7c6d-4e5f-8a9b-0c1d2e3f{0x4a50 + i:04x}",
-                bus_id=bus, memory_mib=81559, cc=(9, 0), fabric_state=None, cluster_uuid=None, clique_id=0)
+        FakeGpu(
+            name="NVIDIA H100 80GB HBM3",
+            uuid=f"GPU-{0x3F1A2B00 + i:08x}-7c6d-4e5f-8a9b-0c1d2e3f{0x4A50 + i:04x}",
+            bus_id=bus,
+            memory_mib=81559,
+            cc=(9, 0),
+            fabric_state=None,
+            cluster_uuid=None,
+            clique_id=0,
+        )
         for i, bus in enumerate(H100_BUSES)
     ]
     return FakeNvml(gpus=gpus)
@@ -157,8 +196,11 @@ def make_module(node: FakeNvml) -> types.ModuleType:
     def nvmlDeviceGetFieldValues(handle: FakeGpu, field_ids: list[int]) -> list[types.SimpleNamespace]:
         assert field_ids == [NVML_FI_DEV_GET_GPU_RECOVERY_ACTION]
         ret = NVML_SUCCESS if handle.recovery_action is not None else NVML_ERROR_NOT_SUPPORTED
-        return [types.SimpleNamespace(fieldId=field_ids[0], nvmlReturn=ret,
-                                      value=types.SimpleNamespace(uiVal=handle.recovery_action or 0))]
+        return [
+            types.SimpleNamespace(
+                fieldId=field_ids[0], nvmlReturn=ret, value=types.SimpleNamespace(uiVal=handle.recovery_action or 0)
+            )
+        ]
 
     def nvmlDeviceGetTotalEccErrors(handle: FakeGpu, error_type: int, counter_type: int) -> int:
         assert (error_type, counter_type) == (NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC)

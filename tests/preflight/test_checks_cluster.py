@@ -13,8 +13,12 @@ CLIQUE_B = "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35.9"
 
 
 def gb300(name: str, clique: str | None, requested: int = 0, **labels: str) -> NodeFacts:
-    base = {"nvidia.com/gpu.product": "NVIDIA-GB300", "nvidia.com/gpu.memory": "284208", "kubernetes.io/arch": "arm64",
-            "nvidia.com/cuda.driver-version.full": "580.95.05"}
+    base = {
+        "nvidia.com/gpu.product": "NVIDIA-GB300",
+        "nvidia.com/gpu.memory": "284208",
+        "kubernetes.io/arch": "arm64",
+        "nvidia.com/cuda.driver-version.full": "580.95.05",
+    }
     if clique:
         base["nvidia.com/gpu.clique"] = clique
     base.update(labels)
@@ -22,13 +26,28 @@ def gb300(name: str, clique: str | None, requested: int = 0, **labels: str) -> N
 
 
 def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
-    access = [AccessFacts(verb=a.verb, resource=a.resource, group=a.group, namespace="kimi-k3", allowed=True)
-              for a in required_access(GB300)]
-    base = dict(server_version="v1.34.1", resources=["leaderworkersets.leaderworkerset.x-k8s.io", "computedomains.resource.nvidia.com",
-                                                      "servicemonitors.monitoring.coreos.com",
-                                                      "prometheusrules.monitoring.coreos.com"],
-                nodes=nodes, namespace="kimi-k3", namespace_exists=True, secret_name="hf-token", secret_keys=["token"],
-                storage_classes=["local-nvme"], default_storage_class="local-nvme", access=access, runtime_class_exists=True)
+    access = [
+        AccessFacts(verb=a.verb, resource=a.resource, group=a.group, namespace="kimi-k3", allowed=True)
+        for a in required_access(GB300)
+    ]
+    base = dict(
+        server_version="v1.34.1",
+        resources=[
+            "leaderworkersets.leaderworkerset.x-k8s.io",
+            "computedomains.resource.nvidia.com",
+            "servicemonitors.monitoring.coreos.com",
+            "prometheusrules.monitoring.coreos.com",
+        ],
+        nodes=nodes,
+        namespace="kimi-k3",
+        namespace_exists=True,
+        secret_name="hf-token",
+        secret_keys=["token"],
+        storage_classes=["local-nvme"],
+        default_storage_class="local-nvme",
+        access=access,
+        runtime_class_exists=True,
+    )
     base.update(changes)
     return ClusterFacts(**base)
 
@@ -38,7 +57,9 @@ def by_name(cluster: ClusterFacts, profile: Profile = GB300) -> dict[str, CheckR
 
 
 def test_two_cliques_pick_the_one_with_room() -> None:
-    nodes = [gb300(f"a{i}", CLIQUE_A, requested=4 if i == 0 else 0) for i in range(5)] + [gb300(f"b{i}", CLIQUE_B) for i in range(3)]
+    nodes = [gb300(f"a{i}", CLIQUE_A, requested=4 if i == 0 else 0) for i in range(5)] + [
+        gb300(f"b{i}", CLIQUE_B) for i in range(3)
+    ]
     results = by_name(facts(nodes))
     assert {n: r.status for n, r in results.items() if r.status is not Status.PASS} == {}
     assert results["k8s.placement"].measured == f"clique {CLIQUE_A}: 4 eligible node(s)"
@@ -46,29 +67,49 @@ def test_two_cliques_pick_the_one_with_room() -> None:
 
 
 def test_no_clique_with_room_explains_each() -> None:
-    nodes = [gb300(f"a{i}", CLIQUE_A, requested=2 if i == 0 else 0) for i in range(4)] + [gb300(f"b{i}", CLIQUE_B) for i in range(2)]
+    nodes = [gb300(f"a{i}", CLIQUE_A, requested=2 if i == 0 else 0) for i in range(4)] + [
+        gb300(f"b{i}", CLIQUE_B) for i in range(2)
+    ]
     result = by_name(facts(nodes))["k8s.placement"]
     assert result.status is Status.FAIL
     assert result.measured == f"clique {CLIQUE_A} has 3 eligible node(s), needs 4"
-    assert result.detail == (f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 2 eligible node(s), needs 4 "
-                             "(a0: 2 of 4 GPUs free, needs 4)")
+    assert result.detail == (
+        f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 2 eligible node(s), needs 4 "
+        "(a0: 2 of 4 GPUs free, needs 4)"
+    )
 
 
 def test_pod_gpu_requests_count_limits_and_init_containers() -> None:
-    pod = {"spec": {"nodeName": "a0", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}},
-                                                      {"resources": {"requests": {"nvidia.com/gpu": 1}}}],
-                    "initContainers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]}, "status": {"phase": "Running"}}
+    pod = {
+        "spec": {
+            "nodeName": "a0",
+            "containers": [
+                {"resources": {"limits": {"nvidia.com/gpu": "2"}}},
+                {"resources": {"requests": {"nvidia.com/gpu": 1}}},
+            ],
+            "initContainers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
     assert pod_gpu_request(pod) == 4
-    done = {"spec": {"nodeName": "a0", "containers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]}, "status": {"phase": "Succeeded"}}
-    node = {"metadata": {"name": "a0", "labels": {}}, "status": {"allocatable": {"nvidia.com/gpu": "4"},
-                                                                   "conditions": [{"type": "Ready", "status": "True"}]}}
+    done = {
+        "spec": {"nodeName": "a0", "containers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]},
+        "status": {"phase": "Succeeded"},
+    }
+    node = {
+        "metadata": {"name": "a0", "labels": {}},
+        "status": {"allocatable": {"nvidia.com/gpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
     [parsed] = parse_nodes([node], [pod, done])
     assert (parsed.allocatable_gpus, parsed.requested_gpus, parsed.free_gpus, parsed.ready) == (4, 4, 0, True)
 
 
 def test_rbac_lists_what_is_denied() -> None:
     cluster = facts([gb300(f"a{i}", CLIQUE_A) for i in range(4)])
-    denied = [a.model_copy(update={"allowed": False}) if (a.verb, a.resource) == ("create", "leaderworkersets") else a for a in cluster.access]
+    denied = [
+        a.model_copy(update={"allowed": False}) if (a.verb, a.resource) == ("create", "leaderworkersets") else a
+        for a in cluster.access
+    ]
     result = by_name(cluster.model_copy(update={"access": denied}))["k8s.rbac"]
     assert (result.status, result.measured) == (Status.FAIL, f"1 of {len(denied)} denied")
     assert result.detail == "denied in kimi-k3: create leaderworkersets.leaderworkerset.x-k8s.io"
@@ -77,7 +118,10 @@ def test_rbac_lists_what_is_denied() -> None:
 
 def test_without_nvlink_any_nodes_do() -> None:
     profile = load_profile("kimi-k3-gb300-tp16", ["hardware.nvlink_domain=false", "kubernetes.compute_domain=false"])
-    results = by_name(facts([gb300(f"n{i}", None) for i in range(4)], resources=["leaderworkersets.leaderworkerset.x-k8s.io"]), profile)
+    results = by_name(
+        facts([gb300(f"n{i}", None) for i in range(4)], resources=["leaderworkersets.leaderworkerset.x-k8s.io"]),
+        profile,
+    )
     assert results["k8s.placement"].status is Status.PASS
     assert results["k8s.gfd_labels"].status is Status.PASS
     assert "k8s.crd.computedomain" not in results
@@ -97,8 +141,11 @@ def test_monitoring_needs_the_prometheus_rule_crd_and_its_verbs() -> None:
 def test_eligible_hosts_are_every_node_of_every_clique_that_holds_a_group() -> None:
     from k3deploy.preflight.checks_cluster import eligible_hosts
 
-    nodes = ([gb300(f"a{i}", CLIQUE_A) for i in range(5)] + [gb300(f"b{i}", CLIQUE_B) for i in range(3)]
-             + [gb300("a-busy", CLIQUE_A, requested=2), gb300("a-cordoned", CLIQUE_A)])
+    nodes = (
+        [gb300(f"a{i}", CLIQUE_A) for i in range(5)]
+        + [gb300(f"b{i}", CLIQUE_B) for i in range(3)]
+        + [gb300("a-busy", CLIQUE_A, requested=2), gb300("a-cordoned", CLIQUE_A)]
+    )
     nodes[-1] = nodes[-1].model_copy(update={"unschedulable": True})
     assert eligible_hosts(GB300, nodes) == ["a0", "a1", "a2", "a3", "a4"]
     assert eligible_hosts(GB300, nodes[:3]) == []

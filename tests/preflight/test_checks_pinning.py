@@ -11,10 +11,18 @@ GB300 = "kimi-k3-gb300-tp16"
 SHA = "0123456789abcdef0123456789abcdef01234567"
 DIGEST = "sha256:" + "c" * 64
 #: Every version of the GB300 profile pinned: what `k3deploy pin` writes.
-PINNED = [f"model.revision={SHA}", f"speculative.revision={SHA}",
-          f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{DIGEST}",
-          f"kubernetes.smoke_image=ghcr.io/k3deploy/k3deploy:0.1.0@{DIGEST}"]
-FIELDS = ["profile.model.revision", "profile.speculative.revision", "profile.vllm.image", "profile.kubernetes.smoke_image"]
+PINNED = [
+    f"model.revision={SHA}",
+    f"speculative.revision={SHA}",
+    f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{DIGEST}",
+    f"kubernetes.smoke_image=ghcr.io/k3deploy/k3deploy:0.1.0@{DIGEST}",
+]
+FIELDS = [
+    "profile.model.revision",
+    "profile.speculative.revision",
+    "profile.vllm.image",
+    "profile.kubernetes.smoke_image",
+]
 
 
 def test_builtin_production_profile_fails_on_every_floating_version() -> None:
@@ -23,7 +31,10 @@ def test_builtin_production_profile_fails_on_every_floating_version() -> None:
     assert {r.status for r in results.values()} == {Status.FAIL}
     assert results["profile.model.revision"].measured == "main"
     assert results["profile.vllm.image"].measured == "vllm/vllm-openai:kimi-k3-aarch64-cu130"
-    assert results["profile.vllm.image"].hint == "k3deploy pin -p kimi-k3-gb300-tp16 -o pinned.yaml, then deploy pinned.yaml"
+    assert (
+        results["profile.vllm.image"].hint
+        == "k3deploy pin -p kimi-k3-gb300-tp16 -o pinned.yaml, then deploy pinned.yaml"
+    )
 
 
 def test_non_production_profile_only_warns() -> None:
@@ -54,16 +65,22 @@ def test_profile_file_gets_a_generic_pin_command(tmp_path) -> None:
 
 
 def test_local_rehearsal_profile_has_nothing_to_pin() -> None:
-    assert [(r.name, r.status) for r in pinning_checks(load_profile("local-cpu"))] == [("profile.revisions", Status.SKIP)]
+    assert [(r.name, r.status) for r in pinning_checks(load_profile("local-cpu"))] == [
+        ("profile.revisions", Status.SKIP)
+    ]
 
 
 def _resolved(platforms: list[Platform], media_type: str = OCI_INDEX) -> ImageResolution:
-    return ImageResolution(ref=parse_image("vllm/vllm-openai:kimi-k3"), digest=DIGEST, media_type=media_type, platforms=platforms)
+    return ImageResolution(
+        ref=parse_image("vllm/vllm-openai:kimi-k3"), digest=DIGEST, media_type=media_type, platforms=platforms
+    )
 
 
 def test_image_platforms_pass_fail_and_warn() -> None:
     profile = load_profile(GB300, PINNED)
-    both = image_platform_check(profile, "img", _resolved([Platform("linux", "amd64"), Platform("linux", "arm64", "v8")]), None)
+    both = image_platform_check(
+        profile, "img", _resolved([Platform("linux", "amd64"), Platform("linux", "arm64", "v8")]), None
+    )
     assert (both.status, both.measured, both.target) == (Status.PASS, "linux/amd64, linux/arm64/v8", "linux/arm64")
     amd = image_platform_check(profile, "img", _resolved([Platform("linux", "amd64")], DOCKER_MANIFEST), None)
     assert amd.status is Status.FAIL and "single-platform image without linux/arm64" in amd.detail

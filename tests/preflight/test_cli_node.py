@@ -21,8 +21,15 @@ DATA = Path(__file__).parent / "data"
 GB300 = "kimi-k3-gb300-tp16"
 HOST_ARCH = normalize_arch(platform.machine())
 #: Small weights so the free-disk check passes on a test machine, and the image built for this machine.
-FITS_HERE = ["--set", "model.checkpoint_bytes=1000000", "--set", "speculative.draft_bytes=1000", "--set", f"vllm.image_arch={HOST_ARCH}",
-             *[arg for s in PINNED for arg in ("--set", s)]]
+FITS_HERE = [
+    "--set",
+    "model.checkpoint_bytes=1000000",
+    "--set",
+    "speculative.draft_bytes=1000",
+    "--set",
+    f"vllm.image_arch={HOST_ARCH}",
+    *[arg for s in PINNED for arg in ("--set", s)],
+]
 
 
 def fake_pynvml_dir(tmp_path: Path, node_expr: str) -> Path:
@@ -57,21 +64,27 @@ def fake_nvidia_smi_dir(tmp_path: Path, name: str) -> Path:
     return folder
 
 
-@pytest.mark.skipif(shutil.which("nvidia-smi") is not None or ctypes.util.find_library("nvidia-ml") is not None,
-                    reason="this machine has an NVIDIA driver")
+@pytest.mark.skipif(
+    shutil.which("nvidia-smi") is not None or ctypes.util.find_library("nvidia-ml") is not None,
+    reason="this machine has an NVIDIA driver",
+)
 def test_no_gpu_exits_3_with_one_error_line() -> None:
     done = run_cli("preflight", "--node")
     assert done.returncode == 3
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert errors == ["error: cannot look at the GPUs: NVML and nvidia-smi were not found "
-                      "(NVML: NVML Shared Library Not Found; nvidia-smi: not on PATH)"]
+    assert errors == [
+        "error: cannot look at the GPUs: NVML and nvidia-smi were not found "
+        "(NVML: NVML Shared Library Not Found; nvidia-smi: not on PATH)"
+    ]
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
 def test_nvidia_smi_fallback_reads_the_gb300_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_nvml(monkeypatch, FakeNvml(available=False))
     smi_dir = fake_nvidia_smi_dir(tmp_path, "gb300")
-    done = run_cli("preflight", "-p", GB300, "--node", "-o", "json", *FITS_HERE, env={"PATH": f"{smi_dir}:/usr/bin:/bin"})
+    done = run_cli(
+        "preflight", "-p", GB300, "--node", "-o", "json", *FITS_HERE, env={"PATH": f"{smi_dir}:/usr/bin:/bin"}
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     checks = {c["name"]: c for c in report["checks"]}
@@ -89,8 +102,10 @@ def test_h100_node_fails_with_exit_1_and_a_table(tmp_path: Path) -> None:
     rows = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[1:] if len(line.split()) > 1}
     assert rows["gpu.product"] == "FAIL" and rows["gpu.count"] == "PASS" and rows["fabric.state"] == "FAIL"
     assert "fix: run on the GPUs the profile is sized for" in done.stdout
-    assert done.stderr.splitlines()[-2] == ("error: preflight failed 5 check(s): gpu.product, gpu.compute_capability, "
-                                            "gpu.memory, fabric.state, fabric.clique")
+    assert done.stderr.splitlines()[-2] == (
+        "error: preflight failed 5 check(s): gpu.product, gpu.compute_capability, "
+        "gpu.memory, fabric.state, fabric.clique"
+    )
 
 
 def test_healthy_gb300_through_nvml_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,12 +28,24 @@ from tests.preflight.test_checks_pinning import DIGEST, PINNED  # noqa: E402
 
 def hold_gpus(kube: KubeApiServer, node: str, gpus: int = 4, name: str | None = None) -> None:
     """A running pod of someone else's that holds `gpus` nvidia.com/gpu on `node`."""
-    kube.store.create("pods", {
-        "metadata": {"name": name or f"training-{node}", "namespace": "default"},
-        "spec": {"nodeName": node, "restartPolicy": "Always",
-                 "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.10-py3",
-                                 "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
-    }, namespace="default")
+    kube.store.create(
+        "pods",
+        {
+            "metadata": {"name": name or f"training-{node}", "namespace": "default"},
+            "spec": {
+                "nodeName": node,
+                "restartPolicy": "Always",
+                "containers": [
+                    {
+                        "name": "train",
+                        "image": "nvcr.io/nvidia/pytorch:25.10-py3",
+                        "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                    }
+                ],
+            },
+        },
+        namespace="default",
+    )
 
 
 def healthy(kube: KubeApiServer) -> None:
@@ -46,8 +58,11 @@ def healthy(kube: KubeApiServer) -> None:
     kube.add_storage_class("shared-nfs", provisioner="nfs.csi.k8s.io", default=True)
     kube.add_runtime_class("nvidia")
     kube.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
-    kube.store.create("secrets", {"metadata": {"name": "hf-token"}, "type": "Opaque",
-                                  "data": {"token": base64.b64encode(b"hf_test").decode()}}, namespace="kimi-k3")
+    kube.store.create(
+        "secrets",
+        {"metadata": {"name": "hf-token"}, "type": "Opaque", "data": {"token": base64.b64encode(b"hf_test").decode()}},
+        namespace="kimi-k3",
+    )
 
 
 def preflight(kube: KubeApiServer, *sets: str) -> dict[str, CheckResult]:
@@ -60,8 +75,11 @@ def failing(results: dict[str, CheckResult]) -> set[str]:
     return {name for name, r in results.items() if r.status is Status.FAIL}
 
 
-def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeApiServer, registry: Registry,  # noqa: F811 - the imported fixture
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(
+    kube: KubeApiServer,
+    registry: Registry,  # noqa: F811 - the imported fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     healthy(kube)
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
     digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
@@ -80,11 +98,19 @@ def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(kube: KubeA
 
 def _group_pod(kube: KubeApiServer, node: str, labels: dict[str, str]) -> None:
     """A running pod of the deployment's namespace holding 4 GPUs on `node`."""
-    kube.store.create("pods", {
-        "metadata": {"name": f"{GB300}-0-{node}", "namespace": "kimi-k3", "labels": labels},
-        "spec": {"nodeName": node, "containers": [{"name": "vllm", "image": "vllm/vllm-openai:x",
-                                                   "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
-    }, namespace="kimi-k3")
+    kube.store.create(
+        "pods",
+        {
+            "metadata": {"name": f"{GB300}-0-{node}", "namespace": "kimi-k3", "labels": labels},
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {"name": "vllm", "image": "vllm/vllm-openai:x", "resources": {"limits": {"nvidia.com/gpu": "4"}}}
+                ],
+            },
+        },
+        namespace="kimi-k3",
+    )
 
 
 @pytest.mark.parametrize("ours", [True, False])
@@ -159,10 +185,20 @@ def _no_runtime_class(kube: KubeApiServer) -> None:
 
 def _cache_pvc(access_mode: str, size: str) -> Callable[[KubeApiServer], None]:
     def fault(kube: KubeApiServer) -> None:
-        kube.store.create("persistentvolumeclaims", {
-            "metadata": {"name": f"{GB300}-model-cache"},
-            "spec": {"accessModes": [access_mode], "storageClassName": "shared-nfs", "volumeMode": "Filesystem",
-                     "resources": {"requests": {"storage": size}}}}, namespace="kimi-k3")
+        kube.store.create(
+            "persistentvolumeclaims",
+            {
+                "metadata": {"name": f"{GB300}-model-cache"},
+                "spec": {
+                    "accessModes": [access_mode],
+                    "storageClassName": "shared-nfs",
+                    "volumeMode": "Filesystem",
+                    "resources": {"requests": {"storage": size}},
+                },
+            },
+            namespace="kimi-k3",
+        )
+
     return fault
 
 
@@ -174,45 +210,151 @@ def _no_default_class(kube: KubeApiServer) -> None:
 SCENARIOS: list[tuple[str, Callable[[KubeApiServer], None], list[str], set[str], str, str]] = [
     # (id, fault, --set, failing checks, words in the first failing check's detail or measured, words in its hint)
     ("missing-lws-crd", _no_lws, [], {"k8s.crd.leaderworkerset"}, "missing", "install LeaderWorkerSet"),
-    ("missing-computedomain-crd", _no_compute_domain, [], {"k8s.crd.computedomain"}, "missing",
-     "helm chart dra-driver-nvidia-gpu"),
-    ("kubernetes-1.33", lambda kube: kube.set_version("v1.33.5"), [], {"k8s.version"}, "v1.33.5", "upgrade the control plane"),
-    ("only-3-free-per-clique", _only_three_free, [], {"k8s.placement"},
-     f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 3 eligible node(s), needs 4", "free GPUs in one clique"),
-    ("amd64-image-on-arm64", lambda kube: None, [f"vllm.image=vllm/vllm-openai:kimi-k3@{DIGEST}", "vllm.image_arch=amd64"],
-     {"k8s.image_arch"}, f"vllm/vllm-openai:kimi-k3@{DIGEST} is built for amd64; the GPU nodes are arm64", "vllm.image_arch=arm64"),
+    (
+        "missing-computedomain-crd",
+        _no_compute_domain,
+        [],
+        {"k8s.crd.computedomain"},
+        "missing",
+        "helm chart dra-driver-nvidia-gpu",
+    ),
+    (
+        "kubernetes-1.33",
+        lambda kube: kube.set_version("v1.33.5"),
+        [],
+        {"k8s.version"},
+        "v1.33.5",
+        "upgrade the control plane",
+    ),
+    (
+        "only-3-free-per-clique",
+        _only_three_free,
+        [],
+        {"k8s.placement"},
+        f"clique {CLIQUE_A} has 3 eligible node(s), needs 4; clique {CLIQUE_B} has 3 eligible node(s), needs 4",
+        "free GPUs in one clique",
+    ),
+    (
+        "amd64-image-on-arm64",
+        lambda kube: None,
+        [f"vllm.image=vllm/vllm-openai:kimi-k3@{DIGEST}", "vllm.image_arch=amd64"],
+        {"k8s.image_arch"},
+        f"vllm/vllm-openai:kimi-k3@{DIGEST} is built for amd64; the GPU nodes are arm64",
+        "vllm.image_arch=arm64",
+    ),
     ("missing-secret", _no_secret, [], {"k8s.secret"}, "missing", "kubectl create secret generic hf-token -n kimi-k3"),
-    ("secret-without-key", _secret_without_key, [], {"k8s.secret"}, "Secret hf-token has no key 'token'", "hf_token_secret.key"),
-    ("403-on-create", _deny_create_lws, [], {"k8s.rbac"}, "denied in kimi-k3: create leaderworkersets.leaderworkerset.x-k8s.io",
-     "kubectl auth can-i create leaderworkersets.leaderworkerset.x-k8s.io -n kimi-k3"),
-    ("namespace-not-creatable", _no_namespace_and_no_right_to_create_one, [], {"k8s.namespace", "k8s.secret"},
-     "you may not create namespaces", "kubectl create namespace kimi-k3"),
-    ("no-gfd-labels", _unlabelled_gpu_nodes, [], {"k8s.gfd_labels", "k8s.placement"},
-     "bare-0 lacks nvidia.com/gpu.product, nvidia.com/gpu.memory, nvidia.com/cuda.driver-version.full, nvidia.com/gpu.clique",
-     "deploy GPU Feature Discovery"),
-    ("old-driver-label", _old_driver_nodes, [], {"k8s.gfd_labels"}, "old-09: driver 575.57.08 < 580", "check the node's driver"),
+    (
+        "secret-without-key",
+        _secret_without_key,
+        [],
+        {"k8s.secret"},
+        "Secret hf-token has no key 'token'",
+        "hf_token_secret.key",
+    ),
+    (
+        "403-on-create",
+        _deny_create_lws,
+        [],
+        {"k8s.rbac"},
+        "denied in kimi-k3: create leaderworkersets.leaderworkerset.x-k8s.io",
+        "kubectl auth can-i create leaderworkersets.leaderworkerset.x-k8s.io -n kimi-k3",
+    ),
+    (
+        "namespace-not-creatable",
+        _no_namespace_and_no_right_to_create_one,
+        [],
+        {"k8s.namespace", "k8s.secret"},
+        "you may not create namespaces",
+        "kubectl create namespace kimi-k3",
+    ),
+    (
+        "no-gfd-labels",
+        _unlabelled_gpu_nodes,
+        [],
+        {"k8s.gfd_labels", "k8s.placement"},
+        "bare-0 lacks nvidia.com/gpu.product, nvidia.com/gpu.memory, nvidia.com/cuda.driver-version.full, nvidia.com/gpu.clique",
+        "deploy GPU Feature Discovery",
+    ),
+    (
+        "old-driver-label",
+        _old_driver_nodes,
+        [],
+        {"k8s.gfd_labels"},
+        "old-09: driver 575.57.08 < 580",
+        "check the node's driver",
+    ),
     ("cordoned-node", _cordoned, [], {"k8s.placement"}, "rack2-07: cordoned", "uncordon"),
-    ("storage-class-missing", lambda kube: None, ["kubernetes.storage_class=fast-nvme"], {"k8s.storage_class"},
-     "available: shared-nfs", "kubernetes.storage_class"),
-    ("no-default-storage-class", _no_default_class, [], {"k8s.storage_class"}, "available: shared-rwx", "is-default-class"),
-    ("pvc-too-small", lambda kube: None, ["kubernetes.model_cache_size=1Ti"], {"k8s.cache_size"},
-     "1,024 GiB cannot hold 1,459 GiB of weights", "model_cache_size to at least 1460Gi"),
-    ("node-local-storage-class", _local_default_class, [], {"k8s.storage_rwx"},
-     "local.csi.openebs.io volumes attach to one node (ReadWriteOnce)", "shared file system class"),
-    ("missing-runtime-class", _no_runtime_class, [], {"k8s.runtime_class"},
-     "refuses pods that name a missing RuntimeClass", "kubernetes.runtime_class"),
-    ("existing-rwo-cache-pvc", _cache_pvc("ReadWriteOnce", "2Ti"), [], {"k8s.cache_pvc"},
-     f"{GB300}-model-cache: ReadWriteOnce", f"kubectl delete pvc {GB300}-model-cache -n kimi-k3"),
-    ("existing-small-cache-pvc", _cache_pvc("ReadWriteMany", "1Ti"), [], {"k8s.cache_pvc"},
-     "1,024 GiB cannot hold 1,459 GiB of weights", "kubectl patch pvc"),
-    ("capacity-plan", lambda kube: None, ["hardware.gpu_memory_mib=115000"], {"plan.capacity"},
-     "no room for one 1048576-token sequence: needs 16.68 GiB, 4.10 GiB left per GPU after weights", "lower vllm.max_model_len"),
+    (
+        "storage-class-missing",
+        lambda kube: None,
+        ["kubernetes.storage_class=fast-nvme"],
+        {"k8s.storage_class"},
+        "available: shared-nfs",
+        "kubernetes.storage_class",
+    ),
+    (
+        "no-default-storage-class",
+        _no_default_class,
+        [],
+        {"k8s.storage_class"},
+        "available: shared-rwx",
+        "is-default-class",
+    ),
+    (
+        "pvc-too-small",
+        lambda kube: None,
+        ["kubernetes.model_cache_size=1Ti"],
+        {"k8s.cache_size"},
+        "1,024 GiB cannot hold 1,459 GiB of weights",
+        "model_cache_size to at least 1460Gi",
+    ),
+    (
+        "node-local-storage-class",
+        _local_default_class,
+        [],
+        {"k8s.storage_rwx"},
+        "local.csi.openebs.io volumes attach to one node (ReadWriteOnce)",
+        "shared file system class",
+    ),
+    (
+        "missing-runtime-class",
+        _no_runtime_class,
+        [],
+        {"k8s.runtime_class"},
+        "refuses pods that name a missing RuntimeClass",
+        "kubernetes.runtime_class",
+    ),
+    (
+        "existing-rwo-cache-pvc",
+        _cache_pvc("ReadWriteOnce", "2Ti"),
+        [],
+        {"k8s.cache_pvc"},
+        f"{GB300}-model-cache: ReadWriteOnce",
+        f"kubectl delete pvc {GB300}-model-cache -n kimi-k3",
+    ),
+    (
+        "existing-small-cache-pvc",
+        _cache_pvc("ReadWriteMany", "1Ti"),
+        [],
+        {"k8s.cache_pvc"},
+        "1,024 GiB cannot hold 1,459 GiB of weights",
+        "kubectl patch pvc",
+    ),
+    (
+        "capacity-plan",
+        lambda kube: None,
+        ["hardware.gpu_memory_mib=115000"],
+        {"plan.capacity"},
+        "no room for one 1048576-token sequence: needs 16.68 GiB, 4.10 GiB left per GPU after weights",
+        "lower vllm.max_model_len",
+    ),
 ]
 
 
 @pytest.mark.parametrize("fault,sets,fails,words,hint", [s[1:] for s in SCENARIOS], ids=[s[0] for s in SCENARIOS])
-def test_each_fault_fails_its_check_with_its_hint(kube: KubeApiServer, fault: Callable[[KubeApiServer], None], sets: list[str],
-                                                  fails: set[str], words: str, hint: str) -> None:
+def test_each_fault_fails_its_check_with_its_hint(
+    kube: KubeApiServer, fault: Callable[[KubeApiServer], None], sets: list[str], fails: set[str], words: str, hint: str
+) -> None:
     healthy(kube)
     fault(kube)
     results = preflight(kube, *sets)
@@ -236,7 +378,10 @@ def test_absent_namespace_that_may_be_created_passes(kube: KubeApiServer) -> Non
     kube.store.remove_now("namespaces", "kimi-k3")
     results = preflight(kube, "kubernetes.hf_token_secret=null")
     assert failing(results) == set()
-    assert (results["k8s.namespace"].measured, results["k8s.namespace"].detail) == ("kimi-k3 absent", "`up` will create it")
+    assert (results["k8s.namespace"].measured, results["k8s.namespace"].detail) == (
+        "kimi-k3 absent",
+        "`up` will create it",
+    )
 
 
 def test_forbidden_to_list_nodes_is_exit_3(kube: KubeApiServer) -> None:
@@ -244,30 +389,55 @@ def test_forbidden_to_list_nodes_is_exit_3(kube: KubeApiServer) -> None:
     kube.access.deny("list", "nodes")
     with pytest.raises(EnvironmentProblem) as info:
         preflight(kube)
-    assert str(info.value) == ('list nodes: forbidden: nodes is forbidden: User "test-user" cannot list resource "nodes" '
-                               'in API group "" at the cluster scope')
+    assert str(info.value) == (
+        'list nodes: forbidden: nodes is forbidden: User "test-user" cannot list resource "nodes" '
+        'in API group "" at the cluster scope'
+    )
 
 
 def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Registry) -> None:  # noqa: F811 - the imported fixture
     healthy(kube)
     digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
     sets = [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}"]
-    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
-                   *[arg for s in sets for arg in ("--set", s)], env={"K3DEPLOY_REGISTRY_URL": registry.url})
+    done = run_cli(
+        "preflight",
+        "-p",
+        GB300,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "-o",
+        "json",
+        *[arg for s in sets for arg in ("--set", s)],
+        env={"K3DEPLOY_REGISTRY_URL": registry.url},
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["status"] == "pass"
     checks = {c["name"]: c for c in report["checks"]}
     assert checks["k8s.placement"]["status"] == "pass"
-    assert (checks["image.platforms"]["status"], checks["image.platforms"]["measured"]) == ("pass", "linux/amd64, linux/arm64/v8")
+    assert (checks["image.platforms"]["status"], checks["image.platforms"]["measured"]) == (
+        "pass",
+        "linux/amd64, linux/arm64/v8",
+    )
 
 
 def test_cli_image_without_the_nodes_platform_fails(kube: KubeApiServer, registry: Registry) -> None:  # noqa: F811 - the imported fixture
     healthy(kube)
     registry.push_index("vllm/vllm-openai", "kimi-k3", ["amd64"])
     sets = [*PINNED, "vllm.image=vllm/vllm-openai:kimi-k3"]
-    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
-                   *[arg for s in sets for arg in ("--set", s)], env={"K3DEPLOY_REGISTRY_URL": registry.url})
+    done = run_cli(
+        "preflight",
+        "-p",
+        GB300,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "-o",
+        "json",
+        *[arg for s in sets for arg in ("--set", s)],
+        env={"K3DEPLOY_REGISTRY_URL": registry.url},
+    )
     assert done.returncode == 1
     checks = {c["name"]: c["status"] for c in json.loads(done.stdout)["checks"]}
     assert (checks["image.platforms"], checks["profile.vllm.image"]) == ("fail", "fail")
@@ -282,8 +452,15 @@ def test_unreachable_registry_only_warns(kube: KubeApiServer) -> None:
 def test_cli_missing_crd_exit_1_and_table(kube: KubeApiServer) -> None:
     healthy(kube)
     _no_lws(kube)
-    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig),
-                   *[arg for s in PINNED for arg in ("--set", s)])
+    done = run_cli(
+        "preflight",
+        "-p",
+        GB300,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        *[arg for s in PINNED for arg in ("--set", s)],
+    )
     assert done.returncode == 1
     rows = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[1:] if len(line.split()) > 1}
     assert rows["k8s.crd.leaderworkerset"] == "FAIL" and rows["k8s.placement"] == "PASS"
@@ -303,8 +480,20 @@ def test_cli_api_unreachable_exit_3(kube: KubeApiServer) -> None:
 
 def test_cli_namespace_and_context_options(kube: KubeApiServer) -> None:
     healthy(kube)
-    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "--context", "test",
-                   "-n", "other", "-o", "json")
+    done = run_cli(
+        "preflight",
+        "-p",
+        GB300,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "--context",
+        "test",
+        "-n",
+        "other",
+        "-o",
+        "json",
+    )
     assert done.returncode == 1
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert (checks["k8s.namespace"]["status"], checks["k8s.namespace"]["measured"]) == ("pass", "other absent")

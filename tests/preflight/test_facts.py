@@ -18,8 +18,17 @@ from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 
 
-@pytest.mark.parametrize("text,expected", [("2Ti", 2 * 2**40), ("64Gi", 64 * 2**30), ("1500G", 1_500_000_000_000),
-                                           ("1.5T", 1_500_000_000_000), ("512", 512), ("3000Gi", 3000 * 2**30)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("2Ti", 2 * 2**40),
+        ("64Gi", 64 * 2**30),
+        ("1500G", 1_500_000_000_000),
+        ("1.5T", 1_500_000_000_000),
+        ("512", 512),
+        ("3000Gi", 3000 * 2**30),
+    ],
+)
 def test_parse_quantity(text: str, expected: int) -> None:
     assert parse_quantity(text) == expected
 
@@ -37,7 +46,9 @@ def test_small_parsers() -> None:
     assert cuda_version_from_int(13000) == "13.0" and cuda_version_from_int(12090) == "12.9"
     assert normalize_arch("aarch64") == "arm64" and normalize_arch("x86_64") == "amd64"
     assert format_fabric_uuid(bytes(16)) is None
-    assert format_fabric_uuid(bytes.fromhex("4a2c8e6193d74b5ea0f26c1d9e8b7a35")) == "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35"
+    assert (
+        format_fabric_uuid(bytes.fromhex("4a2c8e6193d74b5ea0f26c1d9e8b7a35")) == "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35"
+    )
     assert parse_compute_caps("0, 10.3\n1, 10.3\n\n") == {0: "10.3", 1: "10.3"}
 
 
@@ -58,8 +69,10 @@ def test_xml_parser_reads_mig_on_and_in_progress_fabric() -> None:
     assert gpu.pci_bus_id == "00000008:01:00.0" and gpu.compute_capability is None
 
 
-@pytest.mark.parametrize("xml,message", [("<oops", "malformed XML"), ("<other/>", "not <nvidia_smi_log>"),
-                                         ("<nvidia_smi_log/>", "lacks driver_version")])
+@pytest.mark.parametrize(
+    "xml,message",
+    [("<oops", "malformed XML"), ("<other/>", "not <nvidia_smi_log>"), ("<nvidia_smi_log/>", "lacks driver_version")],
+)
 def test_xml_parser_rejects_what_is_not_nvidia_smi(xml: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_nvidia_smi_xml(xml)
@@ -67,8 +80,11 @@ def test_xml_parser_rejects_what_is_not_nvidia_smi(xml: str, message: str) -> No
 
 def test_capacity_plan_is_a_check_with_numbers() -> None:
     ok = capacity_check(load_profile("kimi-k3-gb300-tp16"))
-    assert (ok.status, ok.measured, ok.target) == (Status.PASS, "99.2 GiB fixed + 16.68 GiB per 1048576-token sequence",
-                                                   "<= 255.3 GiB usable per GPU")
+    assert (ok.status, ok.measured, ok.target) == (
+        Status.PASS,
+        "99.2 GiB fixed + 16.68 GiB per 1048576-token sequence",
+        "<= 255.3 GiB usable per GPU",
+    )
     assert ok.detail == "9 sequences of 1048576 tokens fit per GPU (10035456 KV tokens)"
     bad = capacity_check(load_profile("kimi-k3-gb300-tp16", ["hardware.gpu_memory_mib=115000"]))
     assert (bad.status, bad.target) == (Status.FAIL, "<= 103.3 GiB usable per GPU")

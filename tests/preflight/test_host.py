@@ -19,8 +19,14 @@ GB300 = load_profile("kimi-k3-gb300-tp16")
 
 def grace(**changes: object) -> HostFacts:
     """A GB300 tray's host: arm64, a big /dev/shm, a 3.5 TiB NVMe at /models, no host IMEX."""
-    base = dict(arch="arm64", shm_bytes=400 * GIB, cache_path="/models", cache_probe_path="/models",
-                cache_free_bytes=3500 * GIB, imex_service="inactive")
+    base = dict(
+        arch="arm64",
+        shm_bytes=400 * GIB,
+        cache_path="/models",
+        cache_probe_path="/models",
+        cache_free_bytes=3500 * GIB,
+        imex_service="inactive",
+    )
     base.update(changes)
     return HostFacts(**base)
 
@@ -31,7 +37,11 @@ def by_name(host: HostFacts) -> dict[str, CheckResult]:
 
 def test_healthy_grace_host_passes() -> None:
     assert [(r.name, r.status) for r in host_checks(GB300, grace())] == [
-        ("host.arch", Status.PASS), ("host.shm", Status.PASS), ("host.cache_disk", Status.SKIP), ("host.imex", Status.PASS)]
+        ("host.arch", Status.PASS),
+        ("host.shm", Status.PASS),
+        ("host.cache_disk", Status.SKIP),
+        ("host.imex", Status.PASS),
+    ]
 
 
 def test_a_gb300_node_with_a_small_root_disk_passes_because_the_weights_live_on_the_pvc() -> None:
@@ -55,8 +65,11 @@ def test_each_host_fault() -> None:
     shm = by_name(grace(shm_bytes=64 * 2**20))["host.shm"]
     assert (shm.status, shm.measured, shm.target) == (Status.WARN, "64.0 MiB", ">= 64Gi")
     imex = by_name(grace(imex_service="active"))["host.imex"]
-    assert (imex.status, imex.hint) == (Status.WARN, "systemctl disable --now nvidia-imex.service on every GB300 node, "
-                                                     "or set kubernetes.compute_domain=false to use the host IMEX")
+    assert (imex.status, imex.hint) == (
+        Status.WARN,
+        "systemctl disable --now nvidia-imex.service on every GB300 node, "
+        "or set kubernetes.compute_domain=false to use the host IMEX",
+    )
     assert by_name(grace(imex_service=None))["host.imex"].status is Status.SKIP
 
 
@@ -74,11 +87,15 @@ def test_probe_reads_this_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert facts.shm_bytes is None or facts.shm_bytes > 0
 
 
-def test_stopped_imex_unit_is_inactive_and_missing_unit_is_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stopped_imex_unit_is_inactive_and_missing_unit_is_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     systemctl = tmp_path / "systemctl"
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    systemctl.write_text('#!/bin/sh\n[ "$1" = is-active ] && echo inactive\n'
-                         '[ "$1" = list-unit-files ] && echo "nvidia-imex.service disabled enabled"\nexit 0\n')
+    systemctl.write_text(
+        '#!/bin/sh\n[ "$1" = is-active ] && echo inactive\n'
+        '[ "$1" = list-unit-files ] && echo "nvidia-imex.service disabled enabled"\nexit 0\n'
+    )
     systemctl.chmod(0o755)
     assert node.host_facts(str(tmp_path)).imex_service == "inactive"
     systemctl.write_text('#!/bin/sh\n[ "$1" = is-active ] && echo inactive\nexit 0\n')

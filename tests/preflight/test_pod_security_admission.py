@@ -36,14 +36,19 @@ def test_restricted_enforce_rejects_the_root_serving_pods(kube: KubeApiServer) -
     assert "pod-security.kubernetes.io/enforce=baseline" in result.hint
 
 
-@pytest.mark.parametrize(("labels", "status", "measured"), [
-    ({ENFORCE: "baseline"}, Status.PASS, "enforce=baseline"),
-    ({ENFORCE: "privileged", AUDIT: "restricted"}, Status.PASS, "enforce=privileged, audit=restricted"),
-    ({ENFORCE: "baseline", WARN: "restricted"}, Status.WARN, "enforce=baseline, warn=restricted"),
-    ({ENFORCE: "strict"}, Status.FAIL, "enforce=restricted"),  # unparsable: PSA evaluates restricted
-    ({}, Status.PASS, "no Pod Security labels"),
-])
-def test_the_namespace_level_decides(kube: KubeApiServer, labels: dict[str, str], status: Status, measured: str) -> None:
+@pytest.mark.parametrize(
+    ("labels", "status", "measured"),
+    [
+        ({ENFORCE: "baseline"}, Status.PASS, "enforce=baseline"),
+        ({ENFORCE: "privileged", AUDIT: "restricted"}, Status.PASS, "enforce=privileged, audit=restricted"),
+        ({ENFORCE: "baseline", WARN: "restricted"}, Status.WARN, "enforce=baseline, warn=restricted"),
+        ({ENFORCE: "strict"}, Status.FAIL, "enforce=restricted"),  # unparsable: PSA evaluates restricted
+        ({}, Status.PASS, "no Pod Security labels"),
+    ],
+)
+def test_the_namespace_level_decides(
+    kube: KubeApiServer, labels: dict[str, str], status: Status, measured: str
+) -> None:
     healthy(kube)
     label_namespace(kube, labels)
     result = preflight(kube)["k8s.pod_security"]
@@ -59,8 +64,17 @@ def test_a_namespace_up_will_create_has_the_clusters_default(kube: KubeApiServer
 def test_cli_fails_with_exit_1_on_a_restricted_namespace(kube: KubeApiServer) -> None:
     healthy(kube)
     label_namespace(kube, {ENFORCE: "restricted"})
-    done = run_cli("preflight", "-p", GB300, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
-                   *[arg for s in PINNED for arg in ("--set", s)])
+    done = run_cli(
+        "preflight",
+        "-p",
+        GB300,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "-o",
+        "json",
+        *[arg for s in PINNED for arg in ("--set", s)],
+    )
     assert done.returncode == 1, done.stderr
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["k8s.pod_security"]["status"] == "fail"

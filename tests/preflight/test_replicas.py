@@ -26,8 +26,11 @@ def _profile(replicas: int) -> Profile:
 
 def _nodes(busy_in_c: int = 2) -> list:
     """Four trays in each of A, B, C; the first `busy_in_c` trays of C are taken by someone else."""
-    return ([gb300(f"a{i}", A) for i in range(4)] + [gb300(f"b{i}", B) for i in range(4)]
-            + [gb300(f"c{i}", C, requested=4 if i < busy_in_c else 0) for i in range(4)])
+    return (
+        [gb300(f"a{i}", A) for i in range(4)]
+        + [gb300(f"b{i}", B) for i in range(4)]
+        + [gb300(f"c{i}", C, requested=4 if i < busy_in_c else 0) for i in range(4)]
+    )
 
 
 def test_two_groups_fit_in_two_of_three_cliques() -> None:
@@ -37,7 +40,10 @@ def test_two_groups_fit_in_two_of_three_cliques() -> None:
     assert rows == {A: (4, [0], 4, 0), B: (4, [1], 4, 0), C: (2, [], 0, 2)}
     check = {r.name: r for r in cluster_checks(_profile(2), facts(_nodes()))}["k8s.placement"]
     assert check.status is Status.PASS
-    assert (check.measured, check.detail) == ("2 groups in 2 clique(s)", f"group 0 in clique {A}; group 1 in clique {B}")
+    assert (check.measured, check.detail) == (
+        "2 groups in 2 clique(s)",
+        f"group 0 in clique {A}; group 1 in clique {B}",
+    )
 
 
 def test_three_groups_on_two_free_cliques_fail_naming_each_clique_and_what_it_lacks() -> None:
@@ -45,10 +51,12 @@ def test_three_groups_on_two_free_cliques_fail_naming_each_clique_and_what_it_la
     assert check.status is Status.FAIL
     assert check.measured == "2 of 3 groups fit"
     assert check.target == "3 groups of 4 nodes with 4 free nvidia.com/gpu in one nvidia.com/gpu.clique"
-    assert check.detail == (f"clique {A} takes group 0 and lacks trays: 0 free tray(s), 4 short of a group of 4; "
-                            f"clique {B} takes group 1 and lacks trays: 0 free tray(s), 4 short of a group of 4; "
-                            f"clique {C} lacks trays: 2 free tray(s), 2 short of a group of 4 "
-                            "(c0: 0 of 4 GPUs free, needs 4; c1: 0 of 4 GPUs free, needs 4)")
+    assert check.detail == (
+        f"clique {A} takes group 0 and lacks trays: 0 free tray(s), 4 short of a group of 4; "
+        f"clique {B} takes group 1 and lacks trays: 0 free tray(s), 4 short of a group of 4; "
+        f"clique {C} lacks trays: 2 free tray(s), 2 short of a group of 4 "
+        "(c0: 0 of 4 GPUs free, needs 4; c1: 0 of 4 GPUs free, needs 4)"
+    )
     assert "lower parallel.replicas to 2" in (check.hint or "")
 
 
@@ -82,8 +90,17 @@ def _sets(*sets: str) -> list[str]:
 
 def test_cli_preflight_fails_three_groups_on_two_free_cliques(kube: KubeApiServer) -> None:
     three_cliques(kube)
-    done = run_cli("preflight", "-p", K3, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
-                   *_sets("parallel.replicas=3"))
+    done = run_cli(
+        "preflight",
+        "-p",
+        K3,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "-o",
+        "json",
+        *_sets("parallel.replicas=3"),
+    )
     assert done.returncode == 1
     placement = {c["name"]: c for c in json.loads(done.stdout)["checks"]}["k8s.placement"]
     assert (placement["status"], placement["measured"]) == ("fail", "2 of 3 groups fit")
@@ -93,8 +110,17 @@ def test_cli_preflight_fails_three_groups_on_two_free_cliques(kube: KubeApiServe
     assert "rack3-09: 0 of 4 GPUs free, needs 4" in placement["detail"]
     assert "k8s.placement" in done.stderr.splitlines()[-2]
 
-    two = run_cli("preflight", "-p", K3, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
-                  *_sets("parallel.replicas=2"))
+    two = run_cli(
+        "preflight",
+        "-p",
+        K3,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "-o",
+        "json",
+        *_sets("parallel.replicas=2"),
+    )
     checks = {c["name"]: c for c in json.loads(two.stdout)["checks"]}
     assert checks["k8s.placement"]["status"] == "pass"
 
@@ -103,13 +129,25 @@ def test_cli_plan_shows_trays_used_and_free_per_clique(kube: KubeApiServer) -> N
     three_cliques(kube)
     table = run_cli("plan", "-p", K3, "--cluster", "--kubeconfig", str(kube.kubeconfig), "--set", "parallel.replicas=2")
     assert table.returncode == 0, table.stderr
-    rows = {line.split()[0]: line.split()[1:5] for line in table.stdout.splitlines() if line.strip().startswith("c0ffee")}
+    rows = {
+        line.split()[0]: line.split()[1:5] for line in table.stdout.splitlines() if line.strip().startswith("c0ffee")
+    }
     assert rows == {A: ["4", "0", "4", "0"], B: ["4", "1", "4", "0"], C: ["2", "-", "0", "2"]}
     assert "placement: 2 group(s) of 4 trays, each in one clique - fits" in table.stdout
     assert "a new model revision needs room for two" in table.stderr
 
-    as_json = run_cli("plan", "-p", K3, "--cluster", "--kubeconfig", str(kube.kubeconfig), "-o", "json",
-                      "--set", "parallel.replicas=3")
+    as_json = run_cli(
+        "plan",
+        "-p",
+        K3,
+        "--cluster",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "-o",
+        "json",
+        "--set",
+        "parallel.replicas=3",
+    )
     assert as_json.returncode == 1
     report = json.loads(as_json.stdout)
     assert (report["placement"]["placed"], report["placement"]["fits"]) == (2, False)

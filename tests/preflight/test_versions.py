@@ -25,7 +25,9 @@ def _objects() -> list[dict]:
     return [m.obj for m in build(load_profile(GB300, []))]
 
 
-def test_the_built_in_set_needs_lws_090_for_its_restart_policy_040_for_its_flat_claim_and_dra_2580_for_num_nodes_0() -> None:
+def test_the_built_in_set_needs_lws_090_for_its_restart_policy_040_for_its_flat_claim_and_dra_2580_for_num_nodes_0() -> (
+    None
+):
     needs = {(r.component, r.minimum, r.blocking) for r in required_versions(_objects())}
     assert needs == {(LWS, "v0.5.0", False), (LWS, "v0.4.0", True), (LWS, "v0.9.0", True), (DRA, "v25.8.0", True)}
 
@@ -43,8 +45,9 @@ def test_recreate_group_after_start_needs_lws_090() -> None:
     (check,) = [c for c in version_checks(objects, {LWS: "v0.8.0", DRA: "v25.12.0"}) if c.name == "k8s.lws_version"]
     assert (check.status, check.target) == (Status.FAIL, ">= v0.9.0")
     assert check.detail.endswith("restartPolicy: RecreateGroupAfterStart needs v0.9.0")
-    assert check.hint == ("upgrade the LeaderWorkerSet controller, or `--set kubernetes.lws_version=v0.8.0` renders "
-                          "what v0.8.0 supports")
+    assert check.hint == (
+        "upgrade the LeaderWorkerSet controller, or `--set kubernetes.lws_version=v0.8.0` renders what v0.8.0 supports"
+    )
 
 
 def test_versions_order_across_the_dra_drivers_rename() -> None:
@@ -54,26 +57,38 @@ def test_versions_order_across_the_dra_drivers_rename() -> None:
 
 def test_installed_versions_from_images_and_helm_labels() -> None:
     def deployment(image: str, labels: dict | None = None) -> dict:
-        return {"metadata": {"labels": labels or {}}, "spec": {"template": {"spec": {"containers": [{"image": image}]}}}}
+        return {
+            "metadata": {"labels": labels or {}},
+            "spec": {"template": {"spec": {"containers": [{"image": image}]}}},
+        }
 
-    assert installed_versions([deployment("registry.k8s.io/lws/lws:v0.8.0"),
-                               deployment("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.0")]) == {
-        LWS: "v0.8.0", DRA: "v0.4.0"}
+    assert installed_versions(
+        [
+            deployment("registry.k8s.io/lws/lws:v0.8.0"),
+            deployment("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.0"),
+        ]
+    ) == {LWS: "v0.8.0", DRA: "v0.4.0"}
     # A digest-pinned image says nothing; the chart label does.
-    pinned = deployment("nvcr.io/nvidia/k8s-dra-driver-gpu@sha256:" + "0" * 64, {"helm.sh/chart": "nvidia-dra-driver-gpu-25.3.2"})
+    pinned = deployment(
+        "nvcr.io/nvidia/k8s-dra-driver-gpu@sha256:" + "0" * 64, {"helm.sh/chart": "nvidia-dra-driver-gpu-25.3.2"}
+    )
     assert installed_versions([pinned]) == {DRA: "25.3.2"}
 
 
 def test_preflight_fails_old_controllers_and_warns_when_none_is_found(kube: KubeApiServer) -> None:
     healthy(kube)
     assert {n: r.status for n, r in preflight(kube).items() if n.endswith("_version")} == {
-        "k8s.lws_version": Status.PASS, "k8s.dra_driver_version": Status.PASS}
+        "k8s.lws_version": Status.PASS,
+        "k8s.dra_driver_version": Status.PASS,
+    }
 
     old = kube.store.get("deployments", "lws-controller-manager", "lws-system")
     old["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.k8s.io/lws/lws:v0.3.0"
     kube.store.replace("deployments", old, "lws-system")
-    for name, plural in (("nvidia-dra-driver-gpu-controller", "deployments"),
-                         ("nvidia-dra-driver-gpu-kubelet-plugin", "daemonsets")):
+    for name, plural in (
+        ("nvidia-dra-driver-gpu-controller", "deployments"),
+        ("nvidia-dra-driver-gpu-kubelet-plugin", "daemonsets"),
+    ):
         kube.store.delete(plural, name, "nvidia-dra-driver-gpu")
     results = preflight(kube)
     lws, dra = results["k8s.lws_version"], results["k8s.dra_driver_version"]

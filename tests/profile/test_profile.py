@@ -52,9 +52,15 @@ BAD = [
     (["kubernetes.service_account=" + "a" * 254], "is not a DNS-1123 subdomain"),
     (["kubernetes.storage_class=Fast SSD"], "kubernetes.storage_class: 'Fast SSD' is not a DNS-1123 subdomain"),
     (["kubernetes.runtime_class=nvidia/"], "kubernetes.runtime_class: 'nvidia/' is not a DNS-1123 subdomain"),
-    (["kubernetes.hf_token_secret.name=../token"], "kubernetes.hf_token_secret.name: '../token' is not a DNS-1123 subdomain"),
+    (
+        ["kubernetes.hf_token_secret.name=../token"],
+        "kubernetes.hf_token_secret.name: '../token' is not a DNS-1123 subdomain",
+    ),
     (["kubernetes.hf_token_secret.key=a/b"], "kubernetes.hf_token_secret.key: 'a/b' is not a Secret key"),
-    (["kubernetes.clique_label=nvidia.com/gpu clique"], "kubernetes.clique_label: 'nvidia.com/gpu clique' is not a label key"),
+    (
+        ["kubernetes.clique_label=nvidia.com/gpu clique"],
+        "kubernetes.clique_label: 'nvidia.com/gpu clique' is not a label key",
+    ),
     (["kubernetes.node_selector={Bad/Key/x: v}"], "kubernetes.node_selector: key 'Bad/Key/x' is not a label key"),
     (["kubernetes.node_selector={ok: not ok}"], "kubernetes.node_selector.ok: 'not ok' is not a label value"),
     (["hardware.gfd_product_label=NVIDIA GB300"], "hardware.gfd_product_label: 'NVIDIA GB300' is not a label value"),
@@ -67,10 +73,16 @@ BAD = [
     (["kubernetes.shm_size=64 Gi"], "kubernetes.shm_size: '64 Gi' is not a Kubernetes quantity"),
     (["kubernetes.model_cache_size=0"], "kubernetes.model_cache_size: '0' must be above 0"),
     # Images: a tag or a digest, with distribution/reference's grammar.
-    (["kubernetes.smoke_image=ghcr.io/k3deploy/k3deploy"], "kubernetes.smoke_image: image 'ghcr.io/k3deploy/k3deploy' has no tag or digest"),
+    (
+        ["kubernetes.smoke_image=ghcr.io/k3deploy/k3deploy"],
+        "kubernetes.smoke_image: image 'ghcr.io/k3deploy/k3deploy' has no tag or digest",
+    ),
     (["kubernetes.prefetch_image=python"], "kubernetes.prefetch_image: image 'python' has no tag or digest"),
     (["vllm.image=Vllm/Vllm:latest"], "vllm.image: image 'Vllm/Vllm:latest' is not a valid image reference"),
-    (["kubernetes.endpoint_override=http://127.0.0.1:99999"], "kubernetes.endpoint_override: 'http://127.0.0.1:99999' is not a valid URL"),
+    (
+        ["kubernetes.endpoint_override=http://127.0.0.1:99999"],
+        "kubernetes.endpoint_override: 'http://127.0.0.1:99999' is not a valid URL",
+    ),
 ]
 
 

@@ -24,11 +24,40 @@ WAVE = "argocd.argoproj.io/sync-wave"
 PHASE_ORDER = {"PreSync": -1, "Sync": 0, "PostSync": 1, "SyncFail": 2}
 #: gitops-engine pkg/sync/sync_tasks.go `kindOrder` (kinds absent from it rank 0, after all of these).
 _KINDS = (
-    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
-    "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
-    "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding", "ClusterRoleBindingList",
-    "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod", "ReplicationController",
-    "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
     "APIService",
 )
 KIND_ORDER = {kind: index - len(_KINDS) for index, kind in enumerate(_KINDS)}
@@ -216,6 +245,12 @@ def check(objects: list[dict[str, Any]], external: set[Ref] = frozenset()) -> li
                 problems.append(Problem(task.ref, need, "not in the set and not provided outside it"))
     for task in tasks:
         if task.kind == "PersistentVolumeClaim" and task.ref in first_use and where[task.ref][0] < first_use[task.ref]:
-            problems.append(Problem(task.ref, task.ref, "a step before its first consumer: Argo CD waits for it to be "
-                                                        "Bound, which a WaitForFirstConsumer class never does"))
+            problems.append(
+                Problem(
+                    task.ref,
+                    task.ref,
+                    "a step before its first consumer: Argo CD waits for it to be "
+                    "Bound, which a WaitForFirstConsumer class never does",
+                )
+            )
     return problems

@@ -37,7 +37,12 @@ def _k8s(name: str) -> dict[str, Any]:
 
 
 def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required or list(properties), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required or list(properties),
+        "additionalProperties": False,
+    }
 
 
 def _strs() -> dict[str, Any]:
@@ -46,84 +51,139 @@ def _strs() -> dict[str, Any]:
 
 _DURATION = {"type": "string", "pattern": r"^(0|(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"}
 _METADATA = _obj(
-    {"name": {"type": "string", "minLength": 1, "maxLength": 63}, "namespace": {"type": "string"}, "labels": _strs(),
-     "annotations": _strs()},
+    {
+        "name": {"type": "string", "minLength": 1, "maxLength": 63},
+        "namespace": {"type": "string"},
+        "labels": _strs(),
+        "annotations": _strs(),
+    },
     required=["name", "namespace", "labels"],
 )
 
 #: Hand-written structural schemas of the fields we use, per kind.
 STRUCTURAL: dict[str, dict[str, Any]] = {
-    "LeaderWorkerSet": _obj({
-        "apiVersion": {"const": "leaderworkerset.x-k8s.io/v1"},
-        "kind": {"const": "LeaderWorkerSet"},
-        "metadata": _METADATA,
-        "spec": _obj({
-            "replicas": {"type": "integer", "minimum": 1},
-            "startupPolicy": {"enum": ["LeaderCreated", "LeaderReady"]},
-            "rolloutStrategy": _obj({
-                "type": {"const": "RollingUpdate"},
-                "rollingUpdateConfiguration": _obj({
-                    "maxUnavailable": {"type": ["integer", "string"]},
-                    "maxSurge": {"type": ["integer", "string"]},
-                }),
-            }),
-            "leaderWorkerTemplate": _obj({
-                "size": {"type": "integer", "minimum": 1},
-                "restartPolicy": {"enum": ["RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None"]},
-                "leaderTemplate": _k8s("io.k8s.api.core.v1.PodTemplateSpec"),
-                "workerTemplate": _k8s("io.k8s.api.core.v1.PodTemplateSpec"),
-            }),
-        }),
-    }),
-    "ComputeDomain": _obj({
-        "apiVersion": {"const": "resource.nvidia.com/v1beta1"},
-        "kind": {"const": "ComputeDomain"},
-        "metadata": _METADATA,
-        "spec": _obj({
-            "numNodes": {"type": "integer", "minimum": 0},
-            "channel": _obj({
-                "allocationMode": {"enum": ["Single", "All"]},
-                "resourceClaimTemplate": _obj({"name": {"type": "string", "minLength": 1}}),
-            }),
-        }, required=["channel"]),
-    }),
-    "ServiceMonitor": _obj({
-        "apiVersion": {"const": "monitoring.coreos.com/v1"},
-        "kind": {"const": "ServiceMonitor"},
-        "metadata": _METADATA,
-        "spec": _obj({
-            "selector": _k8s("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
-            "namespaceSelector": _obj({"matchNames": {"type": "array", "items": {"type": "string"}, "minItems": 1}}),
-            "endpoints": {
-                "type": "array",
-                "minItems": 1,
-                "items": _obj(
-                    {"port": {"type": "string"}, "path": {"type": "string", "pattern": "^/"}, "interval": _DURATION,
-                     "scrapeTimeout": _DURATION},
-                    required=["port", "path"],
-                ),
-            },
-        }, required=["selector", "endpoints"]),
-    }),
-    "PrometheusRule": _obj({
-        "apiVersion": {"const": "monitoring.coreos.com/v1"},
-        "kind": {"const": "PrometheusRule"},
-        "metadata": _METADATA,
-        "spec": _obj({
-            "groups": {"type": "array", "minItems": 1, "items": _obj({
-                "name": {"type": "string", "minLength": 1},
-                "rules": {"type": "array", "minItems": 1, "items": _obj({
-                    "alert": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-                    "expr": {"type": "string", "minLength": 1},
-                    "for": _DURATION,
-                    "labels": _obj({"severity": {"enum": ["warning", "critical"]}}),
-                    "annotations": _obj({"summary": {"type": "string", "minLength": 1},
-                                         "description": {"type": "string", "minLength": 1},
-                                         "runbook_url": {"type": "string", "pattern": "^https://.+#runbook-"}}),
-                })},
-            })},
-        }),
-    }),
+    "LeaderWorkerSet": _obj(
+        {
+            "apiVersion": {"const": "leaderworkerset.x-k8s.io/v1"},
+            "kind": {"const": "LeaderWorkerSet"},
+            "metadata": _METADATA,
+            "spec": _obj(
+                {
+                    "replicas": {"type": "integer", "minimum": 1},
+                    "startupPolicy": {"enum": ["LeaderCreated", "LeaderReady"]},
+                    "rolloutStrategy": _obj(
+                        {
+                            "type": {"const": "RollingUpdate"},
+                            "rollingUpdateConfiguration": _obj(
+                                {
+                                    "maxUnavailable": {"type": ["integer", "string"]},
+                                    "maxSurge": {"type": ["integer", "string"]},
+                                }
+                            ),
+                        }
+                    ),
+                    "leaderWorkerTemplate": _obj(
+                        {
+                            "size": {"type": "integer", "minimum": 1},
+                            "restartPolicy": {"enum": ["RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None"]},
+                            "leaderTemplate": _k8s("io.k8s.api.core.v1.PodTemplateSpec"),
+                            "workerTemplate": _k8s("io.k8s.api.core.v1.PodTemplateSpec"),
+                        }
+                    ),
+                }
+            ),
+        }
+    ),
+    "ComputeDomain": _obj(
+        {
+            "apiVersion": {"const": "resource.nvidia.com/v1beta1"},
+            "kind": {"const": "ComputeDomain"},
+            "metadata": _METADATA,
+            "spec": _obj(
+                {
+                    "numNodes": {"type": "integer", "minimum": 0},
+                    "channel": _obj(
+                        {
+                            "allocationMode": {"enum": ["Single", "All"]},
+                            "resourceClaimTemplate": _obj({"name": {"type": "string", "minLength": 1}}),
+                        }
+                    ),
+                },
+                required=["channel"],
+            ),
+        }
+    ),
+    "ServiceMonitor": _obj(
+        {
+            "apiVersion": {"const": "monitoring.coreos.com/v1"},
+            "kind": {"const": "ServiceMonitor"},
+            "metadata": _METADATA,
+            "spec": _obj(
+                {
+                    "selector": _k8s("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                    "namespaceSelector": _obj(
+                        {"matchNames": {"type": "array", "items": {"type": "string"}, "minItems": 1}}
+                    ),
+                    "endpoints": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": _obj(
+                            {
+                                "port": {"type": "string"},
+                                "path": {"type": "string", "pattern": "^/"},
+                                "interval": _DURATION,
+                                "scrapeTimeout": _DURATION,
+                            },
+                            required=["port", "path"],
+                        ),
+                    },
+                },
+                required=["selector", "endpoints"],
+            ),
+        }
+    ),
+    "PrometheusRule": _obj(
+        {
+            "apiVersion": {"const": "monitoring.coreos.com/v1"},
+            "kind": {"const": "PrometheusRule"},
+            "metadata": _METADATA,
+            "spec": _obj(
+                {
+                    "groups": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": _obj(
+                            {
+                                "name": {"type": "string", "minLength": 1},
+                                "rules": {
+                                    "type": "array",
+                                    "minItems": 1,
+                                    "items": _obj(
+                                        {
+                                            "alert": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                                            "expr": {"type": "string", "minLength": 1},
+                                            "for": _DURATION,
+                                            "labels": _obj({"severity": {"enum": ["warning", "critical"]}}),
+                                            "annotations": _obj(
+                                                {
+                                                    "summary": {"type": "string", "minLength": 1},
+                                                    "description": {"type": "string", "minLength": 1},
+                                                    "runbook_url": {
+                                                        "type": "string",
+                                                        "pattern": "^https://.+#runbook-",
+                                                    },
+                                                }
+                                            ),
+                                        }
+                                    ),
+                                },
+                            }
+                        ),
+                    },
+                }
+            ),
+        }
+    ),
 }
 
 
@@ -151,7 +211,11 @@ def strict_crd_schema(node: Any) -> Any:
         out["type"] = ["integer", "string"]
     if node.get("nullable") and isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
-    if "properties" in node and "additionalProperties" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+    if (
+        "properties" in node
+        and "additionalProperties" not in node
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+    ):
         out["additionalProperties"] = False
     for key in ("properties", "patternProperties"):
         if key in node:

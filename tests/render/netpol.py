@@ -53,7 +53,11 @@ def _port_matches(ports: list[dict[str, Any]] | None, port: int, protocol: str) 
 def _selects(policy: dict[str, Any], pod: Pod, direction: str) -> bool:
     meta, spec = policy["metadata"], policy["spec"]
     types = spec.get("policyTypes") or (["Ingress", "Egress"] if "egress" in spec else ["Ingress"])
-    return meta["namespace"] == pod.namespace and direction in types and match_label_selector(spec["podSelector"], pod.labels)
+    return (
+        meta["namespace"] == pod.namespace
+        and direction in types
+        and match_label_selector(spec["podSelector"], pod.labels)
+    )
 
 
 def _admits(policies: list[dict[str, Any]], pod: Pod, peer: Pod, port: int, protocol: str, direction: str) -> bool:
@@ -73,5 +77,6 @@ def _admits(policies: list[dict[str, Any]], pod: Pod, peer: Pod, port: int, prot
 
 def allowed(policies: list[dict[str, Any]], src: Pod, dst: Pod, port: int, protocol: str = "TCP") -> bool:
     """Whether a connection from `src` to `dst` on `port` gets through: the source's egress and the target's ingress."""
-    return (_admits(policies, src, dst, port, protocol, "Egress")
-            and _admits(policies, dst, src, port, protocol, "Ingress"))
+    return _admits(policies, src, dst, port, protocol, "Egress") and _admits(
+        policies, dst, src, port, protocol, "Ingress"
+    )

@@ -54,7 +54,9 @@ def test_the_prefetch_job_would_deadlock_with_its_service_account_in_wave_0() ->
     account = next(o for o in objects if o["kind"] == "ServiceAccount")
     del account["metadata"]["annotations"][WAVE]
     problems = [str(p) for p in check(objects, _external(K3, []))]
-    assert problems == [f"Job/{K3}-prefetch needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 2)"]
+    assert problems == [
+        f"Job/{K3}-prefetch needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 2)"
+    ]
 
 
 def test_a_pvc_a_wave_before_its_first_consumer_would_never_bind_with_wait_for_first_consumer() -> None:
@@ -68,7 +70,8 @@ def test_a_pvc_a_wave_before_its_first_consumer_would_never_bind_with_wait_for_f
 def test_a_secret_outside_the_set_is_a_problem_unless_declared_external() -> None:
     objects = _objects(K3, [])
     assert [str(p) for p in check(objects)] == [
-        f"Job/{K3}-prefetch needs Secret/hf-token: not in the set and not provided outside it"]
+        f"Job/{K3}-prefetch needs Secret/hf-token: not in the set and not provided outside it"
+    ]
 
 
 def test_order_follows_gitops_engine() -> None:

@@ -43,8 +43,11 @@ def lws_pods(lws: dict[str, Any]) -> list[dict[str, Any]]:
     pods = []
     for role in ("leader", "worker"):
         template = lws["spec"]["leaderWorkerTemplate"][f"{role}Template"]
-        meta = {"name": f"{lws['metadata']['name']}-{role}", "namespace": lws["metadata"]["namespace"],
-                **template.get("metadata", {})}
+        meta = {
+            "name": f"{lws['metadata']['name']}-{role}",
+            "namespace": lws["metadata"]["namespace"],
+            **template.get("metadata", {}),
+        }
         pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]})
     return pods
 
@@ -53,7 +56,10 @@ def scan(directory: Path) -> dict[str, Any]:
     """checkov's JSON results for the YAML files of `directory` (Kubernetes framework only, nothing downloaded)."""
     done = subprocess.run(
         [str(checkov()), "-d", str(directory), "--framework", "kubernetes", "--skip-download", "-o", "json"],
-        capture_output=True, text=True, timeout=900, check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
         env={**os.environ, "BC_API_KEY": "", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"},
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]
@@ -74,8 +80,11 @@ def test_the_rendered_set_fails_no_unskipped_check(name: str, tmp_path: Path) ->
     failed = [(c["check_id"], c["resource"]) for c in results["failed_checks"]]
     judged = [c for c in failed if "bare-worker" not in c[1]]
     assert judged == [], judged
-    unexplained = [(c["check_id"], c["resource"]) for c in results["skipped_checks"]
-                   if c["check_result"].get("suppress_comment", NO_REASON) in ("", NO_REASON)]
+    unexplained = [
+        (c["check_id"], c["resource"])
+        for c in results["skipped_checks"]
+        if c["check_result"].get("suppress_comment", NO_REASON) in ("", NO_REASON)
+    ]
     assert unexplained == []
     # The scan saw the serving pods, and would have failed them without their annotations.
     seen = {c["resource"] for key in ("passed_checks", "skipped_checks") for c in results[key]}

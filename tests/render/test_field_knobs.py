@@ -61,27 +61,39 @@ def test_multi_node_raises_the_distributed_timeout_and_drops_cross_node_ipc_all_
 
 
 def test_single_node_keeps_vllm_defaults_and_explicit_fields_win() -> None:
-    one = load_profile(K3, ["parallel.nodes=1", "parallel.tensor_parallel_size=4", "model.checkpoint_bytes=1000",
-                            "speculative.draft_bytes=0"], check_fit=False)
+    one = load_profile(
+        K3,
+        [
+            "parallel.nodes=1",
+            "parallel.tensor_parallel_size=4",
+            "model.checkpoint_bytes=1000",
+            "speculative.draft_bytes=0",
+        ],
+        check_fit=False,
+    )
     command = serve_command(one, role="leader")
     assert "--distributed-timeout-seconds" not in command and "--disable-custom-all-reduce" not in command
     leader, _ = _pods({f"{m.kind}/{m.name}": m.obj for m in build(one)})
     assert "VLLM_USE_NCCL_SYMM_MEM" not in _env(leader)
-    chosen = _pods(_objects(["vllm.distributed_timeout_s=3600", "vllm.disable_custom_all_reduce=false",
-                             "vllm.nccl_symm_mem=true"]))[0]
+    chosen = _pods(
+        _objects(["vllm.distributed_timeout_s=3600", "vllm.disable_custom_all_reduce=false", "vllm.nccl_symm_mem=true"])
+    )[0]
     command = chosen["containers"][0]["command"]
     assert _flag(command, "--distributed-timeout-seconds") == "3600" and "--disable-custom-all-reduce" not in command
     assert _env(chosen)["VLLM_USE_NCCL_SYMM_MEM"] == "1"
 
 
-@pytest.mark.parametrize(("sets", "expected"), [
-    (["vllm.env.VLLM_USE_NCCL_SYMM_MEM='1'"], "derived by k3deploy (vllm.nccl_symm_mem)"),
-    (["vllm.extra_args=[--disable-custom-all-reduce]"], "rendered from vllm.disable_custom_all_reduce"),
-    (["vllm.extra_args=[--distributed-timeout-seconds=60]"], "rendered from vllm.distributed_timeout_s"),
-    (["vllm.extra_args=[--distributed_timeout_seconds, '60']"], "rendered from vllm.distributed_timeout_s"),
-    (["kubernetes.lws_version=latest"], "'latest' is not a release version"),
-    (["kubernetes.tolerations=[{operator: Exists, value: x}]"], "operator Exists takes no value"),
-])
+@pytest.mark.parametrize(
+    ("sets", "expected"),
+    [
+        (["vllm.env.VLLM_USE_NCCL_SYMM_MEM='1'"], "derived by k3deploy (vllm.nccl_symm_mem)"),
+        (["vllm.extra_args=[--disable-custom-all-reduce]"], "rendered from vllm.disable_custom_all_reduce"),
+        (["vllm.extra_args=[--distributed-timeout-seconds=60]"], "rendered from vllm.distributed_timeout_s"),
+        (["vllm.extra_args=[--distributed_timeout_seconds, '60']"], "rendered from vllm.distributed_timeout_s"),
+        (["kubernetes.lws_version=latest"], "'latest' is not a release version"),
+        (["kubernetes.tolerations=[{operator: Exists, value: x}]"], "operator Exists takes no value"),
+    ],
+)
 def test_a_knob_has_one_source(sets: list[str], expected: str) -> None:
     with pytest.raises(ProfileError) as info:
         load_profile(K3, sets)
@@ -92,24 +104,45 @@ def test_tolerations_are_on_every_gpu_pod() -> None:
     custom = "kubernetes.tolerations=[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}, {key: dedicated, value: llm, effect: NoExecute, toleration_seconds: 300}]"
     for objs, expected in (
         (_objects(), [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]),
-        (_objects([custom]), [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                              {"key": "dedicated", "operator": "Equal", "value": "llm", "effect": "NoExecute",
-                               "tolerationSeconds": 300}]),
+        (
+            _objects([custom]),
+            [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                {
+                    "key": "dedicated",
+                    "operator": "Equal",
+                    "value": "llm",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+        ),
     ):
         gpu_pods = [*_pods(objs), objs[f"Job/{K3}-node-preflight"]["spec"]["template"]["spec"]]
         assert [pod["tolerations"] for pod in gpu_pods] == [expected] * 3
 
 
-@pytest.mark.parametrize(("version", "policy", "annotations"), [
-    ("0.10.0", "RecreateGroupAfterStart", None),
-    ("v0.9.0", "RecreateGroupAfterStart", None),
-    ("0.8.1", "RecreateGroupOnPodRestart", {"leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start": "true"}),
-    ("0.7.0", "RecreateGroupOnPodRestart", None),
-])
-def test_lws_restart_policy_follows_the_installed_lws(version: str, policy: str, annotations: dict[str, str] | None) -> None:
+@pytest.mark.parametrize(
+    ("version", "policy", "annotations"),
+    [
+        ("0.10.0", "RecreateGroupAfterStart", None),
+        ("v0.9.0", "RecreateGroupAfterStart", None),
+        (
+            "0.8.1",
+            "RecreateGroupOnPodRestart",
+            {"leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start": "true"},
+        ),
+        ("0.7.0", "RecreateGroupOnPodRestart", None),
+    ],
+)
+def test_lws_restart_policy_follows_the_installed_lws(
+    version: str, policy: str, annotations: dict[str, str] | None
+) -> None:
     lws = _objects([f"kubernetes.lws_version={version}"])[f"LeaderWorkerSet/{K3}"]
     assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == policy
-    restart_annotations = {k: v for k, v in lws["metadata"]["annotations"].items() if k != "k3deploy/progress-deadline-seconds"}
+    restart_annotations = {
+        k: v for k, v in lws["metadata"]["annotations"].items() if k != "k3deploy/progress-deadline-seconds"
+    }
     assert (restart_annotations or None) == annotations
 
 
@@ -121,7 +154,12 @@ def test_compute_domain_num_nodes_follows_the_dra_driver(version: str, num_nodes
 
 def test_dra_calendar_versions_map_to_semver() -> None:
     assert [dra_semver(v) for v in ("25.3.0", "25.8.1", "25.12.0", "26.4.0", "0.4.1-rc.1")] == [
-        (0, 1, 0), (0, 2, 0), (0, 3, 0), (0, 4, 0), (0, 4, 1)]
+        (0, 1, 0),
+        (0, 2, 0),
+        (0, 3, 0),
+        (0, 4, 0),
+        (0, 4, 1),
+    ]
 
 
 def test_pdb_lets_a_drain_evict_one_pod_at_a_time() -> None:
@@ -130,7 +168,9 @@ def test_pdb_lets_a_drain_evict_one_pod_at_a_time() -> None:
 
 
 def test_service_monitor_carries_the_labels_prometheus_selects_on() -> None:
-    labels = _objects(["kubernetes.service_monitor_labels={release: kube-prometheus-stack}"])[f"ServiceMonitor/{K3}"]["metadata"]["labels"]
+    labels = _objects(["kubernetes.service_monitor_labels={release: kube-prometheus-stack}"])[f"ServiceMonitor/{K3}"][
+        "metadata"
+    ]["labels"]
     assert labels["release"] == "kube-prometheus-stack" and labels["app.kubernetes.io/component"] == "metrics"
 
 

@@ -12,8 +12,14 @@ from tests.conftest import REPO_ROOT, cli_env
 
 def _imported_modules(*args: str) -> set[str]:
     """Module names a Python run imported, from its `-X importtime` report."""
-    result = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True, text=True,
-                            env=cli_env(), cwd=REPO_ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     names = set()
     for line in result.stderr.splitlines():
@@ -30,7 +36,9 @@ def test_the_detector_sees_kubernetes_when_it_is_imported() -> None:
     assert "kubernetes" in _kubernetes(_imported_modules("-c", "import kubernetes"))
 
 
-@pytest.mark.parametrize("args", [["--help"], ["render", "-p", "kimi-k3-gb300-tp16", "-o", "-"]], ids=["help", "render"])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["render", "-p", "kimi-k3-gb300-tp16", "-o", "-"]], ids=["help", "render"]
+)
 def test_cli_does_not_import_kubernetes(args: list[str]) -> None:
     modules = _imported_modules("-m", "k3deploy", *args)
     assert "k3deploy.cli" in modules

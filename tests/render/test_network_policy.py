@@ -41,10 +41,15 @@ def rendered(p: Profile) -> tuple[list[dict[str, Any]], dict[str, Pod]]:
     pods: dict[str, Pod] = {}
     for o in objs:
         if o["kind"] == "Job":
-            pods[o["metadata"]["labels"]["app.kubernetes.io/component"]] = Pod(ns, o["spec"]["template"]["metadata"]["labels"])
+            pods[o["metadata"]["labels"]["app.kubernetes.io/component"]] = Pod(
+                ns, o["spec"]["template"]["metadata"]["labels"]
+            )
         if o["kind"] == "LeaderWorkerSet":
             lwt = o["spec"]["leaderWorkerTemplate"]
-            for role, template, index in (("leader", lwt["leaderTemplate"], "0"), ("worker", lwt["workerTemplate"], "1")):
+            for role, template, index in (
+                ("leader", lwt["leaderTemplate"], "0"),
+                ("worker", lwt["workerTemplate"], "1"),
+            ):
                 lws = {LWS_NAME_LABEL: p.name, LWS_WORKER_INDEX_LABEL: index}
                 pods[role] = Pod(ns, {**template["metadata"]["labels"], **lws})
     return policies, pods
@@ -140,7 +145,9 @@ def test_every_pod_of_the_set_is_under_the_default_deny(role: str) -> None:
 
 def test_a_single_node_group_opens_no_internal_ports() -> None:
     base = load_profile(K3)
-    single = base.model_copy(update={"parallel": base.parallel.model_copy(update={"nodes": 1, "tensor_parallel_size": 4})})
+    single = base.model_copy(
+        update={"parallel": base.parallel.model_copy(update={"nodes": 1, "tensor_parallel_size": 4})}
+    )
     policies, pods = rendered(single)
     assert not allowed(policies, pods["worker"], pods["leader"], VLLM_DEFAULT_MASTER_PORT)
     assert all("sysctls" not in spec["securityContext"] for spec in serving_pod_specs(single))
@@ -154,7 +161,9 @@ def test_the_evaluator_refuses_what_no_policy_opens() -> None:
 
 
 def test_a_master_port_that_is_no_port_is_a_profile_error(tmp_path: Path) -> None:
-    result = run_cli("render", "-p", K3, "--set", 'vllm.extra_args=["--master-port", "http"]', "-o", str(tmp_path / "out"))
+    result = run_cli(
+        "render", "-p", K3, "--set", 'vllm.extra_args=["--master-port", "http"]', "-o", str(tmp_path / "out")
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines()[0] == "error: vllm.extra_args: --master-port 'http' is not a TCP port"
     assert result.stderr.splitlines()[1].startswith("hint: ") and "Traceback" not in result.stderr

@@ -110,7 +110,10 @@ def test_sees_the_gpus_through_the_runtime_without_taking_any() -> None:
     assert {lws[role]["spec"]["runtimeClassName"] for role in ("leaderTemplate", "workerTemplate")} == {"nvidia-cdi"}
     default = _objects(["kubernetes.runtime_class=null"])
     assert "runtimeClassName" not in _pod(default)
-    assert "runtimeClassName" not in default[f"LeaderWorkerSet/{K3}"]["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    assert (
+        "runtimeClassName"
+        not in default[f"LeaderWorkerSet/{K3}"]["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    )
 
 
 def test_old_gpu_runtime_class_key_still_loads_as_runtime_class(tmp_path: Path) -> None:
@@ -156,7 +159,9 @@ def test_args_read_the_mounted_profile_and_no_host_path() -> None:
     assert "serviceAccountName" not in pod and pod["automountServiceAccountToken"] is False
 
 
-def test_the_rendered_args_run_the_node_checks_on_the_configmaps_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_rendered_args_run_the_node_checks_on_the_configmaps_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The Job's argv as the pod runs it, on a healthy GB300 behind the fake NVML; the profile is the ConfigMap's,
     # rendered with weights small enough and the image arch of this machine so the host checks pass here too.
     objs = _objects(FITS_HERE)

@@ -49,7 +49,10 @@ def test_a_users_kustomization_is_never_overwritten_without_force(tmp_path: Path
     mine = "resources: [my-app.yaml]\n"
     (tmp_path / "kustomization.yaml").write_text(mine)
     before = _snapshot(tmp_path)
-    _refused(_render(tmp_path), "refusing to overwrite 1 file (kustomization.yaml): not written by k3deploy, or changed since")
+    _refused(
+        _render(tmp_path),
+        "refusing to overwrite 1 file (kustomization.yaml): not written by k3deploy, or changed since",
+    )
     assert _snapshot(tmp_path) == before  # nothing written, nothing removed, no staging folder left
     forced = _render(tmp_path, "--force")
     assert forced.returncode == 0, forced.stderr
@@ -62,10 +65,14 @@ def test_files_shaped_like_ours_but_not_recorded_are_left_alone(tmp_path: Path) 
     (tmp_path / "notes.md").write_text("mine\n")
     assert _render(tmp_path).returncode == 0
     assert _render(tmp_path, "--set", "kubernetes.service_monitor=false").returncode == 0
-    assert (tmp_path / "99-configmap-mine.yaml").read_text() == "mine\n" and (tmp_path / "notes.md").read_text() == "mine\n"
+    assert (tmp_path / "99-configmap-mine.yaml").read_text() == "mine\n" and (
+        tmp_path / "notes.md"
+    ).read_text() == "mine\n"
     assert not (tmp_path / MONITOR).exists()
     record = json.loads((tmp_path / RECORD).read_text())
-    assert sorted(record["files"]) == sorted(p.name for p in tmp_path.iterdir() if p.name not in (RECORD, "notes.md", "99-configmap-mine.yaml"))
+    assert sorted(record["files"]) == sorted(
+        p.name for p in tmp_path.iterdir() if p.name not in (RECORD, "notes.md", "99-configmap-mine.yaml")
+    )
 
 
 def test_an_edited_file_is_not_overwritten_and_an_edited_stale_file_not_removed(tmp_path: Path) -> None:
@@ -126,7 +133,12 @@ def test_a_write_that_fails_midway_leaves_the_previous_set_untouched(tmp_path: P
 
     result = subprocess.run(
         [sys.executable, "-m", "k3deploy", "render", "-p", K3, "--set", "vllm.max_num_seqs=64", "-o", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, env=cli_env(), cwd=REPO_ROOT, preexec_fn=small_files,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+        cwd=REPO_ROOT,
+        preexec_fn=small_files,
     )
     assert result.returncode == 3, result.stderr
     assert result.stderr.startswith(f"error: cannot write to {str(tmp_path)!r}: File too large")

@@ -49,8 +49,12 @@ SERVING_EXCEPTIONS = {"run-as-non-root"}
 
 def _pods() -> list[tuple[str, Pod, dict[str, str]]]:
     """(profile/kind/name[/role], pod spec, pod annotations) of every pod each built-in kubernetes profile renders."""
-    return [(f"{name}/{where}", pod, annotations) for name in builtin_names() if load_profile(name).target == "kubernetes"
-            for where, pod, annotations in pod_templates([m.obj for m in build(load_profile(name))])]
+    return [
+        (f"{name}/{where}", pod, annotations)
+        for name in builtin_names()
+        if load_profile(name).target == "kubernetes"
+        for where, pod, annotations in pod_templates([m.obj for m in build(load_profile(name))])
+    ]
 
 
 PODS = _pods()
@@ -81,8 +85,9 @@ def test_restricted(rule: str, where: str, pod: Pod, annotations: dict[str, str]
         assert found == [], where
 
 
-@pytest.mark.parametrize(("where", "pod", "annotations"), [p for p in PODS if "/Job/" in p[0]],
-                         ids=[w for w in POD_IDS if "/Job/" in w])
+@pytest.mark.parametrize(
+    ("where", "pod", "annotations"), [p for p in PODS if "/Job/" in p[0]], ids=[w for w in POD_IDS if "/Job/" in w]
+)
 def test_jobs_read_only_root_with_limits(where: str, pod: Pod, annotations: dict[str, str]) -> None:
     """Beyond the standard: k3deploy's Jobs have a read-only root, explicit writable mounts, requests and a memory
     limit, a fixed UID/GID, and no ServiceAccount token (none of them calls the Kubernetes API)."""
@@ -96,24 +101,35 @@ def test_jobs_read_only_root_with_limits(where: str, pod: Pod, annotations: dict
 
 # --- the rules themselves refuse what the documentation forbids ------------------------------------------------
 
-@pytest.mark.parametrize(("rule", "pod"), [
-    (host_namespaces, {"hostPID": True}),
-    (privileged, {"containers": [{"name": "c", "securityContext": {"privileged": True}}]}),
-    (baseline_capabilities, {"containers": [{"name": "c", "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}]}),
-    (host_path_volumes, {"volumes": [{"name": "v", "hostPath": {"path": "/"}}]}),
-    (host_ports, {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]}),
-    (host_probes, {"containers": [{"name": "c", "livenessProbe": {"httpGet": {"host": "10.0.0.1", "port": 1}}}]}),
-    (selinux, {"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}),
-    (proc_mount, {"containers": [{"name": "c", "securityContext": {"procMount": "Unmasked"}}]}),
-    (baseline_seccomp, {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}),
-    (sysctls, {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}}),
-    (volume_types, {"volumes": [{"name": "v", "nfs": {"server": "s", "path": "/"}}]}),
-    (privilege_escalation, {"containers": [{"name": "c"}]}),
-    (run_as_non_root, {"containers": [{"name": "c"}]}),
-    (run_as_user, {"securityContext": {"runAsUser": 0}}),
-    (restricted_seccomp, {"containers": [{"name": "c"}]}),
-    (restricted_capabilities, {"containers": [{"name": "c", "securityContext": {"capabilities": {"drop": ["NET_RAW"]}}}]}),
-], ids=lambda v: getattr(v, "__name__", ""))
+
+@pytest.mark.parametrize(
+    ("rule", "pod"),
+    [
+        (host_namespaces, {"hostPID": True}),
+        (privileged, {"containers": [{"name": "c", "securityContext": {"privileged": True}}]}),
+        (
+            baseline_capabilities,
+            {"containers": [{"name": "c", "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}]},
+        ),
+        (host_path_volumes, {"volumes": [{"name": "v", "hostPath": {"path": "/"}}]}),
+        (host_ports, {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]}),
+        (host_probes, {"containers": [{"name": "c", "livenessProbe": {"httpGet": {"host": "10.0.0.1", "port": 1}}}]}),
+        (selinux, {"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}),
+        (proc_mount, {"containers": [{"name": "c", "securityContext": {"procMount": "Unmasked"}}]}),
+        (baseline_seccomp, {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}),
+        (sysctls, {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}}),
+        (volume_types, {"volumes": [{"name": "v", "nfs": {"server": "s", "path": "/"}}]}),
+        (privilege_escalation, {"containers": [{"name": "c"}]}),
+        (run_as_non_root, {"containers": [{"name": "c"}]}),
+        (run_as_user, {"securityContext": {"runAsUser": 0}}),
+        (restricted_seccomp, {"containers": [{"name": "c"}]}),
+        (
+            restricted_capabilities,
+            {"containers": [{"name": "c", "securityContext": {"capabilities": {"drop": ["NET_RAW"]}}}]},
+        ),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_each_rule_refuses_a_violation(rule: Rule, pod: Pod) -> None:
     assert rule(pod)
 

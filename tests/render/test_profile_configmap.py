@@ -52,7 +52,9 @@ def test_dumped_builtin_loads_back_equal(name: str, tmp_path: Path) -> None:
 
 def test_dumped_overridden_profile_loads_back_equal(tmp_path: Path) -> None:
     original = load_profile(K3, TRICKY)
-    assert original.description == "déjà vu, two lines\n  indented: second\n" and original.vllm.env["VLLM_FLAG"] == "yes"
+    assert (
+        original.description == "déjà vu, two lines\n  indented: second\n" and original.vllm.env["VLLM_FLAG"] == "yes"
+    )
     path = tmp_path / "profile.yaml"
     path.write_text(_dumped(original), encoding="utf-8")
     loaded = load_profile(str(path))
@@ -95,7 +97,9 @@ def test_configmap_comes_before_the_smoke_job_in_apply_order() -> None:
 
 def _file_profile(tmp_path: Path) -> Path:
     """The K3 built-in under another name, as a user's own profile file."""
-    data = yaml.safe_load(resources.files("k3deploy.profile.builtin").joinpath(f"{K3}.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load(
+        resources.files("k3deploy.profile.builtin").joinpath(f"{K3}.yaml").read_text(encoding="utf-8")
+    )
     data["name"] = "k3-from-file"
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
@@ -104,11 +108,18 @@ def _file_profile(tmp_path: Path) -> Path:
 
 def test_smoke_job_args_run_with_a_file_profile_and_its_overrides(tmp_path: Path) -> None:
     sets = [
-        f"model.served_name={MODEL}", "smoke.requests=2", "smoke.output_tokens=16", "smoke.correctness=false",
-        "smoke.request_timeout_s=10", "smoke.overall_timeout_s=60", "targets.decode_tok_s=null",
+        f"model.served_name={MODEL}",
+        "smoke.requests=2",
+        "smoke.output_tokens=16",
+        "smoke.correctness=false",
+        "smoke.request_timeout_s=10",
+        "smoke.overall_timeout_s=60",
+        "targets.decode_tok_s=null",
         "targets.min_acceptance_length=null",
     ]
-    rendered = run_cli("render", "-p", str(_file_profile(tmp_path)), *[a for s in sets for a in ("--set", s)], "-o", "-")
+    rendered = run_cli(
+        "render", "-p", str(_file_profile(tmp_path)), *[a for s in sets for a in ("--set", s)], "-o", "-"
+    )
     assert rendered.returncode == 0, rendered.stderr
     docs = {f"{d['kind']}/{d['metadata']['name']}": d for d in yaml.safe_load_all(rendered.stdout)}
     config_map, job = docs["ConfigMap/k3-from-file-profile"], docs["Job/k3-from-file-smoke"]
@@ -118,7 +129,15 @@ def test_smoke_job_args_run_with_a_file_profile_and_its_overrides(tmp_path: Path
 
     # Run exactly the Job's args, with the in-cluster URL and mount path pointed at this machine.
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == ["smoke", "--endpoint", "http://k3-from-file-api.kimi-k3.svc:8000", "-p", PATH_IN_JOB, "--wait-ready", "7200s"]
+    assert args == [
+        "smoke",
+        "--endpoint",
+        "http://k3-from-file-api.kimi-k3.svc:8000",
+        "-p",
+        PATH_IN_JOB,
+        "--wait-ready",
+        "7200s",
+    ]
     local = {args[2]: None, PATH_IN_JOB: str(profile_file)}
     with scripted_server(Script(num_speculative_tokens=7)) as srv:
         local[args[2]] = srv.url

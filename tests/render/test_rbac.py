@@ -54,13 +54,18 @@ def granted(objects: list[dict[str, Any]], namespace: str) -> set[tuple[str, str
     roles = {(o["kind"], o["metadata"]["name"]): o for o in objects if o["kind"] in {"Role", "ClusterRole"}}
     out = set()
     for binding in (o for o in objects if o["kind"] in {"RoleBinding", "ClusterRoleBinding"}):
-        subjects = {(s.get("namespace", namespace), s["name"]) for s in binding.get("subjects") or []
-                    if s["kind"] == "ServiceAccount"}
+        subjects = {
+            (s.get("namespace", namespace), s["name"])
+            for s in binding.get("subjects") or []
+            if s["kind"] == "ServiceAccount"
+        }
         if not subjects & {(namespace, a) for a in accounts}:
             continue
         role = roles.get((binding["roleRef"]["kind"], binding["roleRef"]["name"]), {})
         for rule in role.get("rules") or []:
-            out |= {(v, g, r) for v in rule["verbs"] for g in rule.get("apiGroups", [""]) for r in rule.get("resources", [])}
+            out |= {
+                (v, g, r) for v in rule["verbs"] for g in rule.get("apiGroups", [""]) for r in rule.get("resources", [])
+            }
     return out
 
 
@@ -70,8 +75,10 @@ def run_as_in_the_pod(args: list[str], kube: KubeApiServer, tmp_path: Path, prof
     profile_file.write_text(profile_yaml)
     env = {
         "KUBECONFIG": str(kube.kubeconfig),
-        "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(kube.port),
-        "PYTHONPATH": f"{fake_pynvml_dir(tmp_path, 'gb300_node()')}:{REPO_ROOT}", "HOME": str(tmp_path),
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": str(kube.port),
+        "PYTHONPATH": f"{fake_pynvml_dir(tmp_path, 'gb300_node()')}:{REPO_ROOT}",
+        "HOME": str(tmp_path),
     }
     served = load_profile(K3).model.served_name
     with scripted_server(Script(models=[served])) as srv:
@@ -122,11 +129,19 @@ def test_the_recorder_sees_a_command_that_calls_the_api(kube: KubeApiServer, tmp
 def test_granted_reads_rules_through_bindings_to_the_sets_accounts() -> None:
     """The judge itself: a Role bound to the pods' account counts, one bound to another account does not."""
     objects = [m.obj for m in build(load_profile(K3))]
-    role = {"kind": "Role", "metadata": {"name": "r"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+    role = {
+        "kind": "Role",
+        "metadata": {"name": "r"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
 
     def binding(account: str) -> dict[str, Any]:
-        return {"kind": "RoleBinding", "metadata": {"name": "b"}, "roleRef": {"kind": "Role", "name": "r"},
-                "subjects": [{"kind": "ServiceAccount", "name": account}]}
+        return {
+            "kind": "RoleBinding",
+            "metadata": {"name": "b"},
+            "roleRef": {"kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": account}],
+        }
 
     assert granted([*objects, role, binding("k3deploy")], "kimi-k3") == {("get", "", "pods")}
     assert granted([*objects, role, binding("someone-else")], "kimi-k3") == set()

@@ -46,7 +46,9 @@ def test_render_reproduces_the_committed_manifests(name: str, tmp_path: Path) ->
     for attempt in ("first", "second"):
         result = run_cli("render", "-p", name, "-o", str(tmp_path / attempt))
         assert result.returncode == 0, result.stderr
-        assert _read_dir(tmp_path / attempt) == committed, f"manifests/{name} drifted: re-run k3deploy render -p {name} -o manifests/{name}"
+        assert _read_dir(tmp_path / attempt) == committed, (
+            f"manifests/{name} drifted: re-run k3deploy render -p {name} -o manifests/{name}"
+        )
     stream = run_cli("render", "-p", name, "-o", "-")
     assert stream.returncode == 0, stream.stderr
     resources = yaml.safe_load(committed["kustomization.yaml"])["resources"]
@@ -86,10 +88,17 @@ def test_leaderworkerset_shape_and_argv() -> None:
     assert pairs["--tensor-parallel-size"] == "16" and pairs["--nnodes"] == "4"
     assert pairs["--node-rank"] == "$(LWS_WORKER_INDEX)" and pairs["--master-addr"] == "$(LWS_LEADER_ADDRESS)"
     assert json.loads(pairs["--speculative-config"]) == {
-        "model": "Inferact/Kimi-K3-DSpark", "revision": "main", "method": "dspark", "num_speculative_tokens": 7,
-        "attention_backend": "FLASHINFER_MLA", "draft_sample_method": "probabilistic", "rejection_sample_method": "block",
+        "model": "Inferact/Kimi-K3-DSpark",
+        "revision": "main",
+        "method": "dspark",
+        "num_speculative_tokens": 7,
+        "attention_backend": "FLASHINFER_MLA",
+        "draft_sample_method": "probabilistic",
+        "rejection_sample_method": "block",
     }
-    assert pairs["--speculative-config"] == json.dumps(profile.speculative.config(), sort_keys=True, separators=(",", ":"))
+    assert pairs["--speculative-config"] == json.dumps(
+        profile.speculative.config(), sort_keys=True, separators=(",", ":")
+    )
     for container in (leader, worker):
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "4"
         assert container["resources"]["claims"] == [{"name": "compute-domain-channel"}]
@@ -114,7 +123,9 @@ def test_pod_placement_probes_and_volumes() -> None:
         volumes = {v["name"]: v for v in pod["volumes"]}
         assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
         assert volumes["model-cache"]["persistentVolumeClaim"] == {"claimName": f"{K3}-model-cache", "readOnly": True}
-        assert pod["resourceClaims"] == [{"name": "compute-domain-channel", "resourceClaimTemplateName": f"{K3}-compute-domain-channel"}]
+        assert pod["resourceClaims"] == [
+            {"name": "compute-domain-channel", "resourceClaimTemplateName": f"{K3}-compute-domain-channel"}
+        ]
     leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     startup = leader["startupProbe"]
     assert startup["httpGet"] == {"path": "/health", "port": "http"}
@@ -131,7 +142,10 @@ def test_objects_reference_each_other_consistently() -> None:
     service = objs[f"Service/{K3}-api"]
     # LWS owns a headless Service named after the LeaderWorkerSet (the pods' DNS); ours must not take it.
     assert f"Service/{K3}" not in objs
-    assert service["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": K3, "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    assert service["spec"]["selector"] == {
+        "leaderworkerset.sigs.k8s.io/name": K3,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+    }
     assert service["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
     monitor = objs[f"ServiceMonitor/{K3}"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
@@ -140,20 +154,33 @@ def test_objects_reference_each_other_consistently() -> None:
     assert pdb["spec"]["selector"]["matchLabels"] == {"leaderworkerset.sigs.k8s.io/name": K3}
     prefetch = objs[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]
     fetch_env = {e["name"]: e.get("value") for e in prefetch["containers"][0]["env"]}
-    assert json.loads(fetch_env["K3DEPLOY_PREFETCH"]) == [["moonshotai/Kimi-K3", "main"], ["Inferact/Kimi-K3-DSpark", "main"]]
+    assert json.loads(fetch_env["K3DEPLOY_PREFETCH"]) == [
+        ["moonshotai/Kimi-K3", "main"],
+        ["Inferact/Kimi-K3-DSpark", "main"],
+    ]
     wait = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["initContainers"][0]
     assert wait["env"] == [{"name": "K3DEPLOY_PREFETCH_MARKER", "value": fetch_env["K3DEPLOY_PREFETCH_MARKER"]}]
     smoke = objs[f"Job/{K3}-smoke"]
     assert smoke["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
     container = smoke["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "ghcr.io/k3deploy/k3deploy:0.1.0"
-    assert container["args"] == ["smoke", "--endpoint", f"http://{K3}-api.kimi-k3.svc:8000", "-p", "/etc/k3deploy/profile.yaml",
-                                 "--wait-ready", "7200s"]
+    assert container["args"] == [
+        "smoke",
+        "--endpoint",
+        f"http://{K3}-api.kimi-k3.svc:8000",
+        "-p",
+        "/etc/k3deploy/profile.yaml",
+        "--wait-ready",
+        "7200s",
+    ]
     # The profile path in the args is the ConfigMap's one key, mounted where the args look for it.
     profile_map = objs[f"ConfigMap/{K3}-profile"]
     assert list(profile_map["data"]) == ["profile.yaml"]
     volumes = {v["name"]: v for v in smoke["spec"]["template"]["spec"]["volumes"]}
-    assert volumes["profile"]["configMap"] == {"name": f"{K3}-profile", "items": [{"key": "profile.yaml", "path": "profile.yaml"}]}
+    assert volumes["profile"]["configMap"] == {
+        "name": f"{K3}-profile",
+        "items": [{"key": "profile.yaml", "path": "profile.yaml"}],
+    }
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     assert mounts["profile"] == {"name": "profile", "mountPath": "/etc/k3deploy", "readOnly": True}
 
@@ -185,7 +212,9 @@ def test_hf_token_only_as_secret_ref() -> None:
     secrets = [v for obj in objs.values() for v in json.dumps(obj).split('"secretName"')[1:]]
     assert len(secrets) == 1
     volume = next(v for v in prefetch["volumes"] if "secret" in v)
-    assert volume["secret"]["secretName"] == "hf-token" and volume["secret"]["items"] == [{"key": "token", "path": "token"}]
+    assert volume["secret"]["secretName"] == "hf-token" and volume["secret"]["items"] == [
+        {"key": "token", "path": "token"}
+    ]
     mount = next(m for m in prefetch["containers"][0]["volumeMounts"] if m["name"] == volume["name"])
     assert mount["readOnly"] is True
     token_path = {"name": "HF_TOKEN_PATH", "value": f"{mount['mountPath']}/token"}
@@ -198,19 +227,33 @@ def test_huggingface_hub_reads_the_token_file_the_prefetch_names(tmp_path: Path)
     import subprocess
     import sys
 
-    env = {e["name"]: e["value"] for e in _objects()[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    env = {
+        e["name"]: e["value"]
+        for e in _objects()[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
     token = tmp_path / "token"
     token.write_text("hf_k3deploy_test_token\n")
-    child_env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"),
-                 "HF_TOKEN_PATH": str(token)}
+    child_env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_TOKEN_PATH": str(token),
+    }
     assert env["HF_TOKEN_PATH"].endswith("/token")
-    out = subprocess.run([sys.executable, "-c", "import huggingface_hub; print(huggingface_hub.get_token())"],
-                         env=child_env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", "import huggingface_hub; print(huggingface_hub.get_token())"],
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.stdout.strip() == "hf_k3deploy_test_token", out.stderr
 
 
 def test_optional_objects_follow_the_profile() -> None:
-    objs = _objects(["kubernetes.service_monitor=false", "kubernetes.compute_domain=false", "kubernetes.hf_token_secret=null"])
+    objs = _objects(
+        ["kubernetes.service_monitor=false", "kubernetes.compute_domain=false", "kubernetes.hf_token_secret=null"]
+    )
     kinds = [o["kind"] for o in objs.values()]
     assert "ServiceMonitor" not in kinds and "ComputeDomain" not in kinds
     pod = _lws(objs)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
@@ -253,8 +296,13 @@ def test_local_profile_renders_the_argv_and_env_the_local_target_launches(tmp_pa
         "rehearsal": True,
         "log": str(state_dir / "server.log"),
     }
-    assert view["command"][:5] == ["/opt/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server",
-                                   "--model", str(state_dir / "model")]
+    assert view["command"][:5] == [
+        "/opt/vllm/bin/python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(state_dir / "model"),
+    ]
     assert "rehearsal-llama-tiny" not in view["command"][view["command"].index("--speculative-config") + 1]
     assert view["env"]["VLLM_CACHE_ROOT"] == str(state_dir / "vllm-cache")
     # Rendering shows where the model will be generated; it generates nothing and starts nothing.

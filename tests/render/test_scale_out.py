@@ -54,9 +54,14 @@ def test_replicas_render_the_group_count_and_steer_groups_apart() -> None:
         term = preferred["podAffinityTerm"]
         assert required["topologyKey"] == term["topologyKey"] == "nvidia.com/gpu.clique"
         assert term["mismatchLabelKeys"] == required["matchLabelKeys"] == ["leaderworkerset.sigs.k8s.io/group-key"]
-    assert kubernetes_validate.validate(
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": _templates(four)[0]["spec"]},
-        K8S_VERSION, strict=True) == K8S_VERSION
+    assert (
+        kubernetes_validate.validate(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": _templates(four)[0]["spec"]},
+            K8S_VERSION,
+            strict=True,
+        )
+        == K8S_VERSION
+    )
 
 
 def test_one_compute_domain_serves_every_group() -> None:
@@ -99,9 +104,12 @@ def test_the_inference_pool_matches_the_upstream_crd_and_selects_only_leaders() 
     for group in range(2):
         for worker in range(4):
             template = _templates(lws)[0 if worker == 0 else 1]
-            labels = {**template["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/name": K3,
-                      "leaderworkerset.sigs.k8s.io/group-index": str(group),
-                      "leaderworkerset.sigs.k8s.io/worker-index": str(worker)}
+            labels = {
+                **template["metadata"]["labels"],
+                "leaderworkerset.sigs.k8s.io/name": K3,
+                "leaderworkerset.sigs.k8s.io/group-index": str(group),
+                "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
+            }
             if match_label_selector(pool["spec"]["selector"], labels):
                 selected.append((group, worker))
     assert selected == [(0, 0), (1, 0)]
@@ -138,13 +146,20 @@ def test_the_endpoint_picker_reads_its_config_and_meets_restricted() -> None:
     assert volume["configMap"]["name"] == config_map["metadata"]["name"]
     plugins = yaml.safe_load(config_map["data"][config_file.rsplit("/", 1)[1]])
     assert {p["pluginRef"] for p in plugins["schedulingProfiles"][0]["plugins"]} == {
-        "queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"}
+        "queue-scorer",
+        "kv-cache-utilization-scorer",
+        "prefix-cache-scorer",
+    }
     assert match_label_selector(deployment["spec"]["selector"], deployment["spec"]["template"]["metadata"]["labels"])
     service = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == f"{K3}-epp")
-    assert match_label_selector({"matchLabels": service["spec"]["selector"]}, deployment["spec"]["template"]["metadata"]["labels"])
+    assert match_label_selector(
+        {"matchLabels": service["spec"]["selector"]}, deployment["spec"]["template"]["metadata"]["labels"]
+    )
     role = _one(objects, "Role")
     assert {(rule["apiGroups"][0], rule["resources"][0]) for rule in role["rules"]} == {
-        ("", "pods"), ("inference.networking.k8s.io", "inferencepools")}
+        ("", "pods"),
+        ("inference.networking.k8s.io", "inferencepools"),
+    }
     assert all(set(rule["verbs"]) == {"get", "list", "watch"} for rule in role["rules"])
 
 
@@ -156,7 +171,9 @@ def test_the_scaled_gitops_folder_builds_with_kubectl_kustomize(tmp_path: Path) 
     folder = tmp_path / "deploy"
     done = run_cli("render", "-p", K3, *[a for s in SCALED for a in ("--set", s)], "-o", str(folder))
     assert done.returncode == 0, done.stderr
-    built = subprocess.run([kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=120, check=False)
+    built = subprocess.run(
+        [kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert built.returncode == 0, built.stderr
     objects = [doc for doc in yaml.safe_load_all(built.stdout) if doc is not None]
     assert objects == _set(*SCALED)

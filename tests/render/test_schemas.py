@@ -36,10 +36,24 @@ def _id(item: tuple[str, Manifest]) -> str:
 
 def test_the_set_has_the_expected_kinds() -> None:
     kinds = [m.kind for m in build(load_profile("kimi-k3-gb300-tp16"))]
-    assert kinds == ["Namespace", "NetworkPolicy", "NetworkPolicy", "ServiceAccount", "ConfigMap", "Job",
-                     "PersistentVolumeClaim", "ComputeDomain", "Job",
-                     "LeaderWorkerSet", "Service", "PodDisruptionBudget", "ServiceMonitor", "ConfigMap", "PrometheusRule",
-                     "Job"]
+    assert kinds == [
+        "Namespace",
+        "NetworkPolicy",
+        "NetworkPolicy",
+        "ServiceAccount",
+        "ConfigMap",
+        "Job",
+        "PersistentVolumeClaim",
+        "ComputeDomain",
+        "Job",
+        "LeaderWorkerSet",
+        "Service",
+        "PodDisruptionBudget",
+        "ServiceMonitor",
+        "ConfigMap",
+        "PrometheusRule",
+        "Job",
+    ]
 
 
 @pytest.mark.parametrize("item", BUILTIN_KINDS, ids=_id)

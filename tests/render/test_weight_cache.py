@@ -20,7 +20,9 @@ def test_a_new_revision_needs_two_snapshots_of_room() -> None:
     assert (cache.cache_bytes, cache.snapshots, cache.upgrade_fits) == (2048 * GIB, 1, False)
     note = cache_note(cache)
     assert "shared by the 2 groups" in note
-    assert note.endswith(f"does NOT fit: set kubernetes.model_cache_size to at least {-(-2 * cache.snapshot_bytes // GIB)}Gi")
+    assert note.endswith(
+        f"does NOT fit: set kubernetes.model_cache_size to at least {-(-2 * cache.snapshot_bytes // GIB)}Gi"
+    )
     roomy = weight_cache(load_profile(K3, ["kubernetes.model_cache_size=3Ti"]))
     assert roomy is not None and roomy.upgrade_fits and cache_note(roomy).endswith(" - fits")
     assert weight_cache(load_profile("local-cpu")) is None

@@ -35,9 +35,12 @@ def cluster(kube: Any) -> Any:
 def k3(cluster: Any) -> K3:
     """`k3("apply", "--timeout", "20s", ...)`: the CLI with --kubeconfig, the GB300 profile and FAST."""
 
-    def run(command: str, *args: str, timeout: float = 90, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        return run_cli(command, "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig), *FAST, *args,
-                       timeout=timeout, input=input)
+    def run(
+        command: str, *args: str, timeout: float = 90, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return run_cli(
+            command, "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig), *FAST, *args, timeout=timeout, input=input
+        )
 
     return run
 

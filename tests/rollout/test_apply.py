@@ -23,8 +23,11 @@ LWS = "kimi-k3-gb300-tp16"
 
 def applied_lines(stderr: str) -> list[str]:
     """The per-object lines of an apply: `<key> <action>`."""
-    return [line.strip() for line in stderr.splitlines()
-            if re.fullmatch(r"  \S+/\S+ (created|configured|unchanged|replaced)( \(server dry run\))?", line)]
+    return [
+        line.strip()
+        for line in stderr.splitlines()
+        if re.fullmatch(r"  \S+/\S+ (created|configured|unchanged|replaced)( \(server dry run\))?", line)
+    ]
 
 
 def test_apply_waits_in_dependency_order_then_a_rerun_changes_nothing(k3: K3, cluster: Any) -> None:
@@ -35,8 +38,11 @@ def test_apply_waits_in_dependency_order_then_a_rerun_changes_nothing(k3: K3, cl
     assert lines == [f"{object_key(obj)} created" for obj in rendered]
     keys = [line.rsplit(" ", 1)[0] for line in lines]
     assert keys[0] == "Namespace/kimi-k3" and keys[-1] == "kimi-k3/Job/kimi-k3-gb300-tp16-smoke"
-    assert keys.index("kimi-k3/PersistentVolumeClaim/kimi-k3-gb300-tp16-model-cache") < keys.index(
-        "kimi-k3/Job/kimi-k3-gb300-tp16-prefetch") < keys.index("kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16")
+    assert (
+        keys.index("kimi-k3/PersistentVolumeClaim/kimi-k3-gb300-tp16-model-cache")
+        < keys.index("kimi-k3/Job/kimi-k3-gb300-tp16-prefetch")
+        < keys.index("kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16")
+    )
     # The prefetch Job finished before the LeaderWorkerSet existed.
     prefetch_done = first.stderr.index("Job/kimi-k3-gb300-tp16-prefetch: Complete")
     assert prefetch_done < first.stderr.index("LeaderWorkerSet/kimi-k3-gb300-tp16 created")
@@ -64,7 +70,9 @@ def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
     assert "--- live/kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16" in diff.stdout
     assert "-        - '1048576'" in diff.stdout or "1048576" in diff.stdout
     assert "+" in diff.stdout and "524288" in diff.stdout
-    args = live(cluster, "leaderworkersets", LWS)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    args = live(cluster, "leaderworkersets", LWS)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"][
+        "containers"
+    ][0]
     assert "524288" not in json.dumps(args)
     as_json = k3("apply", "--diff", "--set", "vllm.max_model_len=524288", "-o", "json")
     assert as_json.returncode == 0, as_json.stderr
@@ -78,13 +86,24 @@ def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
 def test_conflict_names_the_owner_then_force_conflicts_takes_the_field(k3: K3, cluster: Any) -> None:
     assert k3("apply", "--timeout", "60s").returncode == 0
     lws = live(cluster, "leaderworkersets", LWS)
-    cluster.store.apply("leaderworkersets", {"apiVersion": lws["apiVersion"], "kind": "LeaderWorkerSet",
-                                             "metadata": {"name": LWS, "namespace": NAMESPACE}, "spec": {"replicas": 2}},
-                        NAMESPACE, manager="kubectl-scale", force=True)
+    cluster.store.apply(
+        "leaderworkersets",
+        {
+            "apiVersion": lws["apiVersion"],
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": LWS, "namespace": NAMESPACE},
+            "spec": {"replicas": 2},
+        },
+        NAMESPACE,
+        manager="kubectl-scale",
+        force=True,
+    )
     conflict = k3("apply", "--no-wait")
     assert conflict.returncode == 1
-    assert ("error: apply kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16: conflict with another field manager: "
-            ".spec.replicas (owned by 'kubectl-scale')") in conflict.stderr
+    assert (
+        "error: apply kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16: conflict with another field manager: "
+        ".spec.replicas (owned by 'kubectl-scale')"
+    ) in conflict.stderr
     assert "hint: re-run with --force-conflicts" in conflict.stderr
     assert live(cluster, "leaderworkersets", LWS)["spec"]["replicas"] == 2
 
@@ -102,9 +121,10 @@ def test_429_and_500_are_retried(k3: K3, cluster: Any) -> None:
     assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
 
 
-
 def test_kubectl_conventions_namespace_flag_and_kubeconfig_env(cluster: Any) -> None:
-    result = run_cli("apply", "-p", PROFILE, "-n", "team-a", "--no-wait", *FAST, env={"KUBECONFIG": str(cluster.kubeconfig)})
+    result = run_cli(
+        "apply", "-p", PROFILE, "-n", "team-a", "--no-wait", *FAST, env={"KUBECONFIG": str(cluster.kubeconfig)}
+    )
     assert result.returncode == 0, result.stderr
     assert cluster.store.get("leaderworkersets", LWS, "team-a") is not None
     assert cluster.store.get("leaderworkersets", LWS, NAMESPACE) is None
@@ -117,7 +137,10 @@ def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:
     dead = write_kubeconfig(tmp_path / "dead", f"http://127.0.0.1:{free_port()}")
     unreachable = run_cli("apply", "-p", PROFILE, "--kubeconfig", str(dead))
     assert unreachable.returncode == 3, unreachable.stderr
-    assert "Kubernetes API unreachable" in unreachable.stderr and "hint: check --kubeconfig/--context" in unreachable.stderr
+    assert (
+        "Kubernetes API unreachable" in unreachable.stderr
+        and "hint: check --kubeconfig/--context" in unreachable.stderr
+    )
     assert "Traceback" not in unreachable.stderr
 
 
@@ -129,8 +152,10 @@ def test_a_changed_single_group_says_it_is_replaced_in_place(k3: K3, cluster: An
     assert changed.returncode == 0, changed.stderr
     lines = changed.stderr.splitlines()
     at = lines.index(f"  kimi-k3/LeaderWorkerSet/{LWS} configured")
-    assert lines[at + 1].startswith(f"  note: LeaderWorkerSet {LWS} has one replica and maxSurge 0: a changed pod "
-                                    "template replaces the group in place, so the endpoint is down")
+    assert lines[at + 1].startswith(
+        f"  note: LeaderWorkerSet {LWS} has one replica and maxSurge 0: a changed pod "
+        "template replaces the group in place, so the endpoint is down"
+    )
 
 
 def test_node_preflight_runs_on_every_eligible_node(k3: K3, cluster: Any) -> None:
@@ -161,6 +186,8 @@ def test_applying_into_a_terminating_namespace_says_so(k3: K3, cluster: Any) -> 
     cluster.store.delete("namespaces", "kimi-k3")
     result = k3("apply", "--timeout", "20s")
     assert result.returncode == 3, result.stderr
-    assert ('is forbidden: unable to create new content in namespace kimi-k3 because it is being terminated'
-            in result.stderr)
+    assert (
+        "is forbidden: unable to create new content in namespace kimi-k3 because it is being terminated"
+        in result.stderr
+    )
     assert "hint: the namespace is still being deleted (a recent `down --purge`?)" in result.stderr

@@ -44,8 +44,9 @@ def test_a_compute_domain_made_from_other_settings_is_an_error_naming_the_field_
     result = k3("apply", "--timeout", "30s")
     assert result.returncode == 2, result.stderr
     error = next(line for line in result.stderr.splitlines() if line.startswith("error:"))
-    assert error.startswith(f"error: apply {NAMESPACE}/ComputeDomain/{cd['metadata']['name']}: spec cannot change "
-                            "in place: ")
+    assert error.startswith(
+        f"error: apply {NAMESPACE}/ComputeDomain/{cd['metadata']['name']}: spec cannot change in place: "
+    )
     assert "A computeDomain.spec is immutable" in error
     assert "`k3deploy down`" in next(line for line in result.stderr.splitlines() if line.startswith("hint:"))
     assert cluster.store.get("computedomains", cd["metadata"]["name"], NAMESPACE)["spec"]["numNodes"] == 4

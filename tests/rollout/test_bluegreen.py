@@ -16,8 +16,21 @@ from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = pytest.mark.timeout(300)
 BLUE, GREEN = "kimi-k3-gb300-tp16", "kimi-k3-gb300-tp16-green"
-ONE = ("--set", "kubernetes.hf_token_secret=null", "--set", "smoke.requests=2", "--set", "smoke.output_tokens=16",
-       "--set", "smoke.correctness=false", "--set", "targets.decode_tok_s=1", "--timeout", "90s", "--skip-preflight")
+ONE = (
+    "--set",
+    "kubernetes.hf_token_secret=null",
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=16",
+    "--set",
+    "smoke.correctness=false",
+    "--set",
+    "targets.decode_tok_s=1",
+    "--timeout",
+    "90s",
+    "--skip-preflight",
+)
 NEW_IMAGE = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
 BLUE_GREEN = ("--strategy", "blue-green", *NEW_IMAGE)
 
@@ -50,17 +63,24 @@ def test_blue_green_switches_to_a_smoked_new_group_and_the_service_never_empties
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as server:
         result = _up(racks, *BLUE_GREEN, "--endpoint", server.url, "--group-endpoint", server.url)
     assert result.returncode == 0, result.stderr
-    order = [result.stderr.index(line) for line in (
-        f"blue-green: new group {GREEN} beside the live {BLUE}",
-        f"smoke of the new group {GREEN} through its leader",
-        f"switched Service {API_SERVICE} to {GREEN}",
-        f"deleted the old group {BLUE}")]
+    order = [
+        result.stderr.index(line)
+        for line in (
+            f"blue-green: new group {GREEN} beside the live {BLUE}",
+            f"smoke of the new group {GREEN} through its leader",
+            f"switched Service {API_SERVICE} to {GREEN}",
+            f"deleted the old group {BLUE}",
+        )
+    ]
     assert order == sorted(order), result.stderr
     assert _lws(racks, BLUE) is None and _lws(racks, GREEN) is not None
     assert _selected(racks) == GREEN
     assert racks.store.get("services", GREEN + "-preview", NAMESPACE) is None
-    images = {p["spec"]["containers"][0]["image"] for p in racks.store.list("pods", NAMESPACE)
-              if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name")}
+    images = {
+        p["spec"]["containers"][0]["image"]
+        for p in racks.store.list("pods", NAMESPACE)
+        if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name")
+    }
     assert images == {"vllm/vllm-openai:kimi-k3-next"}
 
     states = ready_behind(racks, start)
@@ -76,7 +96,10 @@ def test_blue_green_switches_to_a_smoked_new_group_and_the_service_never_empties
     assert again.returncode == 0 and "no changes: all" in again.stderr, again.stderr
     down = _k3(racks, "down", "--yes")
     assert down.returncode == 0, down.stderr
-    assert _lws(racks, GREEN) is None and racks.store.list("pods", NAMESPACE, label="leaderworkerset.sigs.k8s.io/name") == []
+    assert (
+        _lws(racks, GREEN) is None
+        and racks.store.list("pods", NAMESPACE, label="leaderworkerset.sigs.k8s.io/name") == []
+    )
 
 
 def test_a_crash_looping_new_group_is_removed_and_the_old_one_keeps_serving(racks: Any) -> None:
@@ -85,8 +108,10 @@ def test_a_crash_looping_new_group_is_removed_and_the_old_one_keeps_serving(rack
     result = _up(racks, *BLUE_GREEN, "--skip-smoke")
     assert result.returncode == 1, result.stderr
     assert "CrashLoopBackOff" in result.stderr
-    assert f"blue-green abandoned: new group removed (LeaderWorkerSet/{GREEN}, Service/{GREEN}-preview); " \
-           f"{BLUE} still serving" in result.stderr
+    assert (
+        f"blue-green abandoned: new group removed (LeaderWorkerSet/{GREEN}, Service/{GREEN}-preview); "
+        f"{BLUE} still serving" in result.stderr
+    )
     assert _lws(racks, GREEN) is None and racks.store.get("services", GREEN + "-preview", NAMESPACE) is None
     assert racks.store.list("pods", NAMESPACE, label=f"leaderworkerset.sigs.k8s.io/name={GREEN}") == []
     assert _selected(racks) == BLUE and _lws(racks, BLUE)["status"]["readyReplicas"] == 1
@@ -101,8 +126,12 @@ def test_a_half_done_blue_green_shows_in_status_and_down_removes_both_groups(rac
     left = _up(racks, *BLUE_GREEN, "--skip-smoke", "--no-rollback")
     assert left.returncode == 1 and "rollback: skipped (--no-rollback)" in left.stderr
     status = json.loads(_k3(racks, "status", "-o", "json").stdout)
-    assert status["blue_green"] == {"serving": BLUE, "groups": [BLUE, GREEN], "previews": [GREEN + "-preview"],
-                                    "in_progress": True}
+    assert status["blue_green"] == {
+        "serving": BLUE,
+        "groups": [BLUE, GREEN],
+        "previews": [GREEN + "-preview"],
+        "in_progress": True,
+    }
     table = _k3(racks, "status").stdout
     assert f"blue-green in progress: {BLUE} serving, {GREEN} beside it" in table
     down = _k3(racks, "down", "--yes")
@@ -118,8 +147,10 @@ def test_without_a_second_free_clique_blue_green_needs_yes_for_the_outage(cluste
     refused = _up(cluster, *BLUE_GREEN, "--skip-smoke")
     assert refused.returncode == 2, refused.stderr
     lines = refused.stderr.strip().splitlines()
-    assert lines[-2].startswith(f"error: no second NVLink clique has 4 free trays for a new group beside {BLUE}: "
-                                "the change replaces the only group in place, an outage of about the model's load time")
+    assert lines[-2].startswith(
+        f"error: no second NVLink clique has 4 free trays for a new group beside {BLUE}: "
+        "the change replaces the only group in place, an outage of about the model's load time"
+    )
     assert lines[-1] == "hint: re-run with --yes to accept the outage, or free a clique for the new group"
     assert "kimi-k3-next" not in json.dumps(_lws(cluster, BLUE)["spec"])
 
@@ -132,16 +163,23 @@ def test_without_a_second_free_clique_blue_green_needs_yes_for_the_outage(cluste
 def test_blue_green_is_refused_for_two_groups(cluster: Any) -> None:
     result = _up(cluster, "--strategy", "blue-green", "--set", "parallel.replicas=2", "--skip-smoke")
     assert result.returncode == 2
-    assert "error: --strategy blue-green is for one serving group; this profile has parallel.replicas 2" in result.stderr
+    assert (
+        "error: --strategy blue-green is for one serving group; this profile has parallel.replicas 2" in result.stderr
+    )
 
 
 def test_a_smoke_failure_after_the_switch_restores_the_old_group_and_removes_the_new(racks: Any) -> None:
     _installed(racks)
     good = Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])
-    with scripted_server(good) as leader, scripted_server(Script(models=["moonshotai/Kimi-K3"], completion_status=500)) as api:
+    with (
+        scripted_server(good) as leader,
+        scripted_server(Script(models=["moonshotai/Kimi-K3"], completion_status=500)) as api,
+    ):
         result = _up(racks, *BLUE_GREEN, "--endpoint", api.url, "--group-endpoint", leader.url)
     assert result.returncode == 1, result.stderr
-    assert f"switched Service {API_SERVICE} to {GREEN}" in result.stderr and "FAIL smoke: smoke against" in result.stderr
+    assert (
+        f"switched Service {API_SERVICE} to {GREEN}" in result.stderr and "FAIL smoke: smoke against" in result.stderr
+    )
     assert "rollback: restored revision 1" in result.stderr and "blue-green abandoned" in result.stderr
     assert _selected(racks) == BLUE and _lws(racks, GREEN) is None
     assert "kimi-k3-next" not in json.dumps(_lws(racks, BLUE)["spec"])
@@ -152,7 +190,8 @@ def test_blue_green_is_refused_on_the_local_target() -> None:
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-2:] == [
         "error: --strategy blue-green needs a cluster; profile 'local-cpu' runs on target 'local'",
-        "hint: drop --strategy: the local target runs one server"]
+        "hint: drop --strategy: the local target runs one server",
+    ]
 
 
 def test_on_a_terminal_blue_green_without_room_asks_and_no_changes_nothing(cluster: Any) -> None:
@@ -167,9 +206,29 @@ def test_on_a_terminal_blue_green_without_room_asks_and_no_changes_nothing(clust
     primary, secondary = pty.openpty()
     os.write(primary, b"n\n")
     try:
-        done = subprocess.run([sys.executable, "-m", "k3deploy", "up", "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig),
-                               *FAST, *ONE, *BLUE_GREEN, "--skip-smoke"], check=False, stdin=secondary, capture_output=True, text=True,
-                              timeout=120, cwd=REPO_ROOT, env=cli_env())
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "k3deploy",
+                "up",
+                "-p",
+                PROFILE,
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                *FAST,
+                *ONE,
+                *BLUE_GREEN,
+                "--skip-smoke",
+            ],
+            check=False,
+            stdin=secondary,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO_ROOT,
+            env=cli_env(),
+        )
     finally:
         os.close(secondary)
         os.close(primary)

@@ -55,15 +55,30 @@ def test_up_then_rerun_then_status_then_down(clean: None) -> None:
 
 
 def test_image_that_does_not_exist_is_diagnosed_and_the_first_install_removed(clean: None) -> None:
-    result = k3("up", "--skip-preflight", "--skip-smoke", "--timeout", "15m", "--set", "vllm.image=vllm/vllm-openai:k3deploy-no-such-tag")
+    result = k3(
+        "up",
+        "--skip-preflight",
+        "--skip-smoke",
+        "--timeout",
+        "15m",
+        "--set",
+        "vllm.image=vllm/vllm-openai:k3deploy-no-such-tag",
+    )
     assert result.returncode == 1, result.stderr
     assert "ImagePullBackOff" in result.stderr or "ErrImagePull" in result.stderr
     assert "==> rollback (first install)" in result.stderr
 
 
 def test_no_matching_nodes_is_unschedulable(clean: None) -> None:
-    result = k3("apply", "--timeout", "15m", "--set", "kubernetes.unschedulable_grace_s=0",
-                "--set", "kubernetes.node_selector={k3deploy.test/none: 'true'}")
+    result = k3(
+        "apply",
+        "--timeout",
+        "15m",
+        "--set",
+        "kubernetes.unschedulable_grace_s=0",
+        "--set",
+        "kubernetes.node_selector={k3deploy.test/none: 'true'}",
+    )
     assert result.returncode == 1, result.stderr
     assert "reason: Unschedulable" in result.stderr
 
@@ -76,12 +91,31 @@ def test_deadline_exceeded_exits_3(clean: None) -> None:
 
 def test_failed_upgrade_rolls_back(clean: None) -> None:
     assert k3("up", "--skip-smoke", "--timeout", TIMEOUT).returncode == 0
-    before = json.loads(subprocess.run(["kubectl", "get", "leaderworkerset", "-n", NAMESPACE, "-o", "json"],
-                                       capture_output=True, text=True, check=True).stdout)["items"][0]["spec"]
-    upgrade = k3("up", "--skip-preflight", "--skip-smoke", "--timeout", "30m",
-                 "--set", "vllm.extra_args=[--k3deploy-no-such-flag]")
+    before = json.loads(
+        subprocess.run(
+            ["kubectl", "get", "leaderworkerset", "-n", NAMESPACE, "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )["items"][0]["spec"]
+    upgrade = k3(
+        "up",
+        "--skip-preflight",
+        "--skip-smoke",
+        "--timeout",
+        "30m",
+        "--set",
+        "vllm.extra_args=[--k3deploy-no-such-flag]",
+    )
     assert upgrade.returncode == 1, upgrade.stderr
     assert "rollback: restored revision 1" in upgrade.stderr
-    after = json.loads(subprocess.run(["kubectl", "get", "leaderworkerset", "-n", NAMESPACE, "-o", "json"],
-                                      capture_output=True, text=True, check=True).stdout)["items"][0]["spec"]
+    after = json.loads(
+        subprocess.run(
+            ["kubectl", "get", "leaderworkerset", "-n", NAMESPACE, "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )["items"][0]["spec"]
     assert after == before

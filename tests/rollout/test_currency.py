@@ -14,28 +14,54 @@ from tests.kubeapi.controllers.lws_revision import REVISION_KEY, new_revision
 
 
 def _lws(image: str = "vllm:1", generation: int = 1, observed: int | None = None) -> dict:
-    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-           "metadata": {"name": "k3", "namespace": "ns", "uid": "u-1", "generation": generation},
-           "spec": {"replicas": 1, "networkConfig": {"subdomainPolicy": "Shared"}, "leaderWorkerTemplate": {
-               "size": 2, "restartPolicy": "RecreateGroupOnPodRestart",
-               "workerTemplate": {"spec": {"containers": [{"name": "vllm", "image": image,
-                                                          "ports": [{"containerPort": 8000}],
-                                                          "volumeMounts": [{"name": "m", "mountPath": "/m",
-                                                                            "readOnly": False}]}]}}}},
-           "status": {}}
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "k3", "namespace": "ns", "uid": "u-1", "generation": generation},
+        "spec": {
+            "replicas": 1,
+            "networkConfig": {"subdomainPolicy": "Shared"},
+            "leaderWorkerTemplate": {
+                "size": 2,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "workerTemplate": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "vllm",
+                                "image": image,
+                                "ports": [{"containerPort": 8000}],
+                                "volumeMounts": [{"name": "m", "mountPath": "/m", "readOnly": False}],
+                            }
+                        ]
+                    }
+                },
+            },
+        },
+        "status": {},
+    }
     if observed is not None:
         lws["status"]["observedGeneration"] = observed
     return lws
 
 
 def _pods(key: str, count: int = 2) -> list[dict]:
-    return [{"metadata": {"name": f"k3-0-{i}" if i else "k3-0", "labels": {
-        REVISION_KEY: key, "leaderworkerset.sigs.k8s.io/group-index": "0"}}} for i in range(count)]
+    return [
+        {
+            "metadata": {
+                "name": f"k3-0-{i}" if i else "k3-0",
+                "labels": {REVISION_KEY: key, "leaderworkerset.sigs.k8s.io/group-index": "0"},
+            }
+        }
+        for i in range(count)
+    ]
 
 
 def test_observed_generation_is_the_proof_when_written() -> None:
-    assert prove_current(_lws(generation=2, observed=2), None, []).how == \
-        "status.observedGeneration 2 = metadata.generation"
+    assert (
+        prove_current(_lws(generation=2, observed=2), None, []).how
+        == "status.observedGeneration 2 = metadata.generation"
+    )
     stale = prove_current(_lws(generation=3, observed=2), None, [])
     assert (stale.current, stale.how) == (False, "controller has not seen generation 3 yet (observedGeneration 2)")
 

@@ -21,13 +21,32 @@ KEY = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 
 
 def _lws(replicas: int = 2) -> dict:
-    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-            "metadata": {"name": "k3", "namespace": "ns"},
-            "spec": {"replicas": replicas, "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": {
-                "maxUnavailable": 1, "maxSurge": 0}},
-                "leaderWorkerTemplate": {"size": 2, "workerTemplate": {"spec": {"affinity": {"podAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {NAME: "k3"}}}]}}}}}}}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "k3", "namespace": "ns"},
+        "spec": {
+            "replicas": replicas,
+            "rolloutStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0},
+            },
+            "leaderWorkerTemplate": {
+                "size": 2,
+                "workerTemplate": {
+                    "spec": {
+                        "affinity": {
+                            "podAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": [
+                                    {"labelSelector": {"matchLabels": {NAME: "k3"}}}
+                                ]
+                            }
+                        }
+                    }
+                },
+            },
+        },
+    }
 
 
 def _pod(name: str, key: str, ready: bool = True, waiting: str | None = None) -> dict:
@@ -40,8 +59,11 @@ def _pod(name: str, key: str, ready: bool = True, waiting: str | None = None) ->
 def test_partitioned_copies_and_keeps_the_rest_of_the_strategy() -> None:
     lws = _lws()
     held = partitioned(lws, 2)
-    assert held["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"] == {"maxUnavailable": 1, "maxSurge": 0,
-                                                                             "partition": 2}
+    assert held["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"] == {
+        "maxUnavailable": 1,
+        "maxSurge": 0,
+        "partition": 2,
+    }
     assert "partition" not in lws["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
 
 
@@ -61,8 +83,10 @@ def test_a_group_is_done_only_when_every_pod_runs_the_new_key_and_is_ready() -> 
     # A crash of a new pod fails at once; one of an outgoing pod is not the new template's.
     done, fatal = group_state([_pod("k3-1", "new", False, "CrashLoopBackOff"), _pod("k3-1-1", "old")], "new", 2)
     assert not done and fatal == "pod k3-1: CrashLoopBackOff"
-    assert group_state([_pod("k3-1", "new", False), _pod("k3-1-1", "old", False, "CrashLoopBackOff")], "new", 2) == \
-        (False, None)
+    assert group_state([_pod("k3-1", "new", False), _pod("k3-1-1", "old", False, "CrashLoopBackOff")], "new", 2) == (
+        False,
+        None,
+    )
 
 
 def test_group_endpoint_is_the_leaders_dns_name_or_the_template() -> None:
@@ -74,11 +98,17 @@ def test_colours_alternate_and_recolouring_moves_every_selector_by_name() -> Non
     assert colours("k3") == ("k3", "k3-green")
     assert other("k3", "k3") == "k3-green" and other("k3", "k3-green") == "k3"
     service = {"kind": "Service", "metadata": {"name": "k3-api"}, "spec": {"selector": {NAME: "k3", "x": "k3"}}}
-    pdb = {"kind": "PodDisruptionBudget", "metadata": {"name": "k3"}, "spec": {"selector": {"matchLabels": {NAME: "k3"}}}}
+    pdb = {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "k3"},
+        "spec": {"selector": {"matchLabels": {NAME: "k3"}}},
+    }
     green = recoloured([_lws(), service, pdb], "k3", "k3-green")
     assert green[0]["metadata"]["name"] == "k3-green"
     affinity = green[0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["affinity"]["podAffinity"]
-    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchLabels"] == {NAME: "k3-green"}
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchLabels"] == {
+        NAME: "k3-green"
+    }
     assert green[1]["spec"]["selector"] == {NAME: "k3-green", "x": "k3"} and green[1]["metadata"]["name"] == "k3-api"
     assert green[2]["spec"]["selector"]["matchLabels"] == {NAME: "k3-green"} and green[2]["metadata"]["name"] == "k3"
     assert selected(service) == "k3"

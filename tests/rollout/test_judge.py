@@ -10,27 +10,56 @@ LWS_TARGET = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorker
 
 def _lws(image: str, generation: int) -> dict:
     """A v0.8-style LWS (no observedGeneration) whose status says Available with every group ready and updated."""
-    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-            "metadata": {"name": "k3", "namespace": "ns", "uid": "u-1", "generation": generation},
-            "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 1, "workerTemplate": {
-                "spec": {"containers": [{"name": "vllm", "image": image}]}}}},
-            "status": {"readyReplicas": 1, "updatedReplicas": 1,
-                       "conditions": [{"type": "Available", "status": "True", "reason": "AllGroupsReady"}]}}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "k3", "namespace": "ns", "uid": "u-1", "generation": generation},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 1,
+                "workerTemplate": {"spec": {"containers": [{"name": "vllm", "image": image}]}},
+            },
+        },
+        "status": {
+            "readyReplicas": 1,
+            "updatedReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True", "reason": "AllGroupsReady"}],
+        },
+    }
 
 
 def _pod(name: str, key: str = "", scheduled: bool = True, uid: str = "p") -> dict:
-    conditions = [{"type": "Ready", "status": "True"}] if scheduled else [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/4 nodes are available"}]
-    return {"metadata": {"name": name, "uid": uid, "labels": {
-        "leaderworkerset.sigs.k8s.io/name": "k3", "leaderworkerset.sigs.k8s.io/group-index": "0",
-        "leaderworkerset.sigs.k8s.io/worker-index": "0", REVISION_KEY: key}},
-        "status": {"phase": "Running" if scheduled else "Pending", "conditions": conditions}}
+    conditions = (
+        [{"type": "Ready", "status": "True"}]
+        if scheduled
+        else [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/4 nodes are available"}
+        ]
+    )
+    return {
+        "metadata": {
+            "name": name,
+            "uid": uid,
+            "labels": {
+                "leaderworkerset.sigs.k8s.io/name": "k3",
+                "leaderworkerset.sigs.k8s.io/group-index": "0",
+                "leaderworkerset.sigs.k8s.io/worker-index": "0",
+                REVISION_KEY: key,
+            },
+        },
+        "status": {"phase": "Running" if scheduled else "Pending", "conditions": conditions},
+    }
 
 
 def _state(lws: dict, revisions: list[dict], pods: list[dict]) -> WaitState:
-    return WaitState(objects={"LeaderWorkerSet": {"k3": lws},
-                              "ControllerRevision": {r["metadata"]["name"]: r for r in revisions},
-                              "Pod": {p["metadata"]["name"]: p for p in pods}})
+    return WaitState(
+        objects={
+            "LeaderWorkerSet": {"k3": lws},
+            "ControllerRevision": {r["metadata"]["name"]: r for r in revisions},
+            "Pod": {p["metadata"]["name"]: p for p in pods},
+        }
+    )
 
 
 def test_a_stale_available_is_progressing_until_the_pods_carry_the_new_revision() -> None:
@@ -49,8 +78,13 @@ def test_a_stale_available_is_progressing_until_the_pods_carry_the_new_revision(
     state.objects["Pod"]["k3-0"] = _pod("k3-0", key, uid="p2")
     done = judge(state, [LWS_TARGET], now=2.0, grace_s=10)
     assert done.ready and done.rows[0].state == "Available"
-    assert done.accepted == [("LeaderWorkerSet/k3", f"every pod on template-revision-hash {key} (ControllerRevision "
-                                                   f"{new['metadata']['name']} holds the current template)")]
+    assert done.accepted == [
+        (
+            "LeaderWorkerSet/k3",
+            f"every pod on template-revision-hash {key} (ControllerRevision "
+            f"{new['metadata']['name']} holds the current template)",
+        )
+    ]
     # The proof is announced once; the row remembers since when it has been Available.
     again = judge(state, [LWS_TARGET], now=5.0, grace_s=10)
     assert again.accepted == [] and again.rows[0].since == 2.0

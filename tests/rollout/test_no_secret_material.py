@@ -27,33 +27,59 @@ pytestmark = pytest.mark.timeout(300)
 TOKEN = "hf_K3deployCanaryToken0123456789abcdefXYZ"
 #: The forms a leak could take: the value, its base64 (Secret data) and its first half (a truncated print).
 LEAKS = (TOKEN, base64.b64encode(TOKEN.encode()).decode(), TOKEN[: len(TOKEN) // 2])
-SMOKE = ("--set", "smoke.requests=2", "--set", "smoke.output_tokens=64", "--set", "smoke.correctness=false",
-         "--set", "targets.decode_tok_s=20")
+SMOKE = (
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=64",
+    "--set",
+    "smoke.correctness=false",
+    "--set",
+    "targets.decode_tok_s=20",
+)
 
 
 def leaks(text: str) -> list[str]:
     return [form for form in LEAKS if form in text]
 
 
-def test_a_token_goes_through_up_and_comes_out_nowhere(cluster: Any, registry: Registry,  # noqa: F811 - the fixture
-                                                       tmp_path: Path) -> None:
+def test_a_token_goes_through_up_and_comes_out_nowhere(
+    cluster: Any,
+    registry: Registry,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
     cluster.store.create("namespaces", {"metadata": {"name": NAMESPACE}})
-    cluster.store.create("secrets", {"metadata": {"name": "hf-token"}, "type": "Opaque",
-                                     "data": {"token": base64.b64encode(TOKEN.encode()).decode()}}, namespace=NAMESPACE)
+    cluster.store.create(
+        "secrets",
+        {
+            "metadata": {"name": "hf-token"},
+            "type": "Opaque",
+            "data": {"token": base64.b64encode(TOKEN.encode()).decode()},
+        },
+        namespace=NAMESPACE,
+    )
     hf_home = tmp_path / "hf"
     hf_home.mkdir()
     (hf_home / "token").write_text(TOKEN)
     env = {"HF_TOKEN": TOKEN, "HF_HOME": str(hf_home), "K3DEPLOY_REGISTRY_URL": registry.url}
     digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
-    sets = [arg for s in [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}",
-                          "kubernetes.hf_token_secret.name=hf-token"] for arg in ("--set", s)]
+    sets = [
+        arg
+        for s in [
+            *PINNED,
+            f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}",
+            "kubernetes.hf_token_secret.name=hf-token",
+        ]
+        for arg in ("--set", s)
+    ]
     profile_args = ("-p", PROFILE, *FAST, *sets)
     common = (*profile_args, "--kubeconfig", str(cluster.kubeconfig))
 
     outputs: dict[str, str] = {}
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as endpoint:
-        up = run_cli("up", *common, *SMOKE, "--timeout", "60s", "--endpoint", endpoint.url, "-o", "json", env=env,
-                     timeout=240)
+        up = run_cli(
+            "up", *common, *SMOKE, "--timeout", "60s", "--endpoint", endpoint.url, "-o", "json", env=env, timeout=240
+        )
         assert up.returncode == 0, up.stderr
         report = json.loads(up.stdout)
         assert [s["status"] for s in report["stages"]] == ["pass"] * 5
@@ -70,10 +96,21 @@ def test_a_token_goes_through_up_and_comes_out_nowhere(cluster: Any, registry: R
     outputs["render stdout+stderr"] = render.stdout + render.stderr
 
     # What k3deploy wrote to the cluster: every object of the namespace but the Secret it was given.
-    written = {f"{plural}/{o['metadata']['name']}": json.dumps(o)
-               for plural in ("configmaps", "jobs", "leaderworkersets", "services", "serviceaccounts", "networkpolicies",
-                              "persistentvolumeclaims", "poddisruptionbudgets", "pods")
-               for o in cluster.store.list(plural, NAMESPACE)}
+    written = {
+        f"{plural}/{o['metadata']['name']}": json.dumps(o)
+        for plural in (
+            "configmaps",
+            "jobs",
+            "leaderworkersets",
+            "services",
+            "serviceaccounts",
+            "networkpolicies",
+            "persistentvolumeclaims",
+            "poddisruptionbudgets",
+            "pods",
+        )
+        for o in cluster.store.list(plural, NAMESPACE)
+    }
     assert json.loads(json.loads(written[f"configmaps/{history_name(PROFILE)}"])["data"][HISTORY_KEY])
     outputs.update({f"cluster {key}": text for key, text in written.items()})
 

@@ -32,8 +32,15 @@ def names(objects: list[dict]) -> list[str]:
 
 def test_apply_order_is_dependency_order() -> None:
     assert names(apply_order(SET)) == [
-        "Namespace/kimi", "ServiceAccount/k3", "PersistentVolumeClaim/k3-model-cache", "ComputeDomain/k3-cd",
-        "Job/k3-prefetch", "LeaderWorkerSet/k3", "Service/k3", "PodDisruptionBudget/k3", "ServiceMonitor/k3",
+        "Namespace/kimi",
+        "ServiceAccount/k3",
+        "PersistentVolumeClaim/k3-model-cache",
+        "ComputeDomain/k3-cd",
+        "Job/k3-prefetch",
+        "LeaderWorkerSet/k3",
+        "Service/k3",
+        "PodDisruptionBudget/k3",
+        "ServiceMonitor/k3",
         "Job/k3-smoke",
     ]
 
@@ -60,15 +67,24 @@ def test_job_role_is_the_component_label_not_the_name_and_unknown_kinds_go_after
 
 
 def test_empty_phases_are_dropped() -> None:
-    assert [p.name for p in phases([obj("Namespace", "n"), obj("LeaderWorkerSet", "k3")])] == ["prerequisites", "serving"]
+    assert [p.name for p in phases([obj("Namespace", "n"), obj("LeaderWorkerSet", "k3")])] == [
+        "prerequisites",
+        "serving",
+    ]
 
 
 def test_node_preflight_job_follows_the_profile_configmap_in_its_own_waited_phase() -> None:
     objects = [*SET, obj("Job", "k3-node-preflight", "node-preflight"), obj("ConfigMap", "k3-profile")]
     assert job_role(obj("Job", "x", "node-preflight")) == "node-preflight"
     ordered = names(apply_order(objects))
-    assert ordered[:6] == ["Namespace/kimi", "ServiceAccount/k3", "ConfigMap/k3-profile", "Job/k3-node-preflight",
-                           "PersistentVolumeClaim/k3-model-cache", "ComputeDomain/k3-cd"]
+    assert ordered[:6] == [
+        "Namespace/kimi",
+        "ServiceAccount/k3",
+        "ConfigMap/k3-profile",
+        "Job/k3-node-preflight",
+        "PersistentVolumeClaim/k3-model-cache",
+        "ComputeDomain/k3-cd",
+    ]
     split = [(p.name, names(p.objects)) for p in phases(objects)]
     assert split[:4] == [
         ("prerequisites", ["Namespace/kimi", "ServiceAccount/k3", "ConfigMap/k3-profile"]),

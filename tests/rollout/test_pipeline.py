@@ -79,11 +79,19 @@ def test_stages_run_in_order_and_pass(profile: Any) -> None:
     summary = pipeline.up(profile, target, lines.append, smoke=False)
     assert target.calls == ["preflight", "current_revision", "apply", "wait_ready"]
     assert [(s.name, s.status) for s in summary.stages] == [
-        ("preflight", Status.PASS), ("render", Status.PASS), ("apply", Status.PASS), ("wait", Status.PASS),
-        ("smoke", Status.SKIP)]
+        ("preflight", Status.PASS),
+        ("render", Status.PASS),
+        ("apply", Status.PASS),
+        ("wait", Status.PASS),
+        ("smoke", Status.SKIP),
+    ]
     assert summary.exit_code == 0 and summary.rollback is None
     assert [line for line in lines if line.startswith("==>")][:4] == [
-        "==> [1/5] preflight", "==> [2/5] render", "==> [3/5] apply", "==> [4/5] wait"]
+        "==> [1/5] preflight",
+        "==> [2/5] render",
+        "==> [3/5] apply",
+        "==> [4/5] wait",
+    ]
 
 
 def test_failed_wait_rolls_back_to_the_previous_revision_with_the_stage_exit_code(profile: Any) -> None:
@@ -141,10 +149,13 @@ def test_up_ends_with_the_smoke_figures_labelled_as_a_rehearsal() -> None:
     figures = summary.to_dict()["smoke"]["figures"]
     median = figures["decode_tok_s"].pop("median")
     assert figures == {
-        "model": "rehearsal-llama-tiny", "rehearsal": True, "label": REHEARSAL_LABEL,
+        "model": "rehearsal-llama-tiny",
+        "rehearsal": True,
+        "label": REHEARSAL_LABEL,
         "decode_tok_s": {"target": 1.0, "published_peak": None, "published_baseline": None, "status": "pass"},
         "acceptance_length": {"mean": 3.5, "minimum": 2.0, "status": "pass"},
-        "acceptance_rate": 0.625, "drafts": 16.0,
+        "acceptance_rate": 0.625,
+        "drafts": 16.0,
     }
     # The very figure the decode-target check judged, not a recomputation.
     decode_check = next(c for c in summary.extra["smoke"]["checks"] if c["name"] == "decode target")
@@ -154,17 +165,29 @@ def test_up_ends_with_the_smoke_figures_labelled_as_a_rehearsal() -> None:
     assert lines[0] == f"  smoke figures (rehearsal-llama-tiny) - {REHEARSAL_LABEL}:"
     assert "not Kimi K3" in lines[0]
     assert lines[1] == f"    decode tok/s       {median:.1f} median at bs=1 vs target 1 [pass]"
-    assert lines[2:] == ["    acceptance length  3.50 mean vs minimum 2 [pass]",
-                         "    acceptance rate    0.625 over 16 drafts",
-                         "    result             targets met"]
+    assert lines[2:] == [
+        "    acceptance length  3.50 mean vs minimum 2 [pass]",
+        "    acceptance rate    0.625 over 16 drafts",
+        "    result             targets met",
+    ]
 
 
 def test_a_missed_target_is_said_in_the_figures() -> None:
-    figures = {"model": "moonshotai/Kimi-K3", "rehearsal": False, "label": None,
-               "decode_tok_s": {"median": 301.25, "target": 370.0, "published_peak": 464.0, "published_baseline": 118.0,
-                                "status": "fail"},
-               "acceptance_length": {"mean": 3.42, "minimum": 3.0, "status": "pass"},
-               "acceptance_rate": 0.61, "drafts": 1200.0}
+    figures = {
+        "model": "moonshotai/Kimi-K3",
+        "rehearsal": False,
+        "label": None,
+        "decode_tok_s": {
+            "median": 301.25,
+            "target": 370.0,
+            "published_peak": 464.0,
+            "published_baseline": 118.0,
+            "status": "fail",
+        },
+        "acceptance_length": {"mean": 3.42, "minimum": 3.0, "status": "pass"},
+        "acceptance_rate": 0.61,
+        "drafts": 1200.0,
+    }
     assert headline_lines(figures) == [
         "  smoke figures (moonshotai/Kimi-K3):",
         "    decode tok/s       301.2 median at bs=1 vs target 370, 464 tok/s published peak, "
@@ -177,8 +200,10 @@ def test_a_missed_target_is_said_in_the_figures() -> None:
 
 @pytest.mark.parametrize("stage", ["wait_ready", "apply"])
 def test_an_unexpected_exception_in_a_stage_still_ends_with_summary_and_rollback(profile: Any, stage: str) -> None:
-    target = ScriptedTarget(fail={stage: TypeError("unsupported format string passed to NoneType.__format__")},
-                            previous=Revision(target="scripted", number=4))
+    target = ScriptedTarget(
+        fail={stage: TypeError("unsupported format string passed to NoneType.__format__")},
+        previous=Revision(target="scripted", number=4),
+    )
     summary = pipeline.up(profile, target, lambda _: None, smoke=False)
     name = {"wait_ready": "wait", "apply": "apply"}[stage]
     assert (summary.stages[-1].name, summary.stages[-1].status, summary.exit_code) == (name, Status.FAIL, 3)
@@ -205,7 +230,9 @@ def test_a_rollback_that_raises_anything_is_reported_as_failed(profile: Any) -> 
         def rollback(self, profile: Any, previous: Revision | None) -> str:
             raise KeyError("pid")
 
-    summary = pipeline.up(profile, BadRollback(fail={"wait_ready": CheckFailed("not ready")}), lambda _: None, smoke=False)
+    summary = pipeline.up(
+        profile, BadRollback(fail={"wait_ready": CheckFailed("not ready")}), lambda _: None, smoke=False
+    )
     assert summary.exit_code == 1
     assert summary.rollback == "rollback failed: unexpected KeyError in rollback: 'pid'"
 

@@ -21,8 +21,11 @@ NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 def _serving_pods(cluster: Any) -> list[dict]:
-    return [p for p in cluster.store.list("pods", NAMESPACE, label=f"{NAME_LABEL}={PROFILE}")
-            if not p["metadata"].get("deletionTimestamp")]
+    return [
+        p
+        for p in cluster.store.list("pods", NAMESPACE, label=f"{NAME_LABEL}={PROFILE}")
+        if not p["metadata"].get("deletionTimestamp")
+    ]
 
 
 def _current_key(cluster: Any) -> str | None:
@@ -39,8 +42,9 @@ def _ready(pod: dict) -> bool:
 
 
 @pytest.mark.parametrize("version", ["v0.8", "v0.9"])
-def test_template_change_waits_for_pods_of_the_new_template_on_a_slow_controller(k3: K3, cluster: Any,
-                                                                                 version: str) -> None:
+def test_template_change_waits_for_pods_of_the_new_template_on_a_slow_controller(
+    k3: K3, cluster: Any, version: str
+) -> None:
     controller = cluster.controllers.lws
     controller.version = version
     first = k3("apply", "--timeout", "60s")
@@ -87,7 +91,9 @@ def test_status_does_not_call_a_stale_status_ready(k3: K3, cluster: Any) -> None
     command[command.index("--max-model-len") + 1] = "524288"
     cluster.store.replace("leaderworkersets", lws, NAMESPACE)
     conditions = cluster.store.get("leaderworkersets", PROFILE, NAMESPACE)["status"]["conditions"]
-    assert {"type": "Available", "status": "True"}.items() <= next(c for c in conditions if c["type"] == "Available").items()
+    assert {"type": "Available", "status": "True"}.items() <= next(
+        c for c in conditions if c["type"] == "Available"
+    ).items()
 
     after = k3("status", "-o", "json")
     assert after.returncode == 0, after.stderr

@@ -8,8 +8,11 @@ from k3deploy.rollout.surge import in_place_note
 
 
 def _lws(replicas: int = 1, surge: Any = 0) -> dict[str, Any]:
-    return {"kind": "LeaderWorkerSet", "metadata": {"name": "k3"},
-            "spec": {"replicas": replicas, "rolloutStrategy": {"rollingUpdateConfiguration": {"maxSurge": surge}}}}
+    return {
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "k3"},
+        "spec": {"replicas": replicas, "rolloutStrategy": {"rollingUpdateConfiguration": {"maxSurge": surge}}},
+    }
 
 
 def test_only_a_configured_single_group_without_surge_is_noted() -> None:

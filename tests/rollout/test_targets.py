@@ -18,7 +18,9 @@ def test_target_for_maps_each_profile_to_its_target_and_imports_only_it() -> Non
         "kube = target_for(load_profile('kimi-k3-gb300-tp16', []), DeployOptions(dry_run=True))\n"
         "print(kube.name, kube.options.dry_run, 'kubernetes' in sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), cwd=REPO_ROOT, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), cwd=REPO_ROOT, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     # Building a target connects to nothing: the kubernetes client is imported on the first API call only.
     assert result.stdout.splitlines() == ["local False", "kubernetes True False"]

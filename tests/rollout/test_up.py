@@ -22,35 +22,66 @@ LWS = "kimi-k3-gb300-tp16"
 PVC = "kimi-k3-gb300-tp16-model-cache"
 #: Public weights (no token Secret) and a short smoke: 2 requests of 64 tokens, answers not judged, a decode
 #: target a loaded 2-core CI machine reaches (the scripted server's speed is not what is under test).
-UP = ("--timeout", "60s", "--set", "kubernetes.hf_token_secret=null", "--set", "smoke.requests=2",
-      "--set", "smoke.output_tokens=64", "--set", "smoke.correctness=false", "--set", "targets.decode_tok_s=20")
+UP = (
+    "--timeout",
+    "60s",
+    "--set",
+    "kubernetes.hf_token_secret=null",
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=64",
+    "--set",
+    "smoke.correctness=false",
+    "--set",
+    "targets.decode_tok_s=20",
+)
 QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 
 
-def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any, registry: Registry,  # noqa: F811 - the imported fixture
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_up_happy_path_reports_and_a_rerun_changes_nothing(
+    k3: K3,
+    cluster: Any,
+    registry: Registry,  # noqa: F811 - the imported fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A production profile deploys pinned versions only; the registry shows the image runs on the arm64 nodes.
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
     digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
-    pinned = [arg for s in [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}"] for arg in ("--set", s)]
+    pinned = [
+        arg for s in [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}"] for arg in ("--set", s)
+    ]
     # Four tokens per verify step: acceptance length 4 clears the profile's minimum of 3.
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as endpoint:
         first = k3("up", *UP, *pinned, "--endpoint", endpoint.url, "-o", "json")
         assert first.returncode == 0, first.stderr
         report = json.loads(first.stdout)
         assert [(s["name"], s["status"]) for s in report["stages"]] == [
-            ("preflight", "pass"), ("render", "pass"), ("apply", "pass"), ("wait", "pass"), ("smoke", "pass")]
+            ("preflight", "pass"),
+            ("render", "pass"),
+            ("apply", "pass"),
+            ("wait", "pass"),
+            ("smoke", "pass"),
+        ]
         assert report["endpoint"] == endpoint.url and report["rollback"] is None and report["exit_code"] == 0
         assert endpoint.counters.requests >= 2
         # 2 requests of a first token then chunks of 4 (3 at the end): 32 drafts of 4 tokens, 94 accepted.
         figures = report["smoke"]["figures"]
         assert figures["decode_tok_s"]["median"] > 20
         assert {**figures, "decode_tok_s": {**figures["decode_tok_s"], "median": None}} == {
-            "model": "moonshotai/Kimi-K3", "rehearsal": False, "label": None,
-            "decode_tok_s": {"median": None, "target": 20.0, "published_peak": 464.0, "published_baseline": 118.0,
-                             "status": "pass"},
+            "model": "moonshotai/Kimi-K3",
+            "rehearsal": False,
+            "label": None,
+            "decode_tok_s": {
+                "median": None,
+                "target": 20.0,
+                "published_peak": 464.0,
+                "published_baseline": 118.0,
+                "status": "pass",
+            },
             "acceptance_length": {"mean": 3.9375, "minimum": 3.0, "status": "pass"},
-            "acceptance_rate": 0.734375, "drafts": 32.0,
+            "acceptance_rate": 0.734375,
+            "drafts": 32.0,
         }
         median = f"{figures['decode_tok_s']['median']:.1f}"
         assert first.stderr.splitlines()[-5:] == [
@@ -70,7 +101,11 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(k3: K3, cluster: Any,
     status = k3("status", "-o", "json")
     assert status.returncode == 0, status.stderr
     state = json.loads(status.stdout)
-    assert state["ready"] is True and state["revision"] == {"current": 1, "current_applied_at": state["revision"]["current_applied_at"], "previous": None}
+    assert state["ready"] is True and state["revision"] == {
+        "current": 1,
+        "current_applied_at": state["revision"]["current_applied_at"],
+        "previous": None,
+    }
     assert state["smoke"]["status"] == "pass"
     assert sorted(p["name"] for p in state["pods"]) == [LWS + "-0", LWS + "-0-1", LWS + "-0-2", LWS + "-0-3"]
     assert {p["clique"] for p in state["pods"]} == {"5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"}
@@ -128,8 +163,11 @@ def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> 
     assert "pods gone; weight cache PVC kept (--purge deletes it)" in down.stderr
     assert live(cluster, "leaderworkersets", LWS) is None
     # What down waits for: the serving pods are gone when it returns.
-    assert [p for p in cluster.store.list("pods", NAMESPACE)
-            if p["metadata"].get("labels", {}).get("leaderworkerset.sigs.k8s.io/name") == LWS] == []
+    assert [
+        p
+        for p in cluster.store.list("pods", NAMESPACE)
+        if p["metadata"].get("labels", {}).get("leaderworkerset.sigs.k8s.io/name") == LWS
+    ] == []
     # The Jobs' pods follow by background garbage collection (the Jobs are deleted with propagationPolicy Background).
     cluster.wait_for(lambda: cluster.store.list("pods", NAMESPACE) == [])
     assert live(cluster, "persistentvolumeclaims", PVC) is not None
@@ -145,8 +183,21 @@ def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> 
 
 def test_ctrl_c_mid_wait_stops_cleanly_and_a_rerun_completes(k3: K3, cluster: Any) -> None:
     cluster.controllers.kubelet.ready_delay = 30.0
-    args = [sys.executable, "-m", "k3deploy", "up", "-p", PROFILE, "--kubeconfig", str(cluster.kubeconfig), *FAST, *QUICK]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=cli_env(), cwd=REPO_ROOT)
+    args = [
+        sys.executable,
+        "-m",
+        "k3deploy",
+        "up",
+        "-p",
+        PROFILE,
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        *FAST,
+        *QUICK,
+    ]
+    proc = subprocess.Popen(
+        args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=cli_env(), cwd=REPO_ROOT
+    )
     seen = []
     assert proc.stderr is not None
     for line in proc.stderr:

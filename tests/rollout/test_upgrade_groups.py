@@ -20,9 +20,23 @@ from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = pytest.mark.timeout(300)
 LWS = "kimi-k3-gb300-tp16"
-TWO = ("--set", "parallel.replicas=2", "--set", "kubernetes.hf_token_secret=null", "--set", "smoke.requests=2",
-       "--set", "smoke.output_tokens=16", "--set", "smoke.correctness=false", "--set", "targets.decode_tok_s=1",
-       "--timeout", "90s", "--skip-preflight")
+TWO = (
+    "--set",
+    "parallel.replicas=2",
+    "--set",
+    "kubernetes.hf_token_secret=null",
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=16",
+    "--set",
+    "smoke.correctness=false",
+    "--set",
+    "targets.decode_tok_s=1",
+    "--timeout",
+    "90s",
+    "--skip-preflight",
+)
 NEW_IMAGE = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
 
 
@@ -31,15 +45,20 @@ def _k3(kube: Any, *args: str) -> Any:
 
 
 def _images(kube: Any) -> dict[str, str]:
-    return {p["metadata"]["name"]: p["spec"]["containers"][0]["image"] for p in kube.store.list("pods", NAMESPACE)
-            if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name") == LWS}
+    return {
+        p["metadata"]["name"]: p["spec"]["containers"][0]["image"]
+        for p in kube.store.list("pods", NAMESPACE)
+        if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name") == LWS
+    }
 
 
 def test_two_groups_roll_one_at_a_time_smoked_by_leader_and_the_service_never_empties(racks: Any) -> None:
     first = first_install(racks, LWS, NAMESPACE, lambda: _k3(racks, "--skip-smoke"))
     assert first.returncode == 0, first.stderr
-    cliques = {racks.store.get("nodes", p["spec"]["nodeName"])["metadata"]["labels"]["nvidia.com/gpu.clique"]
-               for p in racks.store.list("pods", NAMESPACE, label=f"leaderworkerset.sigs.k8s.io/name={LWS}")}
+    cliques = {
+        racks.store.get("nodes", p["spec"]["nodeName"])["metadata"]["labels"]["nvidia.com/gpu.clique"]
+        for p in racks.store.list("pods", NAMESPACE, label=f"leaderworkerset.sigs.k8s.io/name={LWS}")
+    }
     assert len(cliques) == 2 and cliques <= set(CLIQUES)
     racks.wait_for(lambda: ready_endpoints(racks.store, NAMESPACE, API_SERVICE) == [LWS + "-0", LWS + "-1"])
     start = racks.store.rv
@@ -53,17 +72,23 @@ def test_two_groups_roll_one_at_a_time_smoked_by_leader_and_the_service_never_em
     assert "rolling group" not in again.stderr
     err = upgrade.stderr
     # Group 1 goes first, is smoke-tested by its leader, and only then does group 0 go.
-    order = [err.index(line) for line in (
-        "rolling group 1 of kimi-k3-gb300-tp16 (partition 1",
-        "group 1 of kimi-k3-gb300-tp16 is ready on the new template",
-        "smoke of group 1 through its leader kimi-k3-gb300-tp16-1",
-        "rolling group 0 of kimi-k3-gb300-tp16 (partition 0",
-        "smoke of group 0 through its leader kimi-k3-gb300-tp16-0",
-        "all 2 groups of kimi-k3-gb300-tp16 rolled")]
+    order = [
+        err.index(line)
+        for line in (
+            "rolling group 1 of kimi-k3-gb300-tp16 (partition 1",
+            "group 1 of kimi-k3-gb300-tp16 is ready on the new template",
+            "smoke of group 1 through its leader kimi-k3-gb300-tp16-1",
+            "rolling group 0 of kimi-k3-gb300-tp16 (partition 0",
+            "smoke of group 0 through its leader kimi-k3-gb300-tp16-0",
+            "all 2 groups of kimi-k3-gb300-tp16 rolled",
+        )
+    ]
     assert order == sorted(order), err
     assert set(_images(racks).values()) == {"vllm/vllm-openai:kimi-k3-next"}
     # The partition k3deploy walked is gone from the live object: what is live is the rendered set.
-    rolling = racks.store.get("leaderworkersets", LWS, NAMESPACE)["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
+    rolling = racks.store.get("leaderworkersets", LWS, NAMESPACE)["spec"]["rolloutStrategy"][
+        "rollingUpdateConfiguration"
+    ]
     assert rolling.get("partition", 0) == 0
 
     states = ready_behind(racks, start)

@@ -16,7 +16,7 @@ IMAGE = "vllm/vllm-openai"
 def diagnosis(stderr: str) -> str:
     """The diagnosis block of a failed run (from `failed:` to the summary)."""
     start = stderr.index("failed: ")
-    return stderr[start:stderr.index("summary (", start)]
+    return stderr[start : stderr.index("summary (", start)]
 
 
 def test_not_enough_gpus_in_one_clique_is_unschedulable_with_the_scheduler_message(k3: K3, cluster: Any) -> None:
@@ -44,8 +44,11 @@ def test_image_pull_failure_fails_fast(k3: K3, cluster: Any) -> None:
 def test_crash_loop_shows_the_crashed_containers_log(k3: K3, cluster: Any) -> None:
     # A real grace period (30 s by default) keeps a recreated group's old pods, and their logs, around for a while.
     cluster.controllers.kubelet.termination_delay = 2.0
-    cluster.controllers.kubelet.fail("CrashLoopBackOff", image=IMAGE,
-                                     logs=["Loading safetensors shard 12/96", "RuntimeError: NCCL error: unhandled cuda error"])
+    cluster.controllers.kubelet.fail(
+        "CrashLoopBackOff",
+        image=IMAGE,
+        logs=["Loading safetensors shard 12/96", "RuntimeError: NCCL error: unhandled cuda error"],
+    )
     result = k3("apply", "--timeout", "60s")
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
@@ -55,8 +58,12 @@ def test_crash_loop_shows_the_crashed_containers_log(k3: K3, cluster: Any) -> No
 
 
 def test_prefetch_job_failure_stops_before_the_leaderworkerset(k3: K3, cluster: Any) -> None:
-    cluster.controllers.kubelet.fail("Error", pod="prefetch", exit_code=1,
-                                     logs=["fetching moonshotai/Kimi-K3@main", "huggingface_hub.errors.GatedRepoError: 401"])
+    cluster.controllers.kubelet.fail(
+        "Error",
+        pod="prefetch",
+        exit_code=1,
+        logs=["fetching moonshotai/Kimi-K3@main", "huggingface_hub.errors.GatedRepoError: 401"],
+    )
     result = k3("apply", "--timeout", "90s")
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
@@ -72,9 +79,16 @@ def test_prefetch_job_failure_stops_before_the_leaderworkerset(k3: K3, cluster: 
 
 
 def test_failing_node_preflight_pod_stops_before_the_weight_cache_with_its_report(k3: K3, cluster: Any) -> None:
-    cluster.controllers.kubelet.fail("Error", pod="node-preflight", exit_code=1, times=1, logs=[
-        '{"profile": "kimi-k3-gb300-tp16", "status": "fail", "checks": []}',
-        "error: preflight failed 1 check(s): fabric.state"])
+    cluster.controllers.kubelet.fail(
+        "Error",
+        pod="node-preflight",
+        exit_code=1,
+        times=1,
+        logs=[
+            '{"profile": "kimi-k3-gb300-tp16", "status": "fail", "checks": []}',
+            "error: preflight failed 1 check(s): fabric.state",
+        ],
+    )
     result = k3("apply", "--timeout", "90s")
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
@@ -127,13 +141,18 @@ def test_waiting_watches_instead_of_polling(k3: K3, cluster: Any) -> None:
     cluster.controllers.kubelet.ready_delay = 3.0
     result = k3("apply", "--timeout", "60s")
     assert result.returncode == 0, result.stderr
-    served = [r for r in cluster.faults.requests if r.startswith("GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets")]
+    served = [
+        r
+        for r in cluster.faults.requests
+        if r.startswith("GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets")
+    ]
     lists = [r for r in served if "?" not in r or "watch=true" not in r.split("?", 1)[1]]
     watches = [r for r in served if "watch=true" in r]
     # However long the pods take: one GET before the apply, one list, one watch.
     assert [r.split("?")[0] for r in lists] == [
         "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets/kimi-k3-gb300-tp16",
-        "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets"]
+        "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/kimi-k3/leaderworkersets",
+    ]
     assert len(watches) == 1
 
 
@@ -144,8 +163,11 @@ def test_a_replaced_job_is_judged_without_the_old_jobs_pods(k3: K3, cluster: Any
     cluster.controllers.kubelet.fail("Error", pod="node-preflight", exit_code=1, times=1, logs=["error: fabric.state"])
     first = k3("apply", "--timeout", "90s")
     assert first.returncode == 1, first.stderr
-    old = [p["metadata"]["name"] for p in cluster.store.list("pods", "kimi-k3")
-           if p.get("status", {}).get("phase") == "Failed"]
+    old = [
+        p["metadata"]["name"]
+        for p in cluster.store.list("pods", "kimi-k3")
+        if p.get("status", {}).get("phase") == "Failed"
+    ]
     # The failed Job's other pods may still be terminating when it is replaced (their anti-affinity then holds the
     # new pods back, as in a real cluster): a grace lets the scheduler place them once they go (FAST sets none).
     rerun = k3("apply", "--timeout", "60s", "--set", "kubernetes.unschedulable_grace_s=30")
@@ -161,16 +183,21 @@ def test_a_claim_on_a_missing_resource_claim_template_is_diagnosed_as_what_it_is
     (pkg/scheduler/framework/plugins/dynamicresources). Miswired here: the channel template has another name."""
     cluster.controllers.compute_domains.enabled = False
     cluster.store.create("namespaces", {"metadata": {"name": "kimi-k3"}})
-    cluster.store.create("resourceclaimtemplates", {"metadata": {"name": "kimi-k3-gb300-tp16-channel"},
-                                                    "spec": {"spec": {}}}, "kimi-k3")
+    cluster.store.create(
+        "resourceclaimtemplates", {"metadata": {"name": "kimi-k3-gb300-tp16-channel"}, "spec": {"spec": {}}}, "kimi-k3"
+    )
     # Within the grace period the template could still appear (the driver makes it from the ComputeDomain).
     result = k3("apply", "--timeout", "60s", "--set", "kubernetes.unschedulable_grace_s=2")
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
     assert block.startswith("failed: Pod/kimi-k3-gb300-tp16-0\n  reason: ResourceClaimTemplateNotFound\n")
-    assert ('names ResourceClaimTemplate "kimi-k3-gb300-tp16-compute-domain-channel", which does not exist in the '
-            "namespace (templates there: kimi-k3-gb300-tp16-channel)") in block
-    assert ('Warning FailedResourceClaimCreation Pod/kimi-k3-gb300-tp16-0: PodResourceClaim compute-domain-channel: resource claim '
-            'template "kimi-k3-gb300-tp16-compute-domain-channel": resourceclaimtemplate.resource.k8s.io '
-            '"kimi-k3-gb300-tp16-compute-domain-channel" not found') in block
+    assert (
+        'names ResourceClaimTemplate "kimi-k3-gb300-tp16-compute-domain-channel", which does not exist in the '
+        "namespace (templates there: kimi-k3-gb300-tp16-channel)"
+    ) in block
+    assert (
+        "Warning FailedResourceClaimCreation Pod/kimi-k3-gb300-tp16-0: PodResourceClaim compute-domain-channel: resource claim "
+        'template "kimi-k3-gb300-tp16-compute-domain-channel": resourceclaimtemplate.resource.k8s.io '
+        '"kimi-k3-gb300-tp16-compute-domain-channel" not found'
+    ) in block
     assert "hint: the pods' resourceClaimTemplateName must be the ComputeDomain's" in result.stderr

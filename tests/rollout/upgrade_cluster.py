@@ -10,8 +10,11 @@ import pytest
 
 from tests.kubeapi.controllers.endpointslices import SERVICE_NAME_LABEL
 
-CLIQUES = ("5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1", "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.2",
-           "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.3")
+CLIQUES = (
+    "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1",
+    "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.2",
+    "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.3",
+)
 API_SERVICE = "kimi-k3-gb300-tp16-api"
 SLICES = ("discovery.k8s.io", "endpointslices")
 
@@ -29,7 +32,9 @@ def racks(kube_factory: Callable[..., Any]) -> Any:
 
 
 def _ready(obj: dict) -> list[str]:
-    return sorted(e["targetRef"]["name"] for e in obj.get("endpoints") or [] if (e.get("conditions") or {}).get("ready"))
+    return sorted(
+        e["targetRef"]["name"] for e in obj.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")
+    )
 
 
 def ready_behind(kube: Any, since_rv: int, service: str = API_SERVICE) -> list[list[str]]:
@@ -63,8 +68,15 @@ def first_install(kube: Any, lws: str, namespace: str, run: Callable[[], Any]) -
     thread.start()
     try:
         kube.wait_for(lambda: kube.store.get("leaderworkersets", lws, namespace), timeout=120)
-        kube.store.update("leaderworkersets", lws, namespace, lambda obj: obj["metadata"].setdefault(
-            "annotations", {}).update({EXCLUSIVE_TOPOLOGY: "nvidia.com/gpu.clique"}), manager="test")
+        kube.store.update(
+            "leaderworkersets",
+            lws,
+            namespace,
+            lambda obj: (
+                obj["metadata"].setdefault("annotations", {}).update({EXCLUSIVE_TOPOLOGY: "nvidia.com/gpu.clique"})
+            ),
+            manager="test",
+        )
     finally:
         kube.controllers.lws.enabled = True
     thread.join(timeout=240)

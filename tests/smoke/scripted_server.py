@@ -68,12 +68,20 @@ class Counters:
             f"vllm:prompt_tokens_total{{{labels}}} {float(self.prompt)}",
         ]
         if spec:
-            for name, value in (("drafts", self.drafts), ("draft_tokens", self.draft_tokens), ("accepted_tokens", self.accepted)):
-                lines += [f"# TYPE vllm:spec_decode_num_{name}_total counter",
-                          f"vllm:spec_decode_num_{name}_total{{{labels}}} {float(value)}"]
+            for name, value in (
+                ("drafts", self.drafts),
+                ("draft_tokens", self.draft_tokens),
+                ("accepted_tokens", self.accepted),
+            ):
+                lines += [
+                    f"# TYPE vllm:spec_decode_num_{name}_total counter",
+                    f"vllm:spec_decode_num_{name}_total{{{labels}}} {float(value)}",
+                ]
             lines.append("# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter")
-            lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{p}"}} {float(n)}'
-                      for p, n in sorted(self.per_pos.items())]
+            lines += [
+                f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{p}"}} {float(n)}'
+                for p, n in sorted(self.per_pos.items())
+            ]
         return "\n".join(lines) + "\n"
 
 
@@ -134,9 +142,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(script.health_status, "")
         elif self.path == "/v1/models":
             if self._authorized():
-                self._send(200, json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in script.models]}))
+                self._send(
+                    200, json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in script.models]})
+                )
         elif self.path == "/metrics" and script.metrics != "missing":
-            body = "this is { not prometheus\n" if script.metrics == "garbage" else self.server.counters.text(script.metrics == "auto")
+            body = (
+                "this is { not prometheus\n"
+                if script.metrics == "garbage"
+                else self.server.counters.text(script.metrics == "auto")
+            )
             self._send(200, body, "text/plain; version=0.0.4")
         else:
             self._send(404, json.dumps({"detail": "Not Found"}))
@@ -147,7 +161,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         script = self.server.script
         if script.completion_status != 200:
-            self._send(script.completion_status, json.dumps({"error": {"message": "engine core died", "code": script.completion_status}}))
+            self._send(
+                script.completion_status,
+                json.dumps({"error": {"message": "engine core died", "code": script.completion_status}}),
+            )
             return
         chat = self.path == "/v1/chat/completions"
         prompt = body["messages"][-1]["content"] if chat else body["prompt"]
@@ -173,11 +190,22 @@ class _Handler(BaseHTTPRequestHandler):
             for _ in range(64):
                 done += 1
                 if how == "errors":
-                    events.append("data: " + json.dumps({"error": {"message": "engine overloaded " + "!" * 2000, "code": 500}}))
+                    events.append(
+                        "data: " + json.dumps({"error": {"message": "engine overloaded " + "!" * 2000, "code": 500}})
+                    )
                 else:
-                    choice = {"index": 0, "finish_reason": None, **({"delta": {"content": "tok "}} if chat else {"text": "tok "})}
+                    choice = {
+                        "index": 0,
+                        "finish_reason": None,
+                        **({"delta": {"content": "tok "}} if chat else {"text": "tok "}),
+                    }
                     usage = {"prompt_tokens": 3, "completion_tokens": done, "total_tokens": 3 + done}
-                    events.append("data: " + json.dumps({"id": "x", "object": "chunk", "model": MODEL, "choices": [choice], "usage": usage}))
+                    events.append(
+                        "data: "
+                        + json.dumps(
+                            {"id": "x", "object": "chunk", "model": MODEL, "choices": [choice], "usage": usage}
+                        )
+                    )
             raw = ("\n\n".join(events) + "\n\n").encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(raw), raw))
 
@@ -231,13 +259,19 @@ class _Handler(BaseHTTPRequestHandler):
             choice.update({"delta": {"content": text}} if chat else {"text": text})
             chunk: dict = {"id": "x", "object": "chunk", "model": MODEL, "choices": [choice]}
             if continuous:
-                chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+                chunk["usage"] = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": done,
+                    "total_tokens": prompt_tokens + done,
+                }
             self._write(f"data: {json.dumps(chunk)}\n\n")
             if n == 1 and script.malformed_line is not None:
                 self._write(script.malformed_line + "\n\n")
             time.sleep(script.chunk_delay_s)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
-        self._write(f"data: {json.dumps({'id': 'x', 'object': 'chunk', 'model': MODEL, 'choices': [], 'usage': usage})}\n\n")
+        self._write(
+            f"data: {json.dumps({'id': 'x', 'object': 'chunk', 'model': MODEL, 'choices': [], 'usage': usage})}\n\n"
+        )
         self._write("data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

@@ -24,7 +24,9 @@ FAST = ["smoke.requests=3", "smoke.output_tokens=20", "smoke.request_timeout_s=1
 #: FAST as command-line options.
 FAST_SETS = [arg for s in FAST for arg in ("--set", s)]
 RIGHT_ANSWERS = {
-    "arithmetic-multiply": "10063", "arithmetic-sum": "15924", "copy-string": "QX7-PLUM-4821-ZETA",
+    "arithmetic-multiply": "10063",
+    "arithmetic-sum": "15924",
+    "copy-string": "QX7-PLUM-4821-ZETA",
     "json-object": '{"city": "Lyon", "year": 1998, "ok": true}',
 }
 
@@ -51,12 +53,20 @@ def test_healthy_speculating_server_passes_and_agrees_with_its_counters() -> Non
         report = smoke(srv.url)
         counters = srv.counters
     assert exit_code(report) == 0
-    assert statuses(report) == {"liveness": "pass", "correctness": "skip", "throughput": "pass",
-                                "speculative decoding": "pass", "decode target": "pass"}
+    assert statuses(report) == {
+        "liveness": "pass",
+        "correctness": "skip",
+        "throughput": "pass",
+        "speculative decoding": "pass",
+        "decode target": "pass",
+    }
     measured = [r for r in report.requests if r.phase == "measured"]
     assert [r.chunk_tokens for r in measured] == [[1, 3, 2, 4, 1, 3, 2, 4]] * 3
     # Client token counts equal the server's own counter delta over the measured window.
-    assert report.metrics is not None and report.metrics.generation_tokens == sum(r.completion_tokens for r in measured) == 60
+    assert (
+        report.metrics is not None
+        and report.metrics.generation_tokens == sum(r.completion_tokens for r in measured) == 60
+    )
     spec = report.metrics.spec_decode
     assert spec is not None and (spec.drafts, spec.accepted_tokens) == (21, 36)
     assert spec.mean_acceptance_length == 1 + 36 / 21 == report.check("speculative decoding").measured
@@ -67,8 +77,13 @@ def test_healthy_speculating_server_passes_and_agrees_with_its_counters() -> Non
 def test_connection_refused_exits_3() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     result = run_cli("smoke", "--endpoint", url, "--requests", "1")
-    assert_clean_cli(result, 3, f"error: endpoint {url} cannot be tested: cannot connect to {url}/health:", "connection refused (nothing listens there)",
-                     "hint: check the URL")
+    assert_clean_cli(
+        result,
+        3,
+        f"error: endpoint {url} cannot be tested: cannot connect to {url}/health:",
+        "connection refused (nothing listens there)",
+        "hint: check the URL",
+    )
 
 
 def test_dns_failure_exits_3() -> None:
@@ -89,8 +104,17 @@ def test_tls_error_exits_3() -> None:
 def test_401_without_the_key_exits_3_and_passes_with_it(tmp_path: Path) -> None:
     with scripted_server(Script(api_key="s3cret")) as srv:
         denied = run_cli("smoke", "--endpoint", srv.url, *FAST_SETS)
-        allowed = run_cli("smoke", "--endpoint", srv.url, "--api-key-env", "K3_TEST_KEY", *FAST_SETS,
-                          "--report", str(tmp_path / "r.json"), env={"K3_TEST_KEY": "s3cret"})
+        allowed = run_cli(
+            "smoke",
+            "--endpoint",
+            srv.url,
+            "--api-key-env",
+            "K3_TEST_KEY",
+            *FAST_SETS,
+            "--report",
+            str(tmp_path / "r.json"),
+            env={"K3_TEST_KEY": "s3cret"},
+        )
         unset = run_cli("smoke", "--endpoint", srv.url, "--api-key-env", "K3_TEST_UNSET_KEY")
     assert_clean_cli(denied, 3, f"{srv.url}/v1/models answered 401: ", "hint: pass the API key with --api-key-env")
     assert_clean_cli(allowed, 0, "liveness", "PASS")
@@ -102,8 +126,10 @@ def test_5xx_fails_the_throughput_check() -> None:
     with scripted_server(Script(completion_status=500)) as srv:
         report = smoke(srv.url, "smoke.api=chat")
     assert exit_code(report) == 1 and statuses(report)["throughput"] == "fail"
-    assert report.check("throughput").detail == f'request 0: {srv.url}/v1/chat/completions answered 500: ' \
-                                                '{"error": {"message": "engine core died", "code": 500}}'
+    assert (
+        report.check("throughput").detail == f"request 0: {srv.url}/v1/chat/completions answered 500: "
+        '{"error": {"message": "engine core died", "code": 500}}'
+    )
 
 
 def test_unhealthy_or_wrong_model_fails_liveness() -> None:
@@ -112,7 +138,10 @@ def test_unhealthy_or_wrong_model_fails_liveness() -> None:
     with scripted_server(Script(models=["someone-else"])) as srv:
         other = smoke(srv.url)
     assert exit_code(sick) == 1 and sick.check("liveness").detail == "/health answered 503"
-    assert exit_code(other) == 1 and other.check("liveness").detail == "/v1/models lists ['someone-else'], not 'rehearsal-llama-tiny'"
+    assert (
+        exit_code(other) == 1
+        and other.check("liveness").detail == "/v1/models lists ['someone-else'], not 'rehearsal-llama-tiny'"
+    )
     assert statuses(other)["throughput"] == "skip"
 
 
@@ -129,8 +158,10 @@ def test_malformed_sse_lines() -> None:
     with scripted_server(Script(malformed_line="data: {this is not json")) as srv:
         report = smoke(srv.url)
     assert exit_code(report) == 1
-    assert report.check("throughput").detail == \
-        "request 0: 1 malformed SSE line(s), first: not JSON (Expecting property name enclosed in double quotes at column 2): '{this is not json'"
+    assert (
+        report.check("throughput").detail
+        == "request 0: 1 malformed SSE line(s), first: not JSON (Expecting property name enclosed in double quotes at column 2): '{this is not json'"
+    )
 
 
 def test_no_continuous_usage_stats_falls_back_and_says_so() -> None:
@@ -145,7 +176,10 @@ def test_no_continuous_usage_stats_falls_back_and_says_so() -> None:
 @pytest.mark.parametrize(
     ("metrics", "detail"),
     [
-        ("missing", "cannot verify speculative decoding: /metrics unavailable: {url}/metrics answered 404: {{\"detail\": \"Not Found\"}}"),
+        (
+            "missing",
+            'cannot verify speculative decoding: /metrics unavailable: {url}/metrics answered 404: {{"detail": "Not Found"}}',
+        ),
         ("no_spec", "speculative decoding is not active: no spec-decode series in /metrics"),
         ("garbage", "cannot verify speculative decoding: /metrics unavailable: /metrics is not Prometheus text: "),
     ],
@@ -191,8 +225,12 @@ def test_correctness_catches_fluent_nonsense() -> None:
 def test_unreachable_target_names_the_metric() -> None:
     with scripted_server() as srv:
         result = run_cli("smoke", "--endpoint", srv.url, *FAST_SETS, "--min-tok-s", "1000000")
-    assert_clean_cli(result, 1, "error: smoke failed: decode target: decode tok/s (median, low_entropy tier, bs=1) ",
-                     "is below the target 1e+06")
+    assert_clean_cli(
+        result,
+        1,
+        "error: smoke failed: decode target: decode tok/s (median, low_entropy tier, bs=1) ",
+        "is below the target 1e+06",
+    )
 
 
 def test_concurrency_sweep() -> None:
@@ -206,5 +244,8 @@ def test_concurrency_sweep() -> None:
 
 
 def test_bad_concurrency_flag_is_a_usage_error() -> None:
-    assert_clean_cli(run_cli("smoke", "--endpoint", "http://127.0.0.1:9", "--concurrency", "1,x"), 2,
-                     "error: --concurrency '1,x' is not a list of positive integers")
+    assert_clean_cli(
+        run_cli("smoke", "--endpoint", "http://127.0.0.1:9", "--concurrency", "1,x"),
+        2,
+        "error: --concurrency '1,x' is not a list of positive integers",
+    )

@@ -55,9 +55,14 @@ def run_measured(*args: str, net_s: float = 120) -> Finished:
     """Run the CLI; its exit code, stderr and peak resident memory (bytes), killed if it outlives `net_s`."""
     with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
         rss_file = Path(tmp) / "peak_rss"
-        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(rss_file), sys.executable, "-m", "k3deploy", *args],
-                                stdout=subprocess.DEVNULL, stderr=err, env=cli_env(), cwd=REPO_ROOT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, str(rss_file), sys.executable, "-m", "k3deploy", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=cli_env(),
+            cwd=REPO_ROOT,
+            start_new_session=True,
+        )
         killed = threading.Event()
 
         def kill() -> None:
@@ -75,13 +80,17 @@ def run_measured(*args: str, net_s: float = 120) -> Finished:
         return Finished(proc.returncode, err.read().decode(), peak, killed.is_set())
 
 
-@pytest.mark.parametrize(("script", "needle"), [
-    (Script(flood="chunks"), "far more than a vLLM server sends: stopped reading it"),
-    (Script(flood="errors"), "far more than a vLLM server sends: stopped reading it"),
-    (Script(flood="line"), "far more than a vLLM server sends: stopped reading it"),
-    (Script(huge={"/v1/models": 300_000_000}), "/v1/models answered more than 4096 KiB; smoke reads at most that"),
-    (Script(huge={"/metrics": 300_000_000}), "/metrics answered more than 8192 KiB; smoke reads at most that"),
-], ids=["flood-chunks", "flood-errors", "flood-line", "huge-models", "huge-metrics"])
+@pytest.mark.parametrize(
+    ("script", "needle"),
+    [
+        (Script(flood="chunks"), "far more than a vLLM server sends: stopped reading it"),
+        (Script(flood="errors"), "far more than a vLLM server sends: stopped reading it"),
+        (Script(flood="line"), "far more than a vLLM server sends: stopped reading it"),
+        (Script(huge={"/v1/models": 300_000_000}), "/v1/models answered more than 4096 KiB; smoke reads at most that"),
+        (Script(huge={"/metrics": 300_000_000}), "/metrics answered more than 8192 KiB; smoke reads at most that"),
+    ],
+    ids=["flood-chunks", "flood-errors", "flood-line", "huge-models", "huge-metrics"],
+)
 def test_a_flooding_endpoint_is_cut_off(tmp_path: Path, script: Script, needle: str) -> None:
     report_path = tmp_path / "report.json"
     with scripted_server(script) as srv:
@@ -98,8 +107,22 @@ def test_the_overall_timeout_is_a_hard_deadline(tmp_path: Path) -> None:
     """Slow chunks that never trip a request's byte bound: the run stops at the overall timeout, in flight or not."""
     report_path = tmp_path / "report.json"
     with scripted_server(Script(chunk_delay_s=0.2)) as srv:
-        done = run_measured("smoke", "--endpoint", srv.url, "--request-timeout", "60", "--overall-timeout", "2",
-                            "--requests", "50", "--output-tokens", "400", "--report", str(report_path), net_s=60)
+        done = run_measured(
+            "smoke",
+            "--endpoint",
+            srv.url,
+            "--request-timeout",
+            "60",
+            "--overall-timeout",
+            "2",
+            "--requests",
+            "50",
+            "--output-tokens",
+            "400",
+            "--report",
+            str(report_path),
+            net_s=60,
+        )
     assert not done.killed and done.returncode == 1, done.stderr
     report = json.loads(report_path.read_text())
     stop = next(c for c in report["checks"] if c["name"] == "overall timeout")

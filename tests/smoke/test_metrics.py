@@ -36,7 +36,9 @@ def _text(engines: dict[str, tuple[float, float, float, float]], spec: bool = Tr
     if spec:
         for i, name in enumerate(("drafts", "draft_tokens", "accepted_tokens"), start=1):
             lines.append(f"# TYPE vllm:spec_decode_num_{name}_total counter")
-            lines += [f'vllm:spec_decode_num_{name}_total{{engine="{e}",model_name="m"}} {v[i]}' for e, v in engines.items()]
+            lines += [
+                f'vllm:spec_decode_num_{name}_total{{engine="{e}",model_name="m"}} {v[i]}' for e, v in engines.items()
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -64,7 +66,10 @@ def test_counter_increase_rule() -> None:
 
 
 def test_no_spec_decode_series_means_none() -> None:
-    delta = diff(parse_metrics(_text({"0": (1, 0, 0, 0)}, spec=False), 0.0), parse_metrics(_text({"0": (5, 0, 0, 0)}, spec=False), 1.0))
+    delta = diff(
+        parse_metrics(_text({"0": (1, 0, 0, 0)}, spec=False), 0.0),
+        parse_metrics(_text({"0": (5, 0, 0, 0)}, spec=False), 1.0),
+    )
     assert delta.spec_decode is None and delta.generation_tokens == 4
 
 
@@ -81,13 +86,15 @@ def test_a_body_that_is_not_prometheus_text() -> None:
 @pytest.mark.parametrize("bad", ["NaN", "+Inf", "-Inf"])
 def test_non_finite_counters_are_data_not_numbers(bad: str) -> None:
     before = parse_metrics(_text({"0": (10, 2, 6, 3)}), 0.0, 1.0)
-    broken = _text({"0": (30, 6, 18, 9)}).replace("vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"m\"} 6",
-                                                 f"vllm:spec_decode_num_drafts_total{{engine=\"0\",model_name=\"m\"}} {bad}")
+    broken = _text({"0": (30, 6, 18, 9)}).replace(
+        'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 6',
+        f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {bad}',
+    )
     after = parse_metrics(broken, 2.0, 3.0)
     assert after.non_finite == (f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}}={float(bad)}',)
     delta = diff(before, after)
     assert not delta.available and delta.spec_decode is None
-    assert delta.error == f'/metrics reported a non-finite spec-decode counter: {after.non_finite[0]}'
+    assert delta.error == f"/metrics reported a non-finite spec-decode counter: {after.non_finite[0]}"
     assert delta.generation_tokens == 20  # what is finite is still measured
     # A non-finite generation counter leaves that figure unknown, never NaN.
     gen = parse_metrics(_text({"0": (10, 2, 6, 3)}).replace("} 10", f"}} {bad}", 1), 2.0, 3.0)

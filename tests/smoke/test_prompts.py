@@ -18,4 +18,6 @@ def test_select_cycles_and_alternates() -> None:
     assert [p.id for p in low[8:]] == [low[0].id, low[1].id] and {p.tier for p in low} == {"low_entropy"}
     mixed = select("all", 4)
     assert [p.tier for p in mixed] == ["low_entropy", "high_entropy", "low_entropy", "high_entropy"]
-    assert {p.tier for p in select("all", 14)} == {"low_entropy", "high_entropy"} and len({p.id for p in select("all", 14)}) == 14
+    assert {p.tier for p in select("all", 14)} == {"low_entropy", "high_entropy"} and len(
+        {p.id for p in select("all", 14)}
+    ) == 14

@@ -45,8 +45,10 @@ def test_nothing_listening_within_the_wait_is_exit_3() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     result = run_cli("smoke", "--endpoint", url, *FAST, "--wait-ready", "2s")
     assert result.returncode == 3, result.stderr
-    assert f"error: endpoint {url} cannot be tested: {url}/health did not answer 200 within 2s (smoke.ready_timeout_s); " \
-           f"last: cannot connect to {url}/health: connection refused (nothing listens there)" in result.stderr
+    assert (
+        f"error: endpoint {url} cannot be tested: {url}/health did not answer 200 within 2s (smoke.ready_timeout_s); "
+        f"last: cannot connect to {url}/health: connection refused (nothing listens there)" in result.stderr
+    )
 
 
 def test_a_health_endpoint_that_never_answers_is_exit_3_with_or_without_waiting() -> None:
@@ -54,9 +56,13 @@ def test_a_health_endpoint_that_never_answers_is_exit_3_with_or_without_waiting(
         waited = run_cli("smoke", "--endpoint", url, *FAST, "--wait-ready", "3s")
         at_once = run_cli("smoke", "--endpoint", url, *FAST, "--request-timeout", "1s")
     assert waited.returncode == 3, waited.stderr
-    assert f"{url}/health did not answer 200 within 3s (smoke.ready_timeout_s); last: no answer within " in waited.stderr
+    assert (
+        f"{url}/health did not answer 200 within 3s (smoke.ready_timeout_s); last: no answer within " in waited.stderr
+    )
     assert at_once.returncode == 3, at_once.stderr
-    assert f"error: endpoint {url} cannot be tested: {url}/health did not answer in time (ReadTimeout)" in at_once.stderr
+    assert (
+        f"error: endpoint {url} cannot be tested: {url}/health did not answer in time (ReadTimeout)" in at_once.stderr
+    )
 
 
 def test_wait_ready_must_be_a_duration() -> None:

@@ -20,7 +20,9 @@ def _lines(name: str) -> list[str]:
 
 
 def _raw(lines: list[str], error: str | None = None) -> RawStream:
-    return RawStream(t_send=0.0, t_end=float(len(lines)), lines=[(float(i), line) for i, line in enumerate(lines)], error=error)
+    return RawStream(
+        t_send=0.0, t_end=float(len(lines)), lines=[(float(i), line) for i, line in enumerate(lines)], error=error
+    )
 
 
 def test_chat_stream_with_continuous_usage_counts_multi_token_chunks() -> None:
@@ -83,7 +85,10 @@ def test_no_usage_at_all_cannot_be_counted() -> None:
 
 def test_server_error_event() -> None:
     rec = build_record(_raw(['data: {"error": {"message": "boom"}}', "", "data: [DONE]", ""]), SPEC)
-    assert rec.error == "server error in stream: boom; the server sent no usage; tokens cannot be counted without a client tokenizer"
+    assert (
+        rec.error
+        == "server error in stream: boom; the server sent no usage; tokens cannot be counted without a client tokenizer"
+    )
 
 
 def test_bursts_are_recognised() -> None:
@@ -99,6 +104,8 @@ def test_bursts_are_recognised() -> None:
 
 def test_a_bursty_record_is_flagged() -> None:
     lines = _lines("chat_continuous_usage.sse")
-    stamped = [(0.5 if i > 3 else float(i) * 0.01, line) for i, line in enumerate(lines)]  # all but the first chunk at once
+    stamped = [
+        (0.5 if i > 3 else float(i) * 0.01, line) for i, line in enumerate(lines)
+    ]  # all but the first chunk at once
     rec = build_record(RawStream(t_send=0.0, t_end=1.0, lines=stamped), SPEC)
     assert rec.ok and rec.bursty and rec.decode_tok_s == 47 / (0.5 - 0.02) and rec.e2e_tok_s == 48 / 0.5

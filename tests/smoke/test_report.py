@@ -15,8 +15,13 @@ from k3deploy.smoke.runner import exit_code, normalize_endpoint
 
 
 def _report(*statuses: Status, blocked: str | None = None) -> SmokeReport:
-    return SmokeReport(profile="p", endpoint="http://h:1", started_at=datetime(2026, 1, 2, tzinfo=UTC), blocked_by=blocked,
-                       checks=[CheckResult(name=f"c{i}", status=s) for i, s in enumerate(statuses)])
+    return SmokeReport(
+        profile="p",
+        endpoint="http://h:1",
+        started_at=datetime(2026, 1, 2, tzinfo=UTC),
+        blocked_by=blocked,
+        checks=[CheckResult(name=f"c{i}", status=s) for i, s in enumerate(statuses)],
+    )
 
 
 def test_round_trip(tmp_path: Path) -> None:

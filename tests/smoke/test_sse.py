@@ -12,7 +12,9 @@ def _stamped(*lines: str) -> list[tuple[float, str]]:
 
 
 def test_events_split_on_blank_lines_and_keep_the_last_data_stamp() -> None:
-    decoded = decode_events(_stamped("data: a", "", ": keep-alive", "event: x", "data: b1", "data:b2\r", "", "data: tail"))
+    decoded = decode_events(
+        _stamped("data: a", "", ": keep-alive", "event: x", "data: b1", "data:b2\r", "", "data: tail")
+    )
     assert decoded.events == [SSEEvent("a", 0.0), SSEEvent("b1\nb2", 5.0, "x"), SSEEvent("tail", 7.0)]
     assert decoded.malformed == []
 
@@ -24,9 +26,17 @@ def test_lines_that_are_not_sse_are_reported() -> None:
 
 
 def test_chat_chunk_with_continuous_usage() -> None:
-    chunk = parse_chunk('{"choices":[{"index":0,"delta":{"content":" hi"},"finish_reason":null}],'
-                        '"usage":{"prompt_tokens":73,"completion_tokens":5}}')
-    assert (chunk.has_choices, chunk.text, chunk.completion_tokens, chunk.prompt_tokens, chunk.done) == (True, " hi", 5, 73, False)
+    chunk = parse_chunk(
+        '{"choices":[{"index":0,"delta":{"content":" hi"},"finish_reason":null}],'
+        '"usage":{"prompt_tokens":73,"completion_tokens":5}}'
+    )
+    assert (chunk.has_choices, chunk.text, chunk.completion_tokens, chunk.prompt_tokens, chunk.done) == (
+        True,
+        " hi",
+        5,
+        73,
+        False,
+    )
 
 
 def test_reasoning_deltas_are_output() -> None:

@@ -25,9 +25,19 @@ from k3deploy.smoke.sse import (
 
 CHUNK = b'data: {"choices":[{"index":0,"text":"tok ","finish_reason":null}],"usage":{"prompt_tokens":3,"completion_tokens":%d}}\n\n'
 #: Pieces a stream may hold: vLLM's own events, and everything SSE allows or a mangled stream brings.
-PIECES = [CHUNK % 1, CHUNK % 2, b"data: [DONE]\n\n", b": keep-alive\n\n", b"event: x\ndata: a\ndata:b\r\n\r\n",
-          b"garbage\n", b"hello: world\n\n", b"data: {\"error\": {\"message\": \"boom\"}}\n\n", b"\n", b"id: 7\nretry: 1\n\n",
-          b"data: tail-without-newline"]
+PIECES = [
+    CHUNK % 1,
+    CHUNK % 2,
+    b"data: [DONE]\n\n",
+    b": keep-alive\n\n",
+    b"event: x\ndata: a\ndata:b\r\n\r\n",
+    b"garbage\n",
+    b"hello: world\n\n",
+    b'data: {"error": {"message": "boom"}}\n\n',
+    b"\n",
+    b"id: 7\nretry: 1\n\n",
+    b"data: tail-without-newline",
+]
 
 
 def _by_lines(stream: bytes, cuts: list[int]) -> DecodedStream:
@@ -73,8 +83,10 @@ def test_a_read_of_whole_data_events_is_one_batch_with_its_stamp() -> None:
 
 
 def test_chunk_fields_fast_and_strict_roads_agree() -> None:
-    fast = chunk_fields(b'{"id":"x","choices":[{"index":0,"delta":{"reasoning_content":"a","content":"b"},"finish_reason":"stop"}],'
-                        b'"usage":{"prompt_tokens":4,"completion_tokens":9},"extra":[1,{"deep":null}]}')
+    fast = chunk_fields(
+        b'{"id":"x","choices":[{"index":0,"delta":{"reasoning_content":"a","content":"b"},"finish_reason":"stop"}],'
+        b'"usage":{"prompt_tokens":4,"completion_tokens":9},"extra":[1,{"deep":null}]}'
+    )
     assert fast == (False, None, True, "ab", "stop", 9, 4)
     # What msgspec refuses is said precisely by the json road.
     with pytest.raises(ChunkFormatError, match="token count True is not an integer"):

@@ -28,10 +28,26 @@ def test_stats_ignore_missing_values() -> None:
     assert stats([None]).count == 0 and stats([]).median is None
 
 
-def _rec(i: int, tier: str, rate: float | None, tokens: int, t_send: float, t_last: float, ok: bool = True) -> RequestRecord:
-    return RequestRecord(index=i, phase="measured", prompt_id=f"p{i}", tier=tier, ok=ok, max_tokens=tokens, t_send=t_send,
-                         t_first=t_send + 0.5, t_last=t_last, t_end=t_last + 0.01, completion_tokens=tokens,
-                         decode_tok_s=rate, ttft_s=0.5, tpot_ms=1000 / rate if rate else None, tokens_per_chunk=2.0)
+def _rec(
+    i: int, tier: str, rate: float | None, tokens: int, t_send: float, t_last: float, ok: bool = True
+) -> RequestRecord:
+    return RequestRecord(
+        index=i,
+        phase="measured",
+        prompt_id=f"p{i}",
+        tier=tier,
+        ok=ok,
+        max_tokens=tokens,
+        t_send=t_send,
+        t_first=t_send + 0.5,
+        t_last=t_last,
+        t_end=t_last + 0.01,
+        completion_tokens=tokens,
+        decode_tok_s=rate,
+        ttft_s=0.5,
+        tpot_ms=1000 / rate if rate else None,
+        tokens_per_chunk=2.0,
+    )
 
 
 def test_summary_per_tier_overall_and_window() -> None:

@@ -10,8 +10,16 @@ from pathlib import Path
 from k3deploy.smoke import runner
 
 ROOT = Path(__file__).resolve().parents[2] / "k3deploy"
-PURE = ["smoke/sse.py", "smoke/record.py", "smoke/metrics.py", "smoke/summary.py", "smoke/verdict.py",
-        "smoke/correctness.py", "smoke/prompts.py", "report/smoke.py"]
+PURE = [
+    "smoke/sse.py",
+    "smoke/record.py",
+    "smoke/metrics.py",
+    "smoke/summary.py",
+    "smoke/verdict.py",
+    "smoke/correctness.py",
+    "smoke/prompts.py",
+    "report/smoke.py",
+]
 IO_LIBRARIES = {"httpx", "rich", "kubernetes", "pynvml", "subprocess", "socket", "asyncio"}
 
 
@@ -36,4 +44,7 @@ def test_pure_modules_import_no_io_library() -> None:
 
 def test_importing_the_pure_parts_does_not_load_httpx() -> None:
     code = "import sys, k3deploy.smoke.metrics, k3deploy.smoke.verdict, k3deploy.smoke.record; print('httpx' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )

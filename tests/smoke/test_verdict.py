@@ -16,10 +16,26 @@ from k3deploy.smoke.verdict import (
 )
 
 
-def _rec(i: int, rate: float, *, tier: str = "low_entropy", ok: bool = True, per_chunk: bool = True, chunk: float = 2.5) -> RequestRecord:
-    return RequestRecord(index=i, phase="measured", prompt_id="p", tier=tier, ok=ok, error=None if ok else "boom", max_tokens=64,
-                         t_send=0.0, t_first=0.1, t_last=1.0, t_end=1.0, completion_tokens=64, decode_tok_s=rate,
-                         per_chunk_usage=per_chunk, tokens_per_chunk=chunk if per_chunk else None)
+def _rec(
+    i: int, rate: float, *, tier: str = "low_entropy", ok: bool = True, per_chunk: bool = True, chunk: float = 2.5
+) -> RequestRecord:
+    return RequestRecord(
+        index=i,
+        phase="measured",
+        prompt_id="p",
+        tier=tier,
+        ok=ok,
+        error=None if ok else "boom",
+        max_tokens=64,
+        t_send=0.0,
+        t_first=0.1,
+        t_last=1.0,
+        t_end=1.0,
+        completion_tokens=64,
+        decode_tok_s=rate,
+        per_chunk_usage=per_chunk,
+        tokens_per_chunk=chunk if per_chunk else None,
+    )
 
 
 def _summary(*records: RequestRecord) -> SmokeSummary:
@@ -64,8 +80,10 @@ def test_speculative_pass_and_cross_check() -> None:
     summary = _summary(_rec(0, 10.0))
     check = judge_speculative(True, 2.0, _delta(20, 30), summary)
     assert check.status is Status.PASS and check.measured == 2.5 and check.target == ">= 2.0"
-    assert check.detail == ("mean acceptance length 2.500 (1 + 30 accepted / 20 drafts), acceptance rate 0.500; "
-                            "per position {0: 1.50}; mean tokens per chunk at bs=1 2.500")
+    assert check.detail == (
+        "mean acceptance length 2.500 (1 + 30 accepted / 20 drafts), acceptance rate 0.500; "
+        "per position {0: 1.50}; mean tokens per chunk at bs=1 2.500"
+    )
 
 
 def test_speculative_failures() -> None:
@@ -73,13 +91,20 @@ def test_speculative_failures() -> None:
     low = judge_speculative(True, 3.0, _delta(20, 30), summary)
     assert low.status is Status.FAIL and low.detail.startswith("mean acceptance length 2.500 is below the minimum 3.0")
     none = judge_speculative(True, None, _delta(0, 0), summary)
-    assert none.status is Status.FAIL and none.detail == "speculative decoding is not active: 0 drafts during the measured requests"
+    assert (
+        none.status is Status.FAIL
+        and none.detail == "speculative decoding is not active: 0 drafts during the measured requests"
+    )
     absent = judge_speculative(True, 2.0, _delta(0, 0, spec=False), summary)
     assert absent.detail == "speculative decoding is not active: no spec-decode series in /metrics"
     blind = judge_speculative(True, 2.0, MetricsDelta(available=False, error="/metrics unavailable: 404"), summary)
-    assert blind.status is Status.FAIL and blind.detail == "cannot verify speculative decoding: /metrics unavailable: 404"
+    assert (
+        blind.status is Status.FAIL and blind.detail == "cannot verify speculative decoding: /metrics unavailable: 404"
+    )
     nothing = judge_speculative(True, 2.0, _delta(20, 30), _summary(_rec(0, 1.0, ok=False)))
-    assert nothing.status is Status.FAIL and nothing.detail == "no measured request succeeded; acceptance cannot be judged"
+    assert (
+        nothing.status is Status.FAIL and nothing.detail == "no measured request succeeded; acceptance cannot be judged"
+    )
 
 
 def test_speculative_without_speculation_in_the_profile() -> None:
@@ -93,10 +118,15 @@ def test_decode_target_judges_the_low_entropy_median() -> None:
     summary = _summary(_rec(0, 300.0), _rec(1, 400.0), _rec(2, 50.0, tier="high_entropy"))
     ok = judge_decode_target(340.0, "all", summary, peak=464, baseline=118)
     assert ok.status is Status.PASS and ok.measured == 350.0 and ok.target == 340.0
-    assert ok.detail == ("decode tok/s (median, low_entropy tier, bs=1) 350.00 >= 340; published peak 464 tok/s (reported, not enforced); "
-                         "published baseline 118 tok/s (reported, not enforced)")
+    assert ok.detail == (
+        "decode tok/s (median, low_entropy tier, bs=1) 350.00 >= 340; published peak 464 tok/s (reported, not enforced); "
+        "published baseline 118 tok/s (reported, not enforced)"
+    )
     miss = judge_decode_target(370.0, "low_entropy", summary)
-    assert miss.status is Status.FAIL and miss.detail == "decode tok/s (median, low_entropy tier, bs=1) 350.00 is below the target 370"
+    assert (
+        miss.status is Status.FAIL
+        and miss.detail == "decode tok/s (median, low_entropy tier, bs=1) 350.00 is below the target 370"
+    )
     assert judge_decode_target(None, "low_entropy", summary).status is Status.SKIP
     assert judge_decode_target(10.0, "low_entropy", None).status is Status.FAIL
     assert judge_decode_target(10.0, "high_entropy", summary).measured == 50.0
@@ -114,9 +144,15 @@ def test_bursty_streams_warn_and_are_judged_by_their_lower_bound() -> None:
 def test_speculative_with_unusable_counters_fails_with_the_reason_instead_of_crashing() -> None:
     summary = _summary(_rec(0, 10.0))
     nan = float("nan")
-    broken = MetricsDelta(available=True, window_s=1.0, generation_tokens=64,
-                          spec_decode=spec_decode_figures(5, nan, nan, {}).model_copy(update={"mean_acceptance_length": None}))
+    broken = MetricsDelta(
+        available=True,
+        window_s=1.0,
+        generation_tokens=64,
+        spec_decode=spec_decode_figures(5, nan, nan, {}).model_copy(update={"mean_acceptance_length": None}),
+    )
     check = judge_speculative(True, 2.0, broken, summary)
     assert check.status is Status.FAIL
-    assert check.detail == "mean acceptance length unknown: the spec-decode counters give None (nan accepted / 5.0 drafts)"
+    assert (
+        check.detail == "mean acceptance length unknown: the spec-decode counters give None (nan accepted / 5.0 drafts)"
+    )
     assert judge_decode_target(5.0, "low_entropy", _summary(_rec(0, nan))).status is Status.FAIL

@@ -22,8 +22,18 @@ from tests.smoke.scripted_server import Script, scripted_server
 
 #: The toy target's live state, shared by every instance (each CLI command builds its own).
 LIVE: dict[str, Any] = {}
-PROFILE = ["-p", "local-cpu", "--set", "target=toy", "--set", "smoke.requests=2", "--set", "smoke.output_tokens=29",
-           "--set", "targets.decode_tok_s=1"]
+PROFILE = [
+    "-p",
+    "local-cpu",
+    "--set",
+    "target=toy",
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=29",
+    "--set",
+    "targets.decode_tok_s=1",
+]
 
 
 class ToyTarget(Target):
@@ -33,7 +43,9 @@ class ToyTarget(Target):
 
     def render(self, profile: Profile) -> Rendering:
         text = f"toy: {profile.name}\n"
-        return Rendering(files=lambda: {"toy.yaml": text}, stream=lambda: text, what="the toy's one file", summary="1 toy file")
+        return Rendering(
+            files=lambda: {"toy.yaml": text}, stream=lambda: text, what="the toy's one file", summary="1 toy file"
+        )
 
     def preflight(self, profile: Profile) -> list[CheckResult]:
         return [CheckResult(name="toy.ready", status=Status.PASS, detail="always")]
@@ -43,7 +55,9 @@ class ToyTarget(Target):
 
     def apply(self, profile: Profile) -> ApplyOutcome:
         LIVE["revision"] = LIVE.get("revision", 0) + 1
-        return ApplyOutcome(changed=True, summary=f"toy revision {LIVE['revision']}", applied=[{"object": "toy", "action": "created"}])
+        return ApplyOutcome(
+            changed=True, summary=f"toy revision {LIVE['revision']}", applied=[{"object": "toy", "action": "created"}]
+        )
 
     def wait_ready(self, profile: Profile, timeout_s: float) -> WaitOutcome:
         LIVE["waited_s"] = timeout_s
@@ -60,8 +74,12 @@ class ToyTarget(Target):
 
     def status(self, profile: Profile) -> TargetStatus:
         deployed = bool(LIVE.get("revision"))
-        report = {"target": self.name, "deployed": deployed, "revision": LIVE.get("revision"),
-                  "smoke": (LIVE.get("smoke") or {}).get("status")}
+        report = {
+            "target": self.name,
+            "deployed": deployed,
+            "revision": LIVE.get("revision"),
+            "smoke": (LIVE.get("smoke") or {}).get("status"),
+        }
         return TargetStatus(target=self.name, deployed=deployed, ready=deployed, report=report)
 
     def down(self, profile: Profile, purge: bool) -> str:
@@ -94,8 +112,11 @@ def test_up_status_down_drive_a_target_registered_by_the_test(toy: None, capsys:
     summary = json.loads(out)
     assert summary["target"] == "toy" and summary["exit_code"] == 0
     assert [(s["name"], s["status"], s["detail"]) for s in summary["stages"]][:4] == [
-        ("preflight", "pass", "1 checks, pass"), ("render", "pass", "capacity plan fits; 1 toy file"),
-        ("apply", "pass", "toy revision 1"), ("wait", "pass", "toy ready")]
+        ("preflight", "pass", "1 checks, pass"),
+        ("render", "pass", "capacity plan fits; 1 toy file"),
+        ("apply", "pass", "toy revision 1"),
+        ("wait", "pass", "toy ready"),
+    ]
     assert summary["stages"][4]["name"] == "smoke"
     assert summary["stages"][4]["status"] == "pass" and summary["endpoint"] == LIVE["url"]
     assert LIVE["smoke"]["status"] == "pass"  # the verdict went to the target's record_smoke
@@ -122,4 +143,6 @@ def test_an_unregistered_target_is_a_profile_error(capsys: pytest.CaptureFixture
     finally:
         signal.signal(signal.SIGTERM, sigterm)
     assert code == 2
-    assert err == "error: profile 'local-cpu' has an unknown target 'toy'\nhint: set target to one of: kubernetes, local\n"
+    assert (
+        err == "error: profile 'local-cpu' has an unknown target 'toy'\nhint: set target to one of: kubernetes, local\n"
+    )

@@ -80,5 +80,11 @@ def plan_launch(profile: Profile, state_dir: Path, python: str, temp_root: Path)
     scratch = scratch_dir(state_dir, temp_root)
     # vLLM leaves temporary files and compile caches behind: keep them in folders of our own.
     env = {**serve_env(profile), "TMPDIR": str(scratch), "VLLM_CACHE_ROOT": str(state_dir / CACHE_DIR)}
-    return Launch(argv=argv, env=env, log_path=state_dir / LOG_FILE, model_path=path, scratch=scratch,
-                  argv_hash=argv_hash(argv, env))
+    return Launch(
+        argv=argv,
+        env=env,
+        log_path=state_dir / LOG_FILE,
+        model_path=path,
+        scratch=scratch,
+        argv_hash=argv_hash(argv, env),
+    )

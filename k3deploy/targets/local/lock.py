@@ -34,8 +34,10 @@ def locked(state_dir: Path, what: str) -> Iterator[None]:
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot create the state directory {state_dir}: {exc.strerror}",
-                                 hint="check its permissions, or set local.state_dir") from exc
+        raise EnvironmentProblem(
+            f"cannot create the state directory {state_dir}: {exc.strerror}",
+            hint="check its permissions, or set local.state_dir",
+        ) from exc
     with signals_deferred():  # a lock file made but not yet in the try below would be left behind
         fd = _acquire(path, state_dir, what)
     try:
@@ -53,15 +55,17 @@ def _acquire(path: Path, state_dir: Path, what: str) -> int:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise EnvironmentProblem(f"cannot open the lock file {path}: {exc.strerror}",
-                                     hint="check the state directory's permissions") from exc
+            raise EnvironmentProblem(
+                f"cannot open the lock file {path}: {exc.strerror}", hint="check the state directory's permissions"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise EnvironmentProblem(
                 f"another k3deploy command ({_holder(path)}) is using {state_dir}; not starting {what}",
-                hint="wait for it to finish (or interrupt it), then run this again") from None
+                hint="wait for it to finish (or interrupt it), then run this again",
+            ) from None
         try:
             same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:

@@ -55,7 +55,9 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: caught.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
@@ -77,11 +79,20 @@ def start(argv: list[str], env: dict[str, str], log_path: Path, cwd: Path, serve
     marks = {SERVER_ID_ENV: server_id, STATE_DIR_ENV: str(cwd)}
     try:
         with log_path.open("wb") as sink:
-            proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env={**os.environ, **env, **marks}, cwd=cwd, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **env, **marks},
+                cwd=cwd,
+                start_new_session=True,
+            )
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot start {argv[0]}: {exc.strerror}",
-                                 hint="set local.python (or K3DEPLOY_VLLM_PYTHON) to an interpreter with vLLM") from exc
+        raise EnvironmentProblem(
+            f"cannot start {argv[0]}: {exc.strerror}",
+            hint="set local.python (or K3DEPLOY_VLLM_PYTHON) to an interpreter with vLLM",
+        ) from exc
     try:
         created = psutil.Process(proc.pid).create_time()
     except psutil.NoSuchProcess:
@@ -104,9 +115,9 @@ def cmdline_matches(cmdline: list[str], argv: tuple[str, ...] | list[str]) -> bo
     if not argv:
         return False
     rest = list(argv[1:])
-    if len(cmdline) < len(rest) + 1 or cmdline[len(cmdline) - len(rest):] != rest:
+    if len(cmdline) < len(rest) + 1 or cmdline[len(cmdline) - len(rest) :] != rest:
         return False
-    head = cmdline[:len(cmdline) - len(rest)]
+    head = cmdline[: len(cmdline) - len(rest)]
     return len(head) == 1 or head[-1] == argv[0]
 
 
@@ -207,8 +218,10 @@ def _stop_orphans(orphans: list[psutil.Process], grace_s: float) -> None:
             proc.kill()
     _, alive = psutil.wait_procs(alive, timeout=KILL_WAIT_S)
     if alive:
-        raise EnvironmentProblem(f"vLLM process {alive[0].pid} survived SIGKILL",
-                                 hint=f"inspect it with `ps -p {alive[0].pid}` and stop it by hand")
+        raise EnvironmentProblem(
+            f"vLLM process {alive[0].pid} survived SIGKILL",
+            hint=f"inspect it with `ps -p {alive[0].pid}` and stop it by hand",
+        )
 
 
 def stop(ident: Identity, grace_s: float = STOP_GRACE_S) -> bool:
@@ -230,8 +243,10 @@ def stop(ident: Identity, grace_s: float = STOP_GRACE_S) -> bool:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
         if not _wait_group_gone(pgid, KILL_WAIT_S):
-            raise EnvironmentProblem(f"vLLM process group {pgid} survived SIGKILL",
-                                     hint=f"inspect it with `ps -g {pgid}` and stop it by hand")
+            raise EnvironmentProblem(
+                f"vLLM process group {pgid} survived SIGKILL",
+                hint=f"inspect it with `ps -g {pgid}` and stop it by hand",
+            )
     return True
 
 

@@ -34,10 +34,19 @@ def recover(profile: Profile, state_dir: Path, launch: Launch) -> ServerRecord |
         argv = launch.argv if process.cmdline_matches(cmdline, launch.argv) else cmdline
         env = {key: environ[key] for key in launch.env if key in environ}
         return ServerRecord(
-            profile=profile.name, pid=proc.pid, create_time=created, host=profile.local.host, port=profile.vllm.port,
-            argv=argv, env=env, argv_hash=argv_hash(argv, env), log_path=str(launch.log_path),
-            model_path=_arg(cmdline, "--model") or launch.model_path, rehearsal=profile.model.rehearsal,
+            profile=profile.name,
+            pid=proc.pid,
+            create_time=created,
+            host=profile.local.host,
+            port=profile.vllm.port,
+            argv=argv,
+            env=env,
+            argv_hash=argv_hash(argv, env),
+            log_path=str(launch.log_path),
+            model_path=_arg(cmdline, "--model") or launch.model_path,
+            rehearsal=profile.model.rehearsal,
             started_at=datetime.fromtimestamp(created, UTC).isoformat(timespec="seconds"),
-            server_id=environ.get(process.SERVER_ID_ENV), recovered=True,
+            server_id=environ.get(process.SERVER_ID_ENV),
+            recovered=True,
         )
     return None

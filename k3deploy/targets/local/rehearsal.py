@@ -91,8 +91,10 @@ def ensure_rehearsal_model(dest: Path) -> Path:
         work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
         work.chmod(0o755)
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot create the rehearsal model under {dest.parent}: {exc.strerror}",
-                                 hint="check the state directory's permissions and free space") from exc
+        raise EnvironmentProblem(
+            f"cannot create the rehearsal model under {dest.parent}: {exc.strerror}",
+            hint="check the state directory's permissions and free space",
+        ) from exc
     try:
         _build(work)
         if dest.exists():  # an outdated recipe: replace it (it carries our marker, so it is ours)
@@ -108,8 +110,10 @@ def ensure_rehearsal_model(dest: Path) -> Path:
             hint="run k3deploy from the environment that has vLLM installed (it brings torch and transformers)",
         ) from exc
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot write the rehearsal model to {dest}: {exc}",
-                                 hint="check the state directory's permissions and free space") from exc
+        raise EnvironmentProblem(
+            f"cannot write the rehearsal model to {dest}: {exc}",
+            hint="check the state directory's permissions and free space",
+        ) from exc
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return dest
@@ -142,7 +146,11 @@ def _train_tokenizer() -> Any:
     )
     tok.train_from_iterator(text.splitlines(), trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="</s>",
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="</s>",
         model_max_length=ARCHITECTURE["max_position_embeddings"],
     )
     fast.chat_template = CHAT_TEMPLATE
@@ -190,11 +198,14 @@ def ensure_rehearsal_model_with(python: str, dest: Path) -> Path:
     package_root = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     try:
-        child = subprocess.Popen([python, "-m", __name__, str(dest)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, env=env)
+        child = subprocess.Popen(
+            [python, "-m", __name__, str(dest)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: {exc}",
-                                 hint="set local.python (or K3DEPLOY_VLLM_PYTHON) to the interpreter that has vLLM") from exc
+        raise EnvironmentProblem(
+            f"cannot generate the rehearsal model with {python}: {exc}",
+            hint="set local.python (or K3DEPLOY_VLLM_PYTHON) to the interpreter that has vLLM",
+        ) from exc
     try:
         _, stderr = child.communicate(timeout=_GENERATE_TIMEOUT_S)
     except BaseException as exc:
@@ -206,13 +217,17 @@ def ensure_rehearsal_model_with(python: str, dest: Path) -> Path:
             child.kill()
             child.communicate()
         if isinstance(exc, subprocess.TimeoutExpired):
-            raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: no result after "
-                                     f"{_GENERATE_TIMEOUT_S} s", hint="the host is overloaded; try again") from None
+            raise EnvironmentProblem(
+                f"cannot generate the rehearsal model with {python}: no result after {_GENERATE_TIMEOUT_S} s",
+                hint="the host is overloaded; try again",
+            ) from None
         raise
     if child.returncode != 0:
         last = (stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise EnvironmentProblem(f"cannot generate the rehearsal model with {python}: {last}",
-                                 hint="that interpreter needs torch, transformers and tokenizers (vLLM brings them)")
+        raise EnvironmentProblem(
+            f"cannot generate the rehearsal model with {python}: {last}",
+            hint="that interpreter needs torch, transformers and tokenizers (vLLM brings them)",
+        )
     return Path(dest).expanduser().absolute()
 
 

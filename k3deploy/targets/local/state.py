@@ -101,7 +101,9 @@ def write_record(path: Path, record: ServerRecord) -> None:
     try:
         atomic_write_text(path, record.model_dump_json(indent=2, exclude={"recovered"}) + "\n")
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", hint="check the state directory's permissions") from exc
+        raise EnvironmentProblem(
+            f"cannot write {path}: {exc.strerror}", hint="check the state directory's permissions"
+        ) from exc
 
 
 def clear_record(path: Path) -> None:

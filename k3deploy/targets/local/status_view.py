@@ -15,8 +15,10 @@ from k3deploy.profile.model import Profile
 def local_status_view(report: dict[str, Any]) -> Group:
     """A rich renderable of a local status report (the dict `-o json` prints)."""
     if not report.get("running"):
-        return Group(Text(f"local server of {report['profile']}: {report.get('detail', 'not running')}"),
-                     Text(f"state directory: {report['state_dir']}"))
+        return Group(
+            Text(f"local server of {report['profile']}: {report.get('detail', 'not running')}"),
+            Text(f"state directory: {report['state_dir']}"),
+        )
     health = "healthy" if report.get("healthy") else "not answering /health"
     table = Table("FIELD", "VALUE", box=None, show_header=False)
     model = report.get("model", "")
@@ -27,7 +29,10 @@ def local_status_view(report: dict[str, Any]) -> Group:
         ("endpoint", report.get("endpoint", "")),
         ("model", model),
         ("revision", f"{report.get('revision')} (started {report.get('started_at')})"),
-        ("profile", "matches the running server" if report.get("matches_profile") else "differs: `up` would replace the server"),
+        (
+            "profile",
+            "matches the running server" if report.get("matches_profile") else "differs: `up` would replace the server",
+        ),
         ("log", report.get("log", "")),
         *((("found", report["found_by"]),) if report.get("found_by") else ()),
     ):
@@ -47,5 +52,7 @@ def local_down_question(profile: Profile, purge: bool, report: dict[str, Any]) -
     else:
         what = f"No local vLLM server of {profile.name!r} is running (port {profile.vllm.port}); clear its record"
     if purge:
-        what += f" and delete the generated model and vLLM's cache under {report.get('state_dir') or 'its state directory'}"
+        what += (
+            f" and delete the generated model and vLLM's cache under {report.get('state_dir') or 'its state directory'}"
+        )
     return what + "?"

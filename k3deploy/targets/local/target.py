@@ -132,12 +132,16 @@ class LocalTarget(Target):
         if isinstance(found, ServerRecord):
             if recovered is None:
                 return found, None
-            return recovered, (f"the record does not prove pid {found.pid} is the server; found k3deploy's server "
-                               f"(pid {recovered.pid}) by its port and command line")
+            return recovered, (
+                f"the record does not prove pid {found.pid} is the server; found k3deploy's server "
+                f"(pid {recovered.pid}) by its port and command line"
+            )
         if isinstance(found, Unreadable):
             if recovered is None:
                 return None, f"{found.why}; no k3deploy server runs on port {profile.vllm.port}"
-            return recovered, (f"{found.why}; found k3deploy's server (pid {recovered.pid}) by its port and command line")
+            return recovered, (
+                f"{found.why}; found k3deploy's server (pid {recovered.pid}) by its port and command line"
+            )
         if recovered is not None:
             return recovered, f"no record; found k3deploy's server (pid {recovered.pid}) by its port and command line"
         return None, None
@@ -160,8 +164,17 @@ class LocalTarget(Target):
 
         def text() -> str:
             launch = self.launch(profile)
-            return dump({"profile": profile.name, "target": profile.target, "command": launch.argv, "env": launch.env,
-                         "model": launch.model_path, "rehearsal": profile.model.rehearsal, "log": str(launch.log_path)})
+            return dump(
+                {
+                    "profile": profile.name,
+                    "target": profile.target,
+                    "command": launch.argv,
+                    "env": launch.env,
+                    "model": launch.model_path,
+                    "rehearsal": profile.model.rehearsal,
+                    "log": str(launch.log_path),
+                }
+            )
 
         return Rendering(files=lambda: {LOCAL_FILE: text()}, stream=text, what="the vLLM command and environment")
 
@@ -200,9 +213,18 @@ class LocalTarget(Target):
         clear_record(record_path)
         self._own_folders(state_dir, launch.scratch)
         record = ServerRecord(  # pid, start time and id are placeholders until _start fills them in
-            profile=profile.name, pid=2, create_time=1.0, host=profile.local.host, port=profile.vllm.port,
-            argv=launch.argv, env=launch.env, argv_hash=launch.argv_hash, log_path=str(launch.log_path),
-            model_path=launch.model_path, rehearsal=profile.model.rehearsal, started_at=_now(),
+            profile=profile.name,
+            pid=2,
+            create_time=1.0,
+            host=profile.local.host,
+            port=profile.vllm.port,
+            argv=launch.argv,
+            env=launch.env,
+            argv_hash=launch.argv_hash,
+            log_path=str(launch.log_path),
+            model_path=launch.model_path,
+            rehearsal=profile.model.rehearsal,
+            started_at=_now(),
             generation=(old.generation + 1) if old is not None else 1,
         )
         try:
@@ -213,8 +235,12 @@ class LocalTarget(Target):
             raise
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
         label = " (rehearsal model: random weights, not Kimi K3)" if profile.model.rehearsal else ""
-        return ApplyOutcome(changed=True, summary=f"{verb} vLLM (pid {record.pid}) on {profile.local.host}:{profile.vllm.port}"
-                            f"{label}; log {launch.log_path}", created=[f"process {record.pid}"])
+        return ApplyOutcome(
+            changed=True,
+            summary=f"{verb} vLLM (pid {record.pid}) on {profile.local.host}:{profile.vllm.port}"
+            f"{label}; log {launch.log_path}",
+            created=[f"process {record.pid}"],
+        )
 
     @staticmethod
     def _ensure_rehearsal_model(profile: Profile, state_dir: Path) -> None:
@@ -239,18 +265,28 @@ class LocalTarget(Target):
                 ownership.create(state_dir, scratch, mode=0o700)
                 ownership.create(state_dir, state_dir / CACHE_DIR)
         except OSError as exc:
-            raise EnvironmentProblem(f"cannot create the server's folders under {state_dir}: {exc.strerror}",
-                                     hint="check the state directory's permissions and free space") from exc
+            raise EnvironmentProblem(
+                f"cannot create the server's folders under {state_dir}: {exc.strerror}",
+                hint="check the state directory's permissions and free space",
+            ) from exc
 
     @staticmethod
     def _start(record_path: Path, record: ServerRecord) -> ServerRecord:
         """Start the server `record` describes with a fresh id; record it before an interrupt can act."""
         server_id = secrets.token_hex(16)
         with process.signals_deferred():
-            pid, created = process.start(record.argv, record.env, Path(record.log_path), cwd=record_path.parent,
-                                         server_id=server_id)
-            started = record.model_copy(update={"pid": pid, "create_time": created, "started_at": _now(),
-                                                "server_id": server_id, "recovered": False})
+            pid, created = process.start(
+                record.argv, record.env, Path(record.log_path), cwd=record_path.parent, server_id=server_id
+            )
+            started = record.model_copy(
+                update={
+                    "pid": pid,
+                    "create_time": created,
+                    "started_at": _now(),
+                    "server_id": server_id,
+                    "recovered": False,
+                }
+            )
             write_record(record_path, started)
         return started
 
@@ -258,8 +294,16 @@ class LocalTarget(Target):
         """Say what apply would do and, for --diff, how the argv would change; start and stop nothing."""
         live = old is not None and _alive(old)
         before = old.argv if live and old is not None else []
-        diffs = [("process", "".join(difflib.unified_diff(
-            [f"{arg}\n" for arg in before], [f"{arg}\n" for arg in launch.argv], "running", "planned")))]
+        diffs = [
+            (
+                "process",
+                "".join(
+                    difflib.unified_diff(
+                        [f"{arg}\n" for arg in before], [f"{arg}\n" for arg in launch.argv], "running", "planned"
+                    )
+                ),
+            )
+        ]
         action = f"would replace pid {old.pid}" if live and old is not None else "would start vLLM"
         return ApplyOutcome(changed=True, summary=f"dry run: {action}; nothing started or stopped", diffs=diffs)
 
@@ -270,7 +314,9 @@ class LocalTarget(Target):
         """
         record, _ = self._read(profile)
         if record is None:
-            raise CheckFailed(f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`")
+            raise CheckFailed(
+                f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`"
+            )
         self._wait(record, timeout_s)
         return WaitOutcome(detail="ready; " + kv_capacity(profile, Path(record.log_path)))
 
@@ -301,8 +347,13 @@ class LocalTarget(Target):
     def status(self, profile: Profile) -> TargetStatus:
         """Whether the server runs, where, with which model and argv, and the last smoke verdict."""
         report = self._report(profile)
-        return TargetStatus(target=self.name, deployed=report["running"], ready=bool(report.get("healthy")),
-                            endpoint=report.get("endpoint"), report=report)
+        return TargetStatus(
+            target=self.name,
+            deployed=report["running"],
+            ready=bool(report.get("healthy")),
+            endpoint=report.get("endpoint"),
+            report=report,
+        )
 
     def status_view(self, status: TargetStatus) -> RenderableType:
         """The server process, its endpoint and last smoke."""
@@ -326,10 +377,20 @@ class LocalTarget(Target):
             out.update(running=False, detail=f"{detail}: {note}" if note else detail)
             return out
         url = _url(record.host, record.port)
-        out.update(running=True, healthy=_healthy(url), pid=record.pid, endpoint=url, revision=record.generation,
-                   started_at=record.started_at, model=record.model_path, rehearsal=record.rehearsal,
-                   argv_hash=record.argv_hash, argv=record.argv, log=record.log_path,
-                   matches_profile=record.argv_hash == self.launch(profile).argv_hash)
+        out.update(
+            running=True,
+            healthy=_healthy(url),
+            pid=record.pid,
+            endpoint=url,
+            revision=record.generation,
+            started_at=record.started_at,
+            model=record.model_path,
+            rehearsal=record.rehearsal,
+            argv_hash=record.argv_hash,
+            argv=record.argv,
+            log=record.log_path,
+            matches_profile=record.argv_hash == self.launch(profile).argv_hash,
+        )
         if note:
             out["found_by"] = note
         with contextlib.suppress(OSError, ValueError):
@@ -345,7 +406,9 @@ class LocalTarget(Target):
         record, _note = self._read(profile)
         said = f"nothing is running for {profile.name}"
         if record is not None and process.stop(identity(record)):
-            said = f"stopped vLLM (pid {record.pid})" + (" found by its port and command line" if record.recovered else "")
+            said = f"stopped vLLM (pid {record.pid})" + (
+                " found by its port and command line" if record.recovered else ""
+            )
         clear_record(state_dir / STATE_FILE)
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
         # What vLLM left in its TMPDIR is of no use once it stopped.
@@ -397,18 +460,24 @@ class LocalTarget(Target):
                         view.show([Row(name, "Failed", "another process answers on its port", since)])
                         raise EnvironmentProblem(
                             f"{url} is answered by another process, not by the vLLM k3deploy started (pid {record.pid})",
-                            hint=f"stop what listens on port {record.port}, or choose another port with --set vllm.port=N")
+                            hint=f"stop what listens on port {record.port}, or choose another port with --set vllm.port=N",
+                        )
                 if not _alive(record):
                     tail = process.log_tail(log)
                     view.show([Row(name, "Failed", "exited before it was ready", since)])
                     view.block([f"    last lines of {log}:", *(f"      {line}" for line in tail)])
-                    raise CheckFailed(f"vLLM exited before it was ready: {startup.failure_line(tail)}",
-                                      hint=f"the full log is {log}")
+                    raise CheckFailed(
+                        f"vLLM exited before it was ready: {startup.failure_line(tail)}", hint=f"the full log is {log}"
+                    )
                 if time.monotonic() >= deadline:
                     view.block([f"    last lines of {log}:", *(f"      {line}" for line in process.log_tail(log))])
-                    knob = "--timeout" if getattr(self.options, "timeout_s", None) is not None else "local.ready_timeout_s"
-                    raise EnvironmentProblem(f"vLLM (pid {record.pid}) not ready after {timeout_s:.0f} s",
-                                             hint=f"raise {knob}, or read {log}")
+                    knob = (
+                        "--timeout" if getattr(self.options, "timeout_s", None) is not None else "local.ready_timeout_s"
+                    )
+                    raise EnvironmentProblem(
+                        f"vLLM (pid {record.pid}) not ready after {timeout_s:.0f} s",
+                        hint=f"raise {knob}, or read {log}",
+                    )
                 phase = startup.phase(process.log_tail(log, 400))
                 if phase != state:
                     state, since = phase, time.monotonic()

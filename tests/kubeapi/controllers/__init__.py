@@ -40,8 +40,19 @@ class Controllers:
 
     def all(self) -> list[Controller]:
         """Every controller."""
-        return [self.lws, self.scheduler, self.kubelet, self.jobs, self.volumes, self.compute_domains, self.claims,
-                self.endpoint_slices, self.gc, self.namespaces, self.pvc_protection]
+        return [
+            self.lws,
+            self.scheduler,
+            self.kubelet,
+            self.jobs,
+            self.volumes,
+            self.compute_domains,
+            self.claims,
+            self.endpoint_slices,
+            self.gc,
+            self.namespaces,
+            self.pvc_protection,
+        ]
 
     def start(self) -> None:
         """Start every controller's thread (garbage collection is then the collector's, asynchronous)."""

@@ -81,5 +81,6 @@ def set_condition(conditions: list[dict], type_: str, status: str, reason: str, 
                 cond["lastTransitionTime"] = now
             cond.update(status=status, reason=reason, message=message)
             return
-    conditions.append({"type": type_, "status": status, "reason": reason, "message": message,
-                       "lastTransitionTime": now})
+    conditions.append(
+        {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
+    )

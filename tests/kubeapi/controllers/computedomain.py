@@ -48,8 +48,11 @@ class ComputeDomainController(Controller):
         node = pod["spec"].get("nodeName")
         if node is None:
             return False
-        others = {self._domain_key(d) for d in self.store.list(rtype) if self._domain_key(d) != self._domain_key(domain)
-                  and node in self._running_nodes(d)}
+        others = {
+            self._domain_key(d)
+            for d in self.store.list(rtype)
+            if self._domain_key(d) != self._domain_key(domain) and node in self._running_nodes(d)
+        }
         if others:
             return True
         entries = self._entries(domain)
@@ -57,7 +60,8 @@ class ComputeDomainController(Controller):
         if entry is not None:
             return entry["status"] != "Ready"
         clique = ((self.store.get("nodes", node) or {}).get("metadata", {}).get("labels") or {}).get(
-            "nvidia.com/gpu.clique", "")
+            "nvidia.com/gpu.clique", ""
+        )
         return sum(e["cliqueID"] == clique for e in entries) >= MAX_NODES_PER_IMEX_DOMAIN
 
     @staticmethod
@@ -70,15 +74,20 @@ class ComputeDomainController(Controller):
 
     def _domain_of(self, rtype, pod: dict) -> dict | None:
         claimed = {c.get("resourceClaimTemplateName") for c in pod["spec"].get("resourceClaims") or []}
-        return next((d for d in self.store.list(rtype, pod["metadata"].get("namespace"))
-                     if self._template(d) in claimed), None)
+        return next(
+            (d for d in self.store.list(rtype, pod["metadata"].get("namespace")) if self._template(d) in claimed), None
+        )
 
     def _running_nodes(self, domain: dict) -> list[str]:
         """Nodes with a Running pod that claims the domain's channel (where its IMEX daemons run), oldest pod first."""
         template, namespace = self._template(domain), domain["metadata"]["namespace"]
-        pods = [p for p in self.store.list("pods", namespace)
-                if p["spec"].get("nodeName") and p.get("status", {}).get("phase") == "Running"
-                and any(c.get("resourceClaimTemplateName") == template for c in p["spec"].get("resourceClaims", []))]
+        pods = [
+            p
+            for p in self.store.list("pods", namespace)
+            if p["spec"].get("nodeName")
+            and p.get("status", {}).get("phase") == "Running"
+            and any(c.get("resourceClaimTemplateName") == template for c in p["spec"].get("resourceClaims", []))
+        ]
         pods.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
         return list(dict.fromkeys(p["spec"]["nodeName"] for p in pods))
 
@@ -92,8 +101,15 @@ class ComputeDomainController(Controller):
             index = per_clique.get(clique, 0)
             per_clique[clique] = index + 1
             ready = self.imex_ready and index < MAX_NODES_PER_IMEX_DOMAIN
-            entries.append({"name": name, "cliqueID": clique, "ipAddress": "10.0.0.1", "index": index,
-                            "status": "Ready" if ready else "NotReady"})
+            entries.append(
+                {
+                    "name": name,
+                    "cliqueID": clique,
+                    "ipAddress": "10.0.0.1",
+                    "index": index,
+                    "status": "Ready" if ready else "NotReady",
+                }
+            )
         return entries
 
     def reconcile(self) -> None:
@@ -107,20 +123,52 @@ class ComputeDomainController(Controller):
     def _sync(self, rtype, domain: dict) -> None:
         meta = domain["metadata"]
         template = ((domain.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate", {}).get("name")
-        if template and self.store.registry.by_key(("resource.k8s.io", "resourceclaimtemplates")) is not None \
-                and self.store.get("resourceclaimtemplates", template, meta["namespace"]) is None:
+        if (
+            template
+            and self.store.registry.by_key(("resource.k8s.io", "resourceclaimtemplates")) is not None
+            and self.store.get("resourceclaimtemplates", template, meta["namespace"]) is None
+        ):
             with contextlib.suppress(ApiError):
-                self.store.create("resourceclaimtemplates", {
-                    "metadata": {"name": template, "namespace": meta["namespace"], "ownerReferences": [{
-                        "apiVersion": domain["apiVersion"], "kind": "ComputeDomain", "name": meta["name"],
-                        "uid": meta["uid"], "controller": True}]},
-                    "spec": {"spec": {"devices": {"requests": [{"name": "channel", "exactly": {
-                        "deviceClassName": "compute-domain-default-channel.nvidia.com"}}]}}},
-                }, meta["namespace"], manager=self.name)
+                self.store.create(
+                    "resourceclaimtemplates",
+                    {
+                        "metadata": {
+                            "name": template,
+                            "namespace": meta["namespace"],
+                            "ownerReferences": [
+                                {
+                                    "apiVersion": domain["apiVersion"],
+                                    "kind": "ComputeDomain",
+                                    "name": meta["name"],
+                                    "uid": meta["uid"],
+                                    "controller": True,
+                                }
+                            ],
+                        },
+                        "spec": {
+                            "spec": {
+                                "devices": {
+                                    "requests": [
+                                        {
+                                            "name": "channel",
+                                            "exactly": {"deviceClassName": "compute-domain-default-channel.nvidia.com"},
+                                        }
+                                    ]
+                                }
+                            }
+                        },
+                    },
+                    meta["namespace"],
+                    manager=self.name,
+                )
         entries = self._entries(domain)
         wanted = (domain.get("spec") or {}).get("numNodes", 0)
-        ready = self.imex_ready and bool(entries) and all(e["status"] == "Ready" for e in entries) \
+        ready = (
+            self.imex_ready
+            and bool(entries)
+            and all(e["status"] == "Ready" for e in entries)
             and len(entries) >= wanted
+        )
 
         def write(obj: dict) -> None:
             obj["status"] = {"status": "Ready" if ready else "NotReady", "nodes": entries}

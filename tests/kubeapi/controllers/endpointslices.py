@@ -35,8 +35,10 @@ MANAGED_BY = "endpointslice-controller.k8s.io"
 
 
 def _ready(pod: dict) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def listed(pod: dict) -> bool:
@@ -58,9 +60,11 @@ def endpoint(pod: dict, service: dict) -> dict:
     serving = _ready(pod)
     terminating = bool(meta.get("deletionTimestamp"))
     ready = bool((service.get("spec") or {}).get("publishNotReadyAddresses")) or (serving and not terminating)
-    out = {"addresses": [pod["status"]["podIP"]],
-           "conditions": {"ready": ready, "serving": serving, "terminating": terminating},
-           "targetRef": {"kind": "Pod", "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]}}
+    out = {
+        "addresses": [pod["status"]["podIP"]],
+        "conditions": {"ready": ready, "serving": serving, "terminating": terminating},
+        "targetRef": {"kind": "Pod", "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+    }
     if spec.get("nodeName"):
         out["nodeName"] = spec["nodeName"]
     if spec.get("hostname") and spec.get("subdomain") == service["metadata"]["name"]:
@@ -109,17 +113,26 @@ class EndpointSliceController(Controller):
         meta = service["metadata"]
         ns, name = meta["namespace"], meta["name"]
         selector = (service.get("spec") or {}).get("selector")
-        slices = [s for s in self.store.list(PLURAL, ns, label=f"{SERVICE_NAME_LABEL}={name}")
-                  if (s["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY]
+        slices = [
+            s
+            for s in self.store.list(PLURAL, ns, label=f"{SERVICE_NAME_LABEL}={name}")
+            if (s["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+        ]
         if not selector or meta.get("deletionTimestamp"):
             for stale in slices:
                 self._delete(stale)
             return
-        pods = [p for p in self.store.list("pods", ns)
-                if match_label_selector({"matchLabels": selector}, p["metadata"].get("labels") or {}) and listed(p)]
+        pods = [
+            p
+            for p in self.store.list("pods", ns)
+            if match_label_selector({"matchLabels": selector}, p["metadata"].get("labels") or {}) and listed(p)
+        ]
         pods.sort(key=lambda p: p["metadata"]["name"])
-        wanted = {"addressType": "IPv4", "endpoints": [endpoint(p, service) for p in pods],
-                  "ports": _ports(service, pods)}
+        wanted = {
+            "addressType": "IPv4",
+            "endpoints": [endpoint(p, service) for p in pods],
+            "ports": _ports(service, pods),
+        }
         suffix = hashlib.sha1(meta["uid"].encode()).hexdigest()[:5]
         slice_name = f"{name[:57]}-{suffix}"
         for stale in (s for s in slices if s["metadata"]["name"] != slice_name):
@@ -127,14 +140,31 @@ class EndpointSliceController(Controller):
         current = next((s for s in slices if s["metadata"]["name"] == slice_name), None)
         if current is None:
             with contextlib.suppress(ApiError):
-                self.store.create(PLURAL, {
-                    "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                    "metadata": {"name": slice_name, "namespace": ns,
-                                 "labels": {SERVICE_NAME_LABEL: name, MANAGED_BY_LABEL: MANAGED_BY},
-                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": name,
-                                                      "uid": meta["uid"], "controller": True,
-                                                      "blockOwnerDeletion": True}]},
-                    **wanted}, ns, manager=self.name)
+                self.store.create(
+                    PLURAL,
+                    {
+                        "apiVersion": "discovery.k8s.io/v1",
+                        "kind": "EndpointSlice",
+                        "metadata": {
+                            "name": slice_name,
+                            "namespace": ns,
+                            "labels": {SERVICE_NAME_LABEL: name, MANAGED_BY_LABEL: MANAGED_BY},
+                            "ownerReferences": [
+                                {
+                                    "apiVersion": "v1",
+                                    "kind": "Service",
+                                    "name": name,
+                                    "uid": meta["uid"],
+                                    "controller": True,
+                                    "blockOwnerDeletion": True,
+                                }
+                            ],
+                        },
+                        **wanted,
+                    },
+                    ns,
+                    manager=self.name,
+                )
             return
         if all(current.get(key) == value for key, value in wanted.items()):
             return
@@ -152,5 +182,9 @@ class EndpointSliceController(Controller):
 def ready_endpoints(store: object, namespace: str, service: str) -> list[str]:
     """The pods behind `service` whose endpoint is ready, as its managed slices say (for tests)."""
     slices = store.list(PLURAL, namespace, label=f"{SERVICE_NAME_LABEL}={service}")  # type: ignore[attr-defined]
-    return sorted(e["targetRef"]["name"] for s in slices for e in s.get("endpoints") or []
-                  if (e.get("conditions") or {}).get("ready"))
+    return sorted(
+        e["targetRef"]["name"]
+        for s in slices
+        for e in s.get("endpoints") or []
+        if (e.get("conditions") or {}).get("ready")
+    )

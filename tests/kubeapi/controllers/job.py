@@ -16,16 +16,22 @@ from tests.kubeapi.controllers.events import record
 
 
 def _finished(job: dict) -> bool:
-    return any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
-               for c in job.get("status", {}).get("conditions", []))
+    return any(
+        c["type"] in ("Complete", "Failed") and c["status"] == "True"
+        for c in job.get("status", {}).get("conditions", [])
+    )
 
 
 def _past_backoff_limit_on_failure(job: dict, pods: list) -> bool:
     """job_controller.go pastBackoffLimitOnFailure: restarts of running or pending pods' containers, summed."""
     if job["spec"].get("template", {}).get("spec", {}).get("restartPolicy") != "OnFailure":
         return False
-    total = sum(s.get("restartCount", 0) for p in pods if p and p.get("status", {}).get("phase") in ("Running", "Pending")
-                for s in p["status"].get("containerStatuses", []) + p["status"].get("initContainerStatuses", []))
+    total = sum(
+        s.get("restartCount", 0)
+        for p in pods
+        if p and p.get("status", {}).get("phase") in ("Running", "Pending")
+        for s in p["status"].get("containerStatuses", []) + p["status"].get("initContainerStatuses", [])
+    )
     limit = job["spec"].get("backoffLimit", 6)
     return total > 0 if limit == 0 else total >= limit
 
@@ -47,10 +53,17 @@ class JobController(Controller):
         pods = self.store.list("pods", meta["namespace"], label=f"batch.kubernetes.io/controller-uid={uid}")
         succeeded = sum(1 for p in pods if p.get("status", {}).get("phase") == "Succeeded")
         failed = sum(1 for p in pods if p.get("status", {}).get("phase") == "Failed")
-        active = [p for p in pods if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
-                  and not p["metadata"].get("deletionTimestamp")]
-        ready = sum(1 for p in active if any(c["type"] == "Ready" and c["status"] == "True"
-                                             for c in p.get("status", {}).get("conditions", [])))
+        active = [
+            p
+            for p in pods
+            if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+            and not p["metadata"].get("deletionTimestamp")
+        ]
+        ready = sum(
+            1
+            for p in active
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in p.get("status", {}).get("conditions", []))
+        )
         completions, backoff_limit = spec.get("completions", 1), spec.get("backoffLimit", 6)
         parallelism = spec.get("parallelism", 1)
         stamp = now()
@@ -71,41 +84,100 @@ class JobController(Controller):
         def write(obj: dict) -> None:
             status = obj.setdefault("status", {})
             status.setdefault("startTime", stamp)
-            status.update(active=len(active), succeeded=succeeded, failed=failed, ready=ready, terminating=0,
-                          uncountedTerminatedPods={})
+            status.update(
+                active=len(active),
+                succeeded=succeeded,
+                failed=failed,
+                ready=ready,
+                terminating=0,
+                uncountedTerminatedPods={},
+            )
             conditions = status.setdefault("conditions", [])
             if outcome == "Complete":
-                set_condition(conditions, "SuccessCriteriaMet", "True", "CompletionsReached",
-                              "Reached expected number of succeeded pods", stamp)
-                set_condition(conditions, "Complete", "True", "CompletionsReached",
-                              "Reached expected number of succeeded pods", stamp)
+                set_condition(
+                    conditions,
+                    "SuccessCriteriaMet",
+                    "True",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                    stamp,
+                )
+                set_condition(
+                    conditions,
+                    "Complete",
+                    "True",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                    stamp,
+                )
                 status["completionTime"] = stamp
             elif outcome == "Failed":
-                set_condition(conditions, "FailureTarget", "True", "BackoffLimitExceeded",
-                              "Job has reached the specified backoff limit", stamp)
-                set_condition(conditions, "Failed", "True", "BackoffLimitExceeded",
-                              "Job has reached the specified backoff limit", stamp)
+                set_condition(
+                    conditions,
+                    "FailureTarget",
+                    "True",
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                    stamp,
+                )
+                set_condition(
+                    conditions,
+                    "Failed",
+                    "True",
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                    stamp,
+                )
 
         self.store.update("jobs", meta["name"], meta["namespace"], write, subresource="status", manager=self.name)
         if outcome == "Complete":
             record(self.store, job, "Normal", "Completed", "Job completed", self.name)
         elif outcome == "Failed":
-            record(self.store, job, "Warning", "BackoffLimitExceeded", "Job has reached the specified backoff limit",
-                   self.name)
+            record(
+                self.store,
+                job,
+                "Warning",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+                self.name,
+            )
 
     def _create_pod(self, job: dict) -> None:
         meta = job["metadata"]
         template = copy.deepcopy(job["spec"].get("template", {}))
         labels = dict(template.get("metadata", {}).get("labels", {}))
-        labels.update({"batch.kubernetes.io/controller-uid": meta["uid"], "batch.kubernetes.io/job-name": meta["name"],
-                       "controller-uid": meta["uid"], "job-name": meta["name"]})
+        labels.update(
+            {
+                "batch.kubernetes.io/controller-uid": meta["uid"],
+                "batch.kubernetes.io/job-name": meta["name"],
+                "controller-uid": meta["uid"],
+                "job-name": meta["name"],
+            }
+        )
         spec = template.get("spec", {})
         spec.setdefault("restartPolicy", "Never")
-        pod = self.store.create("pods", {
-            "metadata": {"generateName": f"{meta['name']}-", "namespace": meta["namespace"], "labels": labels,
-                         "annotations": template.get("metadata", {}).get("annotations", {}),
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
-                                              "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]},
-            "spec": spec,
-        }, meta["namespace"], manager=self.name)
+        pod = self.store.create(
+            "pods",
+            {
+                "metadata": {
+                    "generateName": f"{meta['name']}-",
+                    "namespace": meta["namespace"],
+                    "labels": labels,
+                    "annotations": template.get("metadata", {}).get("annotations", {}),
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "batch/v1",
+                            "kind": "Job",
+                            "name": meta["name"],
+                            "uid": meta["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": spec,
+            },
+            meta["namespace"],
+            manager=self.name,
+        )
         record(self.store, job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", self.name)

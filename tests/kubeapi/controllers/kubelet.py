@@ -84,9 +84,18 @@ class Kubelet(Controller):
     def termination_delay(self, seconds: float) -> None:
         self.store.pod_termination_delay = seconds
 
-    def fail(self, mode: str, *, image: str | None = None, pod: str | None = None, logs: list[str] | None = None,
-             exit_code: int | None = None, times: int | None = None, start_delay: float | None = None,
-             ready_delay: float | None = None) -> Rule:
+    def fail(
+        self,
+        mode: str,
+        *,
+        image: str | None = None,
+        pod: str | None = None,
+        logs: list[str] | None = None,
+        exit_code: int | None = None,
+        times: int | None = None,
+        start_delay: float | None = None,
+        ready_delay: float | None = None,
+    ) -> Rule:
         """Send matching pods into `mode` (one of MODES); `times` limits how many pods it hits."""
         if mode not in MODES:
             raise ValueError(f"unknown kubelet mode {mode!r}; choose one of {MODES}")
@@ -135,8 +144,9 @@ class Kubelet(Controller):
         fails_for_good = pod["spec"].get("restartPolicy", "Always") == "Never"
         if run.phase == "bound" and any(hold(pod) for hold in self.holds):
             # A DRA driver not ready to prepare the pod's claims keeps it ContainerCreating.
-            if ((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get("state", {}).get("waiting", {}) \
-                    .get("reason") != "ContainerCreating":
+            if ((pod.get("status") or {}).get("containerStatuses") or [{}])[0].get("state", {}).get("waiting", {}).get(
+                "reason"
+            ) != "ContainerCreating":
                 self._write(pod, "Pending", waiting=("ContainerCreating", ""))
             run.since = clock
             return
@@ -168,9 +178,18 @@ class Kubelet(Controller):
             run.phase, run.since = "started", clock
 
     # ----- status writes ----------------------------------------------------------------------------------
-    def _write(self, pod: dict, phase: str, *, running: bool = False, ready: bool = False,
-               waiting: tuple[str, str] | None = None, terminated: dict | None = None,
-               last_state: dict | None = None, restarts: int | None = None) -> None:
+    def _write(
+        self,
+        pod: dict,
+        phase: str,
+        *,
+        running: bool = False,
+        ready: bool = False,
+        waiting: tuple[str, str] | None = None,
+        terminated: dict | None = None,
+        last_state: dict | None = None,
+        restarts: int | None = None,
+    ) -> None:
         stamp = now()
         meta = pod["metadata"]
         host = pod["spec"]["nodeName"]
@@ -179,8 +198,9 @@ class Kubelet(Controller):
             status = obj.setdefault("status", {})
             status["phase"] = phase
             status.setdefault("hostIP", "10.0.0.1")
-            status.setdefault("podIP", f"10.244.{zlib.crc32(host.encode()) % 250}."
-                                       f"{zlib.crc32(meta['uid'].encode()) % 250 + 2}")
+            status.setdefault(
+                "podIP", f"10.244.{zlib.crc32(host.encode()) % 250}.{zlib.crc32(meta['uid'].encode()) % 250 + 2}"
+            )
             status.setdefault("startTime", stamp)
             old = {s["name"]: s for s in status.get("containerStatuses", [])}
             statuses = []
@@ -192,22 +212,30 @@ class Kubelet(Controller):
                 elif waiting is not None:
                     state = {"waiting": {"reason": waiting[0], **({"message": waiting[1]} if waiting[1] else {})}}
                 elif running:
-                    state = {"running": {"startedAt": prev.get("state", {}).get("running", {}).get("startedAt",
-                                                                                                    stamp)}}
+                    state = {"running": {"startedAt": prev.get("state", {}).get("running", {}).get("startedAt", stamp)}}
                 else:
                     state = {"waiting": {"reason": "ContainerCreating"}}
-                entry = {"name": container["name"], "image": container.get("image", ""),
-                         "imageID": "", "ready": ready, "started": running, "state": state,
-                         "restartCount": prev.get("restartCount", 0) if restarts is None else restarts,
-                         "lastState": last_state if last_state is not None else prev.get("lastState", {})}
+                entry = {
+                    "name": container["name"],
+                    "image": container.get("image", ""),
+                    "imageID": "",
+                    "ready": ready,
+                    "started": running,
+                    "state": state,
+                    "restartCount": prev.get("restartCount", 0) if restarts is None else restarts,
+                    "lastState": last_state if last_state is not None else prev.get("lastState", {}),
+                }
                 statuses.append(entry)
             status["containerStatuses"] = statuses
             conditions = status.setdefault("conditions", [])
             set_condition(conditions, "PodReadyToStartContainers", "True", "", "", stamp)
             set_condition(conditions, "Initialized", "True", "", "", stamp)
             reason = "" if ready else ("PodCompleted" if phase in ("Succeeded", "Failed") else "ContainersNotReady")
-            message = "" if ready or reason == "PodCompleted" else \
-                f"containers with unready status: [{' '.join(c['name'] for c in obj['spec'].get('containers', []))}]"
+            message = (
+                ""
+                if ready or reason == "PodCompleted"
+                else f"containers with unready status: [{' '.join(c['name'] for c in obj['spec'].get('containers', []))}]"
+            )
             set_condition(conditions, "ContainersReady", str(ready), reason, message, stamp)
             set_condition(conditions, "Ready", str(ready), reason, message, stamp)
             for cond in conditions:
@@ -215,8 +243,7 @@ class Kubelet(Controller):
                     if cond.get(key) == "":
                         del cond[key]
 
-        self.store.update("pods", meta["name"], meta["namespace"], mutate, subresource="status",
-                          manager=self.name)
+        self.store.update("pods", meta["name"], meta["namespace"], mutate, subresource="status", manager=self.name)
 
     def _event(self, pod: dict, type_: str, reason: str, message: str) -> None:
         record(self.store, pod, type_, reason, message, self.name, pod["spec"].get("nodeName"))
@@ -227,8 +254,9 @@ class Kubelet(Controller):
     def _start(self, pod: dict) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         for container in self._containers(pod):
-            self._event(pod, "Normal", "Pulled", f'Container image "{container.get("image", "")}" already present '
-                                                 f"on machine")
+            self._event(
+                pod, "Normal", "Pulled", f'Container image "{container.get("image", "")}" already present on machine'
+            )
             self._event(pod, "Normal", "Created", f"Created container: {container['name']}")
             self._event(pod, "Normal", "Started", f"Started container {container['name']}")
             with self.store.lock:
@@ -237,22 +265,29 @@ class Kubelet(Controller):
 
     def _image_pull_failure(self, pod: dict) -> None:
         image = self._containers(pod)[0].get("image", "") if self._containers(pod) else ""
-        detail = (f'failed to pull and unpack image "docker.io/{image}": failed to resolve reference '
-                  f'"docker.io/{image}": docker.io/{image}: not found')
+        detail = (
+            f'failed to pull and unpack image "docker.io/{image}": failed to resolve reference '
+            f'"docker.io/{image}": docker.io/{image}: not found'
+        )
         self._event(pod, "Normal", "Pulling", f'Pulling image "{image}"')
         self._event(pod, "Warning", "Failed", f'Failed to pull image "{image}": {detail}')
         self._event(pod, "Warning", "Failed", "Error: ErrImagePull")
         self._event(pod, "Normal", "BackOff", f'Back-off pulling image "{image}"')
         self._event(pod, "Warning", "Failed", "Error: ImagePullBackOff")
-        self._write(pod, "Pending", waiting=("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: '
-                                                                  f"{detail}"))
+        self._write(
+            pod, "Pending", waiting=("ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {detail}')
+        )
 
     def _crash(self, pod: dict, rule: Rule, completes: bool) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         oom = rule.mode == "OOMKilled"
         code = rule.exit_code if rule.exit_code is not None else (137 if oom else 1)
-        terminated = {"exitCode": code, "reason": "OOMKilled" if oom else "Error", "startedAt": now(),
-                      "finishedAt": now()}
+        terminated = {
+            "exitCode": code,
+            "reason": "OOMKilled" if oom else "Error",
+            "startedAt": now(),
+            "finishedAt": now(),
+        }
         container = self._containers(pod)[0]["name"]
         with self.store.lock:
             lines = self.store.logs.setdefault((ns, name, container), [])
@@ -262,14 +297,21 @@ class Kubelet(Controller):
         if completes:
             self._write(pod, "Failed", terminated=terminated)
             return
-        restarts = 1 + max((s.get("restartCount", 0) for s in pod.get("status", {}).get("containerStatuses", [])),
-                           default=0)
+        restarts = 1 + max(
+            (s.get("restartCount", 0) for s in pod.get("status", {}).get("containerStatuses", [])), default=0
+        )
         uid = pod["metadata"]["uid"]
         message = f"back-off 10s restarting failed container={container} pod={name}_{ns}({uid})"
-        self._event(pod, "Warning", "BackOff", f"Back-off restarting failed container {container} in pod "
-                                               f"{name}_{ns}({uid})")
-        self._write(pod, "Running", waiting=("CrashLoopBackOff", message), last_state={"terminated": terminated},
-                    restarts=restarts)
+        self._event(
+            pod, "Warning", "BackOff", f"Back-off restarting failed container {container} in pod {name}_{ns}({uid})"
+        )
+        self._write(
+            pod,
+            "Running",
+            waiting=("CrashLoopBackOff", message),
+            last_state={"terminated": terminated},
+            restarts=restarts,
+        )
 
     def _restart(self, pod: dict) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -283,5 +325,6 @@ class Kubelet(Controller):
         with self.store.lock:
             for container in self._containers(pod):
                 self.store.logs.setdefault((ns, name, container["name"]), []).append("done")
-        self._write(pod, "Succeeded", terminated={"exitCode": 0, "reason": "Completed", "startedAt": now(),
-                                                  "finishedAt": now()})
+        self._write(
+            pod, "Succeeded", terminated={"exitCode": 0, "reason": "Completed", "startedAt": now(), "finishedAt": now()}
+        )

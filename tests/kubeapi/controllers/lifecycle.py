@@ -81,13 +81,17 @@ class PvcProtection(Controller):
             meta = claim["metadata"]
             if not meta.get("deletionTimestamp") or PVC_PROTECTION not in (meta.get("finalizers") or []):
                 continue
-            used = any(meta["name"] == (v.get("persistentVolumeClaim") or {}).get("claimName")
-                       for pod in self.store.list("pods", meta["namespace"])
-                       if pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
-                       for v in pod["spec"].get("volumes", []))
+            used = any(
+                meta["name"] == (v.get("persistentVolumeClaim") or {}).get("claimName")
+                for pod in self.store.list("pods", meta["namespace"])
+                if pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+                for v in pod["spec"].get("volumes", [])
+            )
             if not used:
+
                 def drop(obj: dict) -> None:
-                    obj["metadata"]["finalizers"] = [f for f in obj["metadata"].get("finalizers", [])
-                                                     if f != PVC_PROTECTION]
+                    obj["metadata"]["finalizers"] = [
+                        f for f in obj["metadata"].get("finalizers", []) if f != PVC_PROTECTION
+                    ]
 
                 self.store.update("persistentvolumeclaims", meta["name"], meta["namespace"], drop, manager=self.name)

@@ -44,9 +44,11 @@ PREFIX = "leaderworkerset.sigs.k8s.io"
 RECREATING = ("RecreateGroupOnPodRestart", "RecreateGroupAfterStart")
 #: Condition pairs that cannot both be True (leaderworkerset_controller.go exclusiveConditionTypes).
 EXCLUSIVE = ({"Available", "Progressing"}, {"Available", "UpdateInProgress"})
-MESSAGES = {"Available": ("AllGroupsReady", "All replicas are ready"),
-            "UpdateInProgress": ("GroupsUpdating", "Rolling Upgrade is in progress"),
-            "Progressing": ("GroupsProgressing", "Replicas are progressing")}
+MESSAGES = {
+    "Available": ("AllGroupsReady", "All replicas are ready"),
+    "UpdateInProgress": ("GroupsUpdating", "Rolling Upgrade is in progress"),
+    "Progressing": ("GroupsProgressing", "Replicas are progressing"),
+}
 
 
 def _ready(pod: dict) -> bool:
@@ -58,8 +60,10 @@ def _restarted(pod: dict) -> bool:
     status = pod.get("status", {})
     if status.get("phase", "Pending") not in ("Running", "Pending"):
         return False
-    return any(s.get("restartCount", 0) > 0
-               for s in status.get("containerStatuses", []) + status.get("initContainerStatuses", []))
+    return any(
+        s.get("restartCount", 0) > 0
+        for s in status.get("containerStatuses", []) + status.get("initContainerStatuses", [])
+    )
 
 
 def _key(pod: dict) -> str | None:
@@ -138,15 +142,18 @@ class LeaderWorkerSetController(Controller):
         created (revision number highest + 1) when none does."""
         meta = lws["metadata"]
         data = patch(lws)
-        revisions = [r for r in self.store.list("controllerrevisions", meta["namespace"],
-                                                label=f"{PREFIX}/name={meta['name']}")
-                     if any(ref.get("uid") == meta["uid"] for ref in r["metadata"].get("ownerReferences", []))]
+        revisions = [
+            r
+            for r in self.store.list("controllerrevisions", meta["namespace"], label=f"{PREFIX}/name={meta['name']}")
+            if any(ref.get("uid") == meta["uid"] for ref in r["metadata"].get("ownerReferences", []))
+        ]
         for revision in sorted(revisions, key=lambda r: -r.get("revision", 0)):
             if revision.get("data") == data:
                 return revision["metadata"]["labels"][REVISION_KEY]
         number = max((r.get("revision", 0) for r in revisions), default=0) + 1
-        created = self.store.create("controllerrevisions", new_revision(lws, number), meta["namespace"],
-                                    manager=self.name)
+        created = self.store.create(
+            "controllerrevisions", new_revision(lws, number), meta["namespace"], manager=self.name
+        )
         key = created["metadata"]["labels"][REVISION_KEY]
         why = "for updated LWS" if revisions else "for a newly created LeaderWorkerSet"
         record(self.store, lws, "Normal", "CreatingRevision", f"Creating revision with key {key} {why}", self.name)
@@ -155,7 +162,9 @@ class LeaderWorkerSetController(Controller):
     def _truncate(self, lws: dict, key: str) -> None:
         """TruncateRevisions: once the update is done, only the current revision stays."""
         meta = lws["metadata"]
-        for revision in self.store.list("controllerrevisions", meta["namespace"], label=f"{PREFIX}/name={meta['name']}"):
+        for revision in self.store.list(
+            "controllerrevisions", meta["namespace"], label=f"{PREFIX}/name={meta['name']}"
+        ):
             if revision["metadata"]["labels"].get(REVISION_KEY) != key:
                 with contextlib.suppress(ApiError):
                     self.store.delete("controllerrevisions", revision["metadata"]["name"], meta["namespace"])
@@ -208,24 +217,34 @@ class LeaderWorkerSetController(Controller):
         if leader is None or leader["metadata"].get("deletionTimestamp"):
             return
         # A worker from an older template is about to be replaced; it does not recreate the new group.
-        triggers = [p for p in members if (_restarted(p) or p["metadata"].get("deletionTimestamp"))
-                    and _key(p) == _key(leader)]
+        triggers = [
+            p for p in members if (_restarted(p) or p["metadata"].get("deletionTimestamp")) and _key(p) == _key(leader)
+        ]
         if not triggers:
             return
         if policy == "RecreateGroupAfterStart" and (
-                len(members) != size or any(p.get("status", {}).get("phase", "Pending") == "Pending" for p in members)):
+            len(members) != size or any(p.get("status", {}).get("phase", "Pending") == "Pending" for p in members)
+        ):
             return
         pod = triggers[0]["metadata"]["name"]
-        self._delete_group(live, lws, f"Worker pod {pod} failed, deleted leader pod {leader['metadata']['name']} "
-                                      f"to recreate group {index}")
+        self._delete_group(
+            live,
+            lws,
+            f"Worker pod {pod} failed, deleted leader pod {leader['metadata']['name']} to recreate group {index}",
+        )
 
     def _roll(self, lws: dict, groups: dict[int, list[dict]], current: str, replicas: int, size: int) -> None:
         """Recreate outdated groups from the highest index down, at most maxUnavailable groups down at once."""
         rolling = lws["spec"].get("rolloutStrategy", {}).get("rollingUpdateConfiguration", {})
         partition, max_unavailable = rolling.get("partition", 0), rolling.get("maxUnavailable", 1)
-        outdated = sorted((i for i, members in groups.items() if i < replicas and i >= partition and any(
-            _key(p) != current for p in members)),
-            reverse=True)
+        outdated = sorted(
+            (
+                i
+                for i, members in groups.items()
+                if i < replicas and i >= partition and any(_key(p) != current for p in members)
+            ),
+            reverse=True,
+        )
         unavailable = sum(1 for i in range(replicas) if not self._group_ready(groups.get(i, []), size))
         for index in outdated:
             if self._group_ready(groups[index], size):
@@ -256,62 +275,113 @@ class LeaderWorkerSetController(Controller):
         meta = lws["metadata"]
         if self.store.get("services", meta["name"], meta["namespace"]) is not None:
             return
-        self.store.create("services", {
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"],
-                         "ownerReferences": [self._owner(lws)]},
-            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                     "selector": {f"{PREFIX}/name": meta["name"]}},
-        }, meta["namespace"], manager=self.name)
+        self.store.create(
+            "services",
+            {
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "ownerReferences": [self._owner(lws)],
+                },
+                "spec": {
+                    "clusterIP": "None",
+                    "publishNotReadyAddresses": True,
+                    "selector": {f"{PREFIX}/name": meta["name"]},
+                },
+            },
+            meta["namespace"],
+            manager=self.name,
+        )
 
     @staticmethod
     def _owner(lws: dict) -> dict:
-        return {"apiVersion": lws["apiVersion"], "kind": "LeaderWorkerSet", "name": lws["metadata"]["name"],
-                "uid": lws["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        return {
+            "apiVersion": lws["apiVersion"],
+            "kind": "LeaderWorkerSet",
+            "name": lws["metadata"]["name"],
+            "uid": lws["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
 
     def _create_pod(self, lws: dict, group: int, worker: int, size: int, current: str) -> None:
         meta, lwt = lws["metadata"], lws["spec"].get("leaderWorkerTemplate", {})
         name, ns = meta["name"], meta["namespace"]
-        template = copy.deepcopy(lwt.get("leaderTemplate") if worker == 0 and lwt.get("leaderTemplate")
-                                 else lwt.get("workerTemplate", {}))
+        template = copy.deepcopy(
+            lwt.get("leaderTemplate") if worker == 0 and lwt.get("leaderTemplate") else lwt.get("workerTemplate", {})
+        )
         pod_name = f"{name}-{group}" if worker == 0 else f"{name}-{group}-{worker}"
         group_key = hashlib.sha1(f"{ns}/{name}-{group}".encode()).hexdigest()
         labels = dict(template.get("metadata", {}).get("labels", {}))
-        labels.update({f"{PREFIX}/name": name, f"{PREFIX}/group-index": str(group),
-                       f"{PREFIX}/worker-index": str(worker), f"{PREFIX}/template-revision-hash": current,
-                       f"{PREFIX}/group-key": group_key})
+        labels.update(
+            {
+                f"{PREFIX}/name": name,
+                f"{PREFIX}/group-index": str(group),
+                f"{PREFIX}/worker-index": str(worker),
+                f"{PREFIX}/template-revision-hash": current,
+                f"{PREFIX}/group-key": group_key,
+            }
+        )
         annotations = dict(template.get("metadata", {}).get("annotations", {}))
         annotations[f"{PREFIX}/size"] = str(size)
         if worker:
             annotations[f"{PREFIX}/leader-name"] = f"{name}-{group}"
         spec = template.get("spec", {})
-        env = [{"name": "LWS_LEADER_ADDRESS", "value": f"{name}-{group}.{name}.{ns}"},
-               {"name": "LWS_GROUP_SIZE", "value": str(size)},
-               {"name": "LWS_WORKER_INDEX", "value": str(worker)}]
+        env = [
+            {"name": "LWS_LEADER_ADDRESS", "value": f"{name}-{group}.{name}.{ns}"},
+            {"name": "LWS_GROUP_SIZE", "value": str(size)},
+            {"name": "LWS_WORKER_INDEX", "value": str(worker)},
+        ]
         for container in spec.get("containers", []) + spec.get("initContainers", []):
-            container["env"] = env + [e for e in container.get("env", []) if e["name"] not in
-                                      {"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"}]
+            container["env"] = env + [
+                e
+                for e in container.get("env", [])
+                if e["name"] not in {"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"}
+            ]
         spec["hostname"] = pod_name
         spec["subdomain"] = name
         topology = meta.get("annotations", {}).get(f"{PREFIX}/exclusive-topology")
         if topology:
             affinity = spec.setdefault("affinity", {})
             affinity.setdefault("podAffinity", {}).setdefault(
-                "requiredDuringSchedulingIgnoredDuringExecution", []).append({
-                    "labelSelector": {"matchExpressions": [
-                        {"key": f"{PREFIX}/group-key", "operator": "In", "values": [group_key]}]},
-                    "topologyKey": topology})
+                "requiredDuringSchedulingIgnoredDuringExecution", []
+            ).append(
+                {
+                    "labelSelector": {
+                        "matchExpressions": [{"key": f"{PREFIX}/group-key", "operator": "In", "values": [group_key]}]
+                    },
+                    "topologyKey": topology,
+                }
+            )
             affinity.setdefault("podAntiAffinity", {}).setdefault(
-                "requiredDuringSchedulingIgnoredDuringExecution", []).append({
-                    "labelSelector": {"matchExpressions": [
-                        {"key": f"{PREFIX}/group-key", "operator": "Exists"},
-                        {"key": f"{PREFIX}/group-key", "operator": "NotIn", "values": [group_key]}]},
-                    "topologyKey": topology})
+                "requiredDuringSchedulingIgnoredDuringExecution", []
+            ).append(
+                {
+                    "labelSelector": {
+                        "matchExpressions": [
+                            {"key": f"{PREFIX}/group-key", "operator": "Exists"},
+                            {"key": f"{PREFIX}/group-key", "operator": "NotIn", "values": [group_key]},
+                        ]
+                    },
+                    "topologyKey": topology,
+                }
+            )
         try:
-            self.store.create("pods", {
-                "metadata": {"name": pod_name, "namespace": ns, "labels": labels, "annotations": annotations,
-                             "ownerReferences": [self._owner(lws)]},
-                "spec": spec,
-            }, ns, manager=self.name)
+            self.store.create(
+                "pods",
+                {
+                    "metadata": {
+                        "name": pod_name,
+                        "namespace": ns,
+                        "labels": labels,
+                        "annotations": annotations,
+                        "ownerReferences": [self._owner(lws)],
+                    },
+                    "spec": spec,
+                },
+                ns,
+                manager=self.name,
+            )
         except ApiError:
             return
         record(self.store, lws, "Normal", "CreatedPod", f"Created pod {pod_name}", self.name)
@@ -348,8 +418,12 @@ class LeaderWorkerSetController(Controller):
 
         def write(obj: dict) -> None:
             status = obj.setdefault("status", {})
-            status.update(replicas=len([i for i in groups if i < replicas]), readyReplicas=ready, updatedReplicas=updated,
-                          hpaPodSelector=f"{PREFIX}/name={meta['name']},{PREFIX}/worker-index=0")
+            status.update(
+                replicas=len([i for i in groups if i < replicas]),
+                readyReplicas=ready,
+                updatedReplicas=updated,
+                hpaPodSelector=f"{PREFIX}/name={meta['name']},{PREFIX}/worker-index=0",
+            )
             if generation is not None:
                 status["observedGeneration"] = generation
             set_conditions(status.setdefault("conditions", []), wanted, generation, stamp)

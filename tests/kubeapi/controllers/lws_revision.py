@@ -66,12 +66,23 @@ def new_revision(lws: dict, number: int) -> dict:
     data = patch(lws)
     key = revision_key(data)
     return {
-        "apiVersion": "apps/v1", "kind": "ControllerRevision",
-        "metadata": {"name": f"{meta['name'][:220]}-{key}-{number}", "namespace": meta["namespace"],
-                     "labels": {f"{PREFIX}/name": meta["name"], REVISION_KEY: key},
-                     "ownerReferences": [{"apiVersion": lws["apiVersion"], "kind": "LeaderWorkerSet",
-                                          "name": meta["name"], "uid": meta["uid"], "controller": True,
-                                          "blockOwnerDeletion": True}]},
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": f"{meta['name'][:220]}-{key}-{number}",
+            "namespace": meta["namespace"],
+            "labels": {f"{PREFIX}/name": meta["name"], REVISION_KEY: key},
+            "ownerReferences": [
+                {
+                    "apiVersion": lws["apiVersion"],
+                    "kind": "LeaderWorkerSet",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
         "data": data,
         "revision": number,
     }

@@ -57,24 +57,46 @@ class ResourceClaimController(Controller):
                 continue
             template = self.store.get("resourceclaimtemplates", template_name, ns)
             if template is None:
-                record(self.store, pod, "Warning", "FailedResourceClaimCreation",
-                       f'PodResourceClaim {claim["name"]}: resource claim template "{template_name}": '
-                       f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found', self.name)
+                record(
+                    self.store,
+                    pod,
+                    "Warning",
+                    "FailedResourceClaimCreation",
+                    f'PodResourceClaim {claim["name"]}: resource claim template "{template_name}": '
+                    f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found',
+                    self.name,
+                )
                 return
             name = f"{meta['name']}-{claim['name']}-{uuid.uuid4().hex[:5]}"
             try:
-                self.store.create("resourceclaims", {
-                    "metadata": {"name": name, "namespace": ns,
-                                 "annotations": {"resource.kubernetes.io/pod-claim-name": claim["name"]},
-                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
-                                                      "uid": meta["uid"], "controller": True,
-                                                      "blockOwnerDeletion": True}]},
-                    "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
-                }, ns, manager=self.name)
+                self.store.create(
+                    "resourceclaims",
+                    {
+                        "metadata": {
+                            "name": name,
+                            "namespace": ns,
+                            "annotations": {"resource.kubernetes.io/pod-claim-name": claim["name"]},
+                            "ownerReferences": [
+                                {
+                                    "apiVersion": "v1",
+                                    "kind": "Pod",
+                                    "name": meta["name"],
+                                    "uid": meta["uid"],
+                                    "controller": True,
+                                    "blockOwnerDeletion": True,
+                                }
+                            ],
+                        },
+                        "spec": copy.deepcopy((template.get("spec") or {}).get("spec") or {}),
+                    },
+                    ns,
+                    manager=self.name,
+                )
             except ApiError:
                 return
             statuses.append({"name": claim["name"], "resourceClaimName": name})
         if statuses:
+
             def write(obj: dict) -> None:
                 obj.setdefault("status", {}).setdefault("resourceClaimStatuses", []).extend(statuses)
 

@@ -25,8 +25,24 @@ from tests.kubeapi.controllers.events import record
 from tests.kubeapi.controllers.resourceclaims import waiting_for_claim
 from tests.kubeapi.selectors import match_label_selector
 
-_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-           "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_SUFFIX = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "": 1,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+}
 
 
 def quantity(value: object) -> float:
@@ -57,8 +73,9 @@ def _node_affinity_ok(pod: dict, node: dict) -> bool:
     for key, value in (pod["spec"].get("nodeSelector") or {}).items():
         if labels.get(key) != value:
             return False
-    required = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
         return True
@@ -107,8 +124,13 @@ class Scheduler(Controller):
     def reconcile(self) -> None:
         """One scheduling pass over the pending pods, oldest first."""
         pods = self.store.list("pods")
-        pending = [p for p in pods if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
-                   and p["spec"].get("schedulerName", "default-scheduler") == "default-scheduler"]
+        pending = [
+            p
+            for p in pods
+            if not p["spec"].get("nodeName")
+            and not p["metadata"].get("deletionTimestamp")
+            and p["spec"].get("schedulerName", "default-scheduler") == "default-scheduler"
+        ]
         if not pending:
             return
         nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes")}
@@ -123,8 +145,14 @@ class Scheduler(Controller):
             verdicts = {name: self._filter(pod, node, nodes, bound) for name, node in nodes.items()}
             feasible = [name for name, reasons in verdicts.items() if not reasons]
             if feasible:
-                chosen = min(feasible, key=lambda n: (-self._preference(pod, nodes[n], nodes, bound),
-                                                      -self._free(nodes[n], bound).get("nvidia.com/gpu", 0), n))
+                chosen = min(
+                    feasible,
+                    key=lambda n: (
+                        -self._preference(pod, nodes[n], nodes, bound),
+                        -self._free(nodes[n], bound).get("nvidia.com/gpu", 0),
+                        n,
+                    ),
+                )
                 self._bind(pod, chosen)
                 pod["spec"]["nodeName"] = chosen
                 bound.append(pod)
@@ -174,16 +202,18 @@ class Scheduler(Controller):
         if not _node_affinity_ok(pod, node):
             return ["node(s) didn't match Pod's node affinity/selector"]
         free = self._free(node, bound)
-        short = [f"Insufficient {name}" for name, amount in sorted(pod_requests(pod).items())
-                 if amount > 0 and free.get(name, 0) < amount - 1e-9]
+        short = [
+            f"Insufficient {name}"
+            for name, amount in sorted(pod_requests(pod).items())
+            if amount > 0 and free.get(name, 0) < amount - 1e-9
+        ]
         if short:
             return short
         affinity = pod["spec"].get("affinity") or {}
         for term in (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
             if not self._affinity_term_ok(pod, node, nodes, bound, term):
                 return ["node(s) didn't match pod affinity rules"]
-        for term in (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") \
-                or []:
+        for term in (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []:
             if self._matching_domains(pod, nodes, bound, term) & {self._domain(node, term)} - {None}:
                 return ["node(s) didn't match pod anti-affinity rules"]
         return []
@@ -209,7 +239,8 @@ class Scheduler(Controller):
             for key in term.get(field) or []:
                 if key in labels:
                     selector.setdefault("matchExpressions", []).append(
-                        {"key": key, "operator": operator, "values": [labels[key]]})
+                        {"key": key, "operator": operator, "values": [labels[key]]}
+                    )
         return selector
 
     @staticmethod
@@ -221,15 +252,15 @@ class Scheduler(Controller):
         namespaces = term.get("namespaces") or [pod["metadata"]["namespace"]]
         domains = set()
         for other in bound:
-            if other["metadata"]["namespace"] in namespaces and \
-                    match_label_selector(selector, other["metadata"].get("labels") or {}):
+            if other["metadata"]["namespace"] in namespaces and match_label_selector(
+                selector, other["metadata"].get("labels") or {}
+            ):
                 node = nodes.get(other["spec"]["nodeName"])
                 if node is not None:
                     domains.add(self._domain(node, term))
         return domains
 
-    def _affinity_term_ok(self, pod: dict, node: dict, nodes: dict[str, dict], bound: list[dict],
-                          term: dict) -> bool:
+    def _affinity_term_ok(self, pod: dict, node: dict, nodes: dict[str, dict], bound: list[dict], term: dict) -> bool:
         here = self._domain(node, term)
         if here is None:
             return False
@@ -247,18 +278,24 @@ class Scheduler(Controller):
             obj["spec"]["nodeName"] = node
 
         def scheduled(obj: dict) -> None:
-            set_condition(obj.setdefault("status", {}).setdefault("conditions", []), "PodScheduled", "True", "", "",
-                          stamp)
+            set_condition(
+                obj.setdefault("status", {}).setdefault("conditions", []), "PodScheduled", "True", "", "", stamp
+            )
             for cond in obj["status"]["conditions"]:
                 if cond["type"] == "PodScheduled":
                     cond.pop("reason", None)
                     cond.pop("message", None)
 
         self.store.update("pods", meta["name"], meta["namespace"], assign, manager=self.name)
-        self.store.update("pods", meta["name"], meta["namespace"], scheduled, subresource="status",
-                          manager=self.name)
-        record(self.store, pod, "Normal", "Scheduled",
-               f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}", self.name)
+        self.store.update("pods", meta["name"], meta["namespace"], scheduled, subresource="status", manager=self.name)
+        record(
+            self.store,
+            pod,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}",
+            self.name,
+        )
 
     def _unschedulable(self, pod: dict, message: str) -> None:
         meta = pod["metadata"]
@@ -267,8 +304,14 @@ class Scheduler(Controller):
             return
 
         def mark(obj: dict) -> None:
-            set_condition(obj.setdefault("status", {}).setdefault("conditions", []), "PodScheduled", "False",
-                          "Unschedulable", message, now())
+            set_condition(
+                obj.setdefault("status", {}).setdefault("conditions", []),
+                "PodScheduled",
+                "False",
+                "Unschedulable",
+                message,
+                now(),
+            )
 
         self.store.update("pods", meta["name"], meta["namespace"], mark, subresource="status", manager=self.name)
         record(self.store, pod, "Warning", "FailedScheduling", message, self.name)

@@ -31,15 +31,31 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = ensure_rehearsal_model(Path(tmp) / "model")
         with start_vllm(model, speculative=NGRAM) as base, httpx.Client(base_url=base, timeout=120) as client:
-            common = {"model": "rehearsal-llama-tiny", "max_tokens": 48, "temperature": 0, "ignore_eos": True, "stream": True}
+            common = {
+                "model": "rehearsal-llama-tiny",
+                "max_tokens": 48,
+                "temperature": 0,
+                "ignore_eos": True,
+                "stream": True,
+            }
             _stream(client, "/v1/completions", {**common, "prompt": "warm up"}, Path(tmp) / "warmup.sse")
             (HERE / "metrics_before.prom").write_text(client.get("/metrics").text)
-            _stream(client, "/v1/chat/completions",
-                    {**common, "messages": [{"role": "user", "content": PROMPT}],
-                     "stream_options": {"include_usage": True, "continuous_usage_stats": True}},
-                    HERE / "chat_continuous_usage.sse")
-            _stream(client, "/v1/completions", {**common, "prompt": PROMPT, "stream_options": {"include_usage": True}},
-                    HERE / "completions_final_usage.sse")
+            _stream(
+                client,
+                "/v1/chat/completions",
+                {
+                    **common,
+                    "messages": [{"role": "user", "content": PROMPT}],
+                    "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+                },
+                HERE / "chat_continuous_usage.sse",
+            )
+            _stream(
+                client,
+                "/v1/completions",
+                {**common, "prompt": PROMPT, "stream_options": {"include_usage": True}},
+                HERE / "completions_final_usage.sse",
+            )
             (HERE / "metrics_after.prom").write_text(client.get("/metrics").text)
 
 

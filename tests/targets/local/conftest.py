@@ -55,16 +55,28 @@ class FakeLocal:
 
     def args(self, command: str, *sets: str, extra: tuple[str, ...] = ()) -> list[str]:
         """The command line after `k3deploy`."""
-        base = [f"local.python={self.python}", f"local.state_dir={self.state_dir}", f"vllm.port={self.port}",
-                "model.rehearsal=false", f"model.id={self.model}", f"speculative.model={self.model}",
-                "local.ready_timeout_s=30", *HOST_INDEPENDENT, *FAST_SMOKE, *self.sets, *sets]
+        base = [
+            f"local.python={self.python}",
+            f"local.state_dir={self.state_dir}",
+            f"vllm.port={self.port}",
+            "model.rehearsal=false",
+            f"model.id={self.model}",
+            f"speculative.model={self.model}",
+            "local.ready_timeout_s=30",
+            *HOST_INDEPENDENT,
+            *FAST_SMOKE,
+            *self.sets,
+            *sets,
+        ]
         return [command, "-p", "local-cpu", *(a for s in base for a in ("--set", s)), *extra]
 
     def env(self) -> dict[str, str]:
         """The CLI's environment: a private TMPDIR, so temporary files left behind are visible."""
         return {"TMPDIR": str(self.tmp)}
 
-    def run(self, command: str, *sets: str, extra: tuple[str, ...] = (), timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, command: str, *sets: str, extra: tuple[str, ...] = (), timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         """Run one command to completion."""
         return run_cli(*self.args(command, *sets, extra=extra), env=self.env(), timeout=timeout)
 
@@ -75,9 +87,15 @@ class FakeLocal:
 
     def popen(self, command: str, *sets: str, extra: tuple[str, ...] = (), **kwargs: object) -> subprocess.Popen[str]:
         """Start a command without waiting for it."""
-        return subprocess.Popen([sys.executable, "-m", "k3deploy", *self.args(command, *sets, extra=extra)],
-                                env=cli_env(self.env()), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, **kwargs)  # type: ignore[call-overload]
+        return subprocess.Popen(
+            [sys.executable, "-m", "k3deploy", *self.args(command, *sets, extra=extra)],
+            env=cli_env(self.env()),
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **kwargs,
+        )  # type: ignore[call-overload]
 
     def record(self) -> dict:
         """The state file as JSON."""
@@ -111,4 +129,3 @@ def wait_for(predicate: Callable[[], object], timeout_s: float = 30.0, poll_s: f
             return bool(predicate())
         time.sleep(poll_s)
     return True
-

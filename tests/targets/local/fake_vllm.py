@@ -55,10 +55,25 @@ def write_fake_python(folder: Path) -> Path:
 def _parser() -> argparse.ArgumentParser:
     """The flags k3deploy's serve_args can pass (names as in vllm/engine/arg_utils.py); others are refused."""
     parser = argparse.ArgumentParser(prog="vllm.entrypoints.openai.api_server", allow_abbrev=False)
-    for flag in ("--model", "--revision", "--served-model-name", "--tensor-parallel-size", "--pipeline-parallel-size",
-                 "--host", "--port", "--max-model-len", "--kv-cache-dtype", "--gpu-memory-utilization", "--dtype",
-                 "--load-format", "--max-num-seqs", "--attention-config", "--speculative-config",
-                 "--tool-call-parser", "--reasoning-parser"):
+    for flag in (
+        "--model",
+        "--revision",
+        "--served-model-name",
+        "--tensor-parallel-size",
+        "--pipeline-parallel-size",
+        "--host",
+        "--port",
+        "--max-model-len",
+        "--kv-cache-dtype",
+        "--gpu-memory-utilization",
+        "--dtype",
+        "--load-format",
+        "--max-num-seqs",
+        "--attention-config",
+        "--speculative-config",
+        "--tool-call-parser",
+        "--reasoning-parser",
+    ):
         parser.add_argument(flag)
     for flag in ("--trust-remote-code", "--enforce-eager", "--enable-prefix-caching", "--no-enable-prefix-caching"):
         parser.add_argument(flag, action="store_true")
@@ -70,8 +85,13 @@ class _NanCounters(Counters):
 
     def text(self, spec: bool) -> str:
         lines = super().text(spec).splitlines()
-        return "\n".join(re.sub(r" \S+$", " NaN", line) if line.startswith("vllm:spec_decode_num_drafts_total")
-                         else line for line in lines) + "\n"
+        return (
+            "\n".join(
+                re.sub(r" \S+$", " NaN", line) if line.startswith("vllm:spec_decode_num_drafts_total") else line
+                for line in lines
+            )
+            + "\n"
+        )
 
 
 class _Server(ThreadingHTTPServer):
@@ -97,8 +117,11 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(sock: socket.socket, served_name: str, speculative: bool, nan: bool = False) -> None:
     """Serve the scripted OpenAI endpoints on `sock` until the process ends."""
     counters: Counters = _NanCounters() if nan else Counters()
-    script = Script(models=[served_name], metrics="auto" if speculative else "no_spec",
-                    chunk_delay_s=float(os.environ.get("FAKE_VLLM_CHUNK_DELAY_S", "0")))
+    script = Script(
+        models=[served_name],
+        metrics="auto" if speculative else "no_spec",
+        chunk_delay_s=float(os.environ.get("FAKE_VLLM_CHUNK_DELAY_S", "0")),
+    )
     _Server(sock, script, counters).serve_forever(poll_interval=0.05)
 
 

@@ -29,7 +29,17 @@ def state_dir(tmp_path: Path) -> Path:
 
 def up(state_dir: Path, port: int, *sets: str) -> tuple[int, dict, str]:
     """`k3deploy up -p local-cpu` in `state_dir` on `port`: exit code, JSON summary, stderr."""
-    args = ["up", "-p", "local-cpu", "-o", "json", "--set", f"local.state_dir={state_dir}", "--set", f"vllm.port={port}"]
+    args = [
+        "up",
+        "-p",
+        "local-cpu",
+        "-o",
+        "json",
+        "--set",
+        f"local.state_dir={state_dir}",
+        "--set",
+        f"vllm.port={port}",
+    ]
     for item in sets:
         args += ["--set", item]
     done = run_cli(*args, timeout=300)

@@ -31,7 +31,9 @@ def test_diff_prints_the_planned_argv_against_nothing_running(tmp_path: Path) ->
 
 
 def test_diff_with_json_output_keeps_stdout_one_json_document(tmp_path: Path) -> None:
-    result = run_cli("apply", "-p", "local-cpu", "--set", f"local.state_dir={tmp_path / 'state'}", "--diff", "-o", "json")
+    result = run_cli(
+        "apply", "-p", "local-cpu", "--set", f"local.state_dir={tmp_path / 'state'}", "--diff", "-o", "json"
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     [entry] = summary["diff"]

@@ -21,9 +21,21 @@ from tests.targets.local.conftest import FakeLocal, wait_for
 
 def write_record(state_dir: Path, **fields: object) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
-    record = {"profile": "local-cpu", "pid": 2, "create_time": 1.0, "host": "127.0.0.1", "port": 1,
-              "argv": ["python3"], "env": {}, "argv_hash": "0", "log_path": str(state_dir / "server.log"),
-              "model_path": "m", "rehearsal": False, "started_at": "2026-01-01T00:00:00+00:00", **fields}
+    record = {
+        "profile": "local-cpu",
+        "pid": 2,
+        "create_time": 1.0,
+        "host": "127.0.0.1",
+        "port": 1,
+        "argv": ["python3"],
+        "env": {},
+        "argv_hash": "0",
+        "log_path": str(state_dir / "server.log"),
+        "model_path": "m",
+        "rehearsal": False,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        **fields,
+    }
     (state_dir / "server.json").write_text(json.dumps(record))
 
 
@@ -46,13 +58,21 @@ def bystander() -> Iterator[psutil.Process]:
 def test_pid_zero_does_not_signal_the_callers_own_group(fake_local: FakeLocal) -> None:
     write_record(fake_local.state_dir, pid=0)
     # The CLI shares a process group with a sibling, as in a user's script; os.killpg(0) would reach both.
-    script = (f"{sys.executable} -c 'import time; time.sleep(60)' >/dev/null 2>&1 & echo $!; "
-              f"{sys.executable} -m k3deploy {' '.join(repr(a) for a in fake_local.args('down', extra=('--yes',)))}; "
-              "echo rc=$?")
+    script = (
+        f"{sys.executable} -c 'import time; time.sleep(60)' >/dev/null 2>&1 & echo $!; "
+        f"{sys.executable} -m k3deploy {' '.join(repr(a) for a in fake_local.args('down', extra=('--yes',)))}; "
+        "echo rc=$?"
+    )
     from tests.conftest import cli_env
 
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
-                          env=cli_env(fake_local.env()), start_new_session=True)
+    done = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(fake_local.env()),
+        start_new_session=True,
+    )
     sibling = int(done.stdout.split()[0])
     try:
         assert "rc=0" in done.stdout, done.stderr
@@ -76,21 +96,31 @@ def test_an_impossible_pid_is_an_unreadable_record_for_status_and_down(fake_loca
     no_traceback(done)
 
 
-def test_a_record_forged_from_another_process_does_not_stop_it(fake_local: FakeLocal, bystander: psutil.Process) -> None:
+def test_a_record_forged_from_another_process_does_not_stop_it(
+    fake_local: FakeLocal, bystander: psutil.Process
+) -> None:
     # Everything /proc tells about the bystander: its pid, start time and exact command line.
-    write_record(fake_local.state_dir, pid=bystander.pid, create_time=bystander.create_time(), argv=bystander.cmdline(),
-                 server_id="f" * 32)
+    write_record(
+        fake_local.state_dir,
+        pid=bystander.pid,
+        create_time=bystander.create_time(),
+        argv=bystander.cmdline(),
+        server_id="f" * 32,
+    )
     code, report, _ = fake_local.json("status")
     assert (code, report["running"]) == (0, False)
-    assert report["detail"] == f"not running (pid {bystander.pid} is not the recorded server: another process, left alone)"
+    assert (
+        report["detail"] == f"not running (pid {bystander.pid} is not the recorded server: another process, left alone)"
+    )
     done = fake_local.run("down", extra=("--yes",))
     assert (done.returncode, done.stderr.strip()) == (0, "down: nothing is running for local-cpu")
     time.sleep(0.5)
     assert bystander.is_running() and bystander.status() != psutil.STATUS_ZOMBIE
 
 
-def test_a_record_that_does_not_match_the_server_is_not_used_to_signal_it(fake_local: FakeLocal,
-                                                                          bystander: psutil.Process) -> None:
+def test_a_record_that_does_not_match_the_server_is_not_used_to_signal_it(
+    fake_local: FakeLocal, bystander: psutil.Process
+) -> None:
     assert fake_local.run("up").returncode == 0
     record = fake_local.record()
     pid = record["pid"]
@@ -98,8 +128,10 @@ def test_a_record_that_does_not_match_the_server_is_not_used_to_signal_it(fake_l
     (fake_local.state_dir / "server.json").write_text(json.dumps({**record, "argv": [*record["argv"], "--extra"]}))
     _code, report, _ = fake_local.json("status")
     assert (report["running"], report["pid"]) == (True, pid)
-    assert report["found_by"] == (f"the record does not prove pid {pid} is the server; found k3deploy's server "
-                                  f"(pid {pid}) by its port and command line")
+    assert report["found_by"] == (
+        f"the record does not prove pid {pid} is the server; found k3deploy's server "
+        f"(pid {pid}) by its port and command line"
+    )
     # The bystander's pid with the server's id and argv: the bystander is left alone, the server is stopped.
     forged = {**record, "pid": bystander.pid, "create_time": bystander.create_time()}
     (fake_local.state_dir / "server.json").write_text(json.dumps(forged))
@@ -115,13 +147,21 @@ def test_a_truncated_record_is_recovered_by_port_and_command_line(fake_local: Fa
     path = fake_local.state_dir / "server.json"
     path.write_bytes(path.read_bytes()[:57])
     code, report, _ = fake_local.json("status")
-    assert (code, report["running"], report["pid"], report["healthy"], report["matches_profile"]) == (0, True, pid, True, True)
+    assert (code, report["running"], report["pid"], report["healthy"], report["matches_profile"]) == (
+        0,
+        True,
+        pid,
+        True,
+        True,
+    )
     assert report["found_by"].startswith(f"{path} is not a valid record (")
     assert report["found_by"].endswith(f"found k3deploy's server (pid {pid}) by its port and command line")
     # `up` reuses it and writes the record again; `down` stops it.
     code, summary, stderr = fake_local.json("up")
     assert code == 0, stderr
-    assert next(s for s in summary["stages"] if s["name"] == "apply")["detail"].startswith(f"already running (pid {pid})")
+    assert next(s for s in summary["stages"] if s["name"] == "apply")["detail"].startswith(
+        f"already running (pid {pid})"
+    )
     assert fake_local.record()["pid"] == pid
     path.write_text("{")
     done = fake_local.run("down", extra=("--yes",))

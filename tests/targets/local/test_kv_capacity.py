@@ -23,7 +23,10 @@ def test_a_plan_the_server_contradicts_is_flagged(tmp_path: Path) -> None:
 
 
 def test_no_log_yet(tmp_path: Path) -> None:
-    assert kv_capacity(load_profile("local-cpu"), tmp_path / "missing.log") == "KV tokens: plan 524,288, server not reported"
+    assert (
+        kv_capacity(load_profile("local-cpu"), tmp_path / "missing.log")
+        == "KV tokens: plan 524,288, server not reported"
+    )
 
 
 def test_only_the_end_of_a_long_log_is_read(tmp_path: Path) -> None:

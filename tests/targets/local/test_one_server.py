@@ -22,8 +22,10 @@ def test_a_second_up_on_the_same_state_dir_is_refused_while_the_first_runs(fake_
         assert wait_for(lambda: (fake_local.state_dir / LOCK_FILE).exists(), 30)
         code, _, stderr = fake_local.json("up", slow)
         assert code == 3
-        assert (f"error: another k3deploy command (pid {first.pid}) is using {fake_local.state_dir}; not starting up"
-                in stderr), stderr
+        assert (
+            f"error: another k3deploy command (pid {first.pid}) is using {fake_local.state_dir}; not starting up"
+            in stderr
+        ), stderr
         assert "hint: wait for it to finish (or interrupt it), then run this again" in stderr
         # down is refused too: it would stop the server the first up is still waiting for.
         assert fake_local.run("down", extra=("--yes",)).returncode == 3
@@ -48,13 +50,21 @@ def test_up_refuses_a_port_answered_by_another_server(fake_local: FakeLocal) -> 
     thread = threading.Thread(target=other.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        code, summary, stderr = fake_local.json("up", "vllm.env.FAKE_VLLM_START_DELAY_S='3'", extra=("--skip-preflight",))
+        code, summary, stderr = fake_local.json(
+            "up", "vllm.env.FAKE_VLLM_START_DELAY_S='3'", extra=("--skip-preflight",)
+        )
         assert code == 3, stderr
         assert [(s["name"], s["status"]) for s in summary["stages"]] == [
-            ("preflight", "skip"), ("render", "pass"), ("apply", "pass"), ("wait", "fail")]
+            ("preflight", "skip"),
+            ("render", "pass"),
+            ("apply", "pass"),
+            ("wait", "fail"),
+        ]
         pid = int(summary["stages"][2]["detail"].removeprefix("started vLLM (pid ").split(")")[0])
-        assert summary["error"] == (f"http://127.0.0.1:{fake_local.port} is answered by another process, "
-                                    f"not by the vLLM k3deploy started (pid {pid})")
+        assert summary["error"] == (
+            f"http://127.0.0.1:{fake_local.port} is answered by another process, "
+            f"not by the vLLM k3deploy started (pid {pid})"
+        )
         assert summary["rollback"] == f"stopped the new server (pid {pid}); nothing ran before"
         assert not alive(pid) and other.counters.requests == 0  # smoke never ran against the wrong server
     finally:

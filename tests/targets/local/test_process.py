@@ -74,12 +74,15 @@ def test_what_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
         process.stop(ident, grace_s=0.1)
 
 
-@pytest.mark.parametrize("change", [
-    {"create_time": -100.0},  # another start time: the pid was reused
-    {"argv": ("python3", "-m", "something.else")},  # another command line
-    {"server_id": "id-forged"},  # another launch's id
-    {"server_id": None},  # no id at all
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"create_time": -100.0},  # another start time: the pid was reused
+        {"argv": ("python3", "-m", "something.else")},  # another command line
+        {"server_id": "id-forged"},  # another launch's id
+        {"server_id": None},  # no id at all
+    ],
+)
 def test_a_process_that_does_not_match_every_mark_is_not_ours_and_is_left_alone(tmp_path: Path, change: dict) -> None:
     ident, child = start_group(LEADER, tmp_path)
     forged = replace(ident, **{k: (ident.create_time + v if k == "create_time" else v) for k, v in change.items()})
@@ -109,15 +112,18 @@ def test_orphans_of_a_dead_leader_are_still_stopped(tmp_path: Path) -> None:
         process.stop(ident, grace_s=0.1)
 
 
-@pytest.mark.parametrize(("cmdline", "ok"), [
-    (["/venv/bin/python", "-m", "vllm.x", "--port", "1"], True),  # as started
-    (["/usr/bin/python3.11", "-m", "vllm.x", "--port", "1"], True),  # a shim that executed the real interpreter
-    (["/usr/bin/python3", "-I", "/venv/bin/python", "-m", "vllm.x", "--port", "1"], True),  # a shebang wrapper
-    (["/usr/bin/python3", "/other/wrapper", "-m", "vllm.x", "--port", "1"], False),
-    (["/venv/bin/python", "-m", "vllm.x", "--port", "2"], False),
-    (["/venv/bin/python", "-m", "vllm.x"], False),
-    ([], False),
-])
+@pytest.mark.parametrize(
+    ("cmdline", "ok"),
+    [
+        (["/venv/bin/python", "-m", "vllm.x", "--port", "1"], True),  # as started
+        (["/usr/bin/python3.11", "-m", "vllm.x", "--port", "1"], True),  # a shim that executed the real interpreter
+        (["/usr/bin/python3", "-I", "/venv/bin/python", "-m", "vllm.x", "--port", "1"], True),  # a shebang wrapper
+        (["/usr/bin/python3", "/other/wrapper", "-m", "vllm.x", "--port", "1"], False),
+        (["/venv/bin/python", "-m", "vllm.x", "--port", "2"], False),
+        (["/venv/bin/python", "-m", "vllm.x"], False),
+        ([], False),
+    ],
+)
 def test_command_line_matching(cmdline: list[str], ok: bool) -> None:
     assert process.cmdline_matches(cmdline, ("/venv/bin/python", "-m", "vllm.x", "--port", "1")) is ok
 
@@ -125,8 +131,9 @@ def test_command_line_matching(cmdline: list[str], ok: bool) -> None:
 def test_start_passes_env_rotates_the_previous_log_and_reports_a_missing_interpreter(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("old run\n")
-    pid, _created = process.start([sys.executable, "-c", "import os; print(os.environ['MARK'])"], {"MARK": "here"},
-                                 log, tmp_path / "cwd", "id-1")
+    pid, _created = process.start(
+        [sys.executable, "-c", "import os; print(os.environ['MARK'])"], {"MARK": "here"}, log, tmp_path / "cwd", "id-1"
+    )
     with contextlib.suppress(psutil.NoSuchProcess):
         psutil.Process(pid).wait(timeout=30)
     assert process.log_tail(log) == ["here"]

@@ -99,7 +99,10 @@ def test_another_interpreter_can_generate_it_identically(model_dir: Path, tmp_pa
 def test_generation_by_an_interpreter_without_transformers_fails_with_one_line(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)
-    with pytest.raises(EnvironmentProblem, match=r"cannot generate the rehearsal model with .*bare/bin/python: error: "
-                                                  r"cannot generate the rehearsal model: No module named '(tokenizers|transformers|torch)'"):
+    with pytest.raises(
+        EnvironmentProblem,
+        match=r"cannot generate the rehearsal model with .*bare/bin/python: error: "
+        r"cannot generate the rehearsal model: No module named '(tokenizers|transformers|torch)'",
+    ):
         ensure_rehearsal_model_with(str(bare / "bin" / "python"), tmp_path / "model")
     assert not (tmp_path / "model").exists()

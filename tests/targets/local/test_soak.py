@@ -38,7 +38,9 @@ def snapshot(root: Path, skip: set[str]) -> dict[str, tuple[int, int, str]]:
     return out
 
 
-def interrupted(proc: subprocess.Popen[str], delay_s: float | None, sig: signal.Signals, *, early: bool = False) -> tuple[int, str]:
+def interrupted(
+    proc: subprocess.Popen[str], delay_s: float | None, sig: signal.Signals, *, early: bool = False
+) -> tuple[int, str]:
     """Signal `proc` `delay_s` after its first stage began (after it started, when `early`); (exit code, stderr).
 
     None runs it to the end.
@@ -69,7 +71,8 @@ def test_interrupted_rounds_leave_nothing_behind(fake_local: FakeLocal) -> None:
     (state / "NOTES.txt").write_text("the user's own file\n")
     fake_local.model = model
     user_before = snapshot(fake_local.root, {"state", "tmp"}) | {
-        f"state/{k}": v for k, v in snapshot(state, K3DEPLOY_FILES).items()}
+        f"state/{k}": v for k, v in snapshot(state, K3DEPLOY_FILES).items()
+    }
     codes: list[int] = []
     for _ in range(ROUNDS):
         sig = rng.choice([signal.SIGINT, signal.SIGTERM])
@@ -100,6 +103,7 @@ def test_interrupted_rounds_leave_nothing_behind(fake_local: FakeLocal) -> None:
         leftovers = {p.name for p in state.iterdir()} - K3DEPLOY_FILES - {"model", "NOTES.txt"}
         assert leftovers == set()  # no lock, record, half-written temporary file
         user_after = snapshot(fake_local.root, {"state", "tmp"}) | {
-            f"state/{k}": v for k, v in snapshot(state, K3DEPLOY_FILES).items()}
+            f"state/{k}": v for k, v in snapshot(state, K3DEPLOY_FILES).items()
+        }
         assert user_after == user_before
     assert 0 in codes, codes  # the rounds left alone passed

@@ -26,7 +26,11 @@ def test_failure_line_prefers_the_validation_reason_then_the_last_exception() ->
         "Please verify the following requirements:",
     ]
     assert failure_line(pydantic) == "Invalid repository ID or local directory specified: '/tmp'."
-    traceback = ["Traceback (most recent call last):", '  File "x.py", line 1', "ModuleNotFoundError: No module named 'vllm'"]
+    traceback = [
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1',
+        "ModuleNotFoundError: No module named 'vllm'",
+    ]
     assert failure_line(traceback) == "ModuleNotFoundError: No module named 'vllm'"
     assert failure_line(["starting", "Killed"]) == "Killed"
     assert failure_line([]) == "(the log is empty)"

@@ -14,12 +14,26 @@ from k3deploy.targets.local import ownership
 from k3deploy.targets.local.lock import LOCK_FILE, locked
 from k3deploy.targets.local.state import ServerRecord, Unreadable, read_record_or_error, write_record
 
-RECORD = ServerRecord(profile="p", pid=1234, create_time=1.5, host="127.0.0.1", port=8000, argv=["python3"], env={},
-                      argv_hash="h", log_path="l", model_path="m", rehearsal=False, started_at="t", server_id="s")
+RECORD = ServerRecord(
+    profile="p",
+    pid=1234,
+    create_time=1.5,
+    host="127.0.0.1",
+    port=8000,
+    argv=["python3"],
+    env={},
+    argv_hash="h",
+    log_path="l",
+    model_path="m",
+    rehearsal=False,
+    started_at="t",
+    server_id="s",
+)
 
 
-def test_a_write_interrupted_anywhere_keeps_the_old_record_and_no_temporary_file(tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_interrupted_anywhere_keeps_the_old_record_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "server.json"
     write_record(path, RECORD)
     before = path.read_bytes()
@@ -33,12 +47,15 @@ def test_a_write_interrupted_anywhere_keeps_the_old_record_and_no_temporary_file
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["server.json"]
 
 
-@pytest.mark.parametrize(("text", "why"), [
-    ('{"pid": 1', "not JSON: "),
-    (RECORD.model_dump_json().replace('"pid":1234', '"pid":0'), "pid: Input should be greater than or equal to 2"),
-    (RECORD.model_dump_json().replace('"create_time":1.5', '"create_time":NaN'), "create_time: "),
-    ("[]", "the record: Input should be a valid dictionary"),
-])
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"pid": 1', "not JSON: "),
+        (RECORD.model_dump_json().replace('"pid":1234', '"pid":0'), "pid: Input should be greater than or equal to 2"),
+        (RECORD.model_dump_json().replace('"create_time":1.5', '"create_time":NaN'), "create_time: "),
+        ("[]", "the record: Input should be a valid dictionary"),
+    ],
+)
 def test_an_invalid_record_says_what_is_wrong(tmp_path: Path, text: str, why: str) -> None:
     path = tmp_path / "server.json"
     path.write_text(text)
@@ -47,15 +64,26 @@ def test_an_invalid_record_says_what_is_wrong(tmp_path: Path, text: str, why: st
 
 
 def test_the_lock_names_its_holder_and_is_gone_after_release(tmp_path: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from k3deploy.targets.local.lock import locked\n"
-        f"with locked(Path({str(tmp_path)!r}), 'up'):\n    print('held', flush=True); time.sleep(60)")],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from pathlib import Path; from k3deploy.targets.local.lock import locked\n"
+                f"with locked(Path({str(tmp_path)!r}), 'up'):\n    print('held', flush=True); time.sleep(60)"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(EnvironmentProblem) as info, locked(tmp_path, "down"):
             pass
-        assert info.value.message == f"another k3deploy command (pid {holder.pid}) is using {tmp_path}; not starting down"
+        assert (
+            info.value.message == f"another k3deploy command (pid {holder.pid}) is using {tmp_path}; not starting down"
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -74,6 +102,7 @@ def test_a_folder_holding_the_profiles_model_is_never_removed(tmp_path: Path) ->
     assert not ownership.create(state, cache)  # it exists: not created again, still ours
     (cache / "weights").mkdir()
     assert ownership.remove(state, cache, [str(cache / "weights")]) == (
-        f"kept {cache}: the profile names {cache / 'weights'} as a model")
+        f"kept {cache}: the profile names {cache / 'weights'} as a model"
+    )
     assert ownership.remove(state, cache, [str(state / "model")]) is None
     assert not cache.exists() and not (state / ownership.REGISTRY).exists()

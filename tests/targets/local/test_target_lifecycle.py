@@ -64,8 +64,18 @@ def target(fake_vllm: None) -> LocalTarget:
 def profile_for(tmp_path: Path, port: int, model: str = "model", *sets: str) -> Profile:
     folder = tmp_path / model
     folder.mkdir(exist_ok=True)
-    return load_profile("local-cpu", [f"local.state_dir={tmp_path / 'state'}", f"vllm.port={port}", "model.rehearsal=false",
-                                      f"model.id={folder}", "speculative=null", "local.ready_timeout_s=30", *sets])
+    return load_profile(
+        "local-cpu",
+        [
+            f"local.state_dir={tmp_path / 'state'}",
+            f"vllm.port={port}",
+            "model.rehearsal=false",
+            f"model.id={folder}",
+            "speculative=null",
+            "local.ready_timeout_s=30",
+            *sets,
+        ],
+    )
 
 
 def test_reuse_upgrade_rollback_and_down(target: LocalTarget, tmp_path: Path) -> None:
@@ -78,7 +88,12 @@ def test_reuse_upgrade_rollback_and_down(target: LocalTarget, tmp_path: Path) ->
         target.wait_ready(first, 30)
         status = target.status(first).report
         pid = status["pid"]
-        assert (status["running"], status["healthy"], status["revision"], status["endpoint"]) == (True, True, 1, f"http://127.0.0.1:{port}")
+        assert (status["running"], status["healthy"], status["revision"], status["endpoint"]) == (
+            True,
+            True,
+            1,
+            f"http://127.0.0.1:{port}",
+        )
         group = group_members(pid)
         assert len(group) == 2
 
@@ -97,7 +112,9 @@ def test_reuse_upgrade_rollback_and_down(target: LocalTarget, tmp_path: Path) ->
         assert target.status(first).report["matches_profile"] is False
 
         said = target.rollback(changed, previous)
-        assert said.startswith(f"stopped the new server (pid {new['pid']}); restored the previous server (revision 1, pid ")
+        assert said.startswith(
+            f"stopped the new server (pid {new['pid']}); restored the previous server (revision 1, pid "
+        )
         assert not alive(new["pid"])
         restored = target.status(first).report
         assert (restored["running"], restored["healthy"], restored["revision"]) == (True, True, 1)
@@ -125,8 +142,9 @@ def test_rollback_of_a_first_install_stops_it(target: LocalTarget, tmp_path: Pat
         target.down(profile, purge=False)
 
 
-def test_a_server_that_exits_fails_the_wait_with_its_error_line(target: LocalTarget, tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_that_exits_fails_the_wait_with_its_error_line(
+    target: LocalTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     profile = profile_for(tmp_path, free_port(), "broken")
     try:
         target.apply(profile)
@@ -189,10 +207,16 @@ def test_a_record_whose_process_died_counts_as_nothing_running(target: LocalTarg
 
 def test_down_with_nothing_recorded_is_a_no_op(target: LocalTarget, tmp_path: Path) -> None:
     profile = profile_for(tmp_path, free_port())
-    assert target.down(profile, purge=True) == (f"nothing is running for local-cpu; nothing k3deploy generated is left "
-                                                f"under {tmp_path / 'state'}")
-    assert target.status(profile).report == {"target": "local", "profile": "local-cpu", "state_dir": str(tmp_path / "state"),
-                                      "running": False, "detail": "not running"}
+    assert target.down(profile, purge=True) == (
+        f"nothing is running for local-cpu; nothing k3deploy generated is left under {tmp_path / 'state'}"
+    )
+    assert target.status(profile).report == {
+        "target": "local",
+        "profile": "local-cpu",
+        "state_dir": str(tmp_path / "state"),
+        "running": False,
+        "detail": "not running",
+    }
 
 
 def test_an_upgrade_that_cannot_start_puts_the_old_server_back(target: LocalTarget, tmp_path: Path) -> None:

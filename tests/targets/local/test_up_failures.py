@@ -20,7 +20,8 @@ def test_nan_counters_fail_smoke_with_a_reason_and_roll_back(fake_local: FakeLoc
     assert checks["speculative decoding"]["status"] == "fail"
     assert checks["speculative decoding"]["detail"].startswith(
         "cannot verify speculative decoding: /metrics reported a non-finite spec-decode counter: "
-        "vllm:spec_decode_num_drafts_total{")
+        "vllm:spec_decode_num_drafts_total{"
+    )
     pid = int(summary["stages"][2]["detail"].removeprefix("started vLLM (pid ").split(")")[0])
     assert summary["rollback"] == f"stopped the new server (pid {pid}); nothing ran before"
     assert not alive(pid)
@@ -39,7 +40,10 @@ def test_preflight_runs_the_checks_up_runs(fake_local: FakeLocal) -> None:
         code, report, _ = fake_local.json("preflight")
         assert code == 1
         port = next(c for c in report["checks"] if c["name"] == "local.port")
-        assert port["status"] == "fail" and port["detail"] == f"port {fake_local.port} on 127.0.0.1 is in use by another process"
+        assert (
+            port["status"] == "fail"
+            and port["detail"] == f"port {fake_local.port} on 127.0.0.1 is in use by another process"
+        )
         code, summary, _ = fake_local.json("up")
         assert (code, summary["stages"][0]["name"], summary["stages"][0]["status"]) == (1, "preflight", "fail")
         assert summary["error"] == f"1 preflight check(s) failed, first: local.port: {port['detail']}"
@@ -67,8 +71,9 @@ def test_a_signal_while_starting_leaves_no_lock_or_temporary_file(fake_local: Fa
 
 def test_sigterm_while_the_rehearsal_model_is_generated_removes_its_temporary_folder(fake_local: FakeLocal) -> None:
     pytest.importorskip("transformers", reason="the rehearsal model is generated with transformers (in the vLLM venv)")
-    proc = fake_local.popen("up", "model.rehearsal=true", "model.id=rehearsal-llama-tiny",
-                            "speculative.model=rehearsal-llama-tiny")
+    proc = fake_local.popen(
+        "up", "model.rehearsal=true", "model.id=rehearsal-llama-tiny", "speculative.model=rehearsal-llama-tiny"
+    )
     try:
         assert wait_for(lambda: any(p.name.startswith(".model.") for p in fake_local.state_dir.glob(".*")), 120)
         proc.send_signal(signal.SIGTERM)

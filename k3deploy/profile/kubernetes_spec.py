@@ -1,0 +1,228 @@
+"""The `kubernetes` section of a profile: where and how the set is placed on a cluster (pure).
+
+Kept apart from profile/model.py, which re-exports its names, so that neither module outgrows one screenful of
+sections.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+import k3deploy
+from k3deploy.profile.base import _Strict
+from k3deploy.profile.names import (
+    ConfigKey,
+    DNSLabel,
+    DNSSubdomain,
+    HttpUrl,
+    LabelKey,
+    LabelValue,
+    PinnedImage,
+    PositiveQuantity,
+    Quantity,
+)
+
+#: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
+#: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
+MAX_NAME_LENGTH = 51
+#: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
+_MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+
+
+class SecretRef(_Strict):
+    """A key in a Kubernetes Secret."""
+
+    name: DNSSubdomain
+    key: ConfigKey = "token"
+
+
+class Toleration(_Strict):
+    """One pod toleration (core/v1 Toleration), rendered on every GPU pod of the set."""
+
+    key: LabelKey | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = Field(
+        None, description="Only with effect NoExecute: how long the pod stays bound."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Toleration:
+        # The same rules the API server applies (k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations).
+        if self.operator == "Exists" and self.value:
+            raise ValueError("a toleration with operator Exists takes no value")
+        if self.key is None and self.operator != "Exists":
+            raise ValueError("a toleration without a key must use operator Exists")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("toleration_seconds is only valid with effect NoExecute")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """The toleration as the pod spec takes it (unset fields left out)."""
+        out: dict[str, Any] = {
+            "key": self.key,
+            "operator": self.operator,
+            "value": self.value,
+            "effect": self.effect,
+            "tolerationSeconds": self.toleration_seconds,
+        }
+        return {key: value for key, value in out.items() if value is not None}
+
+
+def _gpu_toleration() -> list[Toleration]:
+    return [Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")]
+
+
+_VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
+
+
+def release_version(value: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release version such as 'v0.10.0' or '25.8.1' (pre-release suffix ignored)."""
+    core = re.split(r"[-+]", value.lstrip("v"), maxsplit=1)[0].split(".")
+    numbers = [int(part) for part in core] + [0, 0]
+    return numbers[0], numbers[1], numbers[2]
+
+
+#: Where the release workflow (.github/workflows/release.yml) publishes the k3deploy image.
+IMAGE_REPOSITORY = "ghcr.io/k3deploy/k3deploy"
+
+
+def default_smoke_image() -> str:
+    """The image of the running k3deploy version: the smoke Job then runs the code that rendered it."""
+    return f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
+
+
+class KubernetesSpec(_Strict):
+    """Where and how the set is placed on a cluster."""
+
+    namespace: DNSLabel = "kimi-k3"
+    service_account: DNSSubdomain = "k3deploy"
+    hf_token_secret: SecretRef | None = None
+    storage_class: DNSSubdomain | None = None
+    model_cache_size: PositiveQuantity = "2Ti"
+    model_cache_path: str = "/models"
+    shm_size: Quantity = "64Gi"
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    clique_label: LabelKey = "nvidia.com/gpu.clique"
+    compute_domain: bool = True
+    startup_probe_budget_s: int = Field(7200, gt=0)
+    rollout_timeout_s: int = Field(10800, gt=0)
+    unschedulable_grace_s: int = Field(
+        120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails."
+    )
+    endpoint_override: HttpUrl | None = Field(
+        None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward)."
+    )
+    service_monitor: bool = True
+    monitoring: bool | None = Field(
+        None,
+        description='Render the Grafana dashboard ConfigMap (label grafana_dashboard: "1") and the PrometheusRule of '
+        "the profile's targets; null: whenever service_monitor is on.",
+    )
+    grafana_dashboard_namespace: DNSLabel | None = Field(
+        None, description="Namespace of the dashboard ConfigMap (the one Grafana's sidecar watches); null: namespace."
+    )
+    network_policy: bool = Field(
+        True,
+        description="Render NetworkPolicies: ingress to the set's pods denied except the API port (from the set's namespace, "
+        "api_namespaces and monitoring_namespace) and the group's internal ports (between its serving pods); "
+        "serving-pod egress limited to DNS and the group.",
+    )
+    api_namespaces: list[DNSLabel] = Field(
+        default_factory=list,
+        description="Namespaces (besides the set's own) whose pods may reach the OpenAI API port, e.g. a gateway's.",
+    )
+    monitoring_namespace: DNSLabel | None = Field(
+        "monitoring", description="Namespace of the Prometheus that scrapes /metrics on the API port (null: none)."
+    )
+    node_preflight: bool = Field(
+        True,
+        description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).",
+    )
+    smoke_image: PinnedImage = Field(
+        default_factory=default_smoke_image,
+        description="The k3deploy image the smoke and node-preflight Jobs run; default: the image of this k3deploy "
+        "version (what the release workflow publishes).",
+    )
+    prefetch_image: PinnedImage = "python:3.12-slim"
+    cpu_request: Quantity = "32"
+    memory_request: Quantity = "512Gi"
+    # Placement and the cluster's installed controllers (what the set is rendered for).
+    tolerations: list[Toleration] = Field(
+        default_factory=_gpu_toleration,
+        description="Tolerations of every GPU pod (serving and node-preflight); the default tolerates the nvidia.com/gpu "
+        "taint, so no pod depends on the opt-in ExtendedResourceToleration admission plugin.",
+    )
+    runtime_class: DNSSubdomain | None = Field(
+        "nvidia",
+        description="RuntimeClass of the serving pods and the node-preflight pods (null: the cluster's default runtime). "
+        "The node-preflight pods see every GPU through it (NVIDIA_VISIBLE_DEVICES=all) without requesting one.",
+    )
+    lws_version: str = Field(
+        "0.10.0",
+        description="LeaderWorkerSet release installed in the cluster: >= 0.9 renders restartPolicy RecreateGroupAfterStart, "
+        "0.8 its annotation, older RecreateGroupOnPodRestart.",
+    )
+    dra_driver_version: str = Field(
+        "0.4.0",
+        description="NVIDIA DRA driver (dra-driver-nvidia-gpu) release installed: from 0.2 (25.8) ComputeDomain numNodes is 0 "
+        "(IMEX daemons with DNS names); older releases need numNodes = parallel.nodes.",
+    )
+    pdb_max_unavailable: int = Field(
+        1,
+        ge=0,
+        description="maxUnavailable of the serving pods' PodDisruptionBudget: 1 lets `kubectl drain` evict one pod at a "
+        "time (the group is recreated); 0 refuses every voluntary eviction.",
+    )
+    service_monitor_labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        description="Extra labels of the ServiceMonitor, e.g. {release: kube-prometheus-stack}, "
+        "for a Prometheus whose serviceMonitorSelector selects on them.",
+    )
+    prefetch_timeout_s: int = Field(
+        21600, gt=0, description="activeDeadlineSeconds of the weight-prefetch Job (1.56 TB at ~100 MB/s is ~4.5 h)."
+    )
+    routing: Literal["service", "inference-pool"] = Field(
+        "service",
+        description="How requests reach the groups' leaders: service (the API Service spreads connections over them) or "
+        "inference-pool (also render a Gateway API Inference Extension InferencePool selecting the leaders and "
+        "its endpoint picker, for a Gateway that routes by prefix-cache affinity, KV-cache use and queue depth).",
+    )
+    epp_image: PinnedImage = Field(
+        "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0",
+        description="Image of the endpoint picker (routing: inference-pool); llm-d/llm-d-router, where the Gateway API "
+        "Inference Extension's EPP is maintained.",
+    )
+    node_preflight_hosts: list[DNSSubdomain] = Field(
+        default_factory=list,
+        description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
+        "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.",
+    )
+
+    @property
+    def monitoring_on(self) -> bool:
+        """Whether the dashboard and the alerts are rendered: `monitoring`, by default `service_monitor`."""
+        return self.service_monitor if self.monitoring is None else self.monitoring
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate_gpu_runtime_class(cls, data: Any) -> Any:
+        # gpu_runtime_class (node-preflight only) became runtime_class (every GPU pod): old profiles keep loading.
+        if isinstance(data, dict) and "gpu_runtime_class" in data:
+            data = dict(data)
+            old = data.pop("gpu_runtime_class")
+            if "runtime_class" in data and data["runtime_class"] != old:
+                raise ValueError("gpu_runtime_class is the old name of runtime_class: set only runtime_class")
+            data["runtime_class"] = old
+        return data
+
+    @field_validator("lws_version", "dra_driver_version")
+    @classmethod
+    def _is_release_version(cls, value: str) -> str:
+        if not _VERSION.match(value):
+            raise ValueError(f"{value!r} is not a release version such as 0.10.0")
+        return value
