@@ -151,6 +151,10 @@ def run_cli(
     `timeout` seconds the run gets SIGINT, as on Ctrl-C (so its cleanup runs), and TimeoutExpired is raised, as
     `subprocess.run` does.
     """
+    if threading.current_thread() is not threading.main_thread():
+        # Signal handlers (the entry point's SIGTERM, the watchdog's SIGINT) can only be set from the main thread;
+        # a test that runs the CLI beside its own checks (a thread watching the cluster) gets a process of its own.
+        return run_cli_process(*args, env=env, timeout=timeout, cwd=cwd, input=input)
     from typer._click import formatting
     from typer.testing import CliRunner as TyperCliRunner
 

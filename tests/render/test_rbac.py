@@ -15,7 +15,7 @@ from typing import Any
 
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import PROFILE_KEY, build
-from tests.conftest import REPO_ROOT, run_cli
+from tests.conftest import REPO_ROOT, run_cli, run_cli_process
 from tests.kubeapi.server import KubeApiServer
 from tests.preflight.test_cli_node import fake_pynvml_dir
 from tests.smoke.scripted_server import Script, scripted_server
@@ -86,7 +86,8 @@ def run_as_in_the_pod(args: list[str], kube: KubeApiServer, tmp_path: Path, prof
         if "--endpoint" in argv:
             argv[argv.index("--endpoint") + 1] = srv.url
         before = len(kube.faults.requests)
-        done = run_cli(*argv, env=env, timeout=300)
+        # A process of its own: the fake NVML is found through PYTHONPATH, as in the node-preflight pod.
+        done = run_cli_process(*argv, env=env, timeout=300)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode in (0, 1), (argv, done.stderr)  # ran to its verdict (1: a check failed on this machine)
     return kube.faults.requests[before:]
