@@ -23,6 +23,7 @@ from k3deploy.smoke.prompts import select
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.smoke.summary import percentile
 from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
+from tests.bench.vllm_bench import serve_argv
 from tests.integration.vllm_server import start_vllm, vllm_python
 
 MODEL = "rehearsal-llama-tiny"
@@ -44,37 +45,7 @@ def run_vllm_bench(url: str, model_dir: Path, work: Path, requests: int, output_
     dataset = work / "prompts.jsonl"
     dataset.write_text("".join(json.dumps({"prompt": p.text}) + "\n" for p in select("low_entropy", requests)))
     cmd = [
-        vllm_python(),
-        "-m",
-        "tests.bench.vllm_bench",
-        "--backend",
-        "vllm",
-        "--base-url",
-        url,
-        "--endpoint",
-        "/v1/completions",
-        "--model",
-        MODEL,
-        "--tokenizer",
-        str(model_dir),
-        "--dataset-name",
-        "custom",
-        "--dataset-path",
-        str(dataset),
-        "--custom-output-len",
-        str(output_tokens),
-        "--skip-chat-template",
-        "--disable-shuffle",
-        "--num-prompts",
-        str(requests),
-        "--max-concurrency",
-        "1",
-        "--ignore-eos",
-        "--temperature",
-        "0",
-        "--num-warmups",
-        "1",
-        "--disable-tqdm",
+        *serve_argv(vllm_python(), url, MODEL, model_dir, dataset, requests, output_tokens),
         "--save-result",
         "--result-dir",
         str(work),

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
+from tests.bench.vllm_bench import serve_argv
 from tests.conftest import REPO_ROOT, cli_env
 from tests.integration.vllm_server import vllm_python
 from tests.smoke.scripted_server import MODEL, Script, scripted_server
@@ -59,39 +60,7 @@ def vllm_cpu(cmd: list[str], work: Path) -> float:
 
 
 def vllm_cmd(url: str, model_dir: Path, dataset: Path, requests: int, tokens: int, level: int) -> list[str]:
-    return [
-        vllm_python(),
-        "-m",
-        "tests.bench.vllm_bench",
-        "--backend",
-        "vllm",
-        "--base-url",
-        url,
-        "--endpoint",
-        "/v1/completions",
-        "--model",
-        MODEL,
-        "--tokenizer",
-        str(model_dir),
-        "--dataset-name",
-        "custom",
-        "--dataset-path",
-        str(dataset),
-        "--custom-output-len",
-        str(tokens),
-        "--skip-chat-template",
-        "--disable-shuffle",
-        "--num-prompts",
-        str(requests),
-        "--max-concurrency",
-        str(level),
-        "--ignore-eos",
-        "--temperature",
-        "0",
-        "--num-warmups",
-        "1",
-        "--disable-tqdm",
-    ]
+    return serve_argv(vllm_python(), url, MODEL, model_dir, dataset, requests, tokens, level)
 
 
 def main() -> None:

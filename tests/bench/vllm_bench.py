@@ -20,6 +20,53 @@ from pathlib import Path
 from typing import Any
 
 
+def serve_argv(
+    python: str,
+    url: str,
+    model: str,
+    tokenizer: Path,
+    dataset: Path,
+    requests: int,
+    output_len: int,
+    concurrency: int = 1,
+) -> list[str]:
+    """The command that runs this module as `vllm bench serve` over a custom JSONL dataset: greedy, EOS ignored,
+    unshuffled, one warm-up, no progress bar (the settings every k3deploy comparison uses)."""
+    return [
+        python,
+        "-m",
+        "tests.bench.vllm_bench",
+        "--backend",
+        "vllm",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        str(tokenizer),
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(dataset),
+        "--custom-output-len",
+        str(output_len),
+        "--skip-chat-template",
+        "--disable-shuffle",
+        "--num-prompts",
+        str(requests),
+        "--max-concurrency",
+        str(concurrency),
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--num-warmups",
+        "1",
+        "--disable-tqdm",
+    ]
+
+
 def _read_jsonl_without_pandas() -> None:
     from vllm.benchmarks.datasets import datasets
 
