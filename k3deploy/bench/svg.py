@@ -40,6 +40,18 @@ def _legend(labels: Sequence[str]) -> str:
     )
 
 
+def _frame(title: str, k: float, unit: str, labels: Sequence[str]) -> list[str]:
+    """The opening of a chart: the svg element with its title, the y axis, the legend and the x axis line."""
+    base = H - BOTTOM
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        _yaxis(k, unit),
+        _legend(labels),
+        f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>',
+    ]
+
+
 def bars(
     title: str,
     groups: Sequence[str],
@@ -53,13 +65,7 @@ def bars(
     base = H - BOTTOM
     slot = (W - LEFT - 10) / max(len(groups), 1)
     width = slot * 0.8 / max(len(series), 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
-        f"<title>{escape(title)}</title>",
-        _yaxis(k, unit),
-        _legend(list(series)),
-        f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>',
-    ]
+    parts = _frame(title, k, unit, list(series))
     for g, group in enumerate(groups):
         x0 = LEFT + g * slot + slot * 0.1
         parts.append(
@@ -91,13 +97,7 @@ def lines(title: str, series: dict[str, tuple[Sequence[float], Sequence[float | 
     base = H - BOTTOM
     step = (W - LEFT - 40) / max(len(xs) - 1, 1)
     where = {x: LEFT + 20 + i * step for i, x in enumerate(xs)}
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{escape(title)}">',
-        f"<title>{escape(title)}</title>",
-        _yaxis(k, unit),
-        _legend(list(series)),
-        f'<line x1="{LEFT}" y1="{base}" x2="{W - 10}" y2="{base}" stroke="#333"/>',
-    ]
+    parts = _frame(title, k, unit, list(series))
     parts += [f'<text x="{where[x]:.1f}" y="{base + 14}" font-size="10" text-anchor="middle">{x:g}</text>' for x in xs]
     for s, (label, (px, py)) in enumerate(series.items()):
         pts = [(where[x], base - y * k, y) for x, y in zip(px, py, strict=False) if y is not None]
