@@ -11,27 +11,12 @@ import pytest
 from tests.conftest import run_cli
 from tests.kubeapi.controllers.endpointslices import ready_endpoints
 from tests.rollout.conftest import FAST, NAMESPACE, PROFILE
-from tests.rollout.upgrade_cluster import API_SERVICE, ready_behind
+from tests.rollout.upgrade_cluster import API_SERVICE, NEW_IMAGE, QUICK_UP, ready_behind
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = pytest.mark.timeout(300)
 BLUE, GREEN = "kimi-k3-gb300-tp16", "kimi-k3-gb300-tp16-green"
-ONE = (
-    "--set",
-    "kubernetes.hf_token_secret=null",
-    "--set",
-    "smoke.requests=2",
-    "--set",
-    "smoke.output_tokens=16",
-    "--set",
-    "smoke.correctness=false",
-    "--set",
-    "targets.decode_tok_s=1",
-    "--timeout",
-    "90s",
-    "--skip-preflight",
-)
-NEW_IMAGE = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
+ONE = QUICK_UP
 BLUE_GREEN = ("--strategy", "blue-green", *NEW_IMAGE)
 
 

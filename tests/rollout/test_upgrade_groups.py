@@ -13,6 +13,8 @@ from tests.rollout.conftest import FAST, NAMESPACE, PROFILE
 from tests.rollout.upgrade_cluster import (
     API_SERVICE,
     CLIQUES,
+    NEW_IMAGE,
+    QUICK_UP,
     first_install,
     ready_behind,
 )
@@ -20,24 +22,7 @@ from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = pytest.mark.timeout(300)
 LWS = "kimi-k3-gb300-tp16"
-TWO = (
-    "--set",
-    "parallel.replicas=2",
-    "--set",
-    "kubernetes.hf_token_secret=null",
-    "--set",
-    "smoke.requests=2",
-    "--set",
-    "smoke.output_tokens=16",
-    "--set",
-    "smoke.correctness=false",
-    "--set",
-    "targets.decode_tok_s=1",
-    "--timeout",
-    "90s",
-    "--skip-preflight",
-)
-NEW_IMAGE = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
+TWO = ("--set", "parallel.replicas=2", *QUICK_UP)
 
 
 def _k3(kube: Any, *args: str) -> Any:

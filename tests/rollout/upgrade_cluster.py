@@ -17,6 +17,24 @@ CLIQUES = (
 )
 API_SERVICE = "kimi-k3-gb300-tp16-api"
 SLICES = ("discovery.k8s.io", "endpointslices")
+#: `up` flags both upgrade test files use: no token Secret, a short smoke that judges decode speed only, no preflight.
+QUICK_UP = (
+    "--set",
+    "kubernetes.hf_token_secret=null",
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=16",
+    "--set",
+    "smoke.correctness=false",
+    "--set",
+    "targets.decode_tok_s=1",
+    "--timeout",
+    "90s",
+    "--skip-preflight",
+)
+#: The template change both upgrade test files roll out.
+NEW_IMAGE = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
 
 
 @pytest.fixture
