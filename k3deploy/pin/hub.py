@@ -96,7 +96,8 @@ class HubClient:
             url = target.geturl()
         else:
             raise EnvironmentProblem(
-                f"{host} redirected {repo_id}@{rev} more than {MAX_REDIRECTS} times", hint="report it to the Hub; retry later"
+                f"{host} redirected {repo_id}@{rev} more than {MAX_REDIRECTS} times",
+                hint="report it to the Hub; retry later",
             )
         sha = self._check(response, answered_by, rev, host)
         if _SHORT_SHA.match(rev) and not sha.startswith(rev):

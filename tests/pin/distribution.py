@@ -194,7 +194,10 @@ class Distribution:
         data = json.dumps(body, indent=3).encode()
         digest = digest_of(data)
         response = self._send(
-            "PUT", f"{self.url}/v2/{name}/manifests/{reference or digest}", name, content=data,
+            "PUT",
+            f"{self.url}/v2/{name}/manifests/{reference or digest}",
+            name,
+            content=data,
             headers={"Content-Type": media_type},
         )
         assert response.status_code == 201, response.text
@@ -209,7 +212,9 @@ class Distribution:
 
         The manifest itself names no platform: only its config blob does (as `docker build` without buildx pushes).
         """
-        config = json.dumps({"architecture": arch, "os": os_name, "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        config = json.dumps(
+            {"architecture": arch, "os": os_name, "rootfs": {"type": "layers", "diff_ids": []}}
+        ).encode()
         layer = f"layer of {name} for {os_name}/{arch}".encode()
         config_digest = self.push_blob(name, config)
         layer_digest = self.push_blob(name, layer)
@@ -262,4 +267,6 @@ class Distribution:
                     "annotations": {"vnd.docker.reference.type": "attestation-manifest"},
                 }
             )
-        return self.push_manifest(name, tag, media_type, {"schemaVersion": 2, "mediaType": media_type, "manifests": entries})
+        return self.push_manifest(
+            name, tag, media_type, {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}
+        )

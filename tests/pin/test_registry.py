@@ -40,7 +40,7 @@ def test_oci_index_resolves_to_its_digest_and_verifies_the_nodes_image(
     arm = result.platform_digest
     assert arm is not None and arm != digest
     asked = [path for method, path in registry.requests() if method == "GET"]
-    assert asked[-3:-1] == [f"/v2/vllm/vllm-openai/manifests/kimi-k3", f"/v2/vllm/vllm-openai/manifests/{arm}"]
+    assert asked[-3:-1] == ["/v2/vllm/vllm-openai/manifests/kimi-k3", f"/v2/vllm/vllm-openai/manifests/{arm}"]
     assert asked[-1].startswith("/v2/vllm/vllm-openai/blobs/sha256:")  # the arm64 image's config: its platform
 
 
@@ -83,7 +83,9 @@ def test_an_index_naming_an_image_the_registry_lacks_is_refused(
     partial_registry.push_index("vllm/vllm-openai", "kimi-k3", ["amd64", "arm64"], missing=("arm64",))
     with RegistryClient(timeout_s=10) as client:
         assert client.resolve(IMAGE, arch="amd64").platform_digest is not None
-        with pytest.raises(CheckFailed, match=r"lists linux/arm64 as sha256:[0-9a-f]{64}, but 127\.0\.0\.1:\d+ does not") as exc:
+        with pytest.raises(
+            CheckFailed, match=r"lists linux/arm64 as sha256:[0-9a-f]{64}, but 127\.0\.0\.1:\d+ does not"
+        ) as exc:
             client.resolve(IMAGE, arch="arm64")
     assert "MANIFEST_UNKNOWN" in exc.value.message and "copy every platform" in (exc.value.hint or "")
 
@@ -126,7 +128,9 @@ def test_unknown_tag_and_unknown_repository_fail_with_the_registry_error(
     with pytest.raises(CheckFailed, match="MANIFEST_UNKNOWN: manifest unknown") as tag:
         client.resolve("vllm/vllm-openai:kimi-k3-aarch64-cu130")
     assert tag.value.exit_code == 1
-    with pytest.raises(CheckFailed, match=r"has no vllm/nothing:1 \(MANIFEST_UNKNOWN"):  # distribution's answer for both
+    with pytest.raises(
+        CheckFailed, match=r"has no vllm/nothing:1 \(MANIFEST_UNKNOWN"
+    ):  # distribution's answer for both
         client.resolve("vllm/nothing:1")
 
 
@@ -136,7 +140,10 @@ def test_a_registry_whose_ca_is_not_trusted_is_an_environment_problem(
     registry.push_index("vllm/vllm-openai", "kimi-k3", ["arm64"])
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
     monkeypatch.delenv("SSL_CERT_FILE")
-    with RegistryClient(timeout_s=10) as client, pytest.raises(EnvironmentProblem, match="CERTIFICATE_VERIFY_FAILED") as exc:
+    with (
+        RegistryClient(timeout_s=10) as client,
+        pytest.raises(EnvironmentProblem, match="CERTIFICATE_VERIFY_FAILED") as exc,
+    ):
         client.resolve(IMAGE)
     assert "SSL_CERT_FILE" in (exc.value.hint or "")
 
@@ -171,7 +178,10 @@ def test_manifest_that_does_not_match_its_digest_is_refused(faulty: FaultyRegist
 
 @pytest.mark.parametrize("faulty", ["huge-manifest"], indirect=True)
 def test_a_huge_manifest_is_not_read_to_its_end(faulty: FaultyRegistry) -> None:
-    with RegistryClient(timeout_s=5) as client, pytest.raises(EnvironmentProblem, match=f"over {MAX_MANIFEST_BYTES} bytes"):
+    with (
+        RegistryClient(timeout_s=5) as client,
+        pytest.raises(EnvironmentProblem, match=f"over {MAX_MANIFEST_BYTES} bytes"),
+    ):
         client.resolve(IMAGE)
     assert faulty.sent < HUGE_BYTES
 
