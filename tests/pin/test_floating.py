@@ -20,5 +20,5 @@ def test_every_image_of_the_set_is_pinnable_and_the_endpoint_picker_only_when_re
 def test_a_short_sha_is_not_pinned() -> None:
     assert not Pinnable("model.revision", "revision", "org/name", "1111111").pinned
     assert Pinnable("model.revision", "revision", "org/name", "1" * 40).pinned
-    results = {r.name: r for r in pinning_checks(load_profile(GB300, ["model.revision=1111111"]))}
+    results = {r.name: r for r in pinning_checks(load_profile(GB300, ["model.revision=1a2b3c4"]))}
     assert results["profile.model.revision"].status == Status.FAIL  # a production profile
