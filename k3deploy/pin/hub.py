@@ -124,18 +124,21 @@ class HubClient:
         if code == "RevisionNotFound":
             raise CheckFailed(
                 f"{repo_id} has no revision {rev!r} on {host}",
-                hint="use a branch, tag or commit that exists (see the repo's commit history)",
+                hint="write the full 40-hex commit (see the repo's commit history)"
+                if _SHORT_SHA.match(rev)
+                else "use a branch, tag or commit that exists (see the repo's commit history)",
             )
         if code == "GatedRepo":
             page = f"{self._endpoint}/{repo_id}"
+            said = response.headers.get("X-Error-Message") or f"HTTP {response.status_code}"
             if "Authorization" not in self._http.headers:
                 raise CheckFailed(
-                    f"{repo_id} on {host} is gated: the Hub answers only a token (HTTP {response.status_code})",
+                    f"{repo_id} on {host} is gated and no HF_TOKEN is set ({said})",
                     hint=f"accept the model's terms at {page}, then set HF_TOKEN to a read token of that account",
                 )
             raise CheckFailed(
-                f"{repo_id} on {host} is gated and HF_TOKEN's account has not been granted access (HTTP {response.status_code})",
-                hint=f"request access at {page} with the account HF_TOKEN belongs to, or set HF_TOKEN to a token of an account that has it",
+                f"{repo_id} on {host} is gated and HF_TOKEN's account has not been granted access ({said})",
+                hint=f"request access at {page} with the account HF_TOKEN belongs to, or set HF_TOKEN to a token of one that has it",
             )
         if code == "RepoNotFound" or response.status_code in (401, 404):
             hint = (

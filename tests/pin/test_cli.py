@@ -187,3 +187,25 @@ def test_local_profile_has_nothing_to_pin(pin_env: dict[str, str], registry: Dis
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load(result.stdout) == load_raw("local-cpu")[0]
     assert "nothing to pin" in result.stderr and registry.requests() == [] and hub.requests == []
+
+
+def test_a_renamed_model_repo_is_pinned_under_its_new_name(
+    pin_env: dict[str, str], registry: Distribution, hub: Hub
+) -> None:
+    _publish(registry, ["arm64"])
+    hub.renames["moonshotai/Kimi-K3-Old"] = "moonshotai/Kimi-K3"
+    result = run_cli("pin", "-p", PROFILE, "--set", "model.id=moonshotai/Kimi-K3-Old", env=pin_env)
+    assert result.returncode == 0, result.stderr
+    pinned = yaml.safe_load(result.stdout)
+    assert (pinned["model"]["id"], pinned["model"]["revision"]) == ("moonshotai/Kimi-K3", MODEL_SHA)
+    assert "the repo was renamed: model.id is now moonshotai/Kimi-K3" in result.stderr
+
+
+def test_a_gated_model_exits_1_with_a_token_hint(pin_env: dict[str, str], registry: Distribution, hub: Hub) -> None:
+    _publish(registry, ["arm64"])
+    hub.models["moonshotai/Kimi-K3"].gated = True
+    result = run_cli("pin", "-p", PROFILE, env=pin_env)
+    assert result.returncode == 1
+    error, hint = result.stderr.strip().splitlines()[-2:]
+    assert error.startswith("error: moonshotai/Kimi-K3 on 127.0.0.1:") and "is gated and no HF_TOKEN is set" in error
+    assert hint.startswith("hint: accept the model's terms") and "HF_TOKEN" in hint
