@@ -55,11 +55,6 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 _MAX_ERROR_BYTES = 64 * 1024
 
 
-def base_url(ref: ImageRef) -> str:
-    """The registry API base URL of `ref` by `K3DEPLOY_REGISTRY_URL` alone (no profile mirrors)."""
-    return locate(ref, {}, os.environ.get(REGISTRY_URL_ENV)).base
-
-
 class RegistryClient:
     """An anonymous registry client with bounded timeouts; tokens are reused per realm, service and scope."""
 
