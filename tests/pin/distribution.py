@@ -155,22 +155,24 @@ class Distribution:
         return seen
 
     # pushing -------------------------------------------------------------------------------------
-    def _send(self, method: str, url: str, name: str, **kwargs: object) -> httpx.Response:
+    def _send(
+        self, method: str, url: str, name: str, content: bytes | None = None, content_type: str | None = None
+    ) -> httpx.Response:
         """A push request, with a push token from the issuer when the registry challenges for one."""
-        headers = dict(kwargs.pop("headers", None) or {})  # type: ignore[call-overload]
+        headers = {"Content-Type": content_type} if content_type else {}
         if name in self._push_auth:
             headers["Authorization"] = self._push_auth[name]
-        response = self._http.request(method, url, headers=headers, **kwargs)  # type: ignore[arg-type]
+        response = self._http.request(method, url, headers=headers, content=content)
         if response.status_code == 401 and self.issuer is not None:
             challenge = parse_bearer_challenge(response.headers["WWW-Authenticate"])
             assert challenge is not None
             token = self._http.get(
                 challenge.realm,
-                params={"service": challenge.service, "scope": f"repository:{name}:pull,push"},
+                params={"service": challenge.service or "", "scope": f"repository:{name}:pull,push"},
                 auth=self.issuer.pusher,
             ).json()["token"]
             self._push_auth[name] = headers["Authorization"] = f"Bearer {token}"
-            response = self._http.request(method, url, headers=headers, **kwargs)  # type: ignore[arg-type]
+            response = self._http.request(method, url, headers=headers, content=content)
         return response
 
     def push_blob(self, name: str, data: bytes) -> str:
@@ -180,11 +182,7 @@ class Distribution:
         assert started.status_code == 202, started.text
         location = httpx.URL(self.url).join(started.headers["Location"])
         done = self._send(
-            "PUT",
-            str(location.copy_merge_params({"digest": digest})),
-            name,
-            content=data,
-            headers={"Content-Type": "application/octet-stream"},
+            "PUT", str(location.copy_merge_params({"digest": digest})), name, data, "application/octet-stream"
         )
         assert done.status_code == 201, done.text
         return digest
@@ -193,13 +191,7 @@ class Distribution:
         """PUT a manifest (bytes as a client would serialise them) under a tag or its digest; return its digest."""
         data = json.dumps(body, indent=3).encode()
         digest = digest_of(data)
-        response = self._send(
-            "PUT",
-            f"{self.url}/v2/{name}/manifests/{reference or digest}",
-            name,
-            content=data,
-            headers={"Content-Type": media_type},
-        )
+        response = self._send("PUT", f"{self.url}/v2/{name}/manifests/{reference or digest}", name, data, media_type)
         assert response.status_code == 201, response.text
         assert response.headers["Docker-Content-Digest"] == digest
         self.sizes[digest] = len(data)
