@@ -24,14 +24,17 @@ def pin(
     """Pin a profile: image tags to digests (checking the nodes' platform is built), Hub revisions to commits.
 
     Exit 1 when an image is not built for the nodes' platform or does not exist, 3 when the registry or the
-    Hub cannot be reached. K3DEPLOY_REGISTRY_URL and HF_ENDPOINT point at mirrors; HF_TOKEN reads private repos.
+    Hub cannot be reached. Images are read from kubernetes.registry_mirrors, or K3DEPLOY_REGISTRY_URL (one URL,
+    or registry=url pairs); HF_ENDPOINT points at a Hub mirror; HF_TOKEN reads private and gated repos.
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.pin.hub import HubClient
     from k3deploy.pin.registry import RegistryClient
     from k3deploy.pin.run import pin_profile, write_pinned
+    from k3deploy.profile import load_profile
 
-    with RegistryClient() as registry, HubClient() as hub:
+    mirrors = load_profile(profile, list(set_ or [])).kubernetes.registry_mirrors
+    with RegistryClient(mirrors=mirrors) as registry, HubClient() as hub:
         outcome = pin_profile(profile, list(set_ or []), registry, hub)
     write_pinned(outcome.text, output, force=force)
     if not outcome.rows:

@@ -17,16 +17,20 @@ _DIGEST_SUFFIX = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 @dataclass(frozen=True)
 class Pinnable:
-    """One version field of a profile: its dotted path, the repo or image it names, and its value now."""
+    """One version field of a profile: its dotted path, the repo or image it names, and its value now.
+
+    `subject_field` is where the subject is written: the repo id of a revision (rewritten when the repo was renamed).
+    """
 
     field: str
     kind: Literal["revision", "image"]
     subject: str
     value: str | None
+    subject_field: str = ""
 
     @property
     def pinned(self) -> bool:
-        """True for a 40-hex commit or an image with a sha256 digest."""
+        """True for a 40-hex commit (a short sha is not: it can become ambiguous) or an image with a sha256 digest."""
         if self.kind == "revision":
             return self.value is not None and COMMIT_SHA.match(self.value) is not None
         return self.value is not None and _DIGEST_SUFFIX.search(self.value) is not None
@@ -38,18 +42,24 @@ def is_hub_id(model_id: str) -> bool:
 
 
 def pinnable_fields(profile: Profile) -> list[Pinnable]:
-    """Every version field of `profile` that can float, pinned or not, in profile order."""
+    """Every version field of `profile` that can float, pinned or not, in profile order.
+
+    On Kubernetes, every image the rendered set runs: vLLM, the smoke and node-preflight Jobs' k3deploy image,
+    the weight prefetch Job's, and the endpoint picker's when routing is `inference-pool`.
+    """
     fields: list[Pinnable] = []
     if not profile.model.rehearsal and is_hub_id(profile.model.id):
-        fields.append(Pinnable("model.revision", "revision", profile.model.id, profile.model.revision))
+        fields.append(Pinnable("model.revision", "revision", profile.model.id, profile.model.revision, "model.id"))
     spec = profile.speculative
     if spec is not None and spec.model is not None and is_hub_id(spec.model):
-        fields.append(Pinnable("speculative.revision", "revision", spec.model, spec.revision))
+        fields.append(Pinnable("speculative.revision", "revision", spec.model, spec.revision, "speculative.model"))
     if profile.on_kubernetes:
-        fields.append(Pinnable("vllm.image", "image", profile.vllm.image, profile.vllm.image))
-        fields.append(
-            Pinnable("kubernetes.smoke_image", "image", profile.kubernetes.smoke_image, profile.kubernetes.smoke_image)
-        )
+        kube = profile.kubernetes
+        images = [("vllm.image", profile.vllm.image), ("kubernetes.smoke_image", kube.smoke_image)]
+        images.append(("kubernetes.prefetch_image", kube.prefetch_image))
+        if kube.routing == "inference-pool":
+            images.append(("kubernetes.epp_image", kube.epp_image))
+        fields.extend(Pinnable(name, "image", value, value, name) for name, value in images)
     return fields
 
 

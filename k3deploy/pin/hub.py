@@ -5,13 +5,18 @@ The same call `huggingface_hub.HfApi.model_info(repo, revision=...)` makes (hf_a
 $HF_TOKEN` when set; the answer's `sha` is the commit. Errors are told apart the way
 `huggingface_hub.utils._http.hf_raise_for_status` does: the `X-Error-Code` header (`RepoNotFound`,
 `RevisionNotFound`, `GatedRepo`), and a bare 401 on a repo URL means "missing, or private without a token".
+A gated repo is 401 `GatedRepo` without a token and 403 `GatedRepo` with one whose account was not granted access.
+A renamed repo answers with a redirect to its new name on the same host (huggingface_hub follows relative redirects
+only: utils/_http.py `_httpx_follow_relative_redirects`); the commit is the new name's, and the new name is returned
+so the pinned profile names the repo that owns it, not a name someone else may take.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from urllib.parse import quote, urlsplit
+from dataclasses import dataclass
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 import httpx
 
@@ -20,6 +25,18 @@ from k3deploy.errors import CheckFailed, EnvironmentProblem
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 15.0
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+_SHORT_SHA = re.compile(r"^[0-9a-f]{7,39}$")
+_REVISION_PATH = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/revision/(?P<rev>[^/]+)$")
+#: Renames chain rarely; more hops than this is a redirect loop.
+MAX_REDIRECTS = 5
+
+
+@dataclass(frozen=True)
+class HubRevision:
+    """A resolved revision: the repo id that answered (the new name of a renamed repo) and the commit."""
+
+    repo_id: str
+    sha: str
 
 
 def hub_endpoint() -> str:
@@ -50,16 +67,48 @@ class HubClient:
 
     def commit(self, repo_id: str, revision: str | None) -> str:
         """The 40-hex commit `revision` (default `main`) of model `repo_id` points at now."""
+        return self.resolve(repo_id, revision).sha
+
+    def resolve(self, repo_id: str, revision: str | None) -> HubRevision:
+        """The commit `revision` (default `main`) of `repo_id` points at, and the repo's id now (after a rename)."""
         rev = revision or "main"
         url = f"{self._endpoint}/api/models/{repo_id}/revision/{quote(rev, safe='')}"
         host = urlsplit(self._endpoint).netloc
-        try:
-            response = self._http.get(url)
-        except httpx.HTTPError as exc:
+        answered_by = repo_id
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                response = self._http.get(url)
+            except httpx.HTTPError as exc:
+                raise EnvironmentProblem(
+                    f"cannot reach the Hugging Face Hub at {host}: {type(exc).__name__}: {exc}",
+                    hint=f"check the network path to {host}, or set HF_ENDPOINT to a mirror",
+                ) from exc
+            if not response.is_redirect:
+                break
+            target = urlsplit(urljoin(url, response.headers.get("Location", "")))
+            moved = _REVISION_PATH.match(target.path)
+            if target.netloc != urlsplit(url).netloc or moved is None:
+                raise EnvironmentProblem(
+                    f"{host} redirected {repo_id}@{rev} to {target.geturl()}, not to a model of the same Hub",
+                    hint="HF_ENDPOINT does not point at a Hub API; check it",
+                )
+            answered_by = unquote(moved["repo"])
+            url = target.geturl()
+        else:
             raise EnvironmentProblem(
-                f"cannot reach the Hugging Face Hub at {host}: {type(exc).__name__}: {exc}",
-                hint=f"check the network path to {host}, or set HF_ENDPOINT to a mirror",
-            ) from exc
+                f"{host} redirected {repo_id}@{rev} more than {MAX_REDIRECTS} times",
+                hint="report it to the Hub; retry later",
+            )
+        sha = self._check(response, answered_by, rev, host)
+        if _SHORT_SHA.match(rev) and not sha.startswith(rev):
+            raise CheckFailed(
+                f"{answered_by}: {rev!r} resolved to {sha}, which is not the commit it abbreviates",
+                hint="write the full 40-hex commit from the repo's commit history",
+            )
+        return HubRevision(repo_id=answered_by, sha=sha)
+
+    def _check(self, response: httpx.Response, repo_id: str, rev: str, host: str) -> str:
+        """The commit of a 200 answer; the Hub's error codes as exit 1, anything else as exit 3."""
         code = response.headers.get("X-Error-Code")
         if response.status_code == 200:
             try:
@@ -75,12 +124,21 @@ class HubClient:
         if code == "RevisionNotFound":
             raise CheckFailed(
                 f"{repo_id} has no revision {rev!r} on {host}",
-                hint="use a branch, tag or commit that exists (see the repo's commit history)",
+                hint="write the full 40-hex commit (see the repo's commit history)"
+                if _SHORT_SHA.match(rev)
+                else "use a branch, tag or commit that exists (see the repo's commit history)",
             )
         if code == "GatedRepo":
+            page = f"{self._endpoint}/{repo_id}"
+            said = response.headers.get("X-Error-Message") or f"HTTP {response.status_code}"
+            if "Authorization" not in self._http.headers:
+                raise CheckFailed(
+                    f"{repo_id} on {host} is gated and no HF_TOKEN is set ({said})",
+                    hint=f"accept the model's terms at {page}, then set HF_TOKEN to a read token of that account",
+                )
             raise CheckFailed(
-                f"{repo_id} on {host} is gated and the token cannot read it",
-                hint="accept the model's terms on the Hub and set HF_TOKEN to a token of that account",
+                f"{repo_id} on {host} is gated and HF_TOKEN's account has not been granted access ({said})",
+                hint=f"request access at {page} with the account HF_TOKEN belongs to, or set HF_TOKEN to a token of one that has it",
             )
         if code == "RepoNotFound" or response.status_code in (401, 404):
             hint = (

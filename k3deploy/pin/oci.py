@@ -132,6 +132,8 @@ class ImageResolution:
     digest: str
     media_type: str
     platforms: list[Platform] = field(default_factory=list)
+    #: For an index: the digest of the nodes' platform image, fetched and verified; None when not asked or absent.
+    platform_digest: str | None = None
 
     @property
     def pinned(self) -> str:
@@ -157,6 +159,15 @@ def index_platforms(index: dict) -> list[Platform]:
             continue
         platforms.append(Platform(os=os_name, architecture=arch, variant=platform.get("variant")))
     return platforms
+
+
+def platform_entry(index: dict, arch: str, os_name: str = "linux") -> dict | None:
+    """The index's first descriptor for `os_name/arch` (any variant), as the container runtime would pick; None without."""
+    for entry in index.get("manifests") or []:
+        platform = entry.get("platform") or {}
+        if platform.get("os") == os_name and platform.get("architecture") == arch:
+            return entry
+    return None
 
 
 def config_platform(config: dict) -> Platform | None:

@@ -1,15 +1,17 @@
-"""Resolve an image tag to its digest and platforms through the OCI distribution API.
+"""Resolve an image tag to its digest and platforms through the OCI distribution API, verifying every byte it reads.
 
 `GET /v2/<name>/manifests/<ref>` with the Accept header for OCI index, Docker manifest list, OCI manifest
 and Docker v2 manifest (distribution registry/handlers/manifests.go answers an OCI index or OCI manifest
 with MANIFEST_UNKNOWN when the Accept header does not name it, and rewrites a manifest list to the
 linux/amd64 image for a client that does not accept lists). A 401 with a `Bearer` challenge is answered
 the way docker, containerd and oras do (distribution docs/content/spec/auth/token.md): an anonymous
-`GET realm?service=...&scope=...`, then the same request with `Authorization: Bearer <token>`. The digest
-is the sha256 of the bytes received, checked against `Docker-Content-Digest` when the registry sends it.
-A single-image manifest names no platform itself: its config blob does.
+`GET realm?service=...&scope=...`, then the same request with `Authorization: Bearer <token>`.
+Every manifest and blob read is content-addressed: its digest is the sha256 of the bytes received, checked
+against `Docker-Content-Digest` and against the digest that named it. A single-image manifest names no
+platform itself: its config blob does. For an index, the nodes' platform image is fetched too: a mirror that
+copied only some platforms lists one it does not have.
 
-`K3DEPLOY_REGISTRY_URL` sends every request to one base URL instead (a mirror, or a test registry).
+Where requests go (the registry, or a mirror from `K3DEPLOY_REGISTRY_URL` or the profile) is `mirrors.locate`'s.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import httpx
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError
+from k3deploy.pin.mirrors import REGISTRY_URL_ENV, Location, locate
 from k3deploy.pin.oci import (
+    IMAGE_TYPES,
     INDEX_TYPES,
     MANIFEST_ACCEPT,
     BearerChallenge,
@@ -35,31 +41,26 @@ from k3deploy.pin.oci import (
     media_type,
     parse_bearer_challenge,
     parse_image,
+    platform_entry,
     registry_errors,
 )
 
-REGISTRY_URL_ENV = "K3DEPLOY_REGISTRY_URL"
 #: Seconds to connect and between bytes; a registry that is slower than this is treated as unreachable.
 DEFAULT_TIMEOUT_S = 15.0
-#: distribution refuses manifests over 4 MiB (maxManifestBodySize); so do we.
+#: distribution refuses manifests over 4 MiB (maxManifestBodySize); so do we, reading no further.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
-_LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-
-
-def base_url(ref: ImageRef) -> str:
-    """The registry API base URL: `K3DEPLOY_REGISTRY_URL` when set, else https (http for a loopback registry)."""
-    override = os.environ.get(REGISTRY_URL_ENV)
-    if override:
-        return override.rstrip("/")
-    host = ref.api_host
-    scheme = "http" if host.split(":", 1)[0] in _LOCAL_HOSTS or host.startswith("[::1]") else "https"
-    return f"{scheme}://{host}"
+#: An image config blob is a few KiB; a larger answer is not one.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: Error bodies are read this far, for their message.
+_MAX_ERROR_BYTES = 64 * 1024
 
 
 class RegistryClient:
     """An anonymous registry client with bounded timeouts; tokens are reused per realm, service and scope."""
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, mirrors: Mapping[str, str] | None = None) -> None:
+        self._timeout_s = timeout_s
+        self._mirrors = dict(mirrors or {})
         self._http = httpx.Client(
             timeout=httpx.Timeout(timeout_s), follow_redirects=True, headers={"User-Agent": "k3deploy-pin"}
         )
@@ -76,127 +77,203 @@ class RegistryClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def resolve(self, image: str) -> ImageResolution:
-        """Digest, media type and platforms of `image`; CheckFailed (exit 1) when the registry has no such image."""
+    def resolve(self, image: str, arch: str | None = None) -> ImageResolution:
+        """Digest, media type and platforms of `image`; CheckFailed (exit 1) when the registry has no such image.
+
+        With `arch`, an index's `linux/<arch>` image is fetched and verified as well (CheckFailed when the index
+        lists it but the registry does not have it).
+        """
         try:
             ref = parse_image(image)
         except ReferenceError as exc:
             raise ProfileError(f"image {exc}", hint="write it as [registry/]repository:tag[@sha256:<digest>]") from None
-        base = base_url(ref)
-        url = f"{base}/v2/{ref.repository}/manifests/{ref.reference}"
-        response = self._get(ref, url, {"Accept": ", ".join(MANIFEST_ACCEPT)})
-        body_bytes = response.content
-        if len(body_bytes) > MAX_MANIFEST_BYTES:
+        loc = locate(ref, self._mirrors, os.environ.get(REGISTRY_URL_ENV))
+        body_bytes, content_type, digest = self._manifest(ref, loc, ref.reference, ref.digest)
+        body = _json(body_bytes, ref, "manifest")
+        kind = media_type(content_type, body)
+        if kind is None:
             raise EnvironmentProblem(
-                f"{ref.api_host}: manifest of {image} is over {MAX_MANIFEST_BYTES} bytes",
-                hint="check the image reference; a registry serves manifests of a few KiB",
+                f"{loc.host}: {image} is neither an image index nor an image manifest (Content-Type {content_type!r})",
+                hint="pin an image reference, not another kind of artifact",
             )
-        digest = "sha256:" + hashlib.sha256(body_bytes).hexdigest()
+        if kind not in INDEX_TYPES:
+            platforms = self._config_platforms(ref, loc, body)
+            return ImageResolution(ref=ref, digest=digest, media_type=kind, platforms=platforms)
+        child = platform_entry(body, arch) if arch else None
+        child_digest = self._verify_child(ref, loc, child, arch or "") if child else None
+        return ImageResolution(
+            ref=ref, digest=digest, media_type=kind, platforms=index_platforms(body), platform_digest=child_digest
+        )
+
+    def _manifest(self, ref: ImageRef, loc: Location, reference: str, expected: str | None) -> tuple[bytes, str, str]:
+        """(bytes, Content-Type, digest) of one manifest, its digest checked against the header and `expected`."""
+        response, data = self._get(
+            ref, loc, f"manifests/{reference}", {"Accept": ", ".join(MANIFEST_ACCEPT)}, MAX_MANIFEST_BYTES, "manifest"
+        )
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
         announced = response.headers.get("Docker-Content-Digest")
         if announced and announced.startswith("sha256:") and announced != digest:
             raise EnvironmentProblem(
-                f"{ref.api_host}: Docker-Content-Digest {announced} of {image} is not the sha256 of the manifest received ({digest})",
+                f"{loc.host}: Docker-Content-Digest {announced} of {ref.original} is not the sha256 of the manifest received ({digest})",
                 hint="a proxy between here and the registry altered the manifest; pin from a direct connection",
             )
-        if ref.digest and ref.digest != digest:
+        if expected and expected != digest:
             raise EnvironmentProblem(
-                f"{ref.api_host}: manifest received for {image} has digest {digest}",
+                f"{loc.host}: manifest received for {ref.repository}@{expected} has digest {digest}",
                 hint="a proxy or mirror served different content; pin from a direct connection",
             )
-        body = _json(body_bytes, ref, "manifest")
-        kind = media_type(response.headers.get("Content-Type"), body)
-        if kind is None:
-            raise EnvironmentProblem(
-                f"{ref.api_host}: {image} is neither an image index nor an image manifest "
-                f"(Content-Type {response.headers.get('Content-Type')!r})",
-                hint="pin an image reference, not another kind of artifact",
-            )
-        platforms = index_platforms(body) if kind in INDEX_TYPES else self._config_platforms(ref, base, body)
-        return ImageResolution(ref=ref, digest=digest, media_type=kind, platforms=platforms)
+        return data, response.headers.get("Content-Type", ""), digest
 
-    def _config_platforms(self, ref: ImageRef, base: str, manifest: dict) -> list[Platform]:
+    def _verify_child(self, ref: ImageRef, loc: Location, entry: dict, arch: str) -> str:
+        """Fetch the index entry's image manifest by digest; check its digest, size, type and config platform."""
+        digest = entry.get("digest")
+        if not isinstance(digest, str) or not digest.startswith("sha256:"):
+            raise EnvironmentProblem(
+                f"{loc.host}: the linux/{arch} entry of {ref.original} names no sha256 digest",
+                hint="the index is malformed; rebuild or re-push the image",
+            )
+        try:
+            data, content_type, _ = self._manifest(ref, loc, digest, digest)
+        except CheckFailed as exc:
+            raise CheckFailed(
+                f"{ref.original} lists linux/{arch} as {digest}, but {loc.host} does not have that image ({exc.message})",
+                hint="the registry or mirror holds only part of the index: copy every platform (e.g. `crane copy --all-tags` / "
+                "`skopeo copy --all`), or push the image again",
+            ) from None
+        size = entry.get("size")
+        if isinstance(size, int) and size != len(data):
+            raise EnvironmentProblem(
+                f"{loc.host}: the linux/{arch} image of {ref.original} is {len(data)} bytes, the index says {size}",
+                hint="a proxy or mirror served different content; pin from a direct connection",
+            )
+        manifest = _json(data, ref, f"linux/{arch} manifest")
+        if media_type(content_type, manifest) not in IMAGE_TYPES:
+            raise EnvironmentProblem(
+                f"{loc.host}: the linux/{arch} entry of {ref.original} is not an image manifest",
+                hint="the index nests another index; pin the inner image",
+            )
+        platforms = self._config_platforms(ref, loc, manifest)
+        if platforms and (platforms[0].os, platforms[0].architecture) != ("linux", arch):
+            raise CheckFailed(
+                f"{ref.original}: the image its index lists as linux/{arch} is built for {platforms[0]}",
+                hint="the index is mislabelled; rebuild it, or choose another tag",
+            )
+        return digest
+
+    def _config_platforms(self, ref: ImageRef, loc: Location, manifest: dict) -> list[Platform]:
         config = manifest.get("config") or {}
         digest = config.get("digest")
         if not isinstance(digest, str):
             return []
-        response = self._get(ref, f"{base}/v2/{ref.repository}/blobs/{digest}", {})
-        platform = config_platform(_json(response.content, ref, "image config"))
+        _, data = self._get(ref, loc, f"blobs/{digest}", {}, MAX_CONFIG_BYTES, "image config")
+        received = "sha256:" + hashlib.sha256(data).hexdigest()
+        if received != digest:
+            raise EnvironmentProblem(
+                f"{loc.host}: the image config {digest} of {ref.original} has digest {received}",
+                hint="a proxy or mirror served different content; pin from a direct connection",
+            )
+        platform = config_platform(_json(data, ref, "image config"))
         return [platform] if platform else []
 
-    def _get(self, ref: ImageRef, url: str, headers: dict[str, str]) -> httpx.Response:
-        """GET with the registry's token when it asks for one; errors mapped to exit codes."""
-        host = urlsplit(url).netloc
-        key = f"{host}/{ref.repository}"
+    def _get(
+        self, ref: ImageRef, loc: Location, path: str, headers: dict[str, str], limit: int, what: str
+    ) -> tuple[httpx.Response, bytes]:
+        """GET `<base>/v2/<repository>/<path>` with the registry's token when it asks for one; errors mapped to exit codes."""
+        url = f"{loc.base}/v2/{loc.repository}/{path}"
+        key = f"{loc.host}/{loc.repository}"
         sent = dict(headers)
         if key in self._auth:
             sent["Authorization"] = self._auth[key]
-        response = self._request(url, sent, host)
+        response, data = self._request(url, sent, loc, limit, what)
         if response.status_code == 401 and "Authorization" not in sent:
             challenge = parse_bearer_challenge(response.headers.get("WWW-Authenticate", ""))
             if challenge is not None:
-                token = self._token(challenge, ref)
+                token = self._token(challenge, ref, loc)
                 self._auth[key] = f"Bearer {token}"
                 sent["Authorization"] = self._auth[key]
-                response = self._request(url, sent, host)
+                response, data = self._request(url, sent, loc, limit, what)
         if response.status_code == 200:
-            return response
-        reason = registry_errors(_maybe_json(response.content)) or f"HTTP {response.status_code}"
-        where = (
-            f"{ref.repository}:{ref.reference}"
-            if not ref.reference.startswith("sha256:")
-            else f"{ref.repository}@{ref.reference}"
-        )
+            return response, data
+        reason = registry_errors(_maybe_json(data)) or f"HTTP {response.status_code}"
+        reference = path.split("/", 1)[1]
+        where = f"{loc.repository}@{reference}" if reference.startswith("sha256:") else f"{loc.repository}:{reference}"
+        via = f" (mirror of {ref.registry})" if loc.mirror else ""
         if response.status_code == 404:
             raise CheckFailed(
-                f"registry {ref.api_host} has no {where} ({reason})",
-                hint=f"check the repository and tag of {ref.original!r} (a typo, or a tag not pushed yet)",
+                f"registry {loc.host}{via} has no {where} ({reason})",
+                hint=f"check the repository and tag of {ref.original!r} (a typo, or a tag not pushed"
+                + (" or not copied to the mirror yet)" if loc.mirror else " yet)"),
             )
         if response.status_code in (401, 403):
             raise CheckFailed(
-                f"registry {ref.api_host} refused anonymous access to {where} ({reason})",
+                f"registry {loc.host}{via} refused anonymous access to {where} ({reason})",
                 hint="the repository does not exist or is private; pin a public image or pull it into a registry you can read",
             )
         raise EnvironmentProblem(
-            f"registry {ref.api_host} answered HTTP {response.status_code} for {where} ({reason})",
+            f"registry {loc.host}{via} answered HTTP {response.status_code} for {where} ({reason})",
             hint=f"retry later, or point {REGISTRY_URL_ENV} at a mirror",
         )
 
-    def _token(self, challenge: BearerChallenge, ref: ImageRef) -> str:
-        scope = challenge.scope or f"repository:{ref.repository}:pull"
+    def _token(self, challenge: BearerChallenge, ref: ImageRef, loc: Location) -> str:
+        scope = challenge.scope or f"repository:{loc.repository}:pull"
         cache = (challenge.realm, challenge.service, scope)
         if cache in self._tokens:
             return self._tokens[cache]
         params = {"scope": scope}
         if challenge.service:
             params["service"] = challenge.service
-        host = urlsplit(challenge.realm).netloc
-        try:
-            response = self._http.get(challenge.realm, params=params)
-        except httpx.HTTPError as exc:
-            raise _unreachable(host, exc) from exc
+        parts = urlsplit(challenge.realm)
+        realm = Location(f"{parts.scheme}://{parts.netloc}", "")
+        response, data = self._request(challenge.realm, {}, realm, _MAX_ERROR_BYTES, "token", params=params)
         if response.status_code != 200:
             raise CheckFailed(
-                f"token server {host} refused an anonymous pull token for {scope} (HTTP {response.status_code})",
+                f"token server {realm.host} refused an anonymous pull token for {scope} (HTTP {response.status_code})",
                 hint="the repository is private or does not exist; pin a public image",
             )
-        data = _json(response.content, ref, "token response")
-        token = data.get("token") or data.get("access_token")
+        token_data = _json(data, ref, "token response")
+        token = token_data.get("token") or token_data.get("access_token")
         if not isinstance(token, str) or not token:
-            raise EnvironmentProblem(f"token server {host} answered without a token", hint="retry later")
+            raise EnvironmentProblem(f"token server {realm.host} answered without a token", hint="retry later")
         self._tokens[cache] = token
         return token
 
-    def _request(self, url: str, headers: dict[str, str], host: str) -> httpx.Response:
+    def _request(
+        self,
+        url: str,
+        headers: dict[str, str],
+        loc: Location,
+        limit: int,
+        what: str,
+        params: dict[str, str] | None = None,
+    ) -> tuple[httpx.Response, bytes]:
+        """One streamed GET, read to at most `limit` bytes (error bodies less) and within a total deadline."""
+        deadline = time.monotonic() + 4 * self._timeout_s
+        chunks: list[bytes] = []
+        received = 0
         try:
-            return self._http.get(url, headers=headers)
+            with self._http.stream("GET", url, headers=headers, params=params) as response:
+                cap = limit if response.status_code == 200 else _MAX_ERROR_BYTES
+                for chunk in response.iter_bytes():
+                    received += len(chunk)
+                    if received > cap and response.status_code == 200:
+                        raise EnvironmentProblem(
+                            f"{loc.host}: the {what} at {url} is over {limit} bytes; stopped reading",
+                            hint="check the image reference; a registry serves manifests and configs of a few KiB",
+                        )
+                    chunks.append(chunk)
+                    if received > cap or time.monotonic() > deadline:
+                        break
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"the {what} took over {4 * self._timeout_s:g} s to arrive")
         except httpx.HTTPError as exc:
-            raise _unreachable(host, exc) from exc
+            raise _unreachable(loc.host, exc) from exc
+        return response, b"".join(chunks)
 
 
 def _unreachable(host: str, exc: Exception) -> EnvironmentProblem:
     return EnvironmentProblem(
         f"cannot reach registry {host}: {type(exc).__name__}: {exc}",
-        hint=f"check the network path to {host} (proxy, firewall), or set {REGISTRY_URL_ENV} to a mirror",
+        hint=f"check the network path to {host} (proxy, firewall, its CA in SSL_CERT_FILE), or set {REGISTRY_URL_ENV} to a mirror",
     )
 
 
@@ -211,7 +288,7 @@ def _json(content: bytes, ref: ImageRef, what: str) -> dict:
     data = _maybe_json(content)
     if not isinstance(data, dict):
         raise EnvironmentProblem(
-            f"{ref.api_host}: the {what} for {ref.original} is not a JSON object",
+            f"{ref.registry}: the {what} for {ref.original} is not a JSON object",
             hint="a proxy answered instead of the registry; check the network path",
         )
     return data

@@ -54,15 +54,28 @@ def _set(data: dict[str, Any], dotted: str, value: str) -> None:
 
 
 def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> PinRow:
-    resolved = registry.resolve(item.value or "")
+    resolved = registry.resolve(item.value or "", arch=arch)
     listed = ", ".join(str(p) for p in resolved.platforms) or "no platform"
     if not runs_on(resolved.platforms, arch):
+        what = "an index without" if resolved.is_index else "a single-platform image, not"
         raise CheckFailed(
-            f"{item.field} {item.value} is built for {listed}, not linux/{arch} (the nodes' platform)",
+            f"{item.field} {item.value} is built for {listed}, not linux/{arch} (the nodes' platform): {what} linux/{arch}",
             hint=f"choose a tag built for linux/{arch} (check with `k3deploy pin`), or correct hardware.arch",
         )
-    kind = "index" if resolved.is_index else "single-platform image"
-    return PinRow(item.field, item.value, resolved.pinned, f"{kind}: {listed}")
+    if resolved.is_index:
+        note = f"index: {listed}; linux/{arch} image {resolved.platform_digest} verified"
+    else:
+        note = f"single-platform image: {listed}"
+    return PinRow(item.field, item.value, resolved.pinned, note)
+
+
+def _pin_revision(item: Pinnable, data: dict[str, Any], hub: HubClient) -> PinRow:
+    resolved = hub.resolve(item.subject, item.value)
+    note = f"{item.subject}@{item.value or 'main'}"
+    if resolved.repo_id != item.subject:
+        _set(data, item.subject_field, resolved.repo_id)
+        note += f"; the repo was renamed: {item.subject_field} is now {resolved.repo_id}"
+    return PinRow(item.field, item.value, resolved.sha, note)
 
 
 def pin_profile(ref: str, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
@@ -77,8 +90,7 @@ def pin_profile(ref: str, sets: list[str], registry: RegistryClient, hub: HubCli
         elif item.pinned:
             row = PinRow(item.field, item.value, item.value or "", "already a commit")
         else:
-            sha = hub.commit(item.subject, item.value)
-            row = PinRow(item.field, item.value, sha, f"{item.subject}@{item.value or 'main'}")
+            row = _pin_revision(item, data, hub)
         _set(data, item.field, row.after)
         rows.append(row)
     try:

@@ -87,7 +87,7 @@ def image_platform_check(
             measured=None,
             target=target,
             detail=f"{image}: could not ask the registry: {problem}",
-            hint="check from a machine that reaches the registry: k3deploy pin -p ... (K3DEPLOY_REGISTRY_URL for a mirror)",
+            hint="check from a machine that reaches the registry: k3deploy pin -p ... (a mirror: kubernetes.registry_mirrors or K3DEPLOY_REGISTRY_URL)",
         )
     listed = [str(p) for p in resolved.platforms]
     measured = ", ".join(listed) or "none"

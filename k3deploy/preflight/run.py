@@ -50,8 +50,8 @@ def image_platforms(profile: Profile) -> CheckResult:
     """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN."""
     image = profile.vllm.image
     try:
-        with RegistryClient(timeout_s=REGISTRY_TIMEOUT_S) as registry:
-            resolved = registry.resolve(image)
+        with RegistryClient(timeout_s=REGISTRY_TIMEOUT_S, mirrors=profile.kubernetes.registry_mirrors) as registry:
+            resolved = registry.resolve(image, arch=node_arch(profile))
     except K3DeployError as exc:
         if exc.exit_code == EXIT_FAILED:  # the registry answered: no such image is a failure, not a warning
             return CheckResult(

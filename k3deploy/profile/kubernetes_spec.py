@@ -77,6 +77,7 @@ def _gpu_toleration() -> list[Toleration]:
     return [Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")]
 
 
+_REGISTRY_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$")
 _VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
 
 
@@ -197,6 +198,12 @@ class KubernetesSpec(_Strict):
         description="Image of the endpoint picker (routing: inference-pool); llm-d/llm-d-router, where the Gateway API "
         "Inference Extension's EPP is maintained.",
     )
+    registry_mirrors: dict[str, HttpUrl] = Field(
+        default_factory=dict,
+        description="Registry (docker.io, ghcr.io, host:port) -> the mirror that serves its images here, "
+        "https://host[:port][/prefix] (the repository under prefix/): where `pin` and preflight read the images, as the "
+        "nodes' container runtime pulls them. K3DEPLOY_REGISTRY_URL overrides it.",
+    )
     node_preflight_hosts: list[DNSSubdomain] = Field(
         default_factory=list,
         description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
@@ -219,6 +226,16 @@ class KubernetesSpec(_Strict):
                 raise ValueError("gpu_runtime_class is the old name of runtime_class: set only runtime_class")
             data["runtime_class"] = old
         return data
+
+    @field_validator("registry_mirrors")
+    @classmethod
+    def _mirrors_are_registry_hosts(cls, value: dict[str, str]) -> dict[str, str]:
+        for registry, url in value.items():
+            if not _REGISTRY_HOST.match(registry):
+                raise ValueError(f"{registry!r} is not a registry host such as docker.io, ghcr.io or host:5000")
+            if "?" in url or "#" in url:
+                raise ValueError(f"mirror {url!r} of {registry}: a query or fragment has no place in a registry URL")
+        return value
 
     @field_validator("lws_version", "dra_driver_version")
     @classmethod

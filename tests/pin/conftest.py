@@ -1,4 +1,7 @@
-"""Fixtures of the pin tests: a registry (anonymous or token-protected) and a Hub API, both on 127.0.0.1."""
+"""Fixtures of the pin tests: a Hub API on 127.0.0.1, and the environment that points `pin` at it and the registry.
+
+The registry fixtures (`registry`, `auth_registry`, `partial_registry`, `token_issuer`) are tests/pin/fixtures.py's.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.pin.distribution import Distribution
 from tests.pin.hub_server import Hub, HubModel
-from tests.pin.registry_server import Registry
 
 MODEL_SHA = "1" * 40
 DRAFT_SHA = "2" * 40
-
-
-@pytest.fixture
-def registry() -> Iterator[Registry]:
-    """An anonymous registry."""
-    reg = Registry().start()
-    yield reg
-    reg.stop()
-
-
-@pytest.fixture
-def auth_registry() -> Iterator[Registry]:
-    """A registry that answers 401 with a Bearer challenge until given a token with pull on the repository."""
-    reg = Registry(auth=True).start()
-    yield reg
-    reg.stop()
 
 
 @pytest.fixture
@@ -40,7 +27,7 @@ def hub() -> Iterator[Hub]:
 
 
 @pytest.fixture
-def pin_env(monkeypatch: pytest.MonkeyPatch, registry: Registry, hub: Hub) -> dict[str, str]:
+def pin_env(monkeypatch: pytest.MonkeyPatch, registry: Distribution, hub: Hub) -> dict[str, str]:
     """Point this process and CLI subprocesses at the test registry and Hub; no HF token."""
     env = {"K3DEPLOY_REGISTRY_URL": registry.url, "HF_ENDPOINT": hub.url}
     for key, value in env.items():

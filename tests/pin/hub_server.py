@@ -7,7 +7,11 @@ Imitates what huggingface_hub relies on (hf_api.py `model_info`, utils/_http.py 
 - a token it does not know is 401 with `X-Error-Message: Invalid credentials in Authorization header`;
 - an unknown revision is 404 with `X-Error-Code: RevisionNotFound` and `{"error": "Invalid rev id: ..."}`;
 - a known one answers the model info with `sha`, the commit the revision points at (a 40-hex revision that
-  is a commit of the repo resolves to itself).
+  is a commit of the repo resolves to itself, and a 7-or-more-hex prefix of exactly one commit to it, as git does);
+- a renamed repo answers 307 with a relative `Location` to the same route under its new name (huggingface_hub
+  follows only relative redirects for this reason: utils/_http.py `_httpx_follow_relative_redirects`);
+- a gated repo is 401 `X-Error-Code: GatedRepo` without a token and 403 `GatedRepo` with a token whose account
+  was not granted access (the messages hf_raise_for_status shows users).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class HubModel:
     refs: dict[str, str]
     private: bool = False
     readers: set[str] = field(default_factory=set)
+    #: Gated: only tokens in `readers` may read it; the others are told so, not that it is missing.
+    gated: bool = False
 
 
 class Hub(Serving):
@@ -38,6 +44,8 @@ class Hub(Serving):
     def __init__(self) -> None:
         super().__init__()
         self.models: dict[str, HubModel] = {}
+        #: Old repo id -> new repo id.
+        self.renames: dict[str, str] = {}
         self.tokens: set[str] = set()
         self.requests: list[tuple[str, dict[str, str]]] = []
 
@@ -80,6 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
                 message = "Invalid credentials in Authorization header"
                 return self._send(401, {"error": message}, {"X-Error-Message": message})
         repo_id = f"{match['org']}/{match['name']}"
+        if repo_id in hub.renames:
+            location = f"/api/models/{hub.renames[repo_id]}/revision/{match['rev']}"
+            return self._send(307, {"message": f"Redirecting to {location}"}, {"Location": location})
         model = hub.models.get(repo_id)
         if model is None or (model.private and token not in model.readers):
             return self._send(
@@ -87,8 +98,22 @@ class _Handler(BaseHTTPRequestHandler):
                 {"error": "Repository not found"},
                 {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"},
             )
+        if model.gated and token not in model.readers:
+            if token is None:
+                status, message = 401, f"Repo model {repo_id} is gated. You must be authenticated to access it."
+            else:
+                status, message = (
+                    403,
+                    f"Access to model {repo_id} is restricted and you are not in the authorized list. "
+                    f"Visit https://huggingface.co/{repo_id} to ask for access.",
+                )
+            return self._send(status, {"error": message}, {"X-Error-Code": "GatedRepo", "X-Error-Message": message})
         rev = unquote(match["rev"])
-        sha = model.refs.get(rev) or (rev if rev in model.refs.values() else None)
+        commits = set(model.refs.values())
+        sha = model.refs.get(rev) or (rev if rev in commits else None)
+        if sha is None and re.fullmatch(r"[0-9a-f]{7,39}", rev):
+            prefixed = [c for c in commits if c.startswith(rev)]
+            sha = prefixed[0] if len(prefixed) == 1 else None
         if sha is None:
             message = f"Invalid rev id: {rev}"
             return self._send(404, {"error": message}, {"X-Error-Code": "RevisionNotFound", "X-Error-Message": message})
@@ -100,7 +125,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "modelId": repo_id,
                 "sha": sha,
                 "private": model.private,
-                "gated": False,
+                "gated": "manual" if model.gated else False,
                 "disabled": False,
                 "siblings": [{"rfilename": "config.json"}],
             },

@@ -61,3 +61,47 @@ def test_server_refuses_an_unquoted_revision_and_a_bad_token(hub: Hub) -> None:
     assert httpx.get(f"{hub.url}/api/models/Inferact/Kimi-K3-DSpark/revision/refs/pr/1").status_code == 404
     bad = httpx.get(f"{hub.url}/api/models/moonshotai/Kimi-K3/revision/main", headers={"Authorization": "Bearer nope"})
     assert bad.status_code == 401 and bad.headers["X-Error-Message"] == "Invalid credentials in Authorization header"
+
+
+def test_a_renamed_repo_is_followed_to_its_new_name(hub: Hub) -> None:
+    hub.renames["moonshotai/Kimi-K3-Preview"] = "moonshotai/Kimi-K3"
+    with HubClient(timeout_s=5) as client:
+        resolved = client.resolve("moonshotai/Kimi-K3-Preview", "main")
+    assert (resolved.repo_id, resolved.sha) == ("moonshotai/Kimi-K3", MODEL_SHA)
+    assert [path for path, _ in hub.requests] == [
+        "/api/models/moonshotai/Kimi-K3-Preview/revision/main",
+        "/api/models/moonshotai/Kimi-K3/revision/main",
+    ]
+
+
+def test_a_redirect_loop_is_an_environment_problem(hub: Hub) -> None:
+    hub.renames["a/one"] = "a/two"
+    hub.renames["a/two"] = "a/one"
+    with HubClient(timeout_s=5) as client, pytest.raises(EnvironmentProblem, match="redirected a/one@main more than"):
+        client.commit("a/one", "main")
+
+
+def test_a_gated_repo_says_what_the_token_needs(monkeypatch: pytest.MonkeyPatch, hub: Hub) -> None:
+    hub.models["meta/gated"] = HubModel(refs={"main": "5" * 40}, gated=True, readers={"hf_granted"})
+    hub.tokens.update({"hf_granted", "hf_other"})
+    with (
+        HubClient(timeout_s=5) as client,
+        pytest.raises(CheckFailed, match=r"gated and no HF_TOKEN is set \(Repo model") as anon,
+    ):
+        client.commit("meta/gated", "main")
+    assert "accept the model's terms" in (anon.value.hint or "") and "/meta/gated" in (anon.value.hint or "")
+    monkeypatch.setenv("HF_TOKEN", "hf_other")
+    with HubClient(timeout_s=5) as client, pytest.raises(CheckFailed, match="not been granted access") as other:
+        client.commit("meta/gated", "main")
+    assert "not in the authorized list" in other.value.message and "request access" in (other.value.hint or "")
+    monkeypatch.setenv("HF_TOKEN", "hf_granted")
+    with HubClient(timeout_s=5) as client:
+        assert client.commit("meta/gated", "main") == "5" * 40
+
+
+def test_a_short_sha_resolves_to_the_full_commit(hub: Hub) -> None:
+    with HubClient(timeout_s=5) as client:
+        assert client.commit("moonshotai/Kimi-K3", MODEL_SHA[:7]) == MODEL_SHA
+        with pytest.raises(CheckFailed, match="has no revision 'abcdef0'") as missing:
+            client.commit("moonshotai/Kimi-K3", "abcdef0")
+    assert "full 40-hex commit" in (missing.value.hint or "")

@@ -16,12 +16,14 @@ PINNED = [
     f"speculative.revision={SHA}",
     f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{DIGEST}",
     f"kubernetes.smoke_image=ghcr.io/k3deploy/k3deploy:0.1.0@{DIGEST}",
+    f"kubernetes.prefetch_image=python:3.12-slim@{DIGEST}",
 ]
 FIELDS = [
     "profile.model.revision",
     "profile.speculative.revision",
     "profile.vllm.image",
     "profile.kubernetes.smoke_image",
+    "profile.kubernetes.prefetch_image",
 ]
 
 

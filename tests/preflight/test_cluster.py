@@ -16,8 +16,7 @@ from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
 from tests.conftest import run_cli
 from tests.kubeapi.server import KubeApiServer
-from tests.pin.conftest import registry  # noqa: F401 - the fixture
-from tests.pin.registry_server import Registry
+from tests.pin.distribution import Distribution
 
 GB300 = "kimi-k3-gb300-tp16"
 CLIQUE_A = "5b1c3a9e-2f4d-4e7a-9c1b-0d2e3f4a5b6c.1"
@@ -77,7 +76,7 @@ def failing(results: dict[str, CheckResult]) -> set[str]:
 
 def test_healthy_two_clique_cluster_passes_and_picks_the_free_clique(
     kube: KubeApiServer,
-    registry: Registry,  # noqa: F811 - the imported fixture
+    registry: Distribution,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     healthy(kube)
@@ -395,7 +394,7 @@ def test_forbidden_to_list_nodes_is_exit_3(kube: KubeApiServer) -> None:
     )
 
 
-def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Registry) -> None:  # noqa: F811 - the imported fixture
+def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Distribution) -> None:
     healthy(kube)
     digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
     sets = [*PINNED, f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}"]
@@ -422,7 +421,7 @@ def test_cli_healthy_cluster_json_exit_0(kube: KubeApiServer, registry: Registry
     )
 
 
-def test_cli_image_without_the_nodes_platform_fails(kube: KubeApiServer, registry: Registry) -> None:  # noqa: F811 - the imported fixture
+def test_cli_image_without_the_nodes_platform_fails(kube: KubeApiServer, registry: Distribution) -> None:
     healthy(kube)
     registry.push_index("vllm/vllm-openai", "kimi-k3", ["amd64"])
     sets = [*PINNED, "vllm.image=vllm/vllm-openai:kimi-k3"]

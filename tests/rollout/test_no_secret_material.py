@@ -17,8 +17,7 @@ import pytest
 
 from k3deploy.rollout.rollback import HISTORY_KEY, history_name
 from tests.conftest import run_cli
-from tests.pin.conftest import registry  # noqa: F401 - the fixture
-from tests.pin.registry_server import Registry
+from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED
 from tests.rollout.conftest import FAST, NAMESPACE, PROFILE
 from tests.smoke.scripted_server import Script, scripted_server
@@ -45,7 +44,7 @@ def leaks(text: str) -> list[str]:
 
 def test_a_token_goes_through_up_and_comes_out_nowhere(
     cluster: Any,
-    registry: Registry,  # noqa: F811 - the fixture
+    registry: Distribution,
     tmp_path: Path,
 ) -> None:
     cluster.store.create("namespaces", {"metadata": {"name": NAMESPACE}})

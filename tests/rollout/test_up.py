@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT, cli_env
-from tests.pin.conftest import registry  # noqa: F401 - the fixture
-from tests.pin.registry_server import Registry
+from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED
 from tests.rollout.conftest import FAST, K3, NAMESPACE, PROFILE, live
 from tests.smoke.scripted_server import Script, scripted_server
@@ -42,7 +41,7 @@ QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 def test_up_happy_path_reports_and_a_rerun_changes_nothing(
     k3: K3,
     cluster: Any,
-    registry: Registry,  # noqa: F811 - the imported fixture
+    registry: Distribution,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A production profile deploys pinned versions only; the registry shows the image runs on the arm64 nodes.
