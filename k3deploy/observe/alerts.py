@@ -95,7 +95,7 @@ def alerts(profile: Profile) -> list[Alert]:
             QUEUE_WINDOW,
             "warning",
             f"{name}: the request queue keeps growing",
-            f"Waiting requests ({{{{ $value }}}}/s growth) have grown for {QUEUE_WINDOW}: arrivals outpace the group.",
+            f'Waiting requests (growing {{{{ $value | printf "%.3g" }}}}/s) have grown for {QUEUE_WINDOW}: arrivals outpace the group.',
         )
     )
     out.append(
