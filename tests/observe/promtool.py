@@ -60,6 +60,16 @@ class Case:
     series: dict[str, str]
     expect: dict[str, list[Fired]]
     interval: str = "1m"
+    sets: tuple[str, ...] = ()
+
+
+def cumulative(increments: list[float]) -> str:
+    """A counter's samples, one per interval from 0, that grows by each increment in turn (promtool's values)."""
+    total, values = 0.0, ["0"]
+    for step in increments:
+        total += step
+        values.append(repr(total))
+    return " ".join(values)
 
 
 _VALUE = re.compile(r"\{\{ \$value[^}]*\}\}")
@@ -101,7 +111,8 @@ def _test_file(groups: list[dict[str, Any]], cases: list[Case]) -> dict[str, Any
 
 
 def run_rule_tests(groups: list[dict[str, Any]], cases: list[Case], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """`promtool test rules` of the cases against the groups; the output names every failed case."""
+    """`promtool test rules` of the cases against the groups; the output names every failed case. The cases' own
+    `sets` are not applied here: pass the groups of the profile they were written for."""
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}, sort_keys=False), encoding="utf-8")
     path = tmp_path / "tests.yaml"
     path.write_text(yaml.safe_dump(_test_file(groups, cases), sort_keys=False), encoding="utf-8")
@@ -113,3 +124,15 @@ def run_rule_tests(groups: list[dict[str, Any]], cases: list[Case], tmp_path: Pa
         check=False,
         cwd=tmp_path,
     )
+
+
+# Labels of the built-in Kubernetes profile's series as the cluster's Prometheus holds them.
+K3 = "kimi-k3-gb300-tp16"
+NS = 'namespace="kimi-k3"'
+#: The Prometheus Operator's target labels on the API Service's series (the leader of group 0).
+SERVER = f'{NS},service="{K3}-api",pod="{K3}-0",job="{K3}-api",endpoint="http",model_name="kimi-k3",engine="0"'
+#: kube-state-metrics' series.
+KSM = f'{NS},job="kube-state-metrics"'
+#: One GPU of the group in the DCGM exporter's series (its chart's label names).
+GPU = f'exported_namespace="kimi-k3",exported_pod="{K3}-0-1",Hostname="gb300-node-2",gpu="3",UUID="GPU-0a1b"'
+GPU_LABELS = {"Hostname": "gb300-node-2", "gpu": "3"}

@@ -12,13 +12,8 @@ import pytest
 from k3deploy.observe.alerts import alerts, rule_groups
 from k3deploy.profile.load import load_profile
 from k3deploy.render.manifests import build
-from tests.observe.promtool import Case, Fired, check_rules, run_rule_tests
-
-K3 = "kimi-k3-gb300-tp16"
-NS = 'namespace="kimi-k3"'
-#: Labels the Prometheus Operator gives the series of the API Service's target (the leader of group 0).
-SERVER = f'{NS},service="{K3}-api",pod="{K3}-0",job="{K3}-api",endpoint="http",model_name="kimi-k3"'
-KSM = f'{NS},job="kube-state-metrics"'
+from tests.observe.health_cases import HEALTH_CASES
+from tests.observe.promtool import K3, KSM, SERVER, Case, Fired, check_rules, cumulative, run_rule_tests
 
 #: Rendered variants: the default set, targets unset, no speculation, an inference pool in front.
 VARIANTS = (
@@ -26,6 +21,7 @@ VARIANTS = (
     ["targets.decode_tok_s=null", "targets.min_acceptance_length=null"],
     ["speculative=null"],
     ["kubernetes.routing=inference-pool"],
+    ["targets.ttft_p99_s=null", "targets.tpot_p99_s=null", "kubernetes.dcgm_labels.hostname=node"],
 )
 
 
@@ -50,47 +46,68 @@ def test_promtool_refuses_a_broken_rule(tmp_path: Path) -> None:
 
 CASES = (
     Case(
-        "acceptance length 2.5 under 3 fires after its 15m",
+        "acceptance length 2.5 under 3 fires after its 30m",
         "K3DeployAcceptanceLengthLow",
         {
-            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": "0+90x40",
-            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0+60x40",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": "0+90x60",
+            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0+60x60",
         },
-        {"15m": [], "17m": [Fired(value="2.50")]},
+        {"30m": [], "32m": [Fired(value="2.50")], "60m": [Fired(value="2.50")]},
     ),
     Case(
         "acceptance length 3.5 stays quiet",
         "K3DeployAcceptanceLengthLow",
         {
-            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": "0+150x40",
-            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0+60x40",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": "0+150x60",
+            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0+60x60",
         },
-        {"20m": [], "39m": []},
+        {"40m": [], "60m": []},
+    ),
+    Case(
+        "mixed traffic (20 minutes at length 5, 10 at 1.5, over and over) stays quiet",
+        "K3DeployAcceptanceLengthLow",
+        {
+            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": cumulative(([240.0] * 20 + [30.0] * 10) * 6),
+            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0+60x180",
+        },
+        {f"{m}m": [] for m in range(30, 181, 10)},
     ),
     Case(
         "no drafts at all (no traffic) stays quiet",
         "K3DeployAcceptanceLengthLow",
         {
-            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": "0x40",
-            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0x40",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": "0x60",
+            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0x60",
         },
-        {"20m": [], "39m": []},
+        {"40m": [], "60m": []},
     ),
     Case(
-        "decode at 300 tok/s per request under 370 fires after its 15m",
+        "decode at 300 tok/s per request at batch 1 fires after its 15m",
         "K3DeployDecodeSlow",
         {
             f"vllm:request_time_per_output_token_seconds_count{{{SERVER}}}": "0+60x40",
             f"vllm:request_time_per_output_token_seconds_sum{{{SERVER}}}": "0+0.2x40",
+            f"vllm:num_requests_running{{{SERVER}}}": "1x40",
         },
         {"15m": [], "17m": [Fired(value="300")]},
     ),
     Case(
-        "decode at 500 tok/s per request stays quiet",
+        "decode at 300 tok/s per request with 8 running stays quiet (the target is a batch-1 figure)",
+        "K3DeployDecodeSlow",
+        {
+            f"vllm:request_time_per_output_token_seconds_count{{{SERVER}}}": "0+60x40",
+            f"vllm:request_time_per_output_token_seconds_sum{{{SERVER}}}": "0+0.2x40",
+            f"vllm:num_requests_running{{{SERVER}}}": "8x40",
+        },
+        {"20m": [], "39m": []},
+    ),
+    Case(
+        "decode at 500 tok/s per request at batch 1 stays quiet",
         "K3DeployDecodeSlow",
         {
             f"vllm:request_time_per_output_token_seconds_count{{{SERVER}}}": "0+60x40",
             f"vllm:request_time_per_output_token_seconds_sum{{{SERVER}}}": "0+0.12x40",
+            f"vllm:num_requests_running{{{SERVER}}}": "1x40",
         },
         {"20m": [], "39m": []},
     ),
@@ -132,11 +149,21 @@ CASES = (
         {"20m": [], "22m": [Fired()]},
     ),
     Case(
-        "a first rollout and another deployment's restarts stay quiet",
+        "a worker of the green colour restarting fires at once",
+        "K3DeployGroupRestarted",
+        {f'kube_pod_container_status_restarts_total{{{KSM},pod="{K3}-green-0-3",container="vllm"}}': "0x10 1x30"},
+        {"10m": [], "12m": [Fired()]},
+    ),
+    Case(
+        "a first rollout, the set's Job pods and another deployment's restarts stay quiet",
         "K3DeployGroupRestarted",
         {
             f'kube_pod_created{{{KSM},pod="{K3}-0"}}': "0x30",
             f'kube_pod_container_status_restarts_total{{{KSM},pod="other-0",container="vllm"}}': "0x10 1x30",
+            f'kube_pod_container_status_restarts_total{{{KSM},pod="{K3}-smoke-x7k2p",container="smoke"}}': "0x10 1x30",
+            f'kube_pod_container_status_restarts_total{{{KSM},pod="{K3}-prefetch-9qz4c",container="prefetch"}}': (
+                "0x10 1x30"
+            ),
         },
         {"5m": [], "12m": []},
     ),
@@ -161,16 +188,17 @@ CASES = (
 )
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", (*CASES, *HEALTH_CASES), ids=lambda c: c.name)
 def test_alert_fires_when_it_must_and_only_then(case: Case, tmp_path: Path) -> None:
-    result = run_rule_tests(_groups(), [case], tmp_path)
+    result = run_rule_tests(_groups(list(case.sets)), [case], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
 
 def test_every_alert_has_a_firing_and_a_quiet_case() -> None:
+    assert len(alerts(load_profile(K3))) == 15
     for alert in alerts(load_profile(K3)):
-        cases = [c for c in CASES if c.alert == alert.name]
+        cases = [c for c in (*CASES, *HEALTH_CASES) if c.alert == alert.name]
         assert any(any(c.expect.values()) for c in cases), f"{alert.name}: no case where it fires"
         assert any(not any(c.expect.values()) for c in cases), f"{alert.name}: no case where it stays quiet"
 
