@@ -3,8 +3,9 @@ decoding on), beside `watch --endpoint` on the same server over the same `smoke`
 
 Prometheus scrapes every second and gives the target the namespace/service labels a ServiceMonitor's target has, so
 the Kubernetes profile's own expressions (with their matchers) are the ones queried. `--window 10m` spans the whole
-run, so its rates times the window are the run's counter increases (Prometheus extrapolates at most half a scrape
-interval past the first and last samples: a few per cent of a run this long).
+run, so its rates times the window are the run's counter increases, give or take Prometheus' extrapolation of at most
+half a scrape interval past the first and last samples: the query waits for 40 samples (40 s), which bounds that at
+2.5 %.
 """
 
 from __future__ import annotations
@@ -18,30 +19,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from k3deploy.observe.promql import GENERATION_TOKENS, window_seconds
 from tests.conftest import cli_env, run_cli
-from tests.observe.prometheus_server import start_prometheus, wait_for
+from tests.integration.prometheus_vllm import K3, caught_up, prometheus_scraping
+from tests.observe.prometheus_server import wait_for
 
 pytestmark = pytest.mark.integration
 
-K3 = "kimi-k3-gb300-tp16"
-#: The labels the Prometheus Operator puts on the API Service's target of the built-in Kubernetes profile.
-TARGET_LABELS = {"namespace": "kimi-k3", "service": f"{K3}-api"}
 WINDOW = "10m"
-
-
-def _tokens_now(server: str) -> float:
-    text = httpx.get(f"{server}/metrics", timeout=30).text
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == GENERATION_TOKENS
-    )
+MIN_SAMPLES = 40
 
 
 def _endpoint_watch(server: str) -> tuple[subprocess.Popen[str], list[dict[str, Any]]]:
@@ -76,9 +64,7 @@ def _close_to(a: float, b: float, rel: float) -> bool:
 
 
 def test_watch_prometheus_agrees_with_watch_endpoint(vllm_spec_server: str, tmp_path: Path) -> None:
-    host = vllm_spec_server.removeprefix("http://")
-    with start_prometheus([host], TARGET_LABELS) as prom:
-        wait_for(prom, 'up{job="vllm"}', 1)  # scraped once before any traffic: the run's increases start here
+    with prometheus_scraping(vllm_spec_server) as prom:  # scraped once before any traffic
         proc, lines = _endpoint_watch(vllm_spec_server)
         try:
             _wait_lines(lines, 1, proc, 120)
@@ -103,7 +89,8 @@ def test_watch_prometheus_agrees_with_watch_endpoint(vllm_spec_server: str, tmp_
                 proc.wait(timeout=30)
         assert smoke.returncode == 0, smoke.stderr
         assert proc.returncode == 0 and "Traceback" not in stderr, stderr
-        wait_for(prom, f"sum({GENERATION_TOKENS})", _tokens_now(vllm_spec_server))
+        caught_up(prom, vllm_spec_server)
+        wait_for(prom, f"count_over_time({GENERATION_TOKENS}[{WINDOW}])", MIN_SAMPLES, 120, at_least=True)
         result = run_cli(
             "watch", "-p", K3, "--prometheus", prom, "--window", WINDOW, "--count", "1", "-o", "json", timeout=120
         )

@@ -107,13 +107,16 @@ def query(base_url: str, expr: str) -> list[dict[str, Any]]:
     return data["result"] if data["resultType"] == "vector" else [{"metric": {}, "value": data["result"]}]
 
 
-def wait_for(base_url: str, expr: str, want: float, budget_s: float = 60.0) -> None:
-    """Wait until the instant query's single value equals `want` (a scrape has caught up with the server)."""
+def wait_for(base_url: str, expr: str, want: float, budget_s: float = 60.0, *, at_least: bool = False) -> None:
+    """Wait until the instant query's single value equals `want` (or, `at_least`, reaches it): e.g. until a scrape
+    has caught up with the server."""
     deadline = time.monotonic() + budget_s
     got: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         got = query(base_url, expr)
-        if got and float(got[0]["value"][1]) == want:
-            return
+        if got:
+            value = float(got[0]["value"][1])
+            if value == want or (at_least and value >= want):
+                return
         time.sleep(0.5)
     raise AssertionError(f"{expr} did not reach {want} in {budget_s:.0f} s: {got}")
