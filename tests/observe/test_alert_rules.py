@@ -73,6 +73,16 @@ CASES = (
         {f"{m}m": [] for m in range(30, 181, 10)},
     ),
     Case(
+        "a recovery holds the alert 15m (keep_firing_for) before it resolves",
+        "K3DeployAcceptanceLengthLow",
+        # Length 2 for an hour, then 9: the hour's mean passes 3 between 68m (2.93) and 69m (3.05).
+        {
+            f"vllm:spec_decode_num_accepted_tokens_total{{{SERVER}}}": cumulative([60.0] * 60 + [480.0] * 40),
+            f"vllm:spec_decode_num_drafts_total{{{SERVER}}}": "0+60x100",
+        },
+        {"68m": [Fired(value="2.93")], "80m": [Fired(value="2.93")], "83m": [Fired(value="2.93")], "85m": []},
+    ),
+    Case(
         "no drafts at all (no traffic) stays quiet",
         "K3DeployAcceptanceLengthLow",
         {
