@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from k3deploy.observe.alerts import alerts, rule_groups
 from k3deploy.profile.load import load_profile
 from k3deploy.render.manifests import build
+from tests.conftest import REPO_ROOT
 from tests.observe.health_cases import HEALTH_CASES
 from tests.observe.promtool import K3, KSM, SERVER, Case, Fired, check_rules, cumulative, run_rule_tests
 
@@ -35,6 +37,15 @@ def test_promtool_accepts_every_rendered_rule_set(sets: list[str], tmp_path: Pat
     result = check_rules(rule["spec"]["groups"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(alerts(load_profile(K3, sets)))} rules found" in result.stdout
+
+
+def test_promtool_accepts_every_committed_rule_set(tmp_path: Path) -> None:
+    committed = sorted((REPO_ROOT / "manifests").glob("*/*-prometheusrule-*.yaml"))
+    assert committed
+    for path in committed:
+        rule = yaml.safe_load(path.read_text(encoding="utf-8"))
+        result = check_rules(rule["spec"]["groups"], tmp_path)
+        assert result.returncode == 0, f"{path}: {result.stdout}{result.stderr}"
 
 
 def test_promtool_refuses_a_broken_rule(tmp_path: Path) -> None:
