@@ -60,6 +60,9 @@ PURE_MODULES = [
     "observe/scope.py",
     "observe/dashboard.py",
     "observe/alerts.py",
+    "observe/alert_rule.py",
+    "observe/alerts_health.py",
+    "observe/promql_health.py",
     "observe/watch_figures.py",
 ]
 IO_LIBRARIES = {

@@ -62,17 +62,35 @@ def _prometheus_url(value: str | None) -> str | None:
     return url
 
 
-def _expressions(profile: Profile) -> dict[str, str]:
+def _window(value: str | None, prometheus: str | None) -> str:
+    """--window, checked: a PromQL duration, and only with --prometheus (a /metrics source diffs scrapes instead)."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.observe.promql import DEFAULT_WINDOW, checked_window
+
+    if value is None:
+        return DEFAULT_WINDOW
+    if prometheus is None:
+        raise UsageError(
+            "--window is the rate window of the Prometheus queries: it needs --prometheus",
+            hint="with --endpoint each figure spans one --interval",
+        )
+    try:
+        return checked_window(value)
+    except ValueError as exc:
+        raise UsageError(f"--window: {exc}", hint="for example --window 5m") from None
+
+
+def _expressions(profile: Profile, window: str) -> dict[str, str]:
     """The dashboard's expressions of the figures the view shows."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.observe.promql import DEFAULT_WINDOW, FIGURES, Scope
+    from k3deploy.observe.promql import FIGURES, Scope
     from k3deploy.observe.scope import profile_scope
     from k3deploy.observe.watch_figures import ROWS
 
     # A local server is no ServiceMonitor target: its series carry no namespace/service labels to select on.
     scope = profile_scope(profile) if profile.on_kubernetes else Scope()
     keys = {key for key, _, _ in ROWS} | {"per_position_acceptance"}
-    return {figure.key: figure.expr(scope, DEFAULT_WINDOW) for figure in FIGURES if figure.key in keys}
+    return {figure.key: figure.expr(scope, window) for figure in FIGURES if figure.key in keys}
 
 
 @app.command()
@@ -90,6 +108,10 @@ def watch(
         ),
     ] = None,
     interval: Annotated[str, typer.Option("--interval", help="Time between scrapes, e.g. 5s, 500ms.")] = "5s",
+    window: Annotated[
+        str | None,
+        typer.Option("--window", help="Rate window of the --prometheus queries, e.g. 10m (default 2m)."),
+    ] = None,
     count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after this many intervals.")] = None,
     for_: Annotated[str | None, typer.Option("--for", help="Stop after this long, e.g. 10m.")] = None,
     output: FormatOpt = OutputFormat.table,
@@ -109,6 +131,7 @@ def watch(
     for_s = parse_duration(for_, "--for")
     assert interval_s is not None  # parse_duration returns None only for None
     prom_url = _prometheus_url(prometheus)
+    rate_window = _window(window, prom_url)
     prof = get_profile(profile, set_, check_fit=False)
 
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
@@ -119,7 +142,7 @@ def watch(
     timeout_s = min(10.0, max(1.0, interval_s))
     source: Source
     if prom_url is not None:
-        source = PrometheusSource(prom_url, _expressions(prof), timeout_s=timeout_s)
+        source = PrometheusSource(prom_url, _expressions(prof, rate_window), timeout_s=timeout_s)
     else:
         source = MetricsSource(_metrics_base(prof, endpoint), timeout_s=timeout_s)
     stream = ticks(source, interval_s, count=count, for_s=for_s)

@@ -1,81 +1,67 @@
 """The PrometheusRule's alerts of a deployment: each a `observe.promql` expression against the profile's targets,
-with a summary, a description and a link to its runbook paragraph in the README. Pure."""
+with a summary, a description and a link to its runbook paragraph in the README. Pure.
+
+Here the serving alerts (speculation, decode speed, KV cache, queue, restarts, smoke); the availability, latency and
+GPU health alerts are in observe/alerts_health.py.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from k3deploy import __version__
 from k3deploy.observe import promql
+from k3deploy.observe import promql_health as health
+from k3deploy.observe.alert_rule import RUNBOOK_BASE, Alert, runbook_anchor
+from k3deploy.observe.alerts_health import availability_alerts, gpu_alerts, latency_alerts
 from k3deploy.observe.dashboard import KV_CACHE_LIMIT
 from k3deploy.observe.scope import profile_scope
 from k3deploy.profile.model import Profile
 
-#: Where the runbooks live: the README of the release that rendered the rule, one anchor per alert.
-RUNBOOK_BASE = f"https://github.com/k3deploy/k3deploy/blob/v{__version__}/README.md"
+__all__ = ["RUNBOOK_BASE", "Alert", "alerts", "rule_groups", "runbook_anchor"]
+
 #: Judging windows: long enough that one slow request or a scrape gap does not page anyone.
 SLOW_WINDOW = "15m"
 QUEUE_WINDOW = "10m"
-
-
-@dataclass(frozen=True)
-class Alert:
-    """One alerting rule."""
-
-    name: str
-    expr: str
-    for_: str
-    severity: str
-    summary: str
-    description: str
-
-    def rule(self) -> dict[str, Any]:
-        """The rule as the PrometheusRule CRD spells it."""
-        return {
-            "alert": self.name,
-            "expr": self.expr,
-            "for": self.for_,
-            "labels": {"severity": self.severity},
-            "annotations": {
-                "summary": self.summary,
-                "description": self.description,
-                "runbook_url": f"{RUNBOOK_BASE}#{runbook_anchor(self.name)}",
-            },
-        }
-
-
-def runbook_anchor(name: str) -> str:
-    """The README anchor of an alert's runbook: GitHub's slug of the heading `Runbook: <name>`."""
-    return f"runbook-{name.lower()}"
+#: Acceptance is judged over an hour of traffic, so a mix of easy and hard prompts averages out instead of crossing
+#: the minimum back and forth; once firing, a dip back over it for less than ACCEPTANCE_HOLD does not resolve it.
+ACCEPTANCE_WINDOW = "1h"
+ACCEPTANCE_FOR = "30m"
+ACCEPTANCE_HOLD = "15m"
+#: Decode speed is a batch-1 target: judged only over windows whose busiest server averaged at most this many
+#: running requests.
+BS1_MAX_RUNNING = 1.5
 
 
 def alerts(profile: Profile) -> list[Alert]:
     """Every alert the profile's targets call for, in a stable order."""
     scope, targets, name = profile_scope(profile), profile.targets, profile.name
-    out: list[Alert] = []
+    out: list[Alert] = [*availability_alerts(profile, scope), *latency_alerts(profile, scope)]
     if targets.min_acceptance_length is not None and profile.speculative is not None:
         out.append(
             Alert(
                 "K3DeployAcceptanceLengthLow",
-                f"{promql.mean_acceptance_length(scope, SLOW_WINDOW)} < {targets.min_acceptance_length:g}",
-                SLOW_WINDOW,
+                f"{promql.mean_acceptance_length(scope, ACCEPTANCE_WINDOW)} < {targets.min_acceptance_length:g}",
+                ACCEPTANCE_FOR,
                 "warning",
                 f"{name}: the draft stopped helping (mean acceptance length below {targets.min_acceptance_length:g})",
-                f'Mean acceptance length over {SLOW_WINDOW} is {{{{ $value | printf "%.2f" }}}}, below the profile\'s '
-                f"minimum {targets.min_acceptance_length:g}: a wrong draft revision, or traffic unlike the draft's training.",
+                f'Mean acceptance length over {ACCEPTANCE_WINDOW} is {{{{ $value | printf "%.2f" }}}}, below the '
+                f"profile's minimum {targets.min_acceptance_length:g}: a wrong draft revision, or traffic unlike the "
+                "draft's training.",
+                keep_firing_for=ACCEPTANCE_HOLD,
             )
         )
     if targets.decode_tok_s is not None:
         out.append(
             Alert(
                 "K3DeployDecodeSlow",
-                f"{promql.decode_tok_s(scope, SLOW_WINDOW)} < {targets.decode_tok_s:g}",
+                f"({promql.decode_tok_s(scope, SLOW_WINDOW)} < {targets.decode_tok_s:g})"
+                f" and on () ({health.busiest_mean_running(scope, SLOW_WINDOW)} <= {BS1_MAX_RUNNING:g})",
                 SLOW_WINDOW,
                 "warning",
-                f"{name}: per-request decode below {targets.decode_tok_s:g} tok/s",
+                f"{name}: per-request decode below {targets.decode_tok_s:g} tok/s at batch 1",
                 f'Per-request decode speed over {SLOW_WINDOW} is {{{{ $value | printf "%.0f" }}}} tok/s, below the '
-                f"target {targets.decode_tok_s:g} (a batch-1 figure: heavy concurrent load lowers it too).",
+                f"batch-1 target {targets.decode_tok_s:g}, while no server averaged more than {BS1_MAX_RUNNING:g} "
+                "running requests.",
             )
         )
     out.append(
@@ -95,7 +81,7 @@ def alerts(profile: Profile) -> list[Alert]:
             QUEUE_WINDOW,
             "warning",
             f"{name}: the request queue keeps growing",
-            f"Waiting requests ({{{{ $value }}}}/s growth) have grown for {QUEUE_WINDOW}: arrivals outpace the group.",
+            f'Waiting requests (growing {{{{ $value | printf "%.3g" }}}}/s) have grown for {QUEUE_WINDOW}: arrivals outpace the group.',
         )
     )
     out.append(
@@ -119,7 +105,7 @@ def alerts(profile: Profile) -> list[Alert]:
             f"Job {scope.smoke_job} failed: the deployment did not reach its targets, or did not serve at all.",
         )
     )
-    return out
+    return out + gpu_alerts(profile, scope)
 
 
 def rule_groups(profile: Profile) -> list[dict[str, Any]]:

@@ -2,12 +2,18 @@
 drawn as thresholds. Pure: built with grafana-foundation-sdk (Grafana's own typed dashboard model), the JSON comes
 out of its `to_json`.
 
-The datasource is a dashboard variable (`datasource`, any Prometheus), so the same JSON works in every Grafana.
+The datasource is a dashboard variable (`datasource`, any Prometheus), so the same JSON works in every Grafana; so
+are the namespace and the DCGM exporter's label names (textboxes defaulting to the profile's), which the queries
+name as `$namespace`, `$dcgm_pod_label`, ...: Grafana substitutes them before querying (`panel_queries` does the
+same with the defaults).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +24,8 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common, dashboard
 
 from k3deploy.observe import promql
-from k3deploy.observe.promql import FIGURES, Figure, Scope
+from k3deploy.observe import promql_health as health
+from k3deploy.observe.promql import FIGURES, Scope
 from k3deploy.observe.scope import profile_scope
 from k3deploy.profile.model import Profile
 
@@ -26,18 +33,74 @@ from k3deploy.profile.model import Profile
 KV_CACHE_LIMIT = 0.95
 #: The datasource variable every panel queries through.
 DATASOURCE = dashboard.DataSourceRef(type_val="prometheus", uid="${datasource}")
-#: Figures by row, in order.
+#: Figures by row, in order (keys of promql.FIGURES and of PANELS below).
 ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "Serving",
         ("output_tok_s", "decode_tok_s", "ttft_s", "running", "waiting", "kv_cache_usage", "prefix_cache_hit_rate"),
     ),
+    ("Latency", ("ttft_quantiles", "tpot_quantiles", "itl_quantiles")),
+    ("Requests", ("request_rate", "failed_requests", "preemptions")),
     ("Speculative decoding", ("mean_acceptance_length", "acceptance_rate", "per_position_acceptance")),
     ("GPUs (DCGM exporter)", ("gpu_utilization", "gpu_memory_used", "gpu_power", "nvlink_traffic")),
     ("Pods", ("pod_restarts",)),
 )
+QUANTILES = (0.5, 0.9, 0.99)
+#: Dashboard variables: name, label, and the profile's value it defaults to.
+_VARIABLES: tuple[tuple[str, str, Callable[[Profile], str]], ...] = (
+    ("namespace", "Namespace", lambda p: p.kubernetes.namespace),
+    ("dcgm_namespace_label", "DCGM namespace label", lambda p: p.kubernetes.dcgm_labels.namespace),
+    ("dcgm_pod_label", "DCGM pod label", lambda p: p.kubernetes.dcgm_labels.pod),
+    ("dcgm_hostname_label", "DCGM host label", lambda p: p.kubernetes.dcgm_labels.hostname),
+    ("dcgm_gpu_label", "DCGM GPU label", lambda p: p.kubernetes.dcgm_labels.gpu),
+)
 _LEGENDS = {"per_position_acceptance": "position {{position}}"}
-_GPU_LEGEND = "{{Hostname}} GPU {{gpu}}"
+_VARIABLE_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """One panel: its title, unit (a Grafana unit id) and (legend, expression) queries for a scope and window."""
+
+    key: str
+    title: str
+    unit: str
+    queries: Callable[[Scope, str], list[tuple[str, str]]]
+
+
+def _quantiles(metric: str) -> Callable[[Scope, str], list[tuple[str, str]]]:
+    def queries(scope: Scope, window: str) -> list[tuple[str, str]]:
+        return [(f"p{q * 100:g}", health.latency_quantile(metric, scope, window, q)) for q in QUANTILES]
+
+    return queries
+
+
+def _one(legend: str, expr: Callable[[Scope, str], str]) -> Callable[[Scope, str], list[tuple[str, str]]]:
+    return lambda scope, window: [(legend, expr(scope, window))]
+
+
+#: Panels beyond the one-expression figures of promql.FIGURES.
+PANELS: tuple[PanelSpec, ...] = (
+    PanelSpec("ttft_quantiles", "Time to first token (p50 / p90 / p99)", "s", _quantiles(promql.TTFT)),
+    PanelSpec("tpot_quantiles", "Time per output token (p50 / p90 / p99)", "s", _quantiles(promql.TPOT)),
+    PanelSpec("itl_quantiles", "Inter-token latency (p50 / p90 / p99)", "s", _quantiles(health.ITL)),
+    PanelSpec("request_rate", "Finished requests/s", "reqps", _one("{{finished_reason}}", health.request_rate)),
+    PanelSpec(
+        "failed_requests", "Failed requests/s (abort, error)", "reqps", _one("failed", health.failed_request_rate)
+    ),
+    PanelSpec("preemptions", "Preemptions/s", "short", _one("preemptions", health.preemption_rate)),
+)
+
+
+def panel_specs(profile: Profile) -> dict[str, PanelSpec]:
+    """Every panel by key: the figures (legends by their kind), then PANELS."""
+    dcgm = profile.kubernetes.dcgm_labels
+    gpu_legend = f"{{{{{dcgm.hostname}}}}} GPU {{{{{dcgm.gpu}}}}}"
+    out = {}
+    for figure in FIGURES:
+        legend = _LEGENDS.get(figure.key, gpu_legend if figure.key.startswith(("gpu_", "nvlink")) else figure.title)
+        out[figure.key] = PanelSpec(figure.key, figure.title, figure.unit, _one(legend, figure.expr))
+    return out | {spec.key: spec for spec in PANELS}
 
 
 @dataclass(frozen=True)
@@ -58,18 +121,14 @@ def thresholds(profile: Profile) -> dict[str, Threshold]:
     return out
 
 
-def _panel(figure: Figure, scope: Scope, window: str, threshold: Threshold | None) -> timeseries.Panel:
-    legend = _LEGENDS.get(figure.key, _GPU_LEGEND if figure.key.startswith(("gpu_", "nvlink")) else figure.title)
-    query = (
-        prometheus.Dataquery().expr(figure.expr(scope, window)).legend_format(legend).ref_id("A").datasource(DATASOURCE)
-    )
+def _panel(spec: PanelSpec, scope: Scope, window: str, threshold: Threshold | None) -> timeseries.Panel:
+    panel = timeseries.Panel().title(spec.title).unit(spec.unit).datasource(DATASOURCE)
+    for ref, (legend, expr) in zip("ABCDEFGH", spec.queries(scope, window), strict=False):
+        panel = panel.with_target(
+            prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref).datasource(DATASOURCE)
+        )
     panel = (
-        timeseries.Panel()
-        .title(figure.title)
-        .unit(figure.unit)
-        .datasource(DATASOURCE)
-        .with_target(query)
-        .span(8)
+        panel.span(8)
         .height(8)
         .min(0)
         .line_width(1)
@@ -95,8 +154,7 @@ def _panel(figure: Figure, scope: Scope, window: str, threshold: Threshold | Non
 
 def build_dashboard(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> dashboard.Dashboard:
     """The profile's dashboard as Grafana's typed model."""
-    scope, lines = profile_scope(profile), thresholds(profile)
-    by_key = {figure.key: figure for figure in FIGURES}
+    scope, lines, by_key = dashboard_scope(profile), thresholds(profile), panel_specs(profile)
     variable = dash_builder.DatasourceVariable("datasource").label("Prometheus").type("prometheus")
     builder = (
         dash_builder.Dashboard(f"k3deploy: {profile.name}")
@@ -107,6 +165,14 @@ def build_dashboard(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> da
         .timezone("browser")
         .with_variable(variable)
     )
+    for name, label, default in _VARIABLES:
+        value = default(profile)
+        builder = builder.with_variable(
+            dash_builder.TextBoxVariable(name)
+            .label(label)
+            .default_value(value)
+            .current(dashboard.VariableOption(selected=True, text=value, value=value))
+        )
     panel_id = 0
     for title, keys in ROWS:
         panel_id += 1
@@ -123,6 +189,34 @@ def dashboard_json(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> dic
     return data
 
 
-def panel_queries(data: dict[str, Any]) -> list[str]:
-    """Every PromQL expression of a dashboard's panels."""
+def dashboard_scope(profile: Profile) -> Scope:
+    """The profile's scope with the namespace and the DCGM label names left to the dashboard's variables."""
+    return dataclasses.replace(
+        profile_scope(profile),
+        namespace="$namespace",
+        gpu_namespace_label="$dcgm_namespace_label",
+        gpu_pod_label="$dcgm_pod_label",
+        gpu_host_label="$dcgm_hostname_label",
+        gpu_index_label="$dcgm_gpu_label",
+    )
+
+
+def interpolate(expr: str, values: dict[str, str]) -> str:
+    """`$name` and `${name}` replaced by the variables' values, as Grafana does before it queries."""
+    return _VARIABLE_REF.sub(lambda m: values.get(m.group(1) or m.group(2), m.group(0)), expr)
+
+
+def variable_defaults(data: dict[str, Any]) -> dict[str, str]:
+    """The textbox variables of a dashboard and their default values."""
+    return {v["name"]: v["query"] for v in data.get("templating", {}).get("list", []) if v.get("type") == "textbox"}
+
+
+def raw_panel_queries(data: dict[str, Any]) -> list[str]:
+    """Every PromQL expression of a dashboard's panels, variables and all."""
     return [target["expr"] for panel in data.get("panels", []) for target in panel.get("targets", [])]
+
+
+def panel_queries(data: dict[str, Any]) -> list[str]:
+    """Every PromQL expression of a dashboard's panels as Grafana sends it with the variables at their defaults."""
+    values = variable_defaults(data)
+    return [interpolate(expr, values) for expr in raw_panel_queries(data)]

@@ -68,7 +68,8 @@ class Scope:
 
     The DCGM exporter labels each GPU's series with the pod using it, but a ServiceMonitor with honorLabels
     false (dcgm-exporter's chart default, deployment/values.yaml) renames them exported_namespace and
-    exported_pod, so those are the default label names of the GPU matchers.
+    exported_pod, so those are the default label names of the GPU matchers. `pod_pattern` (a regex of the serving
+    pods' names) selects pods when set, else every pod named `<pod_prefix>-...`.
     """
 
     namespace: str | None = None
@@ -77,7 +78,10 @@ class Scope:
     smoke_job: str | None = None
     gpu_namespace_label: str = "exported_namespace"
     gpu_pod_label: str = "exported_pod"
+    gpu_host_label: str = "Hostname"
+    gpu_index_label: str = "gpu"
     leader_pattern: str | None = None
+    pod_pattern: str | None = None
 
     def server(self) -> str:
         """Matchers of the vLLM server's series (the ServiceMonitor's target labels)."""
@@ -85,7 +89,7 @@ class Scope:
 
     def pods(self) -> str:
         """Matchers of the group's pods in kube-state-metrics series."""
-        return _selector([("namespace", "=", self.namespace), ("pod", "=~", _prefix_re(self.pod_prefix))])
+        return _selector([("namespace", "=", self.namespace), ("pod", "=~", self._pod_re())])
 
     def leaders(self) -> str:
         """Matchers of the group leaders' pods in kube-state-metrics series."""
@@ -96,9 +100,16 @@ class Scope:
         return _selector(
             [
                 (self.gpu_namespace_label, "=", self.namespace),
-                (self.gpu_pod_label, "=~", _prefix_re(self.pod_prefix)),
+                (self.gpu_pod_label, "=~", self._pod_re()),
             ]
         )
+
+    def gpu_by(self) -> str:
+        """The labels that tell one GPU from another in DCGM series: host, then device index."""
+        return f"{self.gpu_host_label}, {self.gpu_index_label}"
+
+    def _pod_re(self) -> str | None:
+        return self.pod_pattern if self.pod_pattern is not None else _prefix_re(self.pod_prefix)
 
     def smoke(self) -> str:
         """Matchers of the smoke Job in kube-state-metrics series."""
@@ -120,10 +131,14 @@ def _selector(matchers: list[tuple[str, str, str | None]]) -> str:
     return "{" + ",".join(parts) + "}" if parts else ""
 
 
-def _window(window: str) -> str:
+def checked_window(window: str) -> str:
+    """The window, if it is a PromQL duration such as 2m (else ValueError): it is pasted into expressions."""
     if not _WINDOW.match(window):
         raise ValueError(f"{window!r} is not a PromQL duration such as 2m")
     return window
+
+
+_window = checked_window
 
 
 #: Seconds per PromQL duration unit (prometheus/common model/time.go ParseDuration).
@@ -211,22 +226,22 @@ def per_position_acceptance(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
 
 def gpu_utilization(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     """GPU utilisation (%) per GPU of the group (a gauge; the window is unused)."""
-    return f"avg by (Hostname, gpu) ({GPU_UTIL}{scope.gpus()})"
+    return f"avg by ({scope.gpu_by()}) ({GPU_UTIL}{scope.gpus()})"
 
 
 def gpu_memory_used_bytes(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     """Framebuffer memory used per GPU, bytes (DCGM reports MiB)."""
-    return f"sum by (Hostname, gpu) ({GPU_FB_USED}{scope.gpus()}) * 1048576"
+    return f"sum by ({scope.gpu_by()}) ({GPU_FB_USED}{scope.gpus()}) * 1048576"
 
 
 def gpu_power_watts(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     """Power draw per GPU, watts."""
-    return f"sum by (Hostname, gpu) ({GPU_POWER}{scope.gpus()})"
+    return f"sum by ({scope.gpu_by()}) ({GPU_POWER}{scope.gpus()})"
 
 
 def nvlink_traffic(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     """NVLink traffic per GPU: the rate of DCGM's all-lanes bandwidth counter."""
-    return f"sum by (Hostname, gpu) (rate({GPU_NVLINK}{scope.gpus()}[{_window(window)}]))"
+    return f"sum by ({scope.gpu_by()}) (rate({GPU_NVLINK}{scope.gpus()}[{_window(window)}]))"
 
 
 def pod_restarts(scope: Scope, window: str = DEFAULT_WINDOW) -> str:

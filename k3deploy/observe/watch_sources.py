@@ -54,7 +54,11 @@ def _get_capped(client: httpx.Client, url: str, limit: int, params: Mapping[str,
                     raise ScrapeError(
                         f"{url} answered more than {limit // (1024 * 1024)} MiB", "is this the right URL?"
                     )
-            return httpx.Response(resp.status_code, headers=resp.headers, content=bytes(body), request=resp.request)
+            # The body is decoded already (iter_bytes undoes gzip): without these headers it is not decoded twice.
+            headers = [
+                (k, v) for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")
+            ]
+            return httpx.Response(resp.status_code, headers=headers, content=bytes(body), request=resp.request)
     except httpx.HTTPError as exc:
         raise ScrapeError(
             translate(exc, url).message, "check the URL, and that the server (or its port-forward) still runs"

@@ -7,7 +7,7 @@ sections.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -97,6 +97,21 @@ def default_smoke_image() -> str:
     return f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
 
 
+#: A Prometheus label name (prometheus/common model/labels.go LabelNameRE).
+PromLabelName = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]
+
+
+class DcgmLabels(_Strict):
+    """Label names of the DCGM exporter's series in the cluster's Prometheus, which the GPU panels and alerts select
+    and group on. The defaults are what dcgm-exporter's chart gives them (its ServiceMonitor keeps honorLabels
+    false, so the pod's namespace and name arrive as exported_namespace and exported_pod)."""
+
+    namespace: PromLabelName = "exported_namespace"
+    pod: PromLabelName = "exported_pod"
+    hostname: PromLabelName = "Hostname"
+    gpu: PromLabelName = "gpu"
+
+
 class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
@@ -123,6 +138,10 @@ class KubernetesSpec(_Strict):
         None,
         description='Render the Grafana dashboard ConfigMap (label grafana_dashboard: "1") and the PrometheusRule of '
         "the profile's targets; null: whenever service_monitor is on.",
+    )
+    dcgm_labels: DcgmLabels = Field(
+        default_factory=DcgmLabels,
+        description="Label names of the DCGM exporter's series (pod namespace, pod, host, GPU index) in Prometheus.",
     )
     grafana_dashboard_namespace: DNSLabel | None = Field(
         None, description="Namespace of the dashboard ConfigMap (the one Grafana's sidecar watches); null: namespace."

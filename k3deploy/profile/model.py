@@ -322,6 +322,12 @@ class TargetsSpec(_Strict):
     min_acceptance_length: float | None = Field(
         None, ge=1, description="Minimum mean acceptance length (1 + accepted/drafts)."
     )
+    ttft_p99_s: float | None = Field(
+        None, gt=0, description="Time-to-first-token p99 objective, seconds (alerted on, not judged by smoke)."
+    )
+    tpot_p99_s: float | None = Field(
+        None, gt=0, description="Time-per-output-token p99 objective, seconds (alerted on, not judged by smoke)."
+    )
 
 
 class Profile(_Strict):

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from k3deploy.observe import promql
+from k3deploy.observe import promql_health as health
 from k3deploy.observe.alerts import alerts, rule_groups, runbook_anchor
 from k3deploy.profile.load import load_profile
 from k3deploy.render.manifests import build
@@ -20,7 +21,10 @@ from tests.observe.promql_names import family, metric_names, parse
 from tests.render.kube_schemas import crd_schema, validator
 
 K3 = "kimi-k3-gb300-tp16"
-EXPECTED = [
+AVAILABILITY = ["K3DeployLeaderNotReady", "K3DeployVllmMetricsAbsent", "K3DeployNoSuccessfulRequests"]
+LATENCY = ["K3DeployTTFTSloBurn", "K3DeployTPOTSloBurn"]
+GPU = ["K3DeployGpuXidError", "K3DeployGpuRowRemapFailure", "K3DeployNvlinkErrors", "K3DeployGpuThermalThrottling"]
+SERVING = [
     "K3DeployAcceptanceLengthLow",
     "K3DeployDecodeSlow",
     "K3DeployKVCacheFull",
@@ -28,6 +32,7 @@ EXPECTED = [
     "K3DeployGroupRestarted",
     "K3DeploySmokeJobFailed",
 ]
+EXPECTED = AVAILABILITY + LATENCY + SERVING + GPU
 
 
 def _rule() -> dict[str, Any]:
@@ -41,7 +46,8 @@ def test_the_alerts_of_the_issue() -> None:
 @pytest.mark.parametrize("alert", alerts(load_profile(K3)), ids=lambda a: a.name)
 def test_every_alert_parses_and_reads_known_series(alert) -> None:
     parse(alert.expr)
-    known = set(promql.VLLM_METRICS) | set(promql.DCGM_METRICS) | set(promql.KUBE_STATE_METRICS)
+    known = set(promql.VLLM_METRICS) | set(promql.DCGM_METRICS) | set(health.ALL_KUBE_STATE_METRICS)
+    known |= set(health.HEALTH_VLLM_METRICS) | set(health.HEALTH_DCGM_METRICS)
     assert {family(name) for name in metric_names(alert.expr)} <= known
     assert alert.summary and alert.description
 
@@ -50,18 +56,31 @@ def test_thresholds_are_the_profile_targets() -> None:
     by_name = {
         a.name: a for a in alerts(load_profile(K3, ["targets.decode_tok_s=250", "targets.min_acceptance_length=2.5"]))
     }
-    assert by_name["K3DeployDecodeSlow"].expr.endswith("< 250")
+    assert "< 250) and on () (max(avg_over_time(vllm:num_requests_running" in by_name["K3DeployDecodeSlow"].expr
     assert by_name["K3DeployAcceptanceLengthLow"].expr.endswith("< 2.5")
-    assert by_name["K3DeployAcceptanceLengthLow"].for_ == "15m"
-    assert "[15m]" in by_name["K3DeployAcceptanceLengthLow"].expr
+    assert by_name["K3DeployAcceptanceLengthLow"].for_ == "30m"
+    assert by_name["K3DeployAcceptanceLengthLow"].rule()["keep_firing_for"] == "15m"
+    assert "[1h]" in by_name["K3DeployAcceptanceLengthLow"].expr
+    assert by_name["K3DeployTTFTSloBurn"].expr.count("> 10)") == 2
     assert by_name["K3DeployKVCacheFull"].expr.endswith("> 0.95")
 
 
 def test_targets_left_unset_drop_their_alerts() -> None:
     names = [
-        a.name for a in alerts(load_profile(K3, ["targets.decode_tok_s=null", "targets.min_acceptance_length=null"]))
+        a.name
+        for a in alerts(
+            load_profile(
+                K3,
+                [
+                    "targets.decode_tok_s=null",
+                    "targets.min_acceptance_length=null",
+                    "targets.ttft_p99_s=null",
+                    "targets.tpot_p99_s=null",
+                ],
+            )
+        )
     ]
-    assert names == EXPECTED[2:]
+    assert names == AVAILABILITY + SERVING[2:] + GPU
 
 
 def test_every_runbook_link_lands_on_a_readme_heading() -> None:

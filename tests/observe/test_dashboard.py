@@ -14,9 +14,12 @@ from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from k3deploy.observe.dashboard import (
     KV_CACHE_LIMIT,
+    PANELS,
     ROWS,
     dashboard_json,
+    interpolate,
     panel_queries,
+    raw_panel_queries,
 )
 from k3deploy.observe.promql import FIGURES
 from k3deploy.profile.load import load_profile
@@ -55,10 +58,10 @@ def test_the_round_trip_catches_a_field_grafana_does_not_know() -> None:
 
 def test_every_figure_has_one_panel_with_a_parsing_query() -> None:
     data = dashboard_json(load_profile(K3))
-    assert sorted(_panels(data)) == sorted(f.title for f in FIGURES)
+    assert sorted(_panels(data)) == sorted([f.title for f in FIGURES] + [p.title for p in PANELS])
     assert [p["title"] for p in data["panels"] if p["type"] == "row"] == [title for title, _ in ROWS]
     queries = panel_queries(data)
-    assert len(queries) == len(FIGURES)
+    assert len(queries) == len(FIGURES) + 3 * 3 + 3  # three quantiles of three histograms, three request panels
     for query in queries:
         parse(query)
         assert 'namespace="kimi-k3"' in query or 'exported_namespace="kimi-k3"' in query
@@ -88,7 +91,14 @@ def test_changed_targets_move_the_thresholds() -> None:
 
 def test_every_panel_queries_the_datasource_variable() -> None:
     data = dashboard_json(load_profile(K3))
-    assert [v["name"] for v in data["templating"]["list"]] == ["datasource"]
+    assert [v["name"] for v in data["templating"]["list"]] == [
+        "datasource",
+        "namespace",
+        "dcgm_namespace_label",
+        "dcgm_pod_label",
+        "dcgm_hostname_label",
+        "dcgm_gpu_label",
+    ]
     assert data["templating"]["list"][0]["query"] == "prometheus"
     for panel in _panels(data).values():
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
@@ -128,3 +138,39 @@ def test_the_switch_follows_the_service_monitor_by_default(sets: list[str], rend
     names = {m["metadata"]["name"] for m in kinds["ConfigMap"]}
     assert (f"{K3}-grafana-dashboard" in names) is rendered
     assert ("PrometheusRule" in kinds) is rendered
+
+
+def test_namespace_and_dcgm_labels_are_variables_defaulting_to_the_profile() -> None:
+    profile = load_profile(K3, ["kubernetes.namespace=serving", "kubernetes.dcgm_labels.hostname=node"])
+    data = dashboard_json(profile)
+    defaults = {v["name"]: v["query"] for v in data["templating"]["list"] if v["type"] == "textbox"}
+    assert defaults == {
+        "namespace": "serving",
+        "dcgm_namespace_label": "exported_namespace",
+        "dcgm_pod_label": "exported_pod",
+        "dcgm_hostname_label": "node",
+        "dcgm_gpu_label": "gpu",
+    }
+    raw = raw_panel_queries(data)
+    assert all('="$namespace"' in q for q in raw)
+    gpu = _panels(data)["GPU power"]
+    assert gpu["targets"][0]["expr"].startswith(
+        "sum by ($dcgm_hostname_label, $dcgm_gpu_label) (DCGM_FI_DEV_POWER_USAGE{"
+    )
+    assert gpu["targets"][0]["legendFormat"] == "{{node}} GPU {{gpu}}"
+    resolved = panel_queries(data)
+    assert 'sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE{exported_namespace="serving"' in "\n".join(resolved)
+    assert "$" not in "".join(resolved)
+
+
+def test_latency_panels_draw_three_quantiles() -> None:
+    panels = _panels(dashboard_json(load_profile(K3)))
+    ttft = panels["Time to first token (p50 / p90 / p99)"]
+    assert [t["legendFormat"] for t in ttft["targets"]] == ["p50", "p90", "p99"]
+    assert [t["refId"] for t in ttft["targets"]] == ["A", "B", "C"]
+    assert ttft["targets"][2]["expr"].startswith("histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token")
+
+
+def test_interpolate_is_grafanas_substitution() -> None:
+    values = {"a": "x", "ab": "y"}
+    assert interpolate("$ab ${a}b $a $zz", values) == "y xb x $zz"

@@ -165,3 +165,39 @@ def test_server_answers_post_forms_and_empty_vectors() -> None:
     )
     assert empty == {"status": "success", "data": {"resultType": "vector", "result": []}}
     assert put.status_code == 405
+
+
+def test_window_option_sets_the_rate_window_of_every_query() -> None:
+    script = PromScript(answers={})
+    with serve(prom=script) as url:
+        result = run_cli("watch", "--prometheus", url, "--window", "10m", "--count", "1", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    rated = [q for q in script.queries if "rate(" in q]
+    assert rated and all("[10m]" in q and "[2m]" not in q for q in rated)
+    assert script.queries[: len(WATCHED)] == [expressions(Scope(), "10m")[key] for key in WATCHED]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--endpoint", "http://127.0.0.1:9", "--window", "5m"], "--window is the rate window"),
+        (["--prometheus", "http://127.0.0.1:9", "--window", "5 minutes"], "--window: '5 minutes' is not a PromQL"),
+    ],
+)
+def test_window_misuse_is_a_usage_error(args: list[str], fragment: str) -> None:
+    result = run_cli("watch", *args, "--count", "1")
+    assert result.returncode == 2
+    first, hint = result.stderr.splitlines()[:2]
+    assert first.startswith("error: ") and fragment in first and hint.startswith("hint: ")
+
+
+def test_a_real_prometheus_answers_every_query(tmp_path) -> None:
+    # The real server (scraping only itself: no vLLM series) answers gzip-encoded JSON, as a cluster's does.
+    from tests.observe.prometheus_server import start_prometheus, wait_for
+
+    with start_prometheus([], {}) as prom:
+        wait_for(prom, "vector(1)", 1)
+        result = run_cli("watch", "--prometheus", prom, "--count", "1", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    (line,) = _lines(result.stdout)
+    assert line["error"] is None and line["figures"]["output_tok_s"] is None and line["below"] == []

@@ -163,6 +163,7 @@ STRUCTURAL: dict[str, dict[str, Any]] = {
                                             "alert": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
                                             "expr": {"type": "string", "minLength": 1},
                                             "for": _DURATION,
+                                            "keep_firing_for": _DURATION,
                                             "labels": _obj({"severity": {"enum": ["warning", "critical"]}}),
                                             "annotations": _obj(
                                                 {
@@ -174,7 +175,8 @@ STRUCTURAL: dict[str, dict[str, Any]] = {
                                                     },
                                                 }
                                             ),
-                                        }
+                                        },
+                                        required=["alert", "expr", "for", "labels", "annotations"],
                                     ),
                                 },
                             }
