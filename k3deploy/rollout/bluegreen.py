@@ -40,6 +40,7 @@ from k3deploy.rollout.colours import (
     selected,
 )
 from k3deploy.rollout.groups import group_endpoint
+from k3deploy.rollout.ownership import INSTANCE_LABEL
 from k3deploy.rollout.upgrade import smoke_endpoint, template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
@@ -208,20 +209,23 @@ def leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dic
     if lws is None:
         return []
     out = []
+    # The release's labels: `down` deletes them only when they carry the release's ownership mark.
+    labels = {INSTANCE_LABEL: profile.name}
+    namespace = profile.kubernetes.namespace
     for name in colours(profile.name):
         if name != lws["metadata"]["name"]:
             out.append(
                 {
                     "apiVersion": lws["apiVersion"],
                     "kind": "LeaderWorkerSet",
-                    "metadata": {"name": name, "namespace": profile.kubernetes.namespace},
+                    "metadata": {"name": name, "namespace": namespace, "labels": labels},
                 }
             )
         out.append(
             {
                 "apiVersion": "v1",
                 "kind": "Service",
-                "metadata": {"name": preview_name(name), "namespace": profile.kubernetes.namespace},
+                "metadata": {"name": preview_name(name), "namespace": namespace, "labels": labels},
             }
         )
     return out
