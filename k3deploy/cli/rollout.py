@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,6 +18,7 @@ from k3deploy.cli.app import (
     checked_endpoint,
     get_profile,
 )
+from k3deploy.cli.confirm import confirm
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
@@ -120,6 +120,9 @@ def apply_cmd(
     ] = True,
     timeout: TimeoutOpt = None,
     force_conflicts: ForceOpt = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Accept a change that replaces the only group in place (an outage).")
+    ] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Server-side apply the rendered set in dependency order (field manager k3deploy), then wait for it."""
@@ -137,6 +140,7 @@ def apply_cmd(
         wait=wait and not (dry_run or diff),
         timeout_s=parse_duration(timeout),
     )
+    _confirm_in_place(prof, options, yes, "or `up --strategy blue-green` with a second free clique")
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
@@ -191,7 +195,11 @@ def up(
     ] = None,
     yes: Annotated[
         bool,
-        typer.Option("--yes", "-y", help="Accept an upgrade that takes the only group down (blue-green without room)."),
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Accept an upgrade that replaces the only group in place (an outage), e.g. blue-green without room.",
+        ),
     ] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -213,6 +221,8 @@ def up(
     )
     if strategy is Strategy.blue_green:
         options = _blue_green_or_in_place(prof, options, yes)
+    else:
+        _confirm_in_place(prof, options, yes, "or --strategy blue-green with a second free clique")
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.up(
@@ -240,18 +250,23 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
     question = outage_question(target_for(prof, options), prof)
     if question is None:
         return options
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UsageError(
-                question.removesuffix(" Go ahead?"),
-                hint="re-run with --yes to accept the outage, or free a clique for the new group",
-            )
-        if not typer.confirm(question, err=True):
-            raise typer.Abort()
+    confirm(question, yes=yes, hint="re-run with --yes to accept the outage, or free a clique for the new group")
     err.print(
         "blue-green: no room for a second group; replacing the only group in place", markup=False, highlight=False
     )
     return dataclasses.replace(options, strategy="rolling")
+
+
+def _confirm_in_place(prof: Profile, options: DeployOptions, yes: bool, alternative: str) -> None:
+    """A rolling apply that replaces the only group in place (an outage) goes ahead with --yes or at the prompt."""
+    if yes or not prof.on_kubernetes or options.dry_run or options.diff:
+        return
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.rollout.bluegreen import in_place_question
+
+    question = in_place_question(target_for(prof, options), prof)
+    if question is not None:
+        confirm(question, yes=yes, hint=f"re-run with --yes to accept the outage, {alternative}")
 
 
 @app.command()
@@ -306,12 +321,12 @@ def down(
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout))
-    if (
-        not yes
-        and sys.stdin.isatty()
-        and not typer.confirm(target_for(prof, options).down_question(prof, purge), err=True)
-    ):
-        raise typer.Abort()
+    if not yes:
+        confirm(
+            target_for(prof, options).down_question(prof, purge),
+            yes=yes,
+            hint="re-run with --yes to go ahead (k3deploy deletes only what it created)",
+        )
     with ProgressView() as view:
         target = target_for(prof, options, view)
         result = pipeline.down(prof, target, purge=purge)

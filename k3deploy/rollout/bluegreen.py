@@ -41,6 +41,7 @@ from k3deploy.rollout.colours import (
 )
 from k3deploy.rollout.groups import group_endpoint
 from k3deploy.rollout.ownership import INSTANCE_LABEL
+from k3deploy.rollout.surge import in_place_note
 from k3deploy.rollout.upgrade import smoke_endpoint, template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
@@ -107,6 +108,26 @@ def outage_question(target: Any, profile: Any) -> str | None:
         f"no second NVLink clique has {profile.parallel.nodes} free trays for a new group beside "
         f"{live['metadata']['name']}: the change replaces the only group in place, an outage of about the model's "
         f"load time (up to the startup budget, {budget}s). Go ahead?"
+    )
+
+
+def in_place_question(target: Any, profile: Any) -> str | None:
+    """The question to ask before a rolling apply replaces the only group in place (one replica, maxSurge 0, a
+    changed pod template: rollout/surge.py); None when nothing live would be replaced."""
+    lws = lws_of(as_live(target.api, profile, _rendered(profile)))
+    if lws is None or in_place_note(lws, "configured") is None:
+        return None
+    live = _live_lws(target.api, lws)
+    if live is None:
+        return None
+    # The pod template, not the generation: a scale (another manager's replicas) replaces no group.
+    dry = target.api.apply(lws, force=True, dry_run=True)
+    if (dry.get("spec") or {}).get("leaderWorkerTemplate") == (live.get("spec") or {}).get("leaderWorkerTemplate"):
+        return None
+    return (
+        f"the change replaces the only group of LeaderWorkerSet {live['metadata']['name']} in place (one replica, "
+        "maxSurge 0): the endpoint serves nothing until the new group has loaded the weights (up to the startup "
+        f"budget, {profile.kubernetes.startup_probe_budget_s}s). Go ahead?"
     )
 
 

@@ -148,7 +148,19 @@ def test_a_changed_single_group_says_it_is_replaced_in_place(k3: K3, cluster: An
     first = k3("apply", "--timeout", "60s")
     assert first.returncode == 0, first.stderr
     assert "replaces the group in place" not in first.stderr  # created, not replaced
-    changed = k3("apply", "--timeout", "60s", "--set", "vllm.max_model_len=524288")
+    # Without a terminal the outage needs --yes: refused, the live group untouched.
+    refused = k3("apply", "--timeout", "60s", "--set", "vllm.max_model_len=524288")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"error: the change replaces the only group of LeaderWorkerSet {LWS} in place (one replica, maxSurge 0): the "
+        "endpoint serves nothing until the new group has loaded the weights (up to the startup budget, 7200s): "
+        "refused without --yes (stdin is not a terminal, so nobody can confirm)",
+        "hint: re-run with --yes to accept the outage, or `up --strategy blue-green` with a second free clique",
+    ]
+    assert "524288" not in json.dumps(cluster.store.get("leaderworkersets", LWS, NAMESPACE)["spec"])
+    # Nothing live changes: no question.
+    assert k3("apply", "--timeout", "60s").returncode == 0
+    changed = k3("apply", "--timeout", "60s", "--yes", "--set", "vllm.max_model_len=524288")
     assert changed.returncode == 0, changed.stderr
     lines = changed.stderr.splitlines()
     at = lines.index(f"  kimi-k3/LeaderWorkerSet/{LWS} configured")

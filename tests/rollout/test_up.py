@@ -118,12 +118,26 @@ def test_failed_upgrade_rolls_back_to_the_previous_spec(k3: K3, cluster: Any) ->
     assert k3("up", *QUICK).returncode == 0
     before = live(cluster, "leaderworkersets", LWS)["spec"]
     cluster.controllers.kubelet.fail("ImagePullBackOff", image="no-such-tag")
-    upgrade = k3("up", *QUICK, "--set", "vllm.image=vllm/vllm-openai:no-such-tag")
+    upgrade = k3("up", *QUICK, "--yes", "--set", "vllm.image=vllm/vllm-openai:no-such-tag")
     assert upgrade.returncode == 1, upgrade.stderr
     assert "==> rollback (revision 1) because wait failed" in upgrade.stderr
     assert "rollback: restored revision 1" in upgrade.stderr
     assert live(cluster, "leaderworkersets", LWS)["spec"] == before
     assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
+
+
+def test_an_up_that_replaces_the_only_group_in_place_needs_yes_without_a_terminal(k3: K3, cluster: Any) -> None:
+    assert k3("up", *QUICK).returncode == 0
+    before = live(cluster, "leaderworkersets", LWS)["spec"]
+    refused = k3("up", *QUICK, "--set", "vllm.image=vllm/vllm-openai:next", input="")
+    assert refused.returncode == 2, refused.stderr
+    (error, hint) = refused.stderr.splitlines()
+    assert error.startswith(f"error: the change replaces the only group of LeaderWorkerSet {LWS} in place")
+    assert error.endswith(": refused without --yes (stdin is not a terminal, so nobody can confirm)")
+    assert hint == "hint: re-run with --yes to accept the outage, or --strategy blue-green with a second free clique"
+    assert live(cluster, "leaderworkersets", LWS)["spec"] == before
+    # An unchanged template replaces nothing: no question.
+    assert k3("up", *QUICK, input="").returncode == 0
 
 
 def test_no_rollback_leaves_the_failed_revision(k3: K3, cluster: Any) -> None:
@@ -158,7 +172,16 @@ def test_failed_smoke_rolls_back_too(k3: K3, cluster: Any) -> None:
 
 def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> None:
     assert k3("up", *QUICK).returncode == 0
-    down = k3("down", input="")
+    # Without a terminal and without --yes, down refuses and deletes nothing.
+    refused = k3("down", input="")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"error: Delete the deployment (weights kept) of {PROFILE!r} in namespace {NAMESPACE!r}: refused without "
+        "--yes (stdin is not a terminal, so nobody can confirm)",
+        "hint: re-run with --yes to go ahead (k3deploy deletes only what it created)",
+    ]
+    assert live(cluster, "leaderworkersets", LWS) is not None
+    down = k3("down", "--yes")
     assert down.returncode == 0, down.stderr
     assert "pods gone; weight cache PVC kept (--purge deletes it)" in down.stderr
     assert live(cluster, "leaderworkersets", LWS) is None
@@ -174,6 +197,12 @@ def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> 
     status = json.loads(k3("status", "-o", "json").stdout)
     assert status["deployed"] is False and status["revision"]["current"] is None
 
+    refused = k3("down", "--purge")
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        f"error: Delete everything, including the downloaded weights of {PROFILE!r} in namespace {NAMESPACE!r}: "
+        "refused without --yes"
+    )
+    assert live(cluster, "persistentvolumeclaims", PVC) is not None
     purge = k3("down", "--yes", "--purge")
     assert purge.returncode == 0, purge.stderr
     assert live(cluster, "persistentvolumeclaims", PVC) is None
