@@ -20,6 +20,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # -h as well as --help, as kubectl and helm take both.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -39,10 +41,11 @@ def _root(
 
 
 class OutputFormat(str, Enum):
-    """Output of data commands."""
+    """Output of data commands: a table on a terminal, or one document of the same data as JSON or YAML."""
 
     table = "table"
     json = "json"
+    yaml = "yaml"
 
 
 ProfileOpt = Annotated[
@@ -55,7 +58,9 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Override a profile field: key.path=value (repeatable)."),
 ]
-FormatOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="table or json.")]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--output", "-o", help="table, json or yaml (json and yaml hold the same data).")
+]
 
 
 def get_profile(profile: str, sets: list[str] | None, *, check_fit: bool = True) -> Profile:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
+from k3deploy.cli.output import print_json_text
 from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
 from k3deploy.errors import CheckFailed, UsageError
@@ -113,7 +114,7 @@ def bench(
         label=label,
         ab=ab,
         sweep=sweep,
-        quiet=output is OutputFormat.json,
+        quiet=output is not OutputFormat.table,
     )
     reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
@@ -123,11 +124,12 @@ def bench(
         for line in headline(reports):
             err.print(line, markup=False, highlight=False)
     cli_run.write_outputs(reports, report_file, html_file, png_file)
-    if output is OutputFormat.json:
-        typer.echo(
+    if output is not OutputFormat.table:
+        print_json_text(
             reports[0].model_dump_json(indent=1)
             if len(reports) == 1
-            else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]"
+            else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]",
+            output,
         )
     problems = [w for r in reports for w in r.warnings]
     if problems:
@@ -174,5 +176,5 @@ def compare_cmd(
         )
     comparison = compare(reports, names)
     err.print(compare_view(comparison))
-    if output is OutputFormat.json:
-        typer.echo(comparison.model_dump_json(indent=1))
+    if output is not OutputFormat.table:
+        print_json_text(comparison.model_dump_json(indent=1), output)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.kube.client import KubeOptions
@@ -52,13 +52,13 @@ def preflight(
     else:
         results = run_preflight(prof, node, cluster, kube)
     overall = worst(results)
-    if output is OutputFormat.json:
+    if output is not OutputFormat.table:
         payload = {
             "profile": prof.name,
             "status": overall.value,
             "checks": [r.model_dump(mode="json") for r in results],
         }
-        out.print_json(json.dumps(payload))
+        print_data(payload, output)
     else:
         out.print(preflight_table(prof.name, results))
     counts = {s: sum(r.status is s for r in results) for s in Status}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,9 +18,10 @@ from k3deploy.cli.app import (
     get_profile,
 )
 from k3deploy.cli.confirm import confirm
+from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
-from k3deploy.errors import UsageError
+from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.profile import DEFAULT_PROFILE, Profile
@@ -58,6 +58,10 @@ EndpointOpt = Annotated[
 ]
 
 
+#: `apply --diff`'s exit code when the live state differs from the rendered set (`kubectl diff`'s).
+EXIT_DIFFERENCES = 1
+
+
 class Strategy(str, Enum):
     """`up --strategy`."""
 
@@ -84,8 +88,8 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
 
 
 def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
-    if output is OutputFormat.json:
-        out.print_json(json.dumps(summary.to_dict()))
+    if output is not OutputFormat.table:
+        print_data(summary.to_dict(), output)
     err.print(f"summary ({summary.command} {summary.profile} on {summary.target}):", markup=False, highlight=False)
     for stage in summary.stages:
         detail = f" - {stage.detail}" if stage.detail else ""
@@ -145,13 +149,15 @@ def apply_cmd(
         target = target_for(prof, options, view)
         summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
     if diff:
-        if output is OutputFormat.json:  # stdout must stay one JSON document: the diffs go inside it
+        if output is not OutputFormat.table:  # stdout must stay one document: the diffs go inside it
             summary.extra["diff"] = [{"object": key, "diff": text} for key, text in summary.diffs]
         else:
             for _, text in summary.diffs:
                 out.print(text, end="", markup=False, highlight=False)
     summary.extra["objects"] = summary.applied
     _print_summary(summary, output)
+    if diff and summary.diffs:
+        raise typer.Exit(EXIT_DIFFERENCES)  # as `kubectl diff`: 1 when the live state differs, 0 when it matches
 
 
 @app.command()
@@ -278,9 +284,18 @@ def status(
     namespace: NamespaceOpt = None,
     endpoint: EndpointOpt = None,
     timeout: StatusTimeoutOpt = None,
+    exit_code: Annotated[
+        bool,
+        typer.Option(
+            "--exit-code", help="Exit 1 when the deployment is not deployed or not ready (0 when it is ready)."
+        ),
+    ] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict."""
+    """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict.
+
+    With --exit-code a script can gate on it: `until k3deploy status --exit-code -o json >/dev/null; do sleep 10; done`.
+    """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
 
@@ -289,10 +304,15 @@ def status(
     options = _options(kubeconfig, context, namespace, endpoint=endpoint, timeout_s=timeout_s)
     target = target_for(prof, options)
     report = pipeline.status(prof, target)
-    if output is OutputFormat.json:
-        out.print_json(json.dumps(report.to_dict()))
-        return
-    out.print(target.status_view(report))
+    if output is not OutputFormat.table:
+        print_data(report.to_dict(), output)
+    else:
+        out.print(target.status_view(report))
+    if exit_code and not (report.deployed and report.ready):
+        raise CheckFailed(
+            f"{prof.name!r} is {'not ready' if report.deployed else 'not deployed'} on {report.target}",
+            hint="`k3deploy up` deploys it; `k3deploy apply --wait` waits until it is ready",
+        )
 
 
 @app.command()

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.output import print_json_text
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import EnvironmentProblem, UsageError
@@ -158,7 +159,7 @@ def smoke(
             raise EnvironmentProblem(
                 f"cannot write the report to {report_file}: {exc.strerror}", hint="check the path"
             ) from None
-    if output is OutputFormat.json:
+    if output is not OutputFormat.table:
         # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
-        typer.echo(report.model_dump_json(indent=2))
+        print_json_text(report.model_dump_json(indent=2), output)
     report.raise_for_status()

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import REPO_ROOT, cli_env
 from tests.pin.conftest import registry  # noqa: F401 - the fixture
@@ -146,6 +147,9 @@ def test_no_rollback_leaves_the_failed_revision(k3: K3, cluster: Any) -> None:
     assert result.returncode == 1
     assert "rollback: skipped (--no-rollback)" in result.stderr
     assert live(cluster, "leaderworkersets", LWS) is not None
+    not_ready = k3("status", "--exit-code", "-o", "json")
+    assert not_ready.returncode == 1 and json.loads(not_ready.stdout)["ready"] is False
+    assert f"error: {PROFILE!r} is not ready on kubernetes" in not_ready.stderr
 
 
 def test_failed_first_install_is_removed_but_keeps_the_weight_cache(k3: K3, cluster: Any) -> None:
@@ -172,6 +176,12 @@ def test_failed_smoke_rolls_back_too(k3: K3, cluster: Any) -> None:
 
 def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> None:
     assert k3("up", *QUICK).returncode == 0
+    ready = k3("status", "--exit-code", "-o", "yaml")
+    assert ready.returncode == 0, ready.stderr
+    # -o yaml holds what -o json holds (the objects' ages move between the two calls).
+    as_yaml, as_json = yaml.safe_load(ready.stdout), json.loads(k3("status", "-o", "json").stdout)
+    assert as_yaml.keys() == as_json.keys() and as_yaml["ready"] is True
+    assert [(o["kind"], o["name"]) for o in as_yaml["objects"]] == [(o["kind"], o["name"]) for o in as_json["objects"]]
     # Without a terminal and without --yes, down refuses and deletes nothing.
     refused = k3("down", input="")
     assert refused.returncode == 2
@@ -196,6 +206,8 @@ def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> 
     assert live(cluster, "persistentvolumeclaims", PVC) is not None
     status = json.loads(k3("status", "-o", "json").stdout)
     assert status["deployed"] is False and status["revision"]["current"] is None
+    gone = k3("status", "--exit-code")
+    assert gone.returncode == 1 and f"error: {PROFILE!r} is not deployed on kubernetes" in gone.stderr
 
     refused = k3("down", "--purge")
     assert refused.returncode == 2 and refused.stderr.startswith(
