@@ -13,7 +13,6 @@ from k3deploy.cli.output import print_json_text
 from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
 from k3deploy.errors import CheckFailed, UsageError
-from k3deploy.profile import DEFAULT_PROFILE
 
 bench_app = typer.Typer(
     help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
@@ -36,7 +35,7 @@ def bench(
     endpoint: Annotated[
         str | None, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server (not with --ab).")
     ] = None,
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")

@@ -11,14 +11,13 @@ from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.kube.client import KubeOptions
-from k3deploy.profile import DEFAULT_PROFILE
 from k3deploy.report.model import Status, worst
 from k3deploy.targets import DeployOptions, target_for
 
 
 @app.command()
 def preflight(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     node: Annotated[
         bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")

@@ -14,7 +14,7 @@ from k3deploy.cli.output import print_data
 from k3deploy.cli.plan_view import plan_table
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
-from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
+from k3deploy.profile import builtin_names, load_profile, profile_schema
 from k3deploy.profile.plan import plan as make_plan
 from k3deploy.smoke.headline import REHEARSAL_LABEL
 from k3deploy.targets import target_for
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def plan(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     output: FormatOpt = OutputFormat.table,
     cluster: Annotated[
@@ -134,7 +134,7 @@ def schema() -> None:
 
 @app.command()
 def render(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     output_dir: Annotated[
         str, typer.Option("--output", "-o", help="Directory to write, or '-' for a YAML stream on stdout.")

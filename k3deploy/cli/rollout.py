@@ -24,7 +24,8 @@ from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
-from k3deploy.profile import DEFAULT_PROFILE, Profile
+from k3deploy.profile import Profile
+from k3deploy.profile.load import ProfileRefs
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.smoke.headline import headline_lines
 from k3deploy.targets import DeployOptions, target_for
@@ -72,7 +73,7 @@ class Strategy(str, Enum):
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
 
 
-def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:
+def _load(profile: ProfileRefs, sets: list[str] | None, namespace: str | None) -> Profile:
     overrides = list(sets or [])
     if namespace:
         overrides.append(f"kubernetes.namespace={namespace}")
@@ -107,7 +108,7 @@ def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
 
 @app.command("apply")
 def apply_cmd(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -162,7 +163,7 @@ def apply_cmd(
 
 @app.command()
 def up(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -277,7 +278,7 @@ def _confirm_in_place(prof: Profile, options: DeployOptions, yes: bool, alternat
 
 @app.command()
 def status(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -317,7 +318,7 @@ def status(
 
 @app.command()
 def down(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,

@@ -13,7 +13,6 @@ from k3deploy.cli.output import print_json_text
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import EnvironmentProblem, UsageError
-from k3deploy.profile import DEFAULT_PROFILE
 
 
 def parse_levels(raw: str) -> list[int]:
@@ -58,7 +57,7 @@ def smoke(
     endpoint: Annotated[
         str, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server, e.g. http://10.0.0.5:8000.")
     ],
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")

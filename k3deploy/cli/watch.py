@@ -20,7 +20,7 @@ from k3deploy.cli.output import as_yaml
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
-from k3deploy.profile import DEFAULT_PROFILE, Profile
+from k3deploy.profile import Profile
 
 
 def _metrics_base(profile: Profile, endpoint: str | None) -> str:
@@ -79,7 +79,7 @@ def _expressions(profile: Profile) -> dict[str, str]:
 
 @app.command()
 def watch(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     endpoint: Annotated[
         str | None,

@@ -19,7 +19,7 @@ from k3deploy.pin.floating import Pinnable, node_arch, pinnable_fields
 from k3deploy.pin.hub import HubClient
 from k3deploy.pin.oci import runs_on
 from k3deploy.pin.registry import RegistryClient
-from k3deploy.profile.load import load_profile, load_raw
+from k3deploy.profile.load import ProfileRefs, load_profile, load_raw
 from k3deploy.profile.model import Profile
 
 #: First line of every file `pin` writes: how it recognises a file it may overwrite.
@@ -65,7 +65,7 @@ def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> PinRow:
     return PinRow(item.field, item.value, resolved.pinned, f"{kind}: {listed}")
 
 
-def pin_profile(ref: str, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
+def pin_profile(ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
     """Resolve the floating versions of profile `ref` (with `sets` applied); exit 1 when an image cannot run on the nodes."""
     profile = load_profile(ref, sets)
     data, origin = load_raw(ref, sets)

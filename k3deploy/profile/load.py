@@ -1,12 +1,13 @@
-"""Load a profile by built-in name or file path, apply `--set` overrides, validate, explain errors.
+"""Load a profile by built-in name or file path (several layered, later wins), apply `--set` overrides, validate,
+explain errors.
 
 Every failure becomes one `ProfileError` line naming the dotted field path of the bad value.
 """
 
 from __future__ import annotations
 
-import copy
 import json
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,12 @@ from pydantic import ValidationError
 
 from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
+from k3deploy.profile.overrides import apply_overrides, merge
 from k3deploy.profile.plan import plan
+from k3deploy.profile.suggest import unknown_field
 
+#: What names a profile: a built-in name or a file, several of them (layered in order), or None (the default).
+ProfileRefs = str | Sequence[str] | None
 #: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
 DEFAULT_PROFILE = "local-cpu"
 _BUILTIN_PACKAGE = "k3deploy.profile.builtin"
@@ -120,39 +125,28 @@ def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
     return data, origin
 
 
-def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
-    """Apply `key.path=value` overrides; values are parsed as YAML (numbers, booleans, JSON lists/maps)."""
-    out = copy.deepcopy(data)
-    for item in sets:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ProfileError(
-                f"--set {item!r} is not key.path=value", hint="for example: --set vllm.gpu_memory_utilization=0.9"
-            )
-        try:
-            value = parse_yaml(raw) if raw != "" else ""
-        except YamlRefused as exc:
-            raise ProfileError(f"--set {key.strip()}: {exc}", hint="write the value out in full") from None
-        except yaml.YAMLError:
-            value = raw
-        node: Any = out
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            child = node.get(part) if isinstance(node, dict) else None
-            if child is None:
-                child = {}
-                node[part] = child
-            if not isinstance(child, dict):
-                raise ProfileError(
-                    f"--set {key}: {part!r} is not a section", hint="only mapping fields can hold sub-keys"
-                )
-            node = child
-        node[parts[-1]] = value
-    return out
+def _refs(ref: ProfileRefs) -> list[str]:
+    """The profiles named, in order: one name or path, several (layered), or none (the default)."""
+    if ref is None:
+        return [DEFAULT_PROFILE]
+    refs = [ref] if isinstance(ref, str) else list(ref)
+    return refs or [DEFAULT_PROFILE]
 
 
-def _explain(exc: ValidationError, origin: str) -> ProfileError:
-    """Turn a pydantic error into one line naming each bad field by its dotted path."""
+def read_layers(ref: ProfileRefs) -> tuple[dict[str, Any], str, list[tuple[str, dict[str, Any]]]]:
+    """The profiles named, merged in order (later wins, as `helm -f a -f b`), where they came from, and each layer."""
+    layers = [(origin, data) for data, origin in map(_read_raw, _refs(ref))]
+    merged: dict[str, Any] = {}
+    for _, data in layers:
+        merged = merge(merged, data)
+    return merged, " + ".join(origin for origin, _ in layers), layers
+
+
+def _explain(
+    exc: ValidationError, origin: str, layers: list[tuple[str, dict[str, Any]]], sets: list[str]
+) -> ProfileError:
+    """Turn a pydantic error into one line naming each bad field by its dotted path (an unknown one with where it
+    came from and the nearest known field)."""
     parts = []
     for err in exc.errors():
         loc = list(err["loc"])
@@ -162,7 +156,7 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
         if is_key:
             msg = f"key {msg}"
         if err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            msg = unknown_field(tuple(loc), Profile, layers, sets)
         # Cross-field errors carry no location; their message names the fields itself.
         parts.append(f"{path}: {msg}" if path else msg)
     first = exc.errors()[0]["loc"] if exc.errors() else ()
@@ -172,9 +166,9 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
     return ProfileError(f"{origin} is invalid: " + "; ".join(parts), hint=hint)
 
 
-def load_raw(ref: str | None = None, sets: list[str] | None = None) -> tuple[dict[str, Any], str]:
-    """The profile's mapping as written (overrides applied, not validated) and where it came from."""
-    data, origin = _read_raw(ref or DEFAULT_PROFILE)
+def load_raw(ref: ProfileRefs = None, sets: list[str] | None = None) -> tuple[dict[str, Any], str]:
+    """The profile's mapping as written (layers merged, overrides applied, not validated) and where it came from."""
+    data, origin, _ = read_layers(ref)
     return apply_overrides(data, sets or []), origin
 
 
@@ -193,15 +187,16 @@ def _check_text(node: Any, path: str, origin: str) -> None:
         _check_text(value, where, origin)
 
 
-def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
-    """Load, override and validate a profile; also refuse one whose weights cannot fit its GPUs."""
-    data, origin = _read_raw(ref or DEFAULT_PROFILE)
+def load_profile(ref: ProfileRefs = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
+    """Load (several: layered in order), override and validate a profile; also refuse one whose weights cannot fit
+    its GPUs."""
+    data, origin, layers = read_layers(ref)
     data = apply_overrides(data, sets or [])
     _check_text(data, "", origin)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise _explain(exc, origin) from None
+        raise _explain(exc, origin, layers, sets or []) from None
     if check_fit and profile.hardware is not None:
         result = plan(profile)
         if not result.weights_fit:
