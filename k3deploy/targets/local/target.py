@@ -186,7 +186,9 @@ class LocalTarget(Target):
         """vLLM importable, model reachable, CPU, free RAM and disk, port free (or held by our own server)."""
         live = self._live(profile)
         same = live is not None and live.argv_hash == self.launch(profile).argv_hash
-        facts = probe.gather(profile, self.state_dir(profile), live.pid if live else None, same)
+        facts = probe.gather(
+            profile, self.state_dir(profile), live.pid if live else None, same, live.port if live else None
+        )
         return checks.evaluate(profile, facts)
 
     def current_revision(self, profile: Profile) -> Revision | None:
@@ -206,6 +208,8 @@ class LocalTarget(Target):
             return ApplyOutcome(changed=False, summary=f"already running (pid {old.pid}) at {_url(old.host, old.port)}")
         if getattr(self.options, "dry_run", False) or getattr(self.options, "diff", False):
             return self._dry_run(old, launch)
+        if old is not None and old.port != profile.vllm.port and _alive(old):
+            probe.check_port_before_replacing(profile, old.pid, old.port)
         if profile.model.rehearsal:
             self._ensure_rehearsal_model(profile, state_dir)
         replaced = old is not None and process.stop(identity(old))
