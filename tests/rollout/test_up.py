@@ -83,6 +83,7 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(
             "acceptance_length": {"mean": 3.9375, "minimum": 3.0, "status": "pass"},
             "acceptance_rate": 0.734375,
             "drafts": 32.0,
+            "failed_checks": [],
         }
         median = f"{figures['decode_tok_s']['median']:.1f}"
         assert first.stderr.splitlines()[-5:] == [
