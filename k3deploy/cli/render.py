@@ -137,7 +137,14 @@ def render(
     profile: ProfileOpt = None,
     set_: SetOpt = None,
     output_dir: Annotated[
-        str, typer.Option("--output", "-o", help="Directory to write, or '-' for a YAML stream on stdout.")
+        str,
+        typer.Option(
+            "--output-dir",
+            "--output",
+            "-o",
+            help="Directory to write, or '-' for a YAML stream on stdout. --output/-o is kept as an alias; unlike "
+            "other commands' -o it names a place, not a format.",
+        ),
     ] = "-",
     force: Annotated[
         bool,
