@@ -19,8 +19,23 @@ from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
 from k3deploy.profile.overrides import apply_overrides, merge
 from k3deploy.profile.plan import plan
+from k3deploy.profile.safe_yaml import MAX_DEPTH, YamlRefused, parse_yaml
 from k3deploy.profile.suggest import unknown_field
 
+__all__ = [
+    "DEFAULT_PROFILE",
+    "MAX_DEPTH",
+    "MAX_PROFILE_BYTES",
+    "ProfileRefs",
+    "YamlRefused",
+    "apply_overrides",
+    "builtin_names",
+    "load_profile",
+    "load_raw",
+    "parse_yaml",
+    "profile_schema",
+    "read_layers",
+]
 #: What names a profile: a built-in name or a file, several of them (layered in order), or None (the default).
 ProfileRefs = str | Sequence[str] | None
 #: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
@@ -28,47 +43,6 @@ DEFAULT_PROFILE = "local-cpu"
 _BUILTIN_PACKAGE = "k3deploy.profile.builtin"
 #: A profile is a few kilobytes; anything this large is not one (and is not read whole into memory).
 MAX_PROFILE_BYTES = 1 << 20
-#: Deepest nesting of mappings and lists accepted; a profile needs about 4, free-form fields a few more.
-MAX_DEPTH = 32
-
-
-class YamlRefused(yaml.YAMLError):
-    """YAML that is well-formed but refused: aliases/anchors (expansion bombs) or nesting past MAX_DEPTH."""
-
-
-def _at(mark: Any) -> str:
-    """Where in the text a YAML event starts: "(line L, column C)", 1-based as editors count."""
-    return f"(line {mark.line + 1}, column {mark.column + 1})" if mark is not None else "(position unknown)"
-
-
-class _ProfileLoader(yaml.SafeLoader):
-    """SafeLoader without aliases or anchors and with bounded nesting.
-
-    An alias makes a small file expand into a huge object once rendered (a "billion laughs" in a
-    free-form field such as `speculative.extra`); a profile never needs one. PyYAML's composer recurses
-    per nesting level, so deep input would otherwise end in a RecursionError.
-    """
-
-    _depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise YamlRefused(f"YAML anchors and aliases are not accepted {_at(event.start_mark)}")
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            self._depth += 1
-            if self._depth > MAX_DEPTH:
-                raise YamlRefused(f"YAML nested deeper than {MAX_DEPTH} levels {_at(event.start_mark)}")
-            try:
-                return super().compose_node(parent, index)
-            finally:
-                self._depth -= 1
-        return super().compose_node(parent, index)
-
-
-def parse_yaml(text: str) -> Any:
-    """Parse one YAML document the way profiles and `--set` values are read: safe, no aliases, bounded depth."""
-    return yaml.load(text, Loader=_ProfileLoader)  # a SafeLoader subclass
 
 
 def builtin_names() -> list[str]:

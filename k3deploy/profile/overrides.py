@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from k3deploy.errors import ProfileError
+from k3deploy.profile.safe_yaml import YamlRefused, parse_yaml
 
 #: One segment of a key path: a name with any number of list indices after it (`nodes`, `args[0]`, `m[1][2]`).
 _SEGMENT = re.compile(r"^(?P<name>[^\[\]]*)(?P<indices>(?:\[\d+\])*)$")
@@ -109,9 +110,6 @@ def parse_set(item: str) -> tuple[str, list[str | int], str]:
 
 def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
     """Apply `key.path=value` overrides; values are parsed as YAML (numbers, booleans, JSON lists/maps)."""
-    # The profile's own YAML reading: safe, no aliases, bounded depth.
-    from k3deploy.profile.load import YamlRefused, parse_yaml
-
     out = copy.deepcopy(data)
     for item in sets:
         key, path, raw = parse_set(item)
