@@ -46,10 +46,14 @@ def pinnable_fields(profile: Profile) -> list[Pinnable]:
     if spec is not None and spec.model is not None and is_hub_id(spec.model):
         fields.append(Pinnable("speculative.revision", "revision", spec.model, spec.revision))
     if profile.on_kubernetes:
-        fields.append(Pinnable("vllm.image", "image", profile.vllm.image, profile.vllm.image))
-        fields.append(
-            Pinnable("kubernetes.smoke_image", "image", profile.kubernetes.smoke_image, profile.kubernetes.smoke_image)
-        )
+        kube = profile.kubernetes
+        # Every image the rendered set runs: the server, the smoke and node-preflight Jobs' k3deploy image, the
+        # prefetch Job's, and the endpoint picker's when routing goes through an InferencePool.
+        images = [("vllm.image", profile.vllm.image), ("kubernetes.smoke_image", kube.smoke_image)]
+        images.append(("kubernetes.prefetch_image", kube.prefetch_image))
+        if kube.routing == "inference-pool":
+            images.append(("kubernetes.epp_image", kube.epp_image))
+        fields += [Pinnable(field, "image", image, image) for field, image in images]
     return fields
 
 

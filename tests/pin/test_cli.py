@@ -23,6 +23,8 @@ SMOKE = "ghcr.io/k3deploy/k3deploy:0.1.0"
 def _publish(registry: Registry, vllm_arches: list[str]) -> tuple[str, str]:
     vllm = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", vllm_arches)
     smoke = registry.push_index("k3deploy/k3deploy", "0.1.0", ["amd64", "arm64"], media_type=DOCKER_LIST)
+    # The prefetch Job's image: a one-component Docker Hub name, under library/.
+    registry.push_index("library/python", "3.12-slim", ["amd64", "arm64"], media_type=DOCKER_LIST)
     return vllm, smoke
 
 
@@ -37,8 +39,17 @@ def test_pin_writes_the_profile_with_digests_and_commits(
     assert pinned["vllm"]["image"] == f"{VLLM}@{vllm}"
     assert pinned["kubernetes"]["smoke_image"] == f"{SMOKE}@{smoke}"
     assert (pinned["model"]["revision"], pinned["speculative"]["revision"]) == (MODEL_SHA, DRAFT_SHA)
+    # Every image the set runs is pinned, the prefetch Job's too (its default is not written in the profile).
+    assert pinned["kubernetes"]["prefetch_image"].startswith("python:3.12-slim@sha256:")
     original, _ = load_raw(PROFILE, ["vllm.max_num_seqs=64"])
-    for field in ("vllm.image", "kubernetes.smoke_image", "model.revision", "speculative.revision"):
+    fields = (
+        "vllm.image",
+        "kubernetes.smoke_image",
+        "kubernetes.prefetch_image",
+        "model.revision",
+        "speculative.revision",
+    )
+    for field in fields:
         section, key = field.split(".")
         original[section][key] = pinned[section][key]
     assert pinned == original  # nothing else changed, the --set kept

@@ -16,12 +16,14 @@ PINNED = [
     f"speculative.revision={SHA}",
     f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{DIGEST}",
     f"kubernetes.smoke_image=ghcr.io/k3deploy/k3deploy:0.1.0@{DIGEST}",
+    f"kubernetes.prefetch_image=python:3.12-slim@{DIGEST}",
 ]
 FIELDS = [
     "profile.model.revision",
     "profile.speculative.revision",
     "profile.vllm.image",
     "profile.kubernetes.smoke_image",
+    "profile.kubernetes.prefetch_image",
 ]
 
 
@@ -50,6 +52,16 @@ def test_pinned_versions_pass() -> None:
 def test_one_floating_field_fails_alone() -> None:
     results = {r.name: r.status for r in pinning_checks(load_profile(GB300, [*PINNED, "speculative.revision=v1.0"]))}
     assert results == {**{name: Status.PASS for name in FIELDS}, "profile.speculative.revision": Status.FAIL}
+
+
+def test_every_image_of_the_set_is_judged_the_endpoint_picker_when_it_is_rendered() -> None:
+    floating_prefetch = [item for item in PINNED if not item.startswith("kubernetes.prefetch_image")]
+    results = {r.name: r.status for r in pinning_checks(load_profile(GB300, floating_prefetch))}
+    assert results["profile.kubernetes.prefetch_image"] is Status.FAIL
+    pool = {r.name: r for r in pinning_checks(load_profile(GB300, [*PINNED, "kubernetes.routing=inference-pool"]))}
+    assert list(pool) == [*FIELDS, "profile.kubernetes.epp_image"]
+    assert pool["profile.kubernetes.epp_image"].status is Status.FAIL
+    assert pool["profile.kubernetes.epp_image"].measured == "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
 
 
 def test_profile_file_gets_a_generic_pin_command(tmp_path) -> None:
