@@ -1,7 +1,8 @@
 """`k3deploy pin`: resolve every floating version of a profile and write the pinned profile.
 
 Images become `name:tag@sha256:...` after the registry shows their index lists the nodes' platform;
-Hub revisions become the commit they point at. Everything else in the profile is kept as written.
+Hub revisions become the commit they point at. Everything else in the profile is kept as written, comments and
+key order included (pin/roundtrip.py).
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError, UsageError
+from k3deploy.pin import roundtrip
 from k3deploy.pin.floating import Pinnable, node_arch, pinnable_fields
 from k3deploy.pin.hub import HubClient
 from k3deploy.pin.oci import runs_on
@@ -68,7 +69,8 @@ def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> PinRow:
 def pin_profile(ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
     """Resolve the floating versions of profile `ref` (with `sets` applied); exit 1 when an image cannot run on the nodes."""
     profile = load_profile(ref, sets)
-    data, origin = load_raw(ref, sets)
+    _, origin = load_raw(ref, sets)
+    data = roundtrip.document(ref, sets)
     arch = node_arch(profile)
     rows = []
     for item in pinnable_fields(profile):
@@ -88,7 +90,8 @@ def pin_profile(ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub
             f"the pinned profile does not validate: {exc.errors()[0]['msg']}",
             hint="report it; pin each field by hand with --set meanwhile",
         ) from None
-    body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    # The profile as written: its comments and key order kept, only the pinned values (and --sets) changed.
+    body = roundtrip.dump(data, skip_first_line=HEADER)
     text = f"{HEADER} from {origin}.\n{body}"
     return PinOutcome(data=data, text=text, rows=rows)
 

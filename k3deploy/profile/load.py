@@ -35,6 +35,8 @@ __all__ = [
     "parse_yaml",
     "profile_schema",
     "read_layers",
+    "read_text",
+    "refs_of",
 ]
 #: What names a profile: a built-in name or a file, several of them (layered in order), or None (the default).
 ProfileRefs = str | Sequence[str] | None
@@ -51,8 +53,8 @@ def builtin_names() -> list[str]:
     return sorted(f.name[: -len(".yaml")] for f in files if f.name.endswith(".yaml"))
 
 
-def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
-    """Return the raw mapping of a built-in name or a YAML file, and where it came from."""
+def read_text(ref: str) -> tuple[str, str]:
+    """The text of a built-in profile or a profile file (bounded, UTF-8), and where it came from."""
     if ref in builtin_names():
         text = resources.files(_BUILTIN_PACKAGE).joinpath(f"{ref}.yaml").read_text(encoding="utf-8")
         origin = f"built-in profile {ref!r}"
@@ -82,6 +84,12 @@ def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
             raise ProfileError(
                 f"{origin} is not UTF-8 text (byte {exc.start})", hint="pass a profile YAML file, saved as UTF-8"
             ) from None
+    return text, origin
+
+
+def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
+    """Return the raw mapping of a built-in name or a YAML file, and where it came from."""
+    text, origin = read_text(ref)
     try:
         data = parse_yaml(text)
     except YamlRefused as exc:
@@ -99,7 +107,7 @@ def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
     return data, origin
 
 
-def _refs(ref: ProfileRefs) -> list[str]:
+def refs_of(ref: ProfileRefs) -> list[str]:
     """The profiles named, in order: one name or path, several (layered), or none (the default)."""
     if ref is None:
         return [DEFAULT_PROFILE]
@@ -109,7 +117,7 @@ def _refs(ref: ProfileRefs) -> list[str]:
 
 def read_layers(ref: ProfileRefs) -> tuple[dict[str, Any], str, list[tuple[str, dict[str, Any]]]]:
     """The profiles named, merged in order (later wins, as `helm -f a -f b`), where they came from, and each layer."""
-    layers = [(origin, data) for data, origin in map(_read_raw, _refs(ref))]
+    layers = [(origin, data) for data, origin in map(_read_raw, refs_of(ref))]
     merged: dict[str, Any] = {}
     for _, data in layers:
         merged = merge(merged, data)
