@@ -18,6 +18,7 @@ from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
 from k3deploy.errors import EnvironmentProblem, UsageError
 from k3deploy.profile import Profile, load_profile
+from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
 
 
@@ -26,7 +27,7 @@ class Request:
     """The parsed command line."""
 
     endpoint: str | None
-    profile: str
+    profile: ProfileRefs
     sets: list[str] = field(default_factory=list)
     api_key: str | None = None
     dataset: str = "builtin"

@@ -23,6 +23,7 @@ from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_USAGE, K3DeployError
 EXIT_BROKEN_PIPE = 141
 
 # Registration by import: each module adds its commands to `app`.
+from k3deploy.cli import completion as _completion  # noqa: E402
 from k3deploy.cli import render as _render  # noqa: E402,F401
 
 _OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout", "pin", "bench", "watch")
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     if debug:
         args.remove("--debug")
+    if _completion.COMPLETE_VAR in os.environ:  # a completion script asks for completions
+        _completion.register()
     try:
         returned = app(args=args, prog_name="k3deploy", standalone_mode=False)
         sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not in the interpreter's exit
@@ -126,4 +129,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_ENVIRONMENT)
     if returned == 130:  # typer turns Ctrl-C into a returned 130 when not in standalone mode
         _interrupted()
-    sys.exit(0)
+    # A command's typer.Exit(code) comes back as its code when not in standalone mode (`apply --diff`'s 1).
+    sys.exit(returned if isinstance(returned, int) else 0)

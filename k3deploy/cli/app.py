@@ -10,6 +10,7 @@ import typer
 from k3deploy import __version__
 from k3deploy.errors import UsageError
 from k3deploy.profile import DEFAULT_PROFILE, Profile, load_profile
+from k3deploy.profile.load import ProfileRefs
 from k3deploy.profile.names import check_http_url
 from k3deploy.targets import check_target
 
@@ -20,6 +21,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # -h as well as --help, as kubectl and helm take both.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -39,26 +42,34 @@ def _root(
 
 
 class OutputFormat(str, Enum):
-    """Output of data commands."""
+    """Output of data commands: a table on a terminal, or one document of the same data as JSON or YAML."""
 
     table = "table"
     json = "json"
+    yaml = "yaml"
 
 
 ProfileOpt = Annotated[
-    str,
+    list[str] | None,
     typer.Option(
-        "--profile", "-p", help=f"Built-in profile name or path to a profile YAML (default {DEFAULT_PROFILE})."
+        "--profile",
+        "-p",
+        help=f"Built-in profile name or path to a profile YAML (default {DEFAULT_PROFILE}); repeat to layer "
+        "profiles, later ones winning key by key (as helm -f): -p base.yaml -p site.yaml.",
     ),
 ]
 SetOpt = Annotated[
     list[str] | None,
-    typer.Option("--set", help="Override a profile field: key.path=value (repeatable)."),
+    typer.Option(
+        "--set", help="Override a profile field: key.path=value, list items as key[0]=value (repeatable; last wins)."
+    ),
 ]
-FormatOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="table or json.")]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--output", "-o", help="table, json or yaml (json and yaml hold the same data).")
+]
 
 
-def get_profile(profile: str, sets: list[str] | None, *, check_fit: bool = True) -> Profile:
+def get_profile(profile: ProfileRefs, sets: list[str] | None, *, check_fit: bool = True) -> Profile:
     """Load the profile named on the command line, with its overrides (`check_fit`: refuse weights that cannot fit)."""
     return check_target(load_profile(profile, sets or [], check_fit=check_fit))
 

@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
+from k3deploy.cli.output import print_json_text
 from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
 from k3deploy.errors import CheckFailed, UsageError
-from k3deploy.profile import DEFAULT_PROFILE
 
 bench_app = typer.Typer(
     help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
@@ -35,7 +35,7 @@ def bench(
     endpoint: Annotated[
         str | None, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server (not with --ab).")
     ] = None,
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
@@ -113,7 +113,7 @@ def bench(
         label=label,
         ab=ab,
         sweep=sweep,
-        quiet=output is OutputFormat.json,
+        quiet=output is not OutputFormat.table,
     )
     reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
@@ -123,11 +123,12 @@ def bench(
         for line in headline(reports):
             err.print(line, markup=False, highlight=False)
     cli_run.write_outputs(reports, report_file, html_file, png_file)
-    if output is OutputFormat.json:
-        typer.echo(
+    if output is not OutputFormat.table:
+        print_json_text(
             reports[0].model_dump_json(indent=1)
             if len(reports) == 1
-            else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]"
+            else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]",
+            output,
         )
     problems = [w for r in reports for w in r.warnings]
     if problems:
@@ -174,5 +175,5 @@ def compare_cmd(
         )
     comparison = compare(reports, names)
     err.print(compare_view(comparison))
-    if output is OutputFormat.json:
-        typer.echo(comparison.model_dump_json(indent=1))
+    if output is not OutputFormat.table:
+        print_json_text(comparison.model_dump_json(indent=1), output)

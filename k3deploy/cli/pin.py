@@ -8,12 +8,11 @@ import typer
 
 from k3deploy.cli.app import ProfileOpt, SetOpt, app
 from k3deploy.console import err
-from k3deploy.profile import DEFAULT_PROFILE
 
 
 @app.command()
 def pin(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     output: Annotated[
         str | None,

@@ -11,7 +11,19 @@ def placement_table(result: Placement) -> Table:
     """One row per clique: free trays now, the groups dealt to it, trays they use, trays left, what it lacks."""
     verdict = "fits" if result.fits else f"only {result.placed} fit"
     title = f"placement: {result.replicas} group(s) of {result.nodes} trays, each in one clique - {verdict}"
-    table = Table("CLIQUE", "FREE TRAYS", "GROUPS", "TRAYS USED", "TRAYS FREE AFTER", "NOTE", box=None, title=title)
+    # Each header says what it counts: a tray is a whole node a group's pod can take now.
+    table = Table(
+        "CLIQUE",
+        "FREE TRAYS NOW",
+        "GROUPS PLACED (INDEX)",
+        "TRAYS THEY TAKE",
+        "FREE TRAYS AFTER",
+        "NOTE",
+        box=None,
+        title=title,
+        caption="free tray: a Ready, uncordoned GPU node matching the node selector, with parallel.gpus_per_node "
+        "GPUs free (pods already holding GPUs count)",
+    )
     for clique in result.cliques:
         groups = ", ".join(map(str, clique.groups)) or "-"
         note = (

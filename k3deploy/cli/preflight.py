@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.kube.client import KubeOptions
-from k3deploy.profile import DEFAULT_PROFILE
 from k3deploy.report.model import Status, worst
 from k3deploy.targets import DeployOptions, target_for
 
 
 @app.command()
 def preflight(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     node: Annotated[
         bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")
@@ -52,13 +51,13 @@ def preflight(
     else:
         results = run_preflight(prof, node, cluster, kube)
     overall = worst(results)
-    if output is OutputFormat.json:
+    if output is not OutputFormat.table:
         payload = {
             "profile": prof.name,
             "status": overall.value,
             "checks": [r.model_dump(mode="json") for r in results],
         }
-        out.print_json(json.dumps(payload))
+        print_data(payload, output)
     else:
         out.print(preflight_table(prof.name, results))
     counts = {s: sum(r.status is s for r in results) for s in Status}

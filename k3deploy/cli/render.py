@@ -10,10 +10,11 @@ import typer
 from rich.table import Table
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.output import print_data
 from k3deploy.cli.plan_view import plan_table
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
-from k3deploy.profile import DEFAULT_PROFILE, builtin_names, load_profile, profile_schema
+from k3deploy.profile import builtin_names, load_profile, profile_schema
 from k3deploy.profile.plan import plan as make_plan
 from k3deploy.smoke.headline import REHEARSAL_LABEL
 from k3deploy.targets import target_for
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def plan(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     output: FormatOpt = OutputFormat.table,
     cluster: Annotated[
@@ -60,7 +61,7 @@ def plan(
     placement = None
     if cluster:
         placement = _placement(prof, kubeconfig, context, namespace)
-    if output is OutputFormat.json:
+    if output is not OutputFormat.table:
         payload = json.loads(result.model_dump_json())
         if cache is not None:
             payload["weight_cache"] = {
@@ -70,7 +71,7 @@ def plan(
             }
         if placement is not None:
             payload["placement"] = dataclasses.asdict(placement) | {"placed": placement.placed, "fits": placement.fits}
-        out.print_json(json.dumps(payload))
+        print_data(payload, output)
     else:
         out.print(plan_table(result))
         if cache is not None:
@@ -115,8 +116,8 @@ def profiles(output: FormatOpt = OutputFormat.table) -> None:
     for name in builtin_names():
         prof = load_profile(name, check_fit=False)
         rows.append({"name": name, "target": prof.target, "model": prof.model.id, "description": prof.description})
-    if output is OutputFormat.json:
-        out.print_json(json.dumps(rows))
+    if output is not OutputFormat.table:
+        print_data(rows, output)
         return
 
     table = Table("NAME", "TARGET", "MODEL", "DESCRIPTION", box=None)
@@ -133,10 +134,17 @@ def schema() -> None:
 
 @app.command()
 def render(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     output_dir: Annotated[
-        str, typer.Option("--output", "-o", help="Directory to write, or '-' for a YAML stream on stdout.")
+        str,
+        typer.Option(
+            "--output-dir",
+            "--output",
+            "-o",
+            help="Directory to write, or '-' for a YAML stream on stdout. --output/-o is kept as an alias; unlike "
+            "other commands' -o it names a place, not a format.",
+        ),
     ] = "-",
     force: Annotated[
         bool,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import sys
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,12 +17,15 @@ from k3deploy.cli.app import (
     checked_endpoint,
     get_profile,
 )
+from k3deploy.cli.confirm import confirm
+from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
-from k3deploy.errors import UsageError
+from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
-from k3deploy.profile import DEFAULT_PROFILE, Profile
+from k3deploy.profile import Profile
+from k3deploy.profile.load import ProfileRefs
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.smoke.headline import headline_lines
 from k3deploy.targets import DeployOptions, target_for
@@ -58,6 +59,10 @@ EndpointOpt = Annotated[
 ]
 
 
+#: `apply --diff`'s exit code when the live state differs from the rendered set (`kubectl diff`'s).
+EXIT_DIFFERENCES = 1
+
+
 class Strategy(str, Enum):
     """`up --strategy`."""
 
@@ -68,7 +73,7 @@ class Strategy(str, Enum):
 ForceOpt = Annotated[bool, typer.Option("--force-conflicts", help="Take over fields another field manager owns.")]
 
 
-def _load(profile: str, sets: list[str] | None, namespace: str | None) -> Profile:
+def _load(profile: ProfileRefs, sets: list[str] | None, namespace: str | None) -> Profile:
     overrides = list(sets or [])
     if namespace:
         overrides.append(f"kubernetes.namespace={namespace}")
@@ -84,8 +89,8 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
 
 
 def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
-    if output is OutputFormat.json:
-        out.print_json(json.dumps(summary.to_dict()))
+    if output is not OutputFormat.table:
+        print_data(summary.to_dict(), output)
     err.print(f"summary ({summary.command} {summary.profile} on {summary.target}):", markup=False, highlight=False)
     for stage in summary.stages:
         detail = f" - {stage.detail}" if stage.detail else ""
@@ -103,7 +108,7 @@ def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
 
 @app.command("apply")
 def apply_cmd(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -120,6 +125,9 @@ def apply_cmd(
     ] = True,
     timeout: TimeoutOpt = None,
     force_conflicts: ForceOpt = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Accept a change that replaces the only group in place (an outage).")
+    ] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Server-side apply the rendered set in dependency order (field manager k3deploy), then wait for it."""
@@ -137,22 +145,25 @@ def apply_cmd(
         wait=wait and not (dry_run or diff),
         timeout_s=parse_duration(timeout),
     )
+    _confirm_in_place(prof, options, yes, "or `up --strategy blue-green` with a second free clique")
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
     if diff:
-        if output is OutputFormat.json:  # stdout must stay one JSON document: the diffs go inside it
+        if output is not OutputFormat.table:  # stdout must stay one document: the diffs go inside it
             summary.extra["diff"] = [{"object": key, "diff": text} for key, text in summary.diffs]
         else:
             for _, text in summary.diffs:
                 out.print(text, end="", markup=False, highlight=False)
     summary.extra["objects"] = summary.applied
     _print_summary(summary, output)
+    if diff and summary.diffs:
+        raise typer.Exit(EXIT_DIFFERENCES)  # as `kubectl diff`: 1 when the live state differs, 0 when it matches
 
 
 @app.command()
 def up(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -191,7 +202,11 @@ def up(
     ] = None,
     yes: Annotated[
         bool,
-        typer.Option("--yes", "-y", help="Accept an upgrade that takes the only group down (blue-green without room)."),
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Accept an upgrade that replaces the only group in place (an outage), e.g. blue-green without room.",
+        ),
     ] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -213,6 +228,8 @@ def up(
     )
     if strategy is Strategy.blue_green:
         options = _blue_green_or_in_place(prof, options, yes)
+    else:
+        _confirm_in_place(prof, options, yes, "or --strategy blue-green with a second free clique")
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.up(
@@ -240,32 +257,46 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
     question = outage_question(target_for(prof, options), prof)
     if question is None:
         return options
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UsageError(
-                question.removesuffix(" Go ahead?"),
-                hint="re-run with --yes to accept the outage, or free a clique for the new group",
-            )
-        if not typer.confirm(question, err=True):
-            raise typer.Abort()
+    confirm(question, yes=yes, hint="re-run with --yes to accept the outage, or free a clique for the new group")
     err.print(
         "blue-green: no room for a second group; replacing the only group in place", markup=False, highlight=False
     )
     return dataclasses.replace(options, strategy="rolling")
 
 
+def _confirm_in_place(prof: Profile, options: DeployOptions, yes: bool, alternative: str) -> None:
+    """A rolling apply that replaces the only group in place (an outage) goes ahead with --yes or at the prompt."""
+    if yes or not prof.on_kubernetes or options.dry_run or options.diff:
+        return
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.rollout.bluegreen import in_place_question
+
+    question = in_place_question(target_for(prof, options), prof)
+    if question is not None:
+        confirm(question, yes=yes, hint=f"re-run with --yes to accept the outage, {alternative}")
+
+
 @app.command()
 def status(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
     endpoint: EndpointOpt = None,
     timeout: StatusTimeoutOpt = None,
+    exit_code: Annotated[
+        bool,
+        typer.Option(
+            "--exit-code", help="Exit 1 when the deployment is not deployed or not ready (0 when it is ready)."
+        ),
+    ] = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict."""
+    """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict.
+
+    With --exit-code a script can gate on it: `until k3deploy status --exit-code -o json >/dev/null; do sleep 10; done`.
+    """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
 
@@ -274,15 +305,20 @@ def status(
     options = _options(kubeconfig, context, namespace, endpoint=endpoint, timeout_s=timeout_s)
     target = target_for(prof, options)
     report = pipeline.status(prof, target)
-    if output is OutputFormat.json:
-        out.print_json(json.dumps(report.to_dict()))
-        return
-    out.print(target.status_view(report))
+    if output is not OutputFormat.table:
+        print_data(report.to_dict(), output)
+    else:
+        out.print(target.status_view(report))
+    if exit_code and not (report.deployed and report.ready):
+        raise CheckFailed(
+            f"{prof.name!r} is {'not ready' if report.deployed else 'not deployed'} on {report.target}",
+            hint="`k3deploy up` deploys it; `k3deploy apply --wait` waits until it is ready",
+        )
 
 
 @app.command()
 def down(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -306,12 +342,12 @@ def down(
 
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout))
-    if (
-        not yes
-        and sys.stdin.isatty()
-        and not typer.confirm(target_for(prof, options).down_question(prof, purge), err=True)
-    ):
-        raise typer.Abort()
+    if not yes:
+        confirm(
+            target_for(prof, options).down_question(prof, purge),
+            yes=yes,
+            hint="re-run with --yes to go ahead (k3deploy deletes only what it created)",
+        )
     with ProgressView() as view:
         target = target_for(prof, options, view)
         result = pipeline.down(prof, target, purge=purge)

@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.output import print_json_text
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import EnvironmentProblem, UsageError
-from k3deploy.profile import DEFAULT_PROFILE
 
 
 def parse_levels(raw: str) -> list[int]:
@@ -57,7 +57,7 @@ def smoke(
     endpoint: Annotated[
         str, typer.Option("--endpoint", help="Base URL of the vLLM OpenAI server, e.g. http://10.0.0.5:8000.")
     ],
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
@@ -158,7 +158,7 @@ def smoke(
             raise EnvironmentProblem(
                 f"cannot write the report to {report_file}: {exc.strerror}", hint="check the path"
             ) from None
-    if output is OutputFormat.json:
+    if output is not OutputFormat.table:
         # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
-        typer.echo(report.model_dump_json(indent=2))
+        print_json_text(report.model_dump_json(indent=2), output)
     report.raise_for_status()

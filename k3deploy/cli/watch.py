@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
@@ -15,10 +16,11 @@ from k3deploy.cli.app import (
     checked_endpoint,
     get_profile,
 )
+from k3deploy.cli.output import as_yaml
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
-from k3deploy.profile import DEFAULT_PROFILE, Profile
+from k3deploy.profile import Profile
 
 
 def _metrics_base(profile: Profile, endpoint: str | None) -> str:
@@ -95,7 +97,7 @@ def _expressions(profile: Profile, window: str) -> dict[str, str]:
 
 @app.command()
 def watch(
-    profile: ProfileOpt = DEFAULT_PROFILE,
+    profile: ProfileOpt = None,
     set_: SetOpt = None,
     endpoint: Annotated[
         str | None,
@@ -147,10 +149,14 @@ def watch(
         source = MetricsSource(_metrics_base(prof, endpoint), timeout_s=timeout_s)
     stream = ticks(source, interval_s, count=count, for_s=for_s)
     try:
-        if output is OutputFormat.json:
+        if output is not OutputFormat.table:
             for tick in stream:
                 if not tick.baseline:
-                    typer.echo(json_line(tick, source.kind, source.url, prof.targets))
+                    line = json_line(tick, source.kind, source.url, prof.targets)
+                    # -o yaml: a stream of YAML documents, one per interval, as -o json gives one line each.
+                    typer.echo(
+                        line if output is OutputFormat.json else as_yaml(json.loads(line), document=True).rstrip("\n")
+                    )
             return
         state = ViewState(source=source.url, profile=prof.name, targets=prof.targets)
         if not is_interactive():

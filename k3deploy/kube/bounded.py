@@ -27,6 +27,22 @@ from k3deploy.kube.deadline import Deadline, RequestBound
 _WATCH = re.compile(r"[?&]watch=(true|1)(&|$)", re.IGNORECASE)
 
 
+#: The last plain answer read: (request, content type, its first bytes); what a "not the Kubernetes API" error says.
+last_answer: list[tuple[str, str, bytes]] = []
+#: How much of an answer's body such an error shows.
+SHOWN_BYTES = 60
+
+
+def describe_last_answer() -> str | None:
+    """`GET /version answered 200 text/html: '<!doctype html>...'`, or None before any answer was read."""
+    if not last_answer:
+        return None
+    what, content_type, head = last_answer[-1]
+    text = head[:SHOWN_BYTES].decode("utf-8", "replace")
+    more = "..." if len(head) > SHOWN_BYTES else ""
+    return f"{what} answered {content_type or 'no Content-Type'}, starting {text!r}{more}"
+
+
 class ApiTimeout(EnvironmentProblem):
     """The Kubernetes API did not answer within a request's timeout, or the command's deadline was spent (exit 3)."""
 
@@ -106,6 +122,9 @@ class BoundedApiClient(client.ApiClient):
             )
             if not _WATCH.search(url):
                 response.read()
+                data = getattr(response, "data", b"") or b""
+                head = data[: SHOWN_BYTES + 1] if isinstance(data, bytes) else str(data)[: SHOWN_BYTES + 1].encode()
+                last_answer[:] = [(what, str(response.getheader("Content-Type") or ""), head)]
         except Exception as exc:
             if is_timeout(exc):
                 raise self._timed_out(what, bound, time.monotonic() - started) from None

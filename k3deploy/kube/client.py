@@ -196,8 +196,12 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
     if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError)):
         # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
         where = f"the server at {_server}" if _server else "the API server"
+        # What it answered (content type, first bytes) says more than the JSON decoder's complaint about it.
+        from k3deploy.kube.bounded import describe_last_answer
+
+        got = describe_last_answer() or f"{type(exc).__name__}: {exc}"
         return EnvironmentProblem(
-            f"{action}: {where} did not answer as a Kubernetes API server ({type(exc).__name__}: {exc})",
+            f"{action}: {where} did not answer as a Kubernetes API server ({got})",
             hint="check that --kubeconfig/--context point at the API server itself, not a proxy or a login page",
         )
     return EnvironmentProblem(f"{action}: {type(exc).__name__}: {exc}", hint="re-run with --debug for details")

@@ -1,7 +1,8 @@
 """`k3deploy pin`: resolve every floating version of a profile and write the pinned profile.
 
 Images become `name:tag@sha256:...` after the registry shows their index lists the nodes' platform;
-Hub revisions become the commit they point at. Everything else in the profile is kept as written.
+Hub revisions become the commit they point at. Everything else in the profile is kept as written, comments and
+key order included (pin/roundtrip.py).
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError, UsageError
+from k3deploy.pin import roundtrip
 from k3deploy.pin.floating import Pinnable, node_arch, pinnable_fields
 from k3deploy.pin.hub import HubClient
 from k3deploy.pin.oci import runs_on
 from k3deploy.pin.registry import RegistryClient
-from k3deploy.profile.load import load_profile, load_raw
+from k3deploy.profile.load import ProfileRefs, load_profile, load_raw
 from k3deploy.profile.model import Profile
 
 #: First line of every file `pin` writes: how it recognises a file it may overwrite.
@@ -78,10 +79,11 @@ def _pin_revision(item: Pinnable, data: dict[str, Any], hub: HubClient) -> PinRo
     return PinRow(item.field, item.value, resolved.sha, note)
 
 
-def pin_profile(ref: str, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
+def pin_profile(ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
     """Resolve the floating versions of profile `ref` (with `sets` applied); exit 1 when an image cannot run on the nodes."""
     profile = load_profile(ref, sets)
-    data, origin = load_raw(ref, sets)
+    _, origin = load_raw(ref, sets)
+    data = roundtrip.document(ref, sets)
     arch = node_arch(profile)
     rows = []
     for item in pinnable_fields(profile):
@@ -100,7 +102,8 @@ def pin_profile(ref: str, sets: list[str], registry: RegistryClient, hub: HubCli
             f"the pinned profile does not validate: {exc.errors()[0]['msg']}",
             hint="report it; pin each field by hand with --set meanwhile",
         ) from None
-    body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    # The profile as written: its comments and key order kept, only the pinned values (and --sets) changed.
+    body = roundtrip.dump(data, skip_first_line=HEADER)
     text = f"{HEADER} from {origin}.\n{body}"
     return PinOutcome(data=data, text=text, rows=rows)
 

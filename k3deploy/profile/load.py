@@ -1,12 +1,13 @@
-"""Load a profile by built-in name or file path, apply `--set` overrides, validate, explain errors.
+"""Load a profile by built-in name or file path (several layered, later wins), apply `--set` overrides, validate,
+explain errors.
 
 Every failure becomes one `ProfileError` line naming the dotted field path of the bad value.
 """
 
 from __future__ import annotations
 
-import copy
 import json
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,54 +17,34 @@ from pydantic import ValidationError
 
 from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
+from k3deploy.profile.overrides import apply_overrides, merge
 from k3deploy.profile.plan import plan
+from k3deploy.profile.safe_yaml import MAX_DEPTH, YamlRefused, parse_yaml
+from k3deploy.profile.suggest import unknown_field
 
+__all__ = [
+    "DEFAULT_PROFILE",
+    "MAX_DEPTH",
+    "MAX_PROFILE_BYTES",
+    "ProfileRefs",
+    "YamlRefused",
+    "apply_overrides",
+    "builtin_names",
+    "load_profile",
+    "load_raw",
+    "parse_yaml",
+    "profile_schema",
+    "read_layers",
+    "read_text",
+    "refs_of",
+]
+#: What names a profile: a built-in name or a file, several of them (layered in order), or None (the default).
+ProfileRefs = str | Sequence[str] | None
 #: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
 DEFAULT_PROFILE = "local-cpu"
 _BUILTIN_PACKAGE = "k3deploy.profile.builtin"
 #: A profile is a few kilobytes; anything this large is not one (and is not read whole into memory).
 MAX_PROFILE_BYTES = 1 << 20
-#: Deepest nesting of mappings and lists accepted; a profile needs about 4, free-form fields a few more.
-MAX_DEPTH = 32
-
-
-class YamlRefused(yaml.YAMLError):
-    """YAML that is well-formed but refused: aliases/anchors (expansion bombs) or nesting past MAX_DEPTH."""
-
-
-def _at(mark: Any) -> str:
-    """Where in the text a YAML event starts: "(line L, column C)", 1-based as editors count."""
-    return f"(line {mark.line + 1}, column {mark.column + 1})" if mark is not None else "(position unknown)"
-
-
-class _ProfileLoader(yaml.SafeLoader):
-    """SafeLoader without aliases or anchors and with bounded nesting.
-
-    An alias makes a small file expand into a huge object once rendered (a "billion laughs" in a
-    free-form field such as `speculative.extra`); a profile never needs one. PyYAML's composer recurses
-    per nesting level, so deep input would otherwise end in a RecursionError.
-    """
-
-    _depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise YamlRefused(f"YAML anchors and aliases are not accepted {_at(event.start_mark)}")
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            self._depth += 1
-            if self._depth > MAX_DEPTH:
-                raise YamlRefused(f"YAML nested deeper than {MAX_DEPTH} levels {_at(event.start_mark)}")
-            try:
-                return super().compose_node(parent, index)
-            finally:
-                self._depth -= 1
-        return super().compose_node(parent, index)
-
-
-def parse_yaml(text: str) -> Any:
-    """Parse one YAML document the way profiles and `--set` values are read: safe, no aliases, bounded depth."""
-    return yaml.load(text, Loader=_ProfileLoader)  # a SafeLoader subclass
 
 
 def builtin_names() -> list[str]:
@@ -72,8 +53,8 @@ def builtin_names() -> list[str]:
     return sorted(f.name[: -len(".yaml")] for f in files if f.name.endswith(".yaml"))
 
 
-def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
-    """Return the raw mapping of a built-in name or a YAML file, and where it came from."""
+def read_text(ref: str) -> tuple[str, str]:
+    """The text of a built-in profile or a profile file (bounded, UTF-8), and where it came from."""
     if ref in builtin_names():
         text = resources.files(_BUILTIN_PACKAGE).joinpath(f"{ref}.yaml").read_text(encoding="utf-8")
         origin = f"built-in profile {ref!r}"
@@ -103,6 +84,12 @@ def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
             raise ProfileError(
                 f"{origin} is not UTF-8 text (byte {exc.start})", hint="pass a profile YAML file, saved as UTF-8"
             ) from None
+    return text, origin
+
+
+def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
+    """Return the raw mapping of a built-in name or a YAML file, and where it came from."""
+    text, origin = read_text(ref)
     try:
         data = parse_yaml(text)
     except YamlRefused as exc:
@@ -120,39 +107,28 @@ def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
     return data, origin
 
 
-def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
-    """Apply `key.path=value` overrides; values are parsed as YAML (numbers, booleans, JSON lists/maps)."""
-    out = copy.deepcopy(data)
-    for item in sets:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ProfileError(
-                f"--set {item!r} is not key.path=value", hint="for example: --set vllm.gpu_memory_utilization=0.9"
-            )
-        try:
-            value = parse_yaml(raw) if raw != "" else ""
-        except YamlRefused as exc:
-            raise ProfileError(f"--set {key.strip()}: {exc}", hint="write the value out in full") from None
-        except yaml.YAMLError:
-            value = raw
-        node: Any = out
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            child = node.get(part) if isinstance(node, dict) else None
-            if child is None:
-                child = {}
-                node[part] = child
-            if not isinstance(child, dict):
-                raise ProfileError(
-                    f"--set {key}: {part!r} is not a section", hint="only mapping fields can hold sub-keys"
-                )
-            node = child
-        node[parts[-1]] = value
-    return out
+def refs_of(ref: ProfileRefs) -> list[str]:
+    """The profiles named, in order: one name or path, several (layered), or none (the default)."""
+    if ref is None:
+        return [DEFAULT_PROFILE]
+    refs = [ref] if isinstance(ref, str) else list(ref)
+    return refs or [DEFAULT_PROFILE]
 
 
-def _explain(exc: ValidationError, origin: str) -> ProfileError:
-    """Turn a pydantic error into one line naming each bad field by its dotted path."""
+def read_layers(ref: ProfileRefs) -> tuple[dict[str, Any], str, list[tuple[str, dict[str, Any]]]]:
+    """The profiles named, merged in order (later wins, as `helm -f a -f b`), where they came from, and each layer."""
+    layers = [(origin, data) for data, origin in map(_read_raw, refs_of(ref))]
+    merged: dict[str, Any] = {}
+    for _, data in layers:
+        merged = merge(merged, data)
+    return merged, " + ".join(origin for origin, _ in layers), layers
+
+
+def _explain(
+    exc: ValidationError, origin: str, layers: list[tuple[str, dict[str, Any]]], sets: list[str]
+) -> ProfileError:
+    """Turn a pydantic error into one line naming each bad field by its dotted path (an unknown one with where it
+    came from and the nearest known field)."""
     parts = []
     for err in exc.errors():
         loc = list(err["loc"])
@@ -162,7 +138,7 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
         if is_key:
             msg = f"key {msg}"
         if err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            msg = unknown_field(tuple(loc), Profile, layers, sets)
         # Cross-field errors carry no location; their message names the fields itself.
         parts.append(f"{path}: {msg}" if path else msg)
     first = exc.errors()[0]["loc"] if exc.errors() else ()
@@ -172,9 +148,9 @@ def _explain(exc: ValidationError, origin: str) -> ProfileError:
     return ProfileError(f"{origin} is invalid: " + "; ".join(parts), hint=hint)
 
 
-def load_raw(ref: str | None = None, sets: list[str] | None = None) -> tuple[dict[str, Any], str]:
-    """The profile's mapping as written (overrides applied, not validated) and where it came from."""
-    data, origin = _read_raw(ref or DEFAULT_PROFILE)
+def load_raw(ref: ProfileRefs = None, sets: list[str] | None = None) -> tuple[dict[str, Any], str]:
+    """The profile's mapping as written (layers merged, overrides applied, not validated) and where it came from."""
+    data, origin, _ = read_layers(ref)
     return apply_overrides(data, sets or []), origin
 
 
@@ -193,15 +169,16 @@ def _check_text(node: Any, path: str, origin: str) -> None:
         _check_text(value, where, origin)
 
 
-def load_profile(ref: str | None = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
-    """Load, override and validate a profile; also refuse one whose weights cannot fit its GPUs."""
-    data, origin = _read_raw(ref or DEFAULT_PROFILE)
+def load_profile(ref: ProfileRefs = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
+    """Load (several: layered in order), override and validate a profile; also refuse one whose weights cannot fit
+    its GPUs."""
+    data, origin, layers = read_layers(ref)
     data = apply_overrides(data, sets or [])
     _check_text(data, "", origin)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise _explain(exc, origin) from None
+        raise _explain(exc, origin, layers, sets or []) from None
     if check_fit and profile.hardware is not None:
         result = plan(profile)
         if not result.weights_fit:

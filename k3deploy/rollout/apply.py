@@ -4,6 +4,8 @@ An object whose resourceVersion did not move was unchanged; a Job whose pod temp
 or that failed is re-created; a conflict with another field manager names the owner. Any other object whose
 change touches an immutable field (a ComputeDomain's spec) is not deleted behind the user's back: the workers
 use it while it exists, so the error names the object and field and says to take the deployment down first.
+What k3deploy creates carries its ownership mark (rollout/ownership.py); a Namespace someone else created is left
+as it is, and a Job someone else created is never deleted to be re-created.
 """
 
 from __future__ import annotations
@@ -16,12 +18,16 @@ from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.kube.api import KubeApi, object_key
 from k3deploy.kube.errors import KubeError
 from k3deploy.rollout.changes import conflicts, describe_conflicts, immutable_fields, same, unified_diff
+from k3deploy.rollout.ownership import for_apply, owned
 from k3deploy.rollout.readiness import job_readiness
+
+#: What an apply did to an object someone else created and k3deploy leaves as it is (a user's Namespace).
+KEPT = "kept"
 
 
 @dataclass(frozen=True)
 class Applied:
-    """What one apply did to one object: created, configured, replaced or unchanged."""
+    """What one apply did to one object: created, configured, replaced, unchanged or kept (not k3deploy's)."""
 
     key: str
     action: str
@@ -29,8 +35,8 @@ class Applied:
 
     @property
     def changed(self) -> bool:
-        """True unless the object was already as desired."""
-        return self.action != "unchanged"
+        """True unless the object was already as desired (or is someone else's and left as it is)."""
+        return self.action not in ("unchanged", KEPT)
 
 
 def _server_apply(api: KubeApi, obj: dict[str, Any], *, force: bool, dry_run: bool) -> dict[str, Any]:
@@ -46,12 +52,26 @@ def _server_apply(api: KubeApi, obj: dict[str, Any], *, force: bool, dry_run: bo
         raise
 
 
-def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> Applied:
-    """Apply one object and say what happened to it."""
-    key = object_key(obj)
-    meta = obj["metadata"]
-    live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+def _replaceable(key: str, live: dict[str, Any], rendered: dict[str, Any]) -> None:
+    """A Job is deleted to be created again only when k3deploy created it."""
+    if not owned(live, rendered):
+        raise UsageError(
+            f"apply {key}: a Job of that name exists and k3deploy did not create it (no ownership mark)",
+            hint="k3deploy deletes only what it created; delete that Job yourself (`kubectl delete job`) or "
+            "deploy under another name",
+        )
+
+
+def apply_object(api: KubeApi, rendered: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> Applied:
+    """Apply one object (with the ownership mark when k3deploy creates it) and say what happened to it."""
+    key = object_key(rendered)
+    meta = rendered["metadata"]
+    live = api.get(rendered["apiVersion"], rendered["kind"], meta["name"], meta.get("namespace"))
+    obj = for_apply(rendered, live)
+    if obj is None:
+        return Applied(key, KEPT, live or rendered)
     if live is not None and obj["kind"] == "Job" and job_readiness(live).failed and not dry_run:
+        _replaceable(key, live, rendered)
         # A failed Job never runs again by itself: a re-run of the rollout gets a fresh one.
         api.delete(obj["apiVersion"], "Job", meta["name"], meta.get("namespace"))
         return Applied(key, "replaced", _server_apply(api, obj, force=force, dry_run=False))
@@ -65,9 +85,10 @@ def apply_object(api: KubeApi, obj: dict[str, Any], *, force: bool = False, dry_
                 hint=f"the live {obj['kind']} was made from other settings; run `k3deploy down` (keeps the model "
                 "cache) and then `k3deploy up` to re-create it, or render with the settings it was made from",
             ) from None
-        if frozen:
+        if frozen and live is not None:
             # Only k3deploy's own run-to-completion Jobs get here (preflight, prefetch, smoke), each safe to run
             # again: a changed Job is deleted and created again. Any other 422 is reported, the Job kept.
+            _replaceable(key, live, rendered)
             if dry_run:
                 return Applied(key, "replaced", obj)
             api.delete(obj["apiVersion"], "Job", meta["name"], meta.get("namespace"))

@@ -40,6 +40,8 @@ from k3deploy.rollout.colours import (
     selected,
 )
 from k3deploy.rollout.groups import group_endpoint
+from k3deploy.rollout.ownership import INSTANCE_LABEL
+from k3deploy.rollout.surge import in_place_note
 from k3deploy.rollout.upgrade import smoke_endpoint, template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
@@ -106,6 +108,26 @@ def outage_question(target: Any, profile: Any) -> str | None:
         f"no second NVLink clique has {profile.parallel.nodes} free trays for a new group beside "
         f"{live['metadata']['name']}: the change replaces the only group in place, an outage of about the model's "
         f"load time (up to the startup budget, {budget}s). Go ahead?"
+    )
+
+
+def in_place_question(target: Any, profile: Any) -> str | None:
+    """The question to ask before a rolling apply replaces the only group in place (one replica, maxSurge 0, a
+    changed pod template: rollout/surge.py); None when nothing live would be replaced."""
+    lws = lws_of(as_live(target.api, profile, _rendered(profile)))
+    if lws is None or in_place_note(lws, "configured") is None:
+        return None
+    live = _live_lws(target.api, lws)
+    if live is None:
+        return None
+    # The pod template, not the generation: a scale (another manager's replicas) replaces no group.
+    dry = target.api.apply(lws, force=True, dry_run=True)
+    if (dry.get("spec") or {}).get("leaderWorkerTemplate") == (live.get("spec") or {}).get("leaderWorkerTemplate"):
+        return None
+    return (
+        f"the change replaces the only group of LeaderWorkerSet {live['metadata']['name']} in place (one replica, "
+        "maxSurge 0): the endpoint serves nothing until the new group has loaded the weights (up to the startup "
+        f"budget, {profile.kubernetes.startup_probe_budget_s}s). Go ahead?"
     )
 
 
@@ -208,20 +230,23 @@ def leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dic
     if lws is None:
         return []
     out = []
+    # The release's labels: `down` deletes them only when they carry the release's ownership mark.
+    labels = {INSTANCE_LABEL: profile.name}
+    namespace = profile.kubernetes.namespace
     for name in colours(profile.name):
         if name != lws["metadata"]["name"]:
             out.append(
                 {
                     "apiVersion": lws["apiVersion"],
                     "kind": "LeaderWorkerSet",
-                    "metadata": {"name": name, "namespace": profile.kubernetes.namespace},
+                    "metadata": {"name": name, "namespace": namespace, "labels": labels},
                 }
             )
         out.append(
             {
                 "apiVersion": "v1",
                 "kind": "Service",
-                "metadata": {"name": preview_name(name), "namespace": profile.kubernetes.namespace},
+                "metadata": {"name": preview_name(name), "namespace": namespace, "labels": labels},
             }
         )
     return out

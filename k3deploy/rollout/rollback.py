@@ -2,19 +2,23 @@
 
 Each successful rollout records the manifests it applied. A failed upgrade re-applies the previous
 revision (taking its fields back with force) and deletes what the new one added; a failed first install
-deletes what it applied, except the weight cache (PVC) and the namespace that holds it.
+deletes what it applied, except the weight cache (PVC) and the namespace that holds it. Nothing is deleted that
+does not carry k3deploy's ownership mark (rollout/ownership.py): what someone else created is kept and named.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi, object_key
 from k3deploy.rollout.apply import apply_objects
 from k3deploy.rollout.order import apply_order, delete_order
+from k3deploy.rollout.ownership import foreign, mark, owned, release_of
 
 #: Revisions kept in the history ConfigMap (oldest dropped first); a set is ~20 KB, far below 1 MiB.
 HISTORY_LIMIT = 5
@@ -55,6 +59,8 @@ def bounded(entries: list[dict[str, Any]], objects: list[dict[str, Any]], now: s
 
 
 def _write(api: KubeApi, namespace: str, deployment: str, entries: list[dict[str, Any]]) -> None:
+    # Only k3deploy writes this ConfigMap (its name is k3deploy's), so it always carries the mark.
+    labels, annotations = mark(deployment, namespace)
     api.apply(
         {
             "apiVersion": "v1",
@@ -62,7 +68,12 @@ def _write(api: KubeApi, namespace: str, deployment: str, entries: list[dict[str
             "metadata": {
                 "name": history_name(deployment),
                 "namespace": namespace,
-                "labels": {"app.kubernetes.io/managed-by": "k3deploy", "app.kubernetes.io/instance": deployment},
+                "labels": {
+                    "app.kubernetes.io/managed-by": "k3deploy",
+                    "app.kubernetes.io/instance": deployment,
+                    **labels,
+                },
+                "annotations": annotations,
             },
             "data": {HISTORY_KEY: json.dumps(entries, sort_keys=True)},
         },
@@ -88,6 +99,14 @@ def record_smoke(api: KubeApi, namespace: str, deployment: str, verdict: dict[st
         _write(api, namespace, deployment, entries)
 
 
+@dataclass
+class Removal:
+    """What a removal deleted, and what it kept because k3deploy did not create it (each with the reason)."""
+
+    deleted: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
 def restore(
     api: KubeApi, previous: list[dict[str, Any]], current: list[dict[str, Any]], note: Callable[[str], None]
 ) -> list[str]:
@@ -99,7 +118,21 @@ def restore(
             note(f"  rollback: {applied.action} {applied.key}")
     kept = {_identity(obj) for obj in previous}
     added = [obj for obj in current if _identity(obj) not in kept]
-    return done + remove(api, added, note, label="rollback: ")
+    return done + remove(api, added, note, label="rollback: ").deleted
+
+
+def _holds_foreign(api: KubeApi, namespace_obj: dict[str, Any]) -> list[str]:
+    """What the namespace holds that k3deploy did not create (Secrets, ConfigMaps, PVCs), which deleting it would
+    delete too; a namespace whose contents cannot be listed counts as holding something."""
+    release, namespace = release_of(namespace_obj)
+    found: list[str] = []
+    for kind in ("Secret", "ConfigMap", "PersistentVolumeClaim"):
+        try:
+            items, _ = api.list("v1", kind, namespace)
+        except K3DeployError as exc:
+            return [f"{kind}s that cannot be listed ({exc.message})"]
+        found += foreign(kind, items, release, namespace)
+    return found
 
 
 def remove(
@@ -109,14 +142,28 @@ def remove(
     *,
     keep: frozenset[str] = KEPT_KINDS,
     label: str = "",
-) -> list[str]:
-    """Delete the objects in reverse apply order, except the kinds in `keep`; what was deleted (noted after `label`)."""
-    done = []
+) -> Removal:
+    """Delete the objects in reverse apply order, except the kinds in `keep` and what does not carry k3deploy's
+    mark (kept and named); a marked Namespace is kept too while it holds something k3deploy did not create."""
+    done = Removal()
     for obj in delete_order(objects):
         if obj.get("kind") in keep:
             continue
         api_version, kind, namespace, name = _identity(obj)
+        key = object_key(obj)
+        live = api.get(api_version, kind, name, namespace or None)
+        if live is None:
+            continue
+        if not owned(live, obj):
+            done.kept.append(f"{key} (k3deploy did not create it)")
+            note(f"  {label}kept {key}: k3deploy did not create it")
+            continue
+        others = _holds_foreign(api, obj) if kind == "Namespace" else []
+        if others:
+            done.kept.append(f"{key} (it holds {', '.join(others)})")
+            note(f"  {label}kept {key}: it holds {', '.join(others)}, which k3deploy did not create")
+            continue
         if api.delete(api_version, kind, name, namespace or None):
-            done.append(f"deleted {object_key(obj)}")
-            note(f"  {label}deleted {object_key(obj)}")
+            done.deleted.append(f"deleted {key}")
+            note(f"  {label}deleted {key}")
     return done

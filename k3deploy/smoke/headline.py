@@ -41,6 +41,10 @@ def headline(report: SmokeReport, *, model: str, rehearsal: bool) -> dict[str, A
         },
         "acceptance_rate": spec.acceptance_rate if spec is not None else None,
         "drafts": spec.drafts if spec is not None else None,
+        # The other checks that failed (correctness, health...): a failed smoke is never summed up as "targets met".
+        "failed_checks": [
+            c.name for c in report.checks if c.status is Status.FAIL and c.name not in (DECODE_TARGET, SPECULATIVE)
+        ],
     }
 
 
@@ -54,9 +58,13 @@ def _verdict(figures: dict[str, Any]) -> str:
         "acceptance length": figures["acceptance_length"]["status"],
     }
     failed = [name for name, status in judged.items() if status == Status.FAIL.value]
+    others = list(figures.get("failed_checks") or [])
     if failed:
-        return "targets NOT met: " + ", ".join(failed)
-    if Status.PASS.value in judged.values():
+        return "targets NOT met: " + ", ".join(failed) + (f"; smoke also FAILED: {', '.join(others)}" if others else "")
+    met = [name for name, status in judged.items() if status == Status.PASS.value]
+    if others:
+        return f"smoke FAILED: {', '.join(others)}" + (f" ({' and '.join(met)} passed)" if met else "")
+    if met:
         return "targets met"
     return "nothing judged against a target"
 

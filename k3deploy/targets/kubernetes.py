@@ -23,7 +23,7 @@ from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout import bluegreen
 from k3deploy.rollout import rollback as history
-from k3deploy.rollout.apply import apply_objects, diff_objects
+from k3deploy.rollout.apply import KEPT, apply_objects, diff_objects
 from k3deploy.rollout.order import WAITED_PHASES, phases
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.surge import in_place_note
@@ -187,6 +187,9 @@ class KubernetesTarget(Target):
         return _outcome(results, suffix)
 
     def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
+        if applied.action == KEPT:
+            self.view.note(f"  {applied.key} exists and k3deploy did not create it: kept as it is")
+            return
         self.view.note(f"  {applied.key} {applied.action}{suffix}")
         if warning is not None:
             self.view.note(f"  {warning}")
@@ -236,9 +239,12 @@ class KubernetesTarget(Target):
         objects = self._applied or _objects(profile)
         namespace = profile.kubernetes.namespace
         if previous is None:
-            removed = history.remove(self.api, objects, self.view.note)
+            removal = history.remove(self.api, objects, self.view.note)
             self.api.delete("v1", "ConfigMap", history.history_name(profile.name), namespace)
-            return f"first install removed ({len(removed)} objects deleted; weight cache PVC and namespace kept)"
+            return (
+                f"first install removed ({len(removal.deleted)} objects deleted; weight cache PVC and namespace kept"
+                f"{_kept_note(removal.kept)})"
+            )
         old = list(previous.data.get("objects") or [])
         if old == objects:
             return f"nothing to roll back to: revision {previous.number} is the one that failed"
@@ -273,12 +279,14 @@ class KubernetesTarget(Target):
         return kubernetes_down_question(profile, purge)
 
     def down(self, profile: Profile, purge: bool) -> str:
-        """Delete in reverse order and wait for the pods to go; the weight PVC stays unless `purge`."""
+        """Delete in reverse order what k3deploy created and wait for the pods to go; the weight PVC and the
+        namespace stay unless `purge`; what k3deploy did not create always stays, and is named."""
         namespace = profile.kubernetes.namespace
         self._start_phase(profile)
         objects = bluegreen.as_live(self.api, profile, _objects(profile))
         objects += bluegreen.leftovers(self.api, profile, objects)  # a half-done blue-green's other group and previews
-        removed = history.remove(self.api, objects, self.view.note, keep=frozenset() if purge else history.KEPT_KINDS)
+        removal = history.remove(self.api, objects, self.view.note, keep=frozenset() if purge else history.KEPT_KINDS)
+        removed = removal.deleted
         if self.api.delete("v1", "ConfigMap", history.history_name(profile.name), namespace):
             removed.append("revision history")
         try:
@@ -288,7 +296,7 @@ class KubernetesTarget(Target):
             if not purge:
                 raise
             # With the namespace deleted the pods go with it; a namespace still terminating is not a failure.
-        kept = "" if purge else "; weight cache PVC kept (--purge deletes it)"
+        kept = ("" if purge else "; weight cache PVC kept (--purge deletes it)") + _kept_note(removal.kept)
         return f"deleted {len(removed)} objects, pods gone{kept}" if removed else f"nothing to delete{kept}"
 
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
@@ -297,6 +305,11 @@ class KubernetesTarget(Target):
             # Smoke is bounded by its own overall timeout; keeping its verdict needs only a few requests.
             self.deadline.restart(_RECORD_BUDGET_S)
         history.record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)
+
+
+def _kept_note(kept: list[str]) -> str:
+    """The objects a removal left because k3deploy did not create them (or they hold what it did not create)."""
+    return f"; kept, not k3deploy's: {', '.join(kept)}" if kept else ""
 
 
 def _outcome(results: list[Any], suffix: str) -> ApplyOutcome:

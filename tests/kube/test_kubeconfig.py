@@ -78,4 +78,10 @@ def test_an_api_answering_html_is_named(tmp_path: Path, login_page: str, command
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 2, result.stderr
     assert f"the server at {login_page} did not answer as a Kubernetes API server" in lines[0]
+    # What it answered, not the JSON decoder's words about it.
+    assert (
+        "answered text/html; charset=utf-8, starting '<!doctype html><html><body><form>Sign in</form></body></html'..."
+        in lines[0]
+    )
+    assert "JSONDecodeError" not in lines[0] and "Expecting value" not in lines[0]
     assert lines[1].startswith("hint: check that --kubeconfig/--context point at the API server itself")

@@ -54,6 +54,16 @@ def test_one_floating_field_fails_alone() -> None:
     assert results == {**{name: Status.PASS for name in FIELDS}, "profile.speculative.revision": Status.FAIL}
 
 
+def test_every_image_of_the_set_is_judged_the_endpoint_picker_when_it_is_rendered() -> None:
+    floating_prefetch = [item for item in PINNED if not item.startswith("kubernetes.prefetch_image")]
+    results = {r.name: r.status for r in pinning_checks(load_profile(GB300, floating_prefetch))}
+    assert results["profile.kubernetes.prefetch_image"] is Status.FAIL
+    pool = {r.name: r for r in pinning_checks(load_profile(GB300, [*PINNED, "kubernetes.routing=inference-pool"]))}
+    assert list(pool) == [*FIELDS, "profile.kubernetes.epp_image"]
+    assert pool["profile.kubernetes.epp_image"].status is Status.FAIL
+    assert pool["profile.kubernetes.epp_image"].measured == "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
+
+
 def test_profile_file_gets_a_generic_pin_command(tmp_path) -> None:
     import yaml
 

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 
 from k3deploy.kube.api import object_key
 from k3deploy.profile import load_profile
@@ -65,8 +66,9 @@ def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
     assert cluster.store.get("namespaces", NAMESPACE) is None
 
     assert k3("apply", "--timeout", "60s").returncode == 0
+    # As `kubectl diff`: exit 1 when the live state differs (a pipeline gates on it), 0 when it matches.
     diff = k3("apply", "--diff", "--set", "vllm.max_model_len=524288")
-    assert diff.returncode == 0, diff.stderr
+    assert diff.returncode == 1, diff.stderr
     assert "--- live/kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16" in diff.stdout
     assert "-        - '1048576'" in diff.stdout or "1048576" in diff.stdout
     assert "+" in diff.stdout and "524288" in diff.stdout
@@ -75,9 +77,13 @@ def test_dry_run_and_diff_change_nothing(k3: K3, cluster: Any) -> None:
     ][0]
     assert "524288" not in json.dumps(args)
     as_json = k3("apply", "--diff", "--set", "vllm.max_model_len=524288", "-o", "json")
-    assert as_json.returncode == 0, as_json.stderr
+    assert as_json.returncode == 1, as_json.stderr
     changed = {entry["object"]: entry["diff"] for entry in json.loads(as_json.stdout)["diff"]}
     assert "524288" in changed["kimi-k3/LeaderWorkerSet/kimi-k3-gb300-tp16"]
+    # -o yaml holds the same document.
+    as_yaml = k3("apply", "--diff", "--set", "vllm.max_model_len=524288", "-o", "yaml")
+    assert as_yaml.returncode == 1, as_yaml.stderr
+    assert yaml.safe_load(as_yaml.stdout)["diff"] == json.loads(as_json.stdout)["diff"]
     same = k3("apply", "--diff")
     assert same.returncode == 0 and same.stdout == ""
     assert "no changes" in same.stderr
@@ -148,7 +154,19 @@ def test_a_changed_single_group_says_it_is_replaced_in_place(k3: K3, cluster: An
     first = k3("apply", "--timeout", "60s")
     assert first.returncode == 0, first.stderr
     assert "replaces the group in place" not in first.stderr  # created, not replaced
-    changed = k3("apply", "--timeout", "60s", "--set", "vllm.max_model_len=524288")
+    # Without a terminal the outage needs --yes: refused, the live group untouched.
+    refused = k3("apply", "--timeout", "60s", "--set", "vllm.max_model_len=524288")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"error: the change replaces the only group of LeaderWorkerSet {LWS} in place (one replica, maxSurge 0): the "
+        "endpoint serves nothing until the new group has loaded the weights (up to the startup budget, 7200s): "
+        "refused without --yes (stdin is not a terminal, so nobody can confirm)",
+        "hint: re-run with --yes to accept the outage, or `up --strategy blue-green` with a second free clique",
+    ]
+    assert "524288" not in json.dumps(cluster.store.get("leaderworkersets", LWS, NAMESPACE)["spec"])
+    # Nothing live changes: no question.
+    assert k3("apply", "--timeout", "60s").returncode == 0
+    changed = k3("apply", "--timeout", "60s", "--yes", "--set", "vllm.max_model_len=524288")
     assert changed.returncode == 0, changed.stderr
     lines = changed.stderr.splitlines()
     at = lines.index(f"  kimi-k3/LeaderWorkerSet/{LWS} configured")

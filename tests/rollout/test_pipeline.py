@@ -156,6 +156,7 @@ def test_up_ends_with_the_smoke_figures_labelled_as_a_rehearsal() -> None:
         "acceptance_length": {"mean": 3.5, "minimum": 2.0, "status": "pass"},
         "acceptance_rate": 0.625,
         "drafts": 16.0,
+        "failed_checks": [],
     }
     # The very figure the decode-target check judged, not a recomputation.
     decode_check = next(c for c in summary.extra["smoke"]["checks"] if c["name"] == "decode target")
@@ -196,6 +197,46 @@ def test_a_missed_target_is_said_in_the_figures() -> None:
         "    acceptance rate    0.610 over 1,200 drafts",
         "    result             targets NOT met: decode tok/s",
     ]
+
+
+def test_a_failed_smoke_is_never_summed_up_as_targets_met() -> None:
+    figures = {
+        "model": "moonshotai/Kimi-K3",
+        "rehearsal": False,
+        "label": None,
+        "decode_tok_s": {
+            "median": 400.0,
+            "target": 370.0,
+            "published_peak": None,
+            "published_baseline": None,
+            "status": "pass",
+        },
+        "acceptance_length": {"mean": 3.42, "minimum": 3.0, "status": "pass"},
+        "acceptance_rate": 0.61,
+        "drafts": 1200.0,
+        "failed_checks": ["correctness"],
+    }
+    assert headline_lines(figures)[-1] == (
+        "    result             smoke FAILED: correctness (decode tok/s and acceptance length passed)"
+    )
+    missed = {**figures, "decode_tok_s": {**figures["decode_tok_s"], "status": "fail"}}
+    assert headline_lines(missed)[-1] == (
+        "    result             targets NOT met: decode tok/s; smoke also FAILED: correctness"
+    )
+
+
+def test_a_failed_correctness_check_in_a_real_smoke_is_in_the_figures() -> None:
+    # The scripted server knows no answer to the correctness prompts (they fail); its speed passes the targets.
+    prof = load_profile(
+        "kimi-k3-gb300-tp16",
+        ["smoke.requests=2", "smoke.output_tokens=29", "targets.decode_tok_s=1", "targets.min_acceptance_length=1"],
+    )
+    script = Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 3], num_speculative_tokens=4)
+    with scripted_server(script) as endpoint:
+        summary = pipeline.up(prof, EndpointTarget(endpoint.url), lambda _: None, preflight=False)
+    figures = summary.to_dict()["smoke"]["figures"]
+    assert summary.exit_code == 1 and "correctness" in figures["failed_checks"]
+    assert headline_lines(figures)[-1].startswith("    result             smoke FAILED: correctness")
 
 
 @pytest.mark.parametrize("stage", ["wait_ready", "apply"])

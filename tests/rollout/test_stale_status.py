@@ -54,7 +54,7 @@ def test_template_change_waits_for_pods_of_the_new_template_on_a_slow_controller
 
     # The controller sees the new generation only 3 s after it is written: until then its status is the old one.
     controller.reaction_delay = 3.0
-    second = k3("apply", "--timeout", "60s", "--set", "vllm.max_model_len=524288")
+    second = k3("apply", "--timeout", "60s", "--yes", "--set", "vllm.max_model_len=524288")
     assert second.returncode == 0, second.stderr
 
     # When the rollout said ready, every serving pod ran the new template and was ready.

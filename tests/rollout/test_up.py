@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import REPO_ROOT, cli_env
 from tests.pin.distribution import Distribution
@@ -84,6 +85,7 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(
             "acceptance_length": {"mean": 3.9375, "minimum": 3.0, "status": "pass"},
             "acceptance_rate": 0.734375,
             "drafts": 32.0,
+            "failed_checks": [],
         }
         median = f"{figures['decode_tok_s']['median']:.1f}"
         assert first.stderr.splitlines()[-5:] == [
@@ -120,12 +122,26 @@ def test_failed_upgrade_rolls_back_to_the_previous_spec(k3: K3, cluster: Any) ->
     assert k3("up", *QUICK).returncode == 0
     before = live(cluster, "leaderworkersets", LWS)["spec"]
     cluster.controllers.kubelet.fail("ImagePullBackOff", image="no-such-tag")
-    upgrade = k3("up", *QUICK, "--set", "vllm.image=vllm/vllm-openai:no-such-tag")
+    upgrade = k3("up", *QUICK, "--yes", "--set", "vllm.image=vllm/vllm-openai:no-such-tag")
     assert upgrade.returncode == 1, upgrade.stderr
     assert "==> rollback (revision 1) because wait failed" in upgrade.stderr
     assert "rollback: restored revision 1" in upgrade.stderr
     assert live(cluster, "leaderworkersets", LWS)["spec"] == before
     assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
+
+
+def test_an_up_that_replaces_the_only_group_in_place_needs_yes_without_a_terminal(k3: K3, cluster: Any) -> None:
+    assert k3("up", *QUICK).returncode == 0
+    before = live(cluster, "leaderworkersets", LWS)["spec"]
+    refused = k3("up", *QUICK, "--set", "vllm.image=vllm/vllm-openai:next", input="")
+    assert refused.returncode == 2, refused.stderr
+    (error, hint) = refused.stderr.splitlines()
+    assert error.startswith(f"error: the change replaces the only group of LeaderWorkerSet {LWS} in place")
+    assert error.endswith(": refused without --yes (stdin is not a terminal, so nobody can confirm)")
+    assert hint == "hint: re-run with --yes to accept the outage, or --strategy blue-green with a second free clique"
+    assert live(cluster, "leaderworkersets", LWS)["spec"] == before
+    # An unchanged template replaces nothing: no question.
+    assert k3("up", *QUICK, input="").returncode == 0
 
 
 def test_no_rollback_leaves_the_failed_revision(k3: K3, cluster: Any) -> None:
@@ -134,6 +150,9 @@ def test_no_rollback_leaves_the_failed_revision(k3: K3, cluster: Any) -> None:
     assert result.returncode == 1
     assert "rollback: skipped (--no-rollback)" in result.stderr
     assert live(cluster, "leaderworkersets", LWS) is not None
+    not_ready = k3("status", "--exit-code", "-o", "json")
+    assert not_ready.returncode == 1 and json.loads(not_ready.stdout)["ready"] is False
+    assert f"error: {PROFILE!r} is not ready on kubernetes" in not_ready.stderr
 
 
 def test_failed_first_install_is_removed_but_keeps_the_weight_cache(k3: K3, cluster: Any) -> None:
@@ -160,7 +179,22 @@ def test_failed_smoke_rolls_back_too(k3: K3, cluster: Any) -> None:
 
 def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> None:
     assert k3("up", *QUICK).returncode == 0
-    down = k3("down", input="")
+    ready = k3("status", "--exit-code", "-o", "yaml")
+    assert ready.returncode == 0, ready.stderr
+    # -o yaml holds what -o json holds (the objects' ages move between the two calls).
+    as_yaml, as_json = yaml.safe_load(ready.stdout), json.loads(k3("status", "-o", "json").stdout)
+    assert as_yaml.keys() == as_json.keys() and as_yaml["ready"] is True
+    assert [(o["kind"], o["name"]) for o in as_yaml["objects"]] == [(o["kind"], o["name"]) for o in as_json["objects"]]
+    # Without a terminal and without --yes, down refuses and deletes nothing.
+    refused = k3("down", input="")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"error: Delete the deployment (weights kept) of {PROFILE!r} in namespace {NAMESPACE!r}: refused without "
+        "--yes (stdin is not a terminal, so nobody can confirm)",
+        "hint: re-run with --yes to go ahead (k3deploy deletes only what it created)",
+    ]
+    assert live(cluster, "leaderworkersets", LWS) is not None
+    down = k3("down", "--yes")
     assert down.returncode == 0, down.stderr
     assert "pods gone; weight cache PVC kept (--purge deletes it)" in down.stderr
     assert live(cluster, "leaderworkersets", LWS) is None
@@ -175,7 +209,15 @@ def test_down_keeps_the_weights_and_purge_removes_them(k3: K3, cluster: Any) -> 
     assert live(cluster, "persistentvolumeclaims", PVC) is not None
     status = json.loads(k3("status", "-o", "json").stdout)
     assert status["deployed"] is False and status["revision"]["current"] is None
+    gone = k3("status", "--exit-code")
+    assert gone.returncode == 1 and f"error: {PROFILE!r} is not deployed on kubernetes" in gone.stderr
 
+    refused = k3("down", "--purge")
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        f"error: Delete everything, including the downloaded weights of {PROFILE!r} in namespace {NAMESPACE!r}: "
+        "refused without --yes"
+    )
+    assert live(cluster, "persistentvolumeclaims", PVC) is not None
     purge = k3("down", "--yes", "--purge")
     assert purge.returncode == 0, purge.stderr
     assert live(cluster, "persistentvolumeclaims", PVC) is None

@@ -32,6 +32,10 @@ class HostFacts:
     model_has_config: bool
     running_pid: int | None = None
     running_same: bool = False
+    #: The port k3deploy's running server listens on (None: not known, taken as the profile's).
+    running_port: int | None = None
+    #: Who listens on the profile's port when it is not free (`pid N (command)`), when it can be seen.
+    port_holder: str | None = None
 
 
 def needed_ram_bytes(profile: Profile) -> int:
@@ -125,7 +129,7 @@ def _disk(profile: Profile, facts: HostFacts) -> CheckResult:
 
 def _port(profile: Profile, facts: HostFacts) -> CheckResult:
     where = f"{profile.local.host}:{profile.vllm.port}"
-    if facts.running_pid is not None:
+    if facts.running_pid is not None and facts.running_port in (None, profile.vllm.port):
         action = "reused" if facts.running_same else "replaced (the profile changed)"
         return CheckResult(
             name="local.port",
@@ -135,15 +139,21 @@ def _port(profile: Profile, facts: HostFacts) -> CheckResult:
             detail=f"{where} is served by the k3deploy server (pid {facts.running_pid}): it will be {action}",
         )
     if facts.port_free:
-        return CheckResult(
-            name="local.port", status=Status.PASS, measured=where, target="free", detail=f"{where} is free"
+        also = (
+            f" (the k3deploy server on port {facts.running_port}, pid {facts.running_pid}, will be replaced)"
+            if facts.running_pid is not None
+            else ""
         )
+        return CheckResult(
+            name="local.port", status=Status.PASS, measured=where, target="free", detail=f"{where} is free{also}"
+        )
+    holder = f": {facts.port_holder}" if facts.port_holder else ""
     return CheckResult(
         name="local.port",
         status=Status.FAIL,
         measured=where,
         target="free",
-        detail=f"port {profile.vllm.port} on {profile.local.host} is in use by another process",
+        detail=f"port {profile.vllm.port} on {profile.local.host} is in use by another process{holder}",
         hint="stop what listens there, or choose another port with --set vllm.port=N",
     )
 

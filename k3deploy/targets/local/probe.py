@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 
+from k3deploy.errors import EnvironmentProblem
 from k3deploy.profile.model import Profile
 from k3deploy.targets.local.checks import HostFacts, looks_like_path
 from k3deploy.targets.local.launch import model_path
@@ -63,6 +64,36 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def port_holder(port: int) -> str | None:
+    """`pid N (command line)` of the process listening on TCP `port`, when this user may see it; else None."""
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return None
+    for conn in connections:
+        if conn.status != psutil.CONN_LISTEN or not conn.laddr or conn.laddr.port != port or not conn.pid:
+            continue
+        try:
+            proc = psutil.Process(conn.pid)
+            command = " ".join(proc.cmdline()[:4]) or proc.name()
+        except psutil.Error:
+            return f"pid {conn.pid}"
+        return f"pid {conn.pid} ({command})"
+    return None
+
+
+def check_port_before_replacing(profile: Profile, pid: int, port: int) -> None:
+    """Before the running server (on another port) is stopped: the port asked for must be free, or nothing stops."""
+    if port_free(profile.local.host, profile.vllm.port):
+        return
+    holder = port_holder(profile.vllm.port)
+    raise EnvironmentProblem(
+        f"port {profile.vllm.port} on {profile.local.host} is in use by another process"
+        f"{f': {holder}' if holder else ''}; the running server (pid {pid}, port {port}) was left as it is",
+        hint="stop what listens there, or choose another port with --set vllm.port=N",
+    )
+
+
 def _disk_free(path: Path) -> int:
     """Free bytes on the filesystem that holds `path` (or its nearest existing parent)."""
     probe = path
@@ -71,9 +102,14 @@ def _disk_free(path: Path) -> int:
     return shutil.disk_usage(probe).free
 
 
-def gather(profile: Profile, state_dir: Path, running_pid: int | None, running_same: bool) -> HostFacts:
-    """Observe this host for `profile`, whose files live under `state_dir`."""
+def gather(
+    profile: Profile, state_dir: Path, running_pid: int | None, running_same: bool, running_port: int | None = None
+) -> HostFacts:
+    """Observe this host for `profile`, whose files live under `state_dir`; `running_*`: k3deploy's server there."""
     python = vllm_python(profile)
+    # Our own server holds the port only when it listens on the one asked for: another port is checked as it is.
+    ours = running_pid is not None and running_port in (None, profile.vllm.port)
+    free = ours or port_free(profile.local.host, profile.vllm.port)
     found, version = vllm_version(python)
     model = model_path(profile, state_dir)
     is_path = profile.model.rehearsal or looks_like_path(profile.model.id)
@@ -86,11 +122,13 @@ def gather(profile: Profile, state_dir: Path, running_pid: int | None, running_s
         ram_available_bytes=int(psutil.virtual_memory().available),
         disk_free_bytes=_disk_free(state_dir),
         state_dir=str(state_dir),
-        port_free=running_pid is not None or port_free(profile.local.host, profile.vllm.port),
+        port_free=free,
+        port_holder=None if free else port_holder(profile.vllm.port),
         model_path=model,
         model_is_path=is_path,
         model_dir_exists=is_path and folder.is_dir(),
         model_has_config=is_path and (folder / "config.json").is_file(),
         running_pid=running_pid,
         running_same=running_same,
+        running_port=running_port,
     )

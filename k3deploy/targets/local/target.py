@@ -23,13 +23,13 @@ from rich.console import RenderableType
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile.model import Profile
-from k3deploy.profile.plan import plan
-from k3deploy.profile.plan_check import capacity_line, reported_kv_tokens
 from k3deploy.render.manifests import dump
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
+from k3deploy.targets.local.capacity import kv_capacity
+from k3deploy.targets.local.handover import Handover, handover_for
 from k3deploy.targets.local.launch import (
     CACHE_DIR,
     MODEL_DIR,
@@ -55,8 +55,6 @@ SMOKE_FILE = "smoke.json"
 #: File written for a local profile rendered into a directory.
 LOCAL_FILE = "vllm-server.yaml"
 _POLL_S = 0.25
-#: How much of the server log's end is searched for its start-up KV capacity line.
-_LOG_TAIL_BYTES = 8 * 1024 * 1024
 
 
 def _now() -> str:
@@ -89,18 +87,6 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def kv_capacity(profile: Profile, log: Path) -> str:
-    """The plan's KV tokens beside those the server logged at start-up (read from the end of its log)."""
-    text = ""
-    try:
-        with log.open("rb") as handle:
-            handle.seek(max(0, log.stat().st_size - _LOG_TAIL_BYTES))
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        pass
-    return capacity_line(plan(profile).kv_tokens_per_gpu, reported_kv_tokens(text))
-
-
 class LocalTarget(Target):
     """Deploys a profile as a vLLM server process on this host (target: local)."""
 
@@ -110,6 +96,8 @@ class LocalTarget(Target):
     def __init__(self, options: Any = None, view: ProgressView | None = None) -> None:
         super().__init__(options, view)
         self._view = view
+        #: The running server a new one (on another port) starts beside, until the new one is ready.
+        self._handover: Handover | None = None
 
     # -- where things are ------------------------------------------------------------------------------
     def state_dir(self, profile: Profile) -> Path:
@@ -186,7 +174,9 @@ class LocalTarget(Target):
         """vLLM importable, model reachable, CPU, free RAM and disk, port free (or held by our own server)."""
         live = self._live(profile)
         same = live is not None and live.argv_hash == self.launch(profile).argv_hash
-        facts = probe.gather(profile, self.state_dir(profile), live.pid if live else None, same)
+        facts = probe.gather(
+            profile, self.state_dir(profile), live.pid if live else None, same, live.port if live else None
+        )
         return checks.evaluate(profile, facts)
 
     def current_revision(self, profile: Profile) -> Revision | None:
@@ -206,10 +196,15 @@ class LocalTarget(Target):
             return ApplyOutcome(changed=False, summary=f"already running (pid {old.pid}) at {_url(old.host, old.port)}")
         if getattr(self.options, "dry_run", False) or getattr(self.options, "diff", False):
             return self._dry_run(old, launch)
+        if old is not None and old.port != profile.vllm.port and _alive(old):
+            probe.check_port_before_replacing(profile, old.pid, old.port)
         if profile.model.rehearsal:
             self._ensure_rehearsal_model(profile, state_dir)
-        replaced = old is not None and process.stop(identity(old))
+        self._handover = handover_for(old, profile.vllm.port, self.options, record_path)
+        replaced = old is not None and self._handover is None and process.stop(identity(old))
         verb = f"upgraded: stopped pid {old.pid} and started" if replaced and old is not None else "started"
+        if self._handover is not None:
+            verb = f"started, beside pid {self._handover.old.pid} (stopped once this one is ready),"
         clear_record(record_path)
         self._own_folders(state_dir, launch.scratch)
         record = ServerRecord(  # pid, start time and id are placeholders until _start fills them in
@@ -230,7 +225,9 @@ class LocalTarget(Target):
         try:
             record = self._start(record_path, record)
         except EnvironmentProblem:
-            if replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
+            if self._handover is not None:
+                self._handover.abandon(None)
+            elif replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
                 self._restart(record_path, old)
             raise
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
@@ -317,8 +314,15 @@ class LocalTarget(Target):
             raise CheckFailed(
                 f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`"
             )
-        self._wait(record, timeout_s)
-        return WaitOutcome(detail="ready; " + kv_capacity(profile, Path(record.log_path)))
+        handover, self._handover = self._handover, None
+        try:
+            self._wait(record, timeout_s)
+        except BaseException:  # a failure, the deadline or Ctrl-C: the old server, still serving, stays
+            if handover is not None:
+                handover.abandon(record)
+            raise
+        done = f"; {handover.finish()}" if handover is not None else ""
+        return WaitOutcome(detail="ready; " + kv_capacity(profile, Path(record.log_path)) + done)
 
     def endpoint(self, profile: Profile) -> str:
         """http://HOST:PORT of the server (the recorded one when it runs, else the profile's)."""

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import venv
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import run_cli
@@ -70,7 +72,9 @@ def busy_port() -> Iterator[int]:
 @needs_vllm
 def test_port_in_use_fails_preflight(state_dir: Path, busy_port: int) -> None:
     code, summary, stderr = up(state_dir, busy_port)
-    line = f"local.port: port {busy_port} on 127.0.0.1 is in use by another process"
+    # The holder is named: this test's own process, by pid and the start of its command line.
+    holder = f"pid {os.getpid()} ({' '.join(psutil.Process().cmdline()[:4])})"
+    line = f"local.port: port {busy_port} on 127.0.0.1 is in use by another process: {holder}"
     assert_stopped_at_preflight(code, summary, stderr, state_dir, line)
     assert summary["hint"] == "stop what listens there, or choose another port with --set vllm.port=N"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 
@@ -40,9 +41,9 @@ def test_preflight_runs_the_checks_up_runs(fake_local: FakeLocal) -> None:
         code, report, _ = fake_local.json("preflight")
         assert code == 1
         port = next(c for c in report["checks"] if c["name"] == "local.port")
-        assert (
-            port["status"] == "fail"
-            and port["detail"] == f"port {fake_local.port} on 127.0.0.1 is in use by another process"
+        # The process holding the port is named: this test's own.
+        assert port["status"] == "fail" and port["detail"].startswith(
+            f"port {fake_local.port} on 127.0.0.1 is in use by another process: pid {os.getpid()} ("
         )
         code, summary, _ = fake_local.json("up")
         assert (code, summary["stages"][0]["name"], summary["stages"][0]["status"]) == (1, "preflight", "fail")
