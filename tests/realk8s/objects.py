@@ -93,16 +93,15 @@ def runtime_class(name: str = "nvidia") -> dict[str, Any]:
     return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": name}
 
 
-def storage_class(name: str, default: bool = False) -> dict[str, Any]:
-    """A StorageClass with no provisioner: its claims bind to the plane's pre-created volumes (the real PV controller
-    binds them; no dynamic provisioner runs here)."""
+def storage_class(name: str, provisioner: str, default: bool = False) -> dict[str, Any]:
+    """A StorageClass: `kubernetes.io/no-provisioner` (claims bind to pre-created volumes) or a CSI driver's."""
     annotations = {"storageclass.kubernetes.io/is-default-class": "true"} if default else {}
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
         "metadata": {"name": name, "annotations": annotations},
-        "provisioner": "kubernetes.io/no-provisioner",
-        "reclaimPolicy": "Retain",
+        "provisioner": provisioner,
+        "reclaimPolicy": "Retain" if provisioner == "kubernetes.io/no-provisioner" else "Delete",
         "volumeBindingMode": "Immediate",
     }
 
@@ -164,3 +163,26 @@ def cluster_admin_binding(user: str) -> dict[str, Any]:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
     }
+
+
+def lws_workload(version: str) -> list[dict[str, Any]]:
+    """The LWS controller's namespace and Deployment as its install names them (kubernetes-sigs/lws config/default:
+    `lws-controller-manager` in `lws-system`, image registry.k8s.io/lws/lws), at 0 replicas: the controller itself
+    runs outside the cluster, and this tells preflight which release it is."""
+    labels = {"app.kubernetes.io/name": "lws", "app.kubernetes.io/version": version}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lws-system"}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "lws-controller-manager", "namespace": "lws-system", "labels": labels},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"control-plane": "controller-manager"}},
+                "template": {
+                    "metadata": {"labels": {"control-plane": "controller-manager", **labels}},
+                    "spec": {"containers": [{"name": "manager", "image": f"registry.k8s.io/lws/lws:{version}"}]},
+                },
+            },
+        },
+    ]

@@ -22,6 +22,7 @@ from tests.realk8s.binaries import REPO_ROOT, Binaries
 from tests.realk8s.certs import CertAuthority, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.procs import Process, free_port
+from tests.realk8s.provisioner import DRIVER, Provisioner
 
 #: The serving set's upstream CRDs and the control plane's own live beside the checkout (as tests/conftest.py's
 #: SHARED_DIR); the build directory holds the built releases' CRDs as a fallback for the control plane's.
@@ -68,6 +69,7 @@ class Plane:
         self.dir = Path()
         self.etcd_url = ""
         self.crds: list[str] = []
+        self.provisioner: Provisioner | None = None
 
     # -- paths and clients -------------------------------------------------------------------------------------
     @property
@@ -373,13 +375,21 @@ class Plane:
     def _baseline(self) -> None:
         rc = objects.runtime_class()
         self.api.apply(resource_path("node.k8s.io/v1", "runtimeclasses", name="nvidia"), rc)
-        for sc, default, modes in (("shared-rwx", True, ("ReadWriteMany",)), ("node-local", False, ("ReadWriteOnce",))):
-            self.api.apply(
-                resource_path("storage.k8s.io/v1", "storageclasses", name=sc), objects.storage_class(sc, default)
-            )
-            for i in range(8):
-                pv = objects.volume(f"{sc}-{i:02d}", sc, modes=modes)
-                self.api.apply(resource_path("v1", "persistentvolumes", name=pv["metadata"]["name"]), pv)
+        # shared-rwx (the default): a shared file system's CSI driver, provisioned by the stand-in; node-local:
+        # pre-created ReadWriteOnce volumes the real PV controller binds.
+        for sc, provisioner, default in (
+            ("shared-rwx", DRIVER, True),
+            ("node-local", "kubernetes.io/no-provisioner", False),
+        ):
+            obj = objects.storage_class(sc, provisioner, default)
+            self.api.apply(resource_path("storage.k8s.io/v1", "storageclasses", name=sc), obj)
+        for i in range(8):
+            pv = objects.volume(f"node-local-{i:02d}", "node-local", modes=("ReadWriteOnce",))
+            self.api.apply(resource_path("v1", "persistentvolumes", name=pv["metadata"]["name"]), pv)
+        self.provisioner = Provisioner(self.client("realk8s-admin")).start()
+        namespace, deployment = objects.lws_workload(self.binaries.versions["LWS_VERSION"])
+        self.api.apply(resource_path("v1", "namespaces", name="lws-system"), namespace)
+        self.api.apply(resource_path("apps/v1", "deployments", "lws-system", "lws-controller-manager"), deployment)
         # The ServiceAccount admission plugin needs the namespace's default account, made by the real controller.
         wait_until(
             "the default ServiceAccount",
@@ -390,6 +400,9 @@ class Plane:
     # -- stop --------------------------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop every started process (reverse order, by the pid started) and remove the directories made."""
+        if self.provisioner is not None:
+            self.provisioner.stop()
+            self.provisioner.api.close()
         for process in reversed(list(self.processes.values())):
             with contextlib.suppress(Exception):
                 process.stop()

@@ -60,6 +60,8 @@ def test_apply_then_status_then_down_on_the_real_plane(realk8s: Plane) -> None:
     assert len(nodes) == 4 and len(cliques) == 1
     claim = api.get(resource_path("v1", "persistentvolumeclaims", namespace, f"{LWS}-model-cache"))
     assert claim["status"]["phase"] == "Bound"
+    # Provisioned for the claim (the stand-in CSI driver) and bound by the real PV controller.
+    assert claim["spec"]["volumeName"] == f"pvc-{claim['metadata']['uid']}"
     jobs = {j["metadata"]["name"]: j for j in api.get(resource_path("batch/v1", "jobs", namespace))["items"]}
     assert jobs[f"{LWS}-prefetch"]["status"].get("succeeded") == 1
 

@@ -1,0 +1,95 @@
+"""`k3deploy up` on the real plane: preflight against the real API (RBAC, nodes, storage, the LWS release), apply,
+wait on the real controllers, smoke through --endpoint against a scripted server; then a template change rolls out
+through the real LWS controller."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.pin.conftest import registry  # noqa: F401 - the fixture
+from tests.pin.registry_server import Registry
+from tests.preflight.test_checks_pinning import PINNED
+from tests.realk8s.client import resource_path
+from tests.realk8s.plane import Plane
+from tests.realk8s.test_rollout import LWS, k3
+from tests.smoke.scripted_server import Script, scripted_server
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
+UP = (
+    "--timeout",
+    "240s",
+    "--set",
+    "kubernetes.hf_token_secret=null",
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=64",
+    "--set",
+    "smoke.correctness=false",
+    "--set",
+    "targets.decode_tok_s=20",
+)
+
+
+def test_up_with_preflight_and_smoke_then_a_template_change_rolls_out(
+    realk8s: Plane,
+    registry: Registry,  # noqa: F811 - the imported fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", registry.url)
+    digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
+    lws_version = realk8s.binaries.versions["LWS_VERSION"].lstrip("v")
+    pinned = [
+        arg
+        for s in [
+            *PINNED,
+            f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}",
+            f"kubernetes.lws_version={lws_version}",
+        ]
+        for arg in ("--set", s)
+    ]
+    namespace = f"k3-{uuid.uuid4().hex[:8]}"
+    with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as endpoint:
+        first = k3(realk8s, namespace, "up", *UP, *pinned, "--endpoint", endpoint.url, "-o", "json")
+        assert first.returncode == 0, first.stderr
+        report = json.loads(first.stdout)
+        assert [(s["name"], s["status"]) for s in report["stages"]] == [
+            ("preflight", "pass"),
+            ("render", "pass"),
+            ("apply", "pass"),
+            ("wait", "pass"),
+            ("smoke", "pass"),
+        ]
+        assert endpoint.counters.requests >= 2
+
+    api = realk8s.api
+    path = resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in _group_pods(realk8s, namespace)}
+    changed = k3(realk8s, namespace, "apply", *UP[:2], *pinned, "--set", "vllm.max_model_len=524288")
+    assert changed.returncode == 0, changed.stderr
+    live = api.get(path)
+    assert live["status"]["updatedReplicas"] == 1 and live["status"]["readyReplicas"] == 1
+    args = json.dumps(live["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0])
+    assert "524288" in args
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in _group_pods(realk8s, namespace)}
+    # The real LWS controller recreated the group: same names, new pods.
+    assert sorted(after) == sorted(before) and not set(after.values()) & set(before.values())
+    revisions = api.get(resource_path("apps/v1", "controllerrevisions", namespace))["items"]
+    assert len([r for r in revisions if r["metadata"]["name"].startswith(LWS)]) >= 2
+
+    state = json.loads(k3(realk8s, namespace, "status", "-o", "json").stdout)
+    assert state["ready"] is True and state["revision"]["current"] == 2
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+def _group_pods(plane: Plane, namespace: str) -> list[dict]:
+    pods = plane.api.get(resource_path("v1", "pods", namespace))["items"]
+    return [
+        p
+        for p in pods
+        if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name") == LWS
+        and not p["metadata"].get("deletionTimestamp")
+    ]
