@@ -145,12 +145,48 @@ def lws_webhooks(manifest_dir: Path, url: str, ca_pem: bytes) -> list[dict[str, 
     return out
 
 
+#: A pod with a container of this image never pulls it (KWOK Stage `realk8s-image-pull-fails`).
+PULL_FAILS_IMAGE = "registry.invalid/realk8s/no-such-image:pull-fails"
+_PULL_FAILS = """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: realk8s-image-pull-fails
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  # KWOK picks among matching Stages by weight; its own Stages have weight 0, so this one wins where it matches.
+  weight: 1
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
+    - {key: .status.phase, operator: In, values: [Pending]}
+    - {key: '.spec.containers.[].image', operator: In, values: [IMAGE]}
+    - {key: '.status.containerStatuses.[].state.waiting.reason', operator: NotIn, values: [ImagePullBackOff]}
+  next:
+    statusTemplate: |
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          waiting:
+            reason: ImagePullBackOff
+            message: {{ printf "Back-off pulling image %q" .image | Quote }}
+      {{ end }}
+      phase: Pending
+""".replace("IMAGE", PULL_FAILS_IMAGE)
+
+
 def kwok_config(stage_dir: Path) -> str:
     """KWOK's --config: its own Stages for the node lifecycle (initialise, heartbeat) and pods (ready, Job
-    completion, delete), from the built KWOK release."""
+    completion, delete), from the built KWOK release, and the plane's fault Stages (an image that never pulls)."""
     docs = []
     for path in sorted(stage_dir.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Stage"]
+    docs.append(yaml.safe_load(_PULL_FAILS))
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

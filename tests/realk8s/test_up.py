@@ -13,6 +13,7 @@ from tests.pin.conftest import registry  # noqa: F401 - the fixture
 from tests.pin.registry_server import Registry
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import resource_path
+from tests.realk8s.objects import PULL_FAILS_IMAGE
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, k3
 from tests.smoke.scripted_server import Script, scripted_server
@@ -93,3 +94,23 @@ def _group_pods(plane: Plane, namespace: str) -> list[dict]:
         if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name") == LWS
         and not p["metadata"].get("deletionTimestamp")
     ]
+
+
+def test_an_upgrade_whose_image_never_pulls_rolls_back_through_the_real_controllers(realk8s: Plane) -> None:
+    namespace = f"k3-{uuid.uuid4().hex[:8]}"
+    quick = ("--skip-preflight", "--skip-smoke", *UP)
+    assert k3(realk8s, namespace, "up", *quick).returncode == 0
+    path = resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)
+    before = realk8s.api.get(path)["spec"]["leaderWorkerTemplate"]
+
+    upgrade = k3(realk8s, namespace, "up", *quick, "--set", f"vllm.image={PULL_FAILS_IMAGE}")
+    assert upgrade.returncode == 1, upgrade.stderr
+    assert "ImagePullBackOff" in upgrade.stderr
+    assert "==> rollback (revision 1) because wait failed" in upgrade.stderr
+    assert "rollback: restored revision 1" in upgrade.stderr
+    live = realk8s.api.get(path)
+    assert live["spec"]["leaderWorkerTemplate"] == before
+    assert live["status"]["readyReplicas"] == 1
+    images = {c["image"] for p in _group_pods(realk8s, namespace) for c in p["spec"]["containers"]}
+    assert PULL_FAILS_IMAGE not in images
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
