@@ -27,11 +27,13 @@ from tests.realk8s.provisioner import DRIVER, Provisioner
 #: The serving set's upstream CRDs and the control plane's own live beside the checkout (as tests/conftest.py's
 #: SHARED_DIR); the build directory holds the built releases' CRDs as a fallback for the control plane's.
 SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
-#: Users of the static token file: name -> groups. The admin is in system:masters; the test user in no group
-#: (RBAC grants it nothing but discovery); the components use the identities bootstrap RBAC binds.
+#: Users of the static token file: name -> groups. The admin is in system:masters; the test user and the deployer
+#: in no group (RBAC grants them nothing but discovery until a test binds roles: the user for the plane's own
+#: tests, the deployer for the CLI's); the components use the identities bootstrap RBAC binds.
 USERS: dict[str, list[str]] = {
     "realk8s-admin": ["system:masters"],
     "realk8s-user": [],
+    "realk8s-deployer": [],
     "system:kube-controller-manager": [],
     "system:kube-scheduler": [],
     "kwok": [],
