@@ -18,7 +18,7 @@ from tests.realk8s.plane import Plane, PlaneOptions
 
 @pytest.fixture(scope="session")
 def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
-    """A started plane: 8 GB300 nodes in 2 cliques, the CRDs, storage classes, RuntimeClass nvidia, LWS webhooks.
+    """A started plane: 12 GB300 nodes in 3 cliques, 2 CPU nodes, the CRDs, storage classes, RuntimeClass nvidia, LWS webhooks.
 
     `realk8s.admin_kubeconfig` and `realk8s.user_kubeconfig` are written for the CLI under test.
     """
@@ -29,7 +29,8 @@ def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
             pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
         pytest.skip(str(exc))
     directory = tmp_path_factory.mktemp("realk8s")
-    plane = Plane(binaries, PlaneOptions(workdir=directory))
+    # Three cliques: room for a blue-green second group or a surge beside two groups and what other tests left.
+    plane = Plane(binaries, PlaneOptions(gb300_nodes=12, cliques=3, workdir=directory))
     with plane:
         plane.admin_kubeconfig = plane.kubeconfig(Path(directory) / "admin.kubeconfig")
         plane.user_kubeconfig = plane.kubeconfig(Path(directory) / "user.kubeconfig", "realk8s-user")
