@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.realk8s.client import resource_path, wait_until
@@ -46,24 +48,29 @@ def test_rbac_denies_the_test_user_until_a_role_grants_it(realk8s: Plane, namesp
         }
         realk8s.api.create(resource_path("rbac.authorization.k8s.io/v1", "roles", namespace), role)
         realk8s.api.create(resource_path("rbac.authorization.k8s.io/v1", "rolebindings", namespace), binding)
-        assert user.request("GET", pods).status_code == 200
+        # The authorizer reads RBAC from an informer cache: a new binding takes effect a moment later.
+        wait_until("the RoleBinding to take effect", lambda: user.request("GET", pods).status_code == 200, 30)
         # The Role grants list only: creating a pod stays denied.
         assert user.request("POST", pods, json=_pod("p")).status_code == 403
     finally:
         user.close()
 
 
-def test_pod_security_admission_enforces_the_namespace_level(realk8s: Plane, namespace: str) -> None:
-    ns = realk8s.api.get(f"/api/v1/namespaces/{namespace}")
-    ns["metadata"].setdefault("labels", {})["pod-security.kubernetes.io/enforce"] = "restricted"
-    realk8s.api.request("PUT", f"/api/v1/namespaces/{namespace}", json=ns).raise_for_status()
-    response = realk8s.api.request(
-        "POST",
-        resource_path("v1", "pods", namespace),
-        json=_pod("priv", container={"securityContext": {"privileged": True}}),
-    )
-    assert response.status_code == 403
-    assert 'violates PodSecurity "restricted:latest"' in response.json()["message"]
+def test_pod_security_admission_enforces_the_namespace_level(realk8s: Plane) -> None:
+    # Labelled when created: the admission plugin reads namespaces from a cache, a later label shows a moment late.
+    namespace = f"t-{uuid.uuid4().hex[:10]}"
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    realk8s.api.create("/api/v1/namespaces", {"metadata": {"name": namespace, "labels": labels}})
+    try:
+        response = realk8s.api.request(
+            "POST",
+            resource_path("v1", "pods", namespace),
+            json=_pod("priv", container={"securityContext": {"privileged": True}}),
+        )
+        assert response.status_code == 403
+        assert 'violates PodSecurity "restricted:latest"' in response.json()["message"]
+    finally:
+        realk8s.api.delete(f"/api/v1/namespaces/{namespace}")
 
 
 def test_service_account_admission_mounts_the_token_and_refuses_a_missing_account(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.realk8s.client import resource_path
+from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
@@ -60,6 +60,13 @@ def deployer(realk8s: Plane, namespace: str, tmp_path: Path) -> Iterator[Path]:
         resource_path(RBAC, "rolebindings", namespace),
         _binding("RoleBinding", "admin", "ClusterRole", "admin", namespace),
     )
+    as_deployer = realk8s.client("realk8s-deployer")
+    try:  # the authorizer's RBAC cache takes the new bindings a moment later
+        wait_until(
+            "the deployer's bindings", lambda: as_deployer.request("GET", "/api/v1/nodes").status_code == 200, 30
+        )
+    finally:
+        as_deployer.close()
     yield realk8s.kubeconfig(tmp_path / "deployer.kubeconfig", "realk8s-deployer")
     api.delete(resource_path(RBAC, "clusterrolebindings", name=name))
     api.delete(resource_path(RBAC, "clusterroles", name=name))
@@ -109,5 +116,12 @@ def test_real_rbac_fails_then_passes_the_deployers_access_check(realk8s: Plane, 
         resource_path(RBAC, "rolebindings", namespace),
         _binding("RoleBinding", "k3deploy-custom-resources", "Role", "k3deploy-custom-resources", namespace),
     )
+    # The authorizer reads RBAC from an informer cache: wait until the binding answers before preflight asks.
+    as_deployer = realk8s.client("realk8s-deployer")
+    try:
+        lws = resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace)
+        wait_until("the RoleBinding to take effect", lambda: as_deployer.request("GET", lws).status_code == 200, 30)
+    finally:
+        as_deployer.close()
     granted = _rbac_check(deployer, namespace)
     assert granted["status"] == "pass", granted
