@@ -180,13 +180,60 @@ spec:
 """.replace("IMAGE", PULL_FAILS_IMAGE)
 
 
+#: A pod with a container of this image crash-loops: every second a restart more, CrashLoopBackOff, last exit 1
+#: (KWOK Stage `realk8s-crash-loop`).
+CRASH_LOOP_IMAGE = "registry.invalid/realk8s/crashes:exit-1"
+_CRASH_LOOP = """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: realk8s-crash-loop
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  weight: 1
+  delay: {durationMilliseconds: 1000}
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
+    - {key: .status.phase, operator: In, values: [Pending, Running]}
+    - {key: '.spec.containers.[].image', operator: In, values: [IMAGE]}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $restarts := 0 }}
+      {{ with .status.containerStatuses }}{{ $restarts = (index . 0).restartCount }}{{ end }}
+      conditions:
+      - {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: Ready, status: "False", lastTransitionTime: {{ $now | Quote }}}
+      - {type: ContainersReady, status: "False", lastTransitionTime: {{ $now | Quote }}}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        started: false
+        restartCount: {{ add1 $restarts }}
+        lastState:
+          terminated: {exitCode: 1, reason: Error, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
+        state:
+          waiting:
+            reason: CrashLoopBackOff
+            message: {{ printf "back-off 10s restarting failed container=%s" .name | Quote }}
+      {{ end }}
+      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      phase: Running
+""".replace("IMAGE", CRASH_LOOP_IMAGE)
+
+
 def kwok_config(stage_dir: Path) -> str:
     """KWOK's --config: its own Stages for the node lifecycle (initialise, heartbeat) and pods (ready, Job
-    completion, delete), from the built KWOK release, and the plane's fault Stages (an image that never pulls)."""
+    completion, delete), from the built KWOK release, and the plane's fault Stages (an image that never pulls, one
+    that crash-loops). Container logs come from the cluster's `Logs` objects (KWOK's --enable-crds=Logs)."""
     docs = []
     for path in sorted(stage_dir.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Stage"]
-    docs.append(yaml.safe_load(_PULL_FAILS))
+    docs += [yaml.safe_load(_PULL_FAILS), yaml.safe_load(_CRASH_LOOP)]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

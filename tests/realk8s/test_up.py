@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.pin.conftest import registry  # noqa: F401 - the fixture
 from tests.pin.registry_server import Registry
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import resource_path
-from tests.realk8s.objects import PULL_FAILS_IMAGE
+from tests.realk8s.objects import CRASH_LOOP_IMAGE, PULL_FAILS_IMAGE
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, k3
 from tests.smoke.scripted_server import Script, scripted_server
@@ -113,4 +114,34 @@ def test_an_upgrade_whose_image_never_pulls_rolls_back_through_the_real_controll
     assert live["status"]["readyReplicas"] == 1
     images = {c["image"] for p in _group_pods(realk8s, namespace) for c in p["spec"]["containers"]}
     assert PULL_FAILS_IMAGE not in images
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+def test_a_crash_looping_first_install_is_diagnosed_with_its_log_and_removed(realk8s: Plane, tmp_path: Path) -> None:
+    namespace = f"k3-{uuid.uuid4().hex[:8]}"
+    api = realk8s.api
+    api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    # KWOK serves the leader's log (current and previous) through the real kube-apiserver's pod log proxy.
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        "2026-12-01T10:00:00.000000000Z stdout F loading weights\n"
+        "2026-12-01T10:00:01.000000000Z stderr F RuntimeError: CUDA error: out of memory\n"
+    )
+    logs = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Logs",
+        "metadata": {"name": f"{LWS}-0", "namespace": namespace},
+        "spec": {"logs": [{"containers": ["vllm"], "logsFile": str(log), "previousLogsFile": str(log)}]},
+    }
+    api.create(resource_path("kwok.x-k8s.io/v1alpha1", "logs", namespace), logs)
+
+    result = k3(
+        realk8s, namespace, "up", "--skip-preflight", "--skip-smoke", *UP, "--set", f"vllm.image={CRASH_LOOP_IMAGE}"
+    )
+    assert result.returncode == 1, result.stderr
+    assert "CrashLoopBackOff" in result.stderr
+    assert "RuntimeError: CUDA error: out of memory" in result.stderr
+    assert "==> rollback (first install) because wait failed" in result.stderr
+    assert api.find(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)) is None
+    assert api.find(resource_path("v1", "persistentvolumeclaims", namespace, f"{LWS}-model-cache")) is not None
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
