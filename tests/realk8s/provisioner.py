@@ -12,6 +12,8 @@ import contextlib
 import threading
 from typing import Any
 
+import httpx
+
 from tests.realk8s.client import Api, ApiError
 
 DRIVER = "nfs.csi.k8s.io"
@@ -71,10 +73,9 @@ class Provisioner:
         while not self._stop.wait(self._interval):
             try:
                 self.sync()
-            except ApiError as exc:
-                self.errors.append(str(exc))
-            except OSError:  # the server is stopping
-                continue
+            except (ApiError, httpx.HTTPError, OSError) as exc:
+                # A slow or refused request (a loaded machine, the server stopping): the next pass retries.
+                self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def sync(self) -> None:
         """One pass: a volume for each claim waiting on this driver, none left Released."""

@@ -139,9 +139,24 @@ def test_a_crash_looping_first_install_is_diagnosed_with_its_log_and_removed(rea
         realk8s, namespace, "up", "--skip-preflight", "--skip-smoke", *UP, "--set", f"vllm.image={CRASH_LOOP_IMAGE}"
     )
     assert result.returncode == 1, result.stderr
-    assert "CrashLoopBackOff" in result.stderr
+    assert "CrashLoopBackOff" in result.stderr, result.stderr
     assert "RuntimeError: CUDA error: out of memory" in result.stderr
     assert "==> rollback (first install) because wait failed" in result.stderr
     assert api.find(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)) is None
+    assert api.find(resource_path("batch/v1", "jobs", namespace, f"{LWS}-prefetch")) is None
+    assert api.find(resource_path("v1", "services", namespace, f"{LWS}-api")) is None
+    # The weights are kept (and so is their namespace).
     assert api.find(resource_path("v1", "persistentvolumeclaims", namespace, f"{LWS}-model-cache")) is not None
+    assert api.find(f"/api/v1/namespaces/{namespace}") is not None
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+def test_no_rollback_leaves_the_failed_revision_live(realk8s: Plane) -> None:
+    namespace = f"k3-{uuid.uuid4().hex[:8]}"
+    quick = ("--skip-preflight", "--skip-smoke", *UP)
+    result = k3(realk8s, namespace, "up", *quick, "--no-rollback", "--set", f"vllm.image={PULL_FAILS_IMAGE}")
+    assert result.returncode == 1, result.stderr
+    assert "rollback: skipped (--no-rollback)" in result.stderr
+    live = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
+    assert PULL_FAILS_IMAGE in json.dumps(live["spec"]["leaderWorkerTemplate"])
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0

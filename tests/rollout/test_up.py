@@ -114,26 +114,6 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(
     assert table.returncode == 0 and "ready" in table.stdout and "revision: current 1" in table.stdout
 
 
-def test_no_rollback_leaves_the_failed_revision(k3: K3, cluster: Any) -> None:
-    cluster.controllers.kubelet.fail("ImagePullBackOff", image="vllm/vllm-openai")
-    result = k3("up", *QUICK, "--no-rollback")
-    assert result.returncode == 1
-    assert "rollback: skipped (--no-rollback)" in result.stderr
-    assert live(cluster, "leaderworkersets", LWS) is not None
-
-
-def test_failed_first_install_is_removed_but_keeps_the_weight_cache(k3: K3, cluster: Any) -> None:
-    cluster.controllers.kubelet.fail("ImagePullBackOff", image="vllm/vllm-openai")
-    result = k3("up", *QUICK)
-    assert result.returncode == 1, result.stderr
-    assert "==> rollback (first install) because wait failed" in result.stderr
-    assert live(cluster, "leaderworkersets", LWS) is None
-    assert live(cluster, "jobs", LWS + "-prefetch") is None
-    assert live(cluster, "services", LWS + "-api") is None
-    assert live(cluster, "persistentvolumeclaims", PVC) is not None
-    assert cluster.store.get("namespaces", NAMESPACE) is not None
-
-
 def test_failed_smoke_rolls_back_too(k3: K3, cluster: Any) -> None:
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], completion_status=500)) as endpoint:
         result = k3("up", "--skip-preflight", *UP, "--endpoint", endpoint.url)
