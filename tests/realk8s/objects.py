@@ -154,14 +154,16 @@ metadata:
   name: realk8s-image-pull-fails
 spec:
   resourceRef: {apiGroup: v1, kind: Pod}
-  # KWOK picks among matching Stages by weight; its own Stages have weight 0, so this one wins where it matches.
+  # KWOK picks among matching Stages by weight; its own Stages have weight 0, so this one wins wherever it matches.
+  # It keeps matching once applied (the same status again is no change): else KWOK's pod-ready, which still
+  # matches a Pending pod, would make the pod Ready a moment later.
   weight: 1
+  delay: {durationMilliseconds: 1000}
   selector:
     matchExpressions:
     - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
     - {key: .status.phase, operator: In, values: [Pending]}
     - {key: '.spec.containers.[].image', operator: In, values: [IMAGE]}
-    - {key: '.status.containerStatuses.[].state.waiting.reason', operator: NotIn, values: [ImagePullBackOff]}
   next:
     statusTemplate: |
       containerStatuses:
