@@ -14,6 +14,7 @@ from typing import Any
 
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import NAME_LABEL
+from k3deploy.preflight.facts import GPU_RESOURCE
 from k3deploy.rollout.diagnosis import CapturedLog, RolloutFailed, RolloutTimeout, diagnose, read_log
 from k3deploy.rollout.judge import (
     CLAIM_TEMPLATES,
@@ -223,7 +224,7 @@ class Waiter:
         raise RolloutFailed(
             f"{failure.subject}: {failure.reason}" + (f": {failure.message}" if failure.message else ""),
             diagnosis,
-            hint=_HINTS.get(failure.reason, "see the diagnosis above; `k3deploy status` shows the live state"),
+            hint=failure_hint(failure.reason, state.objects.get("Pod", {}).get(failure.pod or "")),
         )
 
     def _timeout(self, waited: list[dict[str, Any]], state: WaitState) -> None:
@@ -236,6 +237,26 @@ class Waiter:
             diagnosis,
             hint="raise --timeout (or kubernetes.rollout_timeout_s) if the weights are still loading; the diagnosis above shows what was pending",
         )
+
+
+def failure_hint(reason: str, pod: dict[str, Any] | None = None) -> str:
+    """The hint line of a failed rollout; an unschedulable pod that requests no GPU (the prefetch or smoke Job's)
+    gets its own: GPU capacity is not what it lacks, a node it tolerates is."""
+    if reason == "Unschedulable" and pod is not None and not _requests_gpu(pod):
+        return (
+            "this pod needs no GPU: the cluster needs a node it tolerates (GPU nodes carry the nvidia.com/gpu taint) "
+            "with room for its requests; the scheduler's message above says what no node met"
+        )
+    return _HINTS.get(reason, "see the diagnosis above; `k3deploy status` shows the live state")
+
+
+def _requests_gpu(pod: dict[str, Any]) -> bool:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return any(
+        GPU_RESOURCE in ((c.get("resources") or {}).get(kind) or {})
+        for c in containers
+        for kind in ("limits", "requests")
+    )
 
 
 _HINTS = {

@@ -118,18 +118,6 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(
     assert table.returncode == 0 and "ready" in table.stdout and "revision: current 1" in table.stdout
 
 
-def test_failed_upgrade_rolls_back_to_the_previous_spec(k3: K3, cluster: Any) -> None:
-    assert k3("up", *QUICK).returncode == 0
-    before = live(cluster, "leaderworkersets", LWS)["spec"]
-    cluster.controllers.kubelet.fail("ImagePullBackOff", image="no-such-tag")
-    upgrade = k3("up", *QUICK, "--yes", "--set", "vllm.image=vllm/vllm-openai:no-such-tag")
-    assert upgrade.returncode == 1, upgrade.stderr
-    assert "==> rollback (revision 1) because wait failed" in upgrade.stderr
-    assert "rollback: restored revision 1" in upgrade.stderr
-    assert live(cluster, "leaderworkersets", LWS)["spec"] == before
-    assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
-
-
 def test_an_up_that_replaces_the_only_group_in_place_needs_yes_without_a_terminal(k3: K3, cluster: Any) -> None:
     assert k3("up", *QUICK).returncode == 0
     before = live(cluster, "leaderworkersets", LWS)["spec"]
@@ -142,29 +130,6 @@ def test_an_up_that_replaces_the_only_group_in_place_needs_yes_without_a_termina
     assert live(cluster, "leaderworkersets", LWS)["spec"] == before
     # An unchanged template replaces nothing: no question.
     assert k3("up", *QUICK, input="").returncode == 0
-
-
-def test_no_rollback_leaves_the_failed_revision(k3: K3, cluster: Any) -> None:
-    cluster.controllers.kubelet.fail("ImagePullBackOff", image="vllm/vllm-openai")
-    result = k3("up", *QUICK, "--no-rollback")
-    assert result.returncode == 1
-    assert "rollback: skipped (--no-rollback)" in result.stderr
-    assert live(cluster, "leaderworkersets", LWS) is not None
-    not_ready = k3("status", "--exit-code", "-o", "json")
-    assert not_ready.returncode == 1 and json.loads(not_ready.stdout)["ready"] is False
-    assert f"error: {PROFILE!r} is not ready on kubernetes" in not_ready.stderr
-
-
-def test_failed_first_install_is_removed_but_keeps_the_weight_cache(k3: K3, cluster: Any) -> None:
-    cluster.controllers.kubelet.fail("ImagePullBackOff", image="vllm/vllm-openai")
-    result = k3("up", *QUICK)
-    assert result.returncode == 1, result.stderr
-    assert "==> rollback (first install) because wait failed" in result.stderr
-    assert live(cluster, "leaderworkersets", LWS) is None
-    assert live(cluster, "jobs", LWS + "-prefetch") is None
-    assert live(cluster, "services", LWS + "-api") is None
-    assert live(cluster, "persistentvolumeclaims", PVC) is not None
-    assert cluster.store.get("namespaces", NAMESPACE) is not None
 
 
 def test_failed_smoke_rolls_back_too(k3: K3, cluster: Any) -> None:

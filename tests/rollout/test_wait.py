@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from k3deploy.rollout.wait import failure_hint
 from tests.rollout.conftest import K3
 
 pytestmark = pytest.mark.timeout(180)
@@ -203,3 +204,13 @@ def test_a_claim_on_a_missing_resource_claim_template_is_diagnosed_as_what_it_is
         '"kimi-k3-gb300-tp16-compute-domain-channel" not found'
     ) in block
     assert "hint: the pods' resourceClaimTemplateName must be the ComputeDomain's" in result.stderr
+
+
+def test_an_unschedulable_pod_without_a_gpu_request_is_not_told_to_find_gpus() -> None:
+    # What the real scheduler reported for the prefetch Job's pod on a cluster of GPU-tainted nodes only.
+    prefetch = {"spec": {"containers": [{"name": "fetch", "resources": {"requests": {"cpu": "2"}}}]}}
+    serving = {"spec": {"containers": [{"name": "vllm", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}
+    assert "needs no GPU" in failure_hint("Unschedulable", prefetch)
+    assert "nvidia.com/gpu taint" in failure_hint("Unschedulable", prefetch)
+    assert "free nvidia.com/gpu in one NVLink clique" in failure_hint("Unschedulable", serving)
+    assert "free nvidia.com/gpu in one NVLink clique" in failure_hint("Unschedulable", None)

@@ -1,0 +1,60 @@
+"""Where .ci/build-realk8s put the plane's binaries (and the CRDs, KWOK Stages and LWS webhook manifests it copied
+from the built versions' modules)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO_ROOT / ".ci" / "build-realk8s"
+NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws-controller")
+
+
+class BinariesMissing(RuntimeError):
+    """The plane's binaries are not built (run .ci/build-realk8s)."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """The build directory: `path(name)` of each binary, `versions` as the build recorded them."""
+
+    directory: Path
+
+    def path(self, name: str) -> str:
+        """The absolute path of binary `name`."""
+        return str(self.directory / name)
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """K8S_VERSION, ETCD_VERSION, KWOK_VERSION, LWS_VERSION."""
+        lines = (self.directory / "versions").read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def build_dir() -> Path:
+    """K3DEPLOY_REALK8S_BIN, else the directory the build script names for this checkout's script and Go."""
+    override = os.environ.get("K3DEPLOY_REALK8S_BIN")
+    if override:
+        return Path(override)
+    try:
+        done = subprocess.run(
+            ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True, timeout=60, check=True
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BinariesMissing(f"cannot ask {BUILD_SCRIPT} for its directory: {exc}") from exc
+    return Path(done.stdout.strip())
+
+
+def find_binaries() -> Binaries:
+    """The built plane, or BinariesMissing naming the command that builds it."""
+    directory = build_dir()
+    missing = [n for n in NAMES if not (directory / n).is_file()]
+    if not (directory / ".complete").is_file() or missing:
+        raise BinariesMissing(
+            f"the real control plane is not built in {directory} (missing: {', '.join(missing) or 'build marker'}); "
+            "run: bash .ci/build-realk8s"
+        )
+    return Binaries(directory)

@@ -1,0 +1,37 @@
+"""pytest fixtures of the realk8s tier (registered as a plugin by tests/conftest.py).
+
+`realk8s`: one real control plane per test session, so one per xdist worker (tests/realk8s/plane.py); tests keep
+apart by their own namespaces and node names. Without the binaries the fixture skips, and fails under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.realk8s.binaries import BinariesMissing, find_binaries
+from tests.realk8s.plane import Plane, PlaneOptions
+
+
+@pytest.fixture(scope="session")
+def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
+    """A started plane: 12 GB300 nodes in 3 cliques, 2 CPU nodes, the CRDs, storage classes, RuntimeClass nvidia, LWS webhooks.
+
+    `realk8s.admin_kubeconfig` and `realk8s.user_kubeconfig` are written for the CLI under test.
+    """
+    try:
+        binaries = find_binaries()
+    except BinariesMissing as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    directory = tmp_path_factory.mktemp("realk8s")
+    # Three cliques: room for a blue-green second group or a surge beside two groups and what other tests left.
+    plane = Plane(binaries, PlaneOptions(gb300_nodes=12, cliques=3, workdir=directory))
+    with plane:
+        plane.admin_kubeconfig = plane.kubeconfig(Path(directory) / "admin.kubeconfig")
+        plane.user_kubeconfig = plane.kubeconfig(Path(directory) / "user.kubeconfig", "realk8s-user")
+        yield plane

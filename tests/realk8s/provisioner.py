@@ -1,0 +1,95 @@
+"""A stand-in for a shared file system's CSI provisioner (RWX): no such driver can run here without a kubelet and
+a file server, so this small client of the real API server does what an external provisioner does for a claim of
+its class, as kubernetes-sigs/sig-storage-lib-external-provisioner's controller/controller.go (provisionClaimOperation,
+deleteVolumeOperation) does: it waits for the real PV controller to mark the claim
+`volume.kubernetes.io/storage-provisioner: <driver>`, creates a PersistentVolume pre-bound to it (claimRef,
+`pv.kubernetes.io/provisioned-by`), and deletes a Released volume of its own whose reclaim policy is Delete. The
+real PV controller does the binding."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+import httpx
+
+from tests.realk8s.client import Api, ApiError
+
+DRIVER = "nfs.csi.k8s.io"
+_PROVISIONER_ANNOTATION = "volume.kubernetes.io/storage-provisioner"
+_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+
+
+def volume_for(claim: dict[str, Any], driver: str = DRIVER) -> dict[str, Any]:
+    """The PersistentVolume an external provisioner creates for `claim`."""
+    meta, spec = claim["metadata"], claim["spec"]
+    name = f"pvc-{meta['uid']}"
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "annotations": {_PROVISIONED_BY: driver}},
+        "spec": {
+            "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+            "accessModes": spec["accessModes"],
+            "volumeMode": spec.get("volumeMode", "Filesystem"),
+            "storageClassName": spec["storageClassName"],
+            "persistentVolumeReclaimPolicy": "Delete",
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
+            "csi": {"driver": driver, "volumeHandle": f"realk8s#{name}"},
+        },
+    }
+
+
+class Provisioner:
+    """Provisions and deletes `driver`'s volumes from a thread, polling the API (0.5 s) until `stop()`."""
+
+    def __init__(self, api: Api, driver: str = DRIVER, interval_s: float = 0.5) -> None:
+        self.api = api
+        self.driver = driver
+        self.errors: list[str] = []
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"provisioner {driver}", daemon=True)
+
+    def start(self) -> Provisioner:
+        """Start the thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the thread and wait for it."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.sync()
+            except (ApiError, httpx.HTTPError, OSError) as exc:
+                # A slow or refused request (a loaded machine, the server stopping): the next pass retries.
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def sync(self) -> None:
+        """One pass: a volume for each claim waiting on this driver, none left Released."""
+        for claim in self.api.get("/api/v1/persistentvolumeclaims")["items"]:
+            annotations = claim["metadata"].get("annotations") or {}
+            if (
+                claim.get("status", {}).get("phase") != "Pending"
+                or annotations.get(_PROVISIONER_ANNOTATION) != self.driver
+            ):
+                continue
+            with contextlib.suppress(ApiError):  # 409: made in an earlier pass, not bound yet
+                self.api.create("/api/v1/persistentvolumes", volume_for(claim, self.driver))
+        for volume in self.api.get("/api/v1/persistentvolumes")["items"]:
+            mine = (volume["metadata"].get("annotations") or {}).get(_PROVISIONED_BY) == self.driver
+            released = volume.get("status", {}).get("phase") == "Released"
+            if mine and released and volume["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
+                self.api.delete(f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
