@@ -80,6 +80,28 @@ def _forget_unhandled_interrupt() -> None:
         ctypes.pythonapi.PyRun_SimpleString(b"pass")
 
 
+DRY_RUN_KINDS = ("none", "client", "server")
+
+
+def _dry_run_args(args: list[str]) -> list[str]:
+    """`--dry-run` as kubectl takes it: bare (server), `--dry-run=KIND` or `--dry-run KIND`, spelt out for click.
+
+    click's optional-value options take the next word as the value even when it is another option (`--dry-run
+    --kubeconfig x` would read '--kubeconfig' as the kind), so a bare flag is given its value here.
+    """
+    fixed: list[str] = []
+    words = iter(range(len(args)))
+    for i in words:
+        if args[i] != "--dry-run" or "--" in args[:i]:
+            fixed.append(args[i])
+        elif i + 1 < len(args) and args[i + 1] in DRY_RUN_KINDS:
+            fixed.append(f"--dry-run={args[i + 1]}")
+            next(words)
+        else:
+            fixed.append("--dry-run=server")
+    return fixed
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn every K3DeployError into `error:` / `hint:` and its exit code."""
     signal.signal(signal.SIGTERM, _terminated)
@@ -87,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     if debug:
         args.remove("--debug")
+    args = _dry_run_args(args)
     if _completion.COMPLETE_VAR in os.environ:  # a completion script asks for completions
         _completion.register()
     try:

@@ -106,6 +106,31 @@ def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
     summary.raise_for_status()
 
 
+class DryRun(str, Enum):
+    """`apply --dry-run`'s kinds, as kubectl names them."""
+
+    none = "none"
+    client = "client"
+    server = "server"
+
+
+def _client_dry_run(prof: Profile, output: OutputFormat) -> None:
+    """`apply --dry-run=client`: the objects apply would send, rendered here; no call reaches the API server."""
+    import yaml
+
+    docs = [doc for doc in yaml.safe_load_all(target_for(prof).render(prof).stream) if doc]
+    if output is not OutputFormat.table:
+        print_data(docs, output)
+    for doc in docs:
+        err.print(f"  {doc['kind']}/{doc['metadata']['name']} (dry run: client)", markup=False, highlight=False)
+    err.print(
+        f"dry run (client): {len(docs)} objects rendered, nothing sent to the API server; "
+        "--dry-run=server has the server validate and admit them",
+        markup=False,
+        highlight=False,
+    )
+
+
 @app.command("apply")
 def apply_cmd(
     profile: ProfileOpt = None,
@@ -114,8 +139,15 @@ def apply_cmd(
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Server-side dry run: validate and report, change nothing.")
-    ] = False,
+        DryRun,
+        typer.Option(
+            "--dry-run",
+            is_flag=False,
+            flag_value=DryRun.server.value,
+            help="As kubectl: 'server' (a bare --dry-run) has the API server validate and admit each object and "
+            "persist nothing; 'client' renders the objects and sends nothing; 'none' applies.",
+        ),
+    ] = DryRun.none,
     diff: Annotated[
         bool, typer.Option("--diff", help="Show what would change against the live objects (stdout), change nothing.")
     ] = False,
@@ -135,14 +167,19 @@ def apply_cmd(
     from k3deploy import pipeline
 
     prof = _load(profile, set_, namespace)
+    if dry_run is DryRun.client and prof.on_kubernetes and not diff:
+        _client_dry_run(prof, output)
+        return
+    # On the local target no server takes part: a dry run of either kind says what it would launch.
+    dry = dry_run is not DryRun.none
     options = _options(
         kubeconfig,
         context,
         namespace,
         force_conflicts=force_conflicts,
-        dry_run=dry_run or diff,
+        dry_run=dry or diff,
         diff=diff,
-        wait=wait and not (dry_run or diff),
+        wait=wait and not (dry or diff),
         timeout_s=parse_duration(timeout),
     )
     _confirm_in_place(prof, options, yes, "or `up --strategy blue-green` with a second free clique")
