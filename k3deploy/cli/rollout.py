@@ -7,6 +7,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import yaml
 
 from k3deploy.cli.app import (
     FormatOpt,
@@ -116,8 +117,6 @@ class DryRun(str, Enum):
 
 def _client_dry_run(prof: Profile, output: OutputFormat) -> None:
     """`apply --dry-run=client`: the objects apply would send, rendered here; no call reaches the API server."""
-    import yaml
-
     docs = [doc for doc in yaml.safe_load_all(target_for(prof).render(prof).stream) if doc]
     if output is not OutputFormat.table:
         print_data(docs, output)
