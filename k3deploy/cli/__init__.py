@@ -86,8 +86,9 @@ DRY_RUN_KINDS = ("none", "client", "server")
 def _dry_run_args(args: list[str]) -> list[str]:
     """`--dry-run` as kubectl takes it: bare (server), `--dry-run=KIND` or `--dry-run KIND`, spelt out for click.
 
-    click's optional-value options take the next word as the value even when it is another option (`--dry-run
-    --kubeconfig x` would read '--kubeconfig' as the kind), so a bare flag is given its value here.
+    The option itself takes a value (Typer has no optional-value options, and click's take the next word even when
+    it is another option: `--dry-run --kubeconfig x` would read '--kubeconfig' as the kind), so a bare flag is
+    given its value here.
     """
     fixed: list[str] = []
     words = iter(range(len(args)))

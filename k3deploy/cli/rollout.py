@@ -141,8 +141,6 @@ def apply_cmd(
         DryRun,
         typer.Option(
             "--dry-run",
-            is_flag=False,
-            flag_value=DryRun.server.value,
             help="As kubectl: 'server' (a bare --dry-run) has the API server validate and admit each object and "
             "persist nothing; 'client' renders the objects and sends nothing; 'none' applies.",
         ),
