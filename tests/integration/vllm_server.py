@@ -66,12 +66,12 @@ def _log_tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's whole process group (engine core included), SIGKILL what outlives the grace."""
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM the process group this test started (a vLLM engine core included), SIGKILL what outlives the grace."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=STOP_GRACE_S)
+        proc.wait(timeout=grace_s)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -135,4 +135,4 @@ def start_vllm_logged(
             _wait_healthy(proc, base_url, log)
             yield base_url, log
         finally:
-            _stop_group(proc)
+            stop_group(proc)

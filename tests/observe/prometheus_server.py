@@ -8,8 +8,6 @@ The scrape config gives the targets the labels the Prometheus Operator gives a S
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -20,7 +18,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.integration.vllm_server import free_port
+from tests.integration.vllm_server import free_port, stop_group
 from tests.observe.promtool import tool
 
 READY_TIMEOUT_S = 60.0
@@ -55,17 +53,6 @@ def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> None
     raise RuntimeError(f"prometheus not ready after {READY_TIMEOUT_S:.0f} s; log:\n{log.read_text()[-4000:]}")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's own process group, SIGKILL it if it outlives the grace."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=STOP_GRACE_S)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
 @contextlib.contextmanager
 def start_prometheus(targets: list[str], labels: Mapping[str, str]) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 scraping `targets` until the block ends; yields its base URL."""
@@ -95,7 +82,7 @@ def start_prometheus(targets: list[str], labels: Mapping[str, str]) -> Iterator[
             _wait_ready(proc, base_url, log)
             yield base_url
         finally:
-            _stop(proc)
+            stop_group(proc, STOP_GRACE_S)
 
 
 def query(base_url: str, expr: str) -> list[dict[str, Any]]:
