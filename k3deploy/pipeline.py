@@ -2,7 +2,8 @@
 
 Works for any Target. Each stage is shown as it runs; one summary closes the run; the exit code is the
 first failing stage's. When wait or smoke fails (or the prefetch wait inside apply), the previous revision
-is restored, or a first install removed, unless rollback is off. A stage that fails with an unexpected
+is restored, or a first install removed, unless rollback is off; a smoke that could not test the server at all
+(smoke/reach.py SmokeUnreachable, exit 3) undoes nothing. A stage that fails with an unexpected
 exception (a bug, not a K3DeployError) fails like any other: summary, report and rollback, exit 3. Ctrl-C
 stops without rolling back: the live state is where a re-run continues from. A target that can be driven by
 one command at a time (`locked`) is held for the whole command.
@@ -22,12 +23,16 @@ from k3deploy.profile.plan import plan
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.smoke.headline import headline
+from k3deploy.smoke.reach import SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
+from k3deploy.targets import IN_CLUSTER
 from k3deploy.targets.base import Revision, Target, TargetStatus
 
 #: The stages of `up`; the report is the summary the command prints at the end.
 UP_STAGES = ("preflight", "render", "apply", "wait", "smoke")
 APPLY_STAGES = ("render", "apply", "wait")
+#: Where `up`'s smoke runs by default: from here (through --endpoint or a port-forward); IN_CLUSTER: the smoke Job.
+CLIENT = "client"
 
 
 @dataclass
@@ -173,14 +178,19 @@ def _apply(target: Target, profile: Profile, summary: RunSummary) -> str:
     return outcome.summary
 
 
-def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
-    endpoint = target.endpoint(profile)
-    report = run_smoke(profile, endpoint)
+def _smoke(profile: Profile, target: Target, summary: RunSummary, note: Callable[[str], None], where: str) -> str:
+    if where == IN_CLUSTER:
+        report, reach = target.smoke_in_cluster(profile)
+    else:
+        with target.reach(profile) as reach:
+            note(f"    smoke {reach.describe()}")
+            report = run_smoke(profile, reach.url)
     verdict = {
         "status": report.status.value,
         "blocked_by": report.blocked_by,
         "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks],
         "figures": headline(report, model=profile.model.id, rehearsal=profile.model.rehearsal),
+        "via": reach.to_dict(),
     }
     summary.extra["smoke"] = verdict
     target.record_smoke(profile, verdict)
@@ -189,10 +199,11 @@ def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
     except K3DeployError as exc:
         failed = [c for c in report.checks if c.status is Status.FAIL]
         why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        raise K3DeployError(
-            f"smoke against {endpoint} failed: {why}", hint="`k3deploy smoke` re-runs it alone", exit_code=exc.exit_code
-        ) from None
-    return f"{endpoint}: {len(report.checks)} checks, {report.status.value}"
+        message = f"smoke {reach.describe()} failed: {why}"
+        if exc.exit_code == EXIT_ENVIRONMENT:
+            raise unreachable(message, reach) from None
+        raise K3DeployError(message, hint="`k3deploy smoke` re-runs it alone", exit_code=exc.exit_code) from None
+    return f"{reach.describe()}: {len(report.checks)} checks, {report.status.value}"
 
 
 def _roll_back(
@@ -218,10 +229,21 @@ def up(
     preflight: bool = True,
     smoke: bool = True,
     rollback: bool = True,
+    smoke_where: str = CLIENT,
 ) -> RunSummary:
-    """preflight -> render -> apply -> wait -> smoke -> report; rollback on a failed wait or smoke."""
+    """preflight -> render -> apply -> wait -> smoke -> report; rollback on a failed wait or a smoke that failed its
+    checks (`smoke_where`: from here, CLIENT, or by the in-cluster Job, IN_CLUSTER)."""
     with target.locked(profile, "up"):
-        return _up(profile, target, note, timeout_s=timeout_s, preflight=preflight, smoke=smoke, rollback=rollback)
+        return _up(
+            profile,
+            target,
+            note,
+            timeout_s=timeout_s,
+            preflight=preflight,
+            smoke=smoke,
+            rollback=rollback,
+            smoke_where=smoke_where,
+        )
 
 
 def _up(
@@ -233,6 +255,7 @@ def _up(
     preflight: bool,
     smoke: bool,
     rollback: bool,
+    smoke_where: str,
 ) -> RunSummary:
     summary = RunSummary("up", profile.name, target.name)
     stages = _Stages(summary, UP_STAGES, note)
@@ -254,7 +277,7 @@ def _up(
         with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
             summary.endpoint = target.endpoint(profile)
     if smoke:
-        stages.run("smoke", lambda: _smoke(profile, target, summary))
+        stages.run("smoke", lambda: _smoke(profile, target, summary, note, smoke_where))
     else:
         stages.skip("smoke", "--skip-smoke")
     _finish(summary, stages)
@@ -262,7 +285,11 @@ def _up(
         stages.failed.name in ("wait", "smoke")
         or (stages.failed.name == "apply" and (stages.unexpected or _is_rollout_failure(stages.error)))
     )
-    if rollout_failed and rollback:
+    if rollout_failed and isinstance(stages.error, SmokeUnreachable):
+        # A smoke that never reached the server's checks says nothing against the new install (smoke/reach.py).
+        summary.rollback = "not rolled back: the smoke could not test the server; the install is kept"
+        note(f"==> no rollback: {summary.rollback}")
+    elif rollout_failed and rollback:
         _roll_back(target, profile, previous[0], summary, note)
     elif rollout_failed:
         summary.rollback = "skipped (--no-rollback): the failed revision is still live"

@@ -47,9 +47,12 @@ def preflight(
     prof = get_profile(profile, sets)
     kube = KubeOptions(kubeconfig, context, namespace)
     if not node and not cluster:
-        results = target_for(prof, DeployOptions(kube=kube)).preflight(prof)
+        # As `up` would run them: with its smoke gates on (so a port-forward's access is reviewed).
+        results = target_for(prof, DeployOptions(kube=kube, group_smoke=True)).preflight(prof)
     else:
-        results = run_preflight(prof, node, cluster, kube)
+        results = run_preflight(
+            prof, node, cluster, kube, port_forward=prof.on_kubernetes and not prof.kubernetes.endpoint_override
+        )
     overall = worst(results)
     if output is not OutputFormat.table:
         payload = {

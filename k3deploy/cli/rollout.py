@@ -56,12 +56,23 @@ StatusTimeoutOpt = Annotated[
     str | None, typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")
 ]
 EndpointOpt = Annotated[
-    str | None, typer.Option("--endpoint", help="Base URL smoke uses instead of the Service's cluster DNS name.")
+    str | None,
+    typer.Option(
+        "--endpoint",
+        help="Base URL every smoke gate uses (default on a cluster: a port-forward through the API server to a leader).",
+    ),
 ]
 
 
 #: `apply --diff`'s exit code when the live state differs from the rendered set (`kubectl diff`'s).
 EXIT_DIFFERENCES = 1
+
+
+class SmokeWhere(str, Enum):
+    """`up --smoke`: where the smoke gate runs."""
+
+    client = "client"
+    in_cluster = "in-cluster"
 
 
 class Strategy(str, Enum):
@@ -213,6 +224,16 @@ def up(
     ] = False,
     timeout: TimeoutOpt = None,
     endpoint: EndpointOpt = None,
+    smoke_where: Annotated[
+        SmokeWhere,
+        typer.Option(
+            "--smoke",
+            help=(
+                "Where the smoke gate runs: client (from here, through --endpoint or a port-forward to the leader) or "
+                "in-cluster (the rendered smoke Job; its log's report is the verdict)."
+            ),
+        ),
+    ] = SmokeWhere.client,
     force_conflicts: ForceOpt = False,
     strategy: Annotated[
         Strategy,
@@ -230,7 +251,7 @@ def up(
             "--group-endpoint",
             help=(
                 "URL of a group leader for the per-group smoke, with {pod}, {lws}, {group}, {namespace} filled in "
-                "(default: the leader's cluster DNS name under the LeaderWorkerSet's headless Service)."
+                "(default: --endpoint when given, else a port-forward through the API server to that leader)."
             ),
         ),
     ] = None,
@@ -259,6 +280,7 @@ def up(
         strategy=strategy.value,
         group_smoke=not skip_smoke,
         group_endpoint=group_endpoint,
+        smoke_where=smoke_where.value if not skip_smoke else SmokeWhere.client.value,
     )
     if strategy is Strategy.blue_green:
         options = _blue_green_or_in_place(prof, options, yes)
@@ -274,6 +296,7 @@ def up(
             preflight=not skip_preflight,
             smoke=not skip_smoke,
             rollback=not no_rollback,
+            smoke_where=options.smoke_where,
         )
     _print_summary(summary, output)
 

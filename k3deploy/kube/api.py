@@ -256,6 +256,22 @@ class KubeApi:
             return ""
         return text if isinstance(text, str) else str(text or "")
 
+    def read_log(self, name: str, namespace: str, container: str, *, limit_bytes: int) -> str:
+        """A container's whole current log, up to `limit_bytes`; a KubeError when it cannot be read."""
+        # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.client)
+        text = self._call(
+            f"read the log of pod {name}",
+            core.read_namespaced_pod_log,
+            name,
+            namespace,
+            container=container,
+            limit_bytes=limit_bytes,
+        )
+        return text if isinstance(text, str) else str(text or "")
+
     def events(self, namespace: str) -> builtins.list[dict[str, Any]]:  # `list` here is the method above
         """Core events of a namespace (empty when they cannot be read)."""
         try:

@@ -45,8 +45,9 @@ class Access:
     subresource: str = ""
 
 
-def required_access(profile: Profile) -> list[Access]:
-    """The verbs `up` uses: server-side apply (create + patch), reads for waiting, deletes for rollback and down."""
+def required_access(profile: Profile, *, port_forward: bool = False) -> list[Access]:
+    """The verbs `up` uses: server-side apply (create + patch), reads for waiting, deletes for rollback and down;
+    with `port_forward` (its smoke reaches the leader through the API server) `pods/portforward` too."""
     kinds = [
         ("leaderworkersets", "leaderworkerset.x-k8s.io"),
         ("services", ""),
@@ -78,6 +79,10 @@ def required_access(profile: Profile) -> list[Access]:
         Access("get", "pods", subresource="log"),
         Access("list", "events"),
     ]
+    if port_forward:
+        # k3deploy's forward is a WebSocket upgrade (an HTTP GET): authorised as `get`, and from Kubernetes 1.35 also
+        # as `create` (AuthorizePodWebsocketUpgradeCreatePermission, KEP-4006), the verb kubectl's SPDY POST needs.
+        out += [Access("get", "pods", subresource="portforward"), Access("create", "pods", subresource="portforward")]
     return out
 
 

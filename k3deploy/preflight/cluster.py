@@ -77,8 +77,9 @@ def _installed(api: object) -> dict[str, str] | None:
     return None if workloads is None else installed_versions(workloads)
 
 
-def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
-    """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read."""
+def cluster_facts(profile: Profile, options: KubeOptions, *, port_forward: bool = False) -> ClusterFacts:
+    """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read.
+    `port_forward`: the access review includes what `up`'s port-forward to the leader needs."""
     api = connect(options)
     try:
         namespace = options.namespace or profile.kubernetes.namespace
@@ -87,7 +88,11 @@ def cluster_facts(profile: Profile, options: KubeOptions) -> ClusterFacts:
         exists = labels is not None
         # Thirty-odd independent reviews: in parallel, so a distant API server costs one round trip, not thirty.
         with ThreadPoolExecutor(max_workers=_REVIEW_WORKERS) as pool:
-            access = list(pool.map(lambda need: _review(api, need, namespace), required_access(profile)))
+            access = list(
+                pool.map(
+                    lambda need: _review(api, need, namespace), required_access(profile, port_forward=port_forward)
+                )
+            )
         if not exists:
             allowed, reason = read.can_i(api, "create", "namespaces")
             access.append(AccessFacts(verb="create", resource="namespaces", allowed=allowed, reason=reason))

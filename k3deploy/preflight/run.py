@@ -28,7 +28,13 @@ def host_cache_path(profile: Profile) -> str:
 
 
 def run_preflight(
-    profile: Profile, node: bool, cluster: bool, kube: KubeOptions | None = None, *, gpus: bool = True
+    profile: Profile,
+    node: bool,
+    cluster: bool,
+    kube: KubeOptions | None = None,
+    *,
+    gpus: bool = True,
+    port_forward: bool = False,
 ) -> list[CheckResult]:
     """Check `profile` against this node (`node`: GPUs unless `gpus=False`, and host) and/or the cluster (`cluster`).
 
@@ -39,7 +45,7 @@ def run_preflight(
         gpu_facts = probe.gpu_facts() if gpus else None
         host_facts = probe.host_facts(host_cache_path(profile))
     if cluster:
-        cluster_facts = read_cluster(profile, kube or KubeOptions())
+        cluster_facts = read_cluster(profile, kube or KubeOptions(), port_forward=port_forward)
     results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
     if cluster and profile.on_kubernetes:
         results.append(image_platforms(profile))

@@ -28,6 +28,7 @@ from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.render.manifests import build
+from k3deploy.rollout import forward
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import (
     api_service_of,
@@ -39,7 +40,6 @@ from k3deploy.rollout.colours import (
     recoloured,
     selected,
 )
-from k3deploy.rollout.groups import group_endpoint
 from k3deploy.rollout.ownership import INSTANCE_LABEL
 from k3deploy.rollout.surge import in_place_note
 from k3deploy.rollout.upgrade import smoke_endpoint, template_changes
@@ -165,9 +165,9 @@ def finish(target: Any, profile: Any, bg: Plan) -> None:
         return
     target._waiter(profile).wait([new_lws])
     if target.options.group_smoke:
-        endpoint = group_endpoint(target.options.group_endpoint, bg.new, namespace, 0, profile.vllm.port)
         target.view.note(f"  smoke of the new group {bg.new} through its leader")
-        target.view.note(f"    ok   {smoke_endpoint(profile, endpoint)}")
+        with forward.reach(target, profile, bg.new, 0) as way:
+            target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
     service = api_service_of(bg.objects, bg.new)
     if service is not None:
         apply_object(target.api, service, force=target.options.force_conflicts)

@@ -25,16 +25,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
 from k3deploy.report.model import Status
+from k3deploy.rollout import forward
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
 from k3deploy.rollout.groups import (
-    group_endpoint,
     group_pods,
     group_state,
     leader_name,
@@ -42,6 +42,7 @@ from k3deploy.rollout.groups import (
     replicas_of,
     steps_groups,
 )
+from k3deploy.smoke.reach import Reach, unreachable
 from k3deploy.smoke.runner import exit_code, run_smoke
 
 #: Seconds between two looks at a rolling group.
@@ -153,19 +154,20 @@ class GroupRoll:
                 )
 
 
-def smoke_endpoint(profile: Any, endpoint: str) -> str:
-    """Run the profile's smoke test against one endpoint; raise when it does not pass. Returns its verdict line."""
+def smoke_endpoint(profile: Any, endpoint: str, way: Reach | None = None) -> str:
+    """Run the profile's smoke test against one endpoint; raise when it does not pass (SmokeUnreachable when it could
+    not test the server at all: smoke/reach.py). Returns its verdict line."""
     report = run_smoke(profile, endpoint)
     code = exit_code(report)
+    where = way.describe() if way is not None else f"at {endpoint}"
     if code != 0:
         failed = [c for c in report.checks if c.status is Status.FAIL]
         why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        raise K3DeployError(
-            f"smoke of the new group at {endpoint} failed: {why}",
-            hint="the groups not yet rolled still serve the old template",
-            exit_code=code,
-        )
-    return f"{endpoint}: {len(report.checks)} checks, {report.status.value}"
+        message = f"smoke of the new group {where} failed: {why}"
+        if code == EXIT_ENVIRONMENT:
+            raise unreachable(message, way, "the groups not yet rolled still serve the old template")
+        raise K3DeployError(message, hint="the groups not yet rolled still serve the old template", exit_code=code)
+    return f"{where}: {len(report.checks)} checks, {report.status.value}"
 
 
 def template_changes(api: Any, live: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -206,10 +208,8 @@ def walk(target: Any, profile: Any) -> None:
         apply_object(target.api, obj, force=target.options.force_conflicts)
 
     def smoke(group: int) -> None:
-        endpoint = group_endpoint(
-            target.options.group_endpoint, lws["metadata"]["name"], namespace, group, profile.vllm.port
-        )
-        target.view.note(f"    ok   {smoke_endpoint(profile, endpoint)}")
+        with forward.reach(target, profile, lws["metadata"]["name"], group) as way:
+            target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
 
     roll = GroupRoll(target.api, namespace, target.view.note, remaining=target.deadline.remaining)
     rolled = roll.walk(lws, smoke, apply)

@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # this package's own import stays standard-library light (tar
     from k3deploy.profile.model import Profile
     from k3deploy.targets.base import Target
 
+#: `DeployOptions.smoke_where` of `up --smoke in-cluster`.
+IN_CLUSTER = "in-cluster"
 #: Target name -> "module:Class" (imported on first use) or a factory(options, view) -> Target.
 REGISTRY: dict[str, str | Callable[..., Target]] = {
     "kubernetes": "k3deploy.targets.kubernetes:KubernetesTarget",
@@ -41,8 +43,10 @@ class DeployOptions:
     strategy: str = "rolling"
     #: Smoke each new group by its leader before the next goes (`up` unless --skip-smoke).
     group_smoke: bool = False
-    #: URL template of a group leader's endpoint ({pod}, {lws}, {group}, {namespace}); default its cluster DNS name.
+    #: URL template of a group leader's endpoint ({pod}, {lws}, {group}, {namespace}); default a port-forward to it.
     group_endpoint: str | None = None
+    #: Where `up`'s smoke runs: "client" (from here) or IN_CLUSTER (the rendered smoke Job, rollout/in_cluster.py).
+    smoke_where: str = "client"
 
 
 def check_target(profile: Profile) -> Profile:

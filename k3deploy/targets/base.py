@@ -20,8 +20,11 @@ from pydantic import BaseModel
 from rich.console import RenderableType
 from rich.table import Table
 
+from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
+from k3deploy.report.smoke import SmokeReport
+from k3deploy.smoke.reach import Reach
 
 
 class Revision(BaseModel):
@@ -134,6 +137,19 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def endpoint(self, profile: Profile) -> str:
         """Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000."""
+
+    def reach(self, profile: Profile) -> contextlib.AbstractContextManager[Reach]:
+        """The way `up`'s smoke reaches the server, held open for the run: by default the target's endpoint."""
+        url = self.endpoint(profile)
+        return contextlib.nullcontext(Reach(url, "direct", url))
+
+    def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
+        """Run the smoke from inside the target (`up --smoke in-cluster`) and return its report; UsageError where
+        the target has no inside."""
+        raise UsageError(
+            f"--smoke in-cluster needs a cluster; profile {profile.name!r} runs on target {self.name!r}",
+            hint="drop --smoke: the local target's smoke already runs where the server does",
+        )
 
     @abc.abstractmethod
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:

@@ -7,29 +7,32 @@ LeaderWorkerSet is ready (with --wait).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from rich.console import RenderableType
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.kube.api import KubeApi
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.cluster import others_pods
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import build, service_url
+from k3deploy.render.manifests import SMOKE_COMPONENT, build, service_url
 from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
-from k3deploy.rollout import bluegreen
+from k3deploy.report.smoke import SmokeReport
+from k3deploy.rollout import bluegreen, forward, in_cluster
 from k3deploy.rollout import rollback as history
 from k3deploy.rollout.apply import KEPT, apply_objects, diff_objects
-from k3deploy.rollout.order import WAITED_PHASES, phases
+from k3deploy.rollout.order import WAITED_PHASES, job_role, phases
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.surge import in_place_note
 from k3deploy.rollout.upgrade import hold, walk
 from k3deploy.rollout.wait import Waiter
-from k3deploy.targets import DeployOptions
+from k3deploy.smoke.reach import Reach
+from k3deploy.targets import IN_CLUSTER, DeployOptions
 from k3deploy.targets.base import (
     ApplyOutcome,
     Rendering,
@@ -81,6 +84,8 @@ class KubernetesTarget(Target):
         #: The set the last apply rendered (node-preflight pinned to the eligible nodes), for wait and rollback.
         self._applied: list[dict[str, Any]] | None = None
         self._bluegreen: bluegreen.Plan | None = None
+        #: The smoke Job `up --smoke in-cluster` runs itself (held back from wait_ready's apply).
+        self._smoke_jobs: list[dict[str, Any]] = []
 
     @property
     def api(self) -> KubeApi:
@@ -141,8 +146,15 @@ class KubernetesTarget(Target):
         )
 
     def preflight(self, profile: Profile) -> list[CheckResult]:
-        """Cluster checks of the preflight stage (node checks need the GPU host and run there)."""
-        return run_preflight(profile, node=False, cluster=True, kube=self.options.kube)
+        """Cluster checks of the preflight stage (node checks need the GPU host and run there); the access review
+        includes `pods/portforward` when `up`'s smoke will reach the leader through a port-forward."""
+        options = self.options
+        forwards = (
+            options.group_smoke
+            and options.smoke_where != IN_CLUSTER
+            and not (options.endpoint or profile.kubernetes.endpoint_override)
+        )
+        return run_preflight(profile, node=False, cluster=True, kube=options.kube, port_forward=bool(forwards))
 
     def current_revision(self, profile: Profile) -> Revision | None:
         """The last recorded revision of the set, or None on a first install."""
@@ -207,6 +219,9 @@ class KubernetesTarget(Target):
             objects = self._applied or objects
         self._waiter(profile).wait(_serving(objects))
         applied: list[dict[str, str]] = []
+        if self._pending and self.options.smoke_where == IN_CLUSTER:
+            # `up --smoke in-cluster` runs it afresh and waits for its verdict (rollout/in_cluster.py).
+            self._smoke_jobs, self._pending = self._pending, []
         if self._pending:
             # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
             # `up` smoke-tests on its own, so nothing waits for it.
@@ -216,6 +231,20 @@ class KubernetesTarget(Target):
             self._pending = []
         history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
         return WaitOutcome(applied=applied)
+
+    def reach(self, profile: Profile) -> contextlib.AbstractContextManager[Reach]:
+        """The override when given, else a port-forward through the API server to a ready leader the API Service
+        selects (rollout/forward.py)."""
+        return forward.reach(self, profile)
+
+    def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
+        """Run the rendered smoke Job afresh and take its verdict from its log's report (rollout/in_cluster.py)."""
+        jobs = self._smoke_jobs or [o for o in _objects(profile) if job_role(o) == SMOKE_COMPONENT]
+        if not jobs:
+            raise UsageError("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
+        # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
+        self.deadline.restart(float(jobs[0]["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
+        return in_cluster.run(self.api, jobs[0], self.view.note, force=self.options.force_conflicts)
 
     def endpoint(self, profile: Profile) -> str:
         """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""

@@ -1,0 +1,120 @@
+"""`up --smoke in-cluster`: the cluster judges. The rendered smoke Job (the same `k3deploy smoke` checks, run inside
+against the API Service) is run afresh, waited to completion or failure, and its verdict and figures are read from
+the JSON report its log ends with (smoke/job_report.py), so an operator who cannot port-forward still gets a gated
+`up`.
+
+A fresh run: a smoke Job left by an earlier `up` (k3deploy's own, by its ownership mark) is deleted first, so the
+verdict is this revision's. The report decides, as it does client-side: a failed check rolls back; a report that
+says the server could not be tested, a Job that ends without a report, a Job that fails while its report passed, or
+a Job not done by its own deadline is a SmokeUnreachable (exit 3): the install is kept.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from k3deploy.kube.api import object_key
+from k3deploy.report.smoke import SmokeReport
+from k3deploy.rollout.apply import apply_object
+from k3deploy.rollout.ownership import owned
+from k3deploy.rollout.readiness import job_readiness
+from k3deploy.smoke.job_report import report_from_log
+from k3deploy.smoke.reach import Reach, SmokeUnreachable
+
+#: Seconds between two looks at the Job.
+POLL_S = 1.0
+#: Seconds past the Job's own activeDeadlineSeconds that k3deploy waits for the Job controller to say so.
+GRACE_S = 120.0
+#: Most bytes of the Job's log read (a report holds every chunk's stamps: a few MB for the largest smoke).
+LOG_LIMIT_BYTES = 64 * 1024 * 1024
+#: The label the Job controller puts on its pods (batch/v1, Kubernetes >= 1.27).
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+CONTAINER = "smoke"
+
+
+def _hint(job: dict[str, Any]) -> str:
+    meta = job["metadata"]
+    return (
+        f"`kubectl -n {meta['namespace']} logs job/{meta['name']}` shows what it did; the install is kept, so "
+        "re-run `up` (it changes nothing and smokes again), or smoke from here with --endpoint URL"
+    )
+
+
+def _gone(api: Any, job: dict[str, Any], deadline: float) -> None:
+    meta = job["metadata"]
+    while api.get("batch/v1", "Job", meta["name"], meta["namespace"]) is not None:
+        if time.monotonic() > deadline:
+            raise SmokeUnreachable(
+                f"the previous smoke Job {object_key(job)} was not deleted in time", hint="check its finalizers"
+            )
+        time.sleep(POLL_S)
+
+
+def fresh_job(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> dict[str, Any]:
+    """Delete the earlier run of the smoke Job (only when k3deploy created it), then create it; the live Job."""
+    meta = job["metadata"]
+    live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
+    if live is not None:
+        if not owned(live, job):
+            raise SmokeUnreachable(
+                f"a Job {object_key(job)} exists and k3deploy did not create it (no ownership mark)",
+                hint="k3deploy deletes only what it created; delete that Job yourself or smoke with --endpoint URL",
+            )
+        api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")
+        _gone(api, job, time.monotonic() + GRACE_S)
+        note(f"  {object_key(job)} of the previous run deleted")
+    created = apply_object(api, job, force=force)
+    note(f"  {created.key} {created.action}")
+    return created.obj
+
+
+def _wait(api: Any, job: dict[str, Any]) -> dict[str, Any]:
+    meta = job["metadata"]
+    limit = float((job.get("spec") or {}).get("activeDeadlineSeconds") or 0) + GRACE_S
+    deadline = time.monotonic() + limit
+    while True:
+        live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
+        if live is None:
+            raise SmokeUnreachable(f"the smoke Job {object_key(job)} was deleted while it ran", hint=_hint(job))
+        state = job_readiness(live)
+        if state.ready or state.failed:
+            return live
+        if time.monotonic() > deadline:
+            raise SmokeUnreachable(
+                f"the smoke Job {object_key(job)} did not finish within {limit:g}s ({state.message})", hint=_hint(job)
+            )
+        time.sleep(POLL_S)
+
+
+def _pod(api: Any, live: dict[str, Any]) -> dict[str, Any] | None:
+    uid = live["metadata"].get("uid")
+    pods, _ = api.list("v1", "Pod", live["metadata"]["namespace"], label_selector=f"{CONTROLLER_UID_LABEL}={uid}")
+    pods.sort(key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+    return pods[-1] if pods else None
+
+
+def run(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> tuple[SmokeReport, Reach]:
+    """Run the smoke Job afresh and return the report its log ends with; SmokeUnreachable when there is no verdict."""
+    live = fresh_job(api, job, note, force=force)
+    target = f"job/{live['metadata']['namespace']}/{live['metadata']['name']}"
+    reach = Reach("", "in-cluster", target, retry_hint=_hint(job))
+    note(f"    smoke {reach.describe()}: waiting for it to finish")
+    done = _wait(api, live)
+    state = job_readiness(done)
+    pod = _pod(api, done)
+    text = ""
+    if pod is not None:
+        text = api.read_log(
+            pod["metadata"]["name"], pod["metadata"]["namespace"], CONTAINER, limit_bytes=LOG_LIMIT_BYTES
+        )
+    report = report_from_log(text)
+    outcome = "completed" if state.ready else f"failed ({state.reason}: {state.message})"
+    if report is None:
+        raise SmokeUnreachable(
+            f"the smoke Job {object_key(job)} {outcome} without a smoke report in its log", hint=_hint(job)
+        )
+    reach = Reach(report.endpoint, "in-cluster", target, retry_hint=reach.retry_hint)
+    if state.failed and report.blocked_by is None and not any(c.status.value == "fail" for c in report.checks):
+        raise SmokeUnreachable(f"the smoke Job {object_key(job)} {outcome} although its report passed", hint=_hint(job))
+    return report, reach
