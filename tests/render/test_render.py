@@ -172,6 +172,8 @@ def test_objects_reference_each_other_consistently() -> None:
         "/etc/k3deploy/profile.yaml",
         "--wait-ready",
         "7200s",
+        "-o",
+        "json",
     ]
     # The profile path in the args is the ConfigMap's one key, mounted where the args look for it.
     profile_map = objs[f"ConfigMap/{K3}-profile"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
@@ -295,3 +296,32 @@ def test_a_target_lock_is_held_for_the_whole_command(profile: Any) -> None:
     assert target.calls == ["lock up", "preflight", "current_revision", "apply", "wait_ready", "rollback", "unlock"]
     target = Locking()
     assert pipeline.down(profile, target, purge=False) == "gone" and target.calls == ["lock down", "unlock"]
+
+
+def _closed_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_a_smoke_that_cannot_reach_the_server_keeps_a_first_install() -> None:
+    quick = load_profile("local-cpu", ["smoke.requests=1", "smoke.output_tokens=8", "smoke.ready_timeout_s=null"])
+    target = EndpointTarget(_closed_port())
+    lines: list[str] = []
+    summary = pipeline.up(quick, target, lines.append, preflight=False)
+    assert summary.exit_code == 3, summary.error
+    assert "rollback" not in target.calls
+    assert summary.rollback == "not rolled back: the smoke could not test the server; the install is kept"
+    assert "connection refused" in (summary.error or "")
+    assert (summary.hint or "").startswith("nothing was rolled back (the smoke never reached the server's checks)")
+    assert summary.to_dict()["smoke"]["via"] == {"kind": "direct", "target": target.url, "url": target.url}
+
+
+def test_a_smoke_that_reached_the_server_and_failed_rolls_a_first_install_back() -> None:
+    strict = load_profile("local-cpu", ["smoke.requests=1", "smoke.output_tokens=8", "targets.decode_tok_s=1e9"])
+    with scripted_server(Script(tokens_per_chunk=[4, 3], num_speculative_tokens=4)) as endpoint:
+        target = EndpointTarget(endpoint.url)
+        summary = pipeline.up(strict, target, lambda _: None, preflight=False)
+    assert summary.exit_code == 1, summary.error
+    assert target.calls[-1] == "rollback" and summary.rollback == "removed"
+    assert "decode target" in (summary.error or "")

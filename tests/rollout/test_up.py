@@ -137,7 +137,7 @@ def test_failed_smoke_rolls_back_too(k3: K3, cluster: Any) -> None:
         result = k3("up", "--skip-preflight", *UP, "--endpoint", endpoint.url)
     # The endpoint answers /health and /v1/models; only the completions fail: a failed check, not a blind spot.
     assert result.returncode == 1, result.stderr
-    assert "FAIL smoke: smoke against " in result.stderr
+    assert "FAIL smoke: smoke via the given endpoint " in result.stderr
     assert "==> rollback (first install) because smoke failed" in result.stderr
     assert live(cluster, "leaderworkersets", LWS) is None
 

@@ -91,7 +91,7 @@ def test_a_new_group_that_fails_its_smoke_stops_the_roll_and_the_old_template_co
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], completion_status=500)) as server:
         upgrade = _k3(racks, *NEW_IMAGE, "--endpoint", server.url, "--group-endpoint", server.url)
     assert upgrade.returncode == 1, upgrade.stderr
-    assert "smoke of the new group at" in upgrade.stderr
+    assert "smoke of the new group via the given endpoint" in upgrade.stderr
     assert "rolling group 0" not in upgrade.stderr
     assert "rollback: restored revision 1" in upgrade.stderr
     images = _images(racks)
