@@ -264,9 +264,9 @@ spec:
 
 def kwok_config(stage_dir: Path) -> str:
     """KWOK's --config: its own Stages for the node lifecycle (initialise, heartbeat) and pods (ready, Job
-    completion, delete), from the built KWOK release, and the plane's fault Stages (an image that never pulls, one
-    that crash-loops, a Job's pod that fails). Container logs come from the cluster's `Logs` and `ClusterLogs` objects,
-forwarded pod ports from its `PortForward` objects (KWOK's --enable-crds)."""
+        completion, delete), from the built KWOK release, and the plane's fault Stages (an image that never pulls, one
+        that crash-loops, a Job's pod that fails). Container logs come from the cluster's `Logs` and `ClusterLogs` objects,
+    forwarded pod ports from its `PortForward` objects (KWOK's --enable-crds)."""
     docs = []
     for path in sorted(stage_dir.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Stage"]

@@ -1,6 +1,7 @@
 """Upgrades on the real plane: two groups rolled one at a time by the real LWS controller under k3deploy's
-partition walk, and blue-green with one group; each new group smoke-tested through its leader (a scripted server
-behind --group-endpoint), the API Service's EndpointSlice filled by the real controller."""
+partition walk, and blue-green with one group; each new group smoke-tested through its leader: by a port-forward
+through the real kube-apiserver (KWOK PortForward objects serve the leaders' port with a scripted server), or by
+--endpoint, which overrides every gate. The API Service's EndpointSlice is filled by the real controller."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import json
 import subprocess
 import uuid
 
+import httpx
 import pytest
 
+from tests.realk8s import objects
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, k3
@@ -57,18 +60,29 @@ def test_two_groups_roll_one_at_a_time_on_the_real_controllers(realk8s: Plane) -
     assert first.returncode == 0, first.stderr
     _serving(realk8s, namespace, [LWS + "-0", LWS + "-1"])
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as server:
-        upgrade = _up(realk8s, namespace, *two, *NEW_IMAGE, "--endpoint", server.url, "--group-endpoint", server.url)
+        address = httpx.URL(server.url)
+        for leader in (LWS + "-0", LWS + "-1"):
+            forward = objects.port_forward(leader, namespace, 8000, address.host, int(address.port or 80))
+            realk8s.api.create(resource_path("kwok.x-k8s.io/v1alpha1", "portforwards", namespace), forward)
+        # No --endpoint, no --group-endpoint: every gate forwards through the API server, as from a workstation.
+        upgrade = _up(realk8s, namespace, *two, *NEW_IMAGE)
+        served = server.counters.requests
     assert upgrade.returncode == 0, upgrade.stderr
     order = [
         upgrade.stderr.index(line)
         for line in (
             f"rolling group 1 of {LWS} (partition 1",
             f"smoke of group 1 through its leader {LWS}-1",
+            f"via port-forward to pod/{namespace}/{LWS}-1:8000",
             f"rolling group 0 of {LWS} (partition 0",
             f"smoke of group 0 through its leader {LWS}-0",
+            f"via port-forward to pod/{namespace}/{LWS}-0:8000",
             f"all 2 groups of {LWS} rolled",
+            "smoke via port-forward to pod/",
         )
     ]
+    # Three smokes (two gates and the final one) of at least a liveness, a warm-up and two measured requests each.
+    assert served >= 3 * 4
     assert order == sorted(order), upgrade.stderr
     assert _images(realk8s, namespace) == {"vllm/vllm-openai:kimi-k3-next"}
     live = realk8s.api.get(resource_path(LWS_API, "leaderworkersets", namespace, LWS))
@@ -89,9 +103,8 @@ def test_blue_green_switches_to_a_smoked_new_group_on_the_real_controllers(realk
             "--strategy",
             "blue-green",
             *NEW_IMAGE,
+            # --endpoint alone overrides the new group's gate too (no PortForward exists: a forward would fail).
             "--endpoint",
-            server.url,
-            "--group-endpoint",
             server.url,
         )
     assert result.returncode == 0, result.stderr
@@ -100,6 +113,7 @@ def test_blue_green_switches_to_a_smoked_new_group_on_the_real_controllers(realk
         for line in (
             f"blue-green: new group {GREEN} beside the live {LWS}",
             f"smoke of the new group {GREEN} through its leader",
+            f"via the given endpoint {server.url}",
             f"switched Service {API_SERVICE} to {GREEN}",
             f"deleted the old group {LWS}",
         )

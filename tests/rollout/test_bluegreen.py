@@ -163,7 +163,8 @@ def test_a_smoke_failure_after_the_switch_restores_the_old_group_and_removes_the
         result = _up(racks, *BLUE_GREEN, "--endpoint", api.url, "--group-endpoint", leader.url)
     assert result.returncode == 1, result.stderr
     assert (
-        f"switched Service {API_SERVICE} to {GREEN}" in result.stderr and "FAIL smoke: smoke via the given endpoint" in result.stderr
+        f"switched Service {API_SERVICE} to {GREEN}" in result.stderr
+        and "FAIL smoke: smoke via the given endpoint" in result.stderr
     )
     assert "rollback: restored revision 1" in result.stderr and "blue-green abandoned" in result.stderr
     assert _selected(racks) == BLUE and _lws(racks, GREEN) is None
