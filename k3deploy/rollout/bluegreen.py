@@ -28,7 +28,7 @@ from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.render.manifests import build
-from k3deploy.rollout import forward
+from k3deploy.rollout import forward, in_cluster
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import (
     api_service_of,
@@ -43,6 +43,7 @@ from k3deploy.rollout.colours import (
 from k3deploy.rollout.ownership import INSTANCE_LABEL
 from k3deploy.rollout.surge import in_place_note
 from k3deploy.rollout.upgrade import smoke_endpoint, template_changes
+from k3deploy.smoke.reach import IN_CLUSTER
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
 POLL_S = 0.5
@@ -166,8 +167,11 @@ def finish(target: Any, profile: Any, bg: Plan) -> None:
     target._waiter(profile).wait([new_lws])
     if target.options.group_smoke:
         target.view.note(f"  smoke of the new group {bg.new} through its leader")
-        with forward.reach(target, profile, bg.new, 0) as way:
-            target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
+        if target.options.smoke_where == IN_CLUSTER:
+            target.view.note(f"    ok   {in_cluster.gate(target, profile, bg.new, 0)}")
+        else:
+            with forward.reach(target, profile, bg.new, 0) as way:
+                target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
     service = api_service_of(bg.objects, bg.new)
     if service is not None:
         apply_object(target.api, service, force=target.options.force_conflicts)

@@ -4,23 +4,30 @@ the JSON report its log ends with (smoke/job_report.py), so an operator who cann
 `up`.
 
 A fresh run: a smoke Job left by an earlier `up` (k3deploy's own, by its ownership mark) is deleted first, so the
-verdict is this revision's. The report decides, as it does client-side: a failed check rolls back; a report that
+verdict is this revision's. The per-group gates of the rolling upgrade and blue-green run the same Job, renamed after
+the new group's leader (`<leader>-smoke`) and pointed at the leader's cluster DNS name, and delete it afterwards. The report decides, as it does client-side: a failed check rolls back; a report that
 says the server could not be tested, a Job that ends without a report, a Job that fails while its report passed, or
 a Job not done by its own deadline is a SmokeUnreachable (exit 3): the install is kept.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
+from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
 from k3deploy.kube.api import object_key
+from k3deploy.render.manifests import SMOKE_COMPONENT
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.apply import apply_object
+from k3deploy.rollout.groups import group_endpoint, leader_name
+from k3deploy.rollout.order import job_role
 from k3deploy.rollout.ownership import owned
 from k3deploy.rollout.readiness import job_readiness
 from k3deploy.smoke.job_report import report_from_log
-from k3deploy.smoke.reach import Reach, SmokeUnreachable
+from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
+from k3deploy.smoke.runner import exit_code
 
 #: Seconds between two looks at the Job.
 POLL_S = 1.0
@@ -118,3 +125,43 @@ def run(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> tup
     if state.failed and report.blocked_by is None and not any(c.status.value == "fail" for c in report.checks):
         raise SmokeUnreachable(f"the smoke Job {object_key(job)} {outcome} although its report passed", hint=_hint(job))
     return report, reach
+
+
+def smoke_job(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The rendered smoke Job of a set, None when the set has none."""
+    return next((o for o in objects if job_role(o) == SMOKE_COMPONENT), None)
+
+
+def gate_job(job: dict[str, Any], lws_name: str, group: int, port: int) -> dict[str, Any]:
+    """The smoke Job for one group's gate: named after its leader, its `--endpoint` the leader's cluster DNS name."""
+    out = copy.deepcopy(job)
+    namespace = out["metadata"]["namespace"]
+    out["metadata"]["name"] = f"{leader_name(lws_name, group)}-smoke"
+    container = out["spec"]["template"]["spec"]["containers"][0]
+    args = list(container["args"])
+    args[args.index("--endpoint") + 1] = group_endpoint(None, lws_name, namespace, group, port)
+    container["args"] = args
+    return out
+
+
+def gate(target: Any, profile: Any, lws_name: str, group: int) -> str:
+    """Smoke one new group from inside the cluster; raise as a client-side gate does. Returns its verdict line."""
+    job = smoke_job(target._applied or [])
+    if job is None:
+        raise SmokeUnreachable("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
+    one = gate_job(job, lws_name, group, profile.vllm.port)
+    meta = one["metadata"]
+    target.deadline.restart(float(one["spec"].get("activeDeadlineSeconds") or 0) + GRACE_S)
+    try:
+        report, reach = run(target.api, one, target.view.note, force=target.options.force_conflicts)
+    finally:
+        target.api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")
+    code = exit_code(report)
+    if code:
+        failed = [c for c in report.checks if c.status.value == "fail"]
+        why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
+        message = f"smoke of the new group {reach.describe()} failed: {why}"
+        if code == EXIT_ENVIRONMENT:
+            raise unreachable(message, reach, "the groups not yet rolled still serve the old template")
+        raise K3DeployError(message, hint="the groups not yet rolled still serve the old template", exit_code=code)
+    return f"{reach.describe()}: {len(report.checks)} checks, {report.status.value}"

@@ -30,7 +30,7 @@ from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
 from k3deploy.report.model import Status
-from k3deploy.rollout import forward
+from k3deploy.rollout import forward, in_cluster
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
@@ -42,7 +42,7 @@ from k3deploy.rollout.groups import (
     replicas_of,
     steps_groups,
 )
-from k3deploy.smoke.reach import Reach, unreachable
+from k3deploy.smoke.reach import IN_CLUSTER, Reach, unreachable
 from k3deploy.smoke.runner import exit_code, run_smoke
 
 #: Seconds between two looks at a rolling group.
@@ -208,6 +208,9 @@ def walk(target: Any, profile: Any) -> None:
         apply_object(target.api, obj, force=target.options.force_conflicts)
 
     def smoke(group: int) -> None:
+        if target.options.smoke_where == IN_CLUSTER:
+            target.view.note(f"    ok   {in_cluster.gate(target, profile, lws['metadata']['name'], group)}")
+            return
         with forward.reach(target, profile, lws["metadata"]["name"], group) as way:
             target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
 

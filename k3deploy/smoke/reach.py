@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from k3deploy.errors import EnvironmentProblem
 
+#: `up --smoke in-cluster` (DeployOptions.smoke_where): every gate runs as a smoke Job in the cluster.
+IN_CLUSTER = "in-cluster"
 ReachKind = Literal["endpoint", "port-forward", "in-cluster", "direct"]
 
 

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from k3deploy.errors import ProfileError
 from k3deploy.kube.options import KubeOptions
+from k3deploy.smoke.reach import IN_CLUSTER
+
+__all__ = ["IN_CLUSTER", "REGISTRY", "DeployOptions", "check_target", "target_for"]
 
 if TYPE_CHECKING:  # this package's own import stays standard-library light (targets/local/rehearsal.py runs alone)
     from k3deploy.profile.model import Profile
     from k3deploy.targets.base import Target
 
-#: `DeployOptions.smoke_where` of `up --smoke in-cluster`.
-IN_CLUSTER = "in-cluster"
 #: Target name -> "module:Class" (imported on first use) or a factory(options, view) -> Target.
 REGISTRY: dict[str, str | Callable[..., Target]] = {
     "kubernetes": "k3deploy.targets.kubernetes:KubernetesTarget",

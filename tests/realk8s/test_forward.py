@@ -205,7 +205,13 @@ def test_smoke_in_cluster_takes_the_jobs_verdict_pass_and_fail(realk8s: Plane, t
     namespace = _namespace(realk8s)
     logs = _job_logs(realk8s, namespace, _report("targets.decode_tok_s=1e9"), tmp_path)
     try:
-        failing = ("--set", f"kubernetes.smoke_image={objects.JOB_FAILS_IMAGE}")
+        # The smoke Job's pod fails (KWOK Stage); the node-preflight Job, which runs the same image, is left out.
+        failing = (
+            "--set",
+            f"kubernetes.smoke_image={objects.JOB_FAILS_IMAGE}",
+            "--set",
+            "kubernetes.node_preflight=false",
+        )
         failed = k3(realk8s, namespace, "up", *QUICK, *failing, "--smoke", "in-cluster")
         assert failed.returncode == 1, failed.stderr
         assert "FAIL smoke: smoke via the in-cluster smoke Job" in failed.stderr
