@@ -222,3 +222,32 @@ def test_smoke_in_cluster_takes_the_jobs_verdict_pass_and_fail(realk8s: Plane, t
     finally:
         realk8s.api.delete(resource_path(KWOK, "clusterlogs", name=logs))
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+def test_blue_green_gates_the_new_group_with_its_own_smoke_job_in_cluster(realk8s: Plane, tmp_path: Path) -> None:
+    namespace = _namespace(realk8s)
+    first = k3(realk8s, namespace, "up", *QUICK, "--skip-smoke")
+    assert first.returncode == 0, first.stderr
+    green = f"{LWS}-green"
+    logs = _job_logs(realk8s, namespace, _report(), tmp_path)
+    try:
+        new_image = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
+        result = k3(realk8s, namespace, "up", *QUICK, "--strategy", "blue-green", *new_image, "--smoke", "in-cluster")
+    finally:
+        realk8s.api.delete(resource_path(KWOK, "clusterlogs", name=logs))
+    assert result.returncode == 0, result.stderr
+    order = [
+        result.stderr.index(line)
+        for line in (
+            f"smoke of the new group {green} through its leader",
+            f"Job/{green}-0-smoke created",
+            f"via the in-cluster smoke Job job/{namespace}/{green}-0-smoke",
+            f"switched Service {LWS}-api to {green}",
+            f"smoke via the in-cluster smoke Job job/{namespace}/{LWS}-smoke",
+        )
+    ]
+    assert order == sorted(order), result.stderr
+    # The gate's Job went with the gate; the deployment's own smoke Job stays, as a GitOps hook's does.
+    assert realk8s.api.find(resource_path("batch/v1", "jobs", namespace, f"{green}-0-smoke")) is None
+    assert realk8s.api.find(resource_path("batch/v1", "jobs", namespace, f"{LWS}-smoke")) is not None
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
