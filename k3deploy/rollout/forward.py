@@ -14,12 +14,13 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from k3deploy.errors import K3DeployError
 from k3deploy.kube.portforward import ForwardFailed, PodPortForward
 from k3deploy.lws import GROUP_INDEX_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.object_names import api_service_name
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.readiness import pod_ready
-from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
+from k3deploy.smoke.reach import Reach, unreachable
 
 
 def by_hand(profile: Any, pod: str | None) -> str:
@@ -83,11 +84,13 @@ def reach(target: Any, profile: Any, lws_name: str | None = None, group: int | N
     if group is not None and lws_name is not None:
         pod: str | None = leader_name(lws_name, group)
     else:
-        pod = serving_leader(target.api, profile)
+        try:
+            pod = serving_leader(target.api, profile)
+        except K3DeployError as exc:
+            message = f"smoke could not find the leader to reach: {exc.message}"
+            raise unreachable(message, None, by_hand(profile, None)) from None
     if pod is None:
-        raise SmokeUnreachable(
-            f"smoke could not reach the server: Service {api_service_name(profile)} selects no ready leader pod",
-            hint=by_hand(profile, None),
-        )
+        message = f"smoke could not reach the server: Service {api_service_name(profile)} selects no ready leader pod"
+        raise unreachable(message, None, by_hand(profile, None))
     with _forwarded(target, profile, pod) as way:
         yield way

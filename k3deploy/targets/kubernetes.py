@@ -235,6 +235,9 @@ class KubernetesTarget(Target):
     def reach(self, profile: Profile) -> contextlib.AbstractContextManager[Reach]:
         """The override when given, else a port-forward through the API server to a ready leader the API Service
         selects (rollout/forward.py)."""
+        if self.deadline.expired():
+            # The rollout spent --timeout; finding the leader takes a few requests (smoke has its own bound).
+            self.deadline.restart(_RECORD_BUDGET_S)
         return forward.reach(self, profile)
 
     def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
