@@ -149,3 +149,29 @@ def test_eligible_hosts_are_every_node_of_every_clique_that_holds_a_group() -> N
     nodes[-1] = nodes[-1].model_copy(update={"unschedulable": True})
     assert eligible_hosts(GB300, nodes) == ["a0", "a1", "a2", "a3", "a4"]
     assert eligible_hosts(GB300, nodes[:3]) == []
+
+
+def test_the_port_forward_of_the_smoke_is_reviewed_only_when_it_will_be_used() -> None:
+    def forward(port_forward: bool) -> set[tuple[str, str, str]]:
+        return {
+            (a.verb, a.resource, a.subresource)
+            for a in required_access(GB300, port_forward=port_forward)
+            if a.subresource == "portforward"
+        }
+
+    # A WebSocket upgrade is authorised as `get`, and from Kubernetes 1.35 also as `create` (KEP-4006).
+    assert forward(True) == {("get", "pods", "portforward"), ("create", "pods", "portforward")}
+    assert forward(False) == set()
+    denied = [
+        AccessFacts(
+            verb=a.verb,
+            resource=f"{a.resource}/{a.subresource}" if a.subresource else a.resource,
+            group=a.group,
+            namespace="kimi-k3",
+            allowed=a.subresource != "portforward",
+        )
+        for a in required_access(GB300, port_forward=True)
+    ]
+    rbac = by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)], access=denied))["k8s.rbac"]
+    assert rbac.status is Status.FAIL
+    assert "get pods/portforward" in rbac.detail and "create pods/portforward" in rbac.detail

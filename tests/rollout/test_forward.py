@@ -95,3 +95,24 @@ def test_no_ready_leader_is_a_smoke_that_cannot_reach_the_server() -> None:
         pass
     assert f"kubectl -n kimi-k3 port-forward svc/{PROFILE}-api 8000:8000" in (caught.value.hint or "")
     assert forward.serving_leader(Api([], selector={}), profile) is None
+
+
+@pytest.mark.parametrize(
+    ("options", "sets", "reviewed"),
+    [
+        ({"group_smoke": True}, [], True),
+        ({"group_smoke": False}, [], False),  # --skip-smoke
+        ({"group_smoke": True, "endpoint": "http://10.0.0.5:8000"}, [], False),
+        ({"group_smoke": True, "smoke_where": "in-cluster"}, [], False),
+        ({"group_smoke": True}, ["kubernetes.endpoint_override=http://gateway:80"], False),
+    ],
+)
+def test_up_reviews_the_port_forward_access_only_when_its_smoke_forwards(
+    monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], sets: list[str], reviewed: bool
+) -> None:
+    from k3deploy.targets import kubernetes
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(kubernetes, "run_preflight", lambda *a, **kw: seen.update(kw) or [])
+    kubernetes.KubernetesTarget(DeployOptions(**options)).preflight(load_profile(PROFILE, sets))
+    assert seen["port_forward"] is reviewed
