@@ -137,11 +137,13 @@ def test_smoke_job_args_run_with_a_file_profile_and_its_overrides(tmp_path: Path
         PATH_IN_JOB,
         "--wait-ready",
         "7200s",
+        "-o",
+        "json",
     ]
     local = {args[2]: None, PATH_IN_JOB: str(profile_file)}
     with scripted_server(Script(num_speculative_tokens=7)) as srv:
         local[args[2]] = srv.url
-        result = run_cli(*[local.get(a) or a for a in args], "-o", "json")
+        result = run_cli(*[local.get(a) or a for a in args])
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["profile"] == "k3-from-file" and report["endpoint"] == srv.url
