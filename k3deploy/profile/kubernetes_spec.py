@@ -159,6 +159,12 @@ class KubernetesSpec(_Strict):
     monitoring_namespace: DNSLabel | None = Field(
         "monitoring", description="Namespace of the Prometheus that scrapes /metrics on the API port (null: none)."
     )
+    gateway_namespace: DNSLabel | None = Field(
+        None,
+        description="Namespace the Gateway's proxies run in (routing: inference-pool), which the NetworkPolicies admit "
+        "to the endpoint picker's ext-proc port and the API port. Not always the Gateway's own: Envoy Gateway runs "
+        "them in envoy-gateway-system by default. null: the set's own namespace only.",
+    )
     node_preflight: bool = Field(
         True,
         description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).",
@@ -169,6 +175,14 @@ class KubernetesSpec(_Strict):
         "version (what the release workflow publishes).",
     )
     prefetch_image: PinnedImage = "python:3.12-slim"
+    prefetch_uid: int = Field(
+        65534,
+        ge=1,
+        description="UID the prefetch Job writes the weight cache as. Default nobody (65534): what NFS root-squash maps "
+        "root to, so an export prepared for squashed writers (owned by nobody:nogroup) takes it; most ReadWriteMany "
+        "drivers apply no fsGroup. Set the volume owner's UID otherwise.",
+    )
+    prefetch_gid: int = Field(65534, ge=1, description="GID (and fsGroup) the prefetch Job writes the weight cache as.")
     cpu_request: Quantity = "32"
     memory_request: Quantity = "512Gi"
     # Placement and the cluster's installed controllers (what the set is rendered for).
@@ -222,6 +236,12 @@ class KubernetesSpec(_Strict):
         description="Registry (docker.io, ghcr.io, host:port) -> the mirror that serves its images here, "
         "https://host[:port][/prefix] (the repository under prefix/): where `pin` and preflight read the images, as the "
         "nodes' container runtime pulls them. K3DEPLOY_REGISTRY_URL overrides it.",
+    )
+    clique: LabelValue | None = Field(
+        None,
+        description="The NVLink clique (clique_label value, <ClusterUUID>.<CliqueId>) the group must use: the serving "
+        "pods and the node-preflight Job are pinned to it, so under GitOps the Job checks the trays the group gets. "
+        "null: any clique.",
     )
     node_preflight_hosts: list[DNSSubdomain] = Field(
         default_factory=list,

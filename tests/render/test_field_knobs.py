@@ -10,7 +10,7 @@ from k3deploy.errors import ProfileError
 from k3deploy.profile import load_profile
 from k3deploy.render.argv import serve_command
 from k3deploy.render.features import dra_semver
-from k3deploy.render.manifests import build
+from k3deploy.render.manifests import FLOATING_ANNOTATION, build
 
 K3 = "kimi-k3-gb300-tp16"
 
@@ -141,7 +141,9 @@ def test_lws_restart_policy_follows_the_installed_lws(
     lws = _objects([f"kubernetes.lws_version={version}"])[f"LeaderWorkerSet/{K3}"]
     assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == policy
     restart_annotations = {
-        k: v for k, v in lws["metadata"]["annotations"].items() if k != "k3deploy/progress-deadline-seconds"
+        k: v
+        for k, v in lws["metadata"]["annotations"].items()
+        if k not in ("k3deploy/progress-deadline-seconds", FLOATING_ANNOTATION)
     }
     assert (restart_annotations or None) == annotations
 
