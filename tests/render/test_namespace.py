@@ -35,3 +35,13 @@ def test_every_pod_of_the_set_passes_the_level_its_namespace_enforces() -> None:
     assert templates
     for who, pod, pod_annotations in templates:
         assert violations(level, pod, pod_annotations) == {}, who
+
+
+def test_gitops_deletes_and_prunes_keep_the_namespace_and_the_weight_cache() -> None:
+    """A cascading Argo CD delete or a Flux prune would take ~1.5 TB of weights with the Namespace or the PVC."""
+    objs = [m.obj for m in build(load_profile(K3))]
+    for kind in ("Namespace", "PersistentVolumeClaim"):
+        annotations = next(o for o in objs if o["kind"] == kind)["metadata"]["annotations"]
+        assert "Delete=false" in annotations["argocd.argoproj.io/sync-options"].split(","), kind
+        assert "Prune=false" in annotations["argocd.argoproj.io/sync-options"].split(","), kind
+        assert annotations["kustomize.toolkit.fluxcd.io/prune"] == "disabled", kind
