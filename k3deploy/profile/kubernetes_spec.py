@@ -25,9 +25,6 @@ from k3deploy.profile.names import (
     Quantity,
 )
 
-#: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
-#: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
-MAX_NAME_LENGTH = 51
 #: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
 _MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
