@@ -114,7 +114,23 @@ class KubernetesSpec(_Strict):
 
     namespace: DNSLabel = "kimi-k3"
     service_account: DNSSubdomain = "k3deploy"
-    hf_token_secret: SecretRef | None = None
+    hf_token_secret: SecretRef | None = Field(
+        None,
+        description="Secret holding a Hub token for the prefetch (mounted optional: Kimi K3 is public, and a missing "
+        "Secret does not hold the download).",
+    )
+    hf_endpoint: HttpUrl | None = Field(
+        None,
+        description="HF_ENDPOINT of the prefetch: a Hub mirror for sites that cannot reach the Hub (null: the Hub).",
+    )
+    https_proxy: HttpUrl | None = Field(
+        None,
+        description="Proxy the prefetch downloads and installs its Hub client through (HTTPS_PROXY and HTTP_PROXY).",
+    )
+    no_proxy: str | None = Field(None, description="NO_PROXY of the prefetch, with https_proxy.")
+    pip_index_url: HttpUrl | None = Field(
+        None, description="Package index the prefetch installs its pinned Hub client from (PIP_INDEX_URL; null: PyPI)."
+    )
     storage_class: DNSSubdomain | None = None
     model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
@@ -172,6 +188,14 @@ class KubernetesSpec(_Strict):
         "version (what the release workflow publishes).",
     )
     prefetch_image: PinnedImage = "python:3.12-slim"
+    priority_class: DNSSubdomain | None = Field(
+        None,
+        description="priorityClassName of the serving pods (a group that waits an hour to load should not be the "
+        "first evicted); null: the cluster's default.",
+    )
+    image_pull_secrets: list[DNSSubdomain] = Field(
+        default_factory=list, description="Secrets every pod of the set pulls its images with (a private mirror)."
+    )
     prefetch_uid: int = Field(
         65534,
         ge=1,

@@ -282,6 +282,7 @@ def context(profile: Profile) -> dict[str, Any]:
             {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
             {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
             *token_env,
+            *site_env(profile),
         ],
         "marker": marker,
         "hf_token": {"mount_dir": HF_TOKEN_MOUNT_DIR, "file": HF_TOKEN_FILE},
@@ -315,6 +316,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "node_preflight_ttl_s": NODE_PREFLIGHT_TTL_S,
         "node_preflight_count": len(kube.node_preflight_hosts) or profile.parallel.nodes,
         "tolerations": [t.manifest() for t in kube.tolerations],
+        "pull_secrets": [{"name": secret} for secret in kube.image_pull_secrets],
         "lws_restart": lws_restart(profile),
         "compute_domain_num_nodes": compute_domain_num_nodes(profile),
         "keep_sync_options": KEEP_SYNC_OPTIONS,
@@ -322,6 +324,19 @@ def context(profile: Profile) -> dict[str, Any]:
         **_monitoring(profile, labels),
         **routing_context(profile),
     }
+
+
+def site_env(profile: Profile) -> list[dict[str, str]]:
+    """The prefetch's reach into a site's network: a Hub mirror, a proxy (both spellings: pip and the Hub client's
+    HTTP stack read either) and a package index; none by default."""
+    kube = profile.kubernetes
+    env: dict[str, str | None] = {"HF_ENDPOINT": kube.hf_endpoint, "PIP_INDEX_URL": kube.pip_index_url}
+    if kube.https_proxy is not None:
+        for key in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+            env[key] = kube.https_proxy
+        if kube.no_proxy:
+            env["NO_PROXY"] = env["no_proxy"] = kube.no_proxy
+    return [{"name": key, "value": value} for key, value in sorted(env.items()) if value is not None]
 
 
 def _monitoring(profile: Profile, labels: Callable[[str], dict[str, str]]) -> dict[str, Any]:

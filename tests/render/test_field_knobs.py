@@ -223,3 +223,19 @@ def test_the_cross_node_all_reduce_backend_is_mnnvl_unless_the_profile_names_one
     chosen = _objects(["vllm.env.VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm"])[f"LeaderWorkerSet/{K3}"]
     leader = chosen["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     assert {e["name"]: e["value"] for e in leader["env"]}["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm"
+
+
+def test_escape_hatches_reach_every_pod_and_container() -> None:
+    sets = ["kubernetes.routing=inference-pool", "kubernetes.priority_class=inference-critical"]
+    sets.append('kubernetes.image_pull_secrets=["mirror-pull"]')
+    objs = [m.obj for m in build(load_profile(K3, sets))]
+    specs = [(where, pod) for where, pod, _ in pod_templates(objs)]
+    specs += [(o["metadata"]["name"], o["spec"]["template"]["spec"]) for o in objs if o["kind"] == "Deployment"]
+    for where, pod in specs:
+        assert pod["imagePullSecrets"] == [{"name": "mirror-pull"}], where
+        for container in pod["containers"] + pod.get("initContainers", []):
+            # A crash leaves its last log lines in the pod's status, where `kubectl describe` shows them.
+            assert container["terminationMessagePolicy"] == "FallbackToLogsOnError", (where, container["name"])
+        assert (pod.get("priorityClassName") == "inference-critical") is ("LeaderWorkerSet" in where), where
+    plain = [pod for _, pod, _ in pod_templates([m.obj for m in build(load_profile(K3))])]
+    assert all("imagePullSecrets" not in pod and "priorityClassName" not in pod for pod in plain)

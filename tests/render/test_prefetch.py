@@ -85,3 +85,26 @@ def test_a_cache_the_writer_owns_passes_the_check(root_dir: Path) -> None:
     result = _run_as_nobody(script, cache)
     assert result.returncode == 0, result.stderr
     assert not any(p.name.startswith(".k3deploy-write-check") for p in cache.rglob("*"))
+
+
+def test_the_token_secret_is_optional_and_site_fields_reach_the_prefetch_only() -> None:
+    sets = [
+        "kubernetes.hf_token_secret.name=hf",
+        "kubernetes.hf_endpoint=https://hub-mirror.example.internal",
+        "kubernetes.https_proxy=http://proxy.example.internal:3128",
+        "kubernetes.no_proxy=.svc,.cluster.local",
+        "kubernetes.pip_index_url=https://pypi-mirror.example.internal/simple",
+    ]
+    pod = _prefetch(sets)
+    secret = next(v for v in pod["volumes"] if v["name"] == "hf-token")["secret"]
+    assert secret["optional"] is True
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["HF_ENDPOINT"] == "https://hub-mirror.example.internal"
+    assert env["PIP_INDEX_URL"] == "https://pypi-mirror.example.internal/simple"
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://proxy.example.internal:3128"
+    assert env["NO_PROXY"] == ".svc,.cluster.local"
+    plain = {e["name"] for e in _prefetch()["containers"][0]["env"]}
+    assert not plain & {"HF_ENDPOINT", "PIP_INDEX_URL", "HTTPS_PROXY", "NO_PROXY"}
+    lws = next(m.obj for m in build(load_profile(K3, sets)) if m.kind == "LeaderWorkerSet")
+    serving = {e["name"] for e in lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["env"]}
+    assert not serving & {"HF_ENDPOINT", "HTTPS_PROXY"}  # the serving pods run offline
