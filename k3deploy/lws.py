@@ -25,3 +25,36 @@ GREEN_SUFFIX = "-green"
 def colours(base: str) -> tuple[str, str]:
     """(blue, green): the rendered LeaderWorkerSet name and the alternate a blue-green upgrade uses."""
     return base, base + GREEN_SUFFIX
+
+
+#: Longest value of a label (a DNS-1123 label's bound, which the API server applies to label values).
+LABEL_VALUE_MAX = 63
+#: Characters of the hash the StatefulSet controller appends to a revision's name (ControllerRevision names
+#: `<statefulset>-<hash>`, up to 10 characters; kubernetes/kubernetes pkg/controller/history/controller_history.go
+#: ControllerRevisionName) and puts in every pod's `controller-revision-hash` label.
+REVISION_HASH_MAX = 10
+
+
+def max_name_length(replicas: int, *, blue_green: bool = False) -> int:
+    """The longest LeaderWorkerSet name whose pods the API server accepts.
+
+    LWS names each group's worker StatefulSet `<name>-<group index>`; the StatefulSet controller labels its pods
+    `controller-revision-hash: <statefulset>-<hash>`, a label value of at most 63 characters (kubernetes#64023), so
+    the name is bounded by 63 - 1 - 10 - len("-<highest group index>"), and a blue-green upgrade's colour takes
+    len("-green") more: 50 and 44 for fewer than 11 groups.
+    """
+    index = len(f"-{max(replicas - 1, 0)}")
+    return LABEL_VALUE_MAX - 1 - REVISION_HASH_MAX - index - (len(GREEN_SUFFIX) if blue_green else 0)
+
+
+def name_length_reason(name: str, replicas: int, *, blue_green: bool = False) -> str | None:
+    """Why `name` cannot make pods (None when it can): the derived label that would pass 63 characters."""
+    bound = max_name_length(replicas, blue_green=blue_green)
+    if len(name) <= bound:
+        return None
+    colour = GREEN_SUFFIX if blue_green else ""
+    return (
+        f"{name!r} is {len(name)} characters, above {bound}: the LeaderWorkerSet's worker StatefulSet "
+        f"{name}{colour}-{max(replicas - 1, 0)} gives its pods a controller-revision-hash label of its name, '-' and a "
+        f"{REVISION_HASH_MAX}-character hash, past the 63 characters a label value may have"
+    )

@@ -163,3 +163,31 @@ def render(
     prof = get_profile(profile, set_)
     rendering = target_for(prof).render(prof)
     render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)
+    if prof.on_kubernetes:
+        for line in render_warnings(prof):
+            err.print(f"warning: {line}", markup=False, highlight=False)
+
+
+def render_warnings(prof: Profile) -> list[str]:
+    """What a rendered set still leaves open: one line per floating version field (the workloads carry them in an
+    annotation too), and settings whose default cannot be right everywhere."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.render.manifests import floating_fields
+
+    lines = [
+        f"{field.field} {field.value} floats until pinned: `k3deploy pin` resolves it"
+        + (" (preflight FAILs it in production)" if prof.production else "")
+        for field in floating_fields(prof)
+    ]
+    kube = prof.kubernetes
+    if kube.routing == "inference-pool" and kube.network_policy and kube.gateway_namespace is None:
+        lines.append(
+            "kubernetes.gateway_namespace is unset: the NetworkPolicies admit only the set's own namespace to the "
+            "endpoint picker and the API; name the namespace the Gateway's proxies run in"
+        )
+    if kube.node_preflight and kube.clique is None and not kube.node_preflight_hosts:
+        lines.append(
+            "the node-preflight Job checks any parallel.nodes GPU nodes, not the clique the group lands in: set "
+            "kubernetes.clique to pin both (the serving pods' gpu-check init container checks their own GPUs anyway)"
+        )
+    return lines

@@ -22,7 +22,7 @@ from k3deploy.cli.confirm import confirm
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
-from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.errors import CheckFailed, ProfileError, UsageError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.profile import Profile
@@ -310,6 +310,15 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
         raise UsageError(
             f"--strategy blue-green needs a cluster; profile {prof.name!r} runs on target {prof.target!r}",
             hint="drop --strategy: the local target runs one server",
+        )
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.lws import name_length_reason
+
+    reason = name_length_reason(prof.name, prof.parallel.replicas, blue_green=True)
+    if reason is not None:
+        raise ProfileError(
+            f"--strategy blue-green: name {reason}",
+            hint="shorten the profile's name, or upgrade without --strategy blue-green",
         )
     question = outage_question(target_for(prof, options), prof)
     if question is None:

@@ -41,6 +41,14 @@ def _product(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     allowed = [hw.gpu_product, *hw.allowed_products]
     wrong = [g for g in facts.gpus if g.name not in allowed]
     names = sorted({g.name for g in facts.gpus})
+    if not wrong and len(names) > 1:
+        return _fail(
+            "gpu.product",
+            ", ".join(names),
+            "one product",
+            f"this node mixes {' and '.join(names)}: a TP group runs at its slowest GPU, and the plan assumes one kind",
+            "run the group on trays of one product (label or taint the mixed node out of the node selector)",
+        )
     if not wrong:
         return _pass("gpu.product", ", ".join(names), " or ".join(allowed))
     return _fail(
@@ -91,6 +99,11 @@ def _memory(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     )
 
 
+def _branch(version: str) -> str:
+    """The driver branch of a version (580.95.05 -> 580): what "R580" names."""
+    return version.split(".", 1)[0]
+
+
 def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
     results = []
     if version_tuple(facts.driver_version) >= version_tuple(hw.min_driver_version):
@@ -101,8 +114,9 @@ def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
                 "driver.version",
                 facts.driver_version,
                 f">= {hw.min_driver_version}",
-                f"driver {facts.driver_version} is older than R{hw.min_driver_version}",
-                f"install an R{hw.min_driver_version}+ data-center driver (the CUDA {hw.min_cuda_version} image needs it)",
+                f"driver {facts.driver_version} is older than {hw.min_driver_version}",
+                f"install an R{_branch(hw.min_driver_version)}+ data-center driver, {hw.min_driver_version} or later "
+                f"(the CUDA {hw.min_cuda_version} image needs it)",
             )
         )
     if version_tuple(facts.cuda_driver_version) >= version_tuple(hw.min_cuda_version):
@@ -114,7 +128,7 @@ def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
                 facts.cuda_driver_version,
                 f">= {hw.min_cuda_version}",
                 f"the driver supports CUDA {facts.cuda_driver_version}; the image is built for CUDA {hw.min_cuda_version}",
-                f"upgrade the driver to one that supports CUDA {hw.min_cuda_version} (R{hw.min_driver_version}+)",
+                f"upgrade the driver to one that supports CUDA {hw.min_cuda_version} (R{_branch(hw.min_driver_version)}+)",
             )
         )
     return results
@@ -195,6 +209,20 @@ def _fabric(facts: GpuNodeFacts) -> list[CheckResult]:
         state = _fail("fabric.state", found, "State Completed, Status Success", detail, hint)
     else:
         state = _pass("fabric.state", "Completed / Success", "Completed / Success")
+    unhealthy = [g for g in facts.gpus if g.fabric_health]
+    if unhealthy:
+        found = "; ".join(f"GPU {g.index}: {', '.join(g.fabric_health)}" for g in unhealthy)
+        health = _fail(
+            "fabric.health",
+            found,
+            "healthy",
+            "a registered but degraded NVLink fabric (lost links, unhealthy routes) slows or hangs a TP16 group's "
+            "all-reduce across trays",
+            "drain the node and check the NVLink switch trays (`nvidia-smi -q | grep -A12 Fabric`, NMX); reset the GPU "
+            "once the fabric manager reports it healthy",
+        )
+    else:
+        health = _pass("fabric.health", "healthy", "healthy")
     cliques = sorted({g.clique for g in facts.gpus if g.clique is not None})
     if len(cliques) == 1:
         clique = _pass("fabric.clique", cliques[0], "one ClusterUUID.CliqueId")
@@ -214,7 +242,7 @@ def _fabric(facts: GpuNodeFacts) -> list[CheckResult]:
             f"this node's GPUs sit in {len(cliques)} NVLink partitions; NCCL cannot use MNNVL across them",
             "ask the NVLink domain admin to put the whole tray in one partition (NMX), then reset the fabric state",
         )
-    return [state, clique]
+    return [state, health, clique]
 
 
 def gpu_checks(profile: Profile, facts: GpuNodeFacts) -> list[CheckResult]:

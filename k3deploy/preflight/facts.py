@@ -84,6 +84,8 @@ class GpuFacts(_Facts):
     fabric_status: str | None = None
     fabric_cluster_uuid: str | None = None
     fabric_clique_id: int | None = None
+    #: What the fabric's health mask (NVML) or nvidia-smi's fabric <health> block reports wrong; empty when healthy.
+    fabric_health: list[str] = []
 
     @property
     def clique(self) -> str | None:
@@ -207,6 +209,53 @@ def format_fabric_uuid(raw: bytes) -> str | None:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
 
 
+#: The two-bit fields of nvmlGpuFabricInfo_v2's healthMask that say "true" (1) when something is wrong, by shift
+#: (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_*; value 0 is "not supported", 2 "false"), named as nvidia-smi names them.
+_FABRIC_HEALTH_FLAGS = {
+    0: "degraded bandwidth",
+    2: "route recovery in progress",
+    4: "route unhealthy",
+    6: "access timeout recovery",
+}
+#: The four-bit incorrect-configuration field (shift 8): 0 not supported, 1 none, 2.. a named misconfiguration.
+_FABRIC_CONFIG_SHIFT = 8
+_FABRIC_CONFIG_PROBLEMS = {
+    2: "incorrect system GUID",
+    3: "incorrect chassis serial number",
+    4: "no partition",
+    5: "insufficient NVLinks",
+    6: "incompatible GPU firmware",
+    7: "invalid location",
+    8: "invalid GPU state",
+}
+
+
+def fabric_health_problems(mask: int) -> list[str]:
+    """What an NVML fabric health mask reports wrong (empty for a healthy fabric or a mask of zeros)."""
+    problems = [name for shift, name in _FABRIC_HEALTH_FLAGS.items() if (mask >> shift) & 0x3 == 1]
+    config = (mask >> _FABRIC_CONFIG_SHIFT) & 0xF
+    if config >= 2:
+        problems.append(_FABRIC_CONFIG_PROBLEMS.get(config, f"incorrect configuration {config}"))
+    return problems
+
+
+def _xml_fabric_health(gpu: ET.Element) -> list[str]:
+    """nvidia-smi's fabric <health> block: a flag that reads True, or a bandwidth that is not full, is a problem."""
+    health = gpu.find("fabric/health")
+    if health is None:
+        return []
+    problems = []
+    for child in health:
+        value = (child.text or "").strip()
+        name = child.tag.replace("_", " ")
+        if child.tag == "bandwidth":
+            if value not in ("", "Full", "N/A", "Not Supported"):
+                problems.append(f"bandwidth {value}")
+        elif value == "True":
+            problems.append(name)
+    return problems
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     """`580.95.05` -> (580, 95, 5); `v1.34.1-gke.2` -> (1, 34, 1); anything after the dotted numbers is dropped."""
     match = re.match(r"[vV]?(\d+(?:\.\d+)*)", version.strip())
@@ -299,6 +348,7 @@ def _gpu_from_xml(index: int, gpu: ET.Element, caps: dict[int, str]) -> GpuFacts
         fabric_status=_text(gpu, "fabric/status") if state not in (None, "Not Supported") else None,
         fabric_cluster_uuid=_fabric_uuid_text(_text(gpu, "fabric/clusterUuid")),
         fabric_clique_id=_int(gpu, "fabric/cliqueId"),
+        fabric_health=_xml_fabric_health(gpu),
     )
 
 

@@ -24,6 +24,7 @@ from k3deploy.preflight.facts import (
     GpuNodeFacts,
     HostFacts,
     cuda_version_from_int,
+    fabric_health_problems,
     format_fabric_uuid,
     normalize_arch,
     parse_compute_caps,
@@ -49,19 +50,20 @@ def _optional(call: Any, *args: Any) -> Any:
         raise
 
 
-def _fabric(handle: Any) -> tuple[str | None, str | None, str | None, int | None]:
-    """(state, status, ClusterUUID, CliqueId) from nvmlDeviceGetGpuFabricInfoV; all None where unsupported."""
+def _fabric(handle: Any) -> tuple[str | None, str | None, str | None, int | None, list[str]]:
+    """(state, status, ClusterUUID, CliqueId, health problems) from nvmlDeviceGetGpuFabricInfoV; None where unsupported."""
     import pynvml  # NVML exists only on a GPU host (nvidia-ml-py); nvidia-smi is the fallback
 
     info = pynvml.c_nvmlGpuFabricInfoV_t()
     if _optional(pynvml.nvmlDeviceGetGpuFabricInfoV, handle, ctypes.byref(info)) is None:
-        return None, None, None, None
+        return None, None, None, None, []
     state = FABRIC_STATES.get(int(info.state), f"state {int(info.state)}")
     if state == "Not Supported":
-        return None, None, None, None
+        return None, None, None, None, []
     status = NVML_RETURNS.get(int(info.status), f"NVML return {int(info.status)}")
     cluster = format_fabric_uuid(bytes(info.clusterUuid))
-    return state, status, cluster, int(info.cliqueId) if cluster else None
+    health = fabric_health_problems(int(info.healthMask))
+    return state, status, cluster, int(info.cliqueId) if cluster else None, health
 
 
 def _str(value: Any) -> Any:
@@ -92,7 +94,7 @@ def _gpu(index: int) -> GpuFacts:
         pynvml.nvmlDeviceGetTotalEccErrors, handle, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC
     )
     pci = _optional(pynvml.nvmlDeviceGetPciInfo, handle)
-    state, status, cluster, clique = _fabric(handle)
+    state, status, cluster, clique, health = _fabric(handle)
     return GpuFacts(
         index=index,
         name=_str(pynvml.nvmlDeviceGetName(handle)),
@@ -111,6 +113,7 @@ def _gpu(index: int) -> GpuFacts:
         fabric_status=status,
         fabric_cluster_uuid=cluster,
         fabric_clique_id=clique,
+        fabric_health=health,
     )
 
 

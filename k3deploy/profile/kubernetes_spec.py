@@ -25,9 +25,6 @@ from k3deploy.profile.names import (
     Quantity,
 )
 
-#: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
-#: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
-MAX_NAME_LENGTH = 51
 #: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
 _MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
@@ -117,7 +114,23 @@ class KubernetesSpec(_Strict):
 
     namespace: DNSLabel = "kimi-k3"
     service_account: DNSSubdomain = "k3deploy"
-    hf_token_secret: SecretRef | None = None
+    hf_token_secret: SecretRef | None = Field(
+        None,
+        description="Secret holding a Hub token for the prefetch (mounted optional: Kimi K3 is public, and a missing "
+        "Secret does not hold the download).",
+    )
+    hf_endpoint: HttpUrl | None = Field(
+        None,
+        description="HF_ENDPOINT of the prefetch: a Hub mirror for sites that cannot reach the Hub (null: the Hub).",
+    )
+    https_proxy: HttpUrl | None = Field(
+        None,
+        description="Proxy the prefetch downloads and installs its Hub client through (HTTPS_PROXY and HTTP_PROXY).",
+    )
+    no_proxy: str | None = Field(None, description="NO_PROXY of the prefetch, with https_proxy.")
+    pip_index_url: HttpUrl | None = Field(
+        None, description="Package index the prefetch installs its pinned Hub client from (PIP_INDEX_URL; null: PyPI)."
+    )
     storage_class: DNSSubdomain | None = None
     model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
@@ -159,6 +172,12 @@ class KubernetesSpec(_Strict):
     monitoring_namespace: DNSLabel | None = Field(
         "monitoring", description="Namespace of the Prometheus that scrapes /metrics on the API port (null: none)."
     )
+    gateway_namespace: DNSLabel | None = Field(
+        None,
+        description="Namespace the Gateway's proxies run in (routing: inference-pool), which the NetworkPolicies admit "
+        "to the endpoint picker's ext-proc port and the API port. Not always the Gateway's own: Envoy Gateway runs "
+        "them in envoy-gateway-system by default. null: the set's own namespace only.",
+    )
     node_preflight: bool = Field(
         True,
         description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).",
@@ -169,6 +188,22 @@ class KubernetesSpec(_Strict):
         "version (what the release workflow publishes).",
     )
     prefetch_image: PinnedImage = "python:3.12-slim"
+    priority_class: DNSSubdomain | None = Field(
+        None,
+        description="priorityClassName of the serving pods (a group that waits an hour to load should not be the "
+        "first evicted); null: the cluster's default.",
+    )
+    image_pull_secrets: list[DNSSubdomain] = Field(
+        default_factory=list, description="Secrets every pod of the set pulls its images with (a private mirror)."
+    )
+    prefetch_uid: int = Field(
+        65534,
+        ge=1,
+        description="UID the prefetch Job writes the weight cache as. Default nobody (65534): what NFS root-squash maps "
+        "root to, so an export prepared for squashed writers (owned by nobody:nogroup) takes it; most ReadWriteMany "
+        "drivers apply no fsGroup. Set the volume owner's UID otherwise.",
+    )
+    prefetch_gid: int = Field(65534, ge=1, description="GID (and fsGroup) the prefetch Job writes the weight cache as.")
     cpu_request: Quantity = "32"
     memory_request: Quantity = "512Gi"
     # Placement and the cluster's installed controllers (what the set is rendered for).
@@ -222,6 +257,12 @@ class KubernetesSpec(_Strict):
         description="Registry (docker.io, ghcr.io, host:port) -> the mirror that serves its images here, "
         "https://host[:port][/prefix] (the repository under prefix/): where `pin` and preflight read the images, as the "
         "nodes' container runtime pulls them. K3DEPLOY_REGISTRY_URL overrides it.",
+    )
+    clique: LabelValue | None = Field(
+        None,
+        description="The NVLink clique (clique_label value, <ClusterUUID>.<CliqueId>) the group must use: the serving "
+        "pods and the node-preflight Job are pinned to it, so under GitOps the Job checks the trays the group gets. "
+        "null: any clique.",
     )
     node_preflight_hosts: list[DNSSubdomain] = Field(
         default_factory=list,

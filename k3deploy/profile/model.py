@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from k3deploy.lws import max_name_length, name_length_reason
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.kubernetes_spec import IMAGE_REPOSITORY, KubernetesSpec, release_version
 from k3deploy.profile.names import (
@@ -21,9 +22,9 @@ from k3deploy.profile.names import (
 
 __all__ = ["IMAGE_REPOSITORY", "release_version"]  # re-exported: they were defined here before the split
 
-#: LeaderWorkerSet appends group and worker indices and a hash to the name of its pods and
-#: StatefulSets; past ~51 characters the generated names exceed 63 and the pods fail to create.
-MAX_NAME_LENGTH = 51
+#: The longest name of one to ten groups (k3deploy.lws.max_name_length: the LWS worker StatefulSet's pods carry a
+#: controller-revision-hash label of its name plus an 11-character suffix, at most 63 characters).
+MAX_NAME_LENGTH = max_name_length(1)
 #: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
 _MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
@@ -333,7 +334,10 @@ class TargetsSpec(_Strict):
 class Profile(_Strict):
     """A complete deployment description; see `k3deploy schema` for the JSON Schema."""
 
-    name: str = Field(description="Deployment name: a DNS-1123 label of at most 51 characters.")
+    name: str = Field(
+        description="Deployment name: a DNS-1123 label of at most 50 characters (44 for `up --strategy blue-green`): "
+        "the LeaderWorkerSet's derived pod labels are bounded by 63."
+    )
     description: str = ""
     target: str = Field(
         "kubernetes",
@@ -357,10 +361,9 @@ class Profile(_Strict):
     @classmethod
     def _name_is_dns_label(cls, value: str) -> str:
         check_dns_label(value)
-        if len(value) > MAX_NAME_LENGTH:
-            raise ValueError(
-                f"{value!r} is {len(value)} characters; LeaderWorkerSet pod names break past {MAX_NAME_LENGTH}"
-            )
+        reason = name_length_reason(value, 1)
+        if reason is not None:
+            raise ValueError(reason)
         return value
 
     @property
@@ -384,6 +387,9 @@ class Profile(_Strict):
             raise ValueError(
                 "speculative.rejection_sample_method 'synthetic' is a test mode; a production profile must use 'block' or 'standard'"
             )
+        reason = name_length_reason(self.name, par.replicas)
+        if reason is not None:
+            raise ValueError(reason)
         if self.target == "kubernetes" and self.hardware is None:
             raise ValueError("hardware is required for target 'kubernetes'")
         if self.target == "kubernetes":

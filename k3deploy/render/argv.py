@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
 
 Role = Literal["leader", "worker", "local"]
@@ -53,9 +54,53 @@ def custom_all_reduce_disabled(profile: Profile) -> bool:
     return spans_nodes(profile)
 
 
+#: The cross-node all-reduce FlashInfer uses for a group over several trays (vLLM 0.32 vllm/envs.py
+#: VLLM_FLASHINFER_ALLREDUCE_BACKEND: auto | trtllm | mnnvl, read by
+#: vllm/distributed/device_communicators/flashinfer_all_reduce.py); NVIDIA Dynamo's Kimi K3 recipes pin mnnvl, and
+#: older builds chose trtllm, which does not span NVLink partitions' nodes.
+ALLREDUCE_BACKEND_ENV = "VLLM_FLASHINFER_ALLREDUCE_BACKEND"
+MULTI_NODE_ALLREDUCE_BACKEND = "mnnvl"
+
+
+def _extra_arg(profile: Profile, flag: str) -> str | None:
+    """The value of `flag` in vllm.extra_args (`--flag V` or `--flag=V`), None when absent."""
+    args = list(profile.vllm.extra_args)
+    for index, arg in enumerate(args):
+        if arg == flag and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def check_cudagraph_coverage(profile: Profile) -> None:
+    """Refuse a CUDA-graph capture size that leaves the concurrency the profile targets without full graphs.
+
+    The capture size counts tokens; with speculative decoding a decode step holds 1 + num_speculative_tokens tokens per
+    request (vLLM 0.32 vllm/config/vllm.py uniform_decode_query_len), so graphs cover capture_size // (1 + k)
+    concurrent decodes. vLLM sizes the graphs for that itself only when the capture size is unset
+    (_set_cudagraph_sizes appends the uniform decode sizes up to max_num_seqs); an explicit one is taken as given.
+    """
+    spec, vllm = profile.speculative, profile.vllm
+    value = _extra_arg(profile, "--max-cudagraph-capture-size")
+    if spec is None or value is None or vllm.enforce_eager or vllm.max_num_seqs is None or not value.isdigit():
+        return
+    step = 1 + spec.num_speculative_tokens
+    covered = int(value) // step
+    if covered < vllm.max_num_seqs:
+        raise ProfileError(
+            f"vllm.extra_args: --max-cudagraph-capture-size {value} gives full CUDA graphs to only {covered} concurrent "
+            f"decodes with {spec.num_speculative_tokens} draft tokens ({step} tokens a step), below vllm.max_num_seqs "
+            f"{vllm.max_num_seqs}",
+            hint=f"drop the flag (vLLM then sizes the graphs for speculative decoding), set it to "
+            f"{vllm.max_num_seqs * step}, or lower vllm.max_num_seqs to {max(covered, 1)}",
+        )
+
+
 def serve_args(profile: Profile, *, role: Role, host: str | None = None) -> list[str]:
     """Arguments of `vllm serve` after the model, for a leader, a headless worker or a local server."""
     vllm, par, model = profile.vllm, profile.parallel, profile.model
+    check_cudagraph_coverage(profile)
     args: list[str] = []
     if model.revision:
         args += ["--revision", model.revision]
@@ -117,6 +162,7 @@ def serve_env(profile: Profile) -> dict[str, str]:
 
     - VLLM_USE_NCCL_SYMM_MEM: vllm.nccl_symm_mem, else 0 for a multi-node group (NVIDIA Dynamo's Kimi K3 TP16 recipe
       sets it: NCCL symmetric memory breaks CUDA-graph capture there); a single node keeps vLLM's default.
+    - VLLM_FLASHINFER_ALLREDUCE_BACKEND: mnnvl for a multi-node group unless vllm.env names one.
     - VLLM_ENGINE_READY_TIMEOUT_S (pods only): the startup probe's budget, so the API server waits for the engine as
       long as the kubelet waits for the API server (loading ~1.5 TB from network storage can take over an hour).
     """
@@ -126,6 +172,8 @@ def serve_env(profile: Profile) -> dict[str, str]:
         symm = False
     if symm is not None:
         env["VLLM_USE_NCCL_SYMM_MEM"] = "1" if symm else "0"
+    if spans_nodes(profile):
+        env.setdefault(ALLREDUCE_BACKEND_ENV, MULTI_NODE_ALLREDUCE_BACKEND)
     if profile.on_kubernetes:
         env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(profile.kubernetes.startup_probe_budget_s)
     return dict(sorted(env.items()))

@@ -21,6 +21,7 @@ from k3deploy.errors import ProfileError
 from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.observe.alerts import rule_groups
 from k3deploy.observe.dashboard import dashboard_json
+from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
@@ -48,9 +49,21 @@ PROFILE_MOUNT_DIR = "/etc/k3deploy"
 PROFILE_KEY = "profile.yaml"
 #: Pod-template annotation with the profile's digest: a changed profile changes the smoke Job, so it runs again.
 PROFILE_DIGEST_ANNOTATION = "k3deploy/profile-sha256"
-# The UID/GID k3deploy's own Jobs run as: the k3deploy image's user (Dockerfile); also the prefetch's fsGroup,
-# so the weight cache it fills is group-owned by it.
+# The UID/GID k3deploy's own Jobs (smoke, node-preflight, the serving pods' gpu-check) run as: the k3deploy image's
+# user (Dockerfile). The prefetch writes as kubernetes.prefetch_uid/prefetch_gid instead (the cache's owner).
 JOB_UID = 10001
+#: Annotation on every workload of the set (the objects Argo CD and Flux show) naming the version fields that float
+#: until `k3deploy pin`: `field=value, ...`; absent once all are pinned.
+FLOATING_ANNOTATION = "k3deploy/floating-versions"
+#: Kinds that carry it: what runs an image.
+_WORKLOAD_KINDS = {"LeaderWorkerSet", "Job", "Deployment"}
+#: Pod Security Admission labels of the Namespace k3deploy creates (kubernetes/pod-security-admission
+#: api/constants.go): baseline is the level the serving pods meet (vllm/vllm-openai runs as root), so a cluster whose
+#: default is restricted still admits them; warn and audit at the same level report what would be refused.
+POD_SECURITY_LEVEL = "baseline"
+POD_SECURITY_LABELS = {
+    f"pod-security.kubernetes.io/{mode}": POD_SECURITY_LEVEL for mode in ("enforce", "warn", "audit")
+}
 # Where the prefetch Job finds the Hub token (a Secret volume), named to huggingface_hub by HF_TOKEN_PATH.
 HF_TOKEN_MOUNT_DIR = "/var/run/secrets/k3deploy/hf"
 HF_TOKEN_FILE = "token"
@@ -122,6 +135,13 @@ SET: tuple[SetEntry, ...] = (
         1, "networkpolicy-default-deny.yaml.j2", "NetworkPolicy", "network", lambda p: p.kubernetes.network_policy
     ),
     SetEntry(1, "networkpolicy-server.yaml.j2", "NetworkPolicy", "network", lambda p: p.kubernetes.network_policy),
+    SetEntry(
+        1,
+        "networkpolicy-epp.yaml.j2",
+        "NetworkPolicy",
+        "network",
+        lambda p: p.kubernetes.network_policy and p.kubernetes.routing == "inference-pool",
+    ),
     SetEntry(1, "serviceaccount.yaml.j2", "ServiceAccount", "identity", _ALWAYS),
     SetEntry(2, "profile-configmap.yaml.j2", "ConfigMap", "profile", _ALWAYS),
     SetEntry(3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight),
@@ -214,6 +234,8 @@ def context(profile: Profile) -> dict[str, Any]:
     if hardware is not None and hardware.gfd_product_label and "nvidia.com/gpu.product" not in node_selector:
         node_selector["nvidia.com/gpu.product"] = hardware.gfd_product_label
     node_selector.setdefault("kubernetes.io/arch", profile.vllm.image_arch)
+    if kube.clique is not None:
+        node_selector[kube.clique_label] = kube.clique
     dumped = profile_yaml(profile)
     return {
         "profile": profile,
@@ -234,9 +256,14 @@ def context(profile: Profile) -> dict[str, Any]:
             "alerts": f"{name}-alerts",
             "default_deny": f"{name}-default-deny",
             "server_policy": f"{name}-server",
+            "epp_policy": f"{name}-epp",
         },
+        "pod_security_labels": POD_SECURITY_LABELS,
         "network": {
             "api_namespaces": api_namespaces(profile),
+            "gateway_namespace": kube.gateway_namespace,
+            "monitoring_namespace": kube.monitoring_namespace,
+            "group_selector": {"app.kubernetes.io/instance": name, COMPONENT_LABEL: "server"},
             "namespace_label": NAMESPACE_NAME_LABEL,
             "group_ports": group_ports(profile),
             "dns_port": DNS_PORT,
@@ -255,10 +282,13 @@ def context(profile: Profile) -> dict[str, Any]:
             {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
             {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
             *token_env,
+            *site_env(profile),
         ],
         "marker": marker,
         "hf_token": {"mount_dir": HF_TOKEN_MOUNT_DIR, "file": HF_TOKEN_FILE},
         "job_uid": JOB_UID,
+        "prefetch_uid": kube.prefetch_uid,
+        "prefetch_gid": kube.prefetch_gid,
         "scan_skips": {
             "prefetch": job_skips(kube.prefetch_image),
             "smoke": job_skips(kube.smoke_image),
@@ -286,6 +316,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "node_preflight_ttl_s": NODE_PREFLIGHT_TTL_S,
         "node_preflight_count": len(kube.node_preflight_hosts) or profile.parallel.nodes,
         "tolerations": [t.manifest() for t in kube.tolerations],
+        "pull_secrets": [{"name": secret} for secret in kube.image_pull_secrets],
         "lws_restart": lws_restart(profile),
         "compute_domain_num_nodes": compute_domain_num_nodes(profile),
         "keep_sync_options": KEEP_SYNC_OPTIONS,
@@ -293,6 +324,19 @@ def context(profile: Profile) -> dict[str, Any]:
         **_monitoring(profile, labels),
         **routing_context(profile),
     }
+
+
+def site_env(profile: Profile) -> list[dict[str, str]]:
+    """The prefetch's reach into a site's network: a Hub mirror, a proxy (both spellings: pip and the Hub client's
+    HTTP stack read either) and a package index; none by default."""
+    kube = profile.kubernetes
+    env: dict[str, str | None] = {"HF_ENDPOINT": kube.hf_endpoint, "PIP_INDEX_URL": kube.pip_index_url}
+    if kube.https_proxy is not None:
+        for key in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+            env[key] = kube.https_proxy
+        if kube.no_proxy:
+            env["NO_PROXY"] = env["no_proxy"] = kube.no_proxy
+    return [{"name": key, "value": value} for key, value in sorted(env.items()) if value is not None]
 
 
 def _monitoring(profile: Profile, labels: Callable[[str], dict[str, str]]) -> dict[str, Any]:
@@ -318,6 +362,7 @@ def build(profile: Profile) -> list[Manifest]:
             hint="use a profile with target: kubernetes",
         )
     ctx = context(profile)
+    floating = floating_note(profile)
     manifests = []
     for entry in SET:
         if not entry.wanted(profile):
@@ -330,8 +375,20 @@ def build(profile: Profile) -> list[Manifest]:
             entry.component,
         ):
             raise ValueError(f"template {entry.template} did not render the {entry.kind} ({entry.component}) SET names")
+        if obj["kind"] in _WORKLOAD_KINDS and floating:
+            obj["metadata"].setdefault("annotations", {})[FLOATING_ANNOTATION] = floating
         manifests.append(Manifest(entry.order, obj))
     return manifests
+
+
+def floating_fields(profile: Profile) -> list[Pinnable]:
+    """The version fields of the profile that float until pinned (what `render` warns about, once each)."""
+    return [field for field in pinnable_fields(profile) if not field.pinned]
+
+
+def floating_note(profile: Profile) -> str:
+    """The FLOATING_ANNOTATION value: `field=value, ...` of every floating field ('' when all are pinned)."""
+    return ", ".join(f"{field.field}={field.value}" for field in floating_fields(profile))
 
 
 class _Dumper(yaml.SafeDumper):

@@ -85,10 +85,12 @@ def group_ports(profile: Profile) -> list[dict[str, Any]]:
 
 
 def api_namespaces(profile: Profile) -> list[str]:
-    """Other namespaces whose pods may reach the API port: kubernetes.api_namespaces and the monitoring namespace."""
+    """Other namespaces whose pods may reach the API port: kubernetes.api_namespaces, the gateway's (its proxies
+    forward to the leaders) and the monitoring namespace."""
     kube = profile.kubernetes
     names = set(kube.api_namespaces)
-    if kube.monitoring_namespace is not None:
-        names.add(kube.monitoring_namespace)
+    for extra in (kube.monitoring_namespace, kube.gateway_namespace):
+        if extra is not None:
+            names.add(extra)
     names.discard(kube.namespace)
     return sorted(names)

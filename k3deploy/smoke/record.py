@@ -66,7 +66,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     server_errors: list[str] = []
     offsets: list[float] = []
     deltas: list[int | None] = []
-    texts: list[str] = []
+    answers: list[str] = []
     seen_tokens = 0
     total: int | None = None
     prompt_tokens: int | None = None
@@ -77,7 +77,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
         offset = stamp - origin
         for data in payloads:
             try:
-                is_done, error, has_choices, text, chunk_finish, completion, prompt = chunk_fields(data)
+                is_done, error, has_choices, text, chunk_finish, completion, prompt, answer = chunk_fields(data)
             except ChunkFormatError as exc:
                 malformed.append(str(exc))
                 continue
@@ -93,7 +93,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
                 finish = chunk_finish
             if completion is None:
                 if has_choices:
-                    texts.append(text)
+                    answers.append(answer)
                     if text:
                         offsets.append(offset)
                         deltas.append(None)
@@ -101,7 +101,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
             total = completion
             if not has_choices:
                 continue
-            texts.append(text)
+            answers.append(answer)
             delta = completion - seen_tokens
             seen_tokens = completion
             if delta > 0:
@@ -144,7 +144,8 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
         chunk_offsets_s=[round(o, 6) for o in offsets],
         chunk_tokens=chunk_tokens,
         malformed_lines=len(malformed),
-        text="".join(texts)[:MAX_TEXT_CHARS] if spec.keep_text else None,
+        # The answer only (content): reasoning is not what a correctness probe judges.
+        text="".join(answers)[:MAX_TEXT_CHARS] if spec.keep_text else None,
     )
     return record.model_copy(update=_timings(record))
 

@@ -61,8 +61,18 @@ def normalize_endpoint(url: str) -> str:
     return base[: -len("/v1")] if base.endswith("/v1") else base
 
 
-def request_body(profile: Profile, prompt: str, max_tokens: int, *, ignore_eos: bool) -> tuple[str, dict[str, Any]]:
-    """Path and JSON body of one streamed request (chat or completions, per the profile)."""
+#: What a correctness probe adds to a chat request: reasoning off, so the answer is in `content` at once. vLLM 0.32
+#: takes `reasoning_effort` (entrypoints/openai/chat_completion/protocol.py: "none" sets enable_thinking false for
+#: the chat template) and passes `chat_template_kwargs` on; Kimi K3's template reads `thinking`
+#: (vllm/reasoning/kimi_k3_reasoning_parser.py). Templates that declare neither ignore them.
+REASONING_OFF: dict[str, Any] = {"reasoning_effort": "none", "chat_template_kwargs": {"thinking": False}}
+
+
+def request_body(
+    profile: Profile, prompt: str, max_tokens: int, *, ignore_eos: bool, reasoning_off: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """Path and JSON body of one streamed request (chat or completions, per the profile); `reasoning_off` for the
+    correctness probes (chat only: a completion has no reasoning channel)."""
     body: dict[str, Any] = {
         "model": profile.model.served_name,
         "max_tokens": max_tokens,
@@ -73,6 +83,8 @@ def request_body(profile: Profile, prompt: str, max_tokens: int, *, ignore_eos: 
     }
     if profile.smoke.api == "completions":
         return "/v1/completions", {**body, "prompt": prompt}
+    if reasoning_off:
+        body.update(REASONING_OFF)
     return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": prompt}]}
 
 
@@ -97,8 +109,12 @@ class _Run:
     def __init__(self, profile: Profile, client: SmokeClient, state: _State, progress: Callable[[str], None]) -> None:
         self.profile, self.client, self.state, self.say = profile, client, state, progress
 
-    async def one(self, spec: RequestSpec, prompt: str, *, ignore_eos: bool = True) -> RequestRecord:
-        path, body = request_body(self.profile, prompt, spec.max_tokens, ignore_eos=ignore_eos)
+    async def one(
+        self, spec: RequestSpec, prompt: str, *, ignore_eos: bool = True, reasoning_off: bool = False
+    ) -> RequestRecord:
+        path, body = request_body(
+            self.profile, prompt, spec.max_tokens, ignore_eos=ignore_eos, reasoning_off=reasoning_off
+        )
         record = build_record(await self.client.stream(path, body), spec)
         self.state.records.append(record)
         return record
@@ -123,7 +139,7 @@ class _Run:
         budget = self.profile.smoke.correctness_max_tokens
         for i, probe in enumerate(correctness.PROBES):
             spec = RequestSpec(i, "correctness", probe.id, budget, expect_full=False, keep_text=True)
-            record = await self.one(spec, probe.prompt, ignore_eos=False)
+            record = await self.one(spec, probe.prompt, ignore_eos=False, reasoning_off=True)
             ok, detail = (False, record.error or "") if not record.ok else correctness.judge_answer(probe, record.text)
             self.state.probes.append((probe.id, ok, detail))
             self.say(f"correctness {probe.id}: {'right' if ok else 'WRONG'}")

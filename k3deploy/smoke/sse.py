@@ -149,20 +149,26 @@ class StreamChunk:
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     error: str | None = None
+    #: The answer only: `content` (or a completion's `text`), without the reasoning deltas `text` also holds.
+    answer: str = ""
 
 
-def _choice_text(choice: dict) -> str:
+def _choice_text(choice: dict) -> tuple[str, str]:
+    """(all output text, the answer only) of one choice."""
     if "text" in choice:  # /v1/completions
-        text = choice.get("text") or ""
+        text = answer = choice.get("text") or ""
     else:
         delta = choice.get("delta") or {}
         if not isinstance(delta, dict):
             raise ChunkFormatError(f"a delta is not an object: {delta!r:.80}")
-        # Reasoning deltas are output tokens too (a reasoning model thinks before it answers).
-        text = "".join(delta.get(key) or "" for key in ("reasoning_content", "reasoning", "content"))
+        # Reasoning deltas are output tokens too (a reasoning model thinks before it answers); the answer is content.
+        parts = [delta.get(key) or "" for key in ("reasoning_content", "reasoning", "content")]
+        if not all(isinstance(part, str) for part in parts):
+            raise ChunkFormatError(f"a delta's text is not a string: {delta!r:.80}")
+        text, answer = "".join(parts), parts[2]
     if not isinstance(text, str):
         raise ChunkFormatError(f"a choice's text is not a string: {text!r:.80}")
-    return text
+    return text, answer
 
 
 def _parse_strict(data: str) -> StreamChunk:
@@ -185,15 +191,17 @@ def _parse_strict(data: str) -> StreamChunk:
     usage = obj.get("usage") or {}
     if not isinstance(usage, dict):
         raise ChunkFormatError(f"'usage' is not an object: {data[:80]!r}")
-    text, finish = "", None
+    text, answer, finish = "", "", None
     for choice in choices:
         if not isinstance(choice, dict):
             raise ChunkFormatError(f"a choice is not an object: {data[:80]!r}")
-        text += _choice_text(choice)
+        choice_text, choice_answer = _choice_text(choice)
+        text, answer = text + choice_text, answer + choice_answer
         finish = choice.get("finish_reason") or finish
     return StreamChunk(
         has_choices=bool(choices),
         text=text,
+        answer=answer,
         finish_reason=finish if finish is None or isinstance(finish, str) else str(finish),
         completion_tokens=_int_or_none(usage.get("completion_tokens")),
         prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
@@ -235,9 +243,11 @@ class _Wire(msgspec.Struct):
 
 _decode_wire = msgspec.json.Decoder(_Wire).decode
 
-#: What `chunk_fields` returns: (done, error, has_choices, text, finish_reason, completion_tokens, prompt_tokens).
-ChunkFields = tuple[bool, "str | None", bool, str, "str | None", "int | None", "int | None"]
-_DONE: ChunkFields = (True, None, False, "", None, None, None)
+#: What `chunk_fields` returns: (done, error, has_choices, text, finish_reason, completion_tokens, prompt_tokens,
+#: answer). `text` is every output delta (reasoning too: what tells a chunk carries tokens), `answer` the content only
+#: (what a correctness probe judges: a model that drafts its JSON while thinking has not answered with it).
+ChunkFields = tuple[bool, "str | None", bool, str, "str | None", "int | None", "int | None", str]
+_DONE: ChunkFields = (True, None, False, "", None, None, None, "")
 
 
 def chunk_fields(data: bytes) -> ChunkFields:
@@ -253,23 +263,34 @@ def chunk_fields(data: bytes) -> ChunkFields:
         wire = None
     if wire is None or wire.choices is msgspec.UNSET:
         c = _parse_strict(_text(data))  # error events, and anything msgspec refused
-        return (c.done, c.error, c.has_choices, c.text, c.finish_reason, c.completion_tokens, c.prompt_tokens)
-    text, finish = "", None
+        return (
+            c.done,
+            c.error,
+            c.has_choices,
+            c.text,
+            c.finish_reason,
+            c.completion_tokens,
+            c.prompt_tokens,
+            c.answer,
+        )
+    text, answer, finish = "", "", None
     for choice in wire.choices:
         if choice.text is not msgspec.UNSET:
             text += choice.text or ""
+            answer += choice.text or ""
         elif (delta := choice.delta) is not None:
             text += (delta.reasoning_content or "") + (delta.reasoning or "") + (delta.content or "")
+            answer += delta.content or ""
         finish = choice.finish_reason or finish
     usage = wire.usage
     if usage is None:
-        return (False, None, bool(wire.choices), text, finish, None, None)
-    return (False, None, bool(wire.choices), text, finish, usage.completion_tokens, usage.prompt_tokens)
+        return (False, None, bool(wire.choices), text, finish, None, None, answer)
+    return (False, None, bool(wire.choices), text, finish, usage.completion_tokens, usage.prompt_tokens, answer)
 
 
 def parse_chunk(data: str | bytes) -> StreamChunk:
     """One `data:` payload as a StreamChunk (`chunk_fields`, named)."""
-    done, error, has_choices, text, finish, completion, prompt = chunk_fields(
+    done, error, has_choices, text, finish, completion, prompt, answer = chunk_fields(
         data.encode("utf-8") if isinstance(data, str) else data
     )
     return StreamChunk(
@@ -280,4 +301,5 @@ def parse_chunk(data: str | bytes) -> StreamChunk:
         completion_tokens=completion,
         prompt_tokens=prompt,
         error=error,
+        answer=answer,
     )

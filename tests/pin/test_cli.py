@@ -18,7 +18,7 @@ from tests.pin.distribution import Distribution
 from tests.pin.hub_server import Hub
 
 PROFILE = "kimi-k3-gb300-tp16"
-VLLM = "vllm/vllm-openai:kimi-k3-aarch64-cu130"
+VLLM = "vllm/vllm-openai:kimi-k3"
 SMOKE = "ghcr.io/k3deploy/k3deploy:0.1.0"
 PREFETCH = "python:3.12-slim"
 EPP = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
@@ -29,7 +29,7 @@ def _publish(registry: Distribution, vllm_arches: list[str], prefix: dict[str, s
     """Push every image the GB300 set runs, each a different kind; `prefix` (registry -> path) places them as a mirror does."""
     hub, ghcr = (prefix or {}).get("docker.io", ""), (prefix or {}).get("ghcr.io", "")
     return {
-        "vllm": registry.push_index(f"{hub}vllm/vllm-openai", "kimi-k3-aarch64-cu130", vllm_arches),
+        "vllm": registry.push_index(f"{hub}vllm/vllm-openai", "kimi-k3", vllm_arches),
         "smoke": registry.push_index(
             f"{ghcr}k3deploy/k3deploy", "0.1.0", ["amd64", "arm64"], media_type=DOCKER_MANIFEST_LIST
         ),
@@ -120,7 +120,7 @@ def test_image_without_the_nodes_platform_fails(
     result = run_cli("pin", "-p", PROFILE, "-o", str(out), env=pin_env)
     assert result.returncode == 1
     assert (
-        "error: vllm.image vllm/vllm-openai:kimi-k3-aarch64-cu130 is built for linux/amd64, not linux/arm64"
+        "error: vllm.image vllm/vllm-openai:kimi-k3 is built for linux/amd64, not linux/arm64"
         " (the nodes' platform): an index without linux/arm64" in result.stderr
     )
     assert "hint:" in result.stderr and not out.exists()
@@ -139,7 +139,7 @@ def test_unknown_tag_fails_with_the_registry_error(pin_env: dict[str, str], regi
     registry.push_index("k3deploy/k3deploy", "0.1.0", ["arm64"])
     result = run_cli("pin", "-p", PROFILE, env=pin_env)
     assert result.returncode == 1
-    assert "has no vllm/vllm-openai:kimi-k3-aarch64-cu130 (MANIFEST_UNKNOWN: manifest unknown)" in result.stderr
+    assert "has no vllm/vllm-openai:kimi-k3 (MANIFEST_UNKNOWN: manifest unknown)" in result.stderr
     assert "Traceback" not in result.stderr
 
 

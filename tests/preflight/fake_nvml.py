@@ -79,6 +79,12 @@ H100_BUSES = [
 ]
 
 
+HEALTHY_FABRIC_MASK = (2 << 0) | (2 << 2) | (2 << 4) | (2 << 6) | (1 << 8) | (1 << 12)
+#: The same with one field turned "true": degraded bandwidth, an unhealthy route.
+DEGRADED_BANDWIDTH_MASK = (HEALTHY_FABRIC_MASK & ~(0x3 << 0)) | (1 << 0)
+UNHEALTHY_ROUTE_MASK = (HEALTHY_FABRIC_MASK & ~(0x3 << 4)) | (1 << 4)
+
+
 class NVMLError(Exception):
     """nvidia-ml-py's error: `.value` holds the nvmlReturn_t code."""
 
@@ -131,6 +137,10 @@ class FakeGpu:
     fabric_status: int = NVML_SUCCESS
     cluster_uuid: str | None = GB300_CLUSTER
     clique_id: int = 7
+    #: nvmlGpuFabricInfo_v2 healthMask: a healthy registered tray's (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*): bandwidth
+    #: not degraded, no route recovery, routes healthy, no access-timeout recovery (each "false", 2), configuration
+    #: correct (1 at shift 8), partition assigned (1 at shift 12).
+    health_mask: int = HEALTHY_FABRIC_MASK
 
 
 @dataclass
@@ -212,6 +222,7 @@ def make_module(node: FakeNvml) -> types.ModuleType:
         if handle.fabric_state is None:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
         info.state, info.status, info.cliqueId = handle.fabric_state, handle.fabric_status, handle.clique_id
+        info.healthMask = handle.health_mask
         raw = uuidlib.UUID(handle.cluster_uuid).bytes if handle.cluster_uuid else bytes(16)
         ctypes.memmove(info.clusterUuid, raw, 16)
         return NVML_SUCCESS

@@ -32,7 +32,7 @@ def test_builtin_production_profile_fails_on_every_floating_version() -> None:
     assert list(results) == FIELDS
     assert {r.status for r in results.values()} == {Status.FAIL}
     assert results["profile.model.revision"].measured == "main"
-    assert results["profile.vllm.image"].measured == "vllm/vllm-openai:kimi-k3-aarch64-cu130"
+    assert results["profile.vllm.image"].measured == "vllm/vllm-openai:kimi-k3"
     assert (
         results["profile.vllm.image"].hint
         == "k3deploy pin -p kimi-k3-gb300-tp16 -o pinned.yaml, then deploy pinned.yaml"

@@ -70,6 +70,7 @@ def test_healthy_gb300_passes_every_gpu_check(monkeypatch: pytest.MonkeyPatch) -
         ("gpu.health", Status.PASS),
         ("gpu.persistence", Status.PASS),
         ("fabric.state", Status.PASS),
+        ("fabric.health", Status.PASS),
         ("fabric.clique", Status.PASS),
     ]
 
@@ -92,7 +93,32 @@ def _driver_575() -> FakeNvml:
     return fake
 
 
+def _mixed() -> FakeNvml:
+    fake = gb300_node()
+    fake.gpus[3].name = "NVIDIA B300 SXM6 AC"
+    return fake
+
+
+def _driver_580_65() -> FakeNvml:
+    fake = gb300_node()
+    fake.driver = "580.65.06"
+    return fake
+
+
 FAILURES = [
+    (
+        lambda: gb300_node(health_mask=fake_nvml.DEGRADED_BANDWIDTH_MASK),
+        "fabric.health",
+        "GPU 0: degraded bandwidth; GPU 1: degraded bandwidth; GPU 2: degraded bandwidth; GPU 3: degraded bandwidth",
+        "NVLink switch",
+    ),
+    (
+        lambda: gb300_node(health_mask=fake_nvml.UNHEALTHY_ROUTE_MASK),
+        "fabric.health",
+        None,
+        "fabric manager reports it healthy",
+    ),
+    (_driver_580_65, "driver.version", "580.65.06", "580.95.05 or later"),
     # (fake node, the check that fails, what it found, words its hint must contain)
     (lambda: gb300_node(name="NVIDIA H200"), "gpu.product", "NVIDIA H200", "hardware.allowed_products"),
     (_three_gpus, "gpu.count", 3, "parallel.gpus_per_node"),
@@ -138,10 +164,32 @@ def test_each_nvml_failure_fails_its_check_with_a_hint(
     failed = {name for name, r in results.items() if r.status is Status.FAIL}
     # One fault, one failing check; a 575 driver is also too old for CUDA 13, and no fabric means no clique either.
     also = {
-        "driver.version": {"driver.cuda"},
+        "driver.version": {"driver.cuda"} if str(found).startswith("575") else set(),
         "fabric.state": {"fabric.clique"} if str(found).endswith("N/A") else set(),
     }
     assert failed == {check} | also.get(check, set())
+
+
+def test_mixed_products_in_one_node_fail_even_when_each_is_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_nvml.install(monkeypatch, _mixed())
+    profile = load_profile(GB300, ['hardware.allowed_products=["NVIDIA B300 SXM6 AC"]'])
+    result = {r.name: r for r in gpu_checks(profile, node.gpu_facts())}["gpu.product"]
+    assert result.status is Status.FAIL and result.target == "one product"
+    assert result.measured == "NVIDIA B300 SXM6 AC, NVIDIA GB300" and "one product" in (result.hint or "")
+
+
+def test_the_fabric_health_mask_decodes_every_field() -> None:
+    from k3deploy.preflight.facts import fabric_health_problems
+
+    assert fabric_health_problems(fake_nvml.HEALTHY_FABRIC_MASK) == []
+    assert fabric_health_problems(0) == []  # a device that reports no health data
+    assert fabric_health_problems(1 | (1 << 2) | (1 << 4) | (1 << 6) | (5 << 8)) == [
+        "degraded bandwidth",
+        "route recovery in progress",
+        "route unhealthy",
+        "access timeout recovery",
+        "insufficient NVLinks",
+    ]
 
 
 def test_health_names_each_problem(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,7 +39,8 @@ BAD = [
     (["speculative.rejection_sample_method=synthetic"], "'synthetic' is a test mode"),
     (["vllm.max_model_len=2097152"], "above the model's context_length"),
     (["name=Kimi_K3"], "name: 'Kimi_K3' is not a DNS-1123 label"),
-    (["name=" + "k" * 52], "LeaderWorkerSet pod names break past 51"),
+    (["name=" + "k" * 51], "is 51 characters, above 50: the LeaderWorkerSet's worker StatefulSet"),
+    (["name=" + "k" * 50, "parallel.replicas=11"], "is 50 characters, above 49"),
     (["vllm.image=vllm/vllm-openai"], "vllm.image: image 'vllm/vllm-openai' has no tag or digest"),
     (["model.checkpoint_bytes=9000000000000"], "weights do not fit"),
     (["vllm.bogus=1"], "vllm.bogus: unknown field"),
@@ -134,3 +135,15 @@ def test_valid_names_quantities_and_images_load() -> None:
     prof = load_profile("kimi-k3-gb300-tp16", GOOD)
     assert prof.kubernetes.node_selector == {"example.com/Pool_A": "gpu.v1", "plain": ""}
     assert prof.kubernetes.cpu_request == "500m" and prof.kubernetes.model_cache_size == "1.5Ti"
+
+
+def test_the_name_bound_is_what_the_lws_controller_derives() -> None:
+    """Worker StatefulSet `<name>-<group>`; its pods' controller-revision-hash label is that plus `-<10-char hash>`."""
+    from k3deploy.lws import max_name_length, name_length_reason
+
+    name = "k" * max_name_length(1)
+    assert len(f"{name}-0-{'h' * 10}") == 63
+    assert load_profile("kimi-k3-gb300-tp16", [f"name={name}"]).name == name
+    assert max_name_length(1, blue_green=True) == 44
+    reason = name_length_reason("k" * 45, 1, blue_green=True)
+    assert reason is not None and f"{'k' * 45}-green-0" in reason

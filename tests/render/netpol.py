@@ -1,82 +1,118 @@
-"""NetworkPolicy semantics, for judging the rendered policies by what they let through (test helper).
+"""NetworkPolicy connectivity judged by an upstream engine: cyclonus (github.com/mattfenwick/cyclonus) (test helper).
 
-As the API documents it (kubernetes/api networking/v1/types.go NetworkPolicySpec, NetworkPolicyPeer,
-NetworkPolicyPort) and CNIs implement it: a pod selected by no policy of a direction is open in that direction;
-a selected pod admits a connection when any rule of any selecting policy admits it (policies add up). A peer's
-podSelector alone means the policy's own namespace; namespaceSelector alone means every pod of the matching
-namespaces; both in one peer mean those pods of those namespaces. No `from`/`to` means every peer, no `ports`
-every port; `endPort` makes a range. Namespaces carry kubernetes.io/metadata.name, as the API server sets it.
+cyclonus is the NetworkPolicy engine network-policy-api's policy-assistant grew from; its `analyze --mode
+query-traffic` builds the policies' matcher (pkg/matcher/builder.go) and answers, for each connection, whether the
+source's egress and the target's ingress admit it (pkg/matcher/policy.go IsTrafficAllowed), without a cluster.
+.ci/cyclonus builds it from the Go module proxy and links it into the venv. Here we only feed it: the rendered
+policies as a NetworkPolicyList, and each connection as a traffic object (the pods' namespace, the namespace's
+labels as the API server sets them, the pods' labels, port and protocol); its verdict is read from the
+"Is allowed?" footer of each answer.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tests.kubeapi.selectors import match_label_selector
+import pytest
+
+from tests.conftest import venv_tool
+
+BINARY = "cyclonus"
+#: Bound of one engine run (a few hundred connections take well under a second).
+RUN_BOUND_S = 120
+#: The footer of each answer: `| IS ALLOWED? | TRUE |` (tablewriter upper-cases footers).
+_VERDICT = re.compile(r"IS ALLOWED\?\s*\|\s*(TRUE|FALSE)")
+#: Label the API server sets on every namespace (Kubernetes >= 1.22).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True)
 class Pod:
-    """A pod as policies see it: namespace and labels."""
+    """A pod as policies see it: namespace and labels. `external` marks a peer outside the cluster (the Hub)."""
 
     namespace: str
     labels: dict[str, str]
+    external: bool = False
 
 
-def _peer_matches(peer: dict[str, Any], policy_ns: str, pod: Pod) -> bool:
-    if "ipBlock" in peer:
-        return False  # pods are reached by pod IP; the rendered policies use no ipBlock
-    ns_labels = {"kubernetes.io/metadata.name": pod.namespace}
-    if "namespaceSelector" in peer:
-        if not match_label_selector(peer["namespaceSelector"], ns_labels):
-            return False
-    elif pod.namespace != policy_ns:
-        return False
-    return "podSelector" not in peer or match_label_selector(peer["podSelector"], pod.labels)
+#: A peer outside the cluster: what the prefetch downloads from.
+INTERNET = Pod("", {}, external=True)
 
 
-def _port_matches(ports: list[dict[str, Any]] | None, port: int, protocol: str) -> bool:
-    if not ports:
-        return True
-    for entry in ports:
-        if entry.get("protocol", "TCP") != protocol:
-            continue
-        if "port" not in entry:
-            return True
-        low = int(entry["port"])
-        if low <= port <= int(entry.get("endPort", low)):
-            return True
-    return False
+def engine() -> str:
+    """The cyclonus executable, or a skip (a failure under CI=true) saying how to get it."""
+    path = os.environ.get("K3DEPLOY_CYCLONUS") or venv_tool(BINARY)
+    if path:
+        return path
+    message = f"{BINARY} (the NetworkPolicy engine) is not installed (run: bash .ci/setup, which runs .ci/cyclonus)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
-def _selects(policy: dict[str, Any], pod: Pod, direction: str) -> bool:
-    meta, spec = policy["metadata"], policy["spec"]
-    types = spec.get("policyTypes") or (["Ingress", "Egress"] if "egress" in spec else ["Ingress"])
-    return (
-        meta["namespace"] == pod.namespace
-        and direction in types
-        and match_label_selector(spec["podSelector"], pod.labels)
-    )
+def _peer(pod: Pod, ip: str) -> dict[str, Any]:
+    if pod.external:
+        return {"IP": "203.0.113.7"}
+    return {
+        "Internal": {
+            "PodLabels": pod.labels,
+            "NamespaceLabels": {NAMESPACE_NAME_LABEL: pod.namespace},
+            "Namespace": pod.namespace,
+        },
+        "IP": ip,
+    }
 
 
-def _admits(policies: list[dict[str, Any]], pod: Pod, peer: Pod, port: int, protocol: str, direction: str) -> bool:
-    selecting = [p for p in policies if _selects(p, pod, direction)]
-    if not selecting:
-        return True
-    key, peers_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
-    for policy in selecting:
-        for rule in policy["spec"].get(key) or []:
-            peers = rule.get(peers_key)
-            if peers is not None and not any(_peer_matches(p, policy["metadata"]["namespace"], peer) for p in peers):
-                continue
-            if _port_matches(rule.get("ports"), port, protocol):
-                return True
-    return False
+def judge(policies: list[dict[str, Any]], connections: list[tuple[Pod, Pod, int, str]]) -> list[bool]:
+    """For each (source, target, port, protocol): whether the engine lets it through the policies."""
+    if not connections:
+        return []
+    traffic = [
+        {
+            "Source": _peer(src, "10.0.0.1"),
+            "Destination": _peer(dst, "10.0.0.2"),
+            "ResolvedPort": port,
+            "ResolvedPortName": "",
+            "Protocol": protocol,
+        }
+        for src, dst, port, protocol in connections
+    ]
+    with tempfile.TemporaryDirectory(prefix="k3deploy-netpol-") as tmp:
+        policy_path = Path(tmp, "policies.json")
+        policy_path.write_text(
+            json.dumps({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList", "items": policies})
+        )
+        traffic_path = Path(tmp, "traffic.json")
+        traffic_path.write_text(json.dumps(traffic))
+        result = subprocess.run(
+            [
+                engine(),
+                "analyze",
+                "--mode",
+                "query-traffic",
+                "--policy-path",
+                str(policy_path),
+                "--traffic-path",
+                str(traffic_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=RUN_BOUND_S,
+            check=False,
+        )
+    verdicts = [match == "TRUE" for match in _VERDICT.findall(result.stdout)]
+    if result.returncode != 0 or len(verdicts) != len(connections):
+        raise AssertionError(f"cyclonus gave {len(verdicts)} verdicts for {len(connections)}: {result.stderr[-2000:]}")
+    return verdicts
 
 
 def allowed(policies: list[dict[str, Any]], src: Pod, dst: Pod, port: int, protocol: str = "TCP") -> bool:
     """Whether a connection from `src` to `dst` on `port` gets through: the source's egress and the target's ingress."""
-    return _admits(policies, src, dst, port, protocol, "Egress") and _admits(
-        policies, dst, src, port, protocol, "Ingress"
-    )
+    return judge(policies, [(src, dst, port, protocol)])[0]

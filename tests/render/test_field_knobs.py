@@ -10,7 +10,8 @@ from k3deploy.errors import ProfileError
 from k3deploy.profile import load_profile
 from k3deploy.render.argv import serve_command
 from k3deploy.render.features import dra_semver
-from k3deploy.render.manifests import build
+from k3deploy.render.manifests import FLOATING_ANNOTATION, build
+from k3deploy.render.pod_security import pod_templates
 
 K3 = "kimi-k3-gb300-tp16"
 
@@ -141,7 +142,9 @@ def test_lws_restart_policy_follows_the_installed_lws(
     lws = _objects([f"kubernetes.lws_version={version}"])[f"LeaderWorkerSet/{K3}"]
     assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == policy
     restart_annotations = {
-        k: v for k, v in lws["metadata"]["annotations"].items() if k != "k3deploy/progress-deadline-seconds"
+        k: v
+        for k, v in lws["metadata"]["annotations"].items()
+        if k not in ("k3deploy/progress-deadline-seconds", FLOATING_ANNOTATION)
     }
     assert (restart_annotations or None) == annotations
 
@@ -187,3 +190,52 @@ def test_prefetch_pins_its_hub_client_and_has_a_deadline() -> None:
     name, _, version = env["K3DEPLOY_HUB_REQUIREMENT"].partition("==")
     assert name == "huggingface_hub" and version.replace(".", "").isdigit()
     assert '"$K3DEPLOY_HUB_REQUIREMENT"' in job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+
+
+def test_no_pod_of_the_set_takes_service_links() -> None:
+    """A Service named `vllm` in the namespace injects VLLM_PORT=tcp://..., which vLLM reads as its port setting."""
+    objs = [m.obj for m in build(load_profile(K3, ["kubernetes.routing=inference-pool"]))]
+    specs = [(where, pod) for where, pod, _ in pod_templates(objs)]
+    specs += [(o["metadata"]["name"], o["spec"]["template"]["spec"]) for o in objs if o["kind"] == "Deployment"]
+    assert len(specs) == 6
+    for where, pod in specs:
+        assert pod["enableServiceLinks"] is False, where
+
+
+def test_a_capture_size_below_the_concurrency_with_drafts_is_a_profile_error() -> None:
+    """256 capture tokens with 7 draft tokens (8 a step) give full graphs to 32 decodes, not max_num_seqs 512."""
+    with pytest.raises(ProfileError) as refused:
+        serve_command(load_profile(K3, ['vllm.extra_args=["--max-cudagraph-capture-size=256"]']), role="leader")
+    assert "only 32 concurrent decodes" in str(refused.value) and "512" in str(refused.value)
+    assert "4096" in (refused.value.hint or "")
+    ok = load_profile(K3, ['vllm.extra_args=["--max-cudagraph-capture-size", "256"]', "vllm.max_num_seqs=32"])
+    assert "--max-cudagraph-capture-size" in serve_command(ok, role="leader")
+    assert "--max-cudagraph-capture-size" not in serve_command(load_profile(K3), role="leader")
+
+
+def test_the_cross_node_all_reduce_backend_is_mnnvl_unless_the_profile_names_one() -> None:
+    lws = _objects()[f"LeaderWorkerSet/{K3}"]
+    env = {
+        e["name"]: e["value"]
+        for e in lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"]
+    }
+    assert env["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "mnnvl"
+    chosen = _objects(["vllm.env.VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm"])[f"LeaderWorkerSet/{K3}"]
+    leader = chosen["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    assert {e["name"]: e["value"] for e in leader["env"]}["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm"
+
+
+def test_escape_hatches_reach_every_pod_and_container() -> None:
+    sets = ["kubernetes.routing=inference-pool", "kubernetes.priority_class=inference-critical"]
+    sets.append('kubernetes.image_pull_secrets=["mirror-pull"]')
+    objs = [m.obj for m in build(load_profile(K3, sets))]
+    specs = [(where, pod) for where, pod, _ in pod_templates(objs)]
+    specs += [(o["metadata"]["name"], o["spec"]["template"]["spec"]) for o in objs if o["kind"] == "Deployment"]
+    for where, pod in specs:
+        assert pod["imagePullSecrets"] == [{"name": "mirror-pull"}], where
+        for container in pod["containers"] + pod.get("initContainers", []):
+            # A crash leaves its last log lines in the pod's status, where `kubectl describe` shows them.
+            assert container["terminationMessagePolicy"] == "FallbackToLogsOnError", (where, container["name"])
+        assert (pod.get("priorityClassName") == "inference-critical") is ("LeaderWorkerSet" in where), where
+    plain = [pod for _, pod, _ in pod_templates([m.obj for m in build(load_profile(K3))])]
+    assert all("imagePullSecrets" not in pod and "priorityClassName" not in pod for pod in plain)

@@ -1,4 +1,4 @@
-"""The rendered NetworkPolicies, judged by what they let through (tests/render/netpol.py) for every pod of the set.
+"""The rendered NetworkPolicies, judged by what cyclonus lets through (tests/render/netpol.py) for every pod of the set.
 
 The group's port set is k3deploy.render.network's reading of vLLM's code (master port + the ephemeral range the
 serving pods pin); tests/render/test_vllm_argv.py checks the master port against vLLM's own parser.
@@ -151,13 +151,6 @@ def test_a_single_node_group_opens_no_internal_ports() -> None:
     policies, pods = rendered(single)
     assert not allowed(policies, pods["worker"], pods["leader"], VLLM_DEFAULT_MASTER_PORT)
     assert all("sysctls" not in spec["securityContext"] for spec in serving_pod_specs(single))
-
-
-def test_the_evaluator_refuses_what_no_policy_opens() -> None:
-    """The judge itself: an empty ingress rule list denies, a pod outside every policy is open."""
-    deny = {"metadata": {"namespace": "n"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
-    assert not allowed([deny], Pod("n", {}), Pod("n", {"a": "b"}), 80)
-    assert allowed([deny], Pod("n", {}), Pod("other", {}), 80)
 
 
 def test_a_master_port_that_is_no_port_is_a_profile_error(tmp_path: Path) -> None:

@@ -196,3 +196,37 @@ def test_node_preflight_false_removes_it_and_the_profile_is_a_plain_object_again
     assert [k for k in objs if k.startswith("Job/")] == [f"Job/{K3}-prefetch", f"Job/{K3}-smoke"]
     assert "annotations" not in objs[PROFILE_MAP]["metadata"]
     assert load_profile(K3).kubernetes.node_preflight is True
+
+
+def _serving_specs(sets: list[str] | None = None) -> list[dict[str, Any]]:
+    lws = _objects(sets)[f"LeaderWorkerSet/{K3}"]
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    return [lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]]
+
+
+def test_serving_pods_check_their_gpus_first_in_an_init_container_that_holds_them() -> None:
+    """Hardened runtimes ignore NVIDIA_VISIBLE_DEVICES for pods that request no GPU: the serving pods' own first init
+    container runs the node check on the GPUs and IMEX channel the pod is given (the kubelet hands an init
+    container's devices on to the containers after it)."""
+    for spec in _serving_specs():
+        first = spec["initContainers"][0]
+        assert first["name"] == "gpu-check"
+        assert first["args"] == ["preflight", "--node", "-p", "/etc/k3deploy/profile.yaml", "-o", "json"]
+        vllm = spec["containers"][0]
+        assert first["resources"]["limits"]["nvidia.com/gpu"] == vllm["resources"]["limits"]["nvidia.com/gpu"]
+        assert first["resources"]["claims"] == vllm["resources"]["claims"]
+        assert "NVIDIA_VISIBLE_DEVICES" not in {e["name"] for e in first.get("env", [])}
+        mounts = {m["name"]: m for m in first["volumeMounts"]}
+        profile_volume = next(v for v in spec["volumes"] if v["name"] == mounts["profile"]["name"])
+        assert profile_volume["configMap"]["name"] == f"{K3}-profile"
+    off = _serving_specs(["kubernetes.node_preflight=false"])
+    assert all(c["name"] != "gpu-check" for spec in off for c in spec["initContainers"])
+
+
+def test_under_gitops_the_job_checks_the_clique_the_group_is_pinned_to() -> None:
+    clique = "7c8d0a3e-1b2f-4e5d-9a8b-0c1d2e3f4a5b.1"
+    objs = _objects(["--set", f"kubernetes.clique={clique}"])
+    assert objs[JOB]["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.clique"] == clique
+    for spec in _serving_specs([f"kubernetes.clique={clique}"]):
+        assert spec["nodeSelector"]["nvidia.com/gpu.clique"] == clique
+    assert "nvidia.com/gpu.clique" not in _pod(_objects())["nodeSelector"]

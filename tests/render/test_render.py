@@ -158,7 +158,8 @@ def test_objects_reference_each_other_consistently() -> None:
         ["moonshotai/Kimi-K3", "main"],
         ["Inferact/Kimi-K3-DSpark", "main"],
     ]
-    wait = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["initContainers"][0]
+    inits = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["initContainers"]
+    wait = next(c for c in inits if c["name"] == "wait-for-weights")
     assert wait["env"] == [{"name": "K3DEPLOY_PREFETCH_MARKER", "value": fetch_env["K3DEPLOY_PREFETCH_MARKER"]}]
     smoke = objs[f"Job/{K3}-smoke"]
     assert smoke["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"

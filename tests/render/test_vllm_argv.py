@@ -76,7 +76,7 @@ def test_rendered_leader_and_worker_parse(parsers: Parsers) -> None:
         assert args.headless is (role == "worker")
         assert args.kv_cache_dtype == "fp8" and args.max_model_len == 1048576 and args.trust_remote_code is True
         assert args.load_format == "fastsafetensors" and args.gpu_memory_utilization == 0.92
-        assert args.max_cudagraph_capture_size == 256 and args.enable_flashinfer_autotune is False
+        assert args.max_cudagraph_capture_size is None and args.enable_flashinfer_autotune is False
         assert args.tool_call_parser == "kimi_k3" and args.reasoning_parser == "kimi_k3"
         # Multi-node knobs k3deploy derives: vLLM's parser takes them as ParallelConfig fields.
         assert args.distributed_timeout_seconds == 1800 and args.disable_custom_all_reduce is True

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from k3deploy.profile import load_profile
 from k3deploy.smoke.correctness import PROBES, expect_copy, expect_json, expect_number, judge_answer
+from k3deploy.smoke.runner import REASONING_OFF, request_body
 
 RIGHT = {
     "arithmetic-multiply": "10063",
@@ -32,3 +34,13 @@ def test_judges_explain() -> None:
     assert expect_json({"a": 1})('{"a": 2}') == (False, "wrong or missing keys: {'a': 2}")
     assert expect_json({"a": 1})("{'a': 1}")[1].startswith("the JSON object does not parse")
     assert expect_json({"a": 1})("none") == (False, "no JSON object in the answer")
+
+
+def test_probes_ask_with_reasoning_off_and_measured_requests_do_not() -> None:
+    profile = load_profile("kimi-k3-gb300-tp16")
+    path, probe = request_body(profile, "2+2?", 64, ignore_eos=False, reasoning_off=True)
+    assert path == "/v1/chat/completions"
+    assert probe["reasoning_effort"] == "none" and probe["chat_template_kwargs"] == {"thinking": False}
+    assert REASONING_OFF.items() <= probe.items()
+    _, measured = request_body(profile, "2+2?", 64, ignore_eos=True)
+    assert "reasoning_effort" not in measured and "chat_template_kwargs" not in measured

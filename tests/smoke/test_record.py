@@ -109,3 +109,15 @@ def test_a_bursty_record_is_flagged() -> None:
     ]  # all but the first chunk at once
     rec = build_record(RawStream(t_send=0.0, t_end=1.0, lines=stamped), SPEC)
     assert rec.ok and rec.bursty and rec.decode_tok_s == 47 / (0.5 - 0.02) and rec.e2e_tok_s == 48 / 0.5
+
+
+def test_a_probe_keeps_the_answer_not_the_reasoning() -> None:
+    """A reasoning model that drafts its JSON while thinking has not answered with it: the probe judges content."""
+    head = 'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}'
+    think = 'data: {"choices":[{"index":0,"delta":{"reasoning_content":"{\\"answer\\": 4}"}}],"usage":{"prompt_tokens":5,"completion_tokens":6}}'
+    say = 'data: {"choices":[{"index":0,"delta":{"content":"four"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}'
+    lines = [head, "", think, "", say, "", "data: [DONE]", ""]
+    probe = RequestSpec(index=0, phase="correctness", prompt_id="p", max_tokens=64, expect_full=False, keep_text=True)
+    rec = build_record(_raw(lines), probe)
+    assert rec.ok and rec.text == "four"
+    assert rec.completion_tokens == 7 and rec.chunk_tokens == [6, 1]  # reasoning tokens still count as output

@@ -69,3 +69,9 @@ def test_error_payload_is_a_server_error() -> None:
 def test_malformed_payloads_raise(payload: str, message: str) -> None:
     with pytest.raises(ChunkFormatError, match=message):
         parse_chunk(payload)
+
+
+def test_the_answer_is_content_only() -> None:
+    chunk = parse_chunk('{"choices":[{"delta":{"reasoning_content":"think ","content":"say"}}]}')
+    assert (chunk.text, chunk.answer) == ("think say", "say")
+    assert parse_chunk('{"choices":[{"text":"ab"}]}').answer == "ab"

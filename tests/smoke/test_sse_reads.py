@@ -87,7 +87,7 @@ def test_chunk_fields_fast_and_strict_roads_agree() -> None:
         b'{"id":"x","choices":[{"index":0,"delta":{"reasoning_content":"a","content":"b"},"finish_reason":"stop"}],'
         b'"usage":{"prompt_tokens":4,"completion_tokens":9},"extra":[1,{"deep":null}]}'
     )
-    assert fast == (False, None, True, "ab", "stop", 9, 4)
+    assert fast == (False, None, True, "ab", "stop", 9, 4, "b")
     # What msgspec refuses is said precisely by the json road.
     with pytest.raises(ChunkFormatError, match="token count True is not an integer"):
         parse_chunk(b'{"choices": [], "usage": {"completion_tokens": true}}')
