@@ -1,6 +1,6 @@
 """Start and stop one real control plane: etcd (data on tmpfs), kube-apiserver, kube-controller-manager,
 kube-scheduler, KWOK with GB300 nodes, and the LeaderWorkerSet controller run outside the cluster with its webhooks
-registered by URL. Every process is stopped by the pid this module started; every directory it made is removed."""
+registered by URL, a stand-in for the NVIDIA DRA driver (tests/realk8s/dra.py). Every process is stopped by the pid this module started; every directory it made is removed."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tests.realk8s import objects
 from tests.realk8s.binaries import REPO_ROOT, Binaries
 from tests.realk8s.certs import CertAuthority, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
+from tests.realk8s.dra import DraDriver
 from tests.realk8s.procs import Process, free_port
 from tests.realk8s.provisioner import DRIVER, Provisioner
 
@@ -72,6 +73,7 @@ class Plane:
         self.etcd_url = ""
         self.crds: list[str] = []
         self.provisioner: Provisioner | None = None
+        self.dra: DraDriver | None = None
 
     # -- paths and clients -------------------------------------------------------------------------------------
     @property
@@ -392,6 +394,9 @@ class Plane:
             pv = objects.volume(f"node-local-{i:02d}", "node-local", modes=("ReadWriteOnce",))
             self.api.apply(resource_path("v1", "persistentvolumes", name=pv["metadata"]["name"]), pv)
         self.provisioner = Provisioner(self.client("realk8s-admin")).start()
+        # DRA is GA in 1.34 (resource.k8s.io/v1 served, the scheduler's DynamicResources plugin and the
+        # resourceclaim controller on by default): only the NVIDIA driver's part is a stand-in.
+        self.dra = DraDriver(self.client("realk8s-admin")).start()
         namespace, deployment = objects.lws_workload(self.binaries.versions["LWS_VERSION"])
         self.api.apply(resource_path("v1", "namespaces", name="lws-system"), namespace)
         self.api.apply(resource_path("apps/v1", "deployments", "lws-system", "lws-controller-manager"), deployment)
@@ -405,9 +410,10 @@ class Plane:
     # -- stop --------------------------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop every started process (reverse order, by the pid started) and remove the directories made."""
-        if self.provisioner is not None:
-            self.provisioner.stop()
-            self.provisioner.api.close()
+        for helper in (self.provisioner, self.dra):
+            if helper is not None:
+                helper.stop()
+                helper.api.close()
         for process in reversed(list(self.processes.values())):
             with contextlib.suppress(Exception):
                 process.stop()
