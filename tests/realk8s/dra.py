@@ -221,7 +221,6 @@ class DraDriver:
         """Install the DeviceClasses and start the thread."""
         for device_class in device_classes():
             self.api.apply(resource_path(RESOURCE, "deviceclasses", name=device_class["metadata"]["name"]), device_class)
-        self.sync()
         self._thread.start()
         return self
 

@@ -19,7 +19,7 @@ import yaml
 
 from tests.realk8s import objects
 from tests.realk8s.binaries import REPO_ROOT, Binaries
-from tests.realk8s.certs import CertAuthority, service_account_keys
+from tests.realk8s.certs import CertAuthority, CertPair, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.dra import DraDriver
 from tests.realk8s.procs import Process, free_port
@@ -91,13 +91,17 @@ class Plane:
         """A client with `user`'s token (close it after use)."""
         return Api(self.url, self.tokens[user], self.ca_file)
 
-    def kubeconfig(self, path: Path, user: str = "realk8s-admin") -> Path:
-        """Write a kubeconfig for `user`'s token to `path`."""
+    def serving_pair(self, name: str) -> CertPair:
+        """A serving certificate for 127.0.0.1 signed by the plane's CA (for a server put in front of the plane)."""
+        return self._ca.serving(name, ["localhost"])
+
+    def kubeconfig(self, path: Path, user: str = "realk8s-admin", server: str | None = None) -> Path:
+        """Write a kubeconfig for `user`'s token to `path` (for `server`, default the API server itself)."""
         ca = base64.b64encode(self.ca_file.read_bytes()).decode()
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "realk8s", "cluster": {"server": self.url, "certificate-authority-data": ca}}],
+            "clusters": [{"name": "realk8s", "cluster": {"server": server or self.url, "certificate-authority-data": ca}}],
             "users": [{"name": user, "user": {"token": self.tokens[user]}}],
             "contexts": [{"name": "realk8s", "context": {"cluster": "realk8s", "user": user}}],
             "current-context": "realk8s",
@@ -239,7 +243,7 @@ class Plane:
         def established() -> bool:
             for name in names:
                 crd = self.api.get(resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name=name))
-                conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+                conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
                 if conditions.get("Established") != "True":
                     return False
             return True
