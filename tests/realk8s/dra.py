@@ -116,14 +116,17 @@ def gpu_slice(node: dict[str, Any]) -> dict[str, Any]:
             "cudaDriverVersion": {"version": cuda},
             "addressingMode": {"string": "ATS"},
         }
-        devices.append({"name": f"gpu-{minor}", "attributes": attributes, "capacity": {"memory": {"value": GPU_MEMORY}}})
+        devices.append(
+            {"name": f"gpu-{minor}", "attributes": attributes, "capacity": {"memory": {"value": GPU_MEMORY}}}
+        )
     return _slice(node, GPU_DRIVER, devices)
 
 
 def compute_domain_slice(node: dict[str, Any]) -> dict[str, Any]:
     """The compute-domain kubelet plugin's ResourceSlice of a node: channel-0 and daemon-0."""
     devices = [
-        {"name": f"{kind}-0", "attributes": {"type": {"string": kind}, "id": {"int": 0}}} for kind in ("channel", "daemon")
+        {"name": f"{kind}-0", "attributes": {"type": {"string": kind}, "id": {"int": 0}}}
+        for kind in ("channel", "daemon")
     ]
     return _slice(node, CD_DRIVER, devices)
 
@@ -220,7 +223,9 @@ class DraDriver:
     def start(self) -> DraDriver:
         """Install the DeviceClasses and start the thread."""
         for device_class in device_classes():
-            self.api.apply(resource_path(RESOURCE, "deviceclasses", name=device_class["metadata"]["name"]), device_class)
+            self.api.apply(
+                resource_path(RESOURCE, "deviceclasses", name=device_class["metadata"]["name"]), device_class
+            )
         self._thread.start()
         return self
 
@@ -252,7 +257,7 @@ class DraDriver:
         self._open_gates(claims, ready)
 
     def _publish(self, nodes: dict[str, dict[str, Any]]) -> None:
-        for name, node in nodes.items():
+        for node in nodes.values():
             labels = node["metadata"].get("labels") or {}
             if labels.get("nvidia.com/gpu.present") != "true" or node["metadata"]["uid"] in self._published:
                 continue
@@ -277,7 +282,9 @@ class DraDriver:
                 return False
             if FINALIZER in finalizers:
                 left = [f for f in finalizers if f != FINALIZER]
-                self._merge(path, {"metadata": {"finalizers": left or None, "resourceVersion": meta["resourceVersion"]}})
+                self._merge(
+                    path, {"metadata": {"finalizers": left or None, "resourceVersion": meta["resourceVersion"]}}
+                )
             return False
         if FINALIZER not in finalizers:
             self._merge(path, {"metadata": {"finalizers": [*finalizers, FINALIZER]}})
@@ -295,7 +302,11 @@ class DraDriver:
         for pod in self.api.get("/api/v1/pods")["items"]:
             meta = pod["metadata"]
             statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
-            if not statuses or IMEX_READY_ANNOTATION in (meta.get("annotations") or {}) or meta.get("deletionTimestamp"):
+            if (
+                not statuses
+                or IMEX_READY_ANNOTATION in (meta.get("annotations") or {})
+                or meta.get("deletionTimestamp")
+            ):
                 continue
             if len(statuses) < len(pod["spec"].get("resourceClaims") or []):
                 continue
@@ -315,8 +326,6 @@ class DraDriver:
                 self._merge(path, {"metadata": {"annotations": {IMEX_READY_ANNOTATION: "true"}}})
 
     def _merge(self, path: str, patch: dict[str, Any]) -> None:
-        response = self.api.request(
-            "PATCH", path, json=patch, headers={"Content-Type": "application/merge-patch+json"}
-        )
+        response = self.api.request("PATCH", path, json=patch, headers={"Content-Type": "application/merge-patch+json"})
         if response.status_code >= 300 and response.status_code not in (404, 409):
             raise ApiError(response.status_code, response.text)

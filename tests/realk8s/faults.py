@@ -65,7 +65,13 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def status_body(code: int, message: str, retry_after: int | None = None) -> dict[str, Any]:
     """A metav1.Status as kube-apiserver writes it for an error."""
-    reasons = {410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 403: "Forbidden"}
+    reasons = {
+        410: "Expired",
+        429: "TooManyRequests",
+        500: "InternalError",
+        503: "ServiceUnavailable",
+        403: "Forbidden",
+    }
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -88,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `faults.requests`."""
 
     def do_GET(self) -> None:

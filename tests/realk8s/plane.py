@@ -74,6 +74,8 @@ class Plane:
         self.crds: list[str] = []
         self.provisioner: Provisioner | None = None
         self.dra: DraDriver | None = None
+        #: Component name -> a URL that answers 200 when it is ready (kube-apiserver: "/readyz" on `url`).
+        self.ready_urls: dict[str, str] = {}
 
     # -- paths and clients -------------------------------------------------------------------------------------
     @property
@@ -101,7 +103,9 @@ class Plane:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "realk8s", "cluster": {"server": server or self.url, "certificate-authority-data": ca}}],
+            "clusters": [
+                {"name": "realk8s", "cluster": {"server": server or self.url, "certificate-authority-data": ca}}
+            ],
             "users": [{"name": user, "user": {"token": self.tokens[user]}}],
             "contexts": [{"name": "realk8s", "context": {"cluster": "realk8s", "user": user}}],
             "current-context": "realk8s",
@@ -217,6 +221,7 @@ class Plane:
             ],
         )
         self._api = Api(self.url, self.tokens["realk8s-admin"], self.ca_file)
+        self.ready_urls["kube-apiserver"] = f"{self.url}/readyz"
         self._wait(apiserver, "kube-apiserver /readyz", lambda: self.api.request("GET", "/readyz").status_code == 200)
 
     def _crd_files(self) -> list[Path]:
@@ -373,6 +378,7 @@ class Plane:
             env={"KUBECONFIG": str(self._component_kubeconfig("lws-controller"))},
         )
         ready = f"http://127.0.0.1:{health_port}/readyz"
+        self.ready_urls["lws-controller"] = ready
         self._wait(lws, "the LWS controller /readyz", lambda: httpx.get(ready, timeout=2).status_code == 200)
         hook_url = f"https://127.0.0.1:{webhook_port}"
         with httpx.Client(verify=ssl.create_default_context(cafile=str(self.ca_file)), timeout=2) as probe:

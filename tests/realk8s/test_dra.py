@@ -43,7 +43,11 @@ def _pod(name: str, namespace: str, node: str) -> dict[str, Any]:
 def test_the_driver_publishes_its_classes_and_one_slice_per_driver_and_gpu_node(realk8s: Plane) -> None:
     api = realk8s.api
     classes = {c["metadata"]["name"] for c in api.get(resource_path(RESOURCE, "deviceclasses"))["items"]}
-    assert {"gpu.nvidia.com", "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"} <= classes
+    assert {
+        "gpu.nvidia.com",
+        "compute-domain-daemon.nvidia.com",
+        "compute-domain-default-channel.nvidia.com",
+    } <= classes
     slices = api.get(resource_path(RESOURCE, "resourceslices"))["items"]
     gpu_nodes = [
         n["metadata"]["name"]

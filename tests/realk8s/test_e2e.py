@@ -120,7 +120,9 @@ def test_up_brings_a_tp16_group_onto_one_clique_and_a_real_vllm_serves_its_smoke
     assert down.returncode == 0, down.stderr
     wait_until(
         "the ComputeDomain and its claim template to go",
-        lambda: not api.get(resource_path(CD_API, "computedomains", namespace))["items"]
-        and not api.get(resource_path(RESOURCE, "resourceclaimtemplates", namespace))["items"],
+        lambda: (
+            not api.get(resource_path(CD_API, "computedomains", namespace))["items"]
+            and not api.get(resource_path(RESOURCE, "resourceclaimtemplates", namespace))["items"]
+        ),
         60,
     )

@@ -72,9 +72,7 @@ def test_a_request_that_hangs_after_discovery_ends_at_the_deadline(
 
 def test_preflight_judges_the_version_the_server_reports(fault_proxy: ProxiedPlane) -> None:
     fault_proxy.faults.add("GET", r"^/version", body_patch={"gitVersion": "v1.33.5", "minor": "33"}, times=None)
-    done = run_cli(
-        "preflight", "-p", PROFILE, "--cluster", "--kubeconfig", str(fault_proxy.kubeconfig), "-o", "json"
-    )
+    done = run_cli("preflight", "-p", PROFILE, "--cluster", "--kubeconfig", str(fault_proxy.kubeconfig), "-o", "json")
     assert done.returncode == 1, done.stderr
     check = next(c for c in json.loads(done.stdout)["checks"] if c["name"] == "k8s.version")
     assert (check["status"], check["measured"]) == ("fail", "v1.33.5")
