@@ -35,8 +35,11 @@ ComputeDomainClique objects, the node label resource.nvidia.com/computeDomain.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -217,6 +220,7 @@ class DraDriver:
         self.errors: list[str] = []
         self._interval = interval_s
         self._stop = threading.Event()
+        self._paused = threading.Event()
         self._published: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="dra-driver", daemon=True)
 
@@ -235,8 +239,20 @@ class DraDriver:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No pass runs inside the block (a driver that does not answer: no template, no status, no gate opens)."""
+        self._paused.set()
+        try:
+            time.sleep(self._interval * 2)  # a pass under way ends
+            yield
+        finally:
+            self._paused.clear()
+
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
+            if self._paused.is_set():
+                continue
             try:
                 self.sync()
             except (ApiError, httpx.HTTPError, OSError) as exc:

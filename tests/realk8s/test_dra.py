@@ -4,6 +4,7 @@ the domain's status and the IMEX-ready gate, and clean-up through the controller
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -81,11 +82,26 @@ def test_a_compute_domain_channel_is_allocated_by_the_real_scheduler_and_gates_t
     [config] = template["spec"]["spec"]["devices"]["config"]
     assert config["opaque"]["parameters"]["domainID"] == cd["metadata"]["uid"]
 
-    api.create(f"/api/v1/namespaces/{namespace}/pods", _pod("first", namespace, node))
+    pods = f"/api/v1/namespaces/{namespace}/pods"
 
     def running() -> dict[str, Any] | None:
-        pod = api.get(f"/api/v1/namespaces/{namespace}/pods/first")
+        pod = api.get(f"{pods}/first")
         return pod if pod["status"].get("phase") == "Running" else None
+
+    assert realk8s.dra is not None
+    with realk8s.dra.paused():
+        api.create(pods, _pod("first", namespace, node))
+
+        def held() -> dict[str, Any] | None:
+            pod = api.get(f"{pods}/first")
+            waiting = [(c.get("state") or {}).get("waiting", {}) for c in pod["status"].get("containerStatuses", [])]
+            return pod if waiting and waiting[0].get("reason") == "ContainerCreating" else None
+
+        # Scheduled with its channel allocated, but the driver has not reported the node Ready in the domain.
+        wait_until("the pod to be held in ContainerCreating", held, 60)
+        time.sleep(2)
+        assert held() is not None and running() is None
+        assert api.get(cd_path).get("status", {}).get("nodes") in (None, [])
 
     pod = wait_until("the pod to run", running, 120)
     assert pod["metadata"]["annotations"][IMEX_READY_ANNOTATION] == "true"
@@ -104,17 +120,17 @@ def test_a_compute_domain_channel_is_allocated_by_the_real_scheduler_and_gates_t
     ]
 
     # The node's only default channel is taken: a second pod of the domain there cannot be scheduled.
-    api.create(f"/api/v1/namespaces/{namespace}/pods", _pod("second", namespace, node))
+    api.create(pods, _pod("second", namespace, node))
 
     def unschedulable() -> str | None:
-        pod = api.get(f"/api/v1/namespaces/{namespace}/pods/second")
+        pod = api.get(f"{pods}/second")
         cond = {c["type"]: c for c in pod["status"].get("conditions", [])}.get("PodScheduled")
         return cond["message"] if cond and cond["status"] == "False" else None
 
     assert "cannot allocate all claims" in wait_until("the scheduler to refuse", unschedulable, 60)
 
     for name in ("first", "second"):
-        api.delete(f"/api/v1/namespaces/{namespace}/pods/{name}?gracePeriodSeconds=0")
+        api.delete(f"{pods}/{name}?gracePeriodSeconds=0")
     api.delete(cd_path)
     wait_until("the domain to go", lambda: api.find(cd_path) is None, 60)
     assert api.find(resource_path(RESOURCE, "resourceclaimtemplates", namespace, "imex-ch")) is None
