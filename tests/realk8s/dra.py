@@ -44,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from tests.realk8s.client import Api, ApiError, resource_path
+from tests.realk8s.client import Api, ApiError, resource_path, wait_until
 from tests.realk8s.objects import IMEX_READY_ANNOTATION
 
 GPU_DRIVER = "gpu.nvidia.com"
@@ -225,11 +225,18 @@ class DraDriver:
         self._thread = threading.Thread(target=self._run, name="dra-driver", daemon=True)
 
     def start(self) -> DraDriver:
-        """Install the DeviceClasses and start the thread."""
+        """Install the DeviceClasses, publish the slices of the nodes there are (a first pass, retried while the
+        server still answers 429 for a CRD just established) and start the thread."""
         for device_class in device_classes():
             self.api.apply(
                 resource_path(RESOURCE, "deviceclasses", name=device_class["metadata"]["name"]), device_class
             )
+
+        def first_pass() -> bool:
+            self.sync()
+            return True
+
+        wait_until("the DRA driver's first pass", first_pass, 60)
         self._thread.start()
         return self
 
