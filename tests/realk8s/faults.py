@@ -15,6 +15,7 @@ import json
 import math
 import socket
 import ssl
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -86,8 +87,8 @@ def status_body(code: int, message: str, retry_after: int | None = None) -> dict
     return body
 
 
-class _Dropped(Exception):
-    """The connection was cut on purpose."""
+class _Done(Exception):
+    """The request is finished without forwarding it: answered by a rule, or its connection cut on purpose."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -118,6 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve("DELETE")
 
     def _serve(self, method: str) -> None:
+        self._started = False
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         fault = self.server.faults.take(method, self.path)
@@ -127,12 +129,15 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is not None:
                 self._inject(fault, watch)
             self._forward(method, body, fault, watch)
-        except _Dropped:
+        except _Done:
             return
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
-        except httpx.HTTPError as exc:
-            self._send_json(503, status_body(503, f"fault proxy: upstream unreachable: {exc}"))
+        except (httpx.HTTPError, RuntimeError) as exc:
+            # The upstream refused or cut the answer, or the proxy is stopping (its client closed).
+            self.close_connection = True
+            if not self._started:
+                self._send_json(503, status_body(503, f"fault proxy: upstream unreachable: {exc}"))
 
     def _inject(self, fault: Fault, watch: bool) -> None:
         if fault.delay:
@@ -145,13 +150,18 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"Retry-After": str(retry)} if retry is not None else {}
             message = fault.message or _MESSAGES.get(fault.status, "injected fault")
             self._send_json(fault.status, status_body(fault.status, message, retry), headers)
-            raise _Dropped  # answered: nothing to forward
+            raise _Done
 
     def _drop(self) -> None:
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
         self.close_connection = True
-        raise _Dropped
+        raise _Done
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """Start an answer (remembered: once started, an error can only cut the connection)."""
+        self._started = True
+        super().send_response(code, message)
 
     def _send(self, code: int, payload: bytes, headers: dict[str, str]) -> None:
         self.send_response(code)
@@ -220,6 +230,11 @@ class _Server(ThreadingHTTPServer):
         self.tls = tls
         self.upstream = upstream
         self.faults = faults
+        self.errors: list[str] = []
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that ended badly (a client gone mid-handshake, the proxy stopping): kept, not printed."""
+        self.errors.append(f"{client_address}: {sys.exc_info()[1]!r}")
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = super().get_request()
