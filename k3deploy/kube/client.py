@@ -6,6 +6,7 @@ Config order: --kubeconfig, then KUBECONFIG, then ~/.kube/config, then in-cluste
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import yaml
@@ -115,6 +116,11 @@ def _where_and_why(exc: BaseException) -> str:
     return f"{where}: {text}"
 
 
+#: kube-apiserver's words when it cannot call a webhook (apiserver/pkg/admission/plugin/webhook/errors: "failed
+#: calling webhook %q: %v").
+_UNREACHABLE_WEBHOOK = re.compile(r'failed calling webhook "([^"]+)"')
+
+
 def _answer(status: int, message: str, action: str, schema_mismatch: bool) -> tuple[str, str, int]:
     """(message, hint, exit code) for an API server's error answer."""
     if status == 401:
@@ -149,6 +155,15 @@ def _answer(status: int, message: str, action: str, schema_mismatch: bool) -> tu
             f"{action}: rejected by the API server: {message}",
             "the object is invalid for this cluster's schema",
             EXIT_USAGE,
+        )
+    webhook = _UNREACHABLE_WEBHOOK.search(message) if status == 500 else None
+    if webhook is not None:
+        # kube-apiserver could not reach a webhook with failurePolicy Fail: its controller is down or restarting.
+        return (
+            f"{action}: the API server could not call admission webhook {webhook.group(1)}: {message}",
+            f"the controller serving webhook {webhook.group(1)} is down or unreachable (for LeaderWorkerSets and "
+            "their pods: the LWS controller, `kubectl -n lws-system get pods`); re-run once it is back",
+            EXIT_ENVIRONMENT,
         )
     if schema_mismatch:
         return (

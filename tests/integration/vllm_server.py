@@ -50,9 +50,15 @@ def alive(pid: int) -> bool:
         return False
 
 
-def server_argv(model_dir: Path, *, speculative: dict[str, Any] | None, port: int) -> list[str]:
-    """The argv of a local server for `model_dir` with the given raw --speculative-config (or none)."""
-    profile = load_profile("local-cpu", ["speculative=null", f"vllm.port={port}", "local.host=127.0.0.1"])
+def server_argv(
+    model_dir: Path, *, speculative: dict[str, Any] | None, port: int, served_name: str | None = None
+) -> list[str]:
+    """The argv of a local server for `model_dir` with the given raw --speculative-config (or none), serving the
+    model under `served_name` when given (as another profile's server would name it)."""
+    overrides = ["speculative=null", f"vllm.port={port}", "local.host=127.0.0.1"]
+    if served_name is not None:
+        overrides.append(f"model.served_name={served_name}")
+    profile = load_profile("local-cpu", overrides)
     argv = serve_command(profile, role="local", model_path=str(model_dir), python=vllm_python())
     if speculative is not None:
         argv += ["--speculative-config", canonical_json(speculative)]
@@ -105,9 +111,15 @@ def start_vllm(model_dir: Path, *, speculative: dict[str, Any] | None, port: int
 
 @contextlib.contextmanager
 def start_vllm_logged(
-    model_dir: Path, *, speculative: dict[str, Any] | None, port: int | None = None, kv_space_gib: int = 1
+    model_dir: Path,
+    *,
+    speculative: dict[str, Any] | None,
+    port: int | None = None,
+    kv_space_gib: int = 1,
+    served_name: str | None = None,
 ) -> Iterator[tuple[str, Path]]:
-    """`start_vllm` with the KV space (VLLM_CPU_KVCACHE_SPACE, GiB) chosen; yields (base URL, server log)."""
+    """`start_vllm` with the KV space (VLLM_CPU_KVCACHE_SPACE, GiB) and the served name chosen; yields (base URL,
+    server log)."""
     port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="k3deploy-vllm-") as scratch:
         work = Path(scratch)
@@ -122,7 +134,7 @@ def start_vllm_logged(
         }
         with log.open("wb") as sink:
             proc = subprocess.Popen(
-                server_argv(model_dir, speculative=speculative, port=port),
+                server_argv(model_dir, speculative=speculative, port=port, served_name=served_name),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,25 @@ def test_outside_a_cluster_without_kubeconfig_is_an_environment_problem(
         connect(KubeOptions())
     assert info.value.exit_code == 3
     assert info.value.message == "no usable Kubernetes configuration: Service host/port is not set."
+
+
+def test_a_webhook_the_api_server_cannot_call_is_named_with_its_controller() -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    from k3deploy.kube.client import translate
+
+    message = (
+        'Internal error occurred: failed calling webhook "mleaderworkerset.kb.io": failed to call webhook: Post '
+        '"https://lws-webhook-service.lws-system.svc:443/mutate?timeout=10s": dial tcp 10.96.0.9:443: connect: '
+        "connection refused"
+    )
+    exc = ApiException(status=500, reason="Internal Server Error")
+    exc.body = json.dumps({"kind": "Status", "code": 500, "reason": "InternalError", "message": message})
+    error = translate(exc, "apply ns/LeaderWorkerSet/x")
+    assert (
+        str(error)
+        == f"apply ns/LeaderWorkerSet/x: the API server could not call admission webhook mleaderworkerset.kb.io: {message}"
+    )
+    assert "the LWS controller" in (error.hint or "") and error.exit_code == 3
+    # Still retried: the controller may be restarting.
+    assert getattr(error, "transient", None) is True

@@ -262,15 +262,59 @@ spec:
 """.replace("IMAGE", JOB_FAILS_IMAGE)
 
 
+#: Set by the DRA driver stand-in (tests/realk8s/dra.py) once a pod's IMEX channels are ready.
+IMEX_READY_ANNOTATION = "realk8s.k3deploy/imex-channels-ready"
+#: A pod with resource claims stays ContainerCreating until the DRA stand-in opens its gate (KWOK has no
+#: NodePrepareResources; the compute-domain kubelet plugin fails it until the node is Ready in the domain). Same
+#: weight as the fault Stages: a pod that also matches one of them ends in that fault either way, since only the
+#: fault Stage matches once the gate is open.
+_IMEX_WAIT = """
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: realk8s-imex-channel-wait
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  weight: 1
+  delay: {durationMilliseconds: 200}
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
+    - {key: .status.phase, operator: In, values: [Pending]}
+    - {key: '.spec.resourceClaims.[].name', operator: Exists}
+    - {key: '.metadata.annotations["ANNOTATION"]', operator: DoesNotExist}
+  next:
+    statusTemplate: |
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          waiting:
+            reason: ContainerCreating
+      {{ end }}
+      phase: Pending
+""".replace("ANNOTATION", IMEX_READY_ANNOTATION)
+
+
 def kwok_config(stage_dir: Path) -> str:
     """KWOK's --config: its own Stages for the node lifecycle (initialise, heartbeat) and pods (ready, Job
         completion, delete), from the built KWOK release, and the plane's fault Stages (an image that never pulls, one
-        that crash-loops, a Job's pod that fails). Container logs come from the cluster's `Logs` and `ClusterLogs` objects,
+        that crash-loops, a Job's pod that fails, pods with resource claims held until
+    their IMEX channels are ready). Container logs come from the cluster's `Logs` and `ClusterLogs` objects,
     forwarded pod ports from its `PortForward` objects (KWOK's --enable-crds)."""
     docs = []
     for path in sorted(stage_dir.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Stage"]
-    docs += [yaml.safe_load(_PULL_FAILS), yaml.safe_load(_CRASH_LOOP), yaml.safe_load(_JOB_FAILS)]
+    docs += [
+        yaml.safe_load(_PULL_FAILS),
+        yaml.safe_load(_CRASH_LOOP),
+        yaml.safe_load(_JOB_FAILS),
+        yaml.safe_load(_IMEX_WAIT),
+    ]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

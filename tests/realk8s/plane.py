@@ -1,6 +1,6 @@
 """Start and stop one real control plane: etcd (data on tmpfs), kube-apiserver, kube-controller-manager,
 kube-scheduler, KWOK with GB300 nodes, and the LeaderWorkerSet controller run outside the cluster with its webhooks
-registered by URL. Every process is stopped by the pid this module started; every directory it made is removed."""
+registered by URL, a stand-in for the NVIDIA DRA driver (tests/realk8s/dra.py). Every process is stopped by the pid this module started; every directory it made is removed."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ import yaml
 
 from tests.realk8s import objects
 from tests.realk8s.binaries import REPO_ROOT, Binaries
-from tests.realk8s.certs import CertAuthority, service_account_keys
+from tests.realk8s.certs import CertAuthority, CertPair, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
+from tests.realk8s.dra import DraDriver
 from tests.realk8s.procs import Process, free_port
 from tests.realk8s.provisioner import DRIVER, Provisioner
 
@@ -72,6 +73,9 @@ class Plane:
         self.etcd_url = ""
         self.crds: list[str] = []
         self.provisioner: Provisioner | None = None
+        self.dra: DraDriver | None = None
+        #: Component name -> a URL that answers 200 when it is ready (kube-apiserver: "/readyz" on `url`).
+        self.ready_urls: dict[str, str] = {}
 
     # -- paths and clients -------------------------------------------------------------------------------------
     @property
@@ -89,13 +93,19 @@ class Plane:
         """A client with `user`'s token (close it after use)."""
         return Api(self.url, self.tokens[user], self.ca_file)
 
-    def kubeconfig(self, path: Path, user: str = "realk8s-admin") -> Path:
-        """Write a kubeconfig for `user`'s token to `path`."""
+    def serving_pair(self, name: str) -> CertPair:
+        """A serving certificate for 127.0.0.1 signed by the plane's CA (for a server put in front of the plane)."""
+        return self._ca.serving(name, ["localhost"])
+
+    def kubeconfig(self, path: Path, user: str = "realk8s-admin", server: str | None = None) -> Path:
+        """Write a kubeconfig for `user`'s token to `path` (for `server`, default the API server itself)."""
         ca = base64.b64encode(self.ca_file.read_bytes()).decode()
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "realk8s", "cluster": {"server": self.url, "certificate-authority-data": ca}}],
+            "clusters": [
+                {"name": "realk8s", "cluster": {"server": server or self.url, "certificate-authority-data": ca}}
+            ],
             "users": [{"name": user, "user": {"token": self.tokens[user]}}],
             "contexts": [{"name": "realk8s", "context": {"cluster": "realk8s", "user": user}}],
             "current-context": "realk8s",
@@ -211,6 +221,7 @@ class Plane:
             ],
         )
         self._api = Api(self.url, self.tokens["realk8s-admin"], self.ca_file)
+        self.ready_urls["kube-apiserver"] = f"{self.url}/readyz"
         self._wait(apiserver, "kube-apiserver /readyz", lambda: self.api.request("GET", "/readyz").status_code == 200)
 
     def _crd_files(self) -> list[Path]:
@@ -237,7 +248,7 @@ class Plane:
         def established() -> bool:
             for name in names:
                 crd = self.api.get(resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name=name))
-                conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+                conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
                 if conditions.get("Established") != "True":
                     return False
             return True
@@ -367,6 +378,7 @@ class Plane:
             env={"KUBECONFIG": str(self._component_kubeconfig("lws-controller"))},
         )
         ready = f"http://127.0.0.1:{health_port}/readyz"
+        self.ready_urls["lws-controller"] = ready
         self._wait(lws, "the LWS controller /readyz", lambda: httpx.get(ready, timeout=2).status_code == 200)
         hook_url = f"https://127.0.0.1:{webhook_port}"
         with httpx.Client(verify=ssl.create_default_context(cafile=str(self.ca_file)), timeout=2) as probe:
@@ -392,6 +404,9 @@ class Plane:
             pv = objects.volume(f"node-local-{i:02d}", "node-local", modes=("ReadWriteOnce",))
             self.api.apply(resource_path("v1", "persistentvolumes", name=pv["metadata"]["name"]), pv)
         self.provisioner = Provisioner(self.client("realk8s-admin")).start()
+        # DRA is GA in 1.34 (resource.k8s.io/v1 served, the scheduler's DynamicResources plugin and the
+        # resourceclaim controller on by default): only the NVIDIA driver's part is a stand-in.
+        self.dra = DraDriver(self.client("realk8s-admin")).start()
         namespace, deployment = objects.lws_workload(self.binaries.versions["LWS_VERSION"])
         self.api.apply(resource_path("v1", "namespaces", name="lws-system"), namespace)
         self.api.apply(resource_path("apps/v1", "deployments", "lws-system", "lws-controller-manager"), deployment)
@@ -405,9 +420,10 @@ class Plane:
     # -- stop --------------------------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop every started process (reverse order, by the pid started) and remove the directories made."""
-        if self.provisioner is not None:
-            self.provisioner.stop()
-            self.provisioner.api.close()
+        for helper in (self.provisioner, self.dra):
+            if helper is not None:
+                helper.stop()
+                helper.api.close()
         for process in reversed(list(self.processes.values())):
             with contextlib.suppress(Exception):
                 process.stop()

@@ -26,6 +26,8 @@ class Process:
     argv: list[str]
     log: Path
     popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    #: The environment additions of the first start, kept for a restart.
+    env: dict[str, str] | None = field(default=None, repr=False)
 
     @property
     def pid(self) -> int | None:
@@ -33,7 +35,11 @@ class Process:
         return self.popen.pid if self.popen else None
 
     def start(self, env: dict[str, str] | None = None) -> Process:
-        """Start the process in a session of its own (so a terminal's Ctrl-C reaches only the launcher)."""
+        """Start the process in a session of its own (so a terminal's Ctrl-C reaches only the launcher); a second
+        start (after it stopped) runs the same command line with the same environment, its log appended."""
+        if env is not None:
+            self.env = env
+        env = self.env
         with self.log.open("ab") as log:
             self.popen = subprocess.Popen(
                 self.argv,

@@ -1,7 +1,8 @@
 """`k3deploy apply`, `status` and `down` of the GB300 set against the real plane: the real LWS controller makes
 the group's StatefulSets, the real scheduler places the pods on four GB300 trays of one clique, the real PV
 controller binds the weight cache, the real Job controller completes the Jobs KWOK's pods finish, and the real
-garbage collector removes what `down` deletes."""
+garbage collector removes what `down` deletes. The set is rendered with its ComputeDomain: the DRA driver stand-in
+(tests/realk8s/dra.py) makes its claim template and the real scheduler allocates each pod's IMEX channel."""
 
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ from tests.realk8s.plane import Plane
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 PROFILE = "kimi-k3-gb300-tp16"
 LWS = "kimi-k3-gb300-tp16"
-#: No NVIDIA DRA driver runs on the plane yet: the set is rendered without its ComputeDomain.
-NO_DRA = ("--set", "kubernetes.compute_domain=false")
 
 
 def k3(plane: Plane, namespace: str, command: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -33,7 +32,6 @@ def k3(plane: Plane, namespace: str, command: str, *args: str) -> subprocess.Com
         str(plane.admin_kubeconfig),
         "-n",
         namespace,
-        *NO_DRA,
         *args,
         timeout=300,
     )
