@@ -19,6 +19,7 @@ from typing import Any
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
+from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.smoke.headline import headline
@@ -176,6 +177,7 @@ def _apply(target: Target, profile: Profile, summary: RunSummary) -> str:
 def _smoke(profile: Profile, target: Target, summary: RunSummary) -> str:
     endpoint = target.endpoint(profile)
     report = run_smoke(profile, endpoint)
+    endpoint = redact_url(endpoint)
     verdict = {
         "status": report.status.value,
         "blocked_by": report.blocked_by,
@@ -252,7 +254,7 @@ def _up(
     stages.run("wait", lambda: _wait(target, profile, timeout_s, summary))
     if stages.failed is None:
         with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
-            summary.endpoint = target.endpoint(profile)
+            summary.endpoint = redact_url(target.endpoint(profile))
     if smoke:
         stages.run("smoke", lambda: _smoke(profile, target, summary))
     else:

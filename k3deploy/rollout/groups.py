@@ -65,6 +65,37 @@ def leader_name(lws_name: str, group: int) -> str:
     return f"{lws_name}-{group}"
 
 
+#: The fields a --group-endpoint template may name.
+TEMPLATE_FIELDS = ("pod", "lws", "group", "namespace")
+
+
+def check_group_template(template: str) -> str:
+    """`template` when it names only TEMPLATE_FIELDS and fills in to an http(s) URL; ValueError saying why not.
+
+    Checked before anything is applied: a template that fails only when the first group is smoked would leave the
+    walk half done."""
+    import string
+
+    from k3deploy.profile.names import check_http_url
+
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise ValueError(f"{template!r} is not a valid template: {exc}") from None
+    unknown = sorted(n for n in names if n not in TEMPLATE_FIELDS)
+    if unknown:
+        raise ValueError(
+            f"{template!r} names {', '.join('{' + n + '}' for n in unknown)}; it may use only "
+            + ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+        )
+    try:
+        sample = template.format(pod="kimi-0", lws="kimi", group=0, namespace="default")
+    except (ValueError, IndexError, KeyError, AttributeError) as exc:
+        raise ValueError(f"{template!r} is not a valid template: {exc}") from None
+    check_http_url(sample)
+    return template
+
+
 def group_endpoint(template: str | None, lws_name: str, namespace: str, group: int, port: int) -> str:
     """Where a group's leader serves: `template` with {pod}, {lws}, {group}, {namespace} filled in, else the leader's
     DNS name under the LWS headless Service (subdomainPolicy Shared: `<lws>-<group>.<lws>`,

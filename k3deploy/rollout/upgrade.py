@@ -29,6 +29,7 @@ from k3deploy.errors import K3DeployError
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
+from k3deploy.redact import redact_url
 from k3deploy.report.model import Status
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.currency import template_revision
@@ -156,6 +157,7 @@ class GroupRoll:
 def smoke_endpoint(profile: Any, endpoint: str) -> str:
     """Run the profile's smoke test against one endpoint; raise when it does not pass. Returns its verdict line."""
     report = run_smoke(profile, endpoint)
+    endpoint = redact_url(endpoint)
     code = exit_code(report)
     if code != 0:
         failed = [c for c in report.checks if c.status is Status.FAIL]

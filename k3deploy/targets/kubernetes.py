@@ -18,6 +18,7 @@ from k3deploy.preflight.cluster import others_pods
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
+from k3deploy.redact import redact_url
 from k3deploy.render.manifests import build, service_url
 from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
@@ -259,7 +260,10 @@ class KubernetesTarget(Target):
         """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
         objects = bluegreen.as_live(self.api, profile, _objects(profile))
         report = describe(
-            self.api, profile, objects + bluegreen.other_group(self.api, profile, objects), self.endpoint(profile)
+            self.api,
+            profile,
+            objects + bluegreen.other_group(self.api, profile, objects),
+            redact_url(self.endpoint(profile)),
         )
         report["blue_green"] = bluegreen.describe(self.api, profile, objects)
         return TargetStatus(
