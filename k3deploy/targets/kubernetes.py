@@ -170,7 +170,7 @@ class KubernetesTarget(Target):
         suffix = " (server dry run)" if self.options.dry_run else ""
         results = []
         self._pending = []
-        for phase in phases(hold(self, applying)):
+        for phase in phases(hold(self, applying, profile.kubernetes.lws_version)):
             if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
                 self._pending = phase.objects
                 continue
