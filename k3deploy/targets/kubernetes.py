@@ -7,12 +7,16 @@ LeaderWorkerSet is ready (with --wait).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import RenderableType
 
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi
+from k3deploy.kube.deadline import Deadline
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.cluster import others_pods
 from k3deploy.preflight.facts import parse_nodes
@@ -24,7 +28,9 @@ from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout import bluegreen
 from k3deploy.rollout import rollback as history
-from k3deploy.rollout.apply import KEPT, apply_objects, diff_objects
+from k3deploy.rollout.apply import KEPT, apply_object, apply_objects, diff_objects
+from k3deploy.rollout.guard import foreign_change
+from k3deploy.rollout.lease import LEASE_API, ReleaseLease, identity
 from k3deploy.rollout.order import WAITED_PHASES, phases
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.surge import in_place_note
@@ -130,6 +136,30 @@ class KubernetesTarget(Target):
         return _objects(profile)
 
     # -- the Target contract ------------------------------------------------------------------------------
+
+    def locked(self, profile: Profile, what: str) -> contextlib.AbstractContextManager[None]:
+        """The release's Lease for the whole command (rollout/lease.py); none for a dry run or a diff."""
+        if self.options.dry_run or self.options.diff:
+            return contextlib.nullcontext()
+        return self._leased(profile, what)
+
+    @contextlib.contextmanager
+    def _leased(self, profile: Profile, what: str) -> Iterator[None]:
+        namespace = profile.kubernetes.namespace
+        # Its own deadline: past --timeout the lease is still renewed and freed (each request keeps its timeouts).
+        api = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
+        if api.get("v1", "Namespace", namespace) is None:
+            rendered = next((o for o in _objects(profile) if o["kind"] == "Namespace"), None)
+            if what == "down" or rendered is None:
+                yield  # nothing there to change, or no namespace of k3deploy's to hold the lease in
+                return
+            apply_object(api, rendered)  # the Namespace the apply makes anyway: it holds the lease
+        if not api.served(LEASE_API, "Lease"):
+            self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
+            yield
+            return
+        with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
+            yield
 
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml."""
@@ -249,6 +279,9 @@ class KubernetesTarget(Target):
         old = list(previous.data.get("objects") or [])
         if old == objects:
             return f"nothing to roll back to: revision {previous.number} is the one that failed"
+        foreign = foreign_change(self.api, objects, old)
+        if foreign is not None:
+            return f"rollback skipped: {foreign}; re-applying revision {previous.number} would revert that change"
         done = history.restore(self.api, old, objects, self.view.note)
         self._waiter(profile).wait(_serving(old))
         number = history.record_revision(self.api, namespace, profile.name, old)

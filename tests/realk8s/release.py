@@ -7,11 +7,13 @@ no token Secret, a short smoke that judges decode speed only, no preflight.
 from __future__ import annotations
 
 import subprocess
+import sys
 import uuid
 
+from tests.conftest import REPO_ROOT, cli_env
 from tests.realk8s.client import resource_path
 from tests.realk8s.plane import Plane
-from tests.realk8s.test_rollout import LWS, k3
+from tests.realk8s.test_rollout import LWS, NO_DRA, PROFILE, k3
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 QUICK = (
@@ -64,3 +66,22 @@ def images(plane: Plane, namespace: str, lws: str = LWS) -> dict[str, str]:
 def live_lws(plane: Plane, namespace: str, name: str = LWS) -> dict | None:
     """The LeaderWorkerSet as the API server holds it."""
     return plane.api.find(resource_path(LWS_API, "leaderworkersets", namespace, name))
+
+
+def spawn(plane: Plane, namespace: str, command: str, *args: str) -> subprocess.Popen[str]:
+    """`python -m k3deploy COMMAND` in a process of its own (what `k3` runs in this one), stdout and stderr piped."""
+    assert plane.admin_kubeconfig is not None
+    argv = [command, "-p", PROFILE, "--kubeconfig", str(plane.admin_kubeconfig), "-n", namespace, *NO_DRA, *args]
+    return subprocess.Popen(
+        [sys.executable, "-m", "k3deploy", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+        cwd=REPO_ROOT,
+    )
+
+
+def lease(plane: Plane, namespace: str) -> dict | None:
+    """The release's lock Lease."""
+    return plane.api.find(resource_path("coordination.k8s.io/v1", "leases", namespace, f"{LWS}-k3deploy-lock"))
