@@ -27,6 +27,7 @@ from k3deploy.render.manifests import build, service_url
 from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout import bluegreen
+from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import rollback as history
 from k3deploy.rollout.apply import KEPT, apply_object, apply_objects, diff_objects
 from k3deploy.rollout.guard import foreign_change
@@ -198,7 +199,20 @@ class KubernetesTarget(Target):
             )
             return ApplyOutcome(changed=bool(changed), summary=summary, diffs=diffs)
         suffix = " (server dry run)" if self.options.dry_run else ""
-        results = []
+        if self._bluegreen is None and not self.options.dry_run:
+            repair.clear_leftovers(self, profile, objects)
+        try:
+            results = self._apply_phases(profile, applying, suffix)
+        except K3DeployError as exc:
+            if self._bluegreen is None:
+                raise
+            raise repair.as_rollout_failure(exc, self._bluegreen) from exc
+        if not self.options.wait and not self.options.dry_run:
+            history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
+        return _outcome(results, suffix)
+
+    def _apply_phases(self, profile: Profile, applying: list[dict[str, Any]], suffix: str) -> list[Any]:
+        results: list[Any] = []
         self._pending = []
         for phase in phases(hold(self, applying, profile.kubernetes.lws_version)):
             if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
@@ -213,9 +227,7 @@ class KubernetesTarget(Target):
             )
             if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
                 self._waiter(profile).wait(phase.objects)
-        if not self.options.wait and not self.options.dry_run:
-            history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
-        return _outcome(results, suffix)
+        return results
 
     def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
         if applied.action == KEPT:
@@ -264,7 +276,9 @@ class KubernetesTarget(Target):
         if switch is not None:
             self._bluegreen = None
             if not switch.switched:
-                return bluegreen.abandon(self, profile, switch)
+                restored = repair.restore_others(self, list(previous.data.get("objects") or [])) if previous else []
+                note = f" ({len(restored)} of the previous revision's objects restored)" if restored else ""
+                return bluegreen.abandon(self, profile, switch) + note
             # Traffic had moved: the previous revision comes back first, then the new group goes.
             return f"{self.rollback(profile, previous)}; {bluegreen.abandon(self, profile, switch)}"
         objects = self._applied or _objects(profile)
