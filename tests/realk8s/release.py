@@ -9,6 +9,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+
+import pytest
 
 from tests.conftest import REPO_ROOT, cli_env
 from tests.realk8s.client import resource_path
@@ -39,6 +42,17 @@ OLD_IMAGE_PREFIX = "vllm/vllm-openai:"
 def fresh_namespace() -> str:
     """A namespace name no other test uses (`up` creates it)."""
     return f"k3-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def release_ns(realk8s: Plane) -> Iterator[str]:
+    """A fresh namespace for `up` to create; whatever the test left there is removed after it, passed or failed, so
+    a failed test does not keep GPU nodes from the next ones."""
+    namespace = fresh_namespace()
+    yield namespace
+    done = k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s")
+    if done.returncode != 0:
+        realk8s.api.request("DELETE", resource_path("v1", "namespaces", name=namespace))
 
 
 def up(plane: Plane, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:

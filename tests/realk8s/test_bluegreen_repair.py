@@ -7,12 +7,14 @@ from __future__ import annotations
 import pytest
 
 from k3deploy.rollout.colours import preview_name, preview_service
+from tests.realk8s import release
 from tests.realk8s.client import resource_path
 from tests.realk8s.plane import Plane
-from tests.realk8s.release import LWS_API, NEW_IMAGE, down, fresh_namespace, live_lws, up
+from tests.realk8s.release import LWS_API, NEW_IMAGE, live_lws, up
 from tests.realk8s.test_rollout import LWS
 from tests.smoke.scripted_server import Script, scripted_server
 
+release_ns = release.release_ns  # the fixture, used by name
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 GREEN = LWS + "-green"
 API_SERVICE = f"{LWS}-api"
@@ -34,8 +36,8 @@ def _bare(obj: dict) -> dict:
     return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": keep, "spec": obj["spec"]}
 
 
-def test_leftovers_past_the_switch_are_cleared_by_the_next_up(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_leftovers_past_the_switch_are_cleared_by_the_next_up(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
     assert up(realk8s, namespace, "--skip-smoke").returncode == 0
     blue = _bare(live_lws(realk8s, namespace))
     with scripted_server(GOOD) as server:
@@ -53,11 +55,10 @@ def test_leftovers_past_the_switch_are_cleared_by_the_next_up(realk8s: Plane) ->
     assert live_lws(realk8s, namespace) is None
     assert api.find(resource_path("v1", "services", namespace, preview_name(GREEN))) is None
     assert live_lws(realk8s, namespace, GREEN) is not None
-    down(realk8s, namespace)
 
 
-def test_an_abandoned_roll_restores_the_profile_configmap(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_an_abandoned_roll_restores_the_profile_configmap(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
     assert up(realk8s, namespace, "--skip-smoke").returncode == 0
     before = realk8s.api.get(resource_path("v1", "configmaps", namespace, PROFILE_MAP))["data"]
     with scripted_server(GOOD) as good, scripted_server(Script(models=["someone-else/model"])) as bad:
@@ -66,11 +67,10 @@ def test_an_abandoned_roll_restores_the_profile_configmap(realk8s: Plane) -> Non
     assert "blue-green abandoned" in rejected.stderr, rejected.stderr
     assert realk8s.api.get(resource_path("v1", "configmaps", namespace, PROFILE_MAP))["data"] == before
     assert live_lws(realk8s, namespace, GREEN) is None and live_lws(realk8s, namespace) is not None
-    down(realk8s, namespace)
 
 
-def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
     assert up(realk8s, namespace, "--skip-smoke").returncode == 0
     webhook = f"deny-services-{namespace}"
     # A webhook nobody serves, failurePolicy Fail: the API server answers 500 (failed calling webhook) to every new
@@ -107,4 +107,3 @@ def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane) -
     assert "blue-green abandoned" in failed.stderr, failed.stderr
     assert live_lws(realk8s, namespace, GREEN) is None
     assert live_lws(realk8s, namespace) is not None
-    down(realk8s, namespace)

@@ -7,20 +7,22 @@ import json
 
 import pytest
 
+from tests.realk8s import release
 from tests.realk8s.client import resource_path
 from tests.realk8s.plane import Plane
-from tests.realk8s.release import NEW_IMAGE, TWO, down, fresh_namespace, images, live_lws, up
+from tests.realk8s.release import NEW_IMAGE, TWO, images, live_lws, up
 from tests.realk8s.test_rollout import LWS
 from tests.smoke.scripted_server import Script, scripted_server
 
+release_ns = release.release_ns  # the fixture, used by name
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 GOOD = Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])
 #: A leader serving another model: its group's smoke fails at liveness.
 BAD = Script(models=["someone-else/model"])
 
 
-def test_a_rerun_gates_the_group_whose_gate_failed(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_a_rerun_gates_the_group_whose_gate_failed(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
     first = up(realk8s, namespace, *TWO, "--skip-smoke")
     assert first.returncode == 0, first.stderr
     # Each group's leader at 127.0.0.1{group}: group 0 at 127.0.0.10, group 1 at 127.0.0.11 (both loopback).
@@ -68,11 +70,10 @@ def test_a_rerun_gates_the_group_whose_gate_failed(realk8s: Plane) -> None:
     assert sorted(entry["groups"]) == ["0", "1"]
     steady = up(realk8s, namespace, *TWO, *NEW_IMAGE, "--skip-smoke")
     assert steady.returncode == 0 and "smoke of group" not in steady.stderr, steady.stderr
-    down(realk8s, namespace)
 
 
-def test_an_lws_without_partition_refuses_the_gated_roll_before_applying(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_an_lws_without_partition_refuses_the_gated_roll_before_applying(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
     first = up(realk8s, namespace, *TWO, "--skip-smoke")
     assert first.returncode == 0, first.stderr
     generation = live_lws(realk8s, namespace)["metadata"]["generation"]
@@ -92,4 +93,3 @@ def test_an_lws_without_partition_refuses_the_gated_roll_before_applying(realk8s
     assert "all 2 groups" not in refused.stderr and "rolled" not in refused.stderr
     assert live_lws(realk8s, namespace)["metadata"]["generation"] == generation
     assert images(realk8s, namespace) == old
-    down(realk8s, namespace)

@@ -7,12 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.realk8s import release
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
-from tests.realk8s.release import NEW_IMAGE, down, fresh_namespace, lease, live_lws, spawn, up
+from tests.realk8s.release import NEW_IMAGE, lease, live_lws, spawn, up
 from tests.realk8s.test_rollout import LWS
 from tests.smoke.scripted_server import Script, scripted_server
 
+release_ns = release.release_ns  # the fixture, used by name
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 LEASES = "coordination.k8s.io/v1"
 
@@ -41,8 +43,10 @@ def _foreign_lease(plane: Plane, namespace: str, renewed: datetime) -> None:
     )
 
 
-def test_a_held_lease_stops_up_naming_its_holder_and_a_lapsed_one_is_taken_over(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_a_held_lease_stops_up_naming_its_holder_and_a_lapsed_one_is_taken_over(
+    realk8s: Plane, release_ns: str
+) -> None:
+    namespace = release_ns
     _foreign_lease(realk8s, namespace, datetime.now(UTC))
     held = up(realk8s, namespace, "--skip-smoke")
     assert held.returncode == 3, held.stderr
@@ -55,11 +59,10 @@ def test_a_held_lease_stops_up_naming_its_holder_and_a_lapsed_one_is_taken_over(
     assert taken.returncode == 0, taken.stderr
     assert "took over the lapsed lease of mallory@elsewhere pid 42 (up)" in taken.stderr
     assert not lease(realk8s, namespace)["spec"].get("holderIdentity")  # freed at the end
-    down(realk8s, namespace)
 
 
-def test_two_ups_at_once_one_runs_the_other_names_it_and_exits_3(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_two_ups_at_once_one_runs_the_other_names_it_and_exits_3(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
     first = spawn(
         realk8s,
         namespace,
@@ -87,11 +90,10 @@ def test_two_ups_at_once_one_runs_the_other_names_it_and_exits_3(realk8s: Plane)
     assert second.stderr.count("error:") == 1 and "hint:" in second.stderr
     assert first.returncode == 0, stderr
     assert not lease(realk8s, namespace)["spec"].get("holderIdentity")
-    down(realk8s, namespace)
 
 
-def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Plane) -> None:
-    namespace = fresh_namespace()
+def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
     first = up(realk8s, namespace, "--skip-smoke")
     assert first.returncode == 0, first.stderr
     history = resource_path("v1", "configmaps", namespace, f"{LWS}-k3deploy-revisions")
@@ -143,4 +145,3 @@ def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Pl
     leader = live_lws(realk8s, namespace)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
     assert [c["image"] for c in leader if c["name"] == "vllm"] == ["someone/else:2"]
     assert not lease(realk8s, namespace)["spec"].get("holderIdentity")
-    down(realk8s, namespace)
