@@ -27,6 +27,7 @@ from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.profile import Profile
 from k3deploy.profile.load import ProfileRefs
+from k3deploy.rollout.groups import check_group_template
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.smoke.headline import headline_lines
 from k3deploy.targets import DeployOptions, target_for
@@ -93,8 +94,6 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
 
 def _checked_group_template(template: str) -> str:
     """A --group-endpoint template that fills in to a URL, checked before anything is applied (UsageError)."""
-    from k3deploy.rollout.groups import check_group_template
-
     try:
         return check_group_template(template.strip())
     except ValueError as exc:

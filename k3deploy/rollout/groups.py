@@ -6,11 +6,13 @@ See rollout/upgrade.py for what LeaderWorkerSet does on its own and what k3deplo
 from __future__ import annotations
 
 import copy
+import string
 from typing import Any
 
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
+from k3deploy.profile.names import check_http_url
 from k3deploy.rollout.readiness import is_fatal, pod_problems, pod_ready
 
 #: The LWS release that has rollingUpdateConfiguration.partition (api/leaderworkerset/v1/leaderworkerset_types.go).
@@ -74,10 +76,6 @@ def check_group_template(template: str) -> str:
 
     Checked before anything is applied: a template that fails only when the first group is smoked would leave the
     walk half done."""
-    import string
-
-    from k3deploy.profile.names import check_http_url
-
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
     except ValueError as exc:
