@@ -89,6 +89,8 @@ class KubernetesTarget(Target):
         #: The set the last apply rendered (node-preflight pinned to the eligible nodes), for wait and rollback.
         self._applied: list[dict[str, Any]] | None = None
         self._bluegreen: bluegreen.Plan | None = None
+        #: The Namespace this command created to hold its lease (reported as created by the apply).
+        self._made_namespace: str | None = None
 
     @property
     def api(self) -> KubeApi:
@@ -154,7 +156,8 @@ class KubernetesTarget(Target):
             if what == "down" or rendered is None:
                 yield  # nothing there to change, or no namespace of k3deploy's to hold the lease in
                 return
-            apply_object(api, rendered)  # the Namespace the apply makes anyway: it holds the lease
+            # The Namespace the apply makes anyway (it holds the lease): the apply still reports it created.
+            self._made_namespace = apply_object(api, rendered).key
         if not api.served(LEASE_API, "Lease"):
             self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
             yield
@@ -218,16 +221,25 @@ class KubernetesTarget(Target):
             if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
                 self._pending = phase.objects
                 continue
-            results += apply_objects(
-                self.api,
-                phase.objects,
-                force=self.options.force_conflicts,
-                dry_run=self.options.dry_run,
-                on_applied=lambda a: self._noted(a, suffix, in_place_note(a.obj, a.action)),
-            )
+            results += [
+                self._made(a)
+                for a in apply_objects(
+                    self.api,
+                    phase.objects,
+                    force=self.options.force_conflicts,
+                    dry_run=self.options.dry_run,
+                    on_applied=lambda a: self._noted(self._made(a), suffix, in_place_note(a.obj, a.action)),
+                )
+            ]
             if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
                 self._waiter(profile).wait(phase.objects)
         return results
+
+    def _made(self, applied: Any) -> Any:
+        """`applied`, as created when it is the Namespace this command made for its lease."""
+        if applied.key == self._made_namespace and applied.action == "unchanged":
+            return dataclasses.replace(applied, action="created")
+        return applied
 
     def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
         if applied.action == KEPT:
