@@ -20,6 +20,7 @@ from typing import Any
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
+from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.smoke.headline import headline
@@ -275,7 +276,7 @@ def _up(
     stages.run("wait", lambda: _wait(target, profile, timeout_s, summary))
     if stages.failed is None:
         with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
-            summary.endpoint = target.endpoint(profile)
+            summary.endpoint = redact_url(target.endpoint(profile))
     if smoke:
         stages.run("smoke", lambda: _smoke(profile, target, summary, note, smoke_where))
     else:

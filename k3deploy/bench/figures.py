@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from k3deploy.report.bench import BenchRequest, CellFigures, ServerDelta
 from k3deploy.report.smoke import MetricsDelta, RequestRecord
+from k3deploy.smoke.attribution import token_mismatch
 from k3deploy.smoke.metrics import spec_decode_figures
 from k3deploy.smoke.summary import stats
 
@@ -144,14 +145,9 @@ def token_mismatches(cells: Sequence[CellFigures]) -> list[str]:
     out = []
     for c in cells:
         server = c.server
-        if (
-            server is not None
-            and server.available
-            and server.generation_tokens is not None
-            and server.generation_tokens != c.completion_tokens
-        ):
-            out.append(
-                f"{c.category} @ concurrency {c.concurrency}: client counted {c.completion_tokens} tokens, "
-                f"the server's vllm:generation_tokens_total rose by {server.generation_tokens:g}"
-            )
+        mismatch = (
+            token_mismatch(c.completion_tokens, server.generation_tokens) if server and server.available else None
+        )
+        if mismatch is not None:
+            out.append(f"{c.category} @ concurrency {c.concurrency}: {mismatch}")
     return out

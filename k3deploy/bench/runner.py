@@ -19,6 +19,7 @@ from k3deploy.bench import figures
 from k3deploy.bench.datasets import BenchPrompt, Dataset, prompt_set_digest
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.profile import Profile
+from k3deploy.redact import redact_url
 from k3deploy.report.bench import BenchReport, BenchRequest, BenchSettings, CellFigures, ServerDelta
 from k3deploy.smoke import metrics
 from k3deploy.smoke.client import EndpointError, SmokeClient, run_fast
@@ -161,7 +162,7 @@ async def run_bench_async(
     report = BenchReport(
         label=plan.label,
         profile=profile.name,
-        endpoint=base,
+        endpoint=redact_url(base),
         model=profile.model.served_name,
         speculative=speculative,
         settings=BenchSettings(

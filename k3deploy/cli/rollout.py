@@ -27,6 +27,7 @@ from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.profile import Profile
 from k3deploy.profile.load import ProfileRefs
+from k3deploy.rollout.groups import check_group_template
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.smoke.headline import headline_lines
 from k3deploy.targets import DeployOptions, target_for
@@ -96,8 +97,20 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
     """Deploy options; a --timeout starts counting here, so it bounds the whole command."""
     if kwargs.get("endpoint") is not None:
         kwargs["endpoint"] = checked_endpoint(kwargs["endpoint"])
+    if kwargs.get("group_endpoint") is not None:
+        kwargs["group_endpoint"] = _checked_group_template(kwargs["group_endpoint"])
     deadline = Deadline(kwargs.get("timeout_s"))
     return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace, deadline), **kwargs)
+
+
+def _checked_group_template(template: str) -> str:
+    """A --group-endpoint template that fills in to a URL, checked before anything is applied (UsageError)."""
+    try:
+        return check_group_template(template.strip())
+    except ValueError as exc:
+        raise UsageError(
+            f"--group-endpoint {exc}", hint="for example --group-endpoint http://{pod}.{lws}.{namespace}.svc:8000"
+        ) from None
 
 
 def _print_summary(summary: RunSummary, output: OutputFormat) -> None:

@@ -138,6 +138,29 @@ class KubeApi:
             dry_run="All" if dry_run else None,
         ).to_dict()
 
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create an object; a KubeError with status 409 when it exists already."""
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        meta = obj.get("metadata", {})
+        return self._call(
+            f"create {object_key(obj)}",
+            res.create,
+            body=obj,
+            namespace=meta.get("namespace") if res.namespaced else None,
+        ).to_dict()
+
+    def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace an object, its metadata.resourceVersion a precondition: status 409 when it changed meanwhile."""
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        meta = obj.get("metadata", {})
+        return self._call(
+            f"replace {object_key(obj)}",
+            res.replace,
+            body=obj,
+            name=meta.get("name"),
+            namespace=meta.get("namespace") if res.namespaced else None,
+        ).to_dict()
+
     def delete(
         self, api_version: str, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"
     ) -> bool:

@@ -72,8 +72,18 @@ def required_access(profile: Profile, *, port_forward: bool = False) -> list[Acc
     if profile.kubernetes.network_policy:
         kinds.append(("networkpolicies", "networking.k8s.io"))
     out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
+    # What `wait` watches (list + watch of each) and what proves its readiness: ControllerRevisions, where the
+    # LWS controller writes no observedGeneration; the release's Lease (rollout/lease.py) for the whole command.
     out += [
+        Access("list", "leaderworkersets", "leaderworkerset.x-k8s.io"),
         Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"),
+        Access("list", "jobs", "batch"),
+        Access("watch", "jobs", "batch"),
+        Access("list", "controllerrevisions", "apps"),
+        Access("watch", "controllerrevisions", "apps"),
+        Access("get", "leases", "coordination.k8s.io"),
+        Access("create", "leases", "coordination.k8s.io"),
+        Access("update", "leases", "coordination.k8s.io"),
         Access("list", "pods"),
         Access("watch", "pods"),
         Access("get", "pods", subresource="log"),

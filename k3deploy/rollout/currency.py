@@ -12,7 +12,9 @@ every group ready and updated. Two proofs tie readiness to the current spec:
   reproduce byte for byte, so it is read from the revision whose data matches rather than computed. Once every pod
   of the set carries that key, the groups the status counts are the current template's.
 
-Before v0.5.0 there are no ControllerRevisions; readiness is then taken from the status and labelled unproven.
+Unproven is not ready: with neither proof (LWS before v0.5.0 records no ControllerRevisions; a user denied `list` on
+them cannot read them) the status may still be the previous template's, so the wait goes on waiting for a proof, and
+fails at once when none can come (the revisions cannot be read).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Proof:
 
     current: bool
     how: str
+    #: False when no proof can ever come (ControllerRevisions cannot be read and no observedGeneration).
+    provable: bool = True
 
 
 def _normal(value: Any) -> Any:
@@ -84,9 +88,19 @@ def prove_current(lws: dict[str, Any], revisions: list[dict[str, Any]] | None, p
         if int(observed) < generation:
             return Proof(False, f"controller has not seen generation {generation} yet (observedGeneration {observed})")
         return Proof(True, f"status.observedGeneration {observed} = metadata.generation")
+    if revisions is None:
+        return Proof(
+            False,
+            "unproven: no status.observedGeneration (LWS before v0.9.0) and ControllerRevisions cannot be read, so "
+            f"nothing ties the status to generation {generation}'s template",
+            provable=False,
+        )
     if not revisions:
-        why = "could not be read" if revisions is None else "the controller records none (LWS before v0.5.0)"
-        return Proof(True, f"unproven: no status.observedGeneration and ControllerRevisions {why}; status taken as is")
+        return Proof(
+            False,
+            "unproven: no status.observedGeneration and no ControllerRevision recorded yet (LWS before v0.5.0 records "
+            "none): waiting for a proof",
+        )
     revision = template_revision(lws, revisions)
     if revision is None:
         return Proof(

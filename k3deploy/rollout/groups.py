@@ -6,11 +6,13 @@ See rollout/upgrade.py for what LeaderWorkerSet does on its own and what k3deplo
 from __future__ import annotations
 
 import copy
+import string
 from typing import Any
 
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
+from k3deploy.profile.names import check_http_url
 from k3deploy.rollout.readiness import is_fatal, pod_problems, pod_ready
 
 #: The LWS release that has rollingUpdateConfiguration.partition (api/leaderworkerset/v1/leaderworkerset_types.go).
@@ -63,6 +65,33 @@ def group_state(pods: list[dict[str, Any]], key: str, size: int) -> tuple[bool, 
 def leader_name(lws_name: str, group: int) -> str:
     """The leader pod of a group (LWS names it `<lws>-<group>`)."""
     return f"{lws_name}-{group}"
+
+
+#: The fields a --group-endpoint template may name.
+TEMPLATE_FIELDS = ("pod", "lws", "group", "namespace")
+
+
+def check_group_template(template: str) -> str:
+    """`template` when it names only TEMPLATE_FIELDS and fills in to an http(s) URL; ValueError saying why not.
+
+    Checked before anything is applied: a template that fails only when the first group is smoked would leave the
+    walk half done."""
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise ValueError(f"{template!r} is not a valid template: {exc}") from None
+    unknown = sorted(n for n in names if n not in TEMPLATE_FIELDS)
+    if unknown:
+        raise ValueError(
+            f"{template!r} names {', '.join('{' + n + '}' for n in unknown)}; it may use only "
+            + ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+        )
+    try:
+        sample = template.format(pod="kimi-0", lws="kimi", group=0, namespace="default")
+    except (ValueError, IndexError, KeyError, AttributeError) as exc:
+        raise ValueError(f"{template!r} is not a valid template: {exc}") from None
+    check_http_url(sample)
+    return template
 
 
 def group_endpoint(template: str | None, lws_name: str, namespace: str, group: int, port: int) -> str:

@@ -232,7 +232,11 @@ def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: f
         rows.append(row(state, key, label, found.message if found else "", now))
         if found is None or not found.ready:
             all_ready = False
-        elif target["kind"] == "LeaderWorkerSet":
+        if found is not None and not found.ready and target["kind"] == "LeaderWorkerSet" and failure is None:
+            unproven = proof(state.objects[target["kind"]][name_of(target)], state)
+            if not unproven.provable:
+                failure = Failure(key, "Unprovable", unproven.how, {name_of(target)})
+        if found is not None and found.ready and target["kind"] == "LeaderWorkerSet":
             how = proof(state.objects[target["kind"]][name_of(target)], state).how
             if state.proofs.get(key) != how:
                 state.proofs[key] = how

@@ -29,8 +29,9 @@ from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
+from k3deploy.redact import redact_url
 from k3deploy.report.model import Status
-from k3deploy.rollout import forward, in_cluster
+from k3deploy.rollout import forward, gates, in_cluster
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
@@ -97,14 +98,27 @@ class GroupRoll:
         )
 
     def walk(
-        self, lws: dict[str, Any], smoke: Callable[[int], None] | None, apply: Callable[[dict[str, Any]], None]
+        self,
+        lws: dict[str, Any],
+        smoke: Callable[[int], None] | None,
+        apply: Callable[[dict[str, Any]], None],
+        ungated: list[int] | None = None,
     ) -> int:
         """Lower the partition one group at a time; wait for and smoke each new group; end with `lws` as rendered.
+        With no group to roll, smoke the groups in `ungated` (no gate passed on the live template: rollout/gates.py).
         Returns how many groups were rolled."""
         name, replicas = lws["metadata"]["name"], replicas_of(lws)
         size = int(((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size", 1))
         rolled = 0
-        if self._wait_key(lws) and self.outdated(lws):
+        outdated = self.outdated(lws) if self._wait_key(lws) else []
+        if not outdated and smoke is not None:
+            for group in ungated or []:
+                self._wait_group(lws, group, size)
+                self.note(
+                    f"  smoke of group {group} through its leader {leader_name(name, group)} (no gate passed yet)"
+                )
+                smoke(group)
+        if outdated:
             for group in range(replicas - 1, -1, -1):
                 self.note(f"  rolling group {group} of {name} (partition {group}; groups below keep serving)")
                 apply(partitioned(lws, group))
@@ -158,6 +172,7 @@ def smoke_endpoint(profile: Any, endpoint: str, way: Reach | None = None) -> str
     """Run the profile's smoke test against one endpoint; raise when it does not pass (SmokeUnreachable when it could
     not test the server at all: smoke/reach.py). Returns its verdict line."""
     report = run_smoke(profile, endpoint)
+    endpoint = redact_url(endpoint)
     code = exit_code(report)
     where = way.describe() if way is not None else f"at {endpoint}"
     if code != 0:
@@ -176,10 +191,13 @@ def template_changes(api: Any, live: dict[str, Any], new: dict[str, Any]) -> boo
     return int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
 
 
-def hold(target: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def hold(target: Any, objects: list[dict[str, Any]], lws_version: str = "0.10.0") -> list[dict[str, Any]]:
     """The set to apply for `up`: when its LeaderWorkerSet is walked group by group (target.options.group_smoke, N >= 2
-    live and new), that object with partition = N, so the apply moves no group; remembered on the target for `walk`."""
+    live and new), that object with partition = N, so the apply moves no group; remembered on the target for `walk`.
+    A template whose walk began but did not gate every group is walked again (rollout/gates.py); a cluster without
+    partition is refused before anything is applied."""
     target._held_lws = None
+    target._ungated = []
     options = target.options
     if not options.group_smoke or options.dry_run or options.diff or not options.wait:
         return objects
@@ -189,9 +207,15 @@ def hold(target: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
             live = target.api.get(
                 obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace")
             )
-            if steps_groups(live, obj) and live is not None and template_changes(target.api, live, obj):
-                target._held_lws = obj
-                obj = partitioned(obj, replicas_of(obj))
+            if steps_groups(live, obj) and live is not None:
+                release, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+                target._ungated = gates.ungated(target.api, namespace, release, obj)
+                if template_changes(target.api, live, obj):
+                    gates.check_partition(target.api, obj, lws_version)
+                    target._held_lws = obj
+                    obj = partitioned(obj, replicas_of(obj))
+                elif target._ungated:
+                    target._held_lws = obj
         out.append(obj)
     return out
 
@@ -203,6 +227,7 @@ def walk(target: Any, profile: Any) -> None:
         return
     target._held_lws = None
     namespace = profile.kubernetes.namespace
+    gates.record(target.api, namespace, lws["metadata"]["name"], lws, None)
 
     def apply(obj: dict[str, Any]) -> None:
         apply_object(target.api, obj, force=target.options.force_conflicts)
@@ -210,12 +235,13 @@ def walk(target: Any, profile: Any) -> None:
     def smoke(group: int) -> None:
         if target.options.smoke_where == IN_CLUSTER:
             target.view.note(f"    ok   {in_cluster.gate(target, profile, lws['metadata']['name'], group)}")
-            return
-        with forward.reach(target, profile, lws["metadata"]["name"], group) as way:
-            target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
+        else:
+            with forward.reach(target, profile, lws["metadata"]["name"], group) as way:
+                target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
+        gates.record(target.api, namespace, lws["metadata"]["name"], lws, group)
 
     roll = GroupRoll(target.api, namespace, target.view.note, remaining=target.deadline.remaining)
-    rolled = roll.walk(lws, smoke, apply)
+    rolled = roll.walk(lws, smoke, apply, getattr(target, "_ungated", None))
     if rolled:
         target.view.note(
             f"  all {rolled} groups of {lws['metadata']['name']} rolled, each smoke-tested before the next"

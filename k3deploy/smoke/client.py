@@ -28,6 +28,7 @@ from typing import Any, Literal, TypeVar
 import aiohttp
 import httpx
 
+from k3deploy.redact import redact_url
 from k3deploy.smoke.record import RawStream
 
 ErrorKind = Literal["unreachable", "unauthorized", "http", "timeout", "protocol"]
@@ -182,6 +183,8 @@ class SmokeClient:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        #: The base URL as messages show it: credentials in its userinfo redacted.
+        self.shown_url = redact_url(self.base_url)
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
         start = time.perf_counter()
@@ -222,9 +225,12 @@ class SmokeClient:
     def _url(self, path: str) -> str:
         return self.base_url + path
 
+    def _shown(self, path: str) -> str:
+        return self.shown_url + path
+
     async def _get(self, path: str) -> tuple[int, str]:
         """Status and text of a GET, its body read up to `BODY_LIMITS[path]` bytes (past it: a protocol error)."""
-        url, limit = self._url(path), BODY_LIMITS[path]
+        url, limit = self._shown(path), BODY_LIMITS[path]
         try:
             async with self._http.stream("GET", path) as resp:
                 body = await _read_capped(resp, limit, url, fail=True)
@@ -236,19 +242,19 @@ class SmokeClient:
         """Status code of GET /health (401/403 raise: the key is wrong, not the engine)."""
         status, text = await self._get("/health")
         if status in (401, 403):
-            raise _status_error(status, self._url("/health"), text)
+            raise _status_error(status, self._shown("/health"), text)
         return status
 
     async def models(self) -> list[str]:
         """Ids listed by GET /v1/models."""
         status, text = await self._get("/v1/models")
         if status != 200:
-            raise _status_error(status, self._url("/v1/models"), text)
+            raise _status_error(status, self._shown("/v1/models"), text)
         try:
             return [str(item["id"]) for item in json.loads(text)["data"]]
         except (ValueError, KeyError, TypeError):
             raise EndpointError(
-                "protocol", f"{self._url('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}"
+                "protocol", f"{self._shown('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}"
             ) from None
 
     async def metrics(self) -> tuple[str, float, float]:
@@ -257,7 +263,7 @@ class SmokeClient:
         status, text = await self._get("/metrics")
         finished = self.clock()
         if status != 200:
-            raise _status_error(status, self._url("/metrics"), text)
+            raise _status_error(status, self._shown("/metrics"), text)
         return text, started, finished
 
     async def stream(self, path: str, payload: dict[str, Any]) -> RawStream:
@@ -271,16 +277,15 @@ class SmokeClient:
         except EndpointError as exc:
             raw.error = exc.message
         except aiohttp.ClientError as exc:
-            raw.error = translate_stream(exc, self._url(path)).message
+            raw.error = translate_stream(exc, self._shown(path)).message
         raw.t_end = self.clock()
         return raw
 
     async def _stream_into(self, raw: RawStream, path: str, payload: dict[str, Any]) -> None:
         max_bytes, max_lines = stream_limits(int(payload.get("max_tokens") or 1))
-        url = self._url(path)
-        async with self._streams().post(url, json=payload) as resp:
+        async with self._streams().post(self._url(path), json=payload) as resp:
             if resp.status != 200:
-                raise _status_error(resp.status, url, await _read_error_body(resp))
+                raise _status_error(resp.status, self._shown(path), await _read_error_body(resp))
             # The client's hot path, one pass per socket read (hundreds per second per stream): stamp, keep, count.
             reads, stamp, received, lines = raw.reads, time.perf_counter, 0, 0
             append = reads.append

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from k3deploy.errors import EnvironmentProblem
+from k3deploy.redact import redact_url
 
 #: `up --smoke in-cluster` (DeployOptions.smoke_where): every gate runs as a smoke Job in the cluster.
 IN_CLUSTER = "in-cluster"
@@ -40,12 +41,12 @@ class Reach:
         if self.kind == "in-cluster":
             return f"via the in-cluster smoke Job {self.target}"
         if self.kind == "endpoint":
-            return f"via the given endpoint {self.target}"
-        return f"at {self.target}"
+            return f"via the given endpoint {redact_url(self.target)}"
+        return f"at {redact_url(self.target)}"
 
     def to_dict(self) -> dict[str, Any]:
         """For `-o json` and the recorded verdict."""
-        return {"kind": self.kind, "target": self.target, "url": self.url}
+        return {"kind": self.kind, "target": redact_url(self.target), "url": redact_url(self.url)}
 
 
 class SmokeUnreachable(EnvironmentProblem):

@@ -30,7 +30,7 @@ async def wait_ready(
 
     Raises EndpointError for 401/403: the key is wrong and waiting will not change that.
     """
-    url = f"{client.base_url}/health"
+    url = f"{client.shown_url}/health"
     start = clock()
     deadline = start + timeout_s
     pause, last, noticed = FIRST_PAUSE_S, "no answer yet", start

@@ -19,6 +19,7 @@ import httpx
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile
 from k3deploy.profile.names import check_http_url
+from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
@@ -217,7 +218,12 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
     out.append(verdict.judge_throughput(state.phase("measured") + state.phase("sweep"), report.summary))
     out.append(
         verdict.judge_speculative(
-            profile.speculative is not None, profile.targets.min_acceptance_length, report.metrics, report.summary
+            profile.speculative is not None,
+            profile.targets.min_acceptance_length,
+            report.metrics,
+            report.summary,
+            client_tokens=sum(r.completion_tokens or 0 for r in state.phase("measured")),
+            num_speculative_tokens=profile.speculative.num_speculative_tokens if profile.speculative else None,
         )
     )
     out.append(
@@ -285,7 +291,7 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
             points.append(summary.sweep_point(level, recs))
     report = SmokeReport(
         profile=profile.name,
-        endpoint=base,
+        endpoint=redact_url(base),
         server_model=profile.model.served_name
         if state.liveness and profile.model.served_name in (state.liveness.models or ())
         else None,

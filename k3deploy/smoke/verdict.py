@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
+from k3deploy.smoke.attribution import impossible, unattributable
 
 LIVENESS = "liveness"
 CORRECTNESS = "correctness"
@@ -142,9 +143,18 @@ def judge_throughput(measured: Sequence[RequestRecord], summary: SmokeSummary) -
 
 
 def judge_speculative(
-    expected: bool, min_length: float | None, delta: MetricsDelta | None, summary: SmokeSummary | None
+    expected: bool,
+    min_length: float | None,
+    delta: MetricsDelta | None,
+    summary: SmokeSummary | None,
+    *,
+    client_tokens: int | None = None,
+    num_speculative_tokens: int | None = None,
 ) -> CheckResult:
-    """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates)."""
+    """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates).
+
+    With `client_tokens` (what the measured requests streamed, failed ones included) the delta must be theirs and
+    its counts possible (smoke/attribution.py); a figure that is not is a FAIL, never a PASS."""
     target = f">= {min_length}" if min_length is not None else ("drafts > 0" if expected else None)
     if summary is None or summary.overall.requests == summary.overall.failed:
         return CheckResult(
@@ -166,6 +176,17 @@ def judge_speculative(
             detail=f"cannot verify speculative decoding: {why}",
             hint="expose vLLM's /metrics on the serving port (do not disable it), or reach it through the same URL",
         )
+    if expected and client_tokens is not None:
+        foreign = unattributable(client_tokens, delta)
+        if foreign is not None:
+            return CheckResult(
+                name=SPECULATIVE,
+                status=Status.FAIL,
+                target=target,
+                detail=f"acceptance unattributable: {foreign}",
+                hint="smoke one server: point --endpoint at one group's leader (several groups behind one Service "
+                "spread the requests and the scrapes), or let `up` smoke each group by its leader",
+            )
     spec = delta.spec_decode
     drafts = spec.drafts if spec else 0.0
     if drafts <= 0:
@@ -191,6 +212,16 @@ def judge_speculative(
             detail=f"mean acceptance length unknown: the spec-decode counters give {length} "
             f"({spec.accepted_tokens if spec else None} accepted / {drafts} drafts)",
             hint="read the server's /metrics: its spec-decode counters are not usable counts",
+        )
+    bad = impossible(spec, client_tokens, num_speculative_tokens) if expected and client_tokens is not None else None
+    if bad is not None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"impossible spec-decode counters: {bad}",
+            hint="read the server's /metrics: a proxy or exporter rewrites the vllm:spec_decode_* counters",
         )
     chunk = summary.overall.tokens_per_chunk.mean
     positions = ", ".join(f"{p}: {r:.2f}" for p, r in spec.per_position_rates.items())

@@ -8,24 +8,31 @@ LeaderWorkerSet is ready (with --wait).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import RenderableType
 
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.kube.api import KubeApi
+from k3deploy.kube.deadline import Deadline
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.cluster import others_pods
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
+from k3deploy.redact import redact_url
 from k3deploy.render.manifests import SMOKE_COMPONENT, build, service_url
 from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout import bluegreen, forward, in_cluster
+from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import rollback as history
-from k3deploy.rollout.apply import KEPT, apply_objects, diff_objects
+from k3deploy.rollout.apply import KEPT, apply_object, apply_objects, diff_objects
+from k3deploy.rollout.guard import foreign_change
+from k3deploy.rollout.lease import LEASE_API, ReleaseLease, identity
 from k3deploy.rollout.order import WAITED_PHASES, job_role, phases
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.surge import in_place_note
@@ -86,6 +93,8 @@ class KubernetesTarget(Target):
         self._bluegreen: bluegreen.Plan | None = None
         #: The smoke Job `up --smoke in-cluster` runs itself (held back from wait_ready's apply).
         self._smoke_jobs: list[dict[str, Any]] = []
+        #: The Namespace this command created to hold its lease (reported as created by the apply).
+        self._made_namespace: str | None = None
 
     @property
     def api(self) -> KubeApi:
@@ -135,6 +144,31 @@ class KubernetesTarget(Target):
 
     # -- the Target contract ------------------------------------------------------------------------------
 
+    def locked(self, profile: Profile, what: str) -> contextlib.AbstractContextManager[None]:
+        """The release's Lease for the whole command (rollout/lease.py); none for a dry run or a diff."""
+        if self.options.dry_run or self.options.diff:
+            return contextlib.nullcontext()
+        return self._leased(profile, what)
+
+    @contextlib.contextmanager
+    def _leased(self, profile: Profile, what: str) -> Iterator[None]:
+        namespace = profile.kubernetes.namespace
+        # Its own deadline: past --timeout the lease is still renewed and freed (each request keeps its timeouts).
+        api = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
+        if api.get("v1", "Namespace", namespace) is None:
+            rendered = next((o for o in _objects(profile) if o["kind"] == "Namespace"), None)
+            if what == "down" or rendered is None:
+                yield  # nothing there to change, or no namespace of k3deploy's to hold the lease in
+                return
+            # The Namespace the apply makes anyway (it holds the lease): the apply still reports it created.
+            self._made_namespace = apply_object(api, rendered).key
+        if not api.served(LEASE_API, "Lease"):
+            self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
+            yield
+            return
+        with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
+            yield
+
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml."""
         manifests = build(profile)
@@ -179,24 +213,44 @@ class KubernetesTarget(Target):
             )
             return ApplyOutcome(changed=bool(changed), summary=summary, diffs=diffs)
         suffix = " (server dry run)" if self.options.dry_run else ""
-        results = []
-        self._pending = []
-        for phase in phases(hold(self, applying)):
-            if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
-                self._pending = phase.objects
-                continue
-            results += apply_objects(
-                self.api,
-                phase.objects,
-                force=self.options.force_conflicts,
-                dry_run=self.options.dry_run,
-                on_applied=lambda a: self._noted(a, suffix, in_place_note(a.obj, a.action)),
-            )
-            if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
-                self._waiter(profile).wait(phase.objects)
+        if self._bluegreen is None and not self.options.dry_run:
+            repair.clear_leftovers(self, profile, objects)
+        try:
+            results = self._apply_phases(profile, applying, suffix)
+        except K3DeployError as exc:
+            if self._bluegreen is None:
+                raise
+            raise repair.as_rollout_failure(exc, self._bluegreen) from exc
         if not self.options.wait and not self.options.dry_run:
             history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
         return _outcome(results, suffix)
+
+    def _apply_phases(self, profile: Profile, applying: list[dict[str, Any]], suffix: str) -> list[Any]:
+        results: list[Any] = []
+        self._pending = []
+        for phase in phases(hold(self, applying, profile.kubernetes.lws_version)):
+            if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
+                self._pending = phase.objects
+                continue
+            results += [
+                self._made(a)
+                for a in apply_objects(
+                    self.api,
+                    phase.objects,
+                    force=self.options.force_conflicts,
+                    dry_run=self.options.dry_run,
+                    on_applied=lambda a: self._noted(self._made(a), suffix, in_place_note(a.obj, a.action)),
+                )
+            ]
+            if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
+                self._waiter(profile).wait(phase.objects)
+        return results
+
+    def _made(self, applied: Any) -> Any:
+        """`applied`, as created when it is the Namespace this command made for its lease."""
+        if applied.key == self._made_namespace and applied.action == "unchanged":
+            return dataclasses.replace(applied, action="created")
+        return applied
 
     def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
         if applied.action == KEPT:
@@ -265,7 +319,9 @@ class KubernetesTarget(Target):
         if switch is not None:
             self._bluegreen = None
             if not switch.switched:
-                return bluegreen.abandon(self, profile, switch)
+                restored = repair.restore_others(self, list(previous.data.get("objects") or [])) if previous else []
+                note = f" ({len(restored)} of the previous revision's objects restored)" if restored else ""
+                return bluegreen.abandon(self, profile, switch) + note
             # Traffic had moved: the previous revision comes back first, then the new group goes.
             return f"{self.rollback(profile, previous)}; {bluegreen.abandon(self, profile, switch)}"
         objects = self._applied or _objects(profile)
@@ -280,6 +336,9 @@ class KubernetesTarget(Target):
         old = list(previous.data.get("objects") or [])
         if old == objects:
             return f"nothing to roll back to: revision {previous.number} is the one that failed"
+        foreign = foreign_change(self.api, objects, old)
+        if foreign is not None:
+            return f"rollback skipped: {foreign}; re-applying revision {previous.number} would revert that change"
         done = history.restore(self.api, old, objects, self.view.note)
         self._waiter(profile).wait(_serving(old))
         number = history.record_revision(self.api, namespace, profile.name, old)
@@ -291,7 +350,10 @@ class KubernetesTarget(Target):
         """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
         objects = bluegreen.as_live(self.api, profile, _objects(profile))
         report = describe(
-            self.api, profile, objects + bluegreen.other_group(self.api, profile, objects), self.endpoint(profile)
+            self.api,
+            profile,
+            objects + bluegreen.other_group(self.api, profile, objects),
+            redact_url(self.endpoint(profile)),
         )
         report["blue_green"] = bluegreen.describe(self.api, profile, objects)
         return TargetStatus(

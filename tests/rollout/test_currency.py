@@ -94,6 +94,10 @@ def test_go_encoding_extras_and_omitted_zero_values_still_match() -> None:
     assert template_revision(other, [revision]) is None
 
 
-def test_no_revisions_at_all_is_said_to_be_unproven() -> None:
-    verdict = prove_current(_lws(), [], _pods("x"))
-    assert verdict.current and verdict.how.startswith("unproven: no status.observedGeneration")
+def test_unproven_is_not_current_and_unreadable_revisions_can_never_prove_it() -> None:
+    none_yet = prove_current(_lws(), [], _pods("x"))
+    assert not none_yet.current and none_yet.provable
+    assert none_yet.how.startswith("unproven: no status.observedGeneration") and "waiting for a proof" in none_yet.how
+    unreadable = prove_current(_lws(), None, _pods("x"))
+    assert not unreadable.current and not unreadable.provable
+    assert "ControllerRevisions cannot be read" in unreadable.how

@@ -281,8 +281,8 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, script: Script) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, script: Script, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__((host, port), _Handler)
         self.script = script
         self.counters = Counters()
         self.lock = threading.Lock()
@@ -299,13 +299,14 @@ class Running:
 
 
 @contextlib.contextmanager
-def scripted_server(script: Script | None = None) -> Iterator[Running]:
-    """Serve `script` on 127.0.0.1 (a free port) until the block ends."""
-    server = _Server(script or Script())
+def scripted_server(script: Script | None = None, host: str = "127.0.0.1", port: int = 0) -> Iterator[Running]:
+    """Serve `script` on `host` (127.0.0.1; any 127.x address is loopback too) at `port` (0: a free one) until the
+    block ends."""
+    server = _Server(script or Script(), host, port)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield Running(f"http://127.0.0.1:{server.server_address[1]}", server.script, server.counters)
+        yield Running(f"http://{host}:{server.server_address[1]}", server.script, server.counters)
     finally:
         server.shutdown()
         server.server_close()

@@ -156,3 +156,47 @@ def test_speculative_with_unusable_counters_fails_with_the_reason_instead_of_cra
         check.detail == "mean acceptance length unknown: the spec-decode counters give None (nan accepted / 5.0 drafts)"
     )
     assert judge_decode_target(5.0, "low_entropy", _summary(_rec(0, nan))).status is Status.FAIL
+
+
+def _spec_delta(drafts: float, accepted: float, generation: float | None, k: int = 3) -> MetricsDelta:
+    figures = spec_decode_figures(drafts, drafts * k, accepted, {0: accepted})
+    return MetricsDelta(available=True, window_s=1.0, generation_tokens=generation, spec_decode=figures)
+
+
+def test_speculative_length_past_one_plus_k_is_impossible_never_a_pass() -> None:
+    summary = _summary(_rec(0, 10.0))
+    # 33,333,334: 1 + accepted / drafts with lying counters; the client streamed 64 tokens.
+    lying = judge_speculative(True, 2.0, _spec_delta(3, 100_000_000, 64), summary, client_tokens=64)
+    assert lying.status is Status.FAIL and lying.detail.startswith("impossible spec-decode counters")
+    past_k = judge_speculative(
+        True, 2.0, _spec_delta(10, 40, 64, k=5), summary, client_tokens=64, num_speculative_tokens=3
+    )
+    assert past_k.status is Status.FAIL
+    assert "mean acceptance length 5 exceeds 1 + num_speculative_tokens = 4" in past_k.detail
+    at_k = judge_speculative(True, 2.0, _spec_delta(10, 30, 64), summary, client_tokens=64, num_speculative_tokens=3)
+    assert at_k.status is Status.PASS and at_k.measured == 4.0
+
+
+def test_speculative_rate_past_one_is_impossible() -> None:
+    figures = spec_decode_figures(10, 5, 20, {0: 20})  # 20 accepted of 5 drafted
+    delta = MetricsDelta(available=True, window_s=1.0, generation_tokens=64, spec_decode=figures)
+    check = judge_speculative(True, 2.0, delta, _summary(_rec(0, 10.0)), client_tokens=64, num_speculative_tokens=3)
+    assert check.status is Status.FAIL and "acceptance rate 4 exceeds 1" in check.detail
+
+
+def test_speculative_more_rounds_than_streamed_tokens_is_impossible() -> None:
+    # 40 drafts + 30 accepted cannot come from 64 streamed tokens (each round emits 1 + its accepted ones).
+    check = judge_speculative(True, 1.5, _spec_delta(40, 30, 64), _summary(_rec(0, 10.0)), client_tokens=64)
+    assert check.status is Status.FAIL and "exceed the 64 tokens the client streamed" in check.detail
+
+
+def test_speculative_from_another_server_is_unattributable() -> None:
+    summary = _summary(_rec(0, 10.0))
+    # The scrape met the other group: it generated 999 tokens while the client streamed 64 from this one.
+    other = judge_speculative(True, 2.0, _spec_delta(200, 799, 999), summary, client_tokens=64)
+    assert other.status is Status.FAIL and other.detail.startswith("acceptance unattributable: client counted 64")
+    assert "--endpoint at one group's leader" in (other.hint or "")
+    idle = judge_speculative(True, 2.0, _spec_delta(0, 0, 0), summary, client_tokens=64)
+    assert idle.status is Status.FAIL and "unattributable" in idle.detail
+    blind = judge_speculative(True, 2.0, _spec_delta(20, 30, None), summary, client_tokens=64)
+    assert blind.status is Status.FAIL and "exports no vllm:generation_tokens_total" in blind.detail

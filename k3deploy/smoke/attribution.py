@@ -1,0 +1,59 @@
+"""Whether a `/metrics` delta belongs to the requests the client sent, and whether its spec-decode counts can be
+true at all. Pure; smoke's speculative verdict and bench's warnings both ask here.
+
+The server's `vllm:generation_tokens_total` rises by exactly the tokens it streamed. When it rose by another amount
+than the client counted, the scrape and the requests met different servers (several groups behind one Service URL,
+a load balancer spreading connections) or traffic from elsewhere shared the window: no figure of that delta can be
+credited to these requests. Each spec-decode round emits its one verified token plus the drafts it accepted, so
+`drafts + accepted` cannot pass the tokens streamed; each round proposes `num_speculative_tokens` draft tokens, so
+the mean acceptance length cannot pass `1 + num_speculative_tokens` nor the acceptance rate 1.
+"""
+
+from __future__ import annotations
+
+from k3deploy.report.smoke import MetricsDelta, SpecDecodeDelta
+
+#: Float slack on the bounds (the figures are ratios of counts).
+EPSILON = 1e-9
+
+
+def token_mismatch(client_tokens: int, generation_tokens: float | None) -> str | None:
+    """Why the server's generation-token delta is not the client's count, or None when they agree (or the server
+    exports no such counter: `generation_unknown` says so separately)."""
+    if generation_tokens is None or generation_tokens == client_tokens:
+        return None
+    return (
+        f"client counted {client_tokens} tokens, the server's vllm:generation_tokens_total rose by "
+        f"{generation_tokens:g}"
+    )
+
+
+def unattributable(client_tokens: int, delta: MetricsDelta) -> str | None:
+    """Why `delta` cannot be credited to the requests that streamed `client_tokens`; None when it can."""
+    if delta.generation_tokens is None:
+        return "the server exports no vllm:generation_tokens_total, so its counters cannot be tied to these requests"
+    mismatch = token_mismatch(client_tokens, delta.generation_tokens)
+    if mismatch is not None:
+        return (
+            f"{mismatch} during the measured requests: /metrics was read from another server than the one that answered"
+        )
+    return None
+
+
+def impossible(spec: SpecDecodeDelta, client_tokens: int, num_speculative_tokens: int | None) -> str | None:
+    """Why the spec-decode counts cannot be true; None when they are within their bounds."""
+    length, rate = spec.mean_acceptance_length, spec.acceptance_rate
+    if num_speculative_tokens is not None and length is not None and length > 1 + num_speculative_tokens + EPSILON:
+        return f"mean acceptance length {length:g} exceeds 1 + num_speculative_tokens = {1 + num_speculative_tokens}"
+    if rate is not None and rate > 1 + EPSILON:
+        return (
+            f"acceptance rate {rate:g} exceeds 1 ({spec.accepted_tokens:g} accepted of {spec.draft_tokens:g} drafted)"
+        )
+    if spec.accepted_tokens > spec.draft_tokens + EPSILON:
+        return f"{spec.accepted_tokens:g} accepted tokens exceed the {spec.draft_tokens:g} drafted"
+    if spec.drafts + spec.accepted_tokens > client_tokens + EPSILON:
+        return (
+            f"{spec.drafts:g} drafts + {spec.accepted_tokens:g} accepted tokens exceed the {client_tokens} tokens "
+            "the client streamed (each round emits one token plus those it accepts)"
+        )
+    return None

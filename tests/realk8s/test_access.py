@@ -1,0 +1,94 @@
+"""Preflight's access review asks for every verb the rollout's wait and proof need, answered by real RBAC: a deployer
+whose Role grants everything `up` uses but `list` on ControllerRevisions fails k8s.rbac naming that verb (the LWS
+status of a controller before v0.9 could not be proven without it), and passes once it is granted."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from k3deploy.preflight.checks_cluster import required_access
+from k3deploy.profile import load_profile
+from tests.realk8s.client import resource_path, wait_until
+from tests.realk8s.plane import Plane
+from tests.realk8s.test_preflight import RBAC, READ, _binding, _rbac_check
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
+USER = "realk8s-deployer"
+
+
+def _role_rules(without: tuple[str, str, str] | None) -> list[dict]:
+    profile = load_profile("kimi-k3-gb300-tp16", ["kubernetes.compute_domain=false", "kubernetes.hf_token_secret=null"])
+    rules = []
+    for access in required_access(profile):
+        if access.resource == "namespaces" or (access.verb, access.resource, access.group) == without:
+            continue
+        resource = f"{access.resource}/{access.subresource}" if access.subresource else access.resource
+        rules.append({"apiGroups": [access.group], "resources": [resource], "verbs": [access.verb]})
+    return rules
+
+
+@pytest.fixture
+def exact_deployer(realk8s: Plane, namespace: str, tmp_path: Path) -> Iterator[Path]:
+    """A deployer with cluster-wide reads for preflight and, in `namespace`, exactly the verbs `up` needs but
+    `list controllerrevisions.apps` (Role `deployer`, replaced by the test to grant it)."""
+    name = f"realk8s-reader-{uuid.uuid4().hex[:6]}"
+    core, grouped = READ
+    reads = [{"apiGroups": [""], "resources": core, "verbs": ["get", "list", "watch"]}]
+    reads += [{"apiGroups": [g], "resources": [r], "verbs": ["get", "list", "watch"]} for g, r in grouped]
+    api = realk8s.api
+    api.create(
+        resource_path(RBAC, "clusterroles"),
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": name}, "rules": reads},
+    )
+    api.create(resource_path(RBAC, "clusterrolebindings"), _binding("ClusterRoleBinding", name, "ClusterRole", name))
+    role = {
+        "apiVersion": RBAC,
+        "kind": "Role",
+        "metadata": {"name": "deployer", "namespace": namespace},
+        "rules": _role_rules(("list", "controllerrevisions", "apps")),
+    }
+    api.create(resource_path(RBAC, "roles", namespace), role)
+    api.create(
+        resource_path(RBAC, "rolebindings", namespace),
+        _binding("RoleBinding", "deployer", "Role", "deployer", namespace),
+    )
+    as_deployer = realk8s.client(USER)
+    try:
+        wait_until(
+            "the deployer's bindings", lambda: as_deployer.request("GET", "/api/v1/nodes").status_code == 200, 30
+        )
+    finally:
+        as_deployer.close()
+    yield realk8s.kubeconfig(tmp_path / "deployer.kubeconfig", USER)
+    api.delete(resource_path(RBAC, "clusterrolebindings", name=name))
+    api.delete(resource_path(RBAC, "clusterroles", name=name))
+
+
+def test_the_access_review_asks_for_the_verbs_the_readiness_proof_needs(
+    realk8s: Plane, namespace: str, exact_deployer: Path
+) -> None:
+    denied = _rbac_check(exact_deployer, namespace)
+    assert denied["status"] == "fail", denied
+    assert f"denied in {namespace}: list controllerrevisions.apps" in denied["detail"], denied
+
+    revisions = resource_path("apps/v1", "controllerrevisions", namespace)
+    realk8s.api.apply(
+        resource_path(RBAC, "roles", namespace, "deployer"),
+        {
+            "apiVersion": RBAC,
+            "kind": "Role",
+            "metadata": {"name": "deployer", "namespace": namespace},
+            "rules": _role_rules(None),
+        },
+    )
+    as_deployer = realk8s.client(USER)
+    try:
+        wait_until("the granted list", lambda: as_deployer.request("GET", revisions).status_code == 200, 30)
+    finally:
+        as_deployer.close()
+    granted = _rbac_check(exact_deployer, namespace)
+    assert granted["status"] == "pass", granted
