@@ -34,7 +34,7 @@ ErrorKind = Literal["unreachable", "unauthorized", "http", "timeout", "protocol"
 
 #: Most bytes read from each plain answer. vLLM's /health is empty, its model list a few hundred bytes per model
 #: and its /metrics some hundreds of KB for a multi-engine server.
-BODY_LIMITS = {"/health": 64 * 1024, "/v1/models": 4 * 1024 * 1024, "/metrics": 8 * 1024 * 1024}
+BODY_LIMITS = {"/health": 64 * 1024, "/version": 64 * 1024, "/v1/models": 4 * 1024 * 1024, "/metrics": 8 * 1024 * 1024}
 #: Most bytes read from an error answer: its message goes into one line of the report.
 ERROR_BODY_LIMIT = 64 * 1024
 #: A vLLM stream chunk is one SSE event of two lines and well under 1 KB even with continuous usage; these bounds
@@ -250,6 +250,15 @@ class SmokeClient:
             raise EndpointError(
                 "protocol", f"{self._url('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}"
             ) from None
+
+    async def server_version(self) -> str | None:
+        """`version` of GET /version (vLLM's), or None where the server has no such endpoint or it fails."""
+        try:
+            status, text = await self._get("/version")
+            value = json.loads(text).get("version") if status == 200 else None
+        except (EndpointError, ValueError, AttributeError):
+            return None
+        return str(value) if value is not None else None
 
     async def metrics(self) -> tuple[str, float, float]:
         """The Prometheus text of GET /metrics, and the stamps when the scrape began and ended."""

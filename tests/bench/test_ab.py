@@ -60,8 +60,6 @@ def _report(label: str, rates: dict[int, float]) -> BenchReport:
             completion_tokens=8,
             decode_tok_s=Stats(count=1, p10=r, median=r, p90=r, mean=r),
             e2e_tok_s=Stats(count=0),
-            ttft_ms=Stats(count=0),
-            tpot_ms=Stats(count=0),
             tokens_per_chunk=Stats(count=0),
         )
         for c, r in rates.items()

@@ -60,7 +60,7 @@ def test_progress_notes_in_table_mode() -> None:
     with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
         result = run_cli("bench", "--endpoint", srv.url, *ARGS)
     assert result.returncode == 0, result.stderr
-    assert "warm-up: ok" in result.stderr and "low_entropy @ 1: median decode" in result.stderr
+    assert "warm-up: ok" in result.stderr and "low_entropy @ concurrency 1: median decode" in result.stderr
     assert result.stdout == ""
 
 
