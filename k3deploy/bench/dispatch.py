@@ -89,8 +89,8 @@ async def _open(
 
     tasks: list[asyncio.Task[T]] = []
     for i, offset in enumerate(offsets):
-        wait = started + offset - time.perf_counter()
-        if wait > 0:
+        # The event loop's timers may fire up to a millisecond early (uvloop's resolution): sleep again until due.
+        while (wait := started + offset - time.perf_counter()) > 0:
             await asyncio.sleep(wait)
         tasks.append(asyncio.create_task(gated(i, batch[i % len(batch)], shift + offset)))
     return list(await asyncio.gather(*tasks))

@@ -65,15 +65,20 @@ class BenchPlan:
         return load.points(self.load, self.concurrency)
 
     def batch(self, category: str, level: int) -> list[BenchPrompt]:
-        """The category's prompts, cycled up to at least `level` requests so every slot is busy."""
+        """The category's prompts, cycled up to at least `level` requests so every slot is busy (closed loop; an
+        open-loop point, level 0 or a rate, sends each prompt once)."""
         pool = self.prompts[category]
         return [pool[i % len(pool)] for i in range(max(len(pool), level))]
+
+    def cell_batch(self, category: str, point: Point) -> list[BenchPrompt]:
+        """What one cell sends at `point` (before --duration cycles it)."""
+        return self.batch(category, point.concurrency if point.request_rate is None else 0)
 
     def total_requests(self) -> int | None:
         """Measured requests of the whole run (the warm-up not included); None when --duration decides."""
         if self.load.duration_s is not None:
             return None
-        return self.repeat * sum(len(self.batch(c, p.concurrency)) for p in self.points() for c in self.prompts)
+        return self.repeat * sum(len(self.cell_batch(c, p)) for p in self.points() for c in self.prompts)
 
 
 @dataclass
@@ -194,7 +199,7 @@ async def measure_async(
 
                     before, error = await _scrape(client)
                     sent, duration = await dispatch(
-                        send, plan.batch(category, point.concurrency), point, plan.load, seed, client.clock
+                        send, plan.cell_batch(category, point), point, plan.load, seed, client.clock
                     )
                     seed += 1
                     after, error_after = await _scrape(client) if before is not None else (None, error)

@@ -152,3 +152,51 @@ def test_kimi_profile_references_are_the_published_figures() -> None:
         "decode_tok_s": 370.0,
         "peak_decode_tok_s": 464.0,
     }
+
+
+def test_open_loop_repeat_goodput_and_csv(tmp_path: Path) -> None:
+    import csv
+
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        result = run_cli(
+            "bench",
+            "--endpoint",
+            srv.url,
+            *ARGS,
+            "--category",
+            "mixed",
+            "--request-rate",
+            "40,80",
+            "--max-concurrency",
+            "2",
+            "--burstiness",
+            "0.5",
+            "--repeat",
+            "2",
+            "--goodput",
+            "ttft:500",
+            "tpot:20",
+            "--percentiles",
+            "99.9",
+            "--csv",
+            str(tmp_path / "r.csv"),
+            "-o",
+            "json",
+        )
+    assert result.returncode == 0, result.stderr
+    report = BenchReport.model_validate_json(result.stdout)
+    load = report.settings.load
+    assert (load.kind, load.request_rates, load.burstiness, load.max_concurrency) == ("open", [40.0, 80.0], 0.5, 2)
+    assert report.settings.goodput_slo_ms == {"ttft": 500.0, "tpot": 20.0} and report.settings.repeat == 2
+    assert 99.9 in report.settings.percentiles
+    cell = report.cell("mixed", 2, 80.0)
+    assert cell is not None and len(cell.repeats) == 2 and cell.spread is not None
+    assert cell.ttft_ms.at(99.9) is not None and cell.throughput.good is not None
+    assert "rate 80 req/s (max concurrency 2)" in result.stderr and "GOODPUT" in result.stderr
+    with (tmp_path / "r.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(report.requests) == 2 * 2  # 1 prompt x 2 repeats x 2 rates
+    assert {r["request_rate"] for r in rows} == {"40.0", "80.0"} and {r["repeat"] for r in rows} == {"0", "1"}
+    first = report.requests[0]
+    assert float(rows[0]["tpot_ms"]) == first.tpot_ms and float(rows[0]["e2el_ms"]) == first.e2el_ms
+    assert rows[0]["good"] == str(first.good)
