@@ -174,9 +174,13 @@ def bench(
     for report in reports:
         err.print(bench_view(report))
     if len(reports) > 1:
-        err.print(compare_view(compare(reports, [r.label for r in reports])))
+        comparison = compare(reports, [r.label for r in reports])
+        err.print(compare_view(comparison))
         for line in headline(reports):
             err.print(line, markup=False, highlight=False)
+        if comparison.verdict:  # recorded where the numbers are
+            for report in reports:
+                report.notes.append(comparison.verdict)
     cli_run.write_outputs(reports, report_file, html_file, png_file, csv_file)
     if output is not OutputFormat.table:
         print_json_text(
@@ -195,8 +199,18 @@ def bench(
 
 @bench_app.command("compare")
 def compare_cmd(
-    files: Annotated[list[Path], typer.Argument(help="Bench reports (JSON); the first is the base of every speedup.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Bench reports (JSON); the first's label is the base of every speedup; reports sharing a label are "
+            "rounds of one variant (A B A B ...)."
+        ),
+    ],
     output: FormatOpt = OutputFormat.table,
+    html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+    png_file: Annotated[
+        Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
+    ] = None,
 ) -> None:
     """Speedup per category, tier and overall between bench runs, beside the published figures.
 
@@ -206,6 +220,8 @@ def compare_cmd(
     from k3deploy.report.bench import BenchReport
     from k3deploy.report.bench_view import compare_view
 
+    for path, flag in ((html_file, "--html"), (png_file, "--png")):
+        writable(path, flag)
     if len(files) < 2:
         raise UsageError(
             "bench compare needs at least two reports", hint="k3deploy bench compare base.json dspark.json"
@@ -230,5 +246,11 @@ def compare_cmd(
         )
     comparison = compare(reports, names)
     err.print(compare_view(comparison))
+    if comparison.verdict:
+        err.print(comparison.verdict, markup=False, highlight=False)
+    if html_file is not None or png_file is not None:
+        from k3deploy.bench.cli_run import write_outputs
+
+        write_outputs(reports, None, html_file, png_file)
     if output is not OutputFormat.table:
         print_json_text(comparison.model_dump_json(indent=1), output)

@@ -259,6 +259,9 @@ class BenchReport(_Model):
     overall: list[CellFigures] = Field(default_factory=list, description="All categories together, per concurrency.")
     requests: list[BenchRequest] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(
+        default_factory=list, description="Caveats that fail nothing, e.g. a speedup that is not meaningful."
+    )
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
 
     def cell(self, category: str, concurrency: int, request_rate: float | None = None) -> CellFigures | None:

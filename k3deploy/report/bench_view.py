@@ -12,7 +12,7 @@ from k3deploy.report.bench import BenchReport, CellFigures, Dist, Point
 from k3deploy.report.smoke import Stats
 
 if TYPE_CHECKING:
-    from k3deploy.bench.compare import Comparison
+    from k3deploy.bench.compare import Comparison, SpeedupRow
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -156,13 +156,23 @@ def host_note(report: BenchReport) -> str:
     )
 
 
+def _speedup(row: SpeedupRow, i: int) -> str:
+    mid = row.speedup[i]
+    if mid is None:
+        return "-"
+    low, high = row.speedup_low[i] if row.speedup_low else None, row.speedup_high[i] if row.speedup_high else None
+    if row.samples and row.samples[i] > 1 and low is not None and high is not None:
+        return f"{mid:.2f}x ({low:.2f}..{high:.2f})"
+    return f"{mid:.2f}x"
+
+
 def compare_view(comparison: Comparison) -> Group:
     """Median decode tok/s of each run and its speedup over the first, beside the published references."""
     labels = comparison.labels
     table = _table(
         "median decode tok/s per request, speedup over " + labels[0],
         "CATEGORY",
-        "CONC",
+        "LOAD",
         *[f"{label} TOK/S" for label in labels],
         *[f"{label} SPEEDUP" for label in labels[1:]],
         *[f"{label} ACCEPT LEN" for label in labels],
@@ -170,9 +180,9 @@ def compare_view(comparison: Comparison) -> Group:
     for row in comparison.rows:
         table.add_row(
             row.category,
-            str(row.concurrency),
+            str(row.concurrency) if row.request_rate is None else f"{row.request_rate:g}/s",
             *[_num(v) for v in row.decode_tok_s],
-            *[("-" if s is None else f"{s:.2f}x") for s in row.speedup[1:]],
+            *[_speedup(row, i) for i in range(1, len(labels))],
             *[_num(v, 2) for v in row.mean_acceptance_length],
             style="bold" if row.category == "overall" else None,
         )

@@ -85,3 +85,43 @@ def test_best_draft_length_per_concurrency_and_headline() -> None:
     lines = headline(runs)
     assert "speedup k=3 over k=1 at concurrency 1: 2.50x" in lines[0]
     assert lines[-2:] == ["best at concurrency 1: k=3 (250.0 tok/s)", "best at concurrency 8: k=1 (400.0 tok/s)"]
+
+
+def _round(label: str, rate: float, load: float | None = None) -> BenchReport:
+    from k3deploy.report.bench import HostLoad
+
+    report = _report(label, {1: rate})
+    if load is not None:
+        report.host = HostLoad(cpus=2, load_start=load, load_end=load)
+    return report
+
+
+def test_interleaved_rounds_give_a_speedup_with_its_spread() -> None:
+    from k3deploy.bench.compare import compare
+
+    steady = [_round("A", 100.0), _round("B", 150.0), _round("A", 110.0), _round("B", 160.0)]
+    c = compare(steady, [f"f{i}" for i in range(4)])
+    (row,) = c.rows
+    assert c.labels == ["A", "B"] and c.rounds == 2 and row.samples == [2, 2]
+    assert row.speedup[1] == pytest.approx((1.5 + 160 / 110) / 2)
+    assert (row.speedup_low[1], row.speedup_high[1]) == (pytest.approx(160 / 110), pytest.approx(1.5))
+    assert c.verdict is None
+    assert "1.48x (105.0 -> 155.0 median decode tok/s, 1.45x..1.50x over 2 rounds)" in headline(steady)[0]
+    noisy = [_round("A", 100.0), _round("B", 6.0), _round("A", 100.0), _round("B", 112.0)]
+    verdict = compare(noisy, ["a", "b", "c", "d"]).verdict
+    assert verdict is not None and "not meaningful" in verdict and "0.06x..1.12x" in verdict
+    assert headline(noisy)[-1] == verdict  # said in one line, after the figures
+    loaded = compare([_round("A", 100.0, load=1.0), _round("B", 150.0, load=5.5)], ["a", "b"])
+    assert loaded.verdict is not None and "load was 5.5..5.5 on 2 CPU(s)" in loaded.verdict
+
+
+def test_one_round_pairs_the_cells_repeats() -> None:
+    from k3deploy.bench.compare import compare
+    from k3deploy.report.bench import RepeatFigures
+
+    a, b = _round("A", 100.0), _round("B", 200.0)
+    a.overall[0].repeats = [RepeatFigures(decode_tok_s=v) for v in (100.0, 90.0, 110.0)]
+    b.overall[0].repeats = [RepeatFigures(decode_tok_s=v) for v in (200.0, 190.0, 230.0)]
+    (row,) = compare([a, b], ["a", "b"]).rows
+    assert row.samples[1] == 3 and row.speedup_low[1] == pytest.approx(2.0)
+    assert row.speedup_high[1] == pytest.approx(190 / 90)
