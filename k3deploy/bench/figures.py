@@ -197,10 +197,13 @@ def pooled(
     runs: Sequence[tuple[Sequence[Sent], ServerDelta | None, float | None]],
     percentiles: Sequence[float] = latency.DEFAULT_PERCENTILES,
     slo: dict[str, float] | None = None,
+    repeats: Sequence[Sequence[tuple[Sequence[Sent], ServerDelta | None, float | None]]] | None = None,
 ) -> CellFigures:
     """A cell over several runs of it (repeats, or the cells of a level for `overall`): requests pooled, server
-    deltas and durations summed, the per-run figures and their spread kept when there are several runs."""
+    deltas and durations summed; with several repeats (each run by default, or the `repeats` groups of runs: an
+    overall's repeat is that repeat of every category), the per-repeat figures and their spread."""
     per_run = [cell_figures(category, point, s, server, d, percentiles, slo) for s, server, d in runs]
+    groups = repeats if repeats is not None else [[run] for run in runs]
     durations = [d for _, _, d in runs]
     total = sum(d for d in durations if d is not None) if all(d is not None for d in durations) else None
     cell = cell_figures(
@@ -218,8 +221,8 @@ def pooled(
         "window_s": busy or None,
         "aggregate_tok_s": cell.completion_tokens / busy if busy else None,
     }
-    if len(runs) > 1 and category != OVERALL:
-        reps = [repeat_figures(c) for c in per_run]
+    if len(groups) > 1:
+        reps = [repeat_figures(pooled(category, point, g, percentiles, slo, repeats=[])) for g in groups]
         update |= {"repeats": reps, "spread": spread([r.decode_tok_s for r in reps])}
     return cell.model_copy(update=update)
 

@@ -228,6 +228,7 @@ def assemble(profile: Profile, plan: BenchPlan, passes: list[Measured]) -> Bench
     requests: list[BenchRequest] = []
     for p_index, point in enumerate(points):
         level: CellRuns = []
+        by_repeat: dict[int, CellRuns] = {}
         for category in plan.prompts:
             runs: CellRuns = []
             for n, measured in enumerate(passes):
@@ -238,7 +239,10 @@ def assemble(profile: Profile, plan: BenchPlan, passes: list[Measured]) -> Bench
             cells.append(figures.pooled(category, point, runs, plan.percentiles, plan.slo))
             requests += [s.request for sent, _, _ in runs for s in sent]
             level += runs
-        overall.append(figures.pooled(figures.OVERALL, point, level, plan.percentiles, plan.slo))
+            for i, run in enumerate(runs):
+                by_repeat.setdefault(i, []).append(run)
+        groups = list(by_repeat.values()) if len(by_repeat) > 1 else []
+        overall.append(figures.pooled(figures.OVERALL, point, level, plan.percentiles, plan.slo, repeats=groups))
     first, last = passes[0], passes[-1]
     host = HostLoad(
         cpus=first.host.cpus,

@@ -200,3 +200,26 @@ def test_open_loop_repeat_goodput_and_csv(tmp_path: Path) -> None:
     first = report.requests[0]
     assert float(rows[0]["tpot_ms"]) == first.tpot_ms and float(rows[0]["e2el_ms"]) == first.e2el_ms
     assert rows[0]["good"] == str(first.good)
+
+
+def test_compare_rounds_with_html_and_png(tmp_path: Path) -> None:
+    files = []
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        for n, label in enumerate(("A", "B", "A", "B")):
+            files.append(tmp_path / f"{n}-{label}.json")
+            done = run_cli("bench", "--endpoint", srv.url, *ARGS, "--label", label, "--report", str(files[-1]))
+            assert done.returncode == 0, done.stderr
+    html, png = tmp_path / "c.html", tmp_path / "c.png"
+    done = run_cli("bench", "compare", *map(str, files), "--html", str(html), "--png", str(png), "-o", "json")
+    assert done.returncode == 0, done.stderr
+    comparison = json.loads(done.stdout)
+    assert comparison["labels"] == ["A", "B"] and comparison["rounds"] == 2
+    overall = next(r for r in comparison["rows"] if r["category"] == "overall")
+    assert (
+        overall["samples"] == [2, 2]
+        and overall["speedup_low"][1] <= overall["speedup"][1] <= overall["speedup_high"][1]
+    )
+    assert "Speedup over A" in html.read_text() and png.read_bytes()[:4] == b"\x89PNG"
+    # Same-machine runs of the same server: whatever the verdict, it is stated, never a bare ratio.
+    if comparison["verdict"]:
+        assert comparison["verdict"] in done.stderr
