@@ -10,6 +10,7 @@ from fd 3 and written to fd 4; commands carry an `id` and answers echo it; with 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -117,10 +118,8 @@ class Browser:
 
     def close(self) -> None:
         """Ask the browser to quit; kill it (the process this object started) if it does not within 10 s."""
-        try:
+        with contextlib.suppress(CDPError, OSError):
             self.call("Browser.close")
-        except (CDPError, OSError):
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -11,6 +11,7 @@ The screenshot goes to $K3DEPLOY_ARTIFACTS (default: artifacts/ in the checkout,
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import os
 from pathlib import Path
@@ -141,7 +142,7 @@ def test_report_renders_in_chromium_with_the_jsons_numbers(runs: list[BenchRepor
     assert dom["fullRefs"] == 1  # the speedup chart's 1.0x line
     for ticks in dom["ticks"]:
         values = [float(t.rstrip("x").replace(",", "")) for t in ticks]
-        steps = {round(b - a, 9) for a, b in zip(values, values[1:], strict=False)}
+        steps = {round(b - a, 9) for a, b in itertools.pairwise(values)}
         assert values[0] == 0 and len(steps) == 1, ticks
         (step,) = steps
         mantissa = step / 10 ** math.floor(math.log10(step))
