@@ -46,8 +46,8 @@ def timing(record: RequestRecord) -> Timing | None:
     """The record's vLLM-defined figures; None for a failed request or one without an output chunk."""
     if not record.ok or record.t_first is None or record.t_last is None or not record.chunk_offsets_s:
         return None
-    ttft = record.t_first - record.t_send
-    e2el = record.t_last - record.t_send
+    # From the chunk offsets (microseconds), as ITL is: the three figures then share one set of stamps.
+    ttft, e2el = record.chunk_offsets_s[0], record.chunk_offsets_s[-1]
     output = record.completion_tokens or 0
     tpot = (e2el - ttft) / (output - 1) if output > 1 else None
     itl = tuple(b - a for a, b in itertools.pairwise(record.chunk_offsets_s))

@@ -89,6 +89,8 @@ class BenchOptions:
     transport: httpx.AsyncBaseTransport | None = None
     progress: Progress | None = None
     note: Callable[[str], None] | None = None
+    #: Called with the prompt id just before each measured request is sent (a second client can start beside it).
+    on_send: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -162,11 +164,18 @@ async def measure_async(
         out.server_version = await client.server_version()
 
         async def one(
-            prompt: BenchPrompt, point: Point, index: int, repeat: int = 0, arrival: float | None = None
+            prompt: BenchPrompt,
+            point: Point,
+            index: int,
+            repeat: int = 0,
+            arrival: float | None = None,
+            measured: bool = True,
         ) -> figures.Sent:
             tokens = prompt.output_tokens or plan.output_tokens
             path, body = request_body(profile, prompt.text, tokens, ignore_eos=True)
             spec = RequestSpec(index, "measured", prompt.id, tokens, None, point.concurrency)
+            if options.on_send is not None and measured:
+                options.on_send(prompt.id)
             record = build_record(await client.stream(path, body), spec)
             request = figures.compact(
                 record,
@@ -179,7 +188,7 @@ async def measure_async(
             return figures.Sent(record, request)
 
         first = next(iter(plan.prompts.values()))[0]
-        warm = await one(first, Point(concurrency=1), 0)
+        warm = await one(first, Point(concurrency=1), 0, measured=False)
         say(f"warm-up: {'ok' if warm.request.ok else warm.request.error}")
         seed = plan.load.seed
         for p_index, point in enumerate(points):
