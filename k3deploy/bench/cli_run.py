@@ -6,6 +6,7 @@ The progress bar lives here (rich, on stderr, transient); it stays off under -o 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ from k3deploy.errors import EnvironmentProblem, UsageError
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
+from k3deploy.targets.local.launch import MODEL_DIR, default_state_dir
+from k3deploy.targets.local.rehearsal import is_rehearsal_model
 
 
 @dataclass
@@ -75,11 +78,6 @@ def tokenizer_for(request: Request, profile: Profile) -> str:
     if request.tokenizer:
         return request.tokenizer
     if profile.model.rehearsal:
-        import os
-
-        from k3deploy.targets.local.launch import MODEL_DIR, default_state_dir
-        from k3deploy.targets.local.rehearsal import is_rehearsal_model
-
         folder = default_state_dir(profile, Path.home(), os.environ.get("XDG_CACHE_HOME")) / MODEL_DIR
         if is_rehearsal_model(folder):
             return str(folder)

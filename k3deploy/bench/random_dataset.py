@@ -28,7 +28,7 @@ MAX_RETRY = 10
 def load_tokenizer(name: str) -> Any:
     """The Hugging Face tokenizer at a local path or Hub id (vLLM's get_tokenizer loads the same AutoTokenizer)."""
     try:
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # heavy and optional: only --dataset random needs it
     except ImportError:
         raise EnvironmentProblem(
             "--dataset random needs the transformers tokenizer library, which is not installed",
@@ -64,7 +64,7 @@ def sample(
 ) -> list[BenchPrompt]:
     """`num` prompts as vLLM's RandomDataset(random_seed=seed).sample(tokenizer, num, input_len=..., output_len=...,
     range_ratio=...) makes them (prefix_len 0)."""
-    import numpy as np
+    import numpy as np  # the bench extra (or vLLM's environment), loaded only for --dataset random
 
     if not 0 <= range_ratio < 1:
         raise UsageError(f"--random-range-ratio {range_ratio:g} must be in [0, 1)", hint="e.g. 0.1 for +-10 %")

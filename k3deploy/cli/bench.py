@@ -249,7 +249,7 @@ def compare_cmd(
     if comparison.verdict:
         err.print(comparison.verdict, markup=False, highlight=False)
     if html_file is not None or png_file is not None:
-        from k3deploy.bench.cli_run import write_outputs
+        from k3deploy.bench.cli_run import write_outputs  # the bench stage, loaded when the command runs
 
         write_outputs(reports, None, html_file, png_file)
     if output is not OutputFormat.table:
