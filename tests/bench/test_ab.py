@@ -125,3 +125,36 @@ def test_one_round_pairs_the_cells_repeats() -> None:
     (row,) = compare([a, b], ["a", "b"]).rows
     assert row.samples[1] == 3 and row.speedup_low[1] == pytest.approx(2.0)
     assert row.speedup_high[1] == pytest.approx(190 / 90)
+
+
+def test_ab_repeat_interleaves_the_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--ab --repeat 2 serves A B A B (never A A B B); the serving and measuring are replaced here, only the order is
+    under test (tests/integration/test_bench_ab.py serves for real)."""
+    from k3deploy.bench import ab
+    from k3deploy.bench.cli_run import Request
+    from k3deploy.bench.runner import Measured
+
+    order: list[str] = []
+
+    class Local:
+        serves_variants = True
+
+        def current_revision(self, _profile: object) -> None:
+            return None
+
+        def rollback(self, _profile: object, _previous: object) -> str:
+            order.append("restore")
+            return "nothing was live"
+
+    def serve(profile: object, _target: object, _note: object) -> str:
+        order.append("baseline" if profile.speculative is None else "speculative")  # type: ignore[attr-defined]
+        return "http://127.0.0.1:9"
+
+    monkeypatch.setattr(ab, "target_for", lambda _p: Local())
+    monkeypatch.setattr(ab, "_serve", serve)
+    monkeypatch.setattr(ab, "measure", lambda *_a, **_k: Measured(endpoint="http://127.0.0.1:9"))
+    request = Request(endpoint=None, profile="local-cpu", ab=True, repeat=2, quiet=True)
+    reports = ab.run_variants(request)
+    assert order == ["baseline", "speculative", "baseline", "speculative", "restore"]
+    assert [r.label for r in reports] == ["baseline", "speculative"]
+    assert all(r.settings.repeat == 2 for r in reports)
