@@ -50,6 +50,9 @@ PURE_MODULES = [
     "bench/compare.py",
     "bench/series.py",
     "bench/svg.py",
+    "bench/latency.py",
+    "bench/load.py",
+    "bench/html_report.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
     "smoke/headline.py",
@@ -127,7 +130,17 @@ def test_every_module_has_a_docstring() -> None:
 
 #: Third-party modules heavy enough to import only where used, and never needed on some path (the local
 #: target never loads `kubernetes`; NVML, torch and matplotlib exist only on some hosts or with an extra).
-HEAVY_OPTIONAL = {"kubernetes", "urllib3", "pynvml", "torch", "transformers", "tokenizers", "matplotlib", "uvloop"}
+HEAVY_OPTIONAL = {
+    "kubernetes",
+    "urllib3",
+    "pynvml",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "matplotlib",
+    "uvloop",
+    "numpy",
+}
 #: Command modules register on the app at start-up; each command loads its stage only when it runs.
 LAZY_COMMAND_PACKAGE = PACKAGE / "cli"
 

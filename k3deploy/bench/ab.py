@@ -1,7 +1,9 @@
 """`bench --ab` / `--sweep` on the local target: serve each variant, bench it, then put back what was live.
 
 Variants differ only by profile overrides (`speculative=null` for the baseline, `KEY=VALUE` per sweep value);
-everything else (prompts, output length, temperature, concurrency) is the same for all of them. Serving goes
+everything else (prompts, output length, temperature, load) is the same for all of them. With --repeat N the
+variants run interleaved, A B A B ... (N rounds, one server start per variant per round), so a drift of the host
+falls on both; each variant's report holds its rounds as the repeats of every cell. Serving goes
 through the pipeline's `apply` (render -> apply -> wait) on the profile's Target, so bench knows nothing of how
 the local target starts vLLM. At the end the revision that was live before is restored (or, when nothing was,
 the server bench started is taken down) — on failure and Ctrl-C too.
@@ -12,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from k3deploy import pipeline
-from k3deploy.bench.cli_run import Request, bench_endpoint, profile_sets
+from k3deploy.bench.cli_run import Request, make_plan, profile_sets, progress_bar
+from k3deploy.bench.runner import Measured, assemble, measure
 from k3deploy.console import err
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile, load_profile
@@ -91,13 +94,22 @@ def run_variants(request: Request) -> list[BenchReport]:
     profiles = [
         load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan
     ]  # all checked before serving
+    plans = [make_plan(request, profile, label) for (label, _), profile in zip(plan, profiles, strict=True)]
+    for p in plans:
+        p.repeat = 1  # a round is one pass of every variant: A B A B ..., never A A B B
     previous = target.current_revision(base)
-    reports: list[BenchReport] = []
+    passes: list[list[Measured]] = [[] for _ in plan]
     try:
-        for (label, _), profile in zip(plan, profiles, strict=True):
-            note(f"==> bench variant {label}")
-            endpoint = _serve(profile, target, note)
-            reports.append(bench_endpoint(request, profile, endpoint, label))
+        for round_ in range(request.repeat):
+            for i, ((label, _), profile) in enumerate(zip(plan, profiles, strict=True)):
+                note(
+                    f"==> bench variant {label}"
+                    + (f", round {round_ + 1} of {request.repeat}" if request.repeat > 1 else "")
+                )
+                endpoint = _serve(profile, target, note)
+                with progress_bar(request.quiet, f"bench {label}") as options:
+                    options.api_key = request.api_key
+                    passes[i].append(measure(profile, endpoint, plans[i], options))
     finally:
         _restore(base, target, previous, note)
-    return reports
+    return [assemble(profile, p, runs) for profile, p, runs in zip(profiles, plans, passes, strict=True)]

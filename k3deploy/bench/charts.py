@@ -1,126 +1,26 @@
-"""Bench pictures: a self-contained HTML report (inline SVG, the series as embedded JSON) and a PNG (matplotlib).
+"""Bench pictures: the self-contained HTML report (k3deploy.bench.html_report) and a PNG (matplotlib).
 
-Both draw the four series of `k3deploy.bench.series`; matplotlib is the optional `bench` extra and is imported
-only for --png.
+Both draw the series of `k3deploy.bench.series` in the same colours (svg.PALETTE); matplotlib is the optional
+`bench` extra and is imported only for --png.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
-from k3deploy.bench import series, svg
+from k3deploy.bench import html_report, series
+from k3deploy.bench.svg import PALETTE
 from k3deploy.errors import EnvironmentProblem
-from k3deploy.report.bench import FORMULAS, BenchReport
+from k3deploy.report.bench import BenchReport
 
-SERIES_ID = "k3deploy-bench-series"
-
-
-def _published_refs(pub: dict[str, float | None]) -> dict[str, float]:
-    names = {
-        "baseline_decode_tok_s": "published without speculation",
-        "decode_tok_s": "published with DSpark",
-        "peak_decode_tok_s": "published peak",
-    }
-    return {names[k]: v for k, v in pub.items() if k in names and v}
-
-
-def _sections(reports: Sequence[BenchReport], data: dict[str, Any]) -> list[tuple[str, str]]:
-    per_cat = data["per_category"]
-    categories = list(dict.fromkeys(c for d in per_cat.values() for c in d))
-    out = [
-        (
-            "Median decode tok/s per category (per request)",
-            svg.bars(
-                "tok/s per category",
-                categories,
-                {label: [d.get(c) for c in categories] for label, d in per_cat.items()},
-                unit=" tok/s",
-            ),
-        )
-    ]
-    pub = data["published"]
-    if data["speedups"]:
-        groups = list(dict.fromkeys(c for d in data["speedups"].values() for c in d))
-        refs = {"published speedup": pub["speedup"]} if pub.get("speedup") else {}
-        out.append(
-            (
-                f"Speedup over {reports[0].label}",
-                svg.bars(
-                    "speedup",
-                    groups,
-                    {label: [d.get(g) for g in groups] for label, d in data["speedups"].items()},
-                    refs,
-                    unit="x",
-                ),
-            )
-        )
-    else:
-        overall = data["overall_tok_s"]
-        out.append(
-            (
-                "Overall median decode tok/s against the published figures",
-                svg.bars(
-                    "tok/s vs published",
-                    ["overall"],
-                    {label: [v] for label, v in overall.items()},
-                    _published_refs(pub),
-                    unit=" tok/s",
-                ),
-            )
-        )
-    curve = data["concurrency_curve"]
-    out.append(
-        (
-            "Concurrency curve: per-user (median decode) and aggregate tok/s",
-            svg.lines(
-                "concurrency curve",
-                {
-                    **{f"{label} per-user": (d["concurrency"], d["per_user_tok_s"]) for label, d in curve.items()},
-                    **{f"{label} aggregate": (d["concurrency"], d["aggregate_tok_s"]) for label, d in curve.items()},
-                },
-                unit=" tok/s",
-            ),
-        )
-    )
-    acc = data["acceptance_per_position"]
-    if acc:
-        positions = sorted({int(p) for d in acc.values() for p in d})
-        out.append(
-            (
-                "Acceptance per draft position (accepted / drafts)",
-                svg.bars(
-                    "acceptance per position",
-                    [str(p) for p in positions],
-                    {label: [d.get(str(p)) for p in positions] for label, d in acc.items()},
-                ),
-            )
-        )
-    return out
+SERIES_ID = html_report.SERIES_ID
 
 
 def html(reports: Sequence[BenchReport]) -> str:
-    """The report as one HTML page: charts, each run's settings, the formulas, and the series as JSON."""
-    data = series.all_series(reports)
-    runs = "".join(
-        f"<tr><td>{escape(r.label)}</td><td>{escape(r.settings.dataset)}</td><td>{r.settings.output_tokens}</td>"
-        f"<td>{r.settings.temperature:g}</td><td>{escape(json.dumps(r.speculative))}</td><td>{escape(r.endpoint)}</td></tr>"
-        for r in reports
-    )
-    charts = "".join(f"<h2>{escape(title)}</h2>{body}" for title, body in _sections(reports, data))
-    formulas = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in FORMULAS.items())
-    blob = json.dumps(data).replace("</", "<\\/")
-    return (
-        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>k3deploy bench</title>'
-        "<style>body{font-family:sans-serif;margin:2em;max-width:900px}td,th{padding:2px 8px;text-align:left}</style>"
-        "</head><body><h1>k3deploy bench</h1><table><tr><th>run</th><th>dataset</th><th>output tokens</th>"
-        f"<th>temperature</th><th>speculative</th><th>endpoint</th></tr>{runs}</table>{charts}"
-        f"<h2>Formulas</h2><dl>{formulas}</dl>"
-        f'<script type="application/json" id="{SERIES_ID}">{blob}</script></body></html>\n'
-    )
+    """The HTML report of the runs."""
+    return html_report.html(reports)
 
 
 def write_html(reports: Sequence[BenchReport], path: Path) -> None:
@@ -143,18 +43,31 @@ def _pyplot() -> Any:
     return plt
 
 
+def _colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
 def _bar_panel(
-    ax: Any, groups: list[str], values: dict[str, list[float | None]], refs: dict[str, float], ylabel: str
+    ax: Any,
+    groups: list[str],
+    values: dict[str, list[float | None]],
+    ylabel: str,
+    refs: dict[str, float] | None = None,
+    group_refs: dict[str, tuple[str, float]] | None = None,
 ) -> None:
     width = 0.8 / max(len(values), 1)
     for i, (label, vs) in enumerate(values.items()):
         xs = [g + i * width for g in range(len(groups))]
-        ax.bar(xs, [v or 0.0 for v in vs], width, label=label)
-    for name, value in refs.items():
+        ax.bar(xs, [v or 0.0 for v in vs], width, label=label, color=_colour(i))
+    for name, value in (refs or {}).items():
         ax.axhline(value, linestyle="--", color="black", linewidth=1)
-        ax.text(
-            0.99, value, f"{name} {value:.3g}", transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=7
-        )
+        ax.text(0.99, value, f"{name}", transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=7)
+    for name, (group, value) in (group_refs or {}).items():
+        if group not in groups:
+            continue
+        g = groups.index(group)
+        ax.hlines(value, g - width / 2, g + 0.8 - width / 2, linestyles="--", color="black", linewidth=1)
+        ax.text(g + 0.4 - width / 2, value, f"{name} {value:g}", ha="center", va="bottom", fontsize=6)
     ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
@@ -167,42 +80,47 @@ def figure(reports: Sequence[BenchReport]) -> Any:
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
     per_cat = data["per_category"]
     cats = list(dict.fromkeys(c for d in per_cat.values() for c in d))
-    _bar_panel(axes[0][0], cats, {k: [d.get(c) for c in cats] for k, d in per_cat.items()}, {}, "median decode tok/s")
-    axes[0][0].set_title("tok/s per category (per request)")
-    pub = data["published"]
+    tiers = {ref["short"]: (ref["category"], ref["value"]) for ref in data["published"]}
+    _bar_panel(
+        axes[0][0], cats, {k: [d.get(c) for c in cats] for k, d in per_cat.items()}, "median decode tok/s", None, tiers
+    )
+    axes[0][0].set_title("tok/s per category (per request); published figures over their tier")
     if data["speedups"]:
         groups = list(dict.fromkeys(c for d in data["speedups"].values() for c in d))
         _bar_panel(
             axes[0][1],
             groups,
             {k: [d.get(g) for g in groups] for k, d in data["speedups"].items()},
-            {"published": pub["speedup"]} if pub.get("speedup") else {},
             "speedup (x)",
+            {"parity": 1.0},
         )
-        axes[0][1].set_title(
-            f"speedup over {reports[0].label} (concurrency {min(reports[0].settings.concurrency)})"
-            + (" vs published" if pub.get("speedup") else "")
-        )
+        axes[0][1].set_title(f"speedup over {reports[0].label} ({reports[0].first_point().name()})")
     else:
-        _bar_panel(
-            axes[0][1], ["overall"], {k: [v] for k, v in data["overall_tok_s"].items()}, _published_refs(pub), "tok/s"
-        )
-        axes[0][1].set_title("overall tok/s vs published figures")
+        axes[0][1].axis("off")
+        axes[0][1].text(0.5, 0.5, "one run: no speedup", ha="center", va="center")
     ax = axes[1][0]
-    for label, d in data["concurrency_curve"].items():
-        ax.plot(d["concurrency"], d["per_user_tok_s"], marker="o", label=f"{label} per-user")
-        ax.plot(d["concurrency"], d["aggregate_tok_s"], marker="s", linestyle="--", label=f"{label} aggregate")
-    levels = sorted({x for d in data["concurrency_curve"].values() for x in d["concurrency"]})
+    curve = data["load_curve"]
+    for i, (label, d) in enumerate(curve.items()):
+        ax.plot(d["points"], d["per_user_tok_s"], marker="o", label=f"{label} per-user", color=_colour(2 * i))
+        ax.plot(
+            d["points"],
+            d["output_throughput"],
+            marker="s",
+            linestyle="--",
+            label=f"{label} output tok/s",
+            color=_colour(2 * i + 1),
+        )
+    xs = sorted({x for d in curve.values() for x in d["points"]})
     ax.set_xscale("log", base=2)
-    ax.set_xticks(levels, [str(x) for x in levels])
+    ax.set_xticks(xs, [f"{x:g}" for x in xs])
     ax.minorticks_off()
-    ax.set_xlabel("concurrency")
+    ax.set_xlabel(next(iter(curve.values()))["x"].replace("_", " ") if curve else "concurrency")
     ax.set_ylabel("tok/s")
-    ax.set_title("concurrency curve")
+    ax.set_title("load curve")
     ax.legend(fontsize=7)
     ax = axes[1][1]
-    for label, d in data["acceptance_per_position"].items():
-        ax.plot([int(p) for p in d], list(d.values()), marker="o", label=label)
+    for i, (label, d) in enumerate(data["acceptance_per_position"].items()):
+        ax.plot([int(p) for p in d], list(d.values()), marker="o", label=label, color=_colour(i))
     positions = sorted({int(p) for d in data["acceptance_per_position"].values() for p in d})
     ax.set_xticks(positions)
     ax.set_xlabel("draft position (0 = first drafted token)")
@@ -211,7 +129,11 @@ def figure(reports: Sequence[BenchReport]) -> Any:
     ax.set_title("acceptance per position" + ("" if data["acceptance_per_position"] else " (no spec-decode counters)"))
     if data["acceptance_per_position"]:
         ax.legend(fontsize=7)
-    fig.tight_layout()
+    if any(r.rehearsal for r in reports):
+        fig.suptitle(html_report.REHEARSAL_WARNING, color="#a06000", fontsize=9, wrap=True)
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
+    else:
+        fig.tight_layout()
     return fig
 
 

@@ -6,20 +6,26 @@ The progress bar lives here (rich, on stderr, transient); it stays off under -o 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from k3deploy.bench import charts
+from k3deploy.bench import charts, csv_out
 from k3deploy.bench.datasets import load_dataset, select
+from k3deploy.bench.latency import parse_goodput, parse_percentiles
+from k3deploy.bench.load import load_model
+from k3deploy.bench.random_dataset import CATEGORY, random_dataset
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
 from k3deploy.errors import EnvironmentProblem, UsageError
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
+from k3deploy.targets.local.launch import MODEL_DIR, default_state_dir
+from k3deploy.targets.local.rehearsal import is_rehearsal_model
 
 
 @dataclass
@@ -41,6 +47,18 @@ class Request:
     ab: bool = False
     sweep: str | None = None
     quiet: bool = False
+    request_rates: list[float] = field(default_factory=list)
+    burstiness: float = 1.0
+    max_concurrency: int | None = None
+    duration_s: float | None = None
+    repeat: int = 1
+    percentiles: str | None = None
+    goodput: list[str] = field(default_factory=list)
+    random_input_len: int = 1024
+    random_output_len: int = 128
+    random_range_ratio: float = 0.0
+    seed: int = 0
+    tokenizer: str | None = None
 
 
 def profile_sets(request: Request) -> list[str]:
@@ -51,12 +69,63 @@ def profile_sets(request: Request) -> list[str]:
     return sets
 
 
+#: Prompts of `--dataset random` without --num-prompts (vLLM's default is 1000, too many for a CPU rehearsal).
+RANDOM_DEFAULT_PROMPTS = 32
+
+
+def tokenizer_for(request: Request, profile: Profile) -> str:
+    """--tokenizer, else the rehearsal model's folder for a rehearsal profile, else the profile's model id."""
+    if request.tokenizer:
+        return request.tokenizer
+    if profile.model.rehearsal:
+        folder = default_state_dir(profile, Path.home(), os.environ.get("XDG_CACHE_HOME")) / MODEL_DIR
+        if is_rehearsal_model(folder):
+            return str(folder)
+        raise UsageError(
+            f"--dataset random needs the rehearsal model's tokenizer, and {folder} holds none yet",
+            hint="serve it once (`k3deploy up -p local-cpu`), or pass --tokenizer PATH",
+        )
+    return profile.model.id
+
+
 def make_plan(request: Request, profile: Profile, label: str) -> BenchPlan:
-    """Load the dataset and choose the prompts per category."""
-    dataset = load_dataset(request.dataset, request.subset)
-    prompts = select(dataset, request.categories, request.num_prompts)
-    output_tokens = request.output_tokens or profile.smoke.output_tokens
-    return BenchPlan(dataset, prompts, request.concurrency, output_tokens, request.num_prompts, label)
+    """Load the dataset, choose the prompts per category, and fix the load model."""
+    model = load_model(
+        request.request_rates, request.burstiness, request.max_concurrency, request.duration_s, request.seed
+    )
+    random_settings = None
+    if request.dataset == "random":
+        if request.subset or request.categories:
+            raise UsageError("--subset and --category do not apply to --dataset random", hint="drop them")
+        dataset, random_settings = random_dataset(
+            tokenizer_for(request, profile),
+            request.num_prompts or RANDOM_DEFAULT_PROMPTS,
+            request.random_input_len,
+            request.random_output_len,
+            request.random_range_ratio,
+            request.seed,
+        )
+        prompts = {CATEGORY: list(dataset.prompts)}
+        output_tokens = request.random_output_len
+    else:
+        dataset = load_dataset(request.dataset, request.subset)
+        prompts = select(dataset, request.categories, request.num_prompts)
+        output_tokens = request.output_tokens or profile.smoke.output_tokens
+    if request.repeat < 1:
+        raise UsageError(f"--repeat {request.repeat} must be at least 1", hint="e.g. --repeat 3")
+    return BenchPlan(
+        dataset,
+        prompts,
+        request.concurrency,
+        output_tokens,
+        request.num_prompts,
+        label,
+        load=model,
+        repeat=request.repeat,
+        percentiles=parse_percentiles(request.percentiles),
+        slo=parse_goodput(request.goodput),
+        random=random_settings,
+    )
 
 
 @contextlib.contextmanager
@@ -75,7 +144,7 @@ def progress_bar(quiet: bool, title: str) -> Iterator[BenchOptions]:
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task(title, total=None, rate="")
 
-        def update(done: int, total: int, tok_s: float | None) -> None:
+        def update(done: int, total: int | None, tok_s: float | None) -> None:
             bar.update(task, completed=done, total=total, rate=f"{tok_s:,.1f} tok/s" if tok_s else "")
 
         yield BenchOptions(progress=update, note=lambda msg: bar.console.print(f"[dim]{msg}[/]", markup=True))
@@ -116,12 +185,18 @@ def save(write: Callable[[Path], None], path: Path, what: str) -> None:
 
 
 def write_outputs(
-    reports: list[BenchReport], report_file: Path | None, html_file: Path | None, png_file: Path | None
+    reports: list[BenchReport],
+    report_file: Path | None,
+    html_file: Path | None,
+    png_file: Path | None,
+    csv_file: Path | None = None,
 ) -> None:
-    """--report (one file per run with --ab/--sweep: NAME-LABEL.json), --html, --png."""
+    """--report (one file per run with --ab/--sweep: NAME-LABEL.json), --csv (one row per request), --html, --png."""
     if report_file is not None:
         for report, path in zip(reports, report_paths(report_file, [r.label for r in reports]), strict=True):
             save(report.save, path, "report")
+    if csv_file is not None:
+        save(lambda p: csv_out.write_csv(reports, p), csv_file, "CSV")
     if html_file is not None or png_file is not None:
         if html_file is not None:
             save(lambda p: charts.write_html(reports, p), html_file, "HTML report")

@@ -67,11 +67,14 @@ DATASET_KINDS = ("builtin", "speed-bench", "spec-bench", "jsonl")
 
 @dataclass(frozen=True, slots=True)
 class BenchPrompt:
-    """One prompt: a stable id, its category (task kind or entropy tier) and its text."""
+    """One prompt: a stable id, its category (task kind or entropy tier) and its text; a random-dataset prompt also
+    has its own output length and prompt token count."""
 
     id: str
     category: str
     text: str
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

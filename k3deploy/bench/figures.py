@@ -7,22 +7,42 @@ spec-decode ratios from smoke's metrics; this module only groups them per (categ
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from k3deploy.report.bench import BenchRequest, CellFigures, ServerDelta
+from k3deploy.bench import latency
+from k3deploy.report.bench import BenchRequest, CellFigures, Point, RepeatFigures, ServerDelta
 from k3deploy.report.smoke import MetricsDelta, RequestRecord
 from k3deploy.smoke.attribution import token_mismatch
 from k3deploy.smoke.metrics import spec_decode_figures
-from k3deploy.smoke.summary import stats
+from k3deploy.smoke.summary import percentile, stats
 
 OVERALL = "overall"
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """One measured request: its full record (chunk stamps, for ITL) and its compact bench record."""
+
+    record: RequestRecord
+    request: BenchRequest
 
 
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def compact(record: RequestRecord, category: str) -> BenchRequest:
-    """The bench record of a smoke request record: its figures, without per-chunk stamps."""
+def compact(
+    record: RequestRecord,
+    category: str,
+    *,
+    request_rate: float | None = None,
+    repeat: int = 0,
+    t_arrival: float | None = None,
+    slo: dict[str, float] | None = None,
+) -> BenchRequest:
+    """The bench record of a smoke request record: its figures (vLLM's TPOT, E2E, ITL summary), no per-chunk stamps."""
+    t = latency.timing(record)
+    itl = t.itl_s if t is not None else ()
     return BenchRequest(
         category=category,
         concurrency=record.concurrency,
@@ -38,9 +58,16 @@ def compact(record: RequestRecord, category: str) -> BenchRequest:
         chunks=len(record.chunk_offsets_s),
         decode_tok_s=_r(record.decode_tok_s),
         e2e_tok_s=_r(record.e2e_tok_s),
-        tpot_ms=_r(record.tpot_ms),
+        tpot_ms=_r(1000.0 * t.tpot_s) if t is not None and t.tpot_s is not None else None,
+        e2el_ms=_r(1000.0 * t.e2el_s) if t is not None else None,
+        itl_ms_mean=_r(1000.0 * sum(itl) / len(itl)) if itl else None,
+        itl_ms_max=_r(1000.0 * max(itl)) if itl else None,
         tokens_per_chunk=_r(record.tokens_per_chunk),
         bursty=record.bursty,
+        request_rate=request_rate,
+        repeat=repeat,
+        t_arrival=None if t_arrival is None else round(t_arrival, 6),
+        good=latency.meets_slo(t, slo) if slo and t is not None else (False if slo else None),
     )
 
 
@@ -105,24 +132,40 @@ def sum_server(deltas: Sequence[ServerDelta | None]) -> ServerDelta | None:
 
 
 def cell_figures(
-    category: str, concurrency: int, requests: Sequence[BenchRequest], server: ServerDelta | None
+    category: str,
+    point: Point,
+    sent: Sequence[Sent],
+    server: ServerDelta | None,
+    duration_s: float | None,
+    percentiles: Sequence[float] = latency.DEFAULT_PERCENTILES,
+    slo: dict[str, float] | None = None,
 ) -> CellFigures:
-    """Figures of one cell; failed requests are counted, their tokens summed, their timings left out."""
+    """Figures of one cell; failed requests are counted, their tokens summed, their timings left out.
+
+    vLLM's TTFT/TPOT/ITL/E2E count every successful request; k3deploy's decode tok/s leaves bursty ones' spans out.
+    """
+    requests = [s.request for s in sent]
     good = [r for r in requests if r.ok]
     timed = [r for r in good if not r.bursty]
+    timings = [t for t in (latency.timing(s.record) for s in sent) if t is not None]
+    lat = latency.latencies(timings, percentiles)
     span = window(requests)
     tokens = sum(r.completion_tokens or 0 for r in requests)
     return CellFigures(
         category=category,
-        concurrency=concurrency,
+        concurrency=point.concurrency,
+        request_rate=point.request_rate,
         requests=len(requests),
         failed=len(requests) - len(good),
         bursty=len(good) - len(timed),
         completion_tokens=tokens,
         decode_tok_s=stats([decode_figure(r) for r in good]),
         e2e_tok_s=stats([r.e2e_tok_s for r in good]),
-        ttft_ms=stats([None if r.ttft_s is None else 1000.0 * r.ttft_s for r in timed]),
-        tpot_ms=stats([r.tpot_ms for r in timed]),
+        ttft_ms=lat.ttft_ms,
+        tpot_ms=lat.tpot_ms,
+        itl_ms=lat.itl_ms,
+        e2el_ms=lat.e2el_ms,
+        throughput=latency.throughput(timings, len(requests), duration_s, slo),
         tokens_per_chunk=stats([r.tokens_per_chunk for r in good]),
         window_s=span,
         aggregate_tok_s=tokens / span if span else None,
@@ -130,14 +173,59 @@ def cell_figures(
     )
 
 
-def overall_figures(concurrency: int, requests: Sequence[BenchRequest], cells: Sequence[CellFigures]) -> CellFigures:
-    """All categories of one concurrency level together; the window spans every cell (categories run one after another)."""
-    figures = cell_figures(OVERALL, concurrency, requests, sum_server([c.server for c in cells]))
-    # Categories run back to back, each between its own scrapes: the aggregate is tokens over the summed cell windows.
-    busy = sum(c.window_s or 0.0 for c in cells)
-    return figures.model_copy(
-        update={"window_s": busy or None, "aggregate_tok_s": figures.completion_tokens / busy if busy else None}
+def repeat_figures(cell: CellFigures) -> RepeatFigures:
+    """The figures of one repeat of a cell that its spread is judged on."""
+    return RepeatFigures(
+        decode_tok_s=cell.decode_tok_s.median,
+        output_throughput=cell.throughput.output_throughput,
+        ttft_ms=cell.ttft_ms.median,
+        tpot_ms=cell.tpot_ms.median,
     )
+
+
+def spread(values: Sequence[float | None]) -> float | None:
+    """(max - min) / median of the values present; None for fewer than two."""
+    present = [v for v in values if v is not None]
+    if len(present) < 2:
+        return None
+    mid = percentile(present, 50)
+    return (max(present) - min(present)) / mid if mid else None
+
+
+def pooled(
+    category: str,
+    point: Point,
+    runs: Sequence[tuple[Sequence[Sent], ServerDelta | None, float | None]],
+    percentiles: Sequence[float] = latency.DEFAULT_PERCENTILES,
+    slo: dict[str, float] | None = None,
+    repeats: Sequence[Sequence[tuple[Sequence[Sent], ServerDelta | None, float | None]]] | None = None,
+) -> CellFigures:
+    """A cell over several runs of it (repeats, or the cells of a level for `overall`): requests pooled, server
+    deltas and durations summed; with several repeats (each run by default, or the `repeats` groups of runs: an
+    overall's repeat is that repeat of every category), the per-repeat figures and their spread."""
+    per_run = [cell_figures(category, point, s, server, d, percentiles, slo) for s, server, d in runs]
+    groups = repeats if repeats is not None else [[run] for run in runs]
+    durations = [d for _, _, d in runs]
+    total = sum(d for d in durations if d is not None) if all(d is not None for d in durations) else None
+    cell = cell_figures(
+        category,
+        point,
+        [s for sent, _, _ in runs for s in sent],
+        sum_server([server for _, server, _ in runs]),
+        total or None,
+        percentiles,
+        slo,
+    )
+    # The runs ran one after another: aggregate tok/s is tokens over the summed windows.
+    busy = sum(c.window_s or 0.0 for c in per_run)
+    update: dict[str, object] = {
+        "window_s": busy or None,
+        "aggregate_tok_s": cell.completion_tokens / busy if busy else None,
+    }
+    if len(groups) > 1:
+        reps = [repeat_figures(pooled(category, point, g, percentiles, slo, repeats=[])) for g in groups]
+        update |= {"repeats": reps, "spread": spread([r.decode_tok_s for r in reps])}
+    return cell.model_copy(update=update)
 
 
 def token_mismatches(cells: Sequence[CellFigures]) -> list[str]:

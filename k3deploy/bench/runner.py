@@ -1,5 +1,6 @@
-"""Bench orchestration: liveness, one warm-up, then per concurrency level and category: scrape /metrics, stream
-the category's prompts at that concurrency, scrape again. Uses smoke's client, request body and record code.
+"""Bench orchestration: liveness, one warm-up, then per load point, category and repeat: scrape /metrics, offer
+the category's prompts under the load model (k3deploy.bench.dispatch), scrape again. Uses smoke's client, request
+body and record code; the measured runs become a report in `assemble`.
 
 Categories run one after another, each between its own two scrapes, so the server's spec-decode counters are
 attributed to the category that moved them (a server scrape window holds only that category's traffic).
@@ -7,7 +8,7 @@ attributed to the category that moved them (a server scrape window holds only th
 
 from __future__ import annotations
 
-import asyncio
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,24 +16,38 @@ from datetime import UTC, datetime
 
 import httpx
 
-from k3deploy.bench import figures
+from k3deploy import __version__
+from k3deploy.bench import figures, latency, load
 from k3deploy.bench.datasets import BenchPrompt, Dataset, prompt_set_digest
+from k3deploy.bench.dispatch import dispatch
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.profile import Profile
 from k3deploy.redact import redact_url
-from k3deploy.report.bench import BenchReport, BenchRequest, BenchSettings, CellFigures, ServerDelta
+from k3deploy.report.bench import (
+    BenchReport,
+    BenchRequest,
+    BenchSettings,
+    CellFigures,
+    HostLoad,
+    LoadModel,
+    Point,
+    RandomSettings,
+    ServerDelta,
+)
 from k3deploy.smoke import metrics
 from k3deploy.smoke.client import EndpointError, SmokeClient, run_fast
 from k3deploy.smoke.record import RequestSpec, build_record
 from k3deploy.smoke.runner import normalize_endpoint, request_body
 
-#: (requests done, requests in all, decode tok/s of the request that just finished)
-Progress = Callable[[int, int, float | None], None]
+#: (requests done, requests in all or None when open-ended (--duration), decode tok/s of the request that just ended)
+Progress = Callable[[int, int | None, float | None], None]
+#: The runs of one cell: (requests sent, server delta, wall duration) per repeat.
+CellRuns = list[tuple[list[figures.Sent], ServerDelta, float]]
 
 
 @dataclass
 class BenchPlan:
-    """What to send: the prompts per category, the concurrency levels, the output length."""
+    """What to send: the prompts per category, the load points, the output length, repeats, SLOs."""
 
     dataset: Dataset
     prompts: dict[str, list[BenchPrompt]]
@@ -40,15 +55,31 @@ class BenchPlan:
     output_tokens: int
     per_category: int | None = None
     label: str = "run"
+    load: LoadModel = field(default_factory=LoadModel)
+    repeat: int = 1
+    percentiles: list[float] = field(default_factory=lambda: list(latency.DEFAULT_PERCENTILES))
+    slo: dict[str, float] = field(default_factory=dict)
+    random: RandomSettings | None = None
+
+    def points(self) -> list[Point]:
+        """The load points, in run order."""
+        return load.points(self.load, self.concurrency)
 
     def batch(self, category: str, level: int) -> list[BenchPrompt]:
-        """The category's prompts, cycled up to at least `level` requests so every slot is busy."""
+        """The category's prompts, cycled up to at least `level` requests so every slot is busy (closed loop; an
+        open-loop point, level 0 or a rate, sends each prompt once)."""
         pool = self.prompts[category]
         return [pool[i % len(pool)] for i in range(max(len(pool), level))]
 
-    def total_requests(self) -> int:
-        """Measured requests of the whole run (the warm-up not included)."""
-        return sum(len(self.batch(c, level)) for level in self.concurrency for c in self.prompts)
+    def cell_batch(self, category: str, point: Point) -> list[BenchPrompt]:
+        """What one cell sends at `point` (before --duration cycles it)."""
+        return self.batch(category, point.concurrency if point.request_rate is None else 0)
+
+    def total_requests(self) -> int | None:
+        """Measured requests of the whole run (the warm-up not included); None when --duration decides."""
+        if self.load.duration_s is not None:
+            return None
+        return self.repeat * sum(len(self.cell_batch(c, p)) for p in self.points() for c in self.prompts)
 
 
 @dataclass
@@ -59,13 +90,27 @@ class BenchOptions:
     transport: httpx.AsyncBaseTransport | None = None
     progress: Progress | None = None
     note: Callable[[str], None] | None = None
+    #: Called with the prompt id just before each measured request is sent (a second client can start beside it).
+    on_send: Callable[[str], None] | None = None
 
 
 @dataclass
-class _Cells:
-    requests: list[BenchRequest] = field(default_factory=list)
-    cells: list[CellFigures] = field(default_factory=list)
-    overall: list[CellFigures] = field(default_factory=list)
+class Measured:
+    """What one pass over the plan measured, before it becomes a report (`--ab` pools several passes)."""
+
+    runs: dict[tuple[int, str], CellRuns] = field(default_factory=dict)
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    duration_s: float = 0.0
+    host: HostLoad = field(default_factory=lambda: HostLoad(cpus=os.cpu_count() or 1))
+    server_version: str | None = None
+    endpoint: str = ""
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 async def _scrape(client: SmokeClient) -> tuple[metrics.MetricsSnapshot | None, str | None]:
@@ -94,75 +139,134 @@ async def _liveness(client: SmokeClient, served: str) -> None:
         )
 
 
-async def run_bench_async(
+async def measure_async(
     profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None
-) -> BenchReport:
-    """Run the plan against `endpoint` and return the report; an endpoint that cannot be reached raises (exit 3)."""
+) -> Measured:
+    """Run the plan against `endpoint`; an endpoint that cannot be reached raises (exit 3)."""
     options = options or BenchOptions()
     say = options.note or (lambda _msg: None)
     base = normalize_endpoint(endpoint)
-    started, t0 = datetime.now(UTC), time.perf_counter()
+    out = Measured(endpoint=base)
+    out.host.load_start = _loadavg()
+    t0 = time.perf_counter()
     total, done = plan.total_requests(), 0
-    out = _Cells()
+    points = plan.points()
+    caps = [p.concurrency for p in points if p.concurrency] or [64]
     async with SmokeClient(
         base,
         api_key=options.api_key,
         request_timeout_s=profile.smoke.request_timeout_s,
-        max_connections=max(plan.concurrency),
+        # Open loop without a cap: as many connections as requests in flight (aiohttp and httpx need a number).
+        max_connections=max(caps) if all(p.concurrency for p in points) else 1024,
         transport=options.transport,
         clock=lambda: time.perf_counter() - t0,
     ) as client:
         await _liveness(client, profile.model.served_name)
+        out.server_version = await client.server_version()
 
-        async def one(prompt: BenchPrompt, level: int, index: int) -> BenchRequest:
-            path, body = request_body(profile, prompt.text, plan.output_tokens, ignore_eos=True)
-            spec = RequestSpec(index, "measured", prompt.id, plan.output_tokens, None, level)
-            return figures.compact(build_record(await client.stream(path, body), spec), prompt.category)
+        async def one(
+            prompt: BenchPrompt,
+            point: Point,
+            index: int,
+            repeat: int = 0,
+            arrival: float | None = None,
+            measured: bool = True,
+        ) -> figures.Sent:
+            tokens = prompt.output_tokens or plan.output_tokens
+            path, body = request_body(profile, prompt.text, tokens, ignore_eos=True)
+            spec = RequestSpec(index, "measured", prompt.id, tokens, None, point.concurrency)
+            if options.on_send is not None and measured:
+                options.on_send(prompt.id)
+            record = build_record(await client.stream(path, body), spec)
+            request = figures.compact(
+                record,
+                prompt.category,
+                request_rate=point.request_rate,
+                repeat=repeat,
+                t_arrival=arrival,
+                slo=plan.slo,
+            )
+            return figures.Sent(record, request)
 
         first = next(iter(plan.prompts.values()))[0]
-        warm = await one(first, 1, 0)
-        say(f"warm-up: {'ok' if warm.ok else warm.error}")
-        for level in sorted(set(plan.concurrency)):
-            level_cells: list[CellFigures] = []
-            level_requests: list[BenchRequest] = []
+        warm = await one(first, Point(concurrency=1), 0, measured=False)
+        say(f"warm-up: {'ok' if warm.request.ok else warm.request.error}")
+        seed = plan.load.seed
+        for p_index, point in enumerate(points):
             for category in plan.prompts:
-                gate = asyncio.Semaphore(level)
+                runs: CellRuns = []
+                for repeat in range(plan.repeat):
 
-                async def gated(
-                    i: int, prompt: BenchPrompt, level: int = level, gate: asyncio.Semaphore = gate
-                ) -> BenchRequest:
-                    nonlocal done
-                    async with gate:
-                        record = await one(prompt, level, i)
-                    done += 1
-                    if options.progress is not None:
-                        options.progress(done, total, figures.decode_figure(record))
-                    return record
+                    async def send(
+                        prompt: BenchPrompt, i: int, arrival: float | None, point: Point = point, repeat: int = repeat
+                    ) -> figures.Sent:
+                        nonlocal done
+                        sent = await one(prompt, point, i, repeat, arrival)
+                        done += 1
+                        if options.progress is not None:
+                            options.progress(done, total, figures.decode_figure(sent.request))
+                        return sent
 
-                before, error = await _scrape(client)
-                records = list(await asyncio.gather(*(gated(i, p) for i, p in enumerate(plan.batch(category, level)))))
-                after, error_after = await _scrape(client) if before is not None else (None, error)
-                server = (
-                    figures.server_delta(metrics.diff(before, after))
-                    if before is not None and after is not None
-                    else ServerDelta(available=False, error=error or error_after)
-                )
-                cell = figures.cell_figures(category, level, records, server)
-                level_cells.append(cell)
-                level_requests += records
+                    before, error = await _scrape(client)
+                    sent, duration = await dispatch(
+                        send, plan.cell_batch(category, point), point, plan.load, seed, client.clock
+                    )
+                    seed += 1
+                    after, error_after = await _scrape(client) if before is not None else (None, error)
+                    server = (
+                        figures.server_delta(metrics.diff(before, after))
+                        if before is not None and after is not None
+                        else ServerDelta(available=False, error=error or error_after)
+                    )
+                    runs.append((sent, server, duration))
+                out.runs[(p_index, category)] = runs
+                cell = figures.pooled(category, point, runs, plan.percentiles, plan.slo)
                 say(
-                    f"{category} @ {level}: median decode {cell.decode_tok_s.median or 0:.1f} tok/s, "
-                    f"{cell.failed} failed"
+                    f"{category} @ {point.name()}: median decode {cell.decode_tok_s.median or 0:.1f} tok/s, "
+                    f"{cell.throughput.output_throughput or 0:.1f} output tok/s, {cell.failed} failed"
                 )
-            out.cells += level_cells
-            out.requests += level_requests
-            out.overall.append(figures.overall_figures(level, level_requests, level_cells))
+    out.duration_s = time.perf_counter() - t0
+    out.host.load_end = _loadavg()
+    return out
 
+
+def assemble(profile: Profile, plan: BenchPlan, passes: list[Measured]) -> BenchReport:
+    """The report of one or more passes over the same plan (each pass's cell runs become repeats of the cell)."""
+    points = plan.points()
+    cells: list[CellFigures] = []
+    overall: list[CellFigures] = []
+    requests: list[BenchRequest] = []
+    for p_index, point in enumerate(points):
+        level: CellRuns = []
+        by_repeat: dict[int, CellRuns] = {}
+        for category in plan.prompts:
+            runs: CellRuns = []
+            for n, measured in enumerate(passes):
+                for sent, server, duration in measured.runs.get((p_index, category), []):
+                    if len(passes) > 1:  # a pass is one repeat: number the requests by it
+                        sent = [figures.Sent(s.record, s.request.model_copy(update={"repeat": n})) for s in sent]
+                    runs.append((sent, server, duration))
+            cells.append(figures.pooled(category, point, runs, plan.percentiles, plan.slo))
+            requests += [s.request for sent, _, _ in runs for s in sent]
+            level += runs
+            for i, run in enumerate(runs):
+                by_repeat.setdefault(i, []).append(run)
+        groups = list(by_repeat.values()) if len(by_repeat) > 1 else []
+        overall.append(figures.pooled(figures.OVERALL, point, level, plan.percentiles, plan.slo, repeats=groups))
+    first, last = passes[0], passes[-1]
+    host = HostLoad(
+        cpus=first.host.cpus,
+        load_start=first.host.load_start,
+        load_end=max((m.host.load_end for m in passes if m.host.load_end is not None), default=None),
+    )
     speculative = profile.speculative.config() if profile.speculative is not None else None
+    versions = {"k3deploy": __version__}
+    if first.server_version:
+        versions["server"] = first.server_version
     report = BenchReport(
         label=plan.label,
         profile=profile.name,
-        endpoint=redact_url(base),
+        endpoint=redact_url(first.endpoint),
         model=profile.model.served_name,
         speculative=speculative,
         settings=BenchSettings(
@@ -174,18 +278,34 @@ async def run_bench_async(
             output_tokens=plan.output_tokens,
             temperature=profile.smoke.temperature,
             api=profile.smoke.api,
-            concurrency=sorted(set(plan.concurrency)),
+            concurrency=sorted({p.concurrency for p in points}),
+            load=plan.load,
+            repeat=max(plan.repeat, len(passes)),
+            percentiles=plan.percentiles,
+            goodput_slo_ms=plan.slo,
+            random=plan.random,
         ),
         references=published_references(profile),
-        started_at=started,
-        cells=out.cells,
-        overall=out.overall,
-        requests=out.requests,
-        warnings=figures.token_mismatches(out.cells) + _failures(out.requests),
+        rehearsal=profile.model.rehearsal,
+        versions=versions,
+        host=host,
+        points=points,
+        started_at=first.started,
+        cells=cells,
+        overall=overall,
+        requests=requests,
+        warnings=figures.token_mismatches(cells) + _failures(requests),
     )
     report.finished_at = datetime.now(UTC)
-    report.duration_s = time.perf_counter() - t0
+    report.duration_s = sum(m.duration_s for m in passes) if len(passes) > 1 else last.duration_s
     return report
+
+
+async def run_bench_async(
+    profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None
+) -> BenchReport:
+    """Run the plan against `endpoint` and return the report; an endpoint that cannot be reached raises (exit 3)."""
+    return assemble(profile, plan, [await measure_async(profile, endpoint, plan, options)])
 
 
 def published_references(profile: Profile) -> dict[str, float | None]:
@@ -213,5 +333,10 @@ def _failures(requests: list[BenchRequest]) -> list[str]:
 
 
 def run_bench(profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None) -> BenchReport:
-    """Synchronous entry point for the CLI and `--ab` (on uvloop where installed: less client CPU per token)."""
+    """Synchronous entry point for the CLI (on uvloop where installed: less client CPU per token)."""
     return run_fast(run_bench_async(profile, endpoint, plan, options))
+
+
+def measure(profile: Profile, endpoint: str, plan: BenchPlan, options: BenchOptions | None = None) -> Measured:
+    """One pass over the plan, synchronously (`--ab` interleaves passes of its variants)."""
+    return run_fast(measure_async(profile, endpoint, plan, options))

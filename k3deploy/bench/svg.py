@@ -5,6 +5,7 @@ Hand-written so the HTML report needs no plotting library; the PNG uses matplotl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
@@ -12,22 +13,37 @@ PALETTE = ("#4878d0", "#ee854a", "#6acc64", "#d65f5f", "#956cb4", "#8c613c", "#d
 W, H, LEFT, BOTTOM, TOP = 760, 300, 60, 70, 30
 
 
+def nice_step(span: float, ticks: int = 4) -> float:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) giving about `ticks` intervals over `span`."""
+    if span <= 0:
+        return 1.0
+    raw = span / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+
+
+def nice_ticks(top: float) -> list[float]:
+    """Round tick values from 0 to the first round value at or above `top`."""
+    step = nice_step(top)
+    count = max(1, math.ceil(top / step - 1e-9))
+    return [round(step * i, 10) for i in range(count + 1)]
+
+
 def _scale(values: Sequence[float | None], refs: Sequence[float]) -> float:
     top = max([v for v in values if v is not None] + list(refs) + [1e-9])
-    return (H - BOTTOM - TOP) / (top * 1.1)
+    return (H - BOTTOM - TOP) / nice_ticks(top * 1.05)[-1]
 
 
 def _yaxis(k: float, unit: str) -> str:
-    """Four labelled gridlines from 0 to the top of the plot area."""
+    """Labelled gridlines at round values from 0 to the top of the plot area."""
     top = (H - BOTTOM - TOP) / k
     suffix = "x" if unit == "x" else ""  # speedups; tok/s axes are named in the chart's heading
     out = []
-    for i in range(5):
-        value = top * i / 4
+    for value in nice_ticks(top):
         y = H - BOTTOM - value * k
         out.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#ddd"/>'
-            f'<text x="{LEFT - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{value:.3g}{suffix}</text>'
+            f'<text class="tick" x="{LEFT - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{value:g}{suffix}</text>'
         )
     return "".join(out)
 
@@ -58,10 +74,14 @@ def bars(
     series: dict[str, Sequence[float | None]],
     refs: dict[str, float] | None = None,
     unit: str = "",
+    group_refs: dict[str, tuple[str, float]] | None = None,
 ) -> str:
-    """Grouped bars: one group per `groups` entry, one bar per series; dashed lines at `refs` (name: value)."""
+    """Grouped bars: one group per `groups` entry, one bar per series; dashed lines across the chart at `refs`
+    (name: value), and dashed segments over one group only at `group_refs` (name: (group, value)), for a
+    published figure that belongs to one category or tier."""
     refs = refs or {}
-    k = _scale([v for vs in series.values() for v in vs], list(refs.values()))
+    group_refs = {n: gv for n, gv in (group_refs or {}).items() if gv[0] in groups}
+    k = _scale([v for vs in series.values() for v in vs], list(refs.values()) + [v for _, v in group_refs.values()])
     base = H - BOTTOM
     slot = (W - LEFT - 10) / max(len(groups), 1)
     width = slot * 0.8 / max(len(series), 1)
@@ -84,8 +104,17 @@ def bars(
     for name, value in refs.items():
         y = base - value * k
         parts.append(
-            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#000" stroke-dasharray="5,4"/>'
+            f'<line class="ref" x1="{LEFT}" y1="{y:.1f}" x2="{W - 10}" y2="{y:.1f}" stroke="#000" stroke-dasharray="5,4"/>'
             f'<text x="{W - 12}" y="{y - 3:.1f}" font-size="10" text-anchor="end">{escape(name)} {value:.3g}{unit}</text>'
+        )
+    for n, (name, (group, value)) in enumerate(group_refs.items()):
+        x0 = LEFT + groups.index(group) * slot
+        y = base - value * k
+        parts.append(
+            f'<line class="ref" data-group="{escape(group)}" x1="{x0:.1f}" y1="{y:.1f}" x2="{x0 + slot:.1f}" '
+            f'y2="{y:.1f}" stroke="#000" stroke-dasharray="5,4"/>'
+            f'<text x="{x0 + slot / 2:.1f}" y="{y - 3 - 11 * n:.1f}" font-size="9" text-anchor="middle">'
+            f"{escape(name)} {value:.3g}{unit}</text>"
         )
     return "".join(parts) + "</svg>"
 

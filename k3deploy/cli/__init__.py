@@ -103,6 +103,26 @@ def _dry_run_args(args: list[str]) -> list[str]:
     return fixed
 
 
+def _goodput_args(args: list[str]) -> list[str]:
+    """`--goodput ttft:500 tpot:20` as `vllm bench serve` spells it (one option, several words), one option per
+    word for click: every following word that is NAME:VALUE belongs to it."""
+    fixed: list[str] = []
+    taking = False
+    for i, word in enumerate(args):
+        if "--" in args[:i]:
+            taking = False
+        elif word == "--goodput":
+            taking = True
+            continue
+        elif taking and ":" in word and not word.startswith("-"):
+            fixed += ["--goodput", word]
+            continue
+        else:
+            taking = False
+        fixed.append(word)
+    return fixed
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn every K3DeployError into `error:` / `hint:` and its exit code."""
     signal.signal(signal.SIGTERM, _terminated)
@@ -110,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     if debug:
         args.remove("--debug")
-    args = _dry_run_args(args)
+    args = _goodput_args(_dry_run_args(args))
     if _completion.COMPLETE_VAR in os.environ:  # a completion script asks for completions
         _completion.register()
     try:

@@ -41,7 +41,7 @@ def bench(
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
     ] = None,
     dataset: Annotated[
-        str, typer.Option("--dataset", help="builtin | speed-bench:DIR | spec-bench:FILE | jsonl:FILE.")
+        str, typer.Option("--dataset", help="builtin | random | speed-bench:DIR | spec-bench:FILE | jsonl:FILE.")
     ] = "builtin",
     subset: Annotated[
         str | None,
@@ -69,11 +69,53 @@ def bench(
         str | None,
         typer.Option("--sweep", help="Local target: restart per value, e.g. speculative.num_speculative_tokens=1,2,3."),
     ] = None,
+    request_rate: Annotated[
+        str | None,
+        typer.Option(
+            "--request-rate",
+            help="Open loop: requests/s, Poisson arrivals as vllm bench serve (a list sweeps: 1,2,4; inf = all at once).",
+        ),
+    ] = None,
+    burstiness: Annotated[
+        float, typer.Option("--burstiness", help="Gamma shape of arrival gaps with --request-rate (1 = Poisson).")
+    ] = 1.0,
+    max_concurrency: Annotated[
+        int | None, typer.Option("--max-concurrency", min=1, help="Cap on requests in flight with --request-rate.")
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option("--duration", min=0.1, help="Seconds per cell to keep offering requests (cycling the prompts)."),
+    ] = None,
+    repeat: Annotated[
+        int, typer.Option("--repeat", min=1, help="Run each cell N times; the report has the spread.")
+    ] = 1,
+    percentiles: Annotated[
+        str | None, typer.Option("--percentiles", help="Percentiles beside p50,p90,p95,p99, e.g. 25,75,99.9.")
+    ] = None,
+    goodput: Annotated[
+        list[str] | None,
+        typer.Option("--goodput", help="SLOs in ms, as vllm bench serve: --goodput ttft:500 tpot:20 (e2el too)."),
+    ] = None,
+    random_input_len: Annotated[
+        int, typer.Option("--random-input-len", min=1, help="--dataset random: prompt tokens (vLLM's default).")
+    ] = 1024,
+    random_output_len: Annotated[
+        int, typer.Option("--random-output-len", min=1, help="--dataset random: output tokens (vLLM's default).")
+    ] = 128,
+    random_range_ratio: Annotated[
+        float, typer.Option("--random-range-ratio", min=0.0, help="--dataset random: lengths vary +-this fraction.")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --dataset random and of open-loop arrivals.")] = 0,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="--dataset random: tokenizer folder or Hub id (default: the model's)."),
+    ] = None,
     output: FormatOpt = OutputFormat.table,
     report_file: Annotated[
         Path | None,
         typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run)."),
     ] = None,
+    csv_file: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per request here.")] = None,
     html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
     png_file: Annotated[
         Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
@@ -87,9 +129,10 @@ def bench(
     from k3deploy.bench import cli_run
     from k3deploy.bench.ab import run_variants
     from k3deploy.bench.compare import compare, headline
+    from k3deploy.bench.load import parse_rates
     from k3deploy.report.bench_view import bench_view, compare_view
 
-    for path, flag in ((report_file, "--report"), (html_file, "--html"), (png_file, "--png")):
+    for path, flag in ((report_file, "--report"), (html_file, "--html"), (png_file, "--png"), (csv_file, "--csv")):
         writable(path, flag)
     api_key = None
     if api_key_env:
@@ -114,15 +157,31 @@ def bench(
         ab=ab,
         sweep=sweep,
         quiet=output is not OutputFormat.table,
+        request_rates=parse_rates(request_rate),
+        burstiness=burstiness,
+        max_concurrency=max_concurrency,
+        duration_s=duration,
+        repeat=repeat,
+        percentiles=percentiles,
+        goodput=goodput or [],
+        random_input_len=random_input_len,
+        random_output_len=random_output_len,
+        random_range_ratio=random_range_ratio,
+        seed=seed,
+        tokenizer=tokenizer,
     )
     reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
     if len(reports) > 1:
-        err.print(compare_view(compare(reports, [r.label for r in reports])))
+        comparison = compare(reports, [r.label for r in reports])
+        err.print(compare_view(comparison))
         for line in headline(reports):
             err.print(line, markup=False, highlight=False)
-    cli_run.write_outputs(reports, report_file, html_file, png_file)
+        if comparison.verdict:  # recorded where the numbers are
+            for report in reports:
+                report.notes.append(comparison.verdict)
+    cli_run.write_outputs(reports, report_file, html_file, png_file, csv_file)
     if output is not OutputFormat.table:
         print_json_text(
             reports[0].model_dump_json(indent=1)
@@ -140,8 +199,18 @@ def bench(
 
 @bench_app.command("compare")
 def compare_cmd(
-    files: Annotated[list[Path], typer.Argument(help="Bench reports (JSON); the first is the base of every speedup.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Bench reports (JSON); the first's label is the base of every speedup; reports sharing a label are "
+            "rounds of one variant (A B A B ...)."
+        ),
+    ],
     output: FormatOpt = OutputFormat.table,
+    html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+    png_file: Annotated[
+        Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
+    ] = None,
 ) -> None:
     """Speedup per category, tier and overall between bench runs, beside the published figures.
 
@@ -151,6 +220,8 @@ def compare_cmd(
     from k3deploy.report.bench import BenchReport
     from k3deploy.report.bench_view import compare_view
 
+    for path, flag in ((html_file, "--html"), (png_file, "--png")):
+        writable(path, flag)
     if len(files) < 2:
         raise UsageError(
             "bench compare needs at least two reports", hint="k3deploy bench compare base.json dspark.json"
@@ -175,5 +246,11 @@ def compare_cmd(
         )
     comparison = compare(reports, names)
     err.print(compare_view(comparison))
+    if comparison.verdict:
+        err.print(comparison.verdict, markup=False, highlight=False)
+    if html_file is not None or png_file is not None:
+        from k3deploy.bench.cli_run import write_outputs  # the bench stage, loaded when the command runs
+
+        write_outputs(reports, None, html_file, png_file)
     if output is not OutputFormat.table:
         print_json_text(comparison.model_dump_json(indent=1), output)

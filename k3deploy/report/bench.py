@@ -17,17 +17,28 @@ from pydantic import BaseModel, ConfigDict, Field
 from k3deploy.report.smoke import SpecDecodeDelta, Stats
 
 #: Bump on any change that makes an older reader misread a newer report.
-BENCH_SCHEMA_VERSION = 1
+BENCH_SCHEMA_VERSION = 2
 
 #: The definition of every figure, as stored in each report.
 FORMULAS: dict[str, str] = {
-    "decode_tok_s": "per request: (completion_tokens - tokens of the first output chunk) / (t_last_chunk - t_first_chunk); "
-    "median, p10, p90 over the cell's successful requests (linear interpolation); a bursty request "
+    "ttft_ms": "as vllm bench serve (vllm/benchmarks/serve.py, calculate_metrics): per request 1000 * (first output "
+    "chunk - send); mean, std, median and percentiles (numpy's linear interpolation) over the successful requests",
+    "tpot_ms": "as vllm bench serve: per request 1000 * (e2el - ttft) / (output_tokens - 1), requests with more than one "
+    "output token",
+    "itl_ms": "as vllm bench serve: every gap between consecutive output chunks, pooled over the successful requests "
+    "(with speculative decoding one chunk is one verify step of several tokens)",
+    "e2el_ms": "as vllm bench serve: per request 1000 * (last output chunk - send)",
+    "request_throughput": "as vllm bench serve: completed requests / duration_s",
+    "output_throughput": "as vllm bench serve: output tokens of the completed requests / duration_s",
+    "total_token_throughput": "as vllm bench serve: (prompt + output tokens of the completed requests) / duration_s",
+    "request_goodput": "as vllm bench serve --goodput: completed requests whose ttft, tpot (0 for one output token) and "
+    "e2el are each <= its SLO in ms / duration_s",
+    "duration_s": "wall time from the cell's first dispatch until its last request finished (as vllm bench serve's "
+    "benchmark duration); overall: the sum over its cells, which run one after another",
+    "decode_tok_s": "k3deploy's per-request figure (SPEED-Bench bs=1): (completion_tokens - tokens of the first output "
+    "chunk) / (t_last_chunk - t_first_chunk); median, p10, p90 over the successful requests; a bursty request "
     "(chunks arrived back to back) contributes its e2e_tok_s instead, a lower bound",
     "e2e_tok_s": "per request: completion_tokens / (t_last_chunk - t_send): prefill and queueing included",
-    "ttft_ms": "per request: 1000 * (t_first_chunk - t_send), first chunk carrying output tokens; bursty requests left out",
-    "tpot_ms": "per request: 1000 * (t_last_chunk - t_first_chunk) / (completion_tokens - tokens of the first chunk); "
-    "bursty requests left out",
     "tokens_per_chunk": "per request: completion_tokens / output chunks (cumulative usage per chunk); with speculative "
     "decoding one chunk is one verify step, so its mean cross-checks mean_acceptance_length",
     "aggregate_tok_s": "completion tokens of the cell's requests / (last output chunk - first send) of the cell",
@@ -37,7 +48,12 @@ FORMULAS: dict[str, str] = {
     "mean_acceptance_length": "1 + increase of accepted tokens / increase of vllm:spec_decode_num_drafts_total (counts "
     "the bonus token)",
     "per_position_acceptance": "increase of vllm:spec_decode_num_accepted_tokens_per_pos_total{position=k} / increase of drafts",
-    "speedup": "median decode_tok_s of run B / median decode_tok_s of run A, same cell",
+    "request_rate": "open loop: send times follow vllm bench serve's get_request: gaps drawn from a gamma distribution "
+    "of shape burstiness and scale 1 / (rate * burstiness) (burstiness 1: Poisson), cumulated and rescaled so the "
+    "last send is at requests / rate; closed loop (no rate): `concurrency` requests in flight at all times",
+    "speedup": "median decode_tok_s of run B / median decode_tok_s of run A, same cell; with repeats or rounds, the "
+    "median of the per-round ratios, spread = min..max of them",
+    "spread": "(max - min) / median of the per-repeat median decode_tok_s of a cell",
 }
 
 
@@ -62,9 +78,16 @@ class BenchRequest(_Model):
     chunks: int = 0
     decode_tok_s: float | None = None
     e2e_tok_s: float | None = None
-    tpot_ms: float | None = None
+    tpot_ms: float | None = Field(None, description="(e2el - ttft) / (output tokens - 1), as vllm bench serve.")
+    e2el_ms: float | None = None
+    itl_ms_mean: float | None = None
+    itl_ms_max: float | None = None
     tokens_per_chunk: float | None = None
     bursty: bool = False
+    request_rate: float | None = Field(None, description="The open-loop rate it was sent at (null: closed loop).")
+    repeat: int = 0
+    t_arrival: float | None = Field(None, description="Scheduled send (open loop); t_send - t_arrival is queueing.")
+    good: bool | None = Field(None, description="Met every --goodput SLO (null: none given).")
 
 
 class ServerDelta(_Model):
@@ -78,23 +101,101 @@ class ServerDelta(_Model):
     counter_resets: list[str] = Field(default_factory=list)
 
 
+class Dist(_Model):
+    """A distribution in milliseconds, as `vllm bench serve` reports one: mean, std, median, percentiles."""
+
+    count: int
+    mean: float | None = None
+    std: float | None = None
+    median: float | None = None
+    percentiles: dict[str, float] = Field(default_factory=dict, description="p50, p90, p95, p99 and --percentiles.")
+
+    def at(self, q: float) -> float | None:
+        """The q-th percentile, if reported."""
+        return self.percentiles.get(f"p{q:g}")
+
+
+class Throughput(_Model):
+    """Throughput and goodput of a cell, as `vllm bench serve` computes them."""
+
+    duration_s: float | None = None
+    completed: int = 0
+    failed: int = 0
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    total_token_throughput: float | None = None
+    good: int | None = None
+    request_goodput: float | None = None
+    slo_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class RepeatFigures(_Model):
+    """One repeat of a cell (`--repeat N`): the figures whose spread says whether the cell is stable."""
+
+    decode_tok_s: float | None = None
+    output_throughput: float | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+
+
 class CellFigures(_Model):
     """Figures of one category (or `overall`) at one concurrency level."""
 
     category: str
-    concurrency: int
+    concurrency: int = Field(description="Requests allowed in flight: the level, or --max-concurrency (0: no cap).")
+    request_rate: float | None = Field(None, description="Open-loop requests/s (null: closed loop).")
     requests: int
     failed: int
     bursty: int = 0
     completion_tokens: int = Field(description="Sum over every request of the cell, failed ones included.")
     decode_tok_s: Stats
     e2e_tok_s: Stats
-    ttft_ms: Stats
-    tpot_ms: Stats
+    ttft_ms: Dist = Field(default_factory=lambda: Dist(count=0))
+    tpot_ms: Dist = Field(default_factory=lambda: Dist(count=0))
+    itl_ms: Dist = Field(default_factory=lambda: Dist(count=0))
+    e2el_ms: Dist = Field(default_factory=lambda: Dist(count=0))
+    throughput: Throughput = Field(default_factory=Throughput)
     tokens_per_chunk: Stats
     window_s: float | None = None
     aggregate_tok_s: float | None = None
     server: ServerDelta | None = None
+    repeats: list[RepeatFigures] = Field(default_factory=list, description="Per repeat, with --repeat N > 1.")
+    spread: float | None = Field(None, description="(max - min) / median of the repeats' median decode tok/s.")
+
+
+class LoadModel(_Model):
+    """How requests were offered: closed loop (a fixed number in flight) or open loop (arrivals at a rate)."""
+
+    kind: Literal["closed", "open"] = "closed"
+    request_rates: list[float] = Field(default_factory=list, description="Open loop: the rates swept (req/s).")
+    burstiness: float = Field(1.0, description="Gamma shape of the gaps (1: Poisson), vLLM's --burstiness.")
+    max_concurrency: int | None = Field(None, description="Open loop: cap on requests in flight (null: none).")
+    duration_s: float | None = Field(None, description="Keep offering requests for this long (null: each prompt once).")
+    seed: int = 0
+
+
+class RandomSettings(_Model):
+    """`--dataset random`: vLLM's RandomDataset parameters and the tokenizer it counted with."""
+
+    input_len: int
+    output_len: int
+    range_ratio: float
+    seed: int
+    tokenizer: str
+
+
+class HostLoad(_Model):
+    """The client machine's load (os.getloadavg) at the start and end of the run, against its CPU count."""
+
+    cpus: int
+    load_start: float | None = None
+    load_end: float | None = None
+
+    def overloaded(self) -> bool:
+        """The 1-minute load exceeded the CPU count at either end: timings then measure the host, not the server."""
+        return any(v is not None and v > self.cpus for v in (self.load_start, self.load_end))
 
 
 class BenchSettings(_Model):
@@ -110,6 +211,25 @@ class BenchSettings(_Model):
     api: str
     ignore_eos: bool = True
     concurrency: list[int]
+    load: LoadModel = Field(default_factory=lambda: LoadModel())
+    repeat: int = 1
+    percentiles: list[float] = Field(default_factory=lambda: [50.0, 90.0, 95.0, 99.0])
+    goodput_slo_ms: dict[str, float] = Field(default_factory=dict)
+    random: RandomSettings | None = None
+
+
+class Point(_Model):
+    """One load point: a closed-loop concurrency level, or an open-loop rate (with its concurrency cap)."""
+
+    concurrency: int
+    request_rate: float | None = None
+
+    def name(self) -> str:
+        """`concurrency 4` or `rate 2 req/s (max concurrency 4)`."""
+        if self.request_rate is None:
+            return f"concurrency {self.concurrency}"
+        cap = f"max concurrency {self.concurrency}" if self.concurrency else "no concurrency cap"
+        return f"rate {self.request_rate:g} req/s ({cap})"
 
 
 class BenchReport(_Model):
@@ -128,6 +248,10 @@ class BenchReport(_Model):
     references: dict[str, float | None] = Field(
         default_factory=dict, description="Published figures from the profile's targets."
     )
+    rehearsal: bool = Field(False, description="The model is the rehearsal one: figures say nothing of Kimi K3.")
+    versions: dict[str, str] = Field(default_factory=dict, description="k3deploy's and the server's versions.")
+    host: HostLoad | None = None
+    points: list[Point] = Field(default_factory=list, description="The load points, in the order run.")
     started_at: datetime
     finished_at: datetime | None = None
     duration_s: float | None = None
@@ -135,12 +259,28 @@ class BenchReport(_Model):
     overall: list[CellFigures] = Field(default_factory=list, description="All categories together, per concurrency.")
     requests: list[BenchRequest] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(
+        default_factory=list, description="Caveats that fail nothing, e.g. a speedup that is not meaningful."
+    )
     formulas: dict[str, str] = Field(default_factory=lambda: dict(FORMULAS))
 
-    def cell(self, category: str, concurrency: int) -> CellFigures | None:
-        """The figures of one cell (`overall` for all categories)."""
+    def cell(self, category: str, concurrency: int, request_rate: float | None = None) -> CellFigures | None:
+        """The figures of one cell (`overall` for all categories) at a load point."""
         pool = self.overall if category == "overall" else self.cells
-        return next((c for c in pool if c.category == category and c.concurrency == concurrency), None)
+        return next(
+            (
+                c
+                for c in pool
+                if c.category == category and c.concurrency == concurrency and c.request_rate == request_rate
+            ),
+            None,
+        )
+
+    def first_point(self) -> Point:
+        """The first load point run (the lowest concurrency, or the first rate)."""
+        if self.points:
+            return self.points[0]
+        return Point(concurrency=min(self.settings.concurrency))
 
     def save(self, path: Path) -> None:
         """Write the report as indented JSON."""

@@ -35,7 +35,9 @@ ErrorKind = Literal["unreachable", "unauthorized", "http", "timeout", "protocol"
 
 #: Most bytes read from each plain answer. vLLM's /health is empty, its model list a few hundred bytes per model
 #: and its /metrics some hundreds of KB for a multi-engine server.
-BODY_LIMITS = {"/health": 64 * 1024, "/v1/models": 4 * 1024 * 1024, "/metrics": 8 * 1024 * 1024}
+#: Seconds an idle connection is kept for reuse: well under vLLM's server-side 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE).
+KEEPALIVE_S = 2.0
+BODY_LIMITS = {"/health": 64 * 1024, "/version": 64 * 1024, "/v1/models": 4 * 1024 * 1024, "/metrics": 8 * 1024 * 1024}
 #: Most bytes read from an error answer: its message goes into one line of the report.
 ERROR_BODY_LIMIT = 64 * 1024
 #: A vLLM stream chunk is one SSE event of two lines and well under 1 KB even with continuous usage; these bounds
@@ -196,7 +198,9 @@ class SmokeClient:
             base_url=self.base_url,
             headers=headers,
             timeout=httpx.Timeout(request_timeout_s, connect=min(10.0, request_timeout_s)),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=KEEPALIVE_S
+            ),
             transport=transport,
         )
 
@@ -214,7 +218,9 @@ class SmokeClient:
             self._session = aiohttp.ClientSession(
                 # Asked uncompressed, read uncompressed: a bound on bytes read is then a bound on bytes kept.
                 headers={**self._headers, "Accept-Encoding": "identity"},
-                connector=aiohttp.TCPConnector(limit=self.max_connections),
+                # vLLM's server drops a connection idle for 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); aiohttp would keep it
+                # 15 s and a request sent on it as the server closes it fails ("Server disconnected"): drop it first.
+                connector=aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=KEEPALIVE_S),
                 # The request's whole time is bounded by `stream`'s wait_for; a per-read timer would be re-armed for
                 # every chunk that arrives, a cost per token for nothing.
                 timeout=aiohttp.ClientTimeout(total=None, connect=min(10.0, self.request_timeout_s)),
@@ -256,6 +262,15 @@ class SmokeClient:
             raise EndpointError(
                 "protocol", f"{self._shown('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}"
             ) from None
+
+    async def server_version(self) -> str | None:
+        """`version` of GET /version (vLLM's), or None where the server has no such endpoint or it fails."""
+        try:
+            status, text = await self._get("/version")
+            value = json.loads(text).get("version") if status == 200 else None
+        except (EndpointError, ValueError, AttributeError):
+            return None
+        return str(value) if value is not None else None
 
     async def metrics(self) -> tuple[str, float, float]:
         """The Prometheus text of GET /metrics, and the stamps when the scrape began and ended."""

