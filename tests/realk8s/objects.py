@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from tests.realk8s import stages
+
 #: The annotation KWOK is told to manage nodes by (--manage-nodes-with-annotation-selector).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -235,7 +237,7 @@ def kwok_config(stage_dir: Path) -> str:
     docs = []
     for path in sorted(stage_dir.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Stage"]
-    docs += [yaml.safe_load(_PULL_FAILS), yaml.safe_load(_CRASH_LOOP)]
+    docs += [yaml.safe_load(_PULL_FAILS), yaml.safe_load(_CRASH_LOOP), *stages.fault_stages()]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 

@@ -318,7 +318,7 @@ class Plane:
                 "--cidr=10.244.0.1/16",
                 # Pod logs from the cluster's Logs objects: kube-apiserver proxies /log to the node's address and
                 # port, which is this server.
-                "--enable-crds=Logs",
+                "--enable-crds=Logs,ClusterLogs",
             ],
         )
         version = self.binaries.versions["K8S_VERSION"]
