@@ -31,6 +31,22 @@ NO_DRA = ("--set", "kubernetes.compute_domain=false")
 UNSCHEDULABLE_GRACE = ("--set", "kubernetes.unschedulable_grace_s=15")
 #: What the real tier gives a rollout that should pass (real controllers on a loaded host).
 TIMEOUT = ("--timeout", "240s")
+#: Public weights (no token Secret) and a short smoke: 2 requests of 64 tokens, answers not judged, a decode
+#: target a loaded 2-core CI machine reaches (the scripted server's speed is not what is under test).
+UP = (
+    *TIMEOUT,
+    "--set",
+    "kubernetes.hf_token_secret=null",
+    "--set",
+    "smoke.requests=2",
+    "--set",
+    "smoke.output_tokens=64",
+    "--set",
+    "smoke.correctness=false",
+    "--set",
+    "targets.decode_tok_s=20",
+)
+QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 #: Where the plural of a kind the tests read lives.
 API_VERSIONS = {
     "leaderworkersets": "leaderworkerset.x-k8s.io/v1",
