@@ -48,5 +48,3 @@ def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:
         and "hint: check --kubeconfig/--context" in unreachable.stderr
     )
     assert "Traceback" not in unreachable.stderr
-
-
