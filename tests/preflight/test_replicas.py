@@ -1,20 +1,15 @@
 """parallel.replicas against the cluster: `preflight --cluster` and `plan --cluster` say how many groups fit and,
-when fewer than asked, name every clique and what it lacks. Pure checks first, then the real CLI on the test API
-server with three cliques of four GB300 trays, one of them half taken."""
+when fewer than asked, name every clique and what it lacks. Pure checks here; the real CLI on a cluster with three
+cliques, one of them half taken, runs on the real plane (tests/realk8s/preflight/test_replicas.py)."""
 
 from __future__ import annotations
-
-import json
 
 from k3deploy.preflight.checks_cluster import cluster_checks, eligible_hosts
 from k3deploy.preflight.placement import place
 from k3deploy.profile import Profile, load_profile
 from k3deploy.report.model import Status
 from tests.conftest import run_cli
-from tests.kubeapi.server import KubeApiServer
 from tests.preflight.test_checks_cluster import facts, gb300
-from tests.preflight.test_checks_pinning import PINNED
-from tests.preflight.test_cluster import hold_gpus
 
 K3 = "kimi-k3-gb300-tp16"
 A, B, C = (f"c0ffee00-0000-4000-8000-00000000000{i}.{i}" for i in (1, 2, 3))
@@ -70,89 +65,6 @@ def test_an_nvl72_clique_holds_four_groups_and_two_trays_to_spare() -> None:
 def test_the_node_preflight_hosts_are_the_trays_of_every_clique_that_holds_a_group() -> None:
     assert eligible_hosts(_profile(2), _nodes()) == [f"a{i}" for i in range(4)] + [f"b{i}" for i in range(4)]
     assert eligible_hosts(_profile(2), _nodes(busy_in_c=0)) == sorted(f"{c}{i}" for c in "abc" for i in range(4))
-
-
-def three_cliques(kube: KubeApiServer) -> None:
-    """rack1 (A) and rack2 (B) free; rack3 (C) has two of its four trays held by a training job."""
-    kube.add_crds()
-    kube.add_controller_workloads()
-    for index, clique in enumerate((A, B, C), 1):
-        kube.add_gb300_nodes(clique=clique, count=4, prefix=f"rack{index}")
-    hold_gpus(kube, "rack3-09")
-    hold_gpus(kube, "rack3-10")
-    kube.add_storage_class("shared-nfs", provisioner="nfs.csi.k8s.io", default=True)
-    kube.add_runtime_class("nvidia")
-
-
-def _sets(*sets: str) -> list[str]:
-    return [arg for s in [*PINNED, *sets] for arg in ("--set", s)]
-
-
-def test_cli_preflight_fails_three_groups_on_two_free_cliques(kube: KubeApiServer) -> None:
-    three_cliques(kube)
-    done = run_cli(
-        "preflight",
-        "-p",
-        K3,
-        "--cluster",
-        "--kubeconfig",
-        str(kube.kubeconfig),
-        "-o",
-        "json",
-        *_sets("parallel.replicas=3"),
-    )
-    assert done.returncode == 1
-    placement = {c["name"]: c for c in json.loads(done.stdout)["checks"]}["k8s.placement"]
-    assert (placement["status"], placement["measured"]) == ("fail", "2 of 3 groups fit")
-    for clique in (A, B, C):
-        assert f"clique {clique}" in placement["detail"]
-    assert f"clique {C} lacks trays: 2 free tray(s), 2 short of a group of 4" in placement["detail"]
-    assert "rack3-09: 0 of 4 GPUs free, needs 4" in placement["detail"]
-    assert "k8s.placement" in done.stderr.splitlines()[-2]
-
-    two = run_cli(
-        "preflight",
-        "-p",
-        K3,
-        "--cluster",
-        "--kubeconfig",
-        str(kube.kubeconfig),
-        "-o",
-        "json",
-        *_sets("parallel.replicas=2"),
-    )
-    checks = {c["name"]: c for c in json.loads(two.stdout)["checks"]}
-    assert checks["k8s.placement"]["status"] == "pass"
-
-
-def test_cli_plan_shows_trays_used_and_free_per_clique(kube: KubeApiServer) -> None:
-    three_cliques(kube)
-    table = run_cli("plan", "-p", K3, "--cluster", "--kubeconfig", str(kube.kubeconfig), "--set", "parallel.replicas=2")
-    assert table.returncode == 0, table.stderr
-    rows = {
-        line.split()[0]: line.split()[1:5] for line in table.stdout.splitlines() if line.strip().startswith("c0ffee")
-    }
-    assert rows == {A: ["4", "0", "4", "0"], B: ["4", "1", "4", "0"], C: ["2", "-", "0", "2"]}
-    assert "placement: 2 group(s) of 4 trays, each in one clique - fits" in table.stdout
-    assert "a new model revision needs room for two" in table.stderr
-
-    as_json = run_cli(
-        "plan",
-        "-p",
-        K3,
-        "--cluster",
-        "--kubeconfig",
-        str(kube.kubeconfig),
-        "-o",
-        "json",
-        "--set",
-        "parallel.replicas=3",
-    )
-    assert as_json.returncode == 1
-    report = json.loads(as_json.stdout)
-    assert (report["placement"]["placed"], report["placement"]["fits"]) == (2, False)
-    assert [c["clique"] for c in report["placement"]["cliques"]] == [A, B, C]
-    assert "error: only 2 of 3 groups fit on the cluster's cliques" in as_json.stderr
 
 
 def test_cli_plan_cluster_needs_a_kubernetes_profile() -> None:

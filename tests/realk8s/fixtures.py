@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.realk8s.binaries import BinariesMissing, find_binaries
+from tests.realk8s.cluster_fixtures import deploy  # noqa: F401 - per-test deployments of the profile
 from tests.realk8s.fault_fixtures import fault_proxy, lone_plane  # noqa: F401 - the fault tests' fixtures
 from tests.realk8s.plane import Plane, PlaneOptions
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from tests.realk8s import stages
+
 #: The annotation KWOK is told to manage nodes by (--manage-nodes-with-annotation-selector).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -314,6 +316,7 @@ def kwok_config(stage_dir: Path) -> str:
         yaml.safe_load(_CRASH_LOOP),
         yaml.safe_load(_JOB_FAILS),
         yaml.safe_load(_IMEX_WAIT),
+        *stages.fault_stages(),
     ]
     return yaml.safe_dump_all(docs, sort_keys=False)
 

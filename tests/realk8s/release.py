@@ -15,8 +15,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT, cli_env
 from tests.realk8s.client import resource_path
+from tests.realk8s.cluster_fixtures import NO_DRA
 from tests.realk8s.plane import Plane
-from tests.realk8s.test_rollout import LWS, NO_DRA, PROFILE, k3
+from tests.realk8s.test_rollout import LWS, PROFILE, k3
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 QUICK = (

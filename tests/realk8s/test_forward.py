@@ -18,9 +18,10 @@ from k3deploy.smoke.runner import run_smoke
 from tests.conftest import run_cli
 from tests.realk8s import objects
 from tests.realk8s.client import resource_path, wait_until
+from tests.realk8s.cluster_fixtures import NO_DRA
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_preflight import RBAC, READ, _binding
-from tests.realk8s.test_rollout import LWS, NO_DRA, PROFILE, k3
+from tests.realk8s.test_rollout import LWS, PROFILE, k3
 from tests.realk8s.test_up import UP
 from tests.smoke.scripted_server import Script, scripted_server
 

@@ -43,7 +43,7 @@ def test_a_rerun_gates_the_group_whose_gate_failed(realk8s: Plane, release_ns: s
                 "--no-rollback",
             )
             assert failed.returncode == 1, failed.stderr
-            assert "smoke of the new group at http://127.0.0.10" in failed.stderr, failed.stderr
+            assert "smoke of the new group via the given endpoint http://127.0.0.10" in failed.stderr, failed.stderr
             # The failed template stays live (--no-rollback stands for a rollback that was interrupted).
             assert set(images(realk8s, namespace).values()) == {"vllm/vllm-openai:kimi-k3-next"}
             again = up(realk8s, namespace, *TWO, *NEW_IMAGE, "--endpoint", one.url, "--group-endpoint", template)

@@ -13,15 +13,13 @@ import pytest
 from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import resource_path
+from tests.realk8s.cluster_fixtures import UP
 from tests.realk8s.objects import CRASH_LOOP_IMAGE, PULL_FAILS_IMAGE
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, k3
-from tests.rollout.test_up import UP as KUBEAPI_UP
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
-#: The imitation tier's quick smoke settings, with a deadline for real controllers on a loaded host.
-UP = ("--timeout", "240s", *KUBEAPI_UP[2:])
 
 
 def test_up_with_preflight_and_smoke_then_a_template_change_rolls_out(

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from tests.rollout.upgrade_cluster import racks  # noqa: F401 - the fixture of three cliques
 
 PROFILE = "kimi-k3-gb300-tp16"
 NAMESPACE = "kimi-k3"

@@ -1,0 +1,1 @@
+"""Preflight tests on the real plane (mirroring tests/preflight)."""

@@ -1,0 +1,1 @@
+"""Rollout tests on the real plane (mirroring tests/rollout)."""

@@ -1,0 +1,92 @@
+"""k3deploy deletes only what it created, on the real plane: the ownership mark set at creation only, a user's
+namespace, weight claim and Secret kept by `down --purge`, the real namespace controller deleting a namespace
+k3deploy made once it holds only k3deploy's objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from k3deploy.rollout.ownership import OWNER_ANNOTATION, OWNER_LABEL
+from tests.realk8s.client import wait_until
+from tests.realk8s.cluster_fixtures import LWS, QUICK, Deployment
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
+PVC = f"{LWS}-model-cache"
+
+
+def _marked(obj: dict[str, Any] | None) -> bool:
+    meta = (obj or {}).get("metadata") or {}
+    return OWNER_LABEL in (meta.get("labels") or {}) or OWNER_ANNOTATION in (meta.get("annotations") or {})
+
+
+def _namespace(deploy: Deployment) -> dict | None:
+    found = deploy.plane.api.find(f"/api/v1/namespaces/{deploy.namespace}")
+    return None if found is None else dict(found)
+
+
+def _secret(deploy: Deployment) -> None:
+    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"}, "type": "Opaque"}
+    deploy.plane.api.create(deploy.path("secrets"), {**body, "stringData": {"token": "t"}})
+
+
+def test_up_and_down_purge_keep_the_users_namespace_pvc_and_secret(deploy: Deployment) -> None:
+    ns = deploy.namespace
+    api = deploy.plane.api
+    # What a user makes before the first `up`: the namespace, the weight PVC (pre-provisioned) and the token.
+    api.create(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"team": "inference"}}},
+    )
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": PVC},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "2Ti"}}},
+    }
+    api.create(deploy.path("persistentvolumeclaims"), claim)
+    _secret(deploy)
+    up = deploy.k3("up", *QUICK)
+    assert up.returncode == 0, up.stderr
+    assert f"Namespace/{ns} exists and k3deploy did not create it: kept as it is" in up.stderr
+    namespace = _namespace(deploy)
+    assert namespace is not None
+    assert namespace["metadata"]["labels"] == {"team": "inference", "kubernetes.io/metadata.name": ns}
+    assert not _marked(namespace) and not _marked(deploy.get("persistentvolumeclaims", PVC))
+    assert _marked(deploy.get("leaderworkersets", LWS))
+
+    purge = deploy.k3("down", "--yes", "--purge", "--timeout", "120s")
+    assert purge.returncode == 0, purge.stderr
+    assert deploy.get("leaderworkersets", LWS) is None
+    assert f"kept {ns}/PersistentVolumeClaim/{PVC}: k3deploy did not create it" in purge.stderr
+    assert f"kept Namespace/{ns}: k3deploy did not create it" in purge.stderr
+    assert "kept, not k3deploy's:" in purge.stderr
+    namespace = _namespace(deploy)
+    assert namespace is not None and namespace["metadata"].get("deletionTimestamp") is None
+    assert deploy.get("persistentvolumeclaims", PVC) is not None
+    assert deploy.get("secrets", "hf-token") is not None
+
+
+def test_purge_keeps_a_namespace_k3deploy_made_while_it_holds_a_users_secret(deploy: Deployment) -> None:
+    ns = deploy.namespace
+    assert deploy.k3("up", *QUICK).returncode == 0
+    assert _marked(_namespace(deploy))
+    _secret(deploy)
+    purge = deploy.k3("down", "--yes", "--purge", "--timeout", "120s")
+    assert purge.returncode == 0, purge.stderr
+    # Its own PVC goes; the namespace stays because deleting it would delete the user's Secret.
+    left = deploy.get("persistentvolumeclaims", PVC)
+    assert left is None or left["metadata"].get("deletionTimestamp")
+    assert f"kept Namespace/{ns}: it holds Secret/hf-token, which k3deploy did not create" in purge.stderr
+    namespace = _namespace(deploy)
+    assert namespace is not None and namespace["metadata"].get("deletionTimestamp") is None
+    assert deploy.get("secrets", "hf-token") is not None
+
+
+def test_purge_deletes_the_namespace_k3deploy_made_when_it_holds_only_its_own(deploy: Deployment) -> None:
+    assert deploy.k3("up", *QUICK).returncode == 0
+    purge = deploy.k3("down", "--yes", "--purge", "--timeout", "120s")
+    assert purge.returncode == 0, purge.stderr
+    assert f"deleted Namespace/{deploy.namespace}" in purge.stderr
+    wait_until("the real namespace controller to delete it", lambda: _namespace(deploy) is None, 180)
