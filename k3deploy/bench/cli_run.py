@@ -6,17 +6,16 @@ The progress bar lives here (rich, on stderr, transient); it stays off under -o 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from k3deploy.bench import charts
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
-from k3deploy.errors import EnvironmentProblem, UsageError
+from k3deploy.errors import UsageError
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
@@ -105,25 +104,3 @@ def report_paths(path: Path, labels: list[str]) -> list[Path]:
     if len(labels) == 1:
         return [path]
     return [path.with_name(f"{path.stem}-{label}{path.suffix or '.json'}") for label in labels]
-
-
-def save(write: Callable[[Path], None], path: Path, what: str) -> None:
-    """Call `write(path)`, turning an OSError into exit 3."""
-    try:
-        write(path)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot write the {what} to {path}: {exc.strerror}", hint="check the path") from None
-
-
-def write_outputs(
-    reports: list[BenchReport], report_file: Path | None, html_file: Path | None, png_file: Path | None
-) -> None:
-    """--report (one file per run with --ab/--sweep: NAME-LABEL.json), --html, --png."""
-    if report_file is not None:
-        for report, path in zip(reports, report_paths(report_file, [r.label for r in reports]), strict=True):
-            save(report.save, path, "report")
-    if html_file is not None or png_file is not None:
-        if html_file is not None:
-            save(lambda p: charts.write_html(reports, p), html_file, "HTML report")
-        if png_file is not None:
-            save(lambda p: charts.write_png(reports, p), png_file, "PNG")

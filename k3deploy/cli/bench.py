@@ -23,12 +23,6 @@ bench_app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 
 
-def writable(path: Path | None, flag: str) -> None:
-    """Refuse an output file whose folder does not exist before the run (a bench run takes minutes)."""
-    if path is not None and not path.parent.is_dir():
-        raise UsageError(f"{flag} {path}: folder {path.parent} does not exist", hint="create it, or pick another path")
-
-
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
@@ -78,6 +72,9 @@ def bench(
     png_file: Annotated[
         Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --report/--html/--png replace files k3deploy did not write.")
+    ] = False,
 ) -> None:
     """Bench an endpoint per category, tier and concurrency. Exit 0 all requests ok, 1 a request failed or tokens
     disagree with the server's counters, 3 the endpoint cannot be reached."""
@@ -87,10 +84,9 @@ def bench(
     from k3deploy.bench import cli_run
     from k3deploy.bench.ab import run_variants
     from k3deploy.bench.compare import compare, headline
+    from k3deploy.bench.outputs import outputs_of, write_outputs
     from k3deploy.report.bench_view import bench_view, compare_view
 
-    for path, flag in ((report_file, "--report"), (html_file, "--html"), (png_file, "--png")):
-        writable(path, flag)
     api_key = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
@@ -115,6 +111,7 @@ def bench(
         sweep=sweep,
         quiet=output is not OutputFormat.table,
     )
+    outputs = outputs_of(request, report_file, html_file, png_file, force=force)  # before the run: it takes minutes
     reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
@@ -122,7 +119,7 @@ def bench(
         err.print(compare_view(compare(reports, [r.label for r in reports])))
         for line in headline(reports):
             err.print(line, markup=False, highlight=False)
-    cli_run.write_outputs(reports, report_file, html_file, png_file)
+    write_outputs(reports, outputs)
     if output is not OutputFormat.table:
         print_json_text(
             reports[0].model_dump_json(indent=1)

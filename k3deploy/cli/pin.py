@@ -18,7 +18,9 @@ def pin(
         str | None,
         typer.Option("--output", "-o", help="File to write the pinned profile to, or '-' for stdout (default)."),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing file that `pin` did not write.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing file that k3deploy did not write (never a symlink).")
+    ] = False,
 ) -> None:
     """Pin a profile: image tags to digests (checking the nodes' platform is built), Hub revisions to commits.
 
@@ -29,13 +31,14 @@ def pin(
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.pin.hub import HubClient
     from k3deploy.pin.registry import RegistryClient
-    from k3deploy.pin.run import pin_profile, write_pinned
+    from k3deploy.pin.run import check_pinned_output, pin_profile, write_pinned
     from k3deploy.profile import load_profile
 
+    out = check_pinned_output(output, force=force)  # before the registry and the Hub are asked anything
     mirrors = load_profile(profile, list(set_ or [])).kubernetes.registry_mirrors
     with RegistryClient(mirrors=mirrors) as registry, HubClient() as hub:
         outcome = pin_profile(profile, list(set_ or []), registry, hub)
-    write_pinned(outcome.text, output, force=force)
+    write_pinned(outcome.text, out)
     if not outcome.rows:
         err.print(
             "nothing to pin: the profile names no Hub model and no image (a local target with local or generated weights)",

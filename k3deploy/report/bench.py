@@ -142,9 +142,13 @@ class BenchReport(_Model):
         pool = self.overall if category == "overall" else self.cells
         return next((c for c in pool if c.category == category and c.concurrency == concurrency), None)
 
+    def to_json(self) -> str:
+        """The report as indented JSON, as `--report` writes it."""
+        return self.model_dump_json(indent=1) + "\n"
+
     def save(self, path: Path) -> None:
-        """Write the report as indented JSON."""
-        path.write_text(self.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        """Write the report as indented JSON (tests and tools; the CLI writes through fileio/write.py)."""
+        path.write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def load(cls, path: Path) -> BenchReport:

@@ -191,9 +191,13 @@ class SmokeReport(_Model):
         """The check called `name`, if it ran."""
         return next((c for c in self.checks if c.name == name), None)
 
+    def to_json(self) -> str:
+        """The report as indented JSON, as `--report` writes it."""
+        return self.model_dump_json(indent=2) + "\n"
+
     def save(self, path: Path) -> None:
-        """Write the report as indented JSON."""
-        path.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        """Write the report as indented JSON (tests and tools; the CLI writes through fileio/write.py)."""
+        path.write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def load(cls, path: Path) -> SmokeReport:
