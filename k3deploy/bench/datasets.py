@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from k3deploy.errors import UsageError
+from k3deploy.fileio.read import read_text_capped
 
 #: The placeholder the public SPEED-Bench rows carry instead of their prompts (prepare.py's TURNS_PLACEHOLDER).
 SPEED_BENCH_PLACEHOLDER = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE"
@@ -63,6 +64,10 @@ QUALITATIVE_CATEGORIES = (
 ENTROPY_TIERS = ("low_entropy", "mixed", "high_entropy")
 BUILTIN_SUBSETS = ("qualitative", "throughput")
 DATASET_KINDS = ("builtin", "speed-bench", "spec-bench", "jsonl")
+
+
+#: A dataset file is a few MiB of prompts (SPEED-Bench's largest split is ~100 MiB); larger is not one.
+MAX_DATASET_BYTES = 512 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +114,9 @@ def _bad(path: Path, line: int, why: str, hint: str) -> UsageError:
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) of every non-blank line; a line that is not a JSON object is a usage error."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_capped(path, MAX_DATASET_BYTES, "dataset file", hint="pass a UTF-8 JSONL file")
     except FileNotFoundError:
         raise UsageError(f"dataset file {path} does not exist", hint="check the path after the dataset kind") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read dataset file {path}: {exc}", hint="pass a UTF-8 JSONL file") from None
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -122,6 +125,8 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _bad(path, number, f"not JSON ({exc.msg})", "each line must be one JSON object (JSONL)") from None
+        except RecursionError:
+            raise _bad(path, number, "JSON nested too deeply", "each line must be one flat JSON object") from None
         if not isinstance(obj, dict):
             raise _bad(path, number, "not a JSON object", "each line must be one JSON object (JSONL)")
         rows.append((number, obj))

@@ -32,7 +32,7 @@ def test_writes_a_new_file_and_replaces_only_its_own(tmp_path: Path) -> None:
 def test_refuses_a_foreign_or_edited_file_unless_forced(tmp_path: Path) -> None:
     target = tmp_path / "profile.yaml"
     target.write_text("name: mine\n")
-    with pytest.raises(UsageError, match="refusing to overwrite .*not written by k3deploy"):
+    with pytest.raises(UsageError, match=r"refusing to overwrite .*not written by k3deploy"):
         check_output(target, "--report")
     write_output(check_output(target, "--report", force=True), "k3deploy's\n")
     target.write_text("edited by hand\n")
@@ -112,7 +112,13 @@ def test_bench_sweep_checks_every_report_it_will_write(tmp_path: Path) -> None:
     taken = tmp_path / "r-num_speculative_tokens=2.json"
     taken.write_text("{}\n")
     result = run_cli(
-        "bench", "-p", "local-cpu", "--sweep", "speculative.num_speculative_tokens=1,2", "--report", str(tmp_path / "r.json")
+        "bench",
+        "-p",
+        "local-cpu",
+        "--sweep",
+        "speculative.num_speculative_tokens=1,2",
+        "--report",
+        str(tmp_path / "r.json"),
     )
     assert result.returncode == 2, result.stderr
     assert f"refusing to overwrite {taken}" in result.stderr
@@ -123,4 +129,7 @@ def test_bench_sweep_checks_every_report_it_will_write(tmp_path: Path) -> None:
 def test_pin_refuses_a_device_before_asking_any_registry(device: str) -> None:
     result = run_cli("pin", "-p", "kimi-k3-gb300-tp16", "-o", device, env={"K3DEPLOY_REGISTRY_URL": _NOWHERE})
     assert result.returncode == 2, result.stderr
-    assert result.stderr.splitlines()[0] == f"error: --output {device} is not a regular file (a device, a FIFO or a socket); k3deploy writes only regular files"
+    assert (
+        result.stderr.splitlines()[0]
+        == f"error: --output {device} is not a regular file (a device, a FIFO or a socket); k3deploy writes only regular files"
+    )

@@ -21,9 +21,10 @@ from typing import Any
 import httpx
 from rich.console import RenderableType
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import dump
+from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
@@ -397,8 +398,8 @@ class LocalTarget(Target):
         )
         if note:
             out["found_by"] = note
-        with contextlib.suppress(OSError, ValueError):
-            out["last_smoke"] = json.loads((state_dir / SMOKE_FILE).read_text(encoding="utf-8"))
+        with contextlib.suppress(K3DeployError, OSError, ValueError, RecursionError):
+            out["last_smoke"] = load_json(state_dir / SMOKE_FILE, "smoke report")
         return out
 
     def down(self, profile: Profile, purge: bool) -> str:
