@@ -3,7 +3,7 @@ duplicate keys, only JSON's types (no tags beyond the core schema's, and a date 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 
@@ -35,11 +35,6 @@ class _ProfileLoader(yaml.SafeLoader):
     """
 
     _depth = 0
-    # A bare 2024-01-01 is text here, as it is in JSON: the implicit timestamp resolver is left out.
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[Any]]] = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         """SafeLoader's mapping, with a key written twice refused (PyYAML keeps the last one silently)."""
@@ -69,6 +64,13 @@ class _ProfileLoader(yaml.SafeLoader):
             finally:
                 self._depth -= 1
         return super().compose_node(parent, index)
+
+
+# A bare 2024-01-01 is text here, as it is in JSON: the implicit timestamp resolver is left out.
+_ProfileLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def parse_yaml(text: str) -> Any:
