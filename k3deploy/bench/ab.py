@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from k3deploy import pipeline
 from k3deploy.bench.cli_run import Request, bench_endpoint, profile_sets
+from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.console import err
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile, load_profile
@@ -33,6 +34,13 @@ def parse_sweep(raw: str) -> tuple[str, list[str]]:
             f"--sweep {raw!r} is not KEY=V1,V2,...",
             hint="for example --sweep speculative.num_speculative_tokens=1,2,3,5",
         )
+    for value in items:
+        # Each value names a report file (NAME-KEY=VALUE.json): checked here, before any server is started.
+        if "/" in value or "\0" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise UsageError(
+                f"--sweep {key.strip()}: value {value!r} cannot name a report file ('/', NUL or invalid Unicode)",
+                hint="sweep plain values, e.g. --sweep speculative.num_speculative_tokens=1,2,3",
+            )
     return key.strip(), items
 
 
@@ -91,6 +99,7 @@ def run_variants(request: Request) -> list[BenchReport]:
     profiles = [
         load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan
     ]  # all checked before serving
+    select(load_dataset(request.dataset, request.subset), request.categories, request.num_prompts)  # so is the data
     previous = target.current_revision(base)
     reports: list[BenchReport] = []
     try:

@@ -144,11 +144,22 @@ def _placeholder(path: Path, line: int) -> UsageError:
     )
 
 
+def _unicode(value: str, path: Path, line: int, field: str) -> str:
+    """`value`, refused when it cannot be sent or written as UTF-8 (a lone surrogate from a JSON "\\ud800" escape):
+    found at load time, not after every request of the run was sent and the report could not be written."""
+    if any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise _bad(
+            path, line, f"{field} is not valid Unicode text (a lone surrogate)", "fix the row's text; it must be UTF-8"
+        )
+    return value
+
+
 def _text(value: object, path: Path, line: int, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _bad(
             path, line, f"{field} is not a non-empty string", "see the dataset format in the README's bench section"
         )
+    _unicode(value, path, line, field)
     if value.startswith(SPEED_BENCH_PLACEHOLDER):
         raise _placeholder(path, line)
     return value
@@ -167,12 +178,12 @@ def _category(row: dict[str, Any], default: str, path: Path, line: int) -> str:
     value = row.get("category", default)
     if not isinstance(value, str) or not value:
         raise _bad(path, line, "'category' is not a non-empty string", "give every row a category, or none")
-    return value
+    return _unicode(value, path, line, "'category'")
 
 
-def _row_id(row: dict[str, Any], fallback: str) -> str:
+def _row_id(row: dict[str, Any], fallback: str, path: Path, line: int) -> str:
     value = row.get("question_id", row.get("id"))
-    return str(value) if value is not None else fallback
+    return _unicode(str(value), path, line, "the row's id") if value is not None else fallback
 
 
 def load_speed_bench(directory: Path, subset: str) -> Dataset:
@@ -213,7 +224,9 @@ def load_speed_bench(directory: Path, subset: str) -> Dataset:
         first = _first_turn(row, "messages", path, line)
         content = first.get("content") if isinstance(first, dict) else None
         text = _text(content, path, line, "messages[0].content")
-        prompts.append(BenchPrompt(_row_id(row, f"{subset}-{line}"), _category(row, "uncategorized", path, line), text))
+        prompts.append(
+            BenchPrompt(_row_id(row, f"{subset}-{line}", path, line), _category(row, "uncategorized", path, line), text)
+        )
     return Dataset("speed-bench", str(directory), subset, tuple(prompts))
 
 
@@ -222,7 +235,9 @@ def load_spec_bench(path: Path) -> Dataset:
     prompts = []
     for line, row in read_jsonl(path):
         text = _text(_first_turn(row, "turns", path, line), path, line, "turns[0]")
-        prompts.append(BenchPrompt(_row_id(row, f"q{line}"), _category(row, "uncategorized", path, line), text))
+        prompts.append(
+            BenchPrompt(_row_id(row, f"q{line}", path, line), _category(row, "uncategorized", path, line), text)
+        )
     return Dataset("spec-bench", str(path), None, tuple(prompts))
 
 
@@ -234,7 +249,9 @@ def load_jsonl(path: Path) -> Dataset:
             raise _bad(path, line, "no 'prompt' field", 'each line needs {"prompt": "..."} (and may add "category")')
         prompts.append(
             BenchPrompt(
-                _row_id(row, f"p{line}"), _category(row, "all", path, line), _text(row["prompt"], path, line, "prompt")
+                _row_id(row, f"p{line}", path, line),
+                _category(row, "all", path, line),
+                _text(row["prompt"], path, line, "prompt"),
             )
         )
     return Dataset("jsonl", str(path), None, tuple(prompts))
