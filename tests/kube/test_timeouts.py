@@ -99,3 +99,20 @@ def test_a_tls_handshake_that_never_completes_is_bounded_by_the_connect_timeout(
         f"error: the Kubernetes API at {https} did not answer within 2s (GET /version)",
         HINT,
     ]
+
+
+def test_a_trickling_api_ends_the_command_at_its_timeout(tmp_path: Path) -> None:
+    """One byte every 0.2 s keeps each `recv` inside urllib3's read timeout; the whole answer is still bounded: the
+    command ends at its 3 s deadline having read a few bytes of the 4 KiB answer (before: 800 s, per request)."""
+    from tests.trickling_server import Trickle, trickling_server
+
+    trickle = Trickle(interval_s=0.2)
+    with trickling_server(trickle) as url:
+        lines = _run(tmp_path, url, "status", "--timeout", "3s")
+    assert any(
+        line.startswith(
+            f"error: the Kubernetes API at {url} was still sending its answer after the command's deadline of 3s (GET /version"
+        )
+        for line in lines
+    ), lines
+    assert trickle.sent < len(trickle.body) // 4
