@@ -217,6 +217,9 @@ def test_on_a_terminal_blue_green_without_room_asks_and_no_changes_nothing(clust
     finally:
         os.close(secondary)
         os.close(primary)
-    assert done.returncode == 130 and done.stderr.endswith("error: aborted\n"), done.stderr
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith(
+        "not confirmed; nothing was changed\nhint: re-run and answer y, or pass --yes to go ahead without being asked\n"
+    ), done.stderr
     assert "an outage of about the model's load time (up to the startup budget, 7200s). Go ahead? [y/N]" in done.stderr
     assert "kimi-k3-next" not in json.dumps(_lws(cluster, BLUE)["spec"])
