@@ -85,7 +85,7 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
     """Deploy options; a --timeout starts counting here, so it bounds the whole command."""
     if kwargs.get("endpoint") is not None:
         kwargs["endpoint"] = checked_endpoint(kwargs["endpoint"])
-    deadline = Deadline(kwargs.get("timeout_s"))
+    deadline = Deadline(kwargs.get("timeout_s"), flag="--timeout")
     return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace, deadline), **kwargs)
 
 

@@ -98,7 +98,7 @@ class BoundedApiClient(client.ApiClient):
                 f"the Kubernetes API at {self.server} was still sending its answer after {kept} "
                 f"({what}, {trickled} bytes so far)",
                 hint="an API server or a proxy in front of it trickles its answers; check its health and the "
-                "network path; --timeout bounds the whole command",
+                "network path" + self.deadline.hint_tail(),
             )
         if bound.cut and self.deadline.seconds is not None:
             within = f"the command's deadline of {self.deadline.seconds:g}s"
@@ -109,7 +109,7 @@ class BoundedApiClient(client.ApiClient):
         return ApiTimeout(
             f"the Kubernetes API at {self.server} did not answer within {within} ({what})",
             hint="check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path "
-            "to it; --timeout bounds the whole command",
+            "to it" + self.deadline.hint_tail(),
         )
 
     def _read_body(self, response: Any, what: str, bound: RequestBound, started: float, until: float) -> bytes:
@@ -153,7 +153,8 @@ class BoundedApiClient(client.ApiClient):
             raise ApiTimeout(
                 f"the Kubernetes API at {self.server}: the command's deadline of {self.deadline.seconds:g}s "
                 f"passed before {what} could be sent",
-                hint="raise --timeout, or check why the API server answers slowly",
+                hint=(f"raise {self.deadline.flag}, or check" if self.deadline.flag else "check")
+                + " why the API server answers slowly",
             )
         started = time.monotonic()
         try:

@@ -71,8 +71,8 @@ def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
                 failure = ExecPluginTimeout(
                     f"the kubeconfig's exec credential plugin {self.args[0] if isinstance(self.args, list) else self.args!r} "
                     f"did not finish within {within}",
-                    hint="run the plugin by hand to see what it waits for (a login prompt, a network call); "
-                    "--timeout bounds the whole command",
+                    hint="run the plugin by hand to see what it waits for (a login prompt, a network call)"
+                    + deadline.hint_tail(),
                 )
                 timed_out.append(failure)
                 raise failure from None

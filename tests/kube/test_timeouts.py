@@ -153,3 +153,11 @@ def test_a_hanging_exec_credential_plugin_ends_the_command_at_its_timeout(tmp_pa
         pass  # killed and reaped, as it should be
     else:
         raise AssertionError(f"plugin {pid} still runs")
+
+
+@pytest.mark.parametrize("args", [["preflight", "--cluster"], ["plan", "--cluster"]], ids=["preflight", "plan"])
+def test_a_hint_never_promises_a_timeout_flag_the_command_lacks(tmp_path: Path, args: list[str]) -> None:
+    """Before: `preflight --cluster` and `plan --cluster` (no --timeout) hinted "--timeout bounds the whole command"."""
+    with stalling_server("silent") as url:
+        lines = _run(tmp_path, url, *args)
+    assert lines[-1].startswith("hint: ") and "--timeout" not in lines[-1], lines
