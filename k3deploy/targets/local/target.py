@@ -72,9 +72,11 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def identity(record: ServerRecord) -> process.Identity:
-    """What proves a process is the recorded server."""
-    return process.Identity(record.pid, record.create_time, tuple(record.argv), record.server_id)
+def identity(record: ServerRecord, state_dir: Path | None = None) -> process.Identity:
+    """What proves a process is the recorded server (and, with the state directory it was started in, its
+    children that outlived it)."""
+    cwd = str(state_dir) if state_dir is not None else None
+    return process.Identity(record.pid, record.create_time, tuple(record.argv), record.server_id, cwd)
 
 
 def _alive(record: ServerRecord) -> bool:
@@ -379,6 +381,13 @@ class LocalTarget(Target):
                 detail = f"not running (pid {record.pid} is not the recorded server: another process, left alone)"
             else:
                 detail = f"not running (pid {record.pid} exited)"
+            left = process.survivors(identity(record, state_dir)) if record is not None else []
+            if left:
+                detail += (
+                    f"; {len(left)} process(es) it started still run (pid {', '.join(map(str, left))}): "
+                    "`k3deploy down` stops them"
+                )
+                out["survivors"] = left
             out.update(running=False, detail=f"{detail}: {note}" if note else detail)
             return out
         url = _url(record.host, record.port)
@@ -410,7 +419,7 @@ class LocalTarget(Target):
         state_dir = self.state_dir(profile)
         record, _note = self._read(profile)
         said = f"nothing is running for {profile.name}"
-        if record is not None and process.stop(identity(record)):
+        if record is not None and process.stop(identity(record, state_dir)):
             said = f"stopped vLLM (pid {record.pid})" + (
                 " found by its port and command line" if record.recovered else ""
             )
