@@ -75,8 +75,8 @@ def connect(options: KubeOptions) -> Any:
     from kubernetes.config.config_exception import ConfigException
 
     from k3deploy.kube.bounded import BoundedApiClient  # it subclasses kubernetes' ApiClient: loaded with it
-    from k3deploy.kube.exec_bound import install as install_exec_bound
-    from k3deploy.kube.exec_bound import loading as exec_loading
+    from k3deploy.kube.exec_bound import install as install_exec_bound  # it patches kubernetes: loaded with it
+    from k3deploy.kube.exec_bound import loading as exec_loading  # (the same module)
 
     configuration = client.Configuration()
     install_exec_bound(options.deadline)  # the credential plugin runs inside --timeout too

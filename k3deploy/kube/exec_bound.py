@@ -20,6 +20,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from kubernetes.config import exec_provider
+
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.kube.deadline import Deadline
 
@@ -82,8 +84,6 @@ def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
 
 def install(deadline: Deadline) -> None:
     """Make kubernetes' exec provider run plugins under `deadline` (the last connect's deadline wins)."""
-    from kubernetes.config import exec_provider
-
     bounded = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in ("PIPE", "DEVNULL", "STDOUT")})
     bounded.Popen = _bounded_popen(deadline)
     exec_provider.subprocess = bounded  # type: ignore[assignment]
