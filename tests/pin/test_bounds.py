@@ -80,3 +80,13 @@ def test_an_invalid_hub_url_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, en
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
     with pytest.raises(UsageError, match="HF_ENDPOINT"):
         HubClient()
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:99999", "ftp://mirror"])
+def test_an_invalid_mirror_url_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.delenv("K3DEPLOY_REGISTRY_URL", raising=False)  # the environment's URL wins over the profile's
+    with RegistryClient(timeout_s=1, mirrors={"docker.io": url}) as client, pytest.raises(UsageError):
+        client.resolve(IMAGE)
+    monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", url)
+    with RegistryClient(timeout_s=1) as client, pytest.raises(UsageError, match="K3DEPLOY_REGISTRY_URL"):
+        client.resolve(IMAGE)
