@@ -45,18 +45,23 @@ def run_preflight(
         cluster_facts = read_cluster(profile, kube or KubeOptions())
     results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
     if cluster and profile.on_kubernetes:
-        results.append(image_platforms(profile))
+        results.append(image_platforms(profile, (kube or KubeOptions()).deadline))
     return results
 
 
-def image_platforms(profile: Profile) -> CheckResult:
-    """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN."""
+def image_platforms(profile: Profile, command: Deadline | None = None) -> CheckResult:
+    """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN.
+
+    The check takes at most REGISTRY_BUDGET_S, and no more than what is left of the `command`'s deadline.
+    """
     image = profile.vllm.image
+    left = command.remaining() if command is not None else None
+    budget = REGISTRY_BUDGET_S if left is None else max(0.0, min(REGISTRY_BUDGET_S, left))
     try:
         with RegistryClient(
             timeout_s=REGISTRY_TIMEOUT_S,
             mirrors=profile.kubernetes.registry_mirrors,
-            deadline=Deadline(REGISTRY_BUDGET_S),
+            deadline=Deadline(budget),
         ) as registry:
             resolved = registry.resolve(image, arch=node_arch(profile))
     except K3DeployError as exc:

@@ -90,3 +90,13 @@ def test_an_invalid_mirror_url_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", url)
     with RegistryClient(timeout_s=1) as client, pytest.raises(UsageError, match="K3DEPLOY_REGISTRY_URL"):
         client.resolve(IMAGE)
+
+
+def test_preflights_registry_check_is_a_warn_within_the_commands_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trickling registry: the advisory check ends at what is left of the command's deadline, as a WARN."""
+    trickle = Trickle(interval_s=0.05)
+    with trickling_server(trickle) as url:
+        monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", url)
+        result = image_platforms(load_profile("kimi-k3-gb300-tp16", [f"vllm.image={IMAGE}"]), Deadline(1.0))
+    assert result.status is Status.WARN, result
+    assert trickle.sent < len(trickle.body) // 4
