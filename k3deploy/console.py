@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 
 from rich.console import Console, ConsoleOptions, RenderableType
+from rich.markup import escape
 from rich.segment import Segment
 from rich.table import Table
 
@@ -34,6 +36,19 @@ err = _Console(stderr=True, highlight=False, soft_wrap=True)
 out = _Console(highlight=False, soft_wrap=True)
 
 
+#: C0 controls but tab and newline, DEL, C1 controls (ESC opens terminal escapes; C1 CSI/OSC do in some terminals),
+#: and the bidirectional overrides that make text read other than it is.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(text: str) -> str:
+    """`text` with every terminal control character shown as an escape (`\\x1b`), so text from elsewhere (a
+    registry's error, a Prometheus label, a node label) prints as text and never drives the terminal."""
+    return _UNPRINTABLE.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
+    )
+
+
 def is_interactive() -> bool:
     """True when stderr is a terminal (live views and spinners allowed)."""
     return sys.stderr.isatty()
@@ -41,11 +56,13 @@ def is_interactive() -> bool:
 
 def print_error(message: str, hint: str | None = None) -> None:
     """The one abort path's output: `error: ...` and `hint: ...` on stderr."""
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False) if is_interactive() else print(
+    message = safe_text(message)
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False) if is_interactive() else print(
         f"error: {message}", file=sys.stderr
     )
     if hint:
+        hint = safe_text(hint)
         if is_interactive():
-            err.print(f"[yellow]hint:[/] {hint}", markup=True, highlight=False)
+            err.print(f"[yellow]hint:[/] {escape(hint)}", markup=True, highlight=False)
         else:
             print(f"hint: {hint}", file=sys.stderr)

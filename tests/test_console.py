@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Group
 from rich.table import Table
 
@@ -37,3 +38,31 @@ def test_plan_through_a_pipe_has_every_character() -> None:
     result = run_cli("plan", "-p", "kimi-k3-gb300-tp16", env={"COLUMNS": "80"})
     assert result.returncode == 0, result.stderr
     assert "…" not in result.stdout and "hardware.runtime_r" in result.stdout
+
+
+def test_terminal_controls_from_elsewhere_print_as_escapes() -> None:
+    from k3deploy.console import safe_text
+
+    assert safe_text("ok\x1b]0;owned\x07 \x1b[2J\x9b\u202etxt\tand\nnext") == (
+        "ok\\x1b]0;owned\\x07 \\x1b[2J\\x9b\\u202etxt\tand\nnext"
+    )
+
+
+def test_an_error_and_a_preflight_row_never_carry_a_raw_escape(capsys: pytest.CaptureFixture[str]) -> None:
+    """A registry's error text, a Prometheus label or a node label reach the terminal as text (before: raw ESC)."""
+    import io
+
+    from rich.console import Console
+
+    from k3deploy.console import print_error
+    from k3deploy.preflight.view import preflight_table
+    from k3deploy.report.model import CheckResult, Status
+
+    print_error("registry said \x1b[31mnope\x1b]8;;http://x\x07", "retry [bold]later\x1b[0m")
+    printed = capsys.readouterr().err
+    assert "\x1b" not in printed and "\\x1b[31mnope" in printed and "[bold]later" in printed
+    buffer = io.StringIO()
+    row = CheckResult(name="nodes", status=Status.WARN, measured="gpu=\x1b[8mhidden", detail="label \x1b]0;t\x07")
+    Console(file=buffer, force_terminal=True, width=200).print(preflight_table("p", [row]))
+    shown = buffer.getvalue()
+    assert "\x1b[8m" not in shown and "\x1b]0;" not in shown and "\\x1b[8mhidden" in shown

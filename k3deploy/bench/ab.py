@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from k3deploy import pipeline
 from k3deploy.bench.cli_run import Request, make_plan, profile_sets, progress_bar
+from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.runner import Measured, assemble, measure
 from k3deploy.console import err
 from k3deploy.errors import K3DeployError, UsageError
@@ -36,6 +37,13 @@ def parse_sweep(raw: str) -> tuple[str, list[str]]:
             f"--sweep {raw!r} is not KEY=V1,V2,...",
             hint="for example --sweep speculative.num_speculative_tokens=1,2,3,5",
         )
+    for value in items:
+        # Each value names a report file (NAME-KEY=VALUE.json): checked here, before any server is started.
+        if "/" in value or "\0" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise UsageError(
+                f"--sweep {key.strip()}: value {value!r} cannot name a report file ('/', NUL or invalid Unicode)",
+                hint="sweep plain values, e.g. --sweep speculative.num_speculative_tokens=1,2,3",
+            )
     return key.strip(), items
 
 
@@ -97,6 +105,7 @@ def run_variants(request: Request) -> list[BenchReport]:
     plans = [make_plan(request, profile, label) for (label, _), profile in zip(plan, profiles, strict=True)]
     for p in plans:
         p.repeat = 1  # a round is one pass of every variant: A B A B ..., never A A B B
+    select(load_dataset(request.dataset, request.subset), request.categories, request.num_prompts)  # so is the data
     previous = target.current_revision(base)
     passes: list[list[Measured]] = [[] for _ in plan]
     try:

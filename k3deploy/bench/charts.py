@@ -6,6 +6,7 @@ Both draw the series of `k3deploy.bench.series` in the same colours (svg.PALETTE
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -137,10 +138,17 @@ def figure(reports: Sequence[BenchReport]) -> Any:
     return fig
 
 
-def write_png(reports: Sequence[BenchReport], path: Path) -> None:
-    """Draw `figure(reports)` into a PNG file."""
+def png(reports: Sequence[BenchReport]) -> bytes:
+    """`figure(reports)` as PNG bytes (fileio/write.py writes them: temporary file, rename)."""
     fig = figure(reports)
+    buffer = io.BytesIO()
     try:
-        fig.savefig(path, format="png", dpi=100)
+        fig.savefig(buffer, format="png", dpi=100)
     finally:
         _pyplot().close(fig)
+    return buffer.getvalue()
+
+
+def write_png(reports: Sequence[BenchReport], path: Path) -> None:
+    """Draw `figure(reports)` into a PNG file."""
+    path.write_bytes(png(reports))

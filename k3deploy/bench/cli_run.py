@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from k3deploy.bench import charts, csv_out
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.latency import parse_goodput, parse_percentiles
 from k3deploy.bench.load import load_model
 from k3deploy.bench.random_dataset import CATEGORY, random_dataset
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
-from k3deploy.errors import EnvironmentProblem, UsageError
+from k3deploy.errors import UsageError
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
@@ -174,31 +173,3 @@ def report_paths(path: Path, labels: list[str]) -> list[Path]:
     if len(labels) == 1:
         return [path]
     return [path.with_name(f"{path.stem}-{label}{path.suffix or '.json'}") for label in labels]
-
-
-def save(write: Callable[[Path], None], path: Path, what: str) -> None:
-    """Call `write(path)`, turning an OSError into exit 3."""
-    try:
-        write(path)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot write the {what} to {path}: {exc.strerror}", hint="check the path") from None
-
-
-def write_outputs(
-    reports: list[BenchReport],
-    report_file: Path | None,
-    html_file: Path | None,
-    png_file: Path | None,
-    csv_file: Path | None = None,
-) -> None:
-    """--report (one file per run with --ab/--sweep: NAME-LABEL.json), --csv (one row per request), --html, --png."""
-    if report_file is not None:
-        for report, path in zip(reports, report_paths(report_file, [r.label for r in reports]), strict=True):
-            save(report.save, path, "report")
-    if csv_file is not None:
-        save(lambda p: csv_out.write_csv(reports, p), csv_file, "CSV")
-    if html_file is not None or png_file is not None:
-        if html_file is not None:
-            save(lambda p: charts.write_html(reports, p), html_file, "HTML report")
-        if png_file is not None:
-            save(lambda p: charts.write_png(reports, p), png_file, "PNG")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Sequence
-from pathlib import Path
 
 from k3deploy.report.bench import BenchReport
 
@@ -46,10 +46,11 @@ def rows(reports: Sequence[BenchReport]) -> list[dict[str, object]]:
     return out
 
 
-def write_csv(reports: Sequence[BenchReport], path: Path) -> None:
-    """Write `rows(reports)` with a header line."""
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
-        writer.writeheader()
-        for row in rows(reports):
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+def text(reports: Sequence[BenchReport]) -> str:
+    """`rows(reports)` as CSV text with a header line (fileio/write.py writes it: temporary file, rename)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS))
+    writer.writeheader()
+    for row in rows(reports):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue()

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from k3deploy.errors import UsageError
+from k3deploy.fileio.read import read_text_capped
 
 #: The placeholder the public SPEED-Bench rows carry instead of their prompts (prepare.py's TURNS_PLACEHOLDER).
 SPEED_BENCH_PLACEHOLDER = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE"
@@ -63,6 +64,10 @@ QUALITATIVE_CATEGORIES = (
 ENTROPY_TIERS = ("low_entropy", "mixed", "high_entropy")
 BUILTIN_SUBSETS = ("qualitative", "throughput")
 DATASET_KINDS = ("builtin", "speed-bench", "spec-bench", "jsonl")
+
+
+#: A dataset file is a few MiB of prompts (SPEED-Bench's largest split is ~100 MiB); larger is not one.
+MAX_DATASET_BYTES = 512 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +117,9 @@ def _bad(path: Path, line: int, why: str, hint: str) -> UsageError:
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) of every non-blank line; a line that is not a JSON object is a usage error."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_capped(path, MAX_DATASET_BYTES, "dataset file", hint="pass a UTF-8 JSONL file")
     except FileNotFoundError:
         raise UsageError(f"dataset file {path} does not exist", hint="check the path after the dataset kind") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read dataset file {path}: {exc}", hint="pass a UTF-8 JSONL file") from None
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -125,6 +128,8 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _bad(path, number, f"not JSON ({exc.msg})", "each line must be one JSON object (JSONL)") from None
+        except RecursionError:
+            raise _bad(path, number, "JSON nested too deeply", "each line must be one flat JSON object") from None
         if not isinstance(obj, dict):
             raise _bad(path, number, "not a JSON object", "each line must be one JSON object (JSONL)")
         rows.append((number, obj))
@@ -142,11 +147,22 @@ def _placeholder(path: Path, line: int) -> UsageError:
     )
 
 
+def _unicode(value: str, path: Path, line: int, field: str) -> str:
+    """`value`, refused when it cannot be sent or written as UTF-8 (a lone surrogate from a JSON "\\ud800" escape):
+    found at load time, not after every request of the run was sent and the report could not be written."""
+    if any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise _bad(
+            path, line, f"{field} is not valid Unicode text (a lone surrogate)", "fix the row's text; it must be UTF-8"
+        )
+    return value
+
+
 def _text(value: object, path: Path, line: int, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _bad(
             path, line, f"{field} is not a non-empty string", "see the dataset format in the README's bench section"
         )
+    _unicode(value, path, line, field)
     if value.startswith(SPEED_BENCH_PLACEHOLDER):
         raise _placeholder(path, line)
     return value
@@ -165,12 +181,12 @@ def _category(row: dict[str, Any], default: str, path: Path, line: int) -> str:
     value = row.get("category", default)
     if not isinstance(value, str) or not value:
         raise _bad(path, line, "'category' is not a non-empty string", "give every row a category, or none")
-    return value
+    return _unicode(value, path, line, "'category'")
 
 
-def _row_id(row: dict[str, Any], fallback: str) -> str:
+def _row_id(row: dict[str, Any], fallback: str, path: Path, line: int) -> str:
     value = row.get("question_id", row.get("id"))
-    return str(value) if value is not None else fallback
+    return _unicode(str(value), path, line, "the row's id") if value is not None else fallback
 
 
 def load_speed_bench(directory: Path, subset: str) -> Dataset:
@@ -211,7 +227,9 @@ def load_speed_bench(directory: Path, subset: str) -> Dataset:
         first = _first_turn(row, "messages", path, line)
         content = first.get("content") if isinstance(first, dict) else None
         text = _text(content, path, line, "messages[0].content")
-        prompts.append(BenchPrompt(_row_id(row, f"{subset}-{line}"), _category(row, "uncategorized", path, line), text))
+        prompts.append(
+            BenchPrompt(_row_id(row, f"{subset}-{line}", path, line), _category(row, "uncategorized", path, line), text)
+        )
     return Dataset("speed-bench", str(directory), subset, tuple(prompts))
 
 
@@ -220,7 +238,9 @@ def load_spec_bench(path: Path) -> Dataset:
     prompts = []
     for line, row in read_jsonl(path):
         text = _text(_first_turn(row, "turns", path, line), path, line, "turns[0]")
-        prompts.append(BenchPrompt(_row_id(row, f"q{line}"), _category(row, "uncategorized", path, line), text))
+        prompts.append(
+            BenchPrompt(_row_id(row, f"q{line}", path, line), _category(row, "uncategorized", path, line), text)
+        )
     return Dataset("spec-bench", str(path), None, tuple(prompts))
 
 
@@ -232,7 +252,9 @@ def load_jsonl(path: Path) -> Dataset:
             raise _bad(path, line, "no 'prompt' field", 'each line needs {"prompt": "..."} (and may add "category")')
         prompts.append(
             BenchPrompt(
-                _row_id(row, f"p{line}"), _category(row, "all", path, line), _text(row["prompt"], path, line, "prompt")
+                _row_id(row, f"p{line}", path, line),
+                _category(row, "all", path, line),
+                _text(row["prompt"], path, line, "prompt"),
             )
         )
     return Dataset("jsonl", str(path), None, tuple(prompts))

@@ -23,12 +23,6 @@ bench_app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 
 
-def writable(path: Path | None, flag: str) -> None:
-    """Refuse an output file whose folder does not exist before the run (a bench run takes minutes)."""
-    if path is not None and not path.parent.is_dir():
-        raise UsageError(f"{flag} {path}: folder {path.parent} does not exist", hint="create it, or pick another path")
-
-
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
@@ -120,6 +114,9 @@ def bench(
     png_file: Annotated[
         Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --report/--html/--png replace files k3deploy did not write.")
+    ] = False,
 ) -> None:
     """Bench an endpoint per category, tier and concurrency. Exit 0 all requests ok, 1 a request failed or tokens
     disagree with the server's counters, 3 the endpoint cannot be reached."""
@@ -130,10 +127,9 @@ def bench(
     from k3deploy.bench.ab import run_variants
     from k3deploy.bench.compare import compare, headline
     from k3deploy.bench.load import parse_rates
+    from k3deploy.bench.outputs import outputs_of, write_outputs
     from k3deploy.report.bench_view import bench_view, compare_view
 
-    for path, flag in ((report_file, "--report"), (html_file, "--html"), (png_file, "--png"), (csv_file, "--csv")):
-        writable(path, flag)
     api_key = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
@@ -170,6 +166,9 @@ def bench(
         seed=seed,
         tokenizer=tokenizer,
     )
+    outputs = outputs_of(
+        request, report_file, html_file, png_file, csv_file, force=force
+    )  # before the run: it takes minutes
     reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
@@ -181,7 +180,7 @@ def bench(
         if comparison.verdict:  # recorded where the numbers are
             for report in reports:
                 report.notes.append(comparison.verdict)
-    cli_run.write_outputs(reports, report_file, html_file, png_file, csv_file)
+    write_outputs(reports, outputs)
     if output is not OutputFormat.table:
         print_json_text(
             reports[0].model_dump_json(indent=1)
@@ -211,17 +210,22 @@ def compare_cmd(
     png_file: Annotated[
         Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --html/--png files k3deploy did not write (or that were edited).")
+    ] = False,
 ) -> None:
     """Speedup per category, tier and overall between bench runs, beside the published figures.
 
     Refuses (exit 2) runs whose dataset, prompt set, output length or temperature differ."""
     # Loaded when the command runs: `k3deploy --help` stays light.
     from k3deploy.bench.compare import compare, differences
+    from k3deploy.fileio.write import check_output
     from k3deploy.report.bench import BenchReport
     from k3deploy.report.bench_view import compare_view
 
-    for path, flag in ((html_file, "--html"), (png_file, "--png")):
-        writable(path, flag)
+    # Checked before the reports are read; written after (fileio/write.py's rules: --force, symlinks, rename).
+    html_out = check_output(html_file, "--html", force=force) if html_file is not None else None
+    png_out = check_output(png_file, "--png", force=force) if png_file is not None else None
     if len(files) < 2:
         raise UsageError(
             "bench compare needs at least two reports", hint="k3deploy bench compare base.json dspark.json"
@@ -248,9 +252,13 @@ def compare_cmd(
     err.print(compare_view(comparison))
     if comparison.verdict:
         err.print(comparison.verdict, markup=False, highlight=False)
-    if html_file is not None or png_file is not None:
-        from k3deploy.bench.cli_run import write_outputs  # the bench stage, loaded when the command runs
+    if html_out is not None or png_out is not None:
+        from k3deploy.bench import charts
+        from k3deploy.fileio.write import write_output
 
-        write_outputs(reports, None, html_file, png_file)
+        if html_out is not None:
+            write_output(html_out, charts.html(reports))
+        if png_out is not None:
+            write_output(png_out, charts.png(reports))
     if output is not OutputFormat.table:
         print_json_text(comparison.model_dump_json(indent=1), output)

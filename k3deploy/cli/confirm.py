@@ -18,15 +18,19 @@ YES_FLAG = "--yes"
 
 
 def confirm(question: str, *, yes: bool, hint: str | None = None) -> None:
-    """Return when the action may go ahead: `yes`, or "y" at the prompt on a terminal; typer.Abort on "n"; a
-    UsageError naming --yes when stdin is not a terminal (nobody can answer)."""
+    """Return when the action may go ahead: `yes`, or "y" at the prompt on a terminal; a UsageError (exit 2, one
+    error and one hint, nothing changed) on "n" and when stdin is not a terminal (nobody can answer). Ctrl-C at
+    the prompt stays an interrupt (typer.Abort: exit 130)."""
     if yes:
         return
+    what = question.removesuffix("?").removesuffix(" Go ahead").rstrip(". ")
     if not sys.stdin.isatty():
-        what = question.removesuffix("?").removesuffix(" Go ahead").rstrip(". ")
         raise UsageError(
             f"{what}: refused without {YES_FLAG} (stdin is not a terminal, so nobody can confirm)",
             hint=hint or f"re-run with {YES_FLAG} to go ahead",
         )
     if not typer.confirm(question, err=True):
-        raise typer.Abort()
+        raise UsageError(
+            f"{what}: not confirmed; nothing was changed",
+            hint=f"re-run and answer y, or pass {YES_FLAG} to go ahead without being asked",
+        )

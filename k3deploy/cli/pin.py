@@ -18,7 +18,12 @@ def pin(
         str | None,
         typer.Option("--output", "-o", help="File to write the pinned profile to, or '-' for stdout (default)."),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing file that `pin` did not write.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing file that k3deploy did not write (never a symlink).")
+    ] = False,
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="Bound on the whole command's registry and Hub requests (e.g. 2m).")
+    ] = "5m",
 ) -> None:
     """Pin a profile: image tags to digests (checking the nodes' platform is built), Hub revisions to commits.
 
@@ -27,15 +32,19 @@ def pin(
     or registry=url pairs); HF_ENDPOINT points at a Hub mirror; HF_TOKEN reads private and gated repos.
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.duration import parse_duration
+    from k3deploy.kube.deadline import Deadline
     from k3deploy.pin.hub import HubClient
     from k3deploy.pin.registry import RegistryClient
-    from k3deploy.pin.run import pin_profile, write_pinned
+    from k3deploy.pin.run import check_pinned_output, pin_profile, write_pinned
     from k3deploy.profile import load_profile
 
+    out = check_pinned_output(output, force=force)  # before the registry and the Hub are asked anything
+    deadline = Deadline(parse_duration(timeout, "--timeout"))
     mirrors = load_profile(profile, list(set_ or [])).kubernetes.registry_mirrors
-    with RegistryClient(mirrors=mirrors) as registry, HubClient() as hub:
+    with RegistryClient(mirrors=mirrors, deadline=deadline) as registry, HubClient(deadline=deadline) as hub:
         outcome = pin_profile(profile, list(set_ or []), registry, hub)
-    write_pinned(outcome.text, output, force=force)
+    write_pinned(outcome.text, out)
     if not outcome.rows:
         err.print(
             "nothing to pin: the profile names no Hub model and no image (a local target with local or generated weights)",

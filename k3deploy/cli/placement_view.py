@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
+from k3deploy.console import safe_text
 from k3deploy.preflight.placement import Placement
 
 
@@ -33,8 +35,13 @@ def placement_table(result: Placement) -> Table:
             note = "; ".join(
                 filter(None, [note, f"{len(clique.excluded)} GPU node(s) not free: " + "; ".join(clique.excluded[:3])])
             )
-        table.add_row(
-            clique.clique, str(len(clique.trays)), groups, str(len(clique.used)), str(clique.free_after), note
+        table.add_row(  # the clique and the node notes come from node labels: shown as text, never as escapes
+            Text(safe_text(clique.clique)),
+            str(len(clique.trays)),
+            groups,
+            str(len(clique.used)),
+            str(clique.free_after),
+            Text(safe_text(note)),
         )
     if not result.cliques:
         table.add_row("-", "0", "-", "0", "0", "no GPU node is eligible")

@@ -99,7 +99,7 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
         kwargs["endpoint"] = checked_endpoint(kwargs["endpoint"])
     if kwargs.get("group_endpoint") is not None:
         kwargs["group_endpoint"] = _checked_group_template(kwargs["group_endpoint"])
-    deadline = Deadline(kwargs.get("timeout_s"))
+    deadline = Deadline(kwargs.get("timeout_s"), flag="--timeout")
     return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace, deadline), **kwargs)
 
 

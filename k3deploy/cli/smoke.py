@@ -12,7 +12,8 @@ from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, g
 from k3deploy.cli.output import print_json_text
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
-from k3deploy.errors import EnvironmentProblem, UsageError
+from k3deploy.errors import UsageError
+from k3deploy.fileio.write import check_output, write_output
 
 
 def parse_levels(raw: str) -> list[int]:
@@ -98,6 +99,9 @@ def smoke(
     ] = None,
     output: FormatOpt = OutputFormat.table,
     report_file: Annotated[Path | None, typer.Option("--report", help="Write the JSON report to this file.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --report replace a file k3deploy did not write (never a symlink).")
+    ] = False,
 ) -> None:
     """Check a running endpoint: liveness, correctness, bs=1 throughput, speculative decoding, targets.
 
@@ -110,17 +114,8 @@ def smoke(
             raise UsageError(
                 f"--api-key-env {api_key_env}: that environment variable is not set", hint=f"export {api_key_env}=..."
             )
-    if report_file is not None and (report_file.is_dir() or report_file.is_symlink()):
-        raise UsageError(
-            f"--report {report_file}: is a folder or a symlink, not a file to write",
-            hint="name a file, e.g. --report smoke.json",
-        )
-    if report_file is not None and not report_file.parent.is_dir():
-        # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
-        raise UsageError(
-            f"--report {report_file}: folder {report_file.parent} does not exist",
-            hint="create it, or pick another path",
-        )
+    # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
+    report_out = check_output(report_file, "--report", force=force) if report_file is not None else None
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.report.smoke_view import smoke_view
     from k3deploy.smoke.headline import REHEARSAL_LABEL
@@ -151,13 +146,8 @@ def smoke(
     err.print(smoke_view(report))
     if prof.model.rehearsal:
         err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
-    if report_file is not None:
-        try:
-            report.save(report_file)
-        except OSError as exc:
-            raise EnvironmentProblem(
-                f"cannot write the report to {report_file}: {exc.strerror}", hint="check the path"
-            ) from None
+    if report_out is not None:
+        write_output(report_out, report.to_json())
     if output is not OutputFormat.table:
         # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
         print_json_text(report.model_dump_json(indent=2), output)

@@ -174,6 +174,10 @@ def watch(
                 state.update(tick)
                 live.update(render(state), refresh=True)
     except KeyboardInterrupt:
+        from k3deploy import cli  # the entry point's record of a SIGTERM (loaded already: it runs this command)
+
+        if cli._TERMINATED:  # a SIGTERM is not how a watch ends well: 143, as a shell reports a terminated job
+            raise typer.Exit(143) from None
         return  # Ctrl-C is how a watch ends: exit 0, no traceback
     finally:
         stream.close()

@@ -7,6 +7,10 @@ that accepted the connection and never answers; `BoundedApiClient` fills the tim
 would outlive the command's deadline), reads a plain answer's body inside the same bound (rest.py requests
 with `preload_content=False`, so a body that stalls half-way would otherwise block where nobody times it),
 and turns a timeout into one `ApiTimeout` that names the server, the request and the seconds it waited.
+
+urllib3's read timeout bounds each `recv`, so an API (or a proxy) that trickles a byte just inside it keeps one
+request alive for ever: the body is read here in chunks, the request's whole time checked after each, and its
+size capped (`MAX_BODY_BYTES`), so a request ends within its connect + read timeouts (those cut to the deadline).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ _WATCH = re.compile(r"[?&]watch=(true|1)(&|$)", re.IGNORECASE)
 last_answer: list[tuple[str, str, bytes]] = []
 #: How much of an answer's body such an error shows.
 SHOWN_BYTES = 60
+#: The largest plain answer read (a list of every pod of a big cluster is tens of MiB); larger is not an API's.
+MAX_BODY_BYTES = 256 << 20
+_CHUNK = 1 << 16
 
 
 def describe_last_answer() -> str | None:
@@ -84,7 +91,15 @@ class BoundedApiClient(client.ApiClient):
         """The API server's URL, as the kubeconfig names it."""
         return str(self.configuration.host).rstrip("/")
 
-    def _timed_out(self, what: str, bound: RequestBound, waited: float) -> ApiTimeout:
+    def _timed_out(self, what: str, bound: RequestBound, waited: float, trickled: int | None = None) -> ApiTimeout:
+        if trickled is not None:
+            kept = f"the command's deadline of {self.deadline.seconds:g}s" if bound.cut else f"{waited:.0f}s"
+            return ApiTimeout(
+                f"the Kubernetes API at {self.server} was still sending its answer after {kept} "
+                f"({what}, {trickled} bytes so far)",
+                hint="an API server or a proxy in front of it trickles its answers; check its health and the "
+                "network path" + self.deadline.hint_tail(),
+            )
         if bound.cut and self.deadline.seconds is not None:
             within = f"the command's deadline of {self.deadline.seconds:g}s"
         else:
@@ -94,8 +109,33 @@ class BoundedApiClient(client.ApiClient):
         return ApiTimeout(
             f"the Kubernetes API at {self.server} did not answer within {within} ({what})",
             hint="check that the API server is up and healthy (`kubectl get --raw /readyz`) and the network path "
-            "to it; --timeout bounds the whole command",
+            "to it" + self.deadline.hint_tail(),
         )
+
+    def _read_body(self, response: Any, what: str, bound: RequestBound, started: float, until: float) -> bytes:
+        """The answer's body, read in chunks, within the request's whole bound `until` and `MAX_BODY_BYTES`."""
+        raw = response.response  # urllib3's HTTPResponse: rest.py asked for it unread (preload_content=False)
+        chunks: list[bytes] = []
+        size = 0
+        # read1: what one recv brings (read(n) would wait for all n bytes of a trickle before the clock is checked)
+        while chunk := raw.read1(_CHUNK):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raw.release_conn()
+                raise EnvironmentProblem(
+                    f"the Kubernetes API at {self.server} answered {what} with over {MAX_BODY_BYTES >> 20} MiB; "
+                    "stopped reading",
+                    hint="check that the kubeconfig points at the Kubernetes API, not another service",
+                )
+            if time.monotonic() > until:
+                raw.release_conn()
+                raise self._timed_out(what, bound, time.monotonic() - started, trickled=size)
+        body = b"".join(chunks)
+        # Callers that asked for the raw answer (the DynamicClient: _preload_content=False) read urllib3's `.data`,
+        # which is its cached body once read whole; the body read here in chunks is put where `.data` finds it.
+        raw._body = body
+        return body
 
     def call_api(
         self,
@@ -113,7 +153,8 @@ class BoundedApiClient(client.ApiClient):
             raise ApiTimeout(
                 f"the Kubernetes API at {self.server}: the command's deadline of {self.deadline.seconds:g}s "
                 f"passed before {what} could be sent",
-                hint="raise --timeout, or check why the API server answers slowly",
+                hint=(f"raise {self.deadline.flag}, or check" if self.deadline.flag else "check")
+                + " why the API server answers slowly",
             )
         started = time.monotonic()
         try:
@@ -121,8 +162,9 @@ class BoundedApiClient(client.ApiClient):
                 method, url, header_params, body, post_params, _request_timeout=bound.as_tuple()
             )
             if not _WATCH.search(url):
-                response.read()
-                data = getattr(response, "data", b"") or b""
+                whole = bound.read if bound.cut else bound.connect + bound.read
+                response.data = self._read_body(response, what, bound, started, started + whole)  # type: ignore[assignment]
+                data = response.data or b""
                 head = data[: SHOWN_BYTES + 1] if isinstance(data, bytes) else str(data)[: SHOWN_BYTES + 1].encode()
                 last_answer[:] = [(what, str(response.getheader("Content-Type") or ""), head)]
         except Exception as exc:

@@ -76,8 +76,11 @@ def connect(options: KubeOptions) -> Any:
     from kubernetes.config.config_exception import ConfigException
 
     from k3deploy.kube.bounded import BoundedApiClient  # it subclasses kubernetes' ApiClient: loaded with it
+    from k3deploy.kube.exec_bound import install as install_exec_bound  # it patches kubernetes: loaded with it
+    from k3deploy.kube.exec_bound import loading as exec_loading  # (the same module)
 
     configuration = client.Configuration()
+    install_exec_bound(options.deadline)  # the credential plugin runs inside --timeout too
     path = options.kubeconfig or os.environ.get("KUBECONFIG")
     default = os.path.expanduser("~/.kube/config")
     try:
@@ -86,7 +89,10 @@ def connect(options: KubeOptions) -> Any:
             for name in files:
                 check_kubeconfig_file(name)
             try:
-                config.load_kube_config(config_file=path, context=options.context, client_configuration=configuration)
+                with exec_loading():
+                    config.load_kube_config(
+                        config_file=path, context=options.context, client_configuration=configuration
+                    )
             except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a shape the library does not expect
                 raise _bad_kubeconfig(", ".join(files), f"{type(exc).__name__}: {exc}") from None
         else:

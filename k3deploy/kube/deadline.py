@@ -24,12 +24,21 @@ MIN_REQUEST_S = 0.5
 class Deadline:
     """A monotonic instant by which a command must end, or none (`seconds=None`: only per-request timeouts apply)."""
 
-    def __init__(self, seconds: float | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, seconds: float | None = None, *, clock: Callable[[], float] = time.monotonic, flag: str | None = None
+    ) -> None:
         self.clock = clock
+        #: The command-line flag that sets this deadline (`--timeout`), None on a command that has none: a hint
+        #: names the flag only where the user can pass it.
+        self.flag = flag
         self.seconds: float | None = None
         self.at: float | None = None
         if seconds is not None:
             self.restart(seconds)
+
+    def hint_tail(self) -> str:
+        """ "; --timeout bounds the whole command" where the command has the flag, else nothing."""
+        return f"; {self.flag} bounds the whole command" if self.flag else ""
 
     @property
     def bounded(self) -> bool:

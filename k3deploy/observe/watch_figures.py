@@ -29,7 +29,7 @@ from k3deploy.smoke.metrics import (
     SeriesKey,
     counter_increase,
     diff,
-    parse_metrics,
+    parse_metrics_tolerant,
 )
 
 #: Counter-like samples diffed here (histogram _sum/_count only ever grow, as counters do).
@@ -94,7 +94,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
 
 def parse_scrape(text: str, started: float, finished: float) -> MetricsSnapshot:
     """The samples watch reads from one `/metrics` body (MetricsFormatError when it is not Prometheus text)."""
-    return parse_metrics(text, started, finished, names=WATCHED)
+    return parse_metrics_tolerant(text, started, finished, names=WATCHED)
 
 
 def _series_name(key: SeriesKey) -> str:
@@ -122,6 +122,7 @@ def figures_between(before: MetricsSnapshot, after: MetricsSnapshot) -> WatchFig
     delta = diff(before, after)
     notes = [delta.error] if delta.error else []
     notes += [f"non-finite sample ignored: {text}" for text in after.non_finite]
+    notes += [f"malformed /metrics {text} ignored" for text in after.malformed]
     tpot_sum = _sum_increase(before, after, f"{TPOT}_sum")
     tpot_count = _sum_increase(before, after, f"{TPOT}_count")
     ttft_sum = _sum_increase(before, after, f"{TTFT}_sum")

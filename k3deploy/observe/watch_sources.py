@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from k3deploy.kube.deadline import Deadline
+from k3deploy.net.capped import TooLarge, get_capped
 from k3deploy.observe.watch_figures import (
     DeltaTracker,
     QueryResult,
@@ -43,22 +45,25 @@ class ScrapeError(Exception):
         self.hint = hint
 
 
-def _get_capped(client: httpx.Client, url: str, limit: int, params: Mapping[str, str] | None = None) -> httpx.Response:
-    """GET `url`, its body read up to `limit` bytes (past it: a ScrapeError), httpx errors as ScrapeErrors."""
+def _get_capped(
+    client: httpx.Client, url: str, limit: int, timeout_s: float, params: Mapping[str, str] | None = None
+) -> httpx.Response:
+    """GET `url`, its body read up to `limit` bytes (past it: a ScrapeError) and the whole answer within about
+    `timeout_s` (net/capped.py: a server trickling its body cannot hold a tick, or `--for`, past it)."""
     try:
-        with client.stream("GET", url, params=params) as resp:
-            body = bytearray()
-            for chunk in resp.iter_bytes():
-                body += chunk
-                if len(body) > limit:
-                    raise ScrapeError(
-                        f"{url} answered more than {limit // (1024 * 1024)} MiB", "is this the right URL?"
-                    )
-            # The body is decoded already (iter_bytes undoes gzip): without these headers it is not decoded twice.
-            headers = [
-                (k, v) for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")
-            ]
-            return httpx.Response(resp.status_code, headers=headers, content=bytes(body), request=resp.request)
+        resp, body = get_capped(
+            client,
+            url,
+            limit=limit,
+            error_limit=limit,
+            deadline=Deadline(timeout_s),
+            read_timeout_s=timeout_s,
+            params=dict(params) if params else None,
+        )
+        headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+        return httpx.Response(resp.status_code, headers=headers, content=body, request=resp.request)
+    except TooLarge:
+        raise ScrapeError(f"{url} answered more than {limit // (1024 * 1024)} MiB", "is this the right URL?") from None
     except httpx.HTTPError as exc:
         raise ScrapeError(
             translate(exc, url).message, "check the URL, and that the server (or its port-forward) still runs"
@@ -75,13 +80,14 @@ class MetricsSource:
     ) -> None:
         self.url = base_url.rstrip("/") + "/metrics"
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False)
+        self._timeout_s = timeout_s
         self._tracker = DeltaTracker()
         self._clock = clock
 
     def sample(self) -> WatchFigures | None:
         """The figures since the previous scrape; None for the first one (the baseline)."""
         started = self._clock()
-        resp = _get_capped(self._client, self.url, METRICS_LIMIT)
+        resp = _get_capped(self._client, self.url, METRICS_LIMIT, self._timeout_s)
         finished = self._clock()
         if resp.status_code != 200:
             excerpt = " ".join(resp.text.split())[:200]
@@ -101,6 +107,15 @@ class MetricsSource:
     def close(self) -> None:
         """Release the connection pool."""
         self._client.close()
+
+
+def _series(item: Any) -> tuple[dict[str, str], float] | None:
+    """One vector sample as (labels, value); None for a malformed one: that series is left out (its row shows no
+    value), not the whole answer refused."""
+    try:
+        return {str(k): str(v) for k, v in item["metric"].items()}, float(item["value"][1])
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def parse_query_answer(text: str, status_code: int) -> QueryResult:
@@ -133,11 +148,9 @@ def parse_query_answer(text: str, status_code: int) -> QueryResult:
         if kind == "scalar":
             return [({}, float(data["result"][1]))]
         if kind == "vector":
-            return [
-                ({str(k): str(v) for k, v in item["metric"].items()}, float(item["value"][1]))
-                for item in data["result"]
-            ]
-    except (KeyError, TypeError, ValueError, IndexError):
+            rows = [_series(item) for item in data["result"]]
+            return [row for row in rows if row is not None]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         raise ScrapeError(
             "Prometheus answered success with a malformed result", "is --prometheus a Prometheus server?"
         ) from None
@@ -161,7 +174,11 @@ class PrometheusSource:
     def query(self, expression: str) -> QueryResult:
         """One instant query at the server's now, with Prometheus' own evaluation timeout set to ours."""
         resp = _get_capped(
-            self._client, self.url, QUERY_LIMIT, params={"query": expression, "timeout": f"{self._timeout_s:g}s"}
+            self._client,
+            self.url,
+            QUERY_LIMIT,
+            self._timeout_s,
+            params={"query": expression, "timeout": f"{self._timeout_s:g}s"},
         )
         try:
             return parse_query_answer(resp.text, resp.status_code)

@@ -15,6 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from k3deploy.console import safe_text
 from k3deploy.observe.watch_figures import Judged, WatchFigures, below_targets, judge
 from k3deploy.observe.watch_loop import Tick
 from k3deploy.profile.model import TargetsSpec
@@ -98,7 +99,7 @@ def render(state: ViewState) -> RenderableType:
         at = f"{state.error_at:%H:%M:%S}" if state.error_at else ""
         parts.append(
             Text(
-                f"scrape failed {at}: {state.error} (figures above are from the last good scrape; retrying)",
+                f"scrape failed {at}: {safe_text(state.error)} (figures above are from the last good scrape; retrying)",
                 style="bold red",
             )
         )
@@ -107,7 +108,7 @@ def render(state: ViewState) -> RenderableType:
             Text(f"counter reset (server restarted?): {', '.join(state.figures.counter_resets[:3])}", style="yellow")
         )
     if state.figures is not None and state.figures.notes:
-        parts.append(Text("; ".join(state.figures.notes), style="yellow"))
+        parts.append(Text(safe_text("; ".join(state.figures.notes)), style="yellow"))
     return Group(*parts)
 
 

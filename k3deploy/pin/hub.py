@@ -13,6 +13,7 @@ so the pinned profile names the repo that owns it, not a name someone else may t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 
 import httpx
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.kube.deadline import Deadline
+from k3deploy.net.capped import TooLarge, get_capped
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 15.0
@@ -29,6 +32,8 @@ _SHORT_SHA = re.compile(r"^[0-9a-f]{7,39}$")
 _REVISION_PATH = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/revision/(?P<rev>[^/]+)$")
 #: Renames chain rarely; more hops than this is a redirect loop.
 MAX_REDIRECTS = 5
+#: A revision answer is a few KiB (the repo's file list); anything this large is not one.
+MAX_ANSWER_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -47,12 +52,26 @@ def hub_endpoint() -> str:
 class HubClient:
     """Bounded-timeout reader of model revisions."""
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, deadline: Deadline | None = None) -> None:
+        self._timeout_s = timeout_s
+        #: The whole client's bound (`pin --timeout`); without one, each request gets 4 timeouts.
+        self._deadline = deadline
         headers = {"User-Agent": "k3deploy-pin"}
         token = os.environ.get("HF_TOKEN")
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._endpoint = hub_endpoint()
+        try:
+            parts = urlsplit(self._endpoint)
+            parts.port  # noqa: B018 -- raises ValueError for a port out of range
+        except ValueError as exc:
+            raise UsageError(
+                f"HF_ENDPOINT {self._endpoint!r} is not a URL: {exc}", hint="set it to http(s)://host[:port]"
+            ) from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(
+                f"HF_ENDPOINT {self._endpoint!r} is not an http(s) URL", hint="set it to http(s)://host[:port]"
+            )
         self._http = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers)
 
     def close(self) -> None:
@@ -77,8 +96,20 @@ class HubClient:
         answered_by = repo_id
         for _ in range(MAX_REDIRECTS + 1):
             try:
-                response = self._http.get(url)
-            except httpx.HTTPError as exc:
+                response, body = get_capped(
+                    self._http,
+                    url,
+                    limit=MAX_ANSWER_BYTES,
+                    error_limit=MAX_ANSWER_BYTES,
+                    deadline=self._deadline or Deadline(4 * self._timeout_s),
+                    read_timeout_s=self._timeout_s,
+                )
+            except TooLarge:
+                raise EnvironmentProblem(
+                    f"{host} answered {repo_id}@{rev} with over {MAX_ANSWER_BYTES} bytes; stopped reading",
+                    hint="HF_ENDPOINT does not point at a Hub API; check it",
+                ) from None
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 raise EnvironmentProblem(
                     f"cannot reach the Hugging Face Hub at {host}: {type(exc).__name__}: {exc}",
                     hint=f"check the network path to {host}, or set HF_ENDPOINT to a mirror",
@@ -99,7 +130,7 @@ class HubClient:
                 f"{host} redirected {repo_id}@{rev} more than {MAX_REDIRECTS} times",
                 hint="report it to the Hub; retry later",
             )
-        sha = self._check(response, answered_by, rev, host)
+        sha = self._check(response, body, answered_by, rev, host)
         if _SHORT_SHA.match(rev) and not sha.startswith(rev):
             raise CheckFailed(
                 f"{answered_by}: {rev!r} resolved to {sha}, which is not the commit it abbreviates",
@@ -107,14 +138,15 @@ class HubClient:
             )
         return HubRevision(repo_id=answered_by, sha=sha)
 
-    def _check(self, response: httpx.Response, repo_id: str, rev: str, host: str) -> str:
+    def _check(self, response: httpx.Response, body: bytes, repo_id: str, rev: str, host: str) -> str:
         """The commit of a 200 answer; the Hub's error codes as exit 1, anything else as exit 3."""
         code = response.headers.get("X-Error-Code")
         if response.status_code == 200:
             try:
-                sha = response.json().get("sha")
-            except ValueError:
-                sha = None
+                answer = json.loads(body)
+            except (ValueError, RecursionError):
+                answer = None
+            sha = answer.get("sha") if isinstance(answer, dict) else None
             if not isinstance(sha, str) or not _SHA.match(sha):
                 raise EnvironmentProblem(
                     f"{host} answered {repo_id}@{rev} without a commit sha",

@@ -74,8 +74,12 @@ def parse_env(value: str) -> tuple[str | None, dict[str, str]]:
 
 
 def _check_url(url: str, where: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number or out of range
+    except ValueError:  # an unclosed IPv6 bracket, a bad port
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
         raise UsageError(
             f"{where}: {url!r} is not an http(s) registry URL",
             hint="write it as https://host[:port][/prefix]",
@@ -88,6 +92,8 @@ def locate(ref: ImageRef, profile_mirrors: Mapping[str, str], env_value: str | N
     key = registry_key(ref.registry)
     profile = {registry_key(k): v for k, v in profile_mirrors.items()}
     mirror = everything or per_registry.get(key) or profile.get(key)
+    if mirror and mirror is profile.get(key):
+        _check_url(mirror, f"kubernetes.registry_mirrors ({key})")
     if mirror:
         base, prefix = split_mirror(mirror)
         return Location(base, f"{prefix}/{ref.repository}" if prefix else ref.repository, mirror)

@@ -19,13 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import httpx
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError
+from k3deploy.kube.deadline import Deadline
+from k3deploy.net.capped import TooLarge, get_capped
 from k3deploy.pin.mirrors import REGISTRY_URL_ENV, Location, locate
 from k3deploy.pin.oci import (
     IMAGE_TYPES,
@@ -58,8 +59,15 @@ _MAX_ERROR_BYTES = 64 * 1024
 class RegistryClient:
     """An anonymous registry client with bounded timeouts; tokens are reused per realm, service and scope."""
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, mirrors: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        mirrors: Mapping[str, str] | None = None,
+        deadline: Deadline | None = None,
+    ) -> None:
         self._timeout_s = timeout_s
+        #: The whole client's bound (`pin --timeout`, preflight's check); without one, each request gets 4 timeouts.
+        self._deadline = deadline
         self._mirrors = dict(mirrors or {})
         self._http = httpx.Client(
             timeout=httpx.Timeout(timeout_s), follow_redirects=True, headers={"User-Agent": "k3deploy-pin"}
@@ -88,6 +96,15 @@ class RegistryClient:
         except ReferenceError as exc:
             raise ProfileError(f"image {exc}", hint="write it as [registry/]repository:tag[@sha256:<digest>]") from None
         loc = locate(ref, self._mirrors, os.environ.get(REGISTRY_URL_ENV))
+        try:
+            return self._resolve(ref, loc, image, arch)
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:  # JSON of the right syntax, wrong shape
+            raise EnvironmentProblem(
+                f"{loc.host}: malformed answer for {image} ({type(exc).__name__}: {exc})",
+                hint="the registry or a proxy in front of it answered JSON that is not an OCI manifest; check the path to it",
+            ) from None
+
+    def _resolve(self, ref: ImageRef, loc: Location, image: str, arch: str | None) -> ImageResolution:
         body_bytes, content_type, digest = self._manifest(ref, loc, ref.reference, ref.digest)
         body = _json(body_bytes, ref, "manifest")
         kind = media_type(content_type, body)
@@ -246,28 +263,28 @@ class RegistryClient:
         what: str,
         params: dict[str, str] | None = None,
     ) -> tuple[httpx.Response, bytes]:
-        """One streamed GET, read to at most `limit` bytes (error bodies less) and within a total deadline."""
-        deadline = time.monotonic() + 4 * self._timeout_s
-        chunks: list[bytes] = []
-        received = 0
+        """One streamed GET, read to at most `limit` bytes (error bodies less) and within the client's deadline."""
+        deadline = self._deadline or Deadline(4 * self._timeout_s)
         try:
-            with self._http.stream("GET", url, headers=headers, params=params) as response:
-                cap = limit if response.status_code == 200 else _MAX_ERROR_BYTES
-                for chunk in response.iter_bytes():
-                    received += len(chunk)
-                    if received > cap and response.status_code == 200:
-                        raise EnvironmentProblem(
-                            f"{loc.host}: the {what} at {url} is over {limit} bytes; stopped reading",
-                            hint="check the image reference; a registry serves manifests and configs of a few KiB",
-                        )
-                    chunks.append(chunk)
-                    if received > cap or time.monotonic() > deadline:
-                        break
-                if time.monotonic() > deadline:
-                    raise httpx.ReadTimeout(f"the {what} took over {4 * self._timeout_s:g} s to arrive")
+            return get_capped(
+                self._http,
+                url,
+                limit=limit,
+                error_limit=_MAX_ERROR_BYTES,
+                deadline=deadline,
+                read_timeout_s=self._timeout_s,
+                headers=headers,
+                params=params,
+            )
+        except TooLarge:
+            raise EnvironmentProblem(
+                f"{loc.host}: the {what} at {url} is over {limit} bytes; stopped reading",
+                hint="check the image reference; a registry serves manifests and configs of a few KiB",
+            ) from None
+        except httpx.InvalidURL as exc:
+            raise _unreachable(loc.host, exc) from None
         except httpx.HTTPError as exc:
             raise _unreachable(loc.host, exc) from exc
-        return response, b"".join(chunks)
 
 
 def _unreachable(host: str, exc: Exception) -> EnvironmentProblem:
@@ -280,7 +297,7 @@ def _unreachable(host: str, exc: Exception) -> EnvironmentProblem:
 def _maybe_json(content: bytes) -> object:
     try:
         return json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply for the parser
         return None
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError, UsageError
+from k3deploy.errors import CheckFailed, ProfileError
+from k3deploy.fileio.write import OutputFile, check_output, write_output
 from k3deploy.pin import roundtrip
 from k3deploy.pin.floating import Pinnable, node_arch, pinnable_fields
 from k3deploy.pin.hub import HubClient
@@ -108,38 +108,17 @@ def pin_profile(ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub
     return PinOutcome(data=data, text=text, rows=rows)
 
 
-def write_pinned(text: str, output: str | None, *, force: bool = False) -> None:
-    """Write to stdout (`-` or None) or a file; a file `pin` did not write is only replaced with `force`."""
+def check_pinned_output(output: str | None, *, force: bool = False) -> OutputFile | None:
+    """The checked `-o` file (None for stdout), before any registry or Hub request: fileio/write.py's rules."""
     if output in (None, "-"):
+        return None
+    return check_output(output, "--output", force=force)
+
+
+def write_pinned(text: str, out: OutputFile | None) -> None:
+    """Write to stdout (None) or the checked file: never through a symlink, never over a file k3deploy did not write."""
+    if out is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    path = Path(output)
-    if path.is_dir():
-        raise UsageError(
-            f"--output {output!r} is a directory", hint="pass a file name, e.g. -o pinned.yaml, or '-' for stdout"
-        )
-    if path.is_symlink() and not force:
-        raise UsageError(
-            f"{output!r} is a symbolic link; pin does not write through one",
-            hint="pass the real file name, or add --force",
-        )
-    if path.exists() and not force and not _written_by_pin(path):
-        raise UsageError(
-            f"{output!r} exists and was not written by `k3deploy pin`",
-            hint="choose another file name, or add --force to replace it",
-        )
-    try:
-        path.write_text(text, encoding="utf-8", newline="\n")
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"cannot write {output!r}: {exc.strerror or exc}", hint="check the path and its permissions"
-        ) from exc
-
-
-def _written_by_pin(path: Path) -> bool:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            return handle.readline().startswith(HEADER)
-    except OSError:
-        return False
+    write_output(out, text)

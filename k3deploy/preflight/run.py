@@ -6,6 +6,7 @@ import os
 
 from k3deploy.errors import EXIT_FAILED, K3DeployError
 from k3deploy.kube.client import KubeOptions
+from k3deploy.kube.deadline import Deadline
 from k3deploy.pin.floating import node_arch
 from k3deploy.pin.registry import RegistryClient
 from k3deploy.preflight import node as probe
@@ -18,6 +19,8 @@ from k3deploy.report.model import CheckResult, Status
 
 #: Preflight asks the registry once; a registry slower than this is reported as unreachable (WARN).
 REGISTRY_TIMEOUT_S = 10.0
+#: The whole registry check (token, index, the nodes' image, its config) ends within this, trickling or not.
+REGISTRY_BUDGET_S = 30.0
 
 
 def host_cache_path(profile: Profile) -> str:
@@ -48,15 +51,24 @@ def run_preflight(
         cluster_facts = read_cluster(profile, kube or KubeOptions(), port_forward=port_forward)
     results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
     if cluster and profile.on_kubernetes:
-        results.append(image_platforms(profile))
+        results.append(image_platforms(profile, (kube or KubeOptions()).deadline))
     return results
 
 
-def image_platforms(profile: Profile) -> CheckResult:
-    """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN."""
+def image_platforms(profile: Profile, command: Deadline | None = None) -> CheckResult:
+    """Ask the registry which platforms the serving image is built for; an unreachable registry is a WARN.
+
+    The check takes at most REGISTRY_BUDGET_S, and no more than what is left of the `command`'s deadline.
+    """
     image = profile.vllm.image
+    left = command.remaining() if command is not None else None
+    budget = REGISTRY_BUDGET_S if left is None else max(0.0, min(REGISTRY_BUDGET_S, left))
     try:
-        with RegistryClient(timeout_s=REGISTRY_TIMEOUT_S, mirrors=profile.kubernetes.registry_mirrors) as registry:
+        with RegistryClient(
+            timeout_s=REGISTRY_TIMEOUT_S,
+            mirrors=profile.kubernetes.registry_mirrors,
+            deadline=Deadline(budget),
+        ) as registry:
             resolved = registry.resolve(image, arch=node_arch(profile))
     except K3DeployError as exc:
         if exc.exit_code == EXIT_FAILED:  # the registry answered: no such image is a failure, not a warning
@@ -69,4 +81,8 @@ def image_platforms(profile: Profile) -> CheckResult:
                 hint=exc.hint,
             )
         return image_platform_check(profile, image, None, exc.message)
+    except Exception as exc:  # an advisory check: whatever it meets is its own WARN, never the end of preflight
+        return image_platform_check(
+            profile, image, None, f"the registry check itself failed ({type(exc).__name__}: {exc})"
+        )
     return image_platform_check(profile, image, resolved, None)

@@ -5,13 +5,15 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from k3deploy.console import safe_text
 from k3deploy.report.model import CheckResult, Status
 
 _STYLES = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "dim"}
 
 
-def _cell(value: object) -> str:
-    return "" if value is None else str(value)
+def _cell(value: object) -> Text:
+    """A plain-text cell (no markup), its terminal controls shown as escapes: values come from nodes and registries."""
+    return Text("" if value is None else safe_text(str(value)))
 
 
 def preflight_table(profile_name: str, results: list[CheckResult]) -> Table:
@@ -28,10 +30,10 @@ def preflight_table(profile_name: str, results: list[CheckResult]) -> Table:
         if result.hint and result.status in (Status.WARN, Status.FAIL):
             fix = f"{fix}\nfix: {result.hint}" if fix else f"fix: {result.hint}"
         table.add_row(
-            result.name,
+            _cell(result.name),
             Text(result.status.value.upper(), style=_STYLES[result.status]),
             _cell(result.measured),
             _cell(result.target),
-            fix,
+            _cell(fix),
         )
     return table

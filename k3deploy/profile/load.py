@@ -6,6 +6,7 @@ Every failure becomes one `ProfileError` line naming the dotted field path of th
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from importlib import resources
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 
 from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile
-from k3deploy.profile.overrides import apply_overrides, merge
+from k3deploy.profile.overrides import apply_overrides, merge, written_scalars
 from k3deploy.profile.plan import plan
 from k3deploy.profile.safe_yaml import MAX_DEPTH, YamlRefused, parse_yaml
 from k3deploy.profile.suggest import unknown_field
@@ -166,7 +167,32 @@ def _check_text(node: Any, path: str, origin: str) -> None:
                     f"{origin} is invalid: {where}: not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)",
                     hint=f"fix '{where}' in the profile or with --set",
                 )
+            if isinstance(text, str) and "\0" in text:  # no environment variable, argument or manifest can hold it
+                raise ProfileError(
+                    f"{origin} is invalid: {where}: holds a NUL character",
+                    hint=f"fix '{where}' in the profile or with --set",
+                )
         _check_text(value, where, origin)
+
+
+def _as_written(data: dict[str, Any], exc: ValidationError, sets: list[str]) -> dict[str, Any] | None:
+    """`data` with each `--set` number or boolean that a text field refused put back as the text written; None
+    when no error is of that kind (see overrides.written_scalars)."""
+    written = written_scalars(sets)
+    fixes = [
+        (loc, written[loc])
+        for loc in (tuple(e["loc"]) for e in exc.errors() if e["type"] == "string_type")
+        if loc in written
+    ]
+    if not fixes:
+        return None
+    out = copy.deepcopy(data)
+    for loc, raw in fixes:
+        node: Any = out
+        for part in loc[:-1]:
+            node = node[part]
+        node[loc[-1]] = raw
+    return out
 
 
 def load_profile(ref: ProfileRefs = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
@@ -178,7 +204,13 @@ def load_profile(ref: ProfileRefs = None, sets: list[str] | None = None, *, chec
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise _explain(exc, origin, layers, sets or []) from None
+        retyped = _as_written(data, exc, sets or [])
+        if retyped is None:
+            raise _explain(exc, origin, layers, sets or []) from None
+        try:
+            profile = Profile.model_validate(retyped)
+        except ValidationError as again:
+            raise _explain(again, origin, layers, sets or []) from None
     if check_fit and profile.hardware is not None:
         result = plan(profile)
         if not result.weights_fit:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from k3deploy.errors import ProfileError
-from k3deploy.profile.safe_yaml import YamlRefused, parse_yaml
+from k3deploy.profile.safe_yaml import MAX_DEPTH, YamlRefused, parse_yaml
 
 #: One segment of a key path: a name with any number of list indices after it (`nodes`, `args[0]`, `m[1][2]`).
 _SEGMENT = re.compile(r"^(?P<name>[^\[\]]*)(?P<indices>(?:\[\d+\])*)$")
@@ -35,7 +35,13 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def key_path(key: str) -> list[str | int]:
     """`a.b[0].c` as ["a", "b", 0, "c"]; a ProfileError for a segment that is not `name` or `name[N]...`."""
     path: list[str | int] = []
-    for segment in key.split("."):
+    segments = key.split(".")
+    if len(segments) > MAX_DEPTH:
+        raise ProfileError(
+            f"--set {key[:60]}...: {len(segments)} levels deep; a profile's fields are at most {MAX_DEPTH}",
+            hint="for example: --set vllm.port=8000; free-form values take a JSON map: --set 'speculative.extra={\"k\": 1}'",
+        )
+    for segment in segments:
         found = _SEGMENT.match(segment)
         if found is None or (not found["name"] and not found["indices"]):
             raise ProfileError(
@@ -45,6 +51,11 @@ def key_path(key: str) -> list[str | int]:
         if found["name"]:
             path.append(found["name"])
         path += [int(index) for index in re.findall(r"\[(\d+)\]", found["indices"])]
+    if len(path) > MAX_DEPTH:
+        raise ProfileError(
+            f"--set {key[:60]}: {len(path)} levels deep; a profile's fields are at most {MAX_DEPTH}",
+            hint="address a field of the profile (see `k3deploy schema`)",
+        )
     return path
 
 
@@ -106,6 +117,24 @@ def parse_set(item: str) -> tuple[str, list[str | int], str]:
             f"--set {item!r} is not key.path=value", hint="for example: --set vllm.gpu_memory_utilization=0.9"
         )
     return key.strip(), key_path(key.strip()), raw
+
+
+def written_scalars(sets: list[str]) -> dict[tuple[str | int, ...], str]:
+    """Path -> the text after `=` of each `--set` whose value YAML reads as a number or a boolean.
+
+    `--set kubernetes.lws_version=0.9` means the text "0.9"; a field that takes text takes it as written (see
+    `load_profile`), not as YAML's float 0.9 (which would be refused, and printed back as "0.9" only by chance).
+    """
+    out: dict[tuple[str | int, ...], str] = {}
+    for item in sets:
+        _, path, raw = parse_set(item)
+        try:
+            value = parse_yaml(raw) if raw != "" else ""
+        except yaml.YAMLError:
+            continue
+        if isinstance(value, (bool, int, float)):
+            out[tuple(path)] = raw.strip()
+    return out
 
 
 def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:

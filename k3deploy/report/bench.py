@@ -7,13 +7,13 @@ stamps): a 256-request run stays a few hundred kilobytes.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from k3deploy.report.load import load_json
 from k3deploy.report.smoke import SpecDecodeDelta, Stats
 
 #: Bump on any change that makes an older reader misread a newer report.
@@ -282,14 +282,18 @@ class BenchReport(_Model):
             return self.points[0]
         return Point(concurrency=min(self.settings.concurrency))
 
+    def to_json(self) -> str:
+        """The report as indented JSON, as `--report` writes it."""
+        return self.model_dump_json(indent=1) + "\n"
+
     def save(self, path: Path) -> None:
-        """Write the report as indented JSON."""
-        path.write_text(self.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        """Write the report as indented JSON (tests and tools; the CLI writes through fileio/write.py)."""
+        path.write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def load(cls, path: Path) -> BenchReport:
         """Read a report written by `save`; refuses another kind or schema version."""
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path, "bench report")
         if not isinstance(data, dict) or data.get("kind") != "k3deploy.bench":
             raise ValueError(f"{path}: not a k3deploy bench report")
         if data.get("schema_version") != BENCH_SCHEMA_VERSION:

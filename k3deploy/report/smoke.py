@@ -6,7 +6,6 @@ wall-clock anchor), so records from one run can be laid on one axis without cloc
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -14,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult, Status, worst
 
 #: Bump on any change that makes an older reader misread a newer report.
@@ -191,14 +191,18 @@ class SmokeReport(_Model):
         """The check called `name`, if it ran."""
         return next((c for c in self.checks if c.name == name), None)
 
+    def to_json(self) -> str:
+        """The report as indented JSON, as `--report` writes it."""
+        return self.model_dump_json(indent=2) + "\n"
+
     def save(self, path: Path) -> None:
-        """Write the report as indented JSON."""
-        path.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        """Write the report as indented JSON (tests and tools; the CLI writes through fileio/write.py)."""
+        path.write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def load(cls, path: Path) -> SmokeReport:
         """Read a report written by `save`; refuses other schema versions."""
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path, "smoke report")
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SMOKE_SCHEMA_VERSION:
             raise ValueError(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
+from k3deploy.console import safe_text
 from k3deploy.report.model import Status
 from k3deploy.report.smoke import SmokeReport, Stats
 
@@ -42,7 +44,7 @@ def checks_table(report: SmokeReport) -> Table:
     for check in report.checks:
         status = f"[{_STYLE[check.status]}]{check.status.value.upper()}[/]"
         detail = check.detail + (f"\nhint: {check.hint}" if check.hint and check.status is Status.FAIL else "")
-        table.add_row(check.name, status, _fmt(check.measured), _fmt(check.target), detail)
+        table.add_row(check.name, status, _fmt(check.measured), _fmt(check.target), Text(safe_text(detail)))
     return table
 
 

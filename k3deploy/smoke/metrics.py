@@ -43,6 +43,8 @@ class MetricsSnapshot:
     finished: float
     #: Series whose value was NaN or infinite, as `name{labels}=value`: they are not in `series`.
     non_finite: tuple[str, ...] = field(default=())
+    #: Lines that did not parse, as `line N: text` (only `parse_metrics_tolerant` keeps going past them).
+    malformed: tuple[str, ...] = field(default=())
 
     def names(self) -> set[str]:
         """Sample names present."""
@@ -69,6 +71,39 @@ def parse_metrics(
     except ValueError as exc:
         raise MetricsFormatError(f"/metrics is not Prometheus text: {exc}") from None
     return MetricsSnapshot(series, started, started if finished is None else finished, tuple(non_finite))
+
+
+def parse_metrics_tolerant(
+    text: str, started: float, finished: float | None = None, names: Collection[str] = COUNTERS
+) -> MetricsSnapshot:
+    """`parse_metrics`, but a line that does not parse is skipped and kept in `malformed` (a watch row's error,
+    not the end of the scrape): the whole text first, then, when that fails, each sample line on its own. Text
+    of which no line parses (a login page) is still MetricsFormatError."""
+    try:
+        return parse_metrics(text, started, finished, names)
+    except MetricsFormatError:
+        pass
+    series: dict[SeriesKey, float] = {}
+    non_finite: list[str] = []
+    malformed: list[str] = []
+    parsed = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            one = parse_metrics(line + "\n", started, finished, names)
+        except MetricsFormatError:
+            malformed.append(f"line {number}: {line[:80]!r}")
+            continue
+        parsed += 1
+        series.update(one.series)
+        non_finite += one.non_finite
+    if not parsed:
+        raise MetricsFormatError(
+            f"/metrics is not Prometheus text: no line parses ({malformed[0] if malformed else 'empty'})"
+        )
+    end = started if finished is None else finished
+    return MetricsSnapshot(series, started, end, tuple(non_finite), tuple(malformed))
 
 
 def _series_name(key: SeriesKey) -> str:

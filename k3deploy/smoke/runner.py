@@ -280,6 +280,13 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
             await asyncio.wait_for(everything(), timeout=smoke.overall_timeout_s)
         except TimeoutError:
             state.stopped = f"the run passed smoke.overall_timeout_s ({smoke.overall_timeout_s:g} s) and was stopped"
+            if state.liveness is None and state.blocked_by is None:
+                # Nothing answered at all (a stalled /health): the endpoint could not be tested, exit 3, not a
+                # failed check of a server that answered.
+                state.blocked_by = (
+                    f"{base}/health did not answer within smoke.overall_timeout_s ({smoke.overall_timeout_s:g} s)"
+                )
+                state.liveness = verdict.LivenessFacts(error=state.blocked_by)
 
     measured = state.phase("measured")
     points = []

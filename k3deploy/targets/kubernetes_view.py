@@ -8,22 +8,30 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from k3deploy.console import safe_text
 from k3deploy.profile.model import Profile
+
+
+def _text(value: object) -> Text:
+    """A cell of what the cluster said (node names, labels, conditions): plain text, controls shown as escapes."""
+    return Text(safe_text(str(value)))
 
 
 def kubernetes_status_view(report: dict[str, Any]) -> Group:
     """A rich renderable of a Kubernetes status report (the dict `-o json` prints)."""
     objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None)
     for row in report.get("objects", []):
-        objects.add_row(row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", row.get("detail", ""))
+        objects.add_row(
+            row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", _text(row.get("detail", ""))
+        )
     pods = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", box=None)
     for pod in report.get("pods", []):
         pods.add_row(
             pod["name"],
             str(pod.get("group") or "-"),
             str(pod.get("worker") or "-"),
-            pod.get("node") or "-",
-            pod.get("clique") or "-",
+            _text(pod.get("node") or "-"),
+            _text(pod.get("clique") or "-"),
             pod["phase"],
             str(pod["restarts"]),
         )

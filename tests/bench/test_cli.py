@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from k3deploy.report.bench import BenchReport
 from tests.conftest import run_cli
 from tests.smoke.scripted_server import Script, scripted_server
@@ -223,3 +225,32 @@ def test_compare_rounds_with_html_and_png(tmp_path: Path) -> None:
     # Same-machine runs of the same server: whatever the verdict, it is stated, never a bare ratio.
     if comparison["verdict"]:
         assert comparison["verdict"] in done.stderr
+
+
+@pytest.mark.parametrize("value", ["a/b", "../x"])
+def test_a_sweep_value_that_cannot_name_a_report_is_refused_before_any_server_starts(
+    value: str, tmp_path: Path
+) -> None:
+    result = run_cli(
+        "bench",
+        "-p",
+        "local-cpu",
+        "--sweep",
+        f"speculative.num_speculative_tokens=1,{value}",
+        "--report",
+        str(tmp_path / "r.json"),
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"error: --sweep speculative.num_speculative_tokens: value {value!r} cannot name a report file "
+        "('/', NUL or invalid Unicode)"
+    )
+    assert "==> bench variant" not in result.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_an_ab_run_reads_its_dataset_before_serving(tmp_path: Path) -> None:
+    bad = tmp_path / "d.jsonl"
+    bad.write_text('{"prompt": "x \\ud800"}\n')
+    result = run_cli("bench", "-p", "local-cpu", "--ab", "--dataset", f"jsonl:{bad}")
+    assert result.returncode == 2, result.stderr
+    assert "lone surrogate" in result.stderr.splitlines()[0] and "==> bench variant" not in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,15 @@ def test_select_refuses_unknown_category_and_digest_tracks_prompts() -> None:
     assert prompt_set_digest(flat) == prompt_set_digest(list(flat))
     assert prompt_set_digest(flat) != prompt_set_digest(flat[:-1])
     assert prompt_set_digest(flat) != prompt_set_digest(list(reversed(flat)))
+
+
+@pytest.mark.parametrize("field", ["prompt", "category", "id"])
+def test_a_lone_surrogate_is_refused_when_the_dataset_loads(tmp_path: Path, field: str) -> None:
+    """Before: accepted here, then every request was sent and the run was lost when its report was written."""
+    path = tmp_path / "d.jsonl"
+    row = {"prompt": "hello", "category": "c", "id": "r1"} | {field: "bad \ud800 text"}
+    path.write_text(json.dumps(row) + "\n")  # json.dumps writes the escape "\ud800": valid JSON, invalid text
+    with pytest.raises(
+        UsageError, match=rf"^{re.escape(str(path))}:1: .* is not valid Unicode text \(a lone surrogate\)$"
+    ):
+        load_dataset(f"jsonl:{path}", None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 
 import pytest
-import typer
 
 from k3deploy.cli.confirm import confirm
 from k3deploy.errors import EXIT_USAGE, UsageError
@@ -42,9 +41,14 @@ def test_yes_goes_ahead_without_asking(monkeypatch: pytest.MonkeyPatch) -> None:
     confirm("Delete?", yes=True)
 
 
-def test_a_terminal_is_asked_and_no_aborts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_terminal_is_asked_and_no_is_a_usage_error_with_a_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: "n" raised typer.Abort, which the CLI printed as "error: aborted" with no hint and exit 130 (the
+    code of a SIGINT, which the README's exit code table gives no other meaning)."""
     monkeypatch.setattr("sys.stdin", _Stdin("y\n", tty=True))
     confirm("Delete?", yes=False)
     monkeypatch.setattr("sys.stdin", _Stdin("n\n", tty=True))
-    with pytest.raises(typer.Abort):
-        confirm("Delete?", yes=False)
+    with pytest.raises(UsageError) as info:
+        confirm("Delete the deployment of 'x'?", yes=False)
+    assert info.value.exit_code == 2
+    assert info.value.message == "Delete the deployment of 'x': not confirmed; nothing was changed"
+    assert info.value.hint == "re-run and answer y, or pass --yes to go ahead without being asked"

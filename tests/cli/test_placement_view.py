@@ -32,3 +32,16 @@ def test_the_columns_say_what_they_count() -> None:
     row = next(line for line in text.splitlines() if line.strip().startswith("c.1")).split()
     assert row[:5] == ["c.1", "6", "0", "4", "2"] and "lacks 2 tray(s) for a group" in text
     assert "free tray: a Ready, uncordoned GPU node" in text
+
+
+def test_a_node_label_with_terminal_escapes_prints_as_text() -> None:
+    """A clique label is whatever a node carries: it never reaches the terminal as an escape sequence."""
+    placement = Placement(
+        replicas=1,
+        nodes=4,
+        nvlink=True,
+        cliques=[CliquePlacement("c\x1b]0;owned\x07", [f"n{i}" for i in range(4)], groups=[0], used=["n0"])],
+    )
+    buffer = io.StringIO()
+    Console(file=buffer, force_terminal=True, width=200).print(placement_table(placement))
+    assert "\x1b]0;owned" not in buffer.getvalue() and "\\x1b]0;owned\\x07" in buffer.getvalue()

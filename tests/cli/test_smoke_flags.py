@@ -68,3 +68,15 @@ def test_timeout_flag_must_be_positive() -> None:
     result = run_cli("smoke", "--endpoint", _NOWHERE, "--request-timeout", "0")
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == "error: --request-timeout '0' must be positive"
+
+
+def test_overall_timeout_on_a_stalled_health_is_exit_3() -> None:
+    """/health accepts and never answers: the endpoint could not be tested (3), not a check that failed (1)."""
+    from tests.kube.stalling_server import stalling_server
+
+    with stalling_server("silent") as url:
+        result = run_cli("smoke", "--endpoint", url, "--overall-timeout", "2s", "--request-timeout", "60s")
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines()[-2] == (
+        f"error: endpoint {url} cannot be tested: {url}/health did not answer within smoke.overall_timeout_s (2 s)"
+    )

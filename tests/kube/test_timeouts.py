@@ -99,3 +99,65 @@ def test_a_tls_handshake_that_never_completes_is_bounded_by_the_connect_timeout(
         f"error: the Kubernetes API at {https} did not answer within 2s (GET /version)",
         HINT,
     ]
+
+
+def test_a_trickling_api_ends_the_command_at_its_timeout(tmp_path: Path) -> None:
+    """One byte every 0.2 s keeps each `recv` inside urllib3's read timeout; the whole answer is still bounded: the
+    command ends at its 3 s deadline having read a few bytes of the 4 KiB answer (before: 800 s, per request)."""
+    from tests.trickling_server import Trickle, trickling_server
+
+    trickle = Trickle(interval_s=0.2)
+    with trickling_server(trickle) as url:
+        lines = _run(tmp_path, url, "status", "--timeout", "3s")
+    assert any(
+        line.startswith(
+            f"error: the Kubernetes API at {url} was still sending its answer after the command's deadline of 3s (GET /version"
+        )
+        for line in lines
+    ), lines
+    assert trickle.sent < len(trickle.body) // 4
+
+
+def test_a_hanging_exec_credential_plugin_ends_the_command_at_its_timeout(tmp_path: Path) -> None:
+    """The plugin (a real process) writes its pid and sleeps; `status --timeout 3s` ends with exit 3 at the
+    deadline (before: never) and the plugin it started is gone."""
+    import os
+    import sys
+
+    pid_file = tmp_path / "plugin.pid"
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    with stalling_server("silent") as url:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url)
+        config = yaml.safe_load(kubeconfig.read_text())
+        config["users"][0]["user"] = {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": sys.executable,
+                "args": [str(plugin)],
+            }
+        }
+        kubeconfig.write_text(yaml.safe_dump(config))
+        result = run_cli("status", "-p", PROFILE, "--kubeconfig", str(kubeconfig), "--timeout", "3s", timeout=60)
+    assert result.returncode == 3, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        f"error: the kubeconfig's exec credential plugin {sys.executable!r} did not finish within the command's "
+        "deadline of 3s"
+    ), lines
+    assert len(lines) == 2 and lines[1].startswith("hint: ")
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        pass  # killed and reaped, as it should be
+    else:
+        raise AssertionError(f"plugin {pid} still runs")
+
+
+@pytest.mark.parametrize("args", [["preflight", "--cluster"], ["plan", "--cluster"]], ids=["preflight", "plan"])
+def test_a_hint_never_promises_a_timeout_flag_the_command_lacks(tmp_path: Path, args: list[str]) -> None:
+    """Before: `preflight --cluster` and `plan --cluster` (no --timeout) hinted "--timeout bounds the whole command"."""
+    with stalling_server("silent") as url:
+        lines = _run(tmp_path, url, *args)
+    assert lines[-1].startswith("hint: ") and "--timeout" not in lines[-1], lines

@@ -177,3 +177,49 @@ def test_kubernetes_profile_reads_its_endpoint_override() -> None:
     assert line["url"] == f"{url}/metrics"  # /v1 of the override dropped, as smoke drops it
     # The GB300 profile's targets: 715 tok/s per request is over 370, 1 + 51/22 = 3.32 over 3.0.
     assert line["targets"] == {"decode_tok_s": 370.0, "min_acceptance_length": 3.0} and line["below"] == []
+
+
+def test_sigterm_ends_a_watch_with_143_not_0() -> None:
+    """Before: a SIGTERM (a pod's stop, `timeout`, systemd) was taken for Ctrl-C and the watch exited 0."""
+    with serve(MetricsScript([BEFORE, AFTER])) as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "k3deploy", "watch", "--endpoint", url, "--interval", "0.2s", "-o", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+        )
+        try:
+            assert proc.stdout is not None
+            json.loads(proc.stdout.readline())  # it is watching
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+
+
+def test_a_malformed_series_is_a_note_not_the_end_of_the_watch() -> None:
+    broken = BEFORE + 'vllm:num_requests_running{model_name="x"} not-a-number\n'
+    with serve(MetricsScript([broken, AFTER])) as url:
+        result = run_cli("watch", "--endpoint", url, "--interval", "0.2s", "--count", "1", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    (line,) = _lines(result.stdout)
+    assert line["figures"]["output_tokens"] == 96
+
+
+def test_a_trickling_metrics_endpoint_is_a_failed_scrape_within_its_timeout() -> None:
+    from k3deploy.observe.watch_sources import MetricsSource, ScrapeError
+    from tests.trickling_server import Trickle, trickling_server
+
+    trickle = Trickle(body=BEFORE.encode() * 20, content_type="text/plain", interval_s=0.05)
+    with trickling_server(trickle) as url:
+        source = MetricsSource(url, timeout_s=1.0)
+        try:
+            with pytest.raises(ScrapeError):
+                source.sample()
+        finally:
+            source.close()
+    assert trickle.sent < len(trickle.body) // 4

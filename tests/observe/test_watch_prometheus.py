@@ -201,3 +201,15 @@ def test_a_real_prometheus_answers_every_query(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     (line,) = _lines(result.stdout)
     assert line["error"] is None and line["figures"]["output_tok_s"] is None and line["below"] == []
+
+
+@pytest.mark.parametrize(
+    "item", [{"metric": ["not", "a", "map"], "value": [0, "1"]}, {"metric": {}, "value": "x"}, None, {"value": [1]}]
+)
+def test_a_malformed_series_in_a_vector_is_left_out_not_the_end_of_watch(item: object) -> None:
+    """Before: `metric` as a list raised AttributeError ("unexpected ... report it", exit 3)."""
+    from k3deploy.observe.watch_sources import parse_query_answer
+
+    good = {"metric": {"position": "0"}, "value": [0, "0.5"]}
+    text = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [item, good]}})
+    assert parse_query_answer(text, 200) == [({"position": "0"}, 0.5)]

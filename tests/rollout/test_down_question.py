@@ -89,7 +89,10 @@ def test_down_on_a_terminal_asks_about_the_local_server_and_no_keeps_it(tmp_path
         finally:
             os.close(secondary)
             os.close(primary)
-        assert done.returncode == 130 and done.stderr.endswith("error: aborted\n"), done.stderr
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.endswith(
+            "not confirmed; nothing was changed\nhint: re-run and answer y, or pass --yes to go ahead without being asked\n"
+        ), done.stderr
         assert (
             f"Stop the local vLLM server of 'local-cpu' (pid {server.pid}, http://127.0.0.1:18431)? [y/N]"
             in done.stderr

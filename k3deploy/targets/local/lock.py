@@ -14,15 +14,16 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import EnvironmentProblem, K3DeployError
+from k3deploy.fileio.read import read_text_capped
 from k3deploy.targets.local.process import signals_deferred
 
 LOCK_FILE = "k3deploy.lock"
 
 
 def _holder(path: Path) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        pid = int(path.read_text(encoding="ascii").strip())
+    with contextlib.suppress(K3DeployError, OSError, ValueError):
+        pid = int(read_text_capped(path, 64, "lock file").strip())
         return f"pid {pid}"
     return "another process"
 

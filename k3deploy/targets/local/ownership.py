@@ -17,6 +17,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from k3deploy.errors import K3DeployError
+from k3deploy.fileio.read import read_text_capped
 from k3deploy.targets.local.state import atomic_write_text
 
 MARKER = ".k3deploy-owned"
@@ -25,8 +27,8 @@ REGISTRY = "owned.json"
 
 def _registry(state_dir: Path) -> dict[str, str]:
     try:
-        data = json.loads((state_dir / REGISTRY).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text_capped(state_dir / REGISTRY, 1 << 20, "ownership registry"))
+    except (K3DeployError, OSError, ValueError, RecursionError):
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 

@@ -4,8 +4,15 @@ Nothing read from disk is trusted to pick a process to signal. A process is the 
 these hold: its pid is a plausible pid, it is alive (not a zombie), it started at the recorded time, its
 command line is the recorded argv, its environment carries the random id this launch put there
 (K3DEPLOY_SERVER_ID), and it leads its own session and process group (it was started with
-start_new_session, so the group is the server's alone). Only then is its group signalled. Children left
-behind by a dead leader are signalled one by one, each only when its own environment carries the id.
+start_new_session, so the group is the server's alone). Only then is its group signalled.
+
+Children left behind by a dead leader (vLLM's `VLLM::EngineCore` after the API server was SIGKILLed) are
+signalled one by one, each only when it proves itself: it is in the dead leader's session and process group, it
+started no earlier than the recorded leader, and either its environment carries the launch id or it runs in the
+state directory the leader was started in (its working directory: vLLM's process-title change overwrites the
+environment the id was in, not the cwd). While such a member lives, the kernel lets no other process take that
+session or group id (setsid fails with EPERM while any process has the pid as its group), so a reused pid cannot
+have put another program there.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ class Identity:
     create_time: float
     argv: tuple[str, ...]
     server_id: str | None
+    #: The state directory the server was started in (its cwd, inherited by its children); None: unknown.
+    cwd: str | None = None
 
 
 @contextlib.contextmanager
@@ -181,8 +190,22 @@ def _leader_gone(pid: int) -> bool:
         return False
 
 
+def _proves_itself(proc: psutil.Process, ident: Identity) -> bool:
+    """A member of the dead leader's group that is the server's child (see the module docstring)."""
+    try:
+        if os.getsid(proc.pid) != ident.pid or os.getpgid(proc.pid) != ident.pid:
+            return False
+        if proc.create_time() < ident.create_time - 0.01:
+            return False
+        if _environ(proc).get(SERVER_ID_ENV) == ident.server_id:
+            return True
+        return ident.cwd is not None and os.path.realpath(proc.cwd()) == os.path.realpath(ident.cwd)
+    except (psutil.Error, OSError):
+        return False
+
+
 def _orphans(ident: Identity) -> list[psutil.Process]:
-    """Live members of the dead server's group that carry its id in their environment.
+    """Live members of the dead server's group that prove they are its children (`_proves_itself`).
 
     Only when the leader is gone: a live process with that pid leads the group, and it did not prove itself.
     """
@@ -192,9 +215,14 @@ def _orphans(ident: Identity) -> list[psutil.Process]:
     for pid in group_members(ident.pid):
         with contextlib.suppress(psutil.Error):
             proc = psutil.Process(pid)
-            if _environ(proc).get(SERVER_ID_ENV) == ident.server_id:
+            if _proves_itself(proc, ident):
                 out.append(proc)
     return out
+
+
+def survivors(ident: Identity) -> list[int]:
+    """Pids of the server's children that outlived its leader (what `down` stops); [] while the leader runs."""
+    return sorted(proc.pid for proc in _orphans(ident))
 
 
 def _wait_group_gone(pgid: int, timeout_s: float) -> bool:

@@ -15,10 +15,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import EnvironmentProblem, K3DeployError
+from k3deploy.fileio.read import read_text_capped
 
 #: Linux's largest pid_max (2**22): a recorded pid outside 2..PID_MAX was not written by k3deploy.
 PID_MAX = 4_194_304
+#: A record is a few KiB (argv and env); anything larger was not written by k3deploy.
+MAX_RECORD_BYTES = 1 << 20
 
 
 class ServerRecord(BaseModel):
@@ -53,11 +56,11 @@ class Unreadable:
 def read_record_or_error(path: Path) -> ServerRecord | Unreadable | None:
     """The record at `path`; None when there is none; `Unreadable` when the file is there but corrupt."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_capped(path, MAX_RECORD_BYTES, "server record", error=EnvironmentProblem)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        return Unreadable(f"cannot read {path}: {exc}")
+    except K3DeployError as exc:  # a device, a FIFO, a folder or a huge file in its place: never read on
+        return Unreadable(exc.message)
     try:
         return ServerRecord.model_validate(json.loads(text))
     except ValidationError as exc:

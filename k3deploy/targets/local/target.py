@@ -21,9 +21,10 @@ from typing import Any
 import httpx
 from rich.console import RenderableType
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import dump
+from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
@@ -71,9 +72,11 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def identity(record: ServerRecord) -> process.Identity:
-    """What proves a process is the recorded server."""
-    return process.Identity(record.pid, record.create_time, tuple(record.argv), record.server_id)
+def identity(record: ServerRecord, state_dir: Path | None = None) -> process.Identity:
+    """What proves a process is the recorded server (and, with the state directory it was started in, its
+    children that outlived it)."""
+    cwd = str(state_dir) if state_dir is not None else None
+    return process.Identity(record.pid, record.create_time, tuple(record.argv), record.server_id, cwd)
 
 
 def _alive(record: ServerRecord) -> bool:
@@ -378,6 +381,13 @@ class LocalTarget(Target):
                 detail = f"not running (pid {record.pid} is not the recorded server: another process, left alone)"
             else:
                 detail = f"not running (pid {record.pid} exited)"
+            left = process.survivors(identity(record, state_dir)) if record is not None else []
+            if left:
+                detail += (
+                    f"; {len(left)} process(es) it started still run (pid {', '.join(map(str, left))}): "
+                    "`k3deploy down` stops them"
+                )
+                out["survivors"] = left
             out.update(running=False, detail=f"{detail}: {note}" if note else detail)
             return out
         url = _url(record.host, record.port)
@@ -397,8 +407,8 @@ class LocalTarget(Target):
         )
         if note:
             out["found_by"] = note
-        with contextlib.suppress(OSError, ValueError):
-            out["last_smoke"] = json.loads((state_dir / SMOKE_FILE).read_text(encoding="utf-8"))
+        with contextlib.suppress(K3DeployError, OSError, ValueError, RecursionError):
+            out["last_smoke"] = load_json(state_dir / SMOKE_FILE, "smoke report")
         return out
 
     def down(self, profile: Profile, purge: bool) -> str:
@@ -409,7 +419,7 @@ class LocalTarget(Target):
         state_dir = self.state_dir(profile)
         record, _note = self._read(profile)
         said = f"nothing is running for {profile.name}"
-        if record is not None and process.stop(identity(record)):
+        if record is not None and process.stop(identity(record, state_dir)):
             said = f"stopped vLLM (pid {record.pid})" + (
                 " found by its port and command line" if record.recovered else ""
             )

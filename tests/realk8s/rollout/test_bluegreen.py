@@ -170,7 +170,10 @@ def test_without_a_second_free_clique_blue_green_asks_on_a_terminal_and_needs_ye
     finally:
         os.close(secondary)
         os.close(primary)
-    assert done.returncode == 130 and done.stderr.endswith("error: aborted\n"), done.stderr
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith(
+        "not confirmed; nothing was changed\nhint: re-run and answer y, or pass --yes to go ahead without being asked\n"
+    ), done.stderr
     assert "an outage of about the model's load time (up to the startup budget, 7200s). Go ahead? [y/N]" in done.stderr
     blue = deploy.get("leaderworkersets", BLUE)
     assert blue is not None and "kimi-k3-next" not in json.dumps(blue["spec"])

@@ -147,3 +147,87 @@ def test_log_tail_keeps_the_last_non_empty_lines(tmp_path: Path) -> None:
     log.write_text("".join(f"line {i}\n\n" for i in range(30)))
     assert process.log_tail(log, 3) == ["line 27", "line 28", "line 29"]
     assert process.log_tail(tmp_path / "missing.log") == []
+
+
+#: A leader whose child rewrites its own process title and environment, as vLLM's engine core does
+#: (setproctitle("VLLM::EngineCore") overwrites the environment block): after the exec the launch id is gone.
+RETITLED = """
+import subprocess, sys, time
+code = "import os, sys; os.execve(sys.executable, ['VLLM::EngineCore', '-c', 'import time; time.sleep(120)'], {})"
+child = subprocess.Popen([sys.executable, "-c", code])
+print("child", child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_retitled_child_of_a_killed_leader_is_found_by_session_start_time_and_cwd(tmp_path: Path) -> None:
+    """Before: the child's environment no longer carried the id, so `down` left it running (and said it stopped
+    nothing). Its session, group, start time and working directory (the state directory) prove it ours."""
+    ident, child = start_group(RETITLED, tmp_path)
+    try:
+        deadline = time.monotonic() + 10
+        while psutil.Process(child).cmdline()[:1] != ["VLLM::EngineCore"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.SERVER_ID_ENV not in psutil.Process(child).environ()
+        os.kill(ident.pid, 9)
+        while process.is_ours(ident) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with_cwd = replace(ident, cwd=str(tmp_path / "cwd"))
+        # Without the state directory, or with another one, nothing proves it ours: it is left alone.
+        assert process.survivors(ident) == [] and process.stop(ident, grace_s=2) is False and alive(child)
+        other = replace(ident, cwd=str(tmp_path))
+        assert process.survivors(other) == [] and process.stop(other, grace_s=2) is False and alive(child)
+        # Started before the recorded leader: not its child (a record naming an older group).
+        older = replace(with_cwd, create_time=ident.create_time + 60)
+        assert process.survivors(older) == [] and alive(child)
+        assert process.survivors(with_cwd) == [child]
+        assert process.stop(with_cwd, grace_s=2) is True
+        assert not alive(child)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            if alive(child):
+                os.kill(child, 9)
+
+
+def test_status_reports_the_survivors_and_down_stops_them(tmp_path: Path) -> None:
+    from k3deploy.targets.local.state import ServerRecord, write_record
+    from tests.conftest import run_cli
+
+    state = tmp_path / "state"
+    log = state / "vllm.log"
+    argv = [sys.executable, "-c", RETITLED]
+    server_id = "id-status"
+    pid, created = process.start(argv, {}, log, state, server_id)
+    deadline = time.monotonic() + 30
+    while "child" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(log.read_text().split()[1])
+    record = ServerRecord(
+        profile="local-cpu",
+        pid=pid,
+        create_time=created,
+        host="127.0.0.1",
+        port=18431,
+        argv=argv,
+        env={},
+        argv_hash="h",
+        log_path=str(log),
+        model_path="m",
+        rehearsal=True,
+        started_at="t",
+        server_id=server_id,
+    )
+    write_record(state / "server.json", record)
+    try:
+        os.kill(pid, 9)
+        while process.exists(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status = run_cli("status", "-p", "local-cpu", "--set", f"local.state_dir={state}")
+        assert f"1 process(es) it started still run (pid {child})" in status.stdout, status.stdout + status.stderr
+        down = run_cli("down", "-p", "local-cpu", "--yes", "--set", f"local.state_dir={state}")
+        assert down.returncode == 0, down.stderr
+        assert not alive(child)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            if alive(child):
+                os.kill(child, 9)

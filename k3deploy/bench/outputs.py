@@ -1,0 +1,61 @@
+"""The files `bench` writes (--report per run, --csv, --html, --png): named and checked before the run, written after it.
+
+Every write goes through fileio/write.py: never through a symlink, never over a file k3deploy did not write
+(without --force), a temporary file renamed into place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from k3deploy.bench import charts, csv_out
+from k3deploy.bench.ab import variants
+from k3deploy.bench.cli_run import Request, report_paths
+from k3deploy.fileio.write import OutputFile, check_output, write_output
+from k3deploy.report.bench import BenchReport
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The checked --report (one per run), --csv, --html and --png files."""
+
+    reports: list[OutputFile]
+    csv: OutputFile | None
+    html: OutputFile | None
+    png: OutputFile | None
+
+
+def outputs_of(
+    request: Request,
+    report_file: Path | None,
+    html_file: Path | None,
+    png_file: Path | None,
+    csv_file: Path | None = None,
+    *,
+    force: bool = False,
+) -> Outputs:
+    """Every file the run will write, checked before the run (fileio/write.py's rules): a bench takes minutes."""
+    if request.ab or request.sweep:
+        labels = [label for label, _ in variants(request.ab, request.sweep)]
+    else:
+        labels = [request.label or "run"]
+    paths = report_paths(report_file, labels) if report_file is not None else []
+    return Outputs(
+        reports=[check_output(path, "--report", force=force) for path in paths],
+        csv=check_output(csv_file, "--csv", force=force) if csv_file is not None else None,
+        html=check_output(html_file, "--html", force=force) if html_file is not None else None,
+        png=check_output(png_file, "--png", force=force) if png_file is not None else None,
+    )
+
+
+def write_outputs(reports: list[BenchReport], outputs: Outputs) -> None:
+    """--report (one file per run with --ab/--sweep: NAME-LABEL.json), --csv (one row per request), --html, --png."""
+    for report, out in zip(reports, outputs.reports, strict=False):
+        write_output(out, report.to_json())
+    if outputs.csv is not None:
+        write_output(outputs.csv, csv_out.text(reports))
+    if outputs.html is not None:
+        write_output(outputs.html, charts.html(reports))
+    if outputs.png is not None:
+        write_output(outputs.png, charts.png(reports))

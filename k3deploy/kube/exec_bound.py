@@ -1,0 +1,89 @@
+"""The kubeconfig's `exec` credential plugin, run inside the command's deadline.
+
+kubernetes/config/exec_provider.py starts the plugin with `subprocess.Popen(...)` and waits on `communicate()`
+with no timeout, so a plugin that hangs (an SSO prompt nobody answers, a metadata endpoint that never replies)
+holds `status --timeout 10s` for ever: `--timeout` must cover loading the credentials too. `install` gives that
+module a `subprocess` whose `Popen.communicate` waits at most what is left of the deadline (`EXEC_TIMEOUT_S`
+without one); past it the plugin (which this process started) is killed and the command ends with exit 3.
+The library also runs the plugin again when its token expires mid-command: the same bound applies then.
+kubernetes/config/kube_config.py `_load_from_exec_plugin` logs and swallows whatever the plugin run raises, so
+the timeout is also kept in `timed_out`, which `loading` raises once the library returns (its log line dropped:
+the error is printed once, as k3deploy's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import subprocess
+import types
+from collections.abc import Iterator
+from typing import Any
+
+from kubernetes.config import exec_provider
+
+from k3deploy.errors import EnvironmentProblem
+from k3deploy.kube.deadline import Deadline
+
+#: How long a plugin may run when the command has no deadline (kubectl has none; a hung one would hang us).
+EXEC_TIMEOUT_S = 60.0
+
+
+class ExecPluginTimeout(EnvironmentProblem):
+    """The kubeconfig's exec credential plugin did not finish within the command's deadline (exit 3)."""
+
+
+#: The last plugin timeout, until `loading` raises it.
+timed_out: list[ExecPluginTimeout] = []
+
+
+class _DropOurs(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(record.getMessage() == exc.message for exc in timed_out)
+
+
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """Around the library's kubeconfig loading: raise the plugin timeout it swallowed, without its log line."""
+    timed_out.clear()
+    drop = _DropOurs()
+    root = logging.getLogger()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+    if timed_out:
+        raise timed_out.pop()
+
+
+def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
+    class BoundedPopen(subprocess.Popen[Any]):
+        """Popen whose `communicate()` ends at the deadline, killing the plugin it started."""
+
+        def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:
+            left = deadline.remaining()
+            bound = EXEC_TIMEOUT_S if left is None else max(0.1, left)
+            try:
+                return super().communicate(input, timeout=bound if timeout is None else min(timeout, bound))
+            except subprocess.TimeoutExpired:
+                self.kill()  # our own child: started by this Popen a moment ago
+                super().communicate()
+                within = f"the command's deadline of {deadline.seconds:g}s" if left is not None else f"{bound:g}s"
+                failure = ExecPluginTimeout(
+                    f"the kubeconfig's exec credential plugin {self.args[0] if isinstance(self.args, list) else self.args!r} "
+                    f"did not finish within {within}",
+                    hint="run the plugin by hand to see what it waits for (a login prompt, a network call)"
+                    + deadline.hint_tail(),
+                )
+                timed_out.append(failure)
+                raise failure from None
+
+    return BoundedPopen
+
+
+def install(deadline: Deadline) -> None:
+    """Make kubernetes' exec provider run plugins under `deadline` (the last connect's deadline wins)."""
+    bounded = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in ("PIPE", "DEVNULL", "STDOUT")})
+    bounded.Popen = _bounded_popen(deadline)
+    exec_provider.subprocess = bounded  # type: ignore[assignment]
