@@ -198,3 +198,69 @@ def test_at_the_deadline_the_first_object_not_ready_is_named_with_its_stuck_pod(
     assert message == "0/1 groups ready, 1 updated; Pod/k3-0: ErrImagePull m" and names == {"k3", "k3-0"}
     assert pending([JOB_TARGET], state)[:3] == ("Job/prefetch", "NotFound", "")
     assert pending([], state) == ("the set", "Timeout", "", set())
+
+
+def test_terminating_pods_and_pods_of_other_sets_are_not_shown() -> None:
+    leaving = _pod("k3-0")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    other = _pod("other-0")
+    other["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/name"] = "other"
+    state = _state(_ready_lws(), [], [leaving, other, _pod("k3-1", uid="p1")])
+    assert [r.name for r in judge(state, [LWS_TARGET], now=0.0, grace_s=30).rows] == [
+        "LeaderWorkerSet/k3",
+        "  Pod/k3-1",
+    ]
+
+
+def test_no_template_key_for_a_job_an_absent_lws_or_unreadable_revisions() -> None:
+    from tests.kubeapi.controllers.lws_revision import new_revision
+
+    lws = _ready_lws()
+    revision = new_revision(lws, 1)
+    state = _state(lws, [revision], [])
+    assert current_key(LWS_TARGET, state)  # known: the revision's hash
+    job = {"kind": "Job", "metadata": {"name": "prefetch", "uid": "j"}, "status": {}}
+    state.objects["Job"] = {"prefetch": job}
+    assert current_key(JOB_TARGET, state) is None
+    absent = _state(lws, [revision], [])
+    del absent.objects["LeaderWorkerSet"]["k3"]
+    assert current_key(LWS_TARGET, absent) is None
+    state.unavailable.add(REVISIONS)
+    assert current_key(LWS_TARGET, state) is None
+
+
+def test_a_complete_job_is_ready_without_a_template_proof() -> None:
+    job = {"kind": "Job", "metadata": {"name": "prefetch", "uid": "j1"}, "status": {}}
+    job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+    done = judge(WaitState(objects={"Job": {"prefetch": job}}), [JOB_TARGET], now=0.0, grace_s=30)
+    assert done.ready and done.rows[0].state == "Complete" and done.accepted == []
+
+
+def test_an_outgoing_pod_does_not_hide_the_current_pods_after_it() -> None:
+    from tests.kubeapi.controllers.lws_revision import REVISION_KEY, new_revision
+
+    lws = _ready_lws()
+    current = new_revision(lws, 1)["metadata"]["labels"][REVISION_KEY]
+    old = _waiting(_pod("k3-0", "old-hash", uid="a"), "ImagePullBackOff")
+    new = _waiting(_pod("k3-1", current, uid="b"), "CreateContainerError")
+    state = _state(lws, [new_revision(lws, 1)], [old, new])
+    failure = judge(state, [LWS_TARGET], now=0.0, grace_s=30).failure
+    assert failure is not None and (failure.pod, failure.reason) == ("k3-1", "CreateContainerError")
+
+
+def test_the_first_failing_pod_is_the_failure() -> None:
+    state = _state(
+        _ready_lws(),
+        [],
+        [_waiting(_pod("k3-0", uid="a"), "ImagePullBackOff"), _waiting(_pod("k3-1", uid="b"), "CrashLoopBackOff")],
+    )
+    failure = judge(state, [LWS_TARGET], now=0.0, grace_s=30).failure
+    assert failure is not None and (failure.pod, failure.reason) == ("k3-0", "ImagePullBackOff")
+
+
+def test_at_the_deadline_a_stuck_pod_is_quoted_by_its_first_problem() -> None:
+    lws = _ready_lws()
+    lws["status"]["conditions"] = []
+    pod = _waiting(_pod("k3-0", scheduled=False), "ImagePullBackOff")
+    _, _, message, _ = pending([LWS_TARGET], _state(lws, [], [pod]))
+    assert message.endswith("; Pod/k3-0: Unschedulable 0/4 nodes are available")
