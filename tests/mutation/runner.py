@@ -124,7 +124,7 @@ def copy_checkout(src: Path, dest: Path) -> None:
         (dest.parent / "shared").symlink_to(src.parent / "shared")
 
 
-def test_command(python: str, tests: Sequence[str]) -> list[str]:
+def session_command(python: str, tests: Sequence[str]) -> list[str]:
     """The covering tests, stopping at the first failure, in one process (no xdist workers, no cache writes)."""
     return [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *tests]
 
@@ -195,7 +195,7 @@ def run_module(workdir: Path, module: str, tests: Sequence[str], ignored: Sequen
     missing = [t for t in tests if not (workdir / t).exists()]
     if missing:
         print(f"{module}: left out of its tests (not found): {', '.join(missing)}", flush=True)
-    command = test_command(sys.executable, [t for t in tests if t not in missing])
+    command = session_command(sys.executable, [t for t in tests if t not in missing])
     nice = ["nice", "-n", "19"]
     baseline = subprocess.run(nice + command, cwd=workdir, capture_output=True, text=True, timeout=900, check=False)
     if baseline.returncode != 0:
