@@ -174,3 +174,63 @@ def test_phase_labels_as_kubectl_shows_them() -> None:
     assert pod_phase_label({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Running"}}) == "Running"
     crashing = _pod({"name": "c", "state": {"waiting": {"reason": "CrashLoopBackOff"}}})
     assert pod_phase_label(crashing) == "CrashLoopBackOff"
+
+
+def test_missing_counts_read_as_zero_and_missing_replicas_as_one() -> None:
+    bare = {"kind": "LeaderWorkerSet", "metadata": {}, "spec": {}, "status": {}}
+    bare["status"]["conditions"] = [{"type": "Available", "status": "True"}]
+    assert lws_readiness(bare).message == "0/1 groups ready, 0 updated" and not lws_readiness(bare).ready
+    bare["status"].update(readyReplicas=1, updatedReplicas=1)
+    assert lws_readiness(bare).ready  # one group by default, and no generation to be behind
+    two = _lws(ready=1, updated=1)
+    two["status"].pop("readyReplicas")
+    assert lws_readiness(two).message == "0/2 groups ready, 1 updated"
+    unborn = _lws(generation=0, observed=None)
+    del unborn["metadata"]["generation"]
+    assert lws_readiness(unborn).ready
+    ahead = _lws(generation=1, observed=None, observedGeneration="1")
+    del ahead["metadata"]["generation"]
+    assert lws_readiness(ahead).ready  # an Available from generation 1 is not stale when none is recorded
+
+
+def test_a_jobs_counts_read_as_zero_when_missing_and_its_message_defaults_to_them() -> None:
+    assert job_readiness({"kind": "Job", "status": {}}).message == "0 succeeded, 0 active, 0 failed"
+    counted = job_readiness({"kind": "Job", "status": {"succeeded": 1, "active": 2, "failed": 3}})
+    assert counted.message == "1 succeeded, 2 active, 3 failed"
+    said = job_readiness(_job(conditions=[{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}]))
+    assert said.message == "BackoffLimitExceeded"
+    zero = job_readiness({"kind": "Job", "spec": {"completions": 0}, "status": {}})
+    assert zero.ready  # nothing to complete
+
+
+def test_a_scheduling_problem_is_not_a_crash_and_names_unschedulable_by_default() -> None:
+    pod = _pod(conditions=[{"type": "PodScheduled", "status": "False"}])
+    [problem] = pod_problems(pod)
+    assert (problem.reason, problem.message, problem.crashed) == ("Unschedulable", "", False)
+    assert PodProblem("x", "y").crashed is False
+
+
+def test_a_terminated_container_without_a_reason_is_an_error_and_without_a_code_is_fine() -> None:
+    [err] = pod_problems(_pod({"name": "c", "state": {"terminated": {"exitCode": 2}}}))
+    assert err.reason == "Error"
+    assert pod_problems(_pod({"name": "c", "state": {"terminated": {"reason": "Completed"}}})) == []
+    waiting = pod_problems(_pod({"name": "c", "state": {"waiting": {"reason": "ImagePullBackOff"}}}))
+    assert waiting[0].message == ""
+    oom_now = _pod(
+        {
+            "name": "c",
+            "state": {"terminated": {"reason": "OOMKilled", "exitCode": 9}},
+            "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}},
+        }
+    )
+    assert pod_problems(oom_now)[0].message.endswith("(exit 9)")  # the current state's, when both are OOM kills
+
+
+def test_restarts_count_missing_as_zero_and_the_label_is_the_first_problem() -> None:
+    assert restarts(_pod({"name": "c"}, {"name": "d", "restartCount": 1})) == 1
+    pod = _pod(
+        {"name": "c", "state": {"waiting": {"reason": "ImagePullBackOff"}}},
+        conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    )
+    assert pod_phase_label(pod) == "Unschedulable"
+    assert pod_phase_label({"metadata": {}, "status": {"phase": "Running"}}) == "Running"
