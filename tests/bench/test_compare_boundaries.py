@@ -72,3 +72,47 @@ def test_headline_lists_every_later_run_and_the_best_only_for_a_sweep() -> None:
     three = headline([_report("k=1", {1: 100.0}), _report("k=2", {1: 200.0}), _report("k=3", {1: 0.0})])
     assert three[0].startswith("speedup k=2 over k=1 at concurrency 1: 2.00x")
     assert three[1:] == ["best at concurrency 1: k=2 (200.0 tok/s)"]  # k=3 measured nothing: no speedup line
+
+
+def _cells(report: BenchReport, *categories: str) -> BenchReport:
+    overall = report.overall[0]
+    return report.model_copy(update={"cells": [overall.model_copy(update={"category": c}) for c in categories]})
+
+
+def test_prompt_sets_are_named_by_the_first_12_characters_of_both_digests() -> None:
+    a = _with(_report("a", {1: 1.0}), prompt_set_sha256="0123456789abcdef" * 4)
+    b = _with(_report("b", {1: 1.0}), prompt_set_sha256="fedcba9876543210" * 4)
+    assert differences([a, b], ["a", "b"]) == ["prompt set differs: a has 0123456789ab, b has fedcba987654"]
+
+
+def test_rows_follow_the_first_runs_cells_and_references() -> None:
+    first = _cells(_report("a", {1: 100.0}), "low", "high").model_copy(
+        update={"references": {"baseline_decode_tok_s": 100.0, "decode_tok_s": 300.0}}
+    )
+    second = _cells(_report("b", {1: 200.0}), "low").model_copy(
+        update={"references": {"baseline_decode_tok_s": 100.0, "decode_tok_s": 150.0}}
+    )
+    third = _cells(_report("c", {2: 50.0}), "other")
+    result = compare([first, second, third], ["a", "b", "c"])
+    assert [(r.category, r.concurrency) for r in result.rows] == [("low", 1), ("high", 1), ("overall", 1)]
+    assert result.rows[1].decode_tok_s == [100.0, None, None]  # a cell the later runs lack
+    assert result.references.speedup == 3.0
+    assert result.labels == ["a", "b", "c"] and result.files == ["a", "b", "c"]
+
+
+def test_a_rows_acceptance_length_comes_from_the_cells_server_counters() -> None:
+    from k3deploy.report.bench import ServerDelta
+    from k3deploy.smoke.metrics import spec_decode_figures
+
+    spec = spec_decode_figures(10.0, 40.0, 15.0, {})
+    report = _report("a", {1: 100.0})
+    with_spec = report.model_copy(
+        update={
+            "overall": [report.overall[0].model_copy(update={"server": ServerDelta(available=True, spec_decode=spec)})]
+        }
+    )
+    without = report.model_copy(
+        update={"overall": [report.overall[0].model_copy(update={"server": ServerDelta(available=True)})]}
+    )
+    [row] = compare([with_spec, without, report], ["x", "y", "z"]).rows
+    assert row.mean_acceptance_length == [2.5, None, None]
