@@ -51,16 +51,19 @@ EXCLUDED_OPERATORS = (
 
 @dataclass(frozen=True)
 class Ignored:
-    """An equivalent mutant: its module, operator and the source line it mutates, and why no test can kill it."""
+    """An equivalent mutant: its module, operator and the source line it mutates, and why no test can kill it; with
+    `to`, only the mutant that turns the line into that text (one of several an operator makes of one line)."""
 
     module: str
     operator: str
     line: str
     reason: str
+    to: str | None = None
 
-    def matches(self, module: str, operator: str, line: str) -> bool:
-        """Whether this entry names that mutant (the line compared without its indentation)."""
-        return self.module == module and self.operator == operator and self.line.strip() == line.strip()
+    def matches(self, module: str, operator: str, line: str, mutated: str | None = None) -> bool:
+        """Whether this entry names that mutant (lines compared without their indentation)."""
+        same = self.module == module and self.operator == operator and self.line.strip() == line.strip()
+        return same and (self.to is None or (mutated is not None and self.to.strip() == mutated.strip()))
 
 
 @dataclass
@@ -92,7 +95,7 @@ def load_config(path: Path = CONFIG) -> tuple[dict[str, list[str]], list[Ignored
             raise ValueError(f"ignore entry {entry} has no reason")
         if entry["module"] not in modules:
             raise ValueError(f"ignore entry {entry} names a module that is not configured")
-        ignored.append(Ignored(entry["module"], entry["operator"], entry["line"], entry["reason"]))
+        ignored.append(Ignored(entry["module"], entry["operator"], entry["line"], entry["reason"], entry.get("to")))
     return modules, ignored
 
 
@@ -151,7 +154,7 @@ def skip_unwanted(db_path: Path, workdir: Path, module: str, ignored: Iterable[I
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
-    entries = [i for i in ignored if i.module == module]
+    entries = [i for i in ignored if i.module == module and i.to is None]  # those with `to` are matched on the diff
     lines = (workdir / module).read_text(encoding="utf-8").splitlines()
     count = 0
     with use_db(str(db_path), WorkDB.Mode.open) as db:
@@ -168,8 +171,8 @@ def skip_unwanted(db_path: Path, workdir: Path, module: str, ignored: Iterable[I
     return count
 
 
-def collect(db_path: Path, module: str, result: ModuleResult) -> None:
-    """Read the finished session into `result`."""
+def collect(db_path: Path, module: str, result: ModuleResult, ignored: Sequence[Ignored] = ()) -> None:
+    """Read the finished session into `result`; a survivor an ignore entry with `to` names counts as ignored."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
@@ -183,6 +186,12 @@ def collect(db_path: Path, module: str, result: ModuleResult) -> None:
                 result.killed += 1
                 result.timeouts += res.output == "timeout"
             elif res.test_outcome == TestOutcome.SURVIVED:
+                changed = mutated_lines(res.diff or "")
+                before = next((d[1:] for d in changed if d.startswith("-")), "")
+                after = next((d[1:] for d in changed if d.startswith("+")), "")
+                if any(i.matches(module, mutation.operator_name, before, after) for i in ignored if i.to):
+                    result.ignored += 1
+                    continue
                 result.survived.append((mutation.start_pos[0], mutation.operator_name, res.diff or ""))
             else:
                 result.incompetent += 1
@@ -212,7 +221,7 @@ def run_module(workdir: Path, module: str, tests: Sequence[str], ignored: Sequen
     result = ModuleResult(module)
     result.ignored = skip_unwanted(db, workdir, module, ignored)
     subprocess.run([*nice, *cosmic, "exec", str(cfg), str(db)], cwd=workdir, check=True, timeout=6 * 3600)
-    collect(db, module, result)
+    collect(db, module, result, ignored)
     result.seconds = time.monotonic() - started
     return result
 

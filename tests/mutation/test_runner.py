@@ -83,3 +83,10 @@ def test_the_session_runs_only_the_covering_tests_in_one_process() -> None:
     config = cosmic_config("k3deploy/x.py", command, 61.4)
     assert 'module-path = "k3deploy/x.py"' in config and "timeout = 61" in config
     assert 'name = "local"' in config
+
+
+def test_an_entry_with_to_names_one_of_the_mutants_of_its_line() -> None:
+    entry = Ignored("m.py", "core/NumberReplacer", "x = a or 0", "why", to="x = a or -1")
+    assert entry.matches("m.py", "core/NumberReplacer", "  x = a or 0", "  x = a or -1")
+    assert not entry.matches("m.py", "core/NumberReplacer", "x = a or 0", "x = a or 1")
+    assert not entry.matches("m.py", "core/NumberReplacer", "x = a or 0")

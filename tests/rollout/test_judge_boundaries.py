@@ -264,3 +264,31 @@ def test_at_the_deadline_a_stuck_pod_is_quoted_by_its_first_problem() -> None:
     pod = _waiting(_pod("k3-0", scheduled=False), "ImagePullBackOff")
     _, _, message, _ = pending([LWS_TARGET], _state(lws, [], [pod]))
     assert message.endswith("; Pod/k3-0: Unschedulable 0/4 nodes are available")
+
+
+def test_a_complete_job_beside_an_lws_with_revisions_is_ready_as_it_is() -> None:
+    from tests.kubeapi.controllers.lws_revision import new_revision
+
+    lws = _ready_lws()
+    job = {"kind": "Job", "metadata": {"name": "prefetch", "uid": "j1"}, "spec": {}, "status": {}}
+    job["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+    state = _state(lws, [new_revision(lws, 1)], [])
+    state.objects["Job"] = {"prefetch": job}
+    verdict = judge(state, [JOB_TARGET], now=0.0, grace_s=30)
+    assert verdict.ready and verdict.rows[0].state == "Complete"
+
+
+@pytest.mark.parametrize(("now", "fails"), [(129.0, False), (130.0, True)])
+def test_the_claim_grace_counts_from_when_it_was_first_seen(now: float, fails: bool) -> None:
+    state = _state(_ready_lws(), [], [_claiming(_pod("k3-0"), "k3-imex")])
+    state.objects[CLAIM_TEMPLATES] = {}
+    assert judge(state, [LWS_TARGET], now=100.0, grace_s=30).failure is None
+    assert (judge(state, [LWS_TARGET], now=now, grace_s=30).failure is not None) is fails
+
+
+def test_at_the_deadline_ready_objects_are_passed_over_and_a_running_job_keeps_its_reason() -> None:
+    job = {"kind": "Job", "metadata": {"name": "prefetch", "uid": "j1"}, "status": {"active": 1}}
+    state = _state(_ready_lws(), [], [_pod("k3-0")])
+    state.objects["Job"] = {"prefetch": job}
+    subject, reason, message, _ = pending([LWS_TARGET, JOB_TARGET], state)
+    assert (subject, reason, message) == ("Job/prefetch", "Running", "0 succeeded, 1 active, 0 failed")

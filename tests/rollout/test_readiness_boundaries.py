@@ -234,3 +234,13 @@ def test_restarts_count_missing_as_zero_and_the_label_is_the_first_problem() -> 
     )
     assert pod_phase_label(pod) == "Unschedulable"
     assert pod_phase_label({"metadata": {}, "status": {"phase": "Running"}}) == "Running"
+
+
+def test_an_lws_without_a_generation_is_judged_as_generation_0() -> None:
+    seen = _lws(observed=0)
+    del seen["metadata"]["generation"]
+    assert lws_readiness(seen).ready  # observedGeneration 0 has seen generation 0
+
+
+def test_a_job_without_a_succeeded_count_has_completed_nothing() -> None:
+    assert job_readiness({"kind": "Job", "spec": {"completions": 1}, "status": {}}).ready is False
