@@ -116,3 +116,8 @@ def test_a_rows_acceptance_length_comes_from_the_cells_server_counters() -> None
     )
     [row] = compare([with_spec, without, report], ["x", "y", "z"]).rows
     assert row.mean_acceptance_length == [2.5, None, None]
+
+
+def test_overall_rows_are_the_first_runs_concurrency_levels() -> None:
+    rows = compare([_report("a", {1: 100.0}), _report("b", {1: 150.0, 8: 400.0})], ["a", "b"]).rows
+    assert [(r.category, r.concurrency) for r in rows] == [("overall", 1)]
