@@ -213,3 +213,31 @@ def test_no_dev_shm_warns_and_imex_is_checked_only_with_a_compute_domain() -> No
     assert {r.name: r for r in host_checks(GB300, _host(shm_bytes=None))}["host.shm"].status is Status.WARN
     no_domain = load_profile("kimi-k3-gb300-tp16", ["kubernetes.compute_domain=false"])
     assert "host.imex" not in {r.name for r in host_checks(no_domain, _host(imex_service="active"))}
+
+
+def test_the_first_wrong_gpu_is_quoted() -> None:
+    gpus = [_gpu(0), _gpu(1, name="A", compute_capability="9.0", mig_enabled=True)]
+    gpus += [_gpu(2, name="B", compute_capability="8.0", mig_enabled=True), _gpu(3)]
+    checks = _checks(*gpus)
+    assert checks["gpu.product"].detail == "GPU 1, 2 is 'A', not a NVIDIA GB300"
+    assert checks["gpu.compute_capability"].detail.startswith("GPU 1, 2 has compute capability 9.0;")
+    assert "`nvidia-smi -i 1 -mig 0`" in (checks["gpu.mig"].hint or "")
+
+
+def test_no_gpus_measure_zero() -> None:
+    [only] = gpu_checks(GB300, GpuNodeFacts(source="nvml", driver_version="580", cuda_driver_version="13.0", gpus=[]))
+    assert only.measured == 0
+
+
+@pytest.mark.parametrize(("size", "shown"), [(GIB, "1.0 GiB"), (2 * GIB, "2.0 GiB"), (GIB - 2**20, "1,023.0 MiB")])
+def test_sizes_are_shown_in_gib_from_one_gib_up(size: int, shown: str) -> None:
+    shm = {r.name: r for r in host_checks(GB300, _host(shm_bytes=size))}["host.shm"]
+    assert shm.measured == shown
+
+
+def test_without_a_draft_the_disk_must_hold_the_weights_exactly() -> None:
+    local = load_profile("local-cpu", ["speculative=null"])
+    need, arch = local.model.checkpoint_bytes, local.vllm.image_arch
+    at = {r.name: r for r in host_checks(local, _host(arch=arch, cache_free_bytes=need))}["host.cache_disk"]
+    below = {r.name: r for r in host_checks(local, _host(arch=arch, cache_free_bytes=need - 1))}["host.cache_disk"]
+    assert (at.status, below.status) == (Status.PASS, Status.FAIL)
