@@ -28,6 +28,15 @@ os.environ.setdefault("K3DEPLOY_REGISTRY_URL", "http://127.0.0.1:9")
 CliCall = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C semantics whatever the tests were started from: a shell runs a background job (`cmd &`, nohup) with
+    SIGINT ignored, and Python then keeps it ignored, so the run_cli watchdog's SIGINT and the SIGINT tests send to
+    the processes they start (which inherit an ignored signal through exec) would be lost. A handled signal is reset
+    to the default on exec, so the children get Python's own Ctrl-C handling too."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def venv_tool(name: str) -> str | None:
     """A command-line tool installed beside this interpreter (the venv's bin), else the one on PATH; None if neither."""
     return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)

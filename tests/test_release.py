@@ -109,3 +109,21 @@ def test_smoke_image_defaults_to_this_version(monkeypatch: pytest.MonkeyPatch) -
     assert KubernetesSpec().smoke_image == f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
     monkeypatch.setattr(k3deploy, "__version__", "9.8.7")
     assert KubernetesSpec().smoke_image == f"{IMAGE_REPOSITORY}:9.8.7"
+
+
+def test_nothing_is_published_before_the_test_suite_passes_on_the_tagged_commit() -> None:
+    jobs = _workflow()["jobs"]
+    test = jobs["test"]
+    assert [step["run"] for step in test["steps"] if "run" in step][-1] == "bash .ci/run"
+    assert test["container"].endswith("-bookworm")  # Debian 12, as CI's machine: .ci/prometheus takes Debian's package
+    assert test["timeout-minutes"] >= 90  # the suite's own limit
+    assert _steps(test, "actions/checkout")  # the tagged commit itself
+    publishing = {name for name, job in jobs.items() if any(_steps(job, a) for a in PUBLISHERS)}
+    assert publishing == {"image", "package"}
+    for name in publishing:
+        needs = jobs[name]["needs"]
+        assert "test" in ([needs] if isinstance(needs, str) else needs), name
+
+
+#: The actions that publish: a pushed image, a PyPI upload.
+PUBLISHERS = ("docker/build-push-action", "pypa/gh-action-pypi-publish")

@@ -4,6 +4,16 @@ A real socket server (chunked HTTP/1.1 streams, real connection drops), not a mo
 field turns on one way a deployment misbehaves. Its /metrics counters move with what it streamed, the way
 vLLM's do: one verify step per chunk, `num_speculative_tokens` drafted, chunk size - 1 accepted.
 
+The request contract follows vLLM 0.32's OpenAI server (vllm/entrypoints/openai/completion/protocol.py and
+serving.py, chat_completion/ likewise, serve/utils/api_utils.py `should_include_usage` and `get_max_tokens`,
+renderers/params.py `TokenizeParams`, models/serving.py `check_model`): a `model` it does not serve is a 404;
+`stream` defaults to false and then the answer is one JSON body; `stream_options` without `stream: true` is a 400;
+the final usage chunk comes only with `stream_options.include_usage`, per-chunk usage only with that and
+`continuous_usage_stats`; `max_tokens` (16 by default on /v1/completions) above `max_model_len` is a 400, a prompt
+longer than it too, and otherwise the output is clamped to what is left of it; without `ignore_eos` the "model"
+ends its answer after `eos_after` tokens (finish_reason "stop"), as a real one stops at its end-of-sequence token.
+A prompt's token count is its word count.
+
 Hostile modes stand for an endpoint that is not vLLM, or a proxy gone wrong: `flood` streams without end as
 fast as the socket takes it (valid token chunks, error events, or one line that never ends), `huge` answers a
 GET with a body of that many bytes (a model list that goes on and on, for /v1/models), generated as it is sent.
@@ -43,6 +53,10 @@ class Script:
     flood: str | None = None  # None | "chunks" | "errors" | "line"
     huge: dict[str, int] = field(default_factory=dict)
     health_ready_after_s: float = 0.0
+    max_model_len: int = 4096
+    #: Tokens the scripted "model" writes before its end-of-sequence token, honoured unless the request sets
+    #: ignore_eos (a real model's answer ends when it has said what it has to say).
+    eos_after: int = 12
 
 
 @dataclass
@@ -155,6 +169,41 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, json.dumps({"detail": "Not Found"}))
 
+    def _error(self, status: int, err_type: str, message: str, param: str | None = None) -> None:
+        """An error body as vLLM's create_error_response writes it."""
+        self._send(
+            status, json.dumps({"error": {"message": message, "type": err_type, "param": param, "code": status}})
+        )
+
+    def _refusal(self, body: dict, prompt: str, chat: bool) -> tuple[int, str, str, str | None] | None:
+        """Why vLLM 0.32 would refuse this request before generating (status, type, message, param), if it would."""
+        script = self.server.script
+        model = body.get("model")
+        if model and model not in script.models:
+            return 404, "NotFoundError", f"The model `{model}` does not exist.", "model"
+        if body.get("stream_options") and not body.get("stream"):
+            return 400, "BadRequestError", "Stream options can only be defined when `stream=True`.", "stream_options"
+        max_tokens = body.get("max_tokens", None if chat else 16)
+        if max_tokens is not None and max_tokens > script.max_model_len:
+            return (
+                400,
+                "BadRequestError",
+                f"max_tokens={max_tokens} cannot be greater than max_model_len={script.max_model_len}. "
+                "Please request fewer output tokens.",
+                "max_tokens",
+            )
+        prompt_tokens = len(prompt.split())
+        if prompt_tokens > script.max_model_len:
+            return (
+                400,
+                "BadRequestError",
+                f"This model's maximum context length is {script.max_model_len} tokens. However, your prompt "
+                f"contains {prompt_tokens} input tokens, which exceeds this limit even without any output tokens. "
+                "Please reduce the length of the input prompt.",
+                "input_tokens",
+            )
+        return None
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         if not self._authorized():
@@ -168,6 +217,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         chat = self.path == "/v1/chat/completions"
         prompt = body["messages"][-1]["content"] if chat else body["prompt"]
+        refusal = self._refusal(body, prompt, chat)
+        if refusal is not None:
+            self._error(*refusal)
+            return
+        # get_max_tokens: the request's max_tokens (16 on completions, unset on chat), at most what the context has left.
+        left = script.max_model_len - len(prompt.split())
+        asked = body.get("max_tokens", None if chat else 16)
+        body = {**body, "max_tokens": left if asked is None else min(asked, left)}
+        if not body.get("stream"):
+            self._whole(body, prompt, chat)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -214,12 +274,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(raw), raw))
         self.wfile.flush()
 
-    def _plan(self, body: dict, prompt: str) -> list[str]:
-        """Token texts per chunk: the scripted answer (one chunk per word) or max_tokens in the scripted pattern."""
+    def _plan(self, body: dict, prompt: str) -> tuple[list[str], str]:
+        """Token texts per chunk and the finish reason: the scripted answer (one chunk per word), or the scripted
+        pattern up to max_tokens ("length"), or up to the end-of-sequence token when ignore_eos is not set ("stop")."""
         script = self.server.script
         if prompt in script.answers:
-            return [w + " " for w in script.answers[prompt].split(" ")][: body["max_tokens"]]
-        remaining, out, pattern = body["max_tokens"] - 1, ["tok "], script.tokens_per_chunk
+            words = [w + " " for w in script.answers[prompt].split(" ")]
+            return words[: body["max_tokens"]], "stop" if len(words) < body["max_tokens"] else "length"
+        budget, finish = body["max_tokens"], "length"
+        if not body.get("ignore_eos") and script.eos_after < budget:
+            budget, finish = script.eos_after, "stop"
+        return self._pattern(budget), finish
+
+    def _pattern(self, budget: int) -> list[str]:
+        """`budget` tokens in chunks of the scripted sizes, the first chunk one token (the prefill's)."""
+        script = self.server.script
+        remaining, out, pattern = budget - 1, ["tok "], script.tokens_per_chunk
         i = 0
         while remaining > 0:
             k = min(pattern[i % len(pattern)], remaining)
@@ -228,10 +298,43 @@ class _Handler(BaseHTTPRequestHandler):
             i += 1
         return out
 
+    def _count(self, n: int, k: int) -> None:
+        """The server counters for the n-th chunk of k tokens: one verify step per chunk after the first."""
+        script, counters = self.server.script, self.server.counters
+        with self.server.lock:
+            counters.generation += k
+            if n > 0:
+                counters.drafts += 1
+                counters.draft_tokens += script.num_speculative_tokens
+                counters.accepted += k - 1
+                for pos in range(k - 1):
+                    counters.per_pos[pos] = counters.per_pos.get(pos, 0) + 1
+
+    def _whole(self, body: dict, prompt: str, chat: bool) -> None:
+        """A `stream: false` answer: one JSON body with the whole text, its finish reason and its usage."""
+        chunks, finish = self._plan(body, prompt)
+        prompt_tokens = len(prompt.split())
+        with self.server.lock:
+            self.server.counters.prompt += prompt_tokens
+            self.server.counters.requests += 1
+        done = 0
+        for n, text in enumerate(chunks):
+            k = len(text.split()) if text.strip() else 1
+            done += k
+            self._count(n, k)
+        text = "".join(chunks)
+        choice: dict = {"index": 0, "finish_reason": finish}
+        choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+        kind = "chat.completion" if chat else "text_completion"
+        self._send(200, json.dumps({"id": "x", "object": kind, "model": MODEL, "choices": [choice], "usage": usage}))
+
     def _stream(self, body: dict, prompt: str, chat: bool) -> None:
         script, counters = self.server.script, self.server.counters
-        continuous = script.continuous_usage and (body.get("stream_options") or {}).get("continuous_usage_stats")
-        chunks = self._plan(body, prompt)
+        options = body.get("stream_options") or {}
+        include_usage = bool(options.get("include_usage"))
+        continuous = script.continuous_usage and include_usage and bool(options.get("continuous_usage_stats"))
+        chunks, finish = self._plan(body, prompt)
         prompt_tokens = len(prompt.split())
         with self.server.lock:
             counters.prompt += prompt_tokens
@@ -246,16 +349,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             k = len(text.split()) if text.strip() else 1
             done += k
-            with self.server.lock:
-                counters.generation += k
-                if n > 0:
-                    counters.drafts += 1
-                    counters.draft_tokens += script.num_speculative_tokens
-                    counters.accepted += k - 1
-                    for pos in range(k - 1):
-                        counters.per_pos[pos] = counters.per_pos.get(pos, 0) + 1
+            self._count(n, k)
             last = n == len(chunks) - 1
-            choice = {"index": 0, "finish_reason": "length" if last else None}
+            choice = {"index": 0, "finish_reason": finish if last else None}
             choice.update({"delta": {"content": text}} if chat else {"text": text})
             chunk: dict = {"id": "x", "object": "chunk", "model": MODEL, "choices": [choice]}
             if continuous:
@@ -268,10 +364,10 @@ class _Handler(BaseHTTPRequestHandler):
             if n == 1 and script.malformed_line is not None:
                 self._write(script.malformed_line + "\n\n")
             time.sleep(script.chunk_delay_s)
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
-        self._write(
-            f"data: {json.dumps({'id': 'x', 'object': 'chunk', 'model': MODEL, 'choices': [], 'usage': usage})}\n\n"
-        )
+        if include_usage:
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+            final = {"id": "x", "object": "chunk", "model": MODEL, "choices": [], "usage": usage}
+            self._write(f"data: {json.dumps(final)}\n\n")
         self._write("data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

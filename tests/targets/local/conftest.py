@@ -102,6 +102,15 @@ class FakeLocal:
         return json.loads((self.state_dir / "server.json").read_text())
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of the real CLI on the fake interpreter are the integration tier's: `up` and `preflight` ask that
+    interpreter for its vLLM (the fake runs the real one for anything but the server), so they need the vLLM the
+    full set-up installs; in a unit run without it they would fail on local.vllm rather than on what they test."""
+    for item in items:
+        if "fake_local" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture
 def fake_local(tmp_path: Path) -> Iterator[FakeLocal]:
     """A local deployment on a free port with the fake interpreter and a user's model folder (config.json)."""

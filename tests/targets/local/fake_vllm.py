@@ -2,8 +2,9 @@
 
 `write_fake_python(folder)` writes an executable `python` to point `local.python` at. Run as
 `python -m vllm.entrypoints.openai.api_server ARGS` it serves the OpenAI endpoints smoke uses (the scripted
-server of tests/smoke: /health, /v1/models, streamed /v1/completions, /metrics counters that move with what
-it streamed); anything else (preflight's vLLM probe) runs the real interpreter.
+server of tests/smoke: /health, /v1/models, /v1/completions and /v1/chat/completions with vLLM 0.32's request
+contract (`model`, `stream`, `stream_options`, `ignore_eos`, `max_tokens` against `--max-model-len`), /metrics
+counters that move with what it streamed); anything else (preflight's vLLM probe) runs the real interpreter.
 
 Like vLLM's API server (vllm/entrypoints/openai/api_server.py, vllm/entrypoints/launchers/launcher.py
 `create_server_socket`) it binds its socket before it starts the engine, without SO_REUSEPORT, and exits
@@ -114,7 +115,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(sock: socket.socket, served_name: str, speculative: bool, nan: bool = False) -> None:
+def serve(
+    sock: socket.socket, served_name: str, speculative: bool, nan: bool = False, max_model_len: int | None = None
+) -> None:
     """Serve the scripted OpenAI endpoints on `sock` until the process ends."""
     counters: Counters = _NanCounters() if nan else Counters()
     script = Script(
@@ -123,6 +126,8 @@ def serve(sock: socket.socket, served_name: str, speculative: bool, nan: bool = 
         # A real engine never streams a reply in zero time; with no gap a loaded host hands the client every chunk in
         # one read, and smoke rightly measures no decode speed (seen in the soak test on a busy 2-core machine).
         chunk_delay_s=float(os.environ.get("FAKE_VLLM_CHUNK_DELAY_S", "0.002")),
+        # vLLM refuses max_tokens above --max-model-len and clamps the output to what the context leaves.
+        **({"max_model_len": max_model_len} if max_model_len else {}),
     )
     _Server(sock, script, counters).serve_forever(poll_interval=0.05)
 
@@ -144,5 +149,11 @@ def main(argv: list[str]) -> int:
     spec = json.loads(args.speculative_config) if args.speculative_config else None
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # the engine core, in our group
     print(f"Starting vLLM API server on http://{args.host}:{args.port}", flush=True)
-    serve(sock, args.served_model_name or model, spec is not None, nan=os.environ.get("FAKE_VLLM_METRICS") == "nan")
+    serve(
+        sock,
+        args.served_model_name or model,
+        spec is not None,
+        nan=os.environ.get("FAKE_VLLM_METRICS") == "nan",
+        max_model_len=int(args.max_model_len) if args.max_model_len else None,
+    )
     return 0

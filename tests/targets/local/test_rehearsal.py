@@ -19,7 +19,8 @@ from k3deploy.targets.local.rehearsal import (
     is_rehearsal_model,
 )
 
-pytest.importorskip("transformers", reason="the rehearsal model is generated with transformers (in the vLLM venv)")
+#: The rehearsal model is generated with transformers, which comes with vLLM: the integration tier's.
+pytestmark = pytest.mark.integration
 
 
 def digests(folder: Path) -> dict[str, str]:

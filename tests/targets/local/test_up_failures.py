@@ -70,8 +70,8 @@ def test_a_signal_while_starting_leaves_no_lock_or_temporary_file(fake_local: Fa
     assert list(fake_local.tmp.iterdir()) == []
 
 
+@pytest.mark.integration  # the rehearsal model is generated with transformers, which comes with vLLM
 def test_sigterm_while_the_rehearsal_model_is_generated_removes_its_temporary_folder(fake_local: FakeLocal) -> None:
-    pytest.importorskip("transformers", reason="the rehearsal model is generated with transformers (in the vLLM venv)")
     proc = fake_local.popen(
         "up", "model.rehearsal=true", "model.id=rehearsal-llama-tiny", "speculative.model=rehearsal-llama-tiny"
     )

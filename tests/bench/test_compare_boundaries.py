@@ -1,0 +1,123 @@
+"""`bench compare`'s rules pinned (the survivors of tests/mutation/run on k3deploy/bench/compare.py): every run is
+checked for like-for-like against the first, speedups divide by the first run, references imply their speedup."""
+
+from __future__ import annotations
+
+import pytest
+
+from k3deploy.bench.compare import best_per_concurrency, compare, differences, headline, references
+from k3deploy.report.bench import BenchReport
+from tests.bench.test_ab import _report
+
+
+def _with(report: BenchReport, **settings: object) -> BenchReport:
+    return report.model_copy(update={"settings": report.settings.model_copy(update=settings)})
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "line"),
+    [
+        ("dataset", "builtin/other", "dataset differs: a has builtin/throughput, c has builtin/other"),
+        ("prompt_set_sha256", "y" * 64, "prompt set differs: a has x, c has yyyyyyyyyyyy"),
+        ("output_tokens", 16, "output length differs: a has 8, c has 16"),
+        ("temperature", 0.5, "temperature differs: a has 0.0, c has 0.5"),
+    ],
+)
+def test_a_third_run_is_checked_like_for_like_too(setting: str, value: object, line: str) -> None:
+    runs = [_report("a", {1: 100.0}), _report("b", {1: 120.0}), _with(_report("c", {1: 130.0}), **{setting: value})]
+    assert differences(runs, ["a", "b", "c"]) == [line]
+    assert differences(runs[:2], ["a", "b"]) == []
+
+
+def test_every_differing_setting_of_every_run_is_named() -> None:
+    runs = [_report("a", {1: 1.0}), _with(_report("b", {1: 1.0}), output_tokens=9, temperature=1.0)]
+    assert len(differences(runs, ["a", "b"])) == 2
+
+
+def test_speedup_is_each_runs_median_over_the_first_runs() -> None:
+    runs = [_report("a", {1: 100.0, 8: 0.0}), _report("b", {1: 250.0, 8: 50.0}), _report("c", {1: 50.0})]
+    rows = {row.concurrency: row for row in compare(runs, ["a.json", "b.json", "c.json"]).rows}
+    assert rows[1].decode_tok_s == [100.0, 250.0, 50.0]
+    assert rows[1].speedup == [1.0, 2.5, 0.5]
+    # No base rate (0) or no cell in a run: no speedup rather than a division by zero or a made-up one.
+    assert rows[8].speedup == [None, None, None]
+    assert rows[8].decode_tok_s == [0.0, 50.0, None]
+    assert [row.category for row in rows.values()] == ["overall", "overall"]
+
+
+@pytest.mark.parametrize(
+    ("refs", "speedup"),
+    [
+        ({"baseline_decode_tok_s": 100.0, "decode_tok_s": 250.0}, 2.5),
+        ({"baseline_decode_tok_s": 0.0, "decode_tok_s": 250.0}, None),
+        ({"decode_tok_s": 250.0}, None),
+        ({"baseline_decode_tok_s": 100.0}, None),
+    ],
+)
+def test_the_published_speedup_is_spec_over_baseline_when_both_are_known(refs: dict, speedup: float | None) -> None:
+    report = _report("a", {1: 1.0}).model_copy(update={"references": {**refs, "peak_decode_tok_s": 464.0}})
+    found = references(report)
+    assert found.speedup == speedup and found.peak_decode_tok_s == 464.0
+
+
+def test_the_best_run_per_level_needs_a_strictly_higher_rate() -> None:
+    runs = [_report("a", {1: 100.0}), _report("b", {1: 100.0}), _report("c", {1: 99.0})]
+    assert best_per_concurrency(runs) == {1: ("a", 100.0)}  # a tie keeps the first run
+    assert list(best_per_concurrency([_report("x", {8: 1.0, 1: 2.0})])) == [1, 8]
+
+
+def test_headline_lists_every_later_run_and_the_best_only_for_a_sweep() -> None:
+    two = headline([_report("off", {1: 100.0}), _report("on", {1: 300.0})])
+    assert two == ["speedup on over off at concurrency 1: 3.00x (100.0 -> 300.0 median decode tok/s)"]
+    three = headline([_report("k=1", {1: 100.0}), _report("k=2", {1: 200.0}), _report("k=3", {1: 0.0})])
+    assert three[0].startswith("speedup k=2 over k=1 at concurrency 1: 2.00x")
+    assert three[1:] == ["best at concurrency 1: k=2 (200.0 tok/s)"]  # k=3 measured nothing: no speedup line
+
+
+def _cells(report: BenchReport, *categories: str) -> BenchReport:
+    overall = report.overall[0]
+    return report.model_copy(update={"cells": [overall.model_copy(update={"category": c}) for c in categories]})
+
+
+def test_prompt_sets_are_named_by_the_first_12_characters_of_both_digests() -> None:
+    a = _with(_report("a", {1: 1.0}), prompt_set_sha256="0123456789abcdef" * 4)
+    b = _with(_report("b", {1: 1.0}), prompt_set_sha256="fedcba9876543210" * 4)
+    assert differences([a, b], ["a", "b"]) == ["prompt set differs: a has 0123456789ab, b has fedcba987654"]
+
+
+def test_rows_follow_the_first_runs_cells_and_references() -> None:
+    first = _cells(_report("a", {1: 100.0}), "low", "high").model_copy(
+        update={"references": {"baseline_decode_tok_s": 100.0, "decode_tok_s": 300.0}}
+    )
+    second = _cells(_report("b", {1: 200.0}), "low").model_copy(
+        update={"references": {"baseline_decode_tok_s": 100.0, "decode_tok_s": 150.0}}
+    )
+    third = _cells(_report("c", {2: 50.0}), "other")
+    result = compare([first, second, third], ["a", "b", "c"])
+    assert [(r.category, r.concurrency) for r in result.rows] == [("low", 1), ("high", 1), ("overall", 1)]
+    assert result.rows[1].decode_tok_s == [100.0, None, None]  # a cell the later runs lack
+    assert result.references.speedup == 3.0
+    assert result.labels == ["a", "b", "c"] and result.files == ["a", "b", "c"]
+
+
+def test_a_rows_acceptance_length_comes_from_the_cells_server_counters() -> None:
+    from k3deploy.report.bench import ServerDelta
+    from k3deploy.smoke.metrics import spec_decode_figures
+
+    spec = spec_decode_figures(10.0, 40.0, 15.0, {})
+    report = _report("a", {1: 100.0})
+    with_spec = report.model_copy(
+        update={
+            "overall": [report.overall[0].model_copy(update={"server": ServerDelta(available=True, spec_decode=spec)})]
+        }
+    )
+    without = report.model_copy(
+        update={"overall": [report.overall[0].model_copy(update={"server": ServerDelta(available=True)})]}
+    )
+    [row] = compare([with_spec, without, report], ["x", "y", "z"]).rows
+    assert row.mean_acceptance_length == [2.5, None, None]
+
+
+def test_overall_rows_are_the_first_runs_concurrency_levels() -> None:
+    rows = compare([_report("a", {1: 100.0}), _report("b", {1: 150.0, 8: 400.0})], ["a", "b"]).rows
+    assert [(r.category, r.concurrency) for r in rows] == [("overall", 1)]

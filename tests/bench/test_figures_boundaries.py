@@ -1,0 +1,95 @@
+"""Bench's figure rules pinned (the survivors of tests/mutation/run on k3deploy/bench/figures.py): the client-vs-server
+token cross-check, summing cells' server counters, the window and the aggregate rate."""
+
+from __future__ import annotations
+
+from k3deploy.bench.figures import cell_figures, overall_figures, server_delta, sum_server, token_mismatches, window
+from k3deploy.report.bench import BenchRequest, ServerDelta
+from k3deploy.report.smoke import MetricsDelta
+from k3deploy.smoke.metrics import spec_decode_figures
+
+
+def _req(
+    t_send: float, t_end: float, tokens: int, *, ok: bool = True, bursty: bool = False, **extra: object
+) -> BenchRequest:
+    return BenchRequest(
+        category="a",
+        concurrency=1,
+        prompt_id="p",
+        ok=ok,
+        t_send=t_send,
+        t_end=t_end,
+        completion_tokens=tokens,
+        decode_tok_s=100.0,
+        e2e_tok_s=40.0,
+        bursty=bursty,
+        **extra,
+    )
+
+
+def _server(tokens: float | None, *, available: bool = True, drafts: float = 10.0) -> ServerDelta:
+    spec = spec_decode_figures(drafts, drafts * 4, drafts * 2, {0: drafts, 1: drafts})
+    return ServerDelta(
+        available=available, generation_tokens=tokens, spec_decode=spec, error=None if available else "x"
+    )
+
+
+def test_a_cell_whose_client_and_server_token_counts_differ_is_named() -> None:
+    same = cell_figures("a", 1, [_req(0, 1, 32)], _server(32.0))
+    off_by_one = cell_figures("a", 4, [_req(0, 1, 32)], _server(33.0))
+    assert token_mismatches([same]) == []
+    assert token_mismatches([same, off_by_one]) == [
+        "a @ concurrency 4: client counted 32 tokens, the server's vllm:generation_tokens_total rose by 33"
+    ]
+
+
+def test_no_cross_check_without_a_usable_server_count() -> None:
+    unread = cell_figures("a", 1, [_req(0, 1, 32)], _server(99.0, available=False))
+    unknown = cell_figures("a", 1, [_req(0, 1, 32)], _server(None))
+    none = cell_figures("a", 1, [_req(0, 1, 32)], None)
+    assert token_mismatches([unread, unknown, none]) == []
+
+
+def test_summed_cells_add_counters_and_recompute_the_ratios() -> None:
+    total = sum_server([_server(10.0, drafts=10.0), _server(20.0, drafts=30.0)])
+    assert total is not None and total.available and total.generation_tokens == 30.0
+    assert total.spec_decode is not None
+    assert (total.spec_decode.drafts, total.spec_decode.accepted_tokens) == (40.0, 80.0)
+    assert total.spec_decode.mean_acceptance_length == 3.0
+    assert total.spec_decode.accepted_per_position == {0: 40.0, 1: 40.0}
+    assert sum_server([None, None]) is None
+    one_blind = sum_server([_server(10.0), _server(5.0, available=False)])
+    assert one_blind is not None and (one_blind.available, one_blind.error) == (False, "x")
+    partial = sum_server([_server(10.0), ServerDelta(available=True, generation_tokens=None)])
+    assert partial is not None and partial.generation_tokens is None and partial.spec_decode is None
+
+
+def test_server_delta_keeps_why_it_is_missing() -> None:
+    assert server_delta(None).error == "no /metrics scrape"
+    assert server_delta(MetricsDelta(available=False, error="404"), None).error == "404"
+    assert server_delta(MetricsDelta(available=False, error="404"), "timeout").error == "timeout"
+    kept = server_delta(MetricsDelta(available=True, window_s=1.0, generation_tokens=7.0))
+    assert kept.available and kept.generation_tokens == 7.0
+
+
+def test_the_window_runs_from_the_first_send_to_the_last_chunk() -> None:
+    requests = [_req(2.0, 9.0, 1, t_last=8.0), _req(1.0, 5.0, 1)]
+    assert window(requests) == 7.0  # 1.0 to 8.0: the last chunk, not the stream's end, where there is one
+    assert window([]) is None
+    assert window([_req(3.0, 3.0, 1)]) is None
+
+
+def test_failed_requests_count_and_add_tokens_but_no_timings() -> None:
+    cell = cell_figures("a", 1, [_req(0, 2, 10), _req(0, 2, 6, ok=False), _req(0, 2, 4, bursty=True)], None)
+    assert (cell.requests, cell.failed, cell.bursty, cell.completion_tokens) == (3, 1, 1, 20)
+    assert cell.decode_tok_s.count == 2 and cell.decode_tok_s.median == 70.0  # 100 and the bursty one's 40
+    assert cell.aggregate_tok_s == 10.0  # 20 tokens over 2 s
+
+
+def test_overall_aggregate_is_tokens_over_the_summed_cell_windows() -> None:
+    first = cell_figures("a", 1, [_req(0, 2, 10)], None)
+    second = cell_figures("b", 1, [_req(10, 14, 30)], None)
+    overall = overall_figures(1, [_req(0, 2, 10), _req(10, 14, 30)], [first, second])
+    assert (overall.window_s, overall.aggregate_tok_s) == (6.0, 40 / 6.0)
+    empty = overall_figures(1, [], [])
+    assert (empty.window_s, empty.aggregate_tok_s) == (None, None)
