@@ -253,6 +253,7 @@ def compare_cmd(
     if comparison.verdict:
         err.print(comparison.verdict, markup=False, highlight=False)
     if html_out is not None or png_out is not None:
+        # The pictures' stage (and matplotlib for --png), loaded only when asked for.
         from k3deploy.bench import charts
         from k3deploy.fileio.write import write_output
 

@@ -108,12 +108,15 @@ class ReleaseLease:
         who: str,
         *,
         note: Callable[[str], None] = lambda _msg: None,
+        acquire_api: Any = None,
         duration_s: int = DURATION_S,
         renew_s: float = RENEW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.api, self.namespace, self.release, self.who = api, namespace, release, who
         self.note, self.duration_s, self.renew_s, self.clock = note, duration_s, renew_s, clock
+        #: Taking the lease counts against the command's deadline (`acquire_api`); renewing and freeing it do not.
+        self.acquire_api = acquire_api if acquire_api is not None else api
         self._live: dict[str, Any] | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -141,7 +144,7 @@ class ReleaseLease:
     def acquire(self) -> None:
         """Take the lease, or raise (exit 3) naming who holds it."""
         for _ in range(3):
-            live = self.api.get(LEASE_API, "Lease", lease_name(self.release), self.namespace)
+            live = self.acquire_api.get(LEASE_API, "Lease", lease_name(self.release), self.namespace)
             holder = holder_of(live, self.clock())
             if holder is not None and holder.identity != self.who:
                 raise held_error(self.release, self.namespace, holder)
@@ -151,7 +154,7 @@ class ReleaseLease:
             transitions = int(spec.get("leaseTransitions") or 0) + (1 if live is not None else 0)
             body = self._body(self.clock(), transitions, live)
             try:
-                self._live = self.api.create(body) if live is None else self.api.replace(body)
+                self._live = self.acquire_api.create(body) if live is None else self.acquire_api.replace(body)
                 return
             except KubeError as exc:
                 if exc.status != 409:

@@ -153,8 +153,10 @@ class KubernetesTarget(Target):
     @contextlib.contextmanager
     def _leased(self, profile: Profile, what: str) -> Iterator[None]:
         namespace = profile.kubernetes.namespace
-        # Its own deadline: past --timeout the lease is still renewed and freed (each request keeps its timeouts).
-        api = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
+        # Taking the lease counts against --timeout (self.api); renewing and freeing it have their own deadline, so
+        # past --timeout the lease is still renewed and freed (each request keeps its timeouts).
+        api = self.api
+        free = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
         if api.get("v1", "Namespace", namespace) is None:
             rendered = next((o for o in _objects(profile) if o["kind"] == "Namespace"), None)
             if what == "down" or rendered is None:
@@ -166,7 +168,7 @@ class KubernetesTarget(Target):
             self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
             yield
             return
-        with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
+        with ReleaseLease(free, namespace, profile.name, identity(what), note=self.view.note, acquire_api=api).hold():
             yield
 
     def render(self, profile: Profile) -> Rendering:
