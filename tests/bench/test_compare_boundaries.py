@@ -68,7 +68,15 @@ def test_the_best_run_per_level_needs_a_strictly_higher_rate() -> None:
 
 def test_headline_lists_every_later_run_and_the_best_only_for_a_sweep() -> None:
     two = headline([_report("off", {1: 100.0}), _report("on", {1: 300.0})])
-    assert two == ["speedup on over off at concurrency 1: 3.00x (100.0 -> 300.0 median decode tok/s)"]
+    assert two == [
+        "speedup on over off at concurrency 1: 3.00x (100.0 -> 300.0 median decode tok/s, "
+        "one round: spread unknown (--repeat N))"
+    ]
+    # Same labels are rounds of one variant (A B A B): two rounds give the ratios' min..max, and still one line.
+    rounds = headline([_report("off", {1: 100.0}), _report("on", {1: 300.0})] * 2)
+    assert rounds == [
+        "speedup on over off at concurrency 1: 3.00x (100.0 -> 300.0 median decode tok/s, 3.00x..3.00x over 2 rounds)"
+    ]
     three = headline([_report("k=1", {1: 100.0}), _report("k=2", {1: 200.0}), _report("k=3", {1: 0.0})])
     assert three[0].startswith("speedup k=2 over k=1 at concurrency 1: 2.00x")
     assert three[1:] == ["best at concurrency 1: k=2 (200.0 tok/s)"]  # k=3 measured nothing: no speedup line
@@ -105,17 +113,22 @@ def test_a_rows_acceptance_length_comes_from_the_cells_server_counters() -> None
     from k3deploy.smoke.metrics import spec_decode_figures
 
     spec = spec_decode_figures(10.0, 40.0, 15.0, {})
-    report = _report("a", {1: 100.0})
-    with_spec = report.model_copy(
-        update={
-            "overall": [report.overall[0].model_copy(update={"server": ServerDelta(available=True, spec_decode=spec)})]
-        }
+
+    def run(label: str, server: ServerDelta | None) -> BenchReport:
+        report = _report(label, {1: 100.0})
+        return report.model_copy(update={"overall": [report.overall[0].model_copy(update={"server": server})]})
+
+    with_spec, without, bare = (
+        run("x", ServerDelta(available=True, spec_decode=spec)),
+        run("y", ServerDelta(available=True)),
+        run("z", None),
     )
-    without = report.model_copy(
-        update={"overall": [report.overall[0].model_copy(update={"server": ServerDelta(available=True)})]}
-    )
-    [row] = compare([with_spec, without, report], ["x", "y", "z"]).rows
-    assert row.mean_acceptance_length == [2.5, None, None]
+    [row] = compare([with_spec, without, bare], ["x", "y", "z"]).rows
+    assert row.mean_acceptance_length == [2.5, None, None]  # 15 accepted over 10 drafts, +1; none without counters
+    # Same label: rounds of one variant, one figure per variant, its first round's.
+    [rounds] = compare([with_spec, run("x", ServerDelta(available=True))], ["x1", "x2"]).rows
+    [later_first] = compare([run("x", ServerDelta(available=True)), with_spec], ["x1", "x2"]).rows
+    assert (rounds.mean_acceptance_length, later_first.mean_acceptance_length) == ([2.5], [None])
 
 
 def test_overall_rows_are_the_first_runs_concurrency_levels() -> None:

@@ -1,11 +1,23 @@
 """Bench's figure rules pinned (the survivors of tests/mutation/run on k3deploy/bench/figures.py): the client-vs-server
-token cross-check, summing cells' server counters, the window and the aggregate rate."""
+token cross-check, summing cells' server counters, the window and the aggregate rate (one cell's, and a pooled
+overall's over the summed windows of the cells it pools)."""
 
 from __future__ import annotations
 
-from k3deploy.bench.figures import cell_figures, overall_figures, server_delta, sum_server, token_mismatches, window
-from k3deploy.report.bench import BenchRequest, ServerDelta
-from k3deploy.report.smoke import MetricsDelta
+from collections.abc import Sequence
+
+from k3deploy.bench.figures import (
+    OVERALL,
+    Sent,
+    cell_figures,
+    pooled,
+    server_delta,
+    sum_server,
+    token_mismatches,
+    window,
+)
+from k3deploy.report.bench import BenchRequest, CellFigures, Point, ServerDelta
+from k3deploy.report.smoke import MetricsDelta, RequestRecord
 from k3deploy.smoke.metrics import spec_decode_figures
 
 
@@ -27,6 +39,25 @@ def _req(
     )
 
 
+def _sent(request: BenchRequest) -> Sent:
+    """The request with a stampless record: no chunk offsets, so no vLLM timing (only the bench record's figures)."""
+    record = RequestRecord(
+        index=0,
+        phase="measured",
+        prompt_id=request.prompt_id,
+        ok=request.ok,
+        max_tokens=request.completion_tokens or 1,
+        t_send=request.t_send,
+        t_end=request.t_end,
+        completion_tokens=request.completion_tokens,
+    )
+    return Sent(record=record, request=request)
+
+
+def _cell(category: str, concurrency: int, requests: Sequence[BenchRequest], server: ServerDelta | None) -> CellFigures:
+    return cell_figures(category, Point(concurrency=concurrency), [_sent(r) for r in requests], server, None)
+
+
 def _server(tokens: float | None, *, available: bool = True, drafts: float = 10.0) -> ServerDelta:
     spec = spec_decode_figures(drafts, drafts * 4, drafts * 2, {0: drafts, 1: drafts})
     return ServerDelta(
@@ -35,8 +66,8 @@ def _server(tokens: float | None, *, available: bool = True, drafts: float = 10.
 
 
 def test_a_cell_whose_client_and_server_token_counts_differ_is_named() -> None:
-    same = cell_figures("a", 1, [_req(0, 1, 32)], _server(32.0))
-    off_by_one = cell_figures("a", 4, [_req(0, 1, 32)], _server(33.0))
+    same = _cell("a", 1, [_req(0, 1, 32)], _server(32.0))
+    off_by_one = _cell("a", 4, [_req(0, 1, 32)], _server(33.0))
     assert token_mismatches([same]) == []
     assert token_mismatches([same, off_by_one]) == [
         "a @ concurrency 4: client counted 32 tokens, the server's vllm:generation_tokens_total rose by 33"
@@ -44,9 +75,9 @@ def test_a_cell_whose_client_and_server_token_counts_differ_is_named() -> None:
 
 
 def test_no_cross_check_without_a_usable_server_count() -> None:
-    unread = cell_figures("a", 1, [_req(0, 1, 32)], _server(99.0, available=False))
-    unknown = cell_figures("a", 1, [_req(0, 1, 32)], _server(None))
-    none = cell_figures("a", 1, [_req(0, 1, 32)], None)
+    unread = _cell("a", 1, [_req(0, 1, 32)], _server(99.0, available=False))
+    unknown = _cell("a", 1, [_req(0, 1, 32)], _server(None))
+    none = _cell("a", 1, [_req(0, 1, 32)], None)
     assert token_mismatches([unread, unknown, none]) == []
 
 
@@ -80,16 +111,22 @@ def test_the_window_runs_from_the_first_send_to_the_last_chunk() -> None:
 
 
 def test_failed_requests_count_and_add_tokens_but_no_timings() -> None:
-    cell = cell_figures("a", 1, [_req(0, 2, 10), _req(0, 2, 6, ok=False), _req(0, 2, 4, bursty=True)], None)
+    cell = _cell("a", 1, [_req(0, 2, 10), _req(0, 2, 6, ok=False), _req(0, 2, 4, bursty=True)], None)
     assert (cell.requests, cell.failed, cell.bursty, cell.completion_tokens) == (3, 1, 1, 20)
     assert cell.decode_tok_s.count == 2 and cell.decode_tok_s.median == 70.0  # 100 and the bursty one's 40
     assert cell.aggregate_tok_s == 10.0  # 20 tokens over 2 s
 
 
 def test_overall_aggregate_is_tokens_over_the_summed_cell_windows() -> None:
-    first = cell_figures("a", 1, [_req(0, 2, 10)], None)
-    second = cell_figures("b", 1, [_req(10, 14, 30)], None)
-    overall = overall_figures(1, [_req(0, 2, 10), _req(10, 14, 30)], [first, second])
+    first, second = [_req(0, 2, 10)], [_req(10, 14, 30)]
+    assert (_cell("a", 1, first, None).window_s, _cell("b", 1, second, None).window_s) == (2.0, 4.0)
+    runs = [([_sent(r) for r in first], None, None), ([_sent(r) for r in second], None, None)]
+    overall = pooled(OVERALL, Point(concurrency=1), runs, repeats=[runs])
+    # 6 s busy, not the 14 s from the first send to the last end: the gap between the cells ran no requests.
     assert (overall.window_s, overall.aggregate_tok_s) == (6.0, 40 / 6.0)
-    empty = overall_figures(1, [], [])
+    assert (overall.requests, overall.completion_tokens) == (2, 40)
+    assert (overall.repeats, overall.spread) == ([], None)  # one repeat of every category: no spread
+    twice = pooled(OVERALL, Point(concurrency=1), runs, repeats=[runs[:1], runs[1:]])
+    assert (len(twice.repeats), twice.spread, twice.window_s) == (2, 0.0, 6.0)  # two repeats: a spread (both 100)
+    empty = pooled(OVERALL, Point(concurrency=1), [])
     assert (empty.window_s, empty.aggregate_tok_s) == (None, None)

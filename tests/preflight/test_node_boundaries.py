@@ -56,6 +56,7 @@ def test_a_healthy_tray_passes_every_check() -> None:
             "gpu.health",
             "gpu.persistence",
             "fabric.state",
+            "fabric.health",
             "fabric.clique",
         ],
         Status.PASS,
@@ -74,12 +75,22 @@ def test_the_product_of_every_gpu_is_checked_not_gpu_0s_only() -> None:
     assert check.measured == "NVIDIA B300 SXM6 AC, NVIDIA GB300"
 
 
-def test_an_allowed_product_passes() -> None:
+def test_an_allowed_product_passes_on_a_tray_of_one_product_but_mixed_with_another_fails() -> None:
     profile = load_profile("kimi-k3-gb300-tp16", ["hardware.allowed_products=[NVIDIA B300 SXM6 AC]"])
-    facts = GpuNodeFacts(
-        source="nvml", driver_version="580.95.05", cuda_driver_version="13.0", gpus=_tray(name="NVIDIA B300 SXM6 AC")
+
+    def product(gpus: list[GpuFacts]) -> CheckResult:
+        facts = GpuNodeFacts(source="nvml", driver_version="580.95.05", cuda_driver_version="13.0", gpus=gpus)
+        return {r.name: r for r in gpu_checks(profile, facts)}["gpu.product"]
+
+    assert product([_gpu(i, name="NVIDIA B300 SXM6 AC") for i in range(4)]).status is Status.PASS
+    # Each allowed, but a TP group runs at its slowest GPU: one kind per node.
+    mixed = product(_tray(name="NVIDIA B300 SXM6 AC"))
+    assert (mixed.status, mixed.measured, mixed.target) == (
+        Status.FAIL,
+        "NVIDIA B300 SXM6 AC, NVIDIA GB300",
+        "one product",
     )
-    assert {r.name: r for r in gpu_checks(profile, facts)}["gpu.product"].status is Status.PASS
+    assert mixed.detail.startswith("this node mixes NVIDIA B300 SXM6 AC and NVIDIA GB300")
 
 
 def test_compute_capability_of_every_gpu_fails_when_wrong_and_warns_when_unknown() -> None:
@@ -99,9 +110,10 @@ def test_the_smallest_gpu_must_have_the_planned_memory(mib: int, status: Status)
 @pytest.mark.parametrize(
     ("driver", "cuda", "driver_status", "cuda_status"),
     [
-        ("580", "13.0", Status.PASS, Status.PASS),
-        ("579.99", "12.9", Status.FAIL, Status.FAIL),
-        ("580.95.05", "13.1", Status.PASS, Status.PASS),
+        ("580.95.05", "13.0", Status.PASS, Status.PASS),
+        ("580.95.04", "12.9", Status.FAIL, Status.FAIL),
+        ("580", "13.0", Status.FAIL, Status.PASS),  # the R580 branch alone is older than 580.95.05
+        ("580.95.06", "13.1", Status.PASS, Status.PASS),
     ],
 )
 def test_driver_and_cuda_pass_at_their_minimum(
@@ -109,6 +121,20 @@ def test_driver_and_cuda_pass_at_their_minimum(
 ) -> None:
     checks = _checks(*_tray(), driver=driver, cuda=cuda)
     assert (checks["driver.version"].status, checks["driver.cuda"].status) == (driver_status, cuda_status)
+
+
+def test_a_driver_below_the_minimum_names_the_release_and_its_branch() -> None:
+    check = _checks(*_tray(), driver="580.65.06")["driver.version"]
+    assert (check.status, check.target) == (Status.FAIL, ">= 580.95.05")
+    assert check.detail == "driver 580.65.06 is older than 580.95.05"
+    assert (check.hint or "").startswith("install an R580+ data-center driver, 580.95.05 or later")
+
+
+@pytest.mark.parametrize(("health", "status"), [([], Status.PASS), (["route unhealthy"], Status.FAIL)])
+def test_a_degraded_fabric_on_any_gpu_fails_and_names_it(health: list[str], status: Status) -> None:
+    check = _checks(*_tray(fabric_health=health))["fabric.health"]
+    measured = "healthy" if not health else "GPU 3: route unhealthy"
+    assert (check.status, check.measured) == (status, measured)
 
 
 def test_mig_on_any_gpu_fails_and_names_it() -> None:
