@@ -23,7 +23,7 @@ USER = "realk8s-deployer"
 def _role_rules(without: tuple[str, str, str] | None) -> list[dict]:
     profile = load_profile("kimi-k3-gb300-tp16", ["kubernetes.compute_domain=false", "kubernetes.hf_token_secret=null"])
     rules = []
-    for access in required_access(profile):
+    for access in required_access(profile, port_forward=True):  # no --endpoint: up smokes through a forward
         if access.resource == "namespaces" or (access.verb, access.resource, access.group) == without:
             continue
         resource = f"{access.resource}/{access.subresource}" if access.subresource else access.resource
