@@ -114,7 +114,7 @@ def test_a_claim_on_a_missing_resource_claim_template_is_diagnosed_as_what_it_is
     """The real resourceclaim controller (kubernetes pkg/controller/resourceclaim/controller.go) cannot make the
     pod's ResourceClaim and records FailedResourceClaimCreation; the real scheduler's DynamicResources PreEnqueue
     holds the pod without any condition. Miswired here: the channel template has another name (no DRA driver runs
-    to make the ComputeDomain's)."""
+    to make the ComputeDomain's: the DRA stand-in is paused for the test)."""
     deploy.create_namespace()
     template = {
         "apiVersion": "resource.k8s.io/v1",
@@ -124,7 +124,9 @@ def test_a_claim_on_a_missing_resource_claim_template_is_diagnosed_as_what_it_is
     }
     deploy.plane.api.create(deploy.path("resourceclaimtemplates"), template)
     # Within the grace period the template could still appear (the driver makes it from the ComputeDomain).
-    result = deploy.k3("apply", *TIMEOUT, "--set", "kubernetes.unschedulable_grace_s=2", dra=True)
+    assert deploy.plane.dra is not None
+    with deploy.plane.dra.paused():
+        result = deploy.k3("apply", *TIMEOUT, "--set", "kubernetes.unschedulable_grace_s=2", dra=True)
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
     assert block.startswith(f"failed: Pod/{LWS}-0\n  reason: ResourceClaimTemplateNotFound\n")
