@@ -97,7 +97,9 @@ def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Pl
     first = up(realk8s, namespace, "--skip-smoke")
     assert first.returncode == 0, first.stderr
     history = resource_path("v1", "configmaps", namespace, f"{LWS}-k3deploy-revisions")
-    with scripted_server(Script(health_status=503)) as never_ready:
+    # A smoke that reaches its server and fails its target (exit 1: rolled back), slowly enough (a chunk a second)
+    # for another writer to change the set first; one that cannot reach it (exit 3) keeps the install unrolled.
+    with scripted_server(Script(models=["moonshotai/Kimi-K3"], chunk_delay_s=1.0)) as slow:
         upgrade = spawn(
             realk8s,
             namespace,
@@ -106,16 +108,22 @@ def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Pl
             "kubernetes.hf_token_secret=null",
             "--skip-preflight",
             "--set",
-            "smoke.ready_timeout_s=25",
+            "smoke.requests=2",
+            "--set",
+            "smoke.output_tokens=16",
+            "--set",
+            "smoke.correctness=false",
+            "--set",
+            "targets.decode_tok_s=1000",
             "--timeout",
             "120s",
             *NEW_IMAGE,
             "--endpoint",
-            never_ready.url,
+            slow.url,
             "--yes",  # one group replaced in place
         )
         try:
-            # The wait recorded revision 2, so smoke is waiting for /health: another writer changes the set now.
+            # The wait recorded revision 2, so smoke is streaming its slow answers: another writer changes the set now.
             wait_until(
                 "revision 2",
                 lambda: (
@@ -140,7 +148,7 @@ def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Pl
             )
         finally:
             _, stderr = upgrade.communicate(timeout=240)
-    assert upgrade.returncode == 3, stderr  # smoke found no ready endpoint: exit 3
+    assert upgrade.returncode == 1, stderr  # smoke measured a decode below its target: exit 1
     assert "rollback skipped: LeaderWorkerSet/" in stderr and "someone changed it meanwhile" in stderr, stderr
     leader = live_lws(realk8s, namespace)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
     assert [c["image"] for c in leader if c["name"] == "vllm"] == ["someone/else:2"]
