@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import REPO_ROOT, cli_env
-from tests.realk8s.client import resource_path
+from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.cluster_fixtures import NO_DRA
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, PROFILE, k3
@@ -45,10 +45,17 @@ def fresh_namespace() -> str:
     return f"k3-{uuid.uuid4().hex[:8]}"
 
 
+def _terminating(plane: Plane) -> list[str]:
+    listed = plane.api.request("GET", "/api/v1/namespaces").json().get("items", [])
+    return [n["metadata"]["name"] for n in listed if n.get("status", {}).get("phase") == "Terminating"]
+
+
 @pytest.fixture
 def release_ns(realk8s: Plane) -> Iterator[str]:
     """A fresh namespace for `up` to create; whatever the test left there is removed after it, passed or failed, so
-    a failed test does not keep GPU nodes from the next ones."""
+    a failed test does not keep GPU nodes from the next ones. It starts once no namespace is still terminating
+    (an earlier test's `down --purge` returns before the namespace controller has removed its pods)."""
+    wait_until("the plane's terminating namespaces to be gone", lambda: not _terminating(realk8s), 180)
     namespace = fresh_namespace()
     yield namespace
     done = k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s")
