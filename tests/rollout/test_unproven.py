@@ -5,27 +5,7 @@ from __future__ import annotations
 
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, TEMPLATE_REVISION_LABEL, WORKER_INDEX_LABEL
 from k3deploy.rollout.judge import REVISIONS, WaitState, judge
-
-
-def _lws(image: str, generation: int) -> dict:
-    """A v0.8-style LWS (no observedGeneration) whose status says Available with every group ready and updated."""
-    return {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
-        "kind": "LeaderWorkerSet",
-        "metadata": {"name": "k3", "namespace": "ns", "uid": "u-1", "generation": generation},
-        "spec": {
-            "replicas": 1,
-            "leaderWorkerTemplate": {
-                "size": 1,
-                "workerTemplate": {"spec": {"containers": [{"name": "vllm", "image": image}]}},
-            },
-        },
-        "status": {
-            "readyReplicas": 1,
-            "updatedReplicas": 1,
-            "conditions": [{"type": "Available", "status": "True", "reason": "AllGroupsReady"}],
-        },
-    }
+from tests.rollout.test_judge import _lws
 
 
 def _pod(name: str, key: str) -> dict:
