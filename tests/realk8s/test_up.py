@@ -92,9 +92,9 @@ def test_an_upgrade_whose_image_never_pulls_rolls_back_through_the_real_controll
 
     upgrade = k3(realk8s, namespace, "up", *quick, "--yes", "--set", f"vllm.image={PULL_FAILS_IMAGE}")
     assert upgrade.returncode == 1, upgrade.stderr
-    assert "ImagePullBackOff" in upgrade.stderr
-    assert "==> rollback (revision 1) because wait failed" in upgrade.stderr
-    assert "rollback: restored revision 1" in upgrade.stderr
+    assert "ImagePullBackOff" in upgrade.stderr, upgrade.stderr
+    assert "==> rollback (revision 1) because wait failed" in upgrade.stderr, upgrade.stderr
+    assert "rollback: restored revision 1" in upgrade.stderr, upgrade.stderr
     live = realk8s.api.get(path)
     assert live["spec"]["leaderWorkerTemplate"] == before
     assert live["status"]["readyReplicas"] == 1
