@@ -52,6 +52,16 @@ UP = (
     "targets.decode_tok_s=20",
 )
 QUICK = ("--skip-preflight", "--skip-smoke", *UP)
+#: `up` with its smoke, served by a real vLLM (its speed reaches the decode target above).
+GATED = ("--skip-preflight", *UP)
+#: `up` with its smoke served by the scripted server (tests/smoke/scripted_server.py): 16 tokens, any speed.
+SCRIPTED = (*GATED, "--set", "smoke.output_tokens=16", "--set", "targets.decode_tok_s=1")
+#: Two serving groups.
+TWO = ("--set", "parallel.replicas=2")
+#: The template change the upgrade tests roll out.
+NEW_IMAGE = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
+#: The API Service's name.
+API_SERVICE = "kimi-k3-gb300-tp16-api"
 #: Where the plural of a kind the tests read lives.
 API_VERSIONS = {
     "leaderworkersets": "leaderworkerset.x-k8s.io/v1",

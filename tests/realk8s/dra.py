@@ -45,7 +45,7 @@ from typing import Any
 import httpx
 
 from tests.realk8s.client import Api, ApiError, resource_path, wait_until
-from tests.realk8s.objects import IMEX_READY_ANNOTATION
+from tests.realk8s.stages import IMEX_READY_ANNOTATION
 
 GPU_DRIVER = "gpu.nvidia.com"
 CD_DRIVER = "compute-domain.nvidia.com"

@@ -1,7 +1,7 @@
 """Shared helpers of the release-safety tests on the real plane (gates, lease, blue-green leftovers, access).
 
-`up` runs the CLI against the session plane (tests/realk8s/fixtures.py) in a namespace of its own with quick flags:
-no token Secret, a short smoke that judges decode speed only, no preflight.
+`up` runs the CLI against the session plane (tests/realk8s/fixtures.py) in a namespace of its own with the
+scripted-smoke flags of tests/realk8s/cluster_fixtures.py (SCRIPTED).
 """
 
 from __future__ import annotations
@@ -14,29 +14,12 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import REPO_ROOT, cli_env
-from tests.realk8s.client import resource_path, wait_until
-from tests.realk8s.cluster_fixtures import NO_DRA
+from tests.realk8s.client import resource_path
+from tests.realk8s.cluster_fixtures import NO_DRA, SCRIPTED
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, PROFILE, k3
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
-QUICK = (
-    "--set",
-    "kubernetes.hf_token_secret=null",
-    "--set",
-    "smoke.requests=2",
-    "--set",
-    "smoke.output_tokens=16",
-    "--set",
-    "smoke.correctness=false",
-    "--set",
-    "targets.decode_tok_s=1",
-    "--timeout",
-    "90s",
-    "--skip-preflight",
-)
-TWO = ("--set", "parallel.replicas=2")
-NEW_IMAGE = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
 OLD_IMAGE_PREFIX = "vllm/vllm-openai:"
 
 
@@ -45,17 +28,10 @@ def fresh_namespace() -> str:
     return f"k3-{uuid.uuid4().hex[:8]}"
 
 
-def _terminating(plane: Plane) -> list[str]:
-    listed = plane.api.request("GET", "/api/v1/namespaces").json().get("items", [])
-    return [n["metadata"]["name"] for n in listed if n.get("status", {}).get("phase") == "Terminating"]
-
-
 @pytest.fixture
 def release_ns(realk8s: Plane) -> Iterator[str]:
-    """A fresh namespace for `up` to create; whatever the test left there is removed after it, passed or failed, so
-    a failed test does not keep GPU nodes from the next ones. It starts once no namespace is still terminating
-    (an earlier test's `down --purge` returns before the namespace controller has removed its pods)."""
-    wait_until("the plane's terminating namespaces to be gone", lambda: not _terminating(realk8s), 180)
+    """A fresh namespace for `up` to create, purged by `down` after the test, passed or failed (the next test also
+    starts only once it is gone: tests/realk8s/conftest.py)."""
     namespace = fresh_namespace()
     yield namespace
     done = k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s")
@@ -65,7 +41,7 @@ def release_ns(realk8s: Plane) -> Iterator[str]:
 
 def up(plane: Plane, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`k3deploy up` with the quick flags."""
-    return k3(plane, namespace, "up", *QUICK, *args)
+    return k3(plane, namespace, "up", *SCRIPTED, *args)
 
 
 def down(plane: Plane, namespace: str) -> None:

@@ -9,8 +9,9 @@ import pytest
 from k3deploy.rollout.colours import preview_name, preview_service
 from tests.realk8s import release
 from tests.realk8s.client import resource_path
+from tests.realk8s.cluster_fixtures import NEW_IMAGE
 from tests.realk8s.plane import Plane
-from tests.realk8s.release import LWS_API, NEW_IMAGE, live_lws, up
+from tests.realk8s.release import LWS_API, live_lws, up
 from tests.realk8s.test_rollout import LWS
 from tests.smoke.scripted_server import Script, scripted_server
 

@@ -11,8 +11,9 @@ import pytest
 
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.dra import CD_API, CD_DRIVER, CD_LABEL, FINALIZER, GPU_DRIVER, RESOURCE
-from tests.realk8s.objects import GPU_TAINT, IMEX_READY_ANNOTATION
+from tests.realk8s.objects import GPU_TAINT
 from tests.realk8s.plane import Plane
+from tests.realk8s.stages import IMEX_READY_ANNOTATION
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
 

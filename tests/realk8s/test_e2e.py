@@ -23,12 +23,12 @@ from tests.integration.vllm_server import start_vllm_logged, vllm_python
 from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import resource_path, wait_until
+from tests.realk8s.cluster_fixtures import API_SERVICE, UP
 from tests.realk8s.dra import CD_API, CD_DRIVER, RESOURCE
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, k3
-from tests.realk8s.test_up import UP, _group_pods
+from tests.realk8s.test_up import _group_pods
 from tests.realk8s.test_upgrades import _ready_leaders
-from tests.rollout.upgrade_cluster import API_SERVICE
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.integration, pytest.mark.timeout(900)]
 SERVED_NAME = "moonshotai/Kimi-K3"

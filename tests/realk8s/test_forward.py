@@ -16,13 +16,12 @@ import pytest
 from k3deploy.profile import load_profile
 from k3deploy.smoke.runner import run_smoke
 from tests.conftest import run_cli
-from tests.realk8s import objects
+from tests.realk8s import objects, stages
 from tests.realk8s.client import resource_path, wait_until
-from tests.realk8s.cluster_fixtures import NO_DRA
+from tests.realk8s.cluster_fixtures import GATED, NO_DRA, UP
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_preflight import RBAC, READ, _binding
 from tests.realk8s.test_rollout import LWS, PROFILE, k3
-from tests.realk8s.test_up import UP
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.integration, pytest.mark.timeout(900)]
@@ -34,29 +33,13 @@ ON_VLLM = (
     *("--set", "targets.decode_tok_s=5"),
     *("--set", "targets.min_acceptance_length=2.0"),
 )
-QUICK = ("--skip-preflight", *UP)
-
-
-_MADE: list[str] = []
 
 
 def _namespace(plane: Plane) -> str:
+    """A namespace of the test's own (the next test starts once it is gone: tests/realk8s/conftest.py)."""
     name = f"k3-{uuid.uuid4().hex[:8]}"
     plane.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    _MADE.append(name)
     return name
-
-
-@pytest.fixture(autouse=True)
-def _namespaces_removed(realk8s: Plane) -> Iterator[None]:
-    """Each test's namespace is deleted after it, passed or failed, and waited for: an install a failed test (or the
-    kept install of the RBAC test) leaves would hold GPU trays the next tests of the shared plane need."""
-    yield
-    while _MADE:
-        name = _MADE.pop()
-        path = f"/api/v1/namespaces/{name}"
-        realk8s.api.request("DELETE", path)
-        wait_until(f"namespace {name} to be gone", lambda p=path: realk8s.api.request("GET", p).status_code == 404, 180)
 
 
 def _forward_leader(plane: Plane, namespace: str, url: str, pod: str = f"{LWS}-0") -> None:
@@ -79,7 +62,7 @@ def test_up_without_an_endpoint_smokes_a_real_vllm_through_the_api_servers_port_
     namespace = _namespace(realk8s)
     _forward_leader(realk8s, namespace, vllm_leader)
     before = _generated(vllm_leader)
-    result = k3(realk8s, namespace, "up", *QUICK, *ON_VLLM, "-o", "json")
+    result = k3(realk8s, namespace, "up", *GATED, *ON_VLLM, "-o", "json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert [(s["name"], s["status"]) for s in report["stages"]][-1] == ("smoke", "pass")
@@ -157,7 +140,7 @@ def test_a_forward_denied_by_rbac_exits_3_and_keeps_the_first_install(
     assert rbac["status"] == "fail" and "get pods/portforward" in rbac["detail"], rbac
     assert "create pods/portforward" in rbac["detail"]
 
-    result = run_cli("up", *common, *QUICK, *ON_VLLM, timeout=300)
+    result = run_cli("up", *common, *GATED, *ON_VLLM, timeout=300)
     assert result.returncode == 3, result.stderr
     assert f"port-forward to pod/{namespace}/{LWS}-0:8000: forbidden" in result.stderr
     assert "rollback (first install)" not in result.stderr
@@ -169,7 +152,7 @@ def test_a_forward_denied_by_rbac_exits_3_and_keeps_the_first_install(
     assert live["status"]["readyReplicas"] == 1
     # As the hint says: a forward of one's own (here the admin's, allowed) smokes the kept install.
     admin = ("-p", PROFILE, "--kubeconfig", str(realk8s.admin_kubeconfig), "-n", namespace, *NO_DRA)
-    again = run_cli("up", *admin, *QUICK, *ON_VLLM, timeout=300)  # the same render as the kept install
+    again = run_cli("up", *admin, *GATED, *ON_VLLM, timeout=300)  # the same render as the kept install
     assert again.returncode == 0, again.stderr
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 
@@ -207,7 +190,7 @@ def test_smoke_in_cluster_takes_the_jobs_verdict_pass_and_fail(realk8s: Plane, t
     logs = _job_logs(realk8s, namespace, _report(), tmp_path)
     try:
         # No PortForward exists: a client-side smoke could not reach the leader; the Job's report decides.
-        passed = k3(realk8s, namespace, "up", *QUICK, "--smoke", "in-cluster", "-o", "json")
+        passed = k3(realk8s, namespace, "up", *GATED, "--smoke", "in-cluster", "-o", "json")
         assert passed.returncode == 0, passed.stderr
         verdict = json.loads(passed.stdout)["smoke"]
         job = f"job/{namespace}/{LWS}-smoke"
@@ -226,11 +209,11 @@ def test_smoke_in_cluster_takes_the_jobs_verdict_pass_and_fail(realk8s: Plane, t
         # The smoke Job's pod fails (KWOK Stage); the node-preflight Job, which runs the same image, is left out.
         failing = (
             "--set",
-            f"kubernetes.smoke_image={objects.JOB_FAILS_IMAGE}",
+            f"kubernetes.smoke_image={stages.JOB_FAILS_IMAGE}",
             "--set",
             "kubernetes.node_preflight=false",
         )
-        failed = k3(realk8s, namespace, "up", *QUICK, *failing, "--smoke", "in-cluster")
+        failed = k3(realk8s, namespace, "up", *GATED, *failing, "--smoke", "in-cluster")
         assert failed.returncode == 1, failed.stderr
         assert "FAIL smoke: smoke via the in-cluster smoke Job" in failed.stderr
         assert "decode target" in failed.stderr
@@ -244,13 +227,13 @@ def test_smoke_in_cluster_takes_the_jobs_verdict_pass_and_fail(realk8s: Plane, t
 
 def test_blue_green_gates_the_new_group_with_its_own_smoke_job_in_cluster(realk8s: Plane, tmp_path: Path) -> None:
     namespace = _namespace(realk8s)
-    first = k3(realk8s, namespace, "up", *QUICK, "--skip-smoke")
+    first = k3(realk8s, namespace, "up", *GATED, "--skip-smoke")
     assert first.returncode == 0, first.stderr
     green = f"{LWS}-green"
     logs = _job_logs(realk8s, namespace, _report(), tmp_path)
     try:
         new_image = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
-        result = k3(realk8s, namespace, "up", *QUICK, "--strategy", "blue-green", *new_image, "--smoke", "in-cluster")
+        result = k3(realk8s, namespace, "up", *GATED, "--strategy", "blue-green", *new_image, "--smoke", "in-cluster")
     finally:
         realk8s.api.delete(resource_path(KWOK, "clusterlogs", name=logs))
     assert result.returncode == 0, result.stderr

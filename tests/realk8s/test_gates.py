@@ -9,8 +9,9 @@ import pytest
 
 from tests.realk8s import release
 from tests.realk8s.client import resource_path
+from tests.realk8s.cluster_fixtures import NEW_IMAGE, TWO
 from tests.realk8s.plane import Plane
-from tests.realk8s.release import NEW_IMAGE, TWO, images, live_lws, up
+from tests.realk8s.release import images, live_lws, up
 from tests.realk8s.test_rollout import LWS
 from tests.smoke.scripted_server import Script, scripted_server
 

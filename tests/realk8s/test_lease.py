@@ -9,8 +9,9 @@ import pytest
 
 from tests.realk8s import release
 from tests.realk8s.client import resource_path, wait_until
+from tests.realk8s.cluster_fixtures import NEW_IMAGE
 from tests.realk8s.plane import Plane
-from tests.realk8s.release import NEW_IMAGE, lease, live_lws, spawn, up
+from tests.realk8s.release import lease, live_lws, spawn, up
 from tests.realk8s.test_rollout import LWS
 from tests.smoke.scripted_server import Script, scripted_server
 

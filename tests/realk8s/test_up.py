@@ -13,9 +13,9 @@ import pytest
 from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import resource_path
-from tests.realk8s.cluster_fixtures import UP
-from tests.realk8s.objects import CRASH_LOOP_IMAGE, PULL_FAILS_IMAGE
+from tests.realk8s.cluster_fixtures import QUICK, UP
 from tests.realk8s.plane import Plane
+from tests.realk8s.stages import CRASH_LOOP_IMAGE, PULL_FAILS_IMAGE
 from tests.realk8s.test_rollout import LWS, k3
 from tests.smoke.scripted_server import Script, scripted_server
 
@@ -85,7 +85,7 @@ def _group_pods(plane: Plane, namespace: str) -> list[dict]:
 
 def test_an_upgrade_whose_image_never_pulls_rolls_back_through_the_real_controllers(realk8s: Plane) -> None:
     namespace = f"k3-{uuid.uuid4().hex[:8]}"
-    quick = ("--skip-preflight", "--skip-smoke", *UP)
+    quick = QUICK
     assert k3(realk8s, namespace, "up", *quick).returncode == 0
     path = resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)
     before = realk8s.api.get(path)["spec"]["leaderWorkerTemplate"]
@@ -139,7 +139,7 @@ def test_a_crash_looping_first_install_is_diagnosed_with_its_log_and_removed(rea
 
 def test_no_rollback_leaves_the_failed_revision_live(realk8s: Plane) -> None:
     namespace = f"k3-{uuid.uuid4().hex[:8]}"
-    quick = ("--skip-preflight", "--skip-smoke", *UP)
+    quick = QUICK
     result = k3(realk8s, namespace, "up", *quick, "--no-rollback", "--set", f"vllm.image={PULL_FAILS_IMAGE}")
     assert result.returncode == 1, result.stderr
     assert "rollback: skipped (--no-rollback)" in result.stderr

@@ -14,10 +14,10 @@ import pytest
 
 from tests.realk8s import objects
 from tests.realk8s.client import resource_path, wait_until
+from tests.realk8s.cluster_fixtures import API_SERVICE, NEW_IMAGE, SCRIPTED
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_rollout import LWS, k3
 from tests.realk8s.test_up import _group_pods
-from tests.rollout.upgrade_cluster import API_SERVICE, NEW_IMAGE, QUICK_UP
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
@@ -50,7 +50,7 @@ def _images(plane: Plane, namespace: str) -> set[str]:
 
 
 def _up(plane: Plane, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return k3(plane, namespace, "up", *QUICK_UP, *args)
+    return k3(plane, namespace, "up", *SCRIPTED, *args)
 
 
 def test_two_groups_roll_one_at_a_time_on_the_real_controllers(realk8s: Plane) -> None:

@@ -14,9 +14,18 @@ import pytest
 
 from tests.conftest import REPO_ROOT, cli_env
 from tests.realk8s.client import wait_until
-from tests.realk8s.cluster_fixtures import LWS, NO_DRA, PROFILE, Deployment, SliceRecorder, ready_endpoints
-from tests.realk8s.objects import CRASH_LOOP_IMAGE
-from tests.rollout.upgrade_cluster import API_SERVICE, NEW_IMAGE, QUICK_UP
+from tests.realk8s.cluster_fixtures import (
+    API_SERVICE,
+    LWS,
+    NEW_IMAGE,
+    NO_DRA,
+    PROFILE,
+    SCRIPTED,
+    Deployment,
+    SliceRecorder,
+    ready_endpoints,
+)
+from tests.realk8s.stages import CRASH_LOOP_IMAGE
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
@@ -30,7 +39,7 @@ GOOD = Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4], chun
 
 
 def _up(deploy: Deployment, *args: str) -> subprocess.CompletedProcess[str]:
-    return deploy.k3("up", *QUICK_UP, "--timeout", "240s", *args)
+    return deploy.k3("up", *SCRIPTED, *args)
 
 
 def _selected(deploy: Deployment) -> str:
@@ -158,7 +167,7 @@ def test_without_a_second_free_clique_blue_green_asks_on_a_terminal_and_needs_ye
     os.write(primary, b"n\n")
     try:
         done = subprocess.run(
-            [*argv, *NO_DRA, *QUICK_UP, *BLUE_GREEN, "--skip-smoke"],
+            [*argv, *NO_DRA, *SCRIPTED, *BLUE_GREEN, "--skip-smoke"],
             check=False,
             stdin=secondary,
             capture_output=True,

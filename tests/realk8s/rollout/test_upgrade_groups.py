@@ -9,13 +9,20 @@ import subprocess
 import pytest
 
 from tests.realk8s.client import wait_until
-from tests.realk8s.cluster_fixtures import LWS, Deployment, SliceRecorder, ready_endpoints
+from tests.realk8s.cluster_fixtures import (
+    API_SERVICE,
+    LWS,
+    NEW_IMAGE,
+    SCRIPTED,
+    Deployment,
+    SliceRecorder,
+    ready_endpoints,
+)
 from tests.realk8s.objects import clique_ids
-from tests.rollout.upgrade_cluster import API_SERVICE, NEW_IMAGE, QUICK_UP
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
-TWO = ("--set", "parallel.replicas=2", *QUICK_UP, "--timeout", "240s")
+TWO = ("--set", "parallel.replicas=2", *SCRIPTED)
 LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
 #: 10 ms between chunks: a loaded host must not read whole streams in bursts (smoke calls that a WARN).
 GOOD = Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4], chunk_delay_s=0.01)

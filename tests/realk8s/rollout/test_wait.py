@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.realk8s.cluster_fixtures import LWS, TIMEOUT, UNSCHEDULABLE_GRACE, Deployment
-from tests.realk8s.objects import CRASH_LOOP_IMAGE, PULL_FAILS_IMAGE
-from tests.realk8s.stages import EXITS_IMAGE, NEVER_READY_IMAGE
+from tests.realk8s.stages import CRASH_LOOP_IMAGE, EXITS_IMAGE, NEVER_READY_IMAGE, PULL_FAILS_IMAGE
 from tests.rollout.test_wait import diagnosis
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
