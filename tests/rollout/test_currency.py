@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from k3deploy.rollout.currency import prove_current, template_revision
-from tests.kubeapi.controllers.lws_revision import REVISION_KEY, new_revision
+from tests.support.lws_revision import REVISION_KEY, new_revision
 
 
 def _lws(image: str = "vllm:1", generation: int = 1, observed: int | None = None) -> dict:
