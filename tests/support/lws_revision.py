@@ -4,8 +4,9 @@ unit tests of the rollout judgement that need realistic revisions and pod labels
 Mirrors kubernetes-sigs/lws pkg/utils/revision/revision_utils.go (`NewRevision`, `getPatch`, `hashRevision`,
 `revisionName`): the revision's data is a strategic merge patch
 `{"spec": {"leaderWorkerTemplate": {..., "$patch": "replace"}, "networkConfig": {..., "$patch": "replace"}}}` made
-from the typed Go object (so pod templates carry Go's empty extras such as `metadata.creationTimestamp: null` and
-`resources: {}`), marshalled by Go's `encoding/json` from a map (sorted keys, compact, `<>&` escaped); the revision
+from the typed Go object (so pod templates carry Go's empty extras such as `resources: {}`, and
+`metadata.creationTimestamp: null` from releases built against k8s.io/apimachinery before v0.34, whose
+ObjectMeta.CreationTimestamp was not yet `omitzero`: LWS before v0.8.0), marshalled by Go's `encoding/json` from a map (sorted keys, compact, `<>&` escaped); the revision
 key (the pods' `leaderworkerset.sigs.k8s.io/template-revision-hash`) is FNV-1 32 of those bytes, printed in decimal
 and passed through apimachinery's `rand.SafeEncodeString`; the name is `<lws>-<hash>-<revision>`.
 tests/realk8s/test_lws_revision.py proves it equal to what the real controller writes.
@@ -22,12 +23,25 @@ PREFIX = "leaderworkerset.sigs.k8s.io"
 REVISION_KEY = f"{PREFIX}/template-revision-hash"
 #: k8s.io/apimachinery/pkg/util/rand: the alphabet SafeEncodeString maps onto (no vowels, no look-alikes).
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
+#: The LWS release the revisions are made as by default: the one tests/realk8s runs (.ci/build-realk8s LWS_VERSION).
+DEFAULT_VERSION = "v0.9.0"
+#: The first LWS release built against k8s.io/apimachinery v0.34 (lws go.mod), where a zero creationTimestamp is
+#: omitted rather than printed as null.
+_OMITZERO_SINCE = (0, 8)
 
 
-def _go_typed(template: dict[str, Any]) -> dict[str, Any]:
-    """A pod template as Go's encoding of corev1.PodTemplateSpec prints it: the non-omitempty empties added."""
+def _release(version: str) -> tuple[int, int]:
+    major, minor = version.removeprefix("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+def _go_typed(template: dict[str, Any], version: str) -> dict[str, Any]:
+    """A pod template as Go's encoding of corev1.PodTemplateSpec prints it in LWS `version`: the non-omitempty
+    empties added."""
     out = copy.deepcopy(template)
-    out.setdefault("metadata", {}).setdefault("creationTimestamp", None)
+    metadata = out.setdefault("metadata", {})
+    if _release(version) < _OMITZERO_SINCE:
+        metadata.setdefault("creationTimestamp", None)
     for container in out.setdefault("spec", {}).get("containers", []) + out["spec"].get("initContainers", []):
         container.setdefault("resources", {})
     return out
@@ -39,13 +53,13 @@ def go_marshal(value: object) -> bytes:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").encode()
 
 
-def patch(lws: dict[str, Any]) -> dict[str, Any]:
-    """getPatch: the leaderWorkerTemplate and networkConfig of `lws`, each marked `$patch: replace`."""
+def patch(lws: dict[str, Any], version: str = DEFAULT_VERSION) -> dict[str, Any]:
+    """getPatch of LWS `version`: the leaderWorkerTemplate and networkConfig of `lws`, each marked `$patch: replace`."""
     spec = lws.get("spec") or {}
     template = copy.deepcopy(spec.get("leaderWorkerTemplate") or {})
     for key in ("leaderTemplate", "workerTemplate"):
         if template.get(key) is not None:
-            template[key] = _go_typed(template[key])
+            template[key] = _go_typed(template[key], version)
     network = copy.deepcopy(spec.get("networkConfig") or {"subdomainPolicy": "Shared"})
     template["$patch"] = "replace"
     network["$patch"] = "replace"
@@ -66,10 +80,10 @@ def revision_key(data: dict[str, Any]) -> str:
     return "".join(_ALPHANUMS[ord(ch) % len(_ALPHANUMS)] for ch in str(_fnv32(go_marshal(data))))
 
 
-def new_revision(lws: dict[str, Any], number: int) -> dict[str, Any]:
-    """NewRevision: the ControllerRevision object for the current template of `lws`, revision `number`."""
+def new_revision(lws: dict[str, Any], number: int, version: str = DEFAULT_VERSION) -> dict[str, Any]:
+    """NewRevision of LWS `version`: the ControllerRevision for the current template of `lws`, revision `number`."""
     meta = lws["metadata"]
-    data = patch(lws)
+    data = patch(lws, version)
     key = revision_key(data)
     return {
         "apiVersion": "apps/v1",
