@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO_ROOT, run_cli, run_cli_process
-from tests.kubeapi.server import write_kubeconfig
+from tests.support.kubeconfig import write_kubeconfig
 
 K3 = "kimi-k3-gb300-tp16"
 BUILTINS = {

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.integration.vllm_server import free_port
-from tests.kubeapi.server import write_kubeconfig
+from tests.support.kubeconfig import write_kubeconfig
 
 
 def test_connection_refused_names_the_address_and_the_reason_on_one_line(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.kubeapi.server import write_kubeconfig
+from tests.support.kubeconfig import write_kubeconfig
 
 K3 = "kimi-k3-gb300-tp16"
 GARBAGE = [

@@ -16,9 +16,9 @@ from k3deploy.observe.alerts import alerts, rule_groups, runbook_anchor
 from k3deploy.profile.load import load_profile
 from k3deploy.render.manifests import build
 from tests.conftest import REPO_ROOT
-from tests.kubeapi import crds
 from tests.observe.promql_names import family, metric_names, parse
 from tests.render.kube_schemas import crd_schema, validator
+from tests.support import crds
 
 K3 = "kimi-k3-gb300-tp16"
 AVAILABILITY = ["K3DeployLeaderNotReady", "K3DeployVllmMetricsAbsent", "K3DeployNoSuccessfulRequests"]

@@ -17,19 +17,13 @@ import jsonschema
 import referencing
 import yaml
 
-from tests.kubeapi import crds
+from tests.support import crds
 
 K8S_VERSION = "1.34"
 CRD_DIR = crds.upstream_dir()
 _DEFS = "https://kubernetes.io/api/_definitions.json#/$defs/"
 #: CRD file of each custom kind k3deploy renders.
-CRD_FILES = {
-    "LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
-    "ComputeDomain": "resource.nvidia.com_computedomains.yaml",
-    "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
-    "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
-    "InferencePool": "inference.networking.k8s.io_inferencepools.yaml",
-}
+CRD_FILES = crds.FILES
 
 
 def _k8s(name: str) -> dict[str, Any]:

@@ -17,10 +17,10 @@ import yaml
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
 from tests.conftest import run_cli, venv_tool
-from tests.kubeapi import crds
-from tests.kubeapi.selectors import match_label_selector
 from tests.render.kube_schemas import K8S_VERSION, crd_schema, validator
 from tests.render.test_pod_security import BASELINE, RESTRICTED
+from tests.support import crds
+from tests.support.selectors import match_label_selector
 
 K3 = "kimi-k3-gb300-tp16"
 SCALED = ["parallel.replicas=2", "kubernetes.routing=inference-pool"]

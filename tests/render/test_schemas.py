@@ -15,8 +15,8 @@ import pytest
 
 from k3deploy.profile import builtin_names, load_profile
 from k3deploy.render.manifests import Manifest, build
-from tests.kubeapi import crds
 from tests.render.kube_schemas import CRD_FILES, K8S_VERSION, STRUCTURAL, crd_schema, validator
+from tests.support import crds
 
 KUBE_PROFILES = [name for name in builtin_names() if load_profile(name).target == "kubernetes"]
 

@@ -1,6 +1,6 @@
-"""`k3deploy apply` where no cluster behaviour is needed (no configuration, no server) or a fault on demand is
-(429/500 retried); order, idempotence, dry run, diff, conflicts run on the real plane
-(tests/realk8s/rollout/test_apply.py)."""
+"""`k3deploy apply` where no cluster behaviour is needed (no configuration, no server); order, idempotence, dry run,
+diff, conflicts run on the real plane (tests/realk8s/rollout/test_apply.py), and 429/500 retried against the real
+server behind the fault proxy (tests/realk8s/test_faults.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.integration.vllm_server import free_port
-from tests.kubeapi.server import write_kubeconfig
-from tests.rollout.conftest import K3, PROFILE, live
+from tests.rollout.conftest import PROFILE
+from tests.support.kubeconfig import write_kubeconfig
 
 pytestmark = pytest.mark.timeout(180)
-LWS = "kimi-k3-gb300-tp16"
 
 
 def applied_lines(stderr: str) -> list[str]:
@@ -25,15 +24,6 @@ def applied_lines(stderr: str) -> list[str]:
         for line in stderr.splitlines()
         if re.fullmatch(r"  \S+/\S+ (created|configured|unchanged|replaced)( \(server dry run\))?", line)
     ]
-
-
-def test_429_and_500_are_retried(k3: K3, cluster: Any) -> None:
-    throttled = cluster.faults.add("PATCH", r"/leaderworkersets/", 429, retry_after=0.2, times=2)
-    broken = cluster.faults.add("GET", r"/namespaces/kimi-k3/jobs", 500, times=2)
-    result = k3("apply", "--timeout", "60s")
-    assert result.returncode == 0, result.stderr
-    assert (throttled.hits, broken.hits) == (2, 2)
-    assert live(cluster, "leaderworkersets", LWS)["status"]["readyReplicas"] == 1
 
 
 def test_no_config_and_no_server_are_environment_errors(tmp_path: Any) -> None:

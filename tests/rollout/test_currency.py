@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from k3deploy.rollout.currency import prove_current, template_revision
-from tests.kubeapi.controllers.lws_revision import REVISION_KEY, new_revision
+from tests.support.lws_revision import REVISION_KEY, new_revision
 
 
 def _lws(image: str = "vllm:1", generation: int = 1, observed: int | None = None) -> dict:
@@ -82,9 +82,10 @@ def test_without_observed_generation_the_revision_holding_the_live_template_deci
 
 
 def test_go_encoding_extras_and_omitted_zero_values_still_match() -> None:
-    """The revision holds Go's typed encoding: `creationTimestamp: null`, `resources: {}`, `readOnly: false` dropped."""
+    """The revision holds Go's typed encoding: `creationTimestamp: null` (LWS before v0.8.0), `resources: {}`,
+    `readOnly: false` dropped."""
     live = _lws()
-    revision = new_revision(live, 1)
+    revision = new_revision(live, 1, version="v0.7.0")
     stored = revision["data"]["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     assert stored["metadata"] == {"creationTimestamp": None} and stored["spec"]["containers"][0]["resources"] == {}
     del stored["spec"]["containers"][0]["volumeMounts"][0]["readOnly"]
@@ -92,6 +93,10 @@ def test_go_encoding_extras_and_omitted_zero_values_still_match() -> None:
     other = copy.deepcopy(live)
     other["metadata"]["uid"] = "someone-else"
     assert template_revision(other, [revision]) is None
+    # LWS v0.8.0 and later (apimachinery v0.34's `omitzero`) print no creationTimestamp at all: matched as well.
+    current = new_revision(live, 2)
+    assert current["data"]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] == {}
+    assert template_revision(live, [current]) is current
 
 
 def test_unproven_is_not_current_and_unreadable_revisions_can_never_prove_it() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from k3deploy.rollout.judge import WaitState, judge, owned_by_job
-from tests.kubeapi.controllers.lws_revision import REVISION_KEY, new_revision
+from tests.support.lws_revision import REVISION_KEY, new_revision
 
 LWS_TARGET = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "k3"}}
 

@@ -213,7 +213,7 @@ def test_terminating_pods_and_pods_of_other_sets_are_not_shown() -> None:
 
 
 def test_no_template_key_for_a_job_an_absent_lws_or_unreadable_revisions() -> None:
-    from tests.kubeapi.controllers.lws_revision import new_revision
+    from tests.support.lws_revision import new_revision
 
     lws = _ready_lws()
     revision = new_revision(lws, 1)
@@ -237,7 +237,7 @@ def test_a_complete_job_is_ready_without_a_template_proof() -> None:
 
 
 def test_an_outgoing_pod_does_not_hide_the_current_pods_after_it() -> None:
-    from tests.kubeapi.controllers.lws_revision import REVISION_KEY, new_revision
+    from tests.support.lws_revision import REVISION_KEY, new_revision
 
     lws = _ready_lws()
     current = new_revision(lws, 1)["metadata"]["labels"][REVISION_KEY]
@@ -267,7 +267,7 @@ def test_at_the_deadline_a_stuck_pod_is_quoted_by_its_first_problem() -> None:
 
 
 def test_a_complete_job_beside_an_lws_with_revisions_is_ready_as_it_is() -> None:
-    from tests.kubeapi.controllers.lws_revision import new_revision
+    from tests.support.lws_revision import new_revision
 
     lws = _ready_lws()
     job = {"kind": "Job", "metadata": {"name": "prefetch", "uid": "j1"}, "spec": {}, "status": {}}

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.kubeapi.controllers.lws_revision import REVISION_KEY, patch
 from tests.rollout.conftest import K3, NAMESPACE, PROFILE
+from tests.support.lws_revision import REVISION_KEY, patch
 
 pytestmark = pytest.mark.timeout(180)
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"

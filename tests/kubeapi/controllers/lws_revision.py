@@ -1,88 +1,9 @@
-"""LeaderWorkerSet ControllerRevisions as the LWS controller writes them (v0.5.0 and later).
-
-Imitates kubernetes-sigs/lws pkg/utils/revision/revision_utils.go: the revision's data is a strategic merge patch
-`{"spec": {"leaderWorkerTemplate": {..., "$patch": "replace"}, "networkConfig": {..., "$patch": "replace"}}}` made
-from the typed Go object (so pod templates carry Go's empty extras such as `metadata.creationTimestamp: null` and
-`resources: {}`), marshalled by Go's `encoding/json` from a map (sorted keys, compact, `<>&` escaped); the revision
-key (the pods' `leaderworkerset.sigs.k8s.io/template-revision-hash`) is FNV-32 of those bytes, printed in decimal and
-passed through apimachinery's `rand.SafeEncodeString`; the name is `<lws>-<hash>-<revision>`.
+"""LeaderWorkerSet ControllerRevisions as the LWS controller writes them: the imitation's controller uses the unit
+tier's mirror (tests/support/lws_revision.py, proven against the real controller by tests/realk8s/test_lws_revision.py).
 """
 
 from __future__ import annotations
 
-import copy
-import json
+from tests.support.lws_revision import PREFIX, REVISION_KEY, go_marshal, new_revision, patch, revision_key
 
-PREFIX = "leaderworkerset.sigs.k8s.io"
-REVISION_KEY = f"{PREFIX}/template-revision-hash"
-#: k8s.io/apimachinery/pkg/util/rand: the alphabet SafeEncodeString maps onto (no vowels, no look-alikes).
-_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def _go_typed(template: dict) -> dict:
-    """A pod template as Go's encoding of corev1.PodTemplateSpec prints it: the non-omitempty empties added."""
-    out = copy.deepcopy(template)
-    out.setdefault("metadata", {}).setdefault("creationTimestamp", None)
-    for container in out.setdefault("spec", {}).get("containers", []) + out["spec"].get("initContainers", []):
-        container.setdefault("resources", {})
-    return out
-
-
-def go_marshal(value: object) -> bytes:
-    """`json.Marshal` of a Go map[string]interface{}: sorted keys, no spaces, HTML characters escaped."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").encode()
-
-
-def patch(lws: dict) -> dict:
-    """getPatch: the leaderWorkerTemplate and networkConfig of `lws`, each marked `$patch: replace`."""
-    spec = lws.get("spec") or {}
-    template = copy.deepcopy(spec.get("leaderWorkerTemplate") or {})
-    for key in ("leaderTemplate", "workerTemplate"):
-        if template.get(key) is not None:
-            template[key] = _go_typed(template[key])
-    network = copy.deepcopy(spec.get("networkConfig") or {"subdomainPolicy": "Shared"})
-    template["$patch"] = "replace"
-    network["$patch"] = "replace"
-    return {"spec": {"leaderWorkerTemplate": template, "networkConfig": network}}
-
-
-def _fnv32(data: bytes) -> int:
-    value = 0x811C9DC5
-    for byte in data:
-        value = (value * 0x01000193) & 0xFFFFFFFF
-        value ^= byte
-    return value
-
-
-def revision_key(data: dict) -> str:
-    """hashRevision: FNV-32 of the marshalled patch, in decimal, through SafeEncodeString."""
-    return "".join(_ALPHANUMS[ord(ch) % len(_ALPHANUMS)] for ch in str(_fnv32(go_marshal(data))))
-
-
-def new_revision(lws: dict, number: int) -> dict:
-    """NewRevision: the ControllerRevision object for the current template of `lws`, revision `number`."""
-    meta = lws["metadata"]
-    data = patch(lws)
-    key = revision_key(data)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ControllerRevision",
-        "metadata": {
-            "name": f"{meta['name'][:220]}-{key}-{number}",
-            "namespace": meta["namespace"],
-            "labels": {f"{PREFIX}/name": meta["name"], REVISION_KEY: key},
-            "ownerReferences": [
-                {
-                    "apiVersion": lws["apiVersion"],
-                    "kind": "LeaderWorkerSet",
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "data": data,
-        "revision": number,
-    }
+__all__ = ["PREFIX", "REVISION_KEY", "go_marshal", "new_revision", "patch", "revision_key"]
