@@ -70,7 +70,7 @@ def _workload(name: str, plural: str) -> dict[str, Any]:
     spec: dict[str, Any] = {"selector": {"matchLabels": {"app": name}}, "template": template}
     if plural == "deployments":
         spec["replicas"] = 0
-    else:  # a DaemonSet for the GPU nodes only: none of its pods should be started on the CPU node
+    else:  # on the GPU nodes, whose taint it does not tolerate: the real controller starts none of its pods
         template["spec"]["nodeSelector"] = {"nvidia.com/gpu.present": "true"}
     kind = "Deployment" if plural == "deployments" else "DaemonSet"
     return {
