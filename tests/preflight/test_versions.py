@@ -5,6 +5,7 @@ api/leaderworkerset/v1/leaderworkerset_types.go (RecreateGroupAfterStart in v0.9
 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml (flat resourceClaimTemplateName from v0.4.0),
 pkg/utils/revision/revision_utils.go (ControllerRevisions from v0.5.0); NVIDIA/k8s-dra-driver-gpu
 api/nvidia.com/resource/v1beta1/computedomain.go (numNodes 0 with IMEXDaemonsWithDNSNames, v25.8.0).
+Read from the real workloads on a real API server: tests/realk8s/preflight/test_versions.py.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from k3deploy.preflight.versions import DRA, LWS, at_least, installed_versions, 
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
 from k3deploy.report.model import Status
-from tests.kubeapi.server import KubeApiServer
-from tests.preflight.test_cluster import healthy, preflight
 
 GB300 = "kimi-k3-gb300-tp16"
 
@@ -73,25 +72,3 @@ def test_installed_versions_from_images_and_helm_labels() -> None:
         "nvcr.io/nvidia/k8s-dra-driver-gpu@sha256:" + "0" * 64, {"helm.sh/chart": "nvidia-dra-driver-gpu-25.3.2"}
     )
     assert installed_versions([pinned]) == {DRA: "25.3.2"}
-
-
-def test_preflight_fails_old_controllers_and_warns_when_none_is_found(kube: KubeApiServer) -> None:
-    healthy(kube)
-    assert {n: r.status for n, r in preflight(kube).items() if n.endswith("_version")} == {
-        "k8s.lws_version": Status.PASS,
-        "k8s.dra_driver_version": Status.PASS,
-    }
-
-    old = kube.store.get("deployments", "lws-controller-manager", "lws-system")
-    old["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.k8s.io/lws/lws:v0.3.0"
-    kube.store.replace("deployments", old, "lws-system")
-    for name, plural in (
-        ("nvidia-dra-driver-gpu-controller", "deployments"),
-        ("nvidia-dra-driver-gpu-kubelet-plugin", "daemonsets"),
-    ):
-        kube.store.delete(plural, name, "nvidia-dra-driver-gpu")
-    results = preflight(kube)
-    lws, dra = results["k8s.lws_version"], results["k8s.dra_driver_version"]
-    assert (lws.status, lws.measured, lws.target) == (Status.FAIL, "v0.3.0", ">= v0.9.0")
-    assert "flat resourceClaims[].resourceClaimTemplateName needs v0.4.0" in lws.detail
-    assert (dra.status, dra.measured) == (Status.WARN, "not found")

@@ -1,0 +1,1 @@
+"""Render tests judged on the real plane (mirroring tests/render)."""
