@@ -192,7 +192,11 @@ class ParallelSpec(_Strict):
 
 
 #: Environment variables k3deploy derives, and from what: setting them in vllm.env would be a second source.
-DERIVED_ENV = {"VLLM_USE_NCCL_SYMM_MEM": "vllm.nccl_symm_mem"}
+DERIVED_ENV = {
+    "VLLM_USE_NCCL_SYMM_MEM": "vllm.nccl_symm_mem",
+    "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "vllm.execute_model_timeout_s",
+    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "vllm.nccl_heartbeat_timeout_s",
+}
 #: Derived for the pods of target kubernetes only (the local target keeps whatever vllm.env says).
 DERIVED_KUBE_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "kubernetes.startup_probe_budget_s"}
 #: vLLM flags k3deploy renders from a field.
@@ -243,6 +247,20 @@ class VllmSpec(_Strict):
         None,
         description="VLLM_USE_NCCL_SYMM_MEM; null: 0 when the group spans nodes (NVIDIA Dynamo's Kimi K3 TP16 recipe "
         "sets it: symmetric memory breaks CUDA-graph capture), else vLLM's default.",
+    )
+    execute_model_timeout_s: int | None = Field(
+        None,
+        gt=0,
+        description="VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS: how long the engine waits for the workers' step before it "
+        "declares them dead; null: 1800 when the group spans nodes (the vLLM recipe's multi-node value; vLLM's own "
+        "default is 300 s, which a cross-tray step at 1M context or a first CUDA-graph capture can exceed), else "
+        "vLLM's default.",
+    )
+    nccl_heartbeat_timeout_s: int | None = Field(
+        None,
+        gt=0,
+        description="TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: how long PyTorch's NCCL watchdog waits before it aborts the "
+        "process; null: 1800 when the group spans nodes (NVIDIA Dynamo's Kimi K3 recipe), else PyTorch's 480 s.",
     )
 
     @model_validator(mode="after")
