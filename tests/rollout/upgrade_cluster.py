@@ -16,6 +16,12 @@ QUICK_UP = (
     "smoke.correctness=false",
     "--set",
     "targets.decode_tok_s=1",
+    # Greedy and to the full length, as before the GB300 profile sampled like the published run (T=1.0): the
+    # rehearsal model's random weights accept almost no draft above T=0.
+    "--set",
+    "smoke.temperature=0",
+    "--set",
+    "smoke.ignore_eos=true",
     "--timeout",
     "90s",
     "--skip-preflight",
