@@ -53,3 +53,13 @@ def test_greedy_profiles_keep_ignore_eos_and_send_no_top_p() -> None:
         run_smoke(profile, srv.url)
         bodies = list(srv.bodies)
     assert bodies and all(b["ignore_eos"] is True and b["temperature"] == 0.0 and "top_p" not in b for b in bodies)
+
+
+def test_up_s_headline_names_the_band() -> None:
+    from k3deploy.smoke.headline import headline, headline_lines
+
+    profile = load_profile("kimi-k3-gb300-tp16", SETS)
+    with scripted_server(Script(answers={p.prompt: RIGHT_ANSWERS[p.id] for p in PROBES})) as srv:
+        report = run_smoke(profile, srv.url)
+    lines = headline_lines(headline(report, model=profile.model.id, rehearsal=False))
+    assert "vs target 370 less 15%, 464 tok/s published peak" in lines[1]
