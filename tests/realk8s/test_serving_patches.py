@@ -10,7 +10,9 @@ from tests.realk8s.cluster_fixtures import LWS, TIMEOUT, Deployment
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 
-PATCH = 'kubernetes.serving_container_patch={"securityContext": {"capabilities": {"add": ["IPC_LOCK", "SYS_RESOURCE"]}}}'
+PATCH = (
+    'kubernetes.serving_container_patch={"securityContext": {"capabilities": {"add": ["IPC_LOCK", "SYS_RESOURCE"]}}}'
+)
 
 
 def test_apply_carries_the_patches_to_the_live_set(deploy: Deployment) -> None:
