@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
+from k3deploy.observe.allreduce_probe import leader_backends
+from k3deploy.observe.allreduce_probe import summary as summary_of_backends
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
 from k3deploy.redact import redact_url
@@ -186,8 +188,10 @@ def _smoke(profile: Profile, target: Target, summary: RunSummary, note: Callable
         with target.reach(profile) as reach:
             note(f"    smoke {reach.describe()}")
             report = run_smoke(profile, reach.url)
+    report.allreduce_backend = summary_of_backends(_leader_backends(target, profile))
     verdict = {
         "status": report.status.value,
+        "allreduce_backend": report.allreduce_backend,
         "blocked_by": report.blocked_by,
         "checks": [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in report.checks],
         "figures": headline(report, model=profile.model.id, rehearsal=profile.model.rehearsal),
@@ -333,8 +337,18 @@ def _finish(summary: RunSummary, stages: _Stages) -> None:
 
 
 def status(profile: Profile, target: Target) -> TargetStatus:
-    """What is live for the profile on its target."""
-    return target.status(profile)
+    """What is live for the profile on its target; on a cluster, with the all-reduce backend each group's leader
+    log reports (`allreduce_backend`: leader pod -> backend, "unknown" where the log does not say)."""
+    report = target.status(profile)
+    if report.deployed and profile.on_kubernetes:
+        report.report["allreduce_backend"] = _leader_backends(target, profile)
+    return report
+
+
+def _leader_backends(target: Target, profile: Profile) -> dict[str, str]:
+    """Leader pod -> all-reduce backend from its log, for a target with a cluster API (none elsewhere)."""
+    api = getattr(target, "api", None) if profile.on_kubernetes else None
+    return {} if api is None else leader_backends(api, profile)
 
 
 def down(profile: Profile, target: Target, *, purge: bool) -> str:

@@ -36,6 +36,8 @@ PURE_MODULES = [
     "render/network.py",
     "render/pod_security.py",
     "render/scan_skips.py",
+    "render/serving_pods.py",
+    "observe/allreduce.py",
     "preflight/checks_psa.py",
     "rollout/readiness.py",
     "rollout/order.py",

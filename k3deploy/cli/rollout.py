@@ -388,6 +388,8 @@ def status(
         print_data(report.to_dict(), output)
     else:
         out.print(target.status_view(report))
+        for pod, backend in (report.report.get("allreduce_backend") or {}).items():
+            out.print(f"all-reduce backend ({pod} log): {backend}", markup=False, highlight=False)
     if exit_code and not (report.deployed and report.ready):
         raise CheckFailed(
             f"{prof.name!r} is {'not ready' if report.deployed else 'not deployed'} on {report.target}",

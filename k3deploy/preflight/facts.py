@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -124,11 +125,28 @@ class NodeFacts(_Facts):
     requested_gpus: int
     ready: bool = True
     unschedulable: bool = False
+    #: Allocatable CPU (millicores) and memory (bytes); None where the node does not report them.
+    allocatable_cpu_milli: int | None = None
+    requested_cpu_milli: int = 0
+    allocatable_memory_bytes: int | None = None
+    requested_memory_bytes: int = 0
 
     @property
     def free_gpus(self) -> int:
         """Allocatable GPUs not requested by running or pending pods."""
         return self.allocatable_gpus - self.requested_gpus
+
+    @property
+    def free_cpu_milli(self) -> int | None:
+        """Allocatable CPU not requested by running or pending pods, millicores (None: not reported)."""
+        return None if self.allocatable_cpu_milli is None else self.allocatable_cpu_milli - self.requested_cpu_milli
+
+    @property
+    def free_memory_bytes(self) -> int | None:
+        """Allocatable memory not requested by running or pending pods, bytes (None: not reported)."""
+        if self.allocatable_memory_bytes is None:
+            return None
+        return self.allocatable_memory_bytes - self.requested_memory_bytes
 
 
 class AccessFacts(_Facts):
@@ -374,36 +392,71 @@ def parse_nvidia_smi_xml(xml_text: str, compute_caps: dict[int, str] | None = No
     return GpuNodeFacts(source="nvidia-smi", driver_version=driver, cuda_driver_version=cuda, gpus=gpus)
 
 
-def _gpu_quantity(resources: dict | None) -> int:
-    """`nvidia.com/gpu` from a requests or limits map (extended resources are whole numbers)."""
-    value = (resources or {}).get(GPU_RESOURCE)
+_CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m)?$")
+
+
+def cpu_milli(text: object) -> int:
+    """A CPU quantity (`32`, `0.5`, `100m`) in millicores; ValueError when malformed."""
+    match = _CPU.match(str(text).strip())
+    if not match:
+        raise ValueError(f"not a CPU quantity: {text!r}")
+    value = float(match.group(1))
+    return int(value * (1 if match.group(2) else 1000))
+
+
+#: How each counted resource's quantities read: CPU in millicores, memory in bytes, GPUs as a count.
+_PARSERS: dict[str, Callable[[str], int]] = {"cpu": cpu_milli, "memory": parse_quantity, GPU_RESOURCE: int}
+
+
+def _quantity(resources: dict | None, resource: str) -> int:
+    value = (resources or {}).get(resource)
     try:
-        return int(str(value)) if value is not None else 0
+        return _PARSERS[resource](str(value)) if value is not None else 0
     except ValueError:
         return 0
 
 
-def pod_gpu_request(pod: dict) -> int:
-    """The `nvidia.com/gpu` a pod holds on its node: max(sum over containers, largest init container)."""
+def _gpu_quantity(resources: dict | None) -> int:
+    """`nvidia.com/gpu` from a requests or limits map (extended resources are whole numbers)."""
+    return _quantity(resources, GPU_RESOURCE)
+
+
+def pod_request(pod: dict, resource: str) -> int:
+    """What a pod holds of `resource` (cpu, memory or nvidia.com/gpu) on its node, as the scheduler counts it: the
+    larger of its containers' sum and its largest init container, plus the pod's overhead (k8s.io/component-helpers
+    resource/helpers.go PodRequests). For a GPU a limit without a request is also the request."""
     spec = pod.get("spec") or {}
 
     def request(container: dict) -> int:
         resources = container.get("resources") or {}
-        # For extended resources a limit without a request is also the request.
-        return _gpu_quantity(resources.get("requests")) or _gpu_quantity(resources.get("limits"))
+        asked = _quantity(resources.get("requests"), resource)
+        return asked or (_quantity(resources.get("limits"), resource) if resource == GPU_RESOURCE else 0)
 
     main = sum(request(c) for c in spec.get("containers") or [])
     init = max((request(c) for c in spec.get("initContainers") or []), default=0)
-    return max(main, init)
+    return max(main, init) + _quantity(spec.get("overhead"), resource)
+
+
+def pod_gpu_request(pod: dict) -> int:
+    """The `nvidia.com/gpu` a pod holds on its node: max(sum over containers, largest init container)."""
+    return pod_request(pod, GPU_RESOURCE)
+
+
+def _allocatable(status: dict, resource: str) -> int | None:
+    """A node's allocatable `resource`, None when it does not report one."""
+    value = (status.get("allocatable") or {}).get(resource)
+    return None if value is None else _quantity({resource: value}, resource)
 
 
 def parse_nodes(nodes: list[dict], pods: list[dict]) -> list[NodeFacts]:
     """Nodes as the API returns them, with the GPUs already requested by pods bound to them and not finished."""
-    requested: dict[str, int] = {}
+    requested: dict[str, dict[str, int]] = {}
     for pod in pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
         if node_name and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            requested[node_name] = requested.get(node_name, 0) + pod_gpu_request(pod)
+            held = requested.setdefault(node_name, {})
+            for resource in _PARSERS:
+                held[resource] = held.get(resource, 0) + pod_request(pod, resource)
     out = []
     for node in nodes:
         meta, status = node.get("metadata") or {}, node.get("status") or {}
@@ -414,7 +467,11 @@ def parse_nodes(nodes: list[dict], pods: list[dict]) -> list[NodeFacts]:
                 name=name,
                 labels=dict(meta.get("labels") or {}),
                 allocatable_gpus=_gpu_quantity(status.get("allocatable")),
-                requested_gpus=requested.get(name, 0),
+                requested_gpus=requested.get(name, {}).get(GPU_RESOURCE, 0),
+                allocatable_cpu_milli=_allocatable(status, "cpu"),
+                requested_cpu_milli=requested.get(name, {}).get("cpu", 0),
+                allocatable_memory_bytes=_allocatable(status, "memory"),
+                requested_memory_bytes=requested.get(name, {}).get("memory", 0),
                 ready=conditions.get("Ready") == "True",
                 unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
             )

@@ -2,7 +2,8 @@
 Pure: the caller reads the nodes (preflight/cluster.py, `plan --cluster`).
 
 A tray is a GPU node that can take one pod of a group: Ready, schedulable, matching the node selector, with
-`parallel.gpus_per_node` GPUs free. The groups are dealt to the clique with the most free trays left, one at a
+`parallel.gpus_per_node` GPUs free and room for the serving pod's CPU and memory requests (what other pods request
+counted against the node's allocatable, as the scheduler's NodeResourcesFit does). The groups are dealt to the clique with the most free trays left, one at a
 time, which is where the LeaderWorkerSet's preferred anti-affinity between groups steers the scheduler while a
 clique holds no group (templates/leaderworkerset.yaml.j2); the count of groups that fit does not depend on the order.
 """
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from k3deploy.preflight.facts import NodeFacts
+from k3deploy.preflight.facts import NodeFacts, cpu_milli, parse_quantity
 from k3deploy.profile.model import Profile
 
+GIB = 2**30
 #: The clique name used when the profile needs no NVLink domain (any trays do).
 ANY_CLIQUE = "(any)"
 
@@ -73,6 +75,31 @@ def exclusion(profile: Profile, node: NodeFacts) -> str | None:
             return f"{key}={node.labels.get(key, '<unset>')}, not {value}"
     if node.free_gpus < need:
         return f"{node.free_gpus} of {node.allocatable_gpus} GPUs free, needs {need}"
+    return _short_of_cpu_or_memory(profile, node)
+
+
+def serving_pod_requests(profile: Profile) -> tuple[int, int]:
+    """CPU (millicores) and memory (bytes) one serving pod requests: its vllm container's, which the scheduler counts
+    (its init containers ask for far less: 100m and 256Mi at most, templates/leaderworkerset.yaml.j2)."""
+    kube = profile.kubernetes
+    return cpu_milli(kube.cpu_request), parse_quantity(kube.memory_request)
+
+
+def _short_of_cpu_or_memory(profile: Profile, node: NodeFacts) -> str | None:
+    """Why the node's free CPU or memory cannot take a serving pod; None when it can or the node does not say."""
+    cpu, memory = serving_pod_requests(profile)
+    kube = profile.kubernetes
+    free_cpu, free_memory = node.free_cpu_milli, node.free_memory_bytes
+    if free_cpu is not None and free_cpu < cpu:
+        return (
+            f"{free_cpu / 1000:g} of {(node.allocatable_cpu_milli or 0) / 1000:g} CPUs free, the serving pod "
+            f"requests {kube.cpu_request} (kubernetes.cpu_request)"
+        )
+    if free_memory is not None and free_memory < memory:
+        return (
+            f"{free_memory / GIB:.0f} of {(node.allocatable_memory_bytes or 0) / GIB:.0f} GiB memory free, the "
+            f"serving pod requests {kube.memory_request} (kubernetes.memory_request)"
+        )
     return None
 
 

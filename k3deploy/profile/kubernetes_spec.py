@@ -196,6 +196,40 @@ class KubernetesSpec(_Strict):
     image_pull_secrets: list[DNSSubdomain] = Field(
         default_factory=list, description="Secrets every pod of the set pulls its images with (a private mirror)."
     )
+    serving_pod_patch: dict[str, Any] = Field(
+        default_factory=dict,
+        description="A JSON merge patch (RFC 7386: maps merge, lists and values replace, null removes) applied to the "
+        "pod spec of the leader and worker templates, on every path (`render`, `apply`, `up`): what the set does not "
+        "model, e.g. {hostIPC: true}.",
+    )
+    serving_container_patch: dict[str, Any] = Field(
+        default_factory=dict,
+        description="A JSON merge patch applied to the vllm container of the leader and worker templates, e.g. "
+        "{securityContext: {capabilities: {add: [IPC_LOCK, SYS_RESOURCE]}}} as some vLLM recipes add.",
+    )
+    pod_security_level: Literal["baseline", "privileged"] = Field(
+        "baseline",
+        description="Pod Security Admission level the rendered Namespace enforces (and warns and audits at). A patch "
+        "that takes the serving pods past baseline (an added capability, hostIPC) needs privileged; render refuses "
+        "it otherwise, as the API server would refuse the pods.",
+    )
+    compile_cache: bool = Field(
+        True,
+        description="Keep vLLM's compile and JIT caches (torch.compile, Inductor, Triton, FlashInfer) on the weight "
+        "PVC, in a folder per image (its digest once pinned) and node rank, so a recreated group does not recompile.",
+    )
+    gang_admission: Literal["none", "kueue", "volcano"] = Field(
+        "none",
+        description="Admit each group whole or not at all, where the cluster has it: kueue (the LeaderWorkerSet "
+        "is queued to kueue_queue, each group a Kueue workload placed by topology-aware scheduling inside one "
+        "clique_label domain), volcano (the serving pods use the Volcano scheduler; the LWS controller, configured "
+        "with gangSchedulingManagement schedulerProvider volcano, makes a PodGroup per group). none: pods are "
+        "scheduled one at a time and a partial group can hold trays.",
+    )
+    kueue_queue: DNSLabel | None = Field(None, description="The Kueue LocalQueue (gang_admission: kueue).")
+    gang_scheduler_name: DNSSubdomain = Field(
+        "volcano", description="schedulerName of the serving pods with gang_admission: volcano."
+    )
     prefetch_uid: int = Field(
         65534,
         ge=1,
@@ -269,6 +303,12 @@ class KubernetesSpec(_Strict):
         description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
         "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.",
     )
+
+    @model_validator(mode="after")
+    def _queue_for_kueue(self) -> KubernetesSpec:
+        if self.gang_admission == "kueue" and self.kueue_queue is None:
+            raise ValueError("gang_admission kueue needs kueue_queue, the LocalQueue the groups are admitted through")
+        return self
 
     @property
     def monitoring_on(self) -> bool:

@@ -21,6 +21,13 @@ Role = Literal["leader", "worker", "local"]
 #: (recipes/kimi-k3/vllm/agg-gb200-agentic/deploy.yaml) runs its gloo groups with 1800 s as well.
 MULTI_NODE_DISTRIBUTED_TIMEOUT_S = 1800
 
+#: VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS and TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC when a group spans nodes and the profile
+#: leaves them unset: the vLLM recipe's multi-node Kimi K3 setup sets the first to 1800 (vLLM's default 300), NVIDIA
+#: Dynamo's Kimi K3 recipe the second (PyTorch's default 480); a cross-tray step or the first graph capture of a
+#: 16-rank group can outlast the defaults, and either timeout kills the whole group.
+MULTI_NODE_EXECUTE_MODEL_TIMEOUT_S = 1800
+MULTI_NODE_NCCL_HEARTBEAT_TIMEOUT_S = 1800
+
 #: Kubernetes expands $(VAR) in container args from the container's env; LWS injects these two.
 NODE_RANK_REF = "$(LWS_WORKER_INDEX)"
 LEADER_ADDRESS_REF = "$(LWS_LEADER_ADDRESS)"
@@ -163,6 +170,8 @@ def serve_env(profile: Profile) -> dict[str, str]:
     - VLLM_USE_NCCL_SYMM_MEM: vllm.nccl_symm_mem, else 0 for a multi-node group (NVIDIA Dynamo's Kimi K3 TP16 recipe
       sets it: NCCL symmetric memory breaks CUDA-graph capture there); a single node keeps vLLM's default.
     - VLLM_FLASHINFER_ALLREDUCE_BACKEND: mnnvl for a multi-node group unless vllm.env names one.
+    - VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS, TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: vllm.execute_model_timeout_s and
+      vllm.nccl_heartbeat_timeout_s, else 1800 each for a multi-node group.
     - VLLM_ENGINE_READY_TIMEOUT_S (pods only): the startup probe's budget, so the API server waits for the engine as
       long as the kubelet waits for the API server (loading ~1.5 TB from network storage can take over an hour).
     """
@@ -174,6 +183,21 @@ def serve_env(profile: Profile) -> dict[str, str]:
         env["VLLM_USE_NCCL_SYMM_MEM"] = "1" if symm else "0"
     if spans_nodes(profile):
         env.setdefault(ALLREDUCE_BACKEND_ENV, MULTI_NODE_ALLREDUCE_BACKEND)
+    for key, value, multi_node in (
+        (
+            "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS",
+            profile.vllm.execute_model_timeout_s,
+            MULTI_NODE_EXECUTE_MODEL_TIMEOUT_S,
+        ),
+        (
+            "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+            profile.vllm.nccl_heartbeat_timeout_s,
+            MULTI_NODE_NCCL_HEARTBEAT_TIMEOUT_S,
+        ),
+    ):
+        chosen = value if value is not None else multi_node if spans_nodes(profile) else None
+        if chosen is not None:
+            env[key] = str(chosen)
     if profile.on_kubernetes:
         env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(profile.kubernetes.startup_probe_budget_s)
     return dict(sorted(env.items()))

@@ -35,6 +35,7 @@ from k3deploy.render.network import (
 )
 from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
+from k3deploy.render.serving_pods import compile_cache, gang, patch_serving_pods
 from k3deploy.render.templating import render_template
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
@@ -57,13 +58,6 @@ JOB_UID = 10001
 FLOATING_ANNOTATION = "k3deploy/floating-versions"
 #: Kinds that carry it: what runs an image.
 _WORKLOAD_KINDS = {"LeaderWorkerSet", "Job", "Deployment"}
-#: Pod Security Admission labels of the Namespace k3deploy creates (kubernetes/pod-security-admission
-#: api/constants.go): baseline is the level the serving pods meet (vllm/vllm-openai runs as root), so a cluster whose
-#: default is restricted still admits them; warn and audit at the same level report what would be refused.
-POD_SECURITY_LEVEL = "baseline"
-POD_SECURITY_LABELS = {
-    f"pod-security.kubernetes.io/{mode}": POD_SECURITY_LEVEL for mode in ("enforce", "warn", "audit")
-}
 # Where the prefetch Job finds the Hub token (a Secret volume), named to huggingface_hub by HF_TOKEN_PATH.
 HF_TOKEN_MOUNT_DIR = "/var/run/secrets/k3deploy/hf"
 HF_TOKEN_FILE = "token"
@@ -258,7 +252,9 @@ def context(profile: Profile) -> dict[str, Any]:
             "server_policy": f"{name}-server",
             "epp_policy": f"{name}-epp",
         },
-        "pod_security_labels": POD_SECURITY_LABELS,
+        "pod_security_labels": pod_security_labels(profile),
+        "compile_cache": compile_cache(profile),
+        "gang": gang(profile),
         "network": {
             "api_namespaces": api_namespaces(profile),
             "gateway_namespace": kube.gateway_namespace,
@@ -281,6 +277,7 @@ def context(profile: Profile) -> dict[str, Any]:
             {"name": "K3DEPLOY_HUB_REQUIREMENT", "value": PREFETCH_HUB_REQUIREMENT},
             {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
             {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
+            *compile_cache_env(profile),
             *token_env,
             *site_env(profile),
         ],
@@ -324,6 +321,21 @@ def context(profile: Profile) -> dict[str, Any]:
         **_monitoring(profile, labels),
         **routing_context(profile),
     }
+
+
+def pod_security_labels(profile: Profile) -> dict[str, str]:
+    """Pod Security Admission labels of the Namespace k3deploy creates (kubernetes/pod-security-admission
+    api/constants.go): kubernetes.pod_security_level for enforce, warn and audit. Baseline by default, the level the
+    serving pods meet (vllm/vllm-openai runs as root), so a cluster whose default is restricted still admits them."""
+    level = profile.kubernetes.pod_security_level
+    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
+
+
+def compile_cache_env(profile: Profile) -> list[dict[str, str]]:
+    """K3DEPLOY_COMPILE_CACHE for the prefetch, which makes the compile cache's folder writable by every UID (the
+    serving pods run as root, which an NFS export may squash) before it writes the marker the group waits for."""
+    cache = compile_cache(profile)
+    return [] if cache is None else [{"name": "K3DEPLOY_COMPILE_CACHE", "value": cache["folder"]}]
 
 
 def site_env(profile: Profile) -> list[dict[str, str]]:
@@ -375,6 +387,8 @@ def build(profile: Profile) -> list[Manifest]:
             entry.component,
         ):
             raise ValueError(f"template {entry.template} did not render the {entry.kind} ({entry.component}) SET names")
+        if obj["kind"] == "LeaderWorkerSet":
+            patch_serving_pods(obj, profile)
         if obj["kind"] in _WORKLOAD_KINDS and floating:
             obj["metadata"].setdefault("annotations", {})[FLOATING_ANNOTATION] = floating
         manifests.append(Manifest(entry.order, obj))

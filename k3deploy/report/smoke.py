@@ -163,6 +163,11 @@ class SmokeReport(_Model):
     requests: list[RequestRecord] = Field(default_factory=list)
     summary: SmokeSummary | None = None
     metrics: MetricsDelta | None = None
+    allreduce_backend: str = Field(
+        "unknown",
+        description="The cross-node all-reduce backend the leader's log reports (mnnvl, trtllm, '<backend> (failed)'); "
+        "unknown when the log was not read or does not say.",
+    )
 
     @property
     def status(self) -> Status:

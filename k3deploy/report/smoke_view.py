@@ -111,6 +111,7 @@ def sweep_table(report: SmokeReport) -> Table | None:
 
 def smoke_view(report: SmokeReport) -> Group:
     """Everything a person reads after a run."""
-    parts: list[Table] = [checks_table(report)]
+    parts: list[Table | Text] = [checks_table(report)]
     parts += [t for t in (figures_table(report), sweep_table(report)) if t is not None]
+    parts.append(Text(f"cross-node all-reduce backend (leader log): {report.allreduce_backend}"))
     return Group(*parts)

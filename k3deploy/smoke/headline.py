@@ -30,6 +30,8 @@ def headline(report: SmokeReport, *, model: str, rehearsal: bool) -> dict[str, A
         "decode_tok_s": {
             "median": decode.measured if decode is not None else None,
             "target": targets.get("decode_tok_s"),
+            # The band below the target smoke passes (smoke.decode_tolerance), only where the profile gives one.
+            **({"tolerance": band} if (band := report.settings.get("decode_tolerance")) else {}),
             "published_peak": targets.get("peak_decode_tok_s"),
             "published_baseline": targets.get("baseline_decode_tok_s"),
             "status": decode.status.value if decode is not None else None,
@@ -74,7 +76,8 @@ def headline_lines(figures: dict[str, Any]) -> list[str]:
     decode, length = figures["decode_tok_s"], figures["acceptance_length"]
     title = f"  smoke figures ({figures['model']})"
     lines = [title + (f" - {figures['label']}:" if figures["rehearsal"] else ":")]
-    against = [f"target {decode['target']:g}" if decode["target"] is not None else "no target"]
+    band = f" less {decode['tolerance']:.0%}" if decode.get("tolerance") else ""
+    against = [f"target {decode['target']:g}{band}" if decode["target"] is not None else "no target"]
     if decode["published_peak"] is not None:
         against.append(f"{decode['published_peak']:g} tok/s published peak")
     if decode["published_baseline"] is not None:

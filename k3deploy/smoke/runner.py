@@ -70,18 +70,28 @@ REASONING_OFF: dict[str, Any] = {"reasoning_effort": "none", "chat_template_kwar
 
 
 def request_body(
-    profile: Profile, prompt: str, max_tokens: int, *, ignore_eos: bool, reasoning_off: bool = False
+    profile: Profile,
+    prompt: str,
+    max_tokens: int,
+    *,
+    ignore_eos: bool,
+    reasoning_off: bool = False,
+    temperature: float | None = None,
+    top_p: float | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Path and JSON body of one streamed request (chat or completions, per the profile); `reasoning_off` for the
-    correctness probes (chat only: a completion has no reasoning channel)."""
+    correctness probes (chat only: a completion has no reasoning channel). `temperature` defaults to
+    smoke.temperature; `top_p` is sent only when given (the server's default otherwise)."""
     body: dict[str, Any] = {
         "model": profile.model.served_name,
         "max_tokens": max_tokens,
-        "temperature": profile.smoke.temperature,
+        "temperature": profile.smoke.temperature if temperature is None else temperature,
         "stream": True,
         "stream_options": STREAM_OPTIONS,
         "ignore_eos": ignore_eos,
     }
+    if top_p is not None:
+        body["top_p"] = top_p
     if profile.smoke.api == "completions":
         return "/v1/completions", {**body, "prompt": prompt}
     if reasoning_off:
@@ -110,12 +120,18 @@ class _Run:
     def __init__(self, profile: Profile, client: SmokeClient, state: _State, progress: Callable[[str], None]) -> None:
         self.profile, self.client, self.state, self.say = profile, client, state, progress
 
-    async def one(
-        self, spec: RequestSpec, prompt: str, *, ignore_eos: bool = True, reasoning_off: bool = False
-    ) -> RequestRecord:
-        path, body = request_body(
-            self.profile, prompt, spec.max_tokens, ignore_eos=ignore_eos, reasoning_off=reasoning_off
-        )
+    async def one(self, spec: RequestSpec, prompt: str, *, probe: bool = False) -> RequestRecord:
+        """One streamed request: a correctness probe (greedy, reasoning off, ends at EOS) or a measured one, sampled
+        as smoke.temperature / top_p / ignore_eos say."""
+        smoke = self.profile.smoke
+        if probe:
+            path, body = request_body(
+                self.profile, prompt, spec.max_tokens, ignore_eos=False, reasoning_off=True, temperature=0.0
+            )
+        else:
+            path, body = request_body(
+                self.profile, prompt, spec.max_tokens, ignore_eos=smoke.ignore_eos, top_p=smoke.top_p
+            )
         record = build_record(await self.client.stream(path, body), spec)
         self.state.records.append(record)
         return record
@@ -140,7 +156,7 @@ class _Run:
         budget = self.profile.smoke.correctness_max_tokens
         for i, probe in enumerate(correctness.PROBES):
             spec = RequestSpec(i, "correctness", probe.id, budget, expect_full=False, keep_text=True)
-            record = await self.one(spec, probe.prompt, ignore_eos=False, reasoning_off=True)
+            record = await self.one(spec, probe.prompt, probe=True)
             ok, detail = (False, record.error or "") if not record.ok else correctness.judge_answer(probe, record.text)
             self.state.probes.append((probe.id, ok, detail))
             self.say(f"correctness {probe.id}: {'right' if ok else 'WRONG'}")
@@ -157,12 +173,16 @@ class _Run:
         smoke = self.profile.smoke
         chosen = prompts.select(smoke.tier, smoke.requests + 1)
         warm = await self.one(
-            RequestSpec(0, "warmup", chosen[0].id, smoke.output_tokens, chosen[0].tier), chosen[0].text
+            RequestSpec(0, "warmup", chosen[0].id, smoke.output_tokens, chosen[0].tier, expect_full=smoke.ignore_eos),
+            chosen[0].text,
         )
         self.say(f"warm-up: {'ok' if warm.ok else warm.error}")
         self.state.before = await self.scrape()
         for i, prompt in enumerate(chosen[1:]):
-            rec = await self.one(RequestSpec(i, "measured", prompt.id, smoke.output_tokens, prompt.tier), prompt.text)
+            rec = await self.one(
+                RequestSpec(i, "measured", prompt.id, smoke.output_tokens, prompt.tier, expect_full=smoke.ignore_eos),
+                prompt.text,
+            )
             rate = f"{rec.decode_tok_s:.2f} decode tok/s" if rec.decode_tok_s else (rec.error or "no rate")
             self.say(f"request {i + 1}/{smoke.requests} ({prompt.tier}): {rate}")
         if self.state.before is not None:
@@ -177,7 +197,10 @@ class _Run:
             async def gated(i: int, prompt: prompts.Prompt, level: int = level, gate: asyncio.Semaphore = gate) -> None:
                 async with gate:
                     await self.one(
-                        RequestSpec(i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level), prompt.text
+                        RequestSpec(
+                            i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level, expect_full=smoke.ignore_eos
+                        ),
+                        prompt.text,
                     )
 
             await asyncio.gather(*(gated(i, p) for i, p in enumerate(chosen)))
@@ -233,6 +256,7 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
             report.summary,
             profile.targets.peak_decode_tok_s,
             profile.targets.baseline_decode_tok_s,
+            tolerance=profile.smoke.decode_tolerance,
         )
     )
     if state.stopped:

@@ -258,8 +258,12 @@ def judge_decode_target(
     summary: SmokeSummary | None,
     peak: float | None = None,
     baseline: float | None = None,
+    *,
+    tolerance: float = 0.0,
 ) -> CheckResult:
-    """Median bs=1 decode tok/s of the judged tier against the profile's target; peak and baseline only reported."""
+    """Median bs=1 decode tok/s of the judged tier against the profile's target, less `tolerance` (smoke.decode_tolerance,
+    a fraction); peak and baseline only reported. Below the target but inside the band passes and says so: a few
+    built-in prompts are a health gate, and whether the published figure is reached is `k3deploy bench`'s to judge."""
     judged_tier = "low_entropy" if tier == "all" else tier
     part = summary.tiers.get(judged_tier) if summary is not None else None
     measured = part.decode_tok_s.median if part is not None else None
@@ -281,14 +285,25 @@ def judge_decode_target(
             detail=f"{metric}: nothing measured{extra}",
             hint="see the throughput check",
         )
-    if measured < target:
+    floor = target * (1.0 - tolerance)
+    band = f" less the {tolerance:.0%} band ({floor:.2f})" if tolerance > 0 else ""
+    if measured < floor:
         return CheckResult(
             name=DECODE_TARGET,
             status=Status.FAIL,
             measured=measured,
             target=target,
-            detail=f"{metric} {measured:.2f} is below the target {target:g}{extra}",
+            detail=f"{metric} {measured:.2f} is below the target {target:g}{band}{extra}",
             hint="compare with the published figure's workload; check the draft's acceptance and the GPUs' clocks",
+        )
+    if measured < target:
+        return CheckResult(
+            name=DECODE_TARGET,
+            status=Status.PASS,
+            measured=measured,
+            target=target,
+            detail=f"{metric} {measured:.2f} is below the target {target:g} but within its {tolerance:.0%} band "
+            f"(>= {floor:.2f}); `k3deploy bench` judges the published figure{extra}",
         )
     return CheckResult(
         name=DECODE_TARGET,

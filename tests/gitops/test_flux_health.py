@@ -21,7 +21,8 @@ KUSTOMIZATION = REPO_ROOT / "gitops" / "flux" / "kustomization.yaml"
 
 def flux_status(obj: dict[str, Any]) -> str:
     """Current / InProgress / Failed as kustomize-controller decides it; an evaluation error means waiting."""
-    [check] = yaml.safe_load(KUSTOMIZATION.read_text())["spec"]["healthCheckExprs"]
+    serving = [d for d in yaml.safe_load_all(KUSTOMIZATION.read_text()) if d["metadata"]["name"].endswith("-serving")]
+    [check] = serving[0]["spec"]["healthCheckExprs"]
     assert (check["apiVersion"], check["kind"]) == ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
     env = celpy.Environment()
     activation = celpy.json_to_cel(obj)
@@ -37,19 +38,64 @@ def flux_status(obj: dict[str, Any]) -> str:
 
 
 CASES = {
-    "starting": lws(1, {"replicas": 1, "updatedReplicas": 1, "observedGeneration": 1, "conditions": [condition("Progressing", 1)]}),
-    "available": lws(3, {"replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "observedGeneration": 3,
-                         "conditions": [condition("Progressing", 3, status="False"), condition("Available", 3)]}),
-    "stale": lws(4, {"replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "observedGeneration": 3,
-                     "conditions": [condition("Available", 3)]}),
-    "updating": lws(2, {"replicas": 1, "readyReplicas": 1, "observedGeneration": 2,
-                        "conditions": [condition("UpdateInProgress", 2), condition("Progressing", 2)]}),
-    "surplus": lws(5, {"replicas": 2, "updatedReplicas": 1, "readyReplicas": 2, "observedGeneration": 5,
-                       "conditions": [condition("Available", 5)]}),
-    "old-lws-updated": lws(2, {"replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "observedGeneration": 2,
-                               "conditions": [condition("Available", 2)]}, observed=False),
-    "old-lws-not-updated": lws(2, {"replicas": 1, "readyReplicas": 1, "observedGeneration": 2,
-                                   "conditions": [condition("Available", 2)]}, observed=False),
+    "starting": lws(
+        1, {"replicas": 1, "updatedReplicas": 1, "observedGeneration": 1, "conditions": [condition("Progressing", 1)]}
+    ),
+    "available": lws(
+        3,
+        {
+            "replicas": 1,
+            "updatedReplicas": 1,
+            "readyReplicas": 1,
+            "observedGeneration": 3,
+            "conditions": [condition("Progressing", 3, status="False"), condition("Available", 3)],
+        },
+    ),
+    "stale": lws(
+        4,
+        {
+            "replicas": 1,
+            "updatedReplicas": 1,
+            "readyReplicas": 1,
+            "observedGeneration": 3,
+            "conditions": [condition("Available", 3)],
+        },
+    ),
+    "updating": lws(
+        2,
+        {
+            "replicas": 1,
+            "readyReplicas": 1,
+            "observedGeneration": 2,
+            "conditions": [condition("UpdateInProgress", 2), condition("Progressing", 2)],
+        },
+    ),
+    "surplus": lws(
+        5,
+        {
+            "replicas": 2,
+            "updatedReplicas": 1,
+            "readyReplicas": 2,
+            "observedGeneration": 5,
+            "conditions": [condition("Available", 5)],
+        },
+    ),
+    "old-lws-updated": lws(
+        2,
+        {
+            "replicas": 1,
+            "updatedReplicas": 1,
+            "readyReplicas": 1,
+            "observedGeneration": 2,
+            "conditions": [condition("Available", 2)],
+        },
+        observed=False,
+    ),
+    "old-lws-not-updated": lws(
+        2,
+        {"replicas": 1, "readyReplicas": 1, "observedGeneration": 2, "conditions": [condition("Available", 2)]},
+        observed=False,
+    ),
     "no-status": lws(1, None),
 }
 

@@ -50,6 +50,12 @@ UP = (
     "smoke.correctness=false",
     "--set",
     "targets.decode_tok_s=20",
+    # Greedy and to the full length, not the GB300 profile's sampling like the published run (T=1.0): the rehearsal
+    # model's random weights accept almost no draft above T=0.
+    "--set",
+    "smoke.temperature=0",
+    "--set",
+    "smoke.ignore_eos=true",
 )
 QUICK = ("--skip-preflight", "--skip-smoke", *UP)
 #: `up` with its smoke, served by a real vLLM (its speed reaches the decode target above).

@@ -8,7 +8,7 @@ import pytest
 
 from k3deploy.errors import ProfileError
 from k3deploy.profile import load_profile
-from k3deploy.render.argv import serve_command
+from k3deploy.render.argv import serve_command, serve_env
 from k3deploy.render.features import dra_semver
 from k3deploy.render.manifests import FLOATING_ANNOTATION, build
 from k3deploy.render.pod_security import pod_templates
@@ -239,3 +239,24 @@ def test_escape_hatches_reach_every_pod_and_container() -> None:
         assert (pod.get("priorityClassName") == "inference-critical") is ("LeaderWorkerSet" in where), where
     plain = [pod for _, pod, _ in pod_templates([m.obj for m in build(load_profile(K3))])]
     assert all("imagePullSecrets" not in pod and "priorityClassName" not in pod for pod in plain)
+
+
+def test_multi_node_raises_the_step_and_nccl_watchdog_timeouts_and_the_fields_win() -> None:
+    """1800 s each, as the vLLM recipe (VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS) and NVIDIA Dynamo's Kimi K3 recipe
+    (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) run a multi-node group; vLLM's 300 s and PyTorch's 480 s otherwise."""
+    for pod in _pods(_objects()):
+        env = _env(pod)
+        assert env["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"] == "1800"
+        assert env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == "1800"
+    chosen = _pods(_objects(["vllm.execute_model_timeout_s=3600", "vllm.nccl_heartbeat_timeout_s=2400"]))[1]
+    assert _env(chosen)["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"] == "3600"
+    assert _env(chosen)["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == "2400"
+    local = serve_env(load_profile("local-cpu"))
+    assert "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS" not in local and "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC" not in local
+    for key, field in (
+        ("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "vllm.execute_model_timeout_s"),
+        ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "vllm.nccl_heartbeat_timeout_s"),
+    ):
+        with pytest.raises(ProfileError) as info:
+            load_profile(K3, [f"vllm.env.{key}='60'"])
+        assert f"derived by k3deploy ({field})" in info.value.message

@@ -206,6 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        with self.server.lock:
+            self.server.bodies.append(body)
         if not self._authorized():
             return
         script = self.server.script
@@ -381,6 +383,8 @@ class _Server(ThreadingHTTPServer):
         super().__init__((host, port), _Handler)
         self.script = script
         self.counters = Counters()
+        #: Every POSTed body as received, in order (what the client asked for: sampling, ignore_eos, ...).
+        self.bodies: list[dict] = []
         self.lock = threading.Lock()
         self.started = time.monotonic()
 
@@ -392,6 +396,7 @@ class Running:
     url: str
     script: Script
     counters: Counters
+    bodies: list[dict] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -402,7 +407,7 @@ def scripted_server(script: Script | None = None, host: str = "127.0.0.1", port:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield Running(f"http://{host}:{server.server_address[1]}", server.script, server.counters)
+        yield Running(f"http://{host}:{server.server_address[1]}", server.script, server.counters, server.bodies)
     finally:
         server.shutdown()
         server.server_close()

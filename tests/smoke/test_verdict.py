@@ -200,3 +200,14 @@ def test_speculative_from_another_server_is_unattributable() -> None:
     assert idle.status is Status.FAIL and "unattributable" in idle.detail
     blind = judge_speculative(True, 2.0, _spec_delta(20, 30, None), summary, client_tokens=64)
     assert blind.status is Status.FAIL and "exports no vllm:generation_tokens_total" in blind.detail
+
+
+def test_decode_target_passes_inside_the_tolerance_band_and_fails_below_it() -> None:
+    summary = _summary(_rec(0, 340.0))
+    inside = judge_decode_target(370.0, "low_entropy", summary, tolerance=0.1)
+    assert inside.status is Status.PASS and inside.measured == 340.0 and inside.target == 370.0
+    assert "below the target 370 but within its 10% band (>= 333.00)" in inside.detail
+    assert "k3deploy bench" in inside.detail
+    below = judge_decode_target(380.0, "low_entropy", summary, tolerance=0.1)
+    assert below.status is Status.FAIL and "less the 10% band (342.00)" in below.detail
+    assert judge_decode_target(370.0, "low_entropy", summary).status is Status.FAIL  # no band: the target itself

@@ -1,0 +1,109 @@
+"""What the serving pods carry beyond vLLM itself: the persistent compile cache, gang admission, and the profile's
+pod and container patches (escape hatches for what the set does not model). Pure.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+from k3deploy.errors import ProfileError
+from k3deploy.profile.model import Profile
+from k3deploy.render import pod_security
+
+#: Where the serving container sees its compile cache, and the environment that points each cache there: vLLM's
+#: cache root (torch.compile artefacts, Inductor's cache inside it: vllm/envs.py VLLM_CACHE_ROOT), Triton's kernels
+#: (triton/runtime/cache.py TRITON_CACHE_DIR) and FlashInfer's JIT modules (flashinfer/jit/env.py:
+#: $FLASHINFER_WORKSPACE_BASE/.cache/flashinfer).
+COMPILE_CACHE_MOUNT = "/var/cache/k3deploy-compile"
+COMPILE_CACHE_ENV = {
+    "VLLM_CACHE_ROOT": f"{COMPILE_CACHE_MOUNT}/vllm",
+    "TRITON_CACHE_DIR": f"{COMPILE_CACHE_MOUNT}/triton",
+    "FLASHINFER_WORKSPACE_BASE": COMPILE_CACHE_MOUNT,
+}
+#: The cache's folder on the weight PVC (below the prefetch's own .k3deploy folder).
+COMPILE_CACHE_DIR = ".k3deploy/compile-cache"
+#: Kueue's queue label and topology-aware-scheduling annotations (kueue.x-k8s.io; the podset group keeps a group's
+#: leader and workers in one topology domain).
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
+
+
+def compile_cache_key(image: str) -> str:
+    """The folder of one image's caches: its digest once pinned (what was compiled for it stays valid for exactly
+    it), else `tag-` and a hash of the reference (a tag can move: pin the image for a safe key)."""
+    if "@sha256:" in image:
+        return image.rsplit("@sha256:", 1)[1][:16]
+    return "tag-" + hashlib.sha256(image.encode()).hexdigest()[:16]
+
+
+def compile_cache(profile: Profile) -> dict[str, Any] | None:
+    """Template context of the compile cache (None when kubernetes.compile_cache is off): the PVC folder shared by
+    the prefetch, and the per-rank subPathExpr the serving pods mount (ranks never write one folder at once)."""
+    if not profile.kubernetes.compile_cache:
+        return None
+    folder = f"{COMPILE_CACHE_DIR}/{compile_cache_key(profile.vllm.image)}"
+    return {
+        "folder": f"{profile.kubernetes.model_cache_path}/{folder}",
+        "sub_path_expr": f"{folder}/rank-$(LWS_WORKER_INDEX)",
+        "mount": COMPILE_CACHE_MOUNT,
+        "env": [{"name": key, "value": value} for key, value in sorted(COMPILE_CACHE_ENV.items())],
+    }
+
+
+def gang(profile: Profile) -> dict[str, Any]:
+    """Template context of gang admission: labels of the LeaderWorkerSet, annotations of its pod templates and the
+    pods' schedulerName."""
+    kube = profile.kubernetes
+    if kube.gang_admission == "kueue":
+        return {
+            "lws_labels": {KUEUE_QUEUE_LABEL: kube.kueue_queue},
+            "pod_annotations": {KUEUE_REQUIRED_TOPOLOGY: kube.clique_label, KUEUE_PODSET_GROUP: profile.name},
+            "scheduler_name": None,
+        }
+    if kube.gang_admission == "volcano":
+        return {"lws_labels": {}, "pod_annotations": {}, "scheduler_name": kube.gang_scheduler_name}
+    return {"lws_labels": {}, "pod_annotations": {}, "scheduler_name": None}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON Merge Patch: a map merges key by key (null removes the key), anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def patch_serving_pods(lws: dict[str, Any], profile: Profile) -> None:
+    """Apply kubernetes.serving_pod_patch and serving_container_patch to the leader and worker templates, in place;
+    refuse a result the Namespace's Pod Security level (kubernetes.pod_security_level) would not admit."""
+    kube = profile.kubernetes
+    template = lws["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        spec = (
+            merge_patch(template[role]["spec"], kube.serving_pod_patch)
+            if kube.serving_pod_patch
+            else template[role]["spec"]
+        )
+        if kube.serving_container_patch:
+            spec["containers"] = [
+                merge_patch(c, kube.serving_container_patch) if c.get("name") == "vllm" else c
+                for c in spec["containers"]
+            ]
+        template[role]["spec"] = spec
+        annotations = (template[role].get("metadata") or {}).get("annotations") or {}
+        problems = pod_security.violations(kube.pod_security_level, spec, annotations)
+        if problems:
+            found = "; ".join(f"{rule}: {', '.join(what)}" for rule, what in sorted(problems.items()))
+            raise ProfileError(
+                f"the serving pods ({role}) break Pod Security {kube.pod_security_level!r}: {found}",
+                hint="set kubernetes.pod_security_level: privileged (the Namespace enforces it), or drop it from "
+                "kubernetes.serving_pod_patch / serving_container_patch",
+            )
