@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from tests.realk8s.cluster_fixtures import LWS, TIMEOUT, Deployment
-from tests.realk8s.release import QUICK
+from tests.realk8s.cluster_fixtures import LWS, SCRIPTED, TIMEOUT, Deployment
 from tests.realk8s.test_gates import GOOD
 from tests.smoke.scripted_server import scripted_server
 
@@ -44,7 +43,7 @@ def test_a_leader_log_without_the_line_is_unknown(deploy: Deployment) -> None:
 def test_up_s_smoke_report_and_verdict_carry_the_backend(deploy: Deployment) -> None:
     deploy.logs(["vllm"], STARTUP)
     with scripted_server(GOOD) as server:
-        result = deploy.k3("up", *QUICK, "--endpoint", server.url, "-o", "json")
+        result = deploy.k3("up", *SCRIPTED, "--endpoint", server.url, "-o", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["smoke"]["allreduce_backend"] == "mnnvl"
     status = json.loads(deploy.k3("status", "-o", "json").stdout)
