@@ -312,3 +312,31 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
             ):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: getattr {node.args[1].value!r}")
     assert offenders == []
+
+
+# -- the rendered set -------------------------------------------------------------------------------------------
+
+#: Where the set is rendered: `render` itself, preflight when its caller passed no set, and the Kubernetes target's
+#: port (targets/, rollout/bluegreen.py), which renders once per command for apply, wait and delete.
+RENDERERS = {
+    "k3deploy/render/manifests.py",
+    "k3deploy/render/write.py",
+    "k3deploy/preflight/run.py",
+    "k3deploy/targets/kubernetes.py",
+    "k3deploy/rollout/bluegreen.py",
+}
+
+
+def test_the_set_is_rendered_only_where_a_command_renders_it_once() -> None:
+    """Everything else takes the rendered objects as an argument (preflight's checks and its access review, which is
+    derived from them): a new call of `build` or `rendered_objects` elsewhere is a second render of the same set."""
+    callers = {
+        str(path.relative_to(REPO_ROOT))
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("build", "rendered_objects")
+    }
+    assert callers <= RENDERERS, callers - RENDERERS
+    assert "k3deploy/preflight/checks_cluster.py" not in callers

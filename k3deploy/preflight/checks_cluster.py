@@ -1,12 +1,12 @@
-"""Checks of a cluster's facts (Kubernetes API) against a profile. Pure: no I/O.
+"""Checks of a cluster's facts (Kubernetes API) against a profile and its rendered set. Pure: no I/O.
 
-Also `required_access(profile)`: the verbs `k3deploy up` uses, which the cluster probe asks the API
-server about with SelfSubjectAccessReviews.
+The verbs the access review asks about come from the rendered set (preflight/access.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Any
 
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
@@ -32,68 +32,6 @@ GFD_LABELS = (
     "kubernetes.io/arch",
 )
 _NODE_REASONS_SHOWN = 6
-
-
-@dataclass(frozen=True)
-class Access:
-    """One permission `up` needs: verb on resource.group (namespaced in the profile's namespace unless cluster-wide)."""
-
-    verb: str
-    resource: str
-    group: str = ""
-    namespaced: bool = True
-    subresource: str = ""
-
-
-def required_access(profile: Profile, *, port_forward: bool = False) -> list[Access]:
-    """The verbs `up` uses: server-side apply (create + patch), reads for waiting, deletes for rollback and down;
-    with `port_forward` (its smoke reaches the leader through the API server) `pods/portforward` too."""
-    kinds = [
-        ("leaderworkersets", "leaderworkerset.x-k8s.io"),
-        ("services", ""),
-        ("persistentvolumeclaims", ""),
-        ("jobs", "batch"),
-        ("serviceaccounts", ""),
-    ]
-    if profile.kubernetes.compute_domain:
-        kinds.append(("computedomains", "resource.nvidia.com"))
-    if profile.kubernetes.service_monitor:
-        kinds.append(("servicemonitors", "monitoring.coreos.com"))
-    if profile.kubernetes.monitoring_on:
-        kinds += [("prometheusrules", "monitoring.coreos.com"), ("configmaps", "")]
-    if profile.kubernetes.routing == "inference-pool":
-        kinds += [
-            ("inferencepools", "inference.networking.k8s.io"),
-            ("deployments", "apps"),
-            ("configmaps", ""),
-            ("roles", "rbac.authorization.k8s.io"),
-            ("rolebindings", "rbac.authorization.k8s.io"),
-        ]
-    if profile.kubernetes.network_policy:
-        kinds.append(("networkpolicies", "networking.k8s.io"))
-    out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
-    # What `wait` watches (list + watch of each) and what proves its readiness: ControllerRevisions, where the
-    # LWS controller writes no observedGeneration; the release's Lease (rollout/lease.py) for the whole command.
-    out += [
-        Access("list", "leaderworkersets", "leaderworkerset.x-k8s.io"),
-        Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"),
-        Access("list", "jobs", "batch"),
-        Access("watch", "jobs", "batch"),
-        Access("list", "controllerrevisions", "apps"),
-        Access("watch", "controllerrevisions", "apps"),
-        Access("get", "leases", "coordination.k8s.io"),
-        Access("create", "leases", "coordination.k8s.io"),
-        Access("update", "leases", "coordination.k8s.io"),
-        Access("list", "pods"),
-        Access("watch", "pods"),
-        Access("get", "pods", subresource="log"),
-        Access("list", "events"),
-    ]
-    if port_forward:
-        # k3deploy's forward is a WebSocket upgrade (an HTTP GET): authorised as `get`, and from Kubernetes 1.35 also
-        # as `create` (AuthorizePodWebsocketUpgradeCreatePermission, KEP-4006), the verb kubectl's SPDY POST needs.
-        out += [Access("get", "pods", subresource="portforward"), Access("create", "pods", subresource="portforward")]
-    return out
 
 
 def _result(
@@ -456,9 +394,9 @@ def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
     )
 
 
-def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
-    """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, its Pod Security level,
-    Secret, storage, RBAC."""
+def cluster_checks(profile: Profile, facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -> list[CheckResult]:
+    """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, the Pod Security level of
+    the rendered `objects`, Secret, storage, RBAC."""
     return [
         _version(profile, facts),
         *_crds(profile, facts),
@@ -467,7 +405,7 @@ def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         _image_arch(profile, facts),
         *_runtime_class(profile, facts),
         _namespace(profile, facts),
-        pod_security_check(profile, facts),
+        pod_security_check(facts, objects),
         *_secret(profile, facts),
         *storage_checks(profile, facts),
         _rbac(facts),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from k3deploy.kube import read
 from k3deploy.kube.client import KubeOptions, connect
 from k3deploy.kube.workloads import controller_workloads
 from k3deploy.lws import NAME_LABEL, colours
-from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
+from k3deploy.preflight.access import Access, required_access
+from k3deploy.preflight.checks_cluster import CRD_GROUPS
 from k3deploy.preflight.facts import (
     AccessFacts,
     ClaimFacts,
@@ -77,9 +80,12 @@ def _installed(api: object) -> dict[str, str] | None:
     return None if workloads is None else installed_versions(workloads)
 
 
-def cluster_facts(profile: Profile, options: KubeOptions, *, port_forward: bool = False) -> ClusterFacts:
+def cluster_facts(
+    profile: Profile, options: KubeOptions, objects: Sequence[dict[str, Any]], *, port_forward: bool = False
+) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read.
-    `port_forward`: the access review includes what `up`'s port-forward to the leader needs."""
+    The access review asks for what applying, waiting on and deleting the rendered `objects` needs; `port_forward`:
+    and what `up`'s port-forward to the leader needs."""
     api = connect(options)
     try:
         namespace = options.namespace or profile.kubernetes.namespace
@@ -90,7 +96,7 @@ def cluster_facts(profile: Profile, options: KubeOptions, *, port_forward: bool 
         with ThreadPoolExecutor(max_workers=_REVIEW_WORKERS) as pool:
             access = list(
                 pool.map(
-                    lambda need: _review(api, need, namespace), required_access(profile, port_forward=port_forward)
+                    lambda need: _review(api, need, namespace), required_access(objects, port_forward=port_forward)
                 )
             )
         if not exists:

@@ -381,6 +381,11 @@ def build(profile: Profile) -> list[Manifest]:
     return manifests
 
 
+def rendered_objects(profile: Profile) -> list[dict[str, Any]]:
+    """The set's objects as plain dicts, in apply order: what a command renders once and passes along."""
+    return [manifest.obj for manifest in build(profile)]
+
+
 def floating_fields(profile: Profile) -> list[Pinnable]:
     """The version fields of the profile that float until pinned (what `render` warns about, once each)."""
     return [field for field in pinnable_fields(profile) if not field.pinned]
