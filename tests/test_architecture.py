@@ -340,3 +340,27 @@ def test_the_set_is_rendered_only_where_a_command_renders_it_once() -> None:
     }
     assert callers <= RENDERERS, callers - RENDERERS
     assert "k3deploy/preflight/checks_cluster.py" not in callers
+
+
+# -- one quantity parser ----------------------------------------------------------------------------------------
+
+QUANTITY_PARSER = "k3deploy/profile/names.py"
+
+
+def test_kubernetes_quantities_are_parsed_in_one_module() -> None:
+    """A second suffix table (`"Ki"`, `"Mi"` keys, or a `Ki|Mi` pattern) is a second parser that can disagree with
+    the profile's validator: both read through profile/names.py's `quantity_value` / `quantity_bytes`."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        where = str(path.relative_to(REPO_ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and (node.value in ("Ki", "Mi") or "Ki|Mi" in node.value)
+                and where != QUANTITY_PARSER
+            ):
+                offenders.append(f"{where}:{node.lineno}")
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("quantity") and "parse" in node.name:
+                offenders.append(f"{where}:{node.lineno}: def {node.name}")
+    assert offenders == []

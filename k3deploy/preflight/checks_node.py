@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from k3deploy.preflight.facts import GpuFacts, GpuNodeFacts, HostFacts, parse_quantity, version_tuple
+from k3deploy.preflight.facts import GpuFacts, GpuNodeFacts, HostFacts, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
+from k3deploy.profile.names import quantity_bytes
 from k3deploy.profile.plan import GIB
 from k3deploy.report.model import CheckResult, Status
 
@@ -299,7 +300,7 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
                 f"and set vllm.image_arch={host.arch}",
             )
         )
-    want_shm = parse_quantity(profile.kubernetes.shm_size)
+    want_shm = quantity_bytes(profile.kubernetes.shm_size)
     if not profile.on_kubernetes:
         pass  # the local target runs one vLLM process; the pods' /dev/shm size is a Kubernetes setting
     elif host.shm_bytes is None:

@@ -8,8 +8,9 @@ the sync waits on it. So the provisioner is judged by name against the drivers' 
 
 from __future__ import annotations
 
-from k3deploy.preflight.facts import ClusterFacts, parse_quantity
+from k3deploy.preflight.facts import ClusterFacts
 from k3deploy.profile.model import Profile
+from k3deploy.profile.names import quantity_bytes
 from k3deploy.profile.plan import GIB
 from k3deploy.report.model import CheckResult, Status
 
@@ -130,7 +131,7 @@ def _rwx(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
 
 def _size(profile: Profile) -> CheckResult:
     need = _weights_bytes(profile)
-    size = parse_quantity(profile.kubernetes.model_cache_size)
+    size = quantity_bytes(profile.kubernetes.model_cache_size)
     return _result(
         "k8s.cache_size",
         size >= need,
@@ -162,7 +163,7 @@ def _existing_claim(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
                 recreate,
             )
         ]
-    capacity = parse_quantity(claim.capacity) if claim.capacity else 0
+    capacity = quantity_bytes(claim.capacity) if claim.capacity else 0
     if capacity < need:
         return [
             _result(

@@ -39,23 +39,6 @@ RECOVERY_ACTIONS = {
     7: "System Reboot",
 }
 _ARCH_NAMES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "amd64", "amd64": "amd64"}
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|k|m)?$")
-_QUANTITY_FACTORS = {
-    None: 1,
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
 
 
 class _Facts(BaseModel):
@@ -260,14 +243,6 @@ def version_tuple(version: str) -> tuple[int, ...]:
     """`580.95.05` -> (580, 95, 5); `v1.34.1-gke.2` -> (1, 34, 1); anything after the dotted numbers is dropped."""
     match = re.match(r"[vV]?(\d+(?:\.\d+)*)", version.strip())
     return tuple(int(part) for part in match.group(1).split(".")) if match else ()
-
-
-def parse_quantity(text: str) -> int:
-    """A Kubernetes quantity (`2Ti`, `64Gi`, `1500G`, `1.5T`) in bytes; ValueError when malformed."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match or match.group(2) == "m":
-        raise ValueError(f"not a byte quantity: {text!r}")
-    return int(float(match.group(1)) * _QUANTITY_FACTORS[match.group(2)])
 
 
 def parse_compute_caps(csv_text: str) -> dict[int, str]:
