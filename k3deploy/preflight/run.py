@@ -10,7 +10,6 @@ from k3deploy.errors import EXIT_FAILED, K3DeployError, ProfileError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.pin.floating import node_arch
-from k3deploy.pin.registry import RegistryClient
 from k3deploy.preflight import node as probe
 from k3deploy.preflight.checks import evaluate
 from k3deploy.preflight.checks_pinning import image_platform_check
@@ -79,6 +78,9 @@ def image_platforms(profile: Profile, command: Deadline | None = None) -> CheckR
     image = profile.vllm.image
     left = command.remaining() if command is not None else None
     budget = REGISTRY_BUDGET_S if left is None else max(0.0, min(REGISTRY_BUDGET_S, left))
+    # httpx loads only when the registry is asked: `render` and `--help` never pay for it.
+    from k3deploy.pin.registry import RegistryClient
+
     try:
         with RegistryClient(
             timeout_s=REGISTRY_TIMEOUT_S,
