@@ -500,3 +500,21 @@ def test_render_loads_no_http_or_cluster_client() -> None:
     loaded = _loaded_after("render", "-p", "kimi-k3-gb300-tp16")
     assert "jinja2" in loaded  # it did render
     assert loaded & set(RENDER_FORBIDDEN) == set()
+
+
+# -- one style of check result ----------------------------------------------------------------------------------
+
+
+def test_a_judged_check_is_built_one_way() -> None:
+    """A check of a figure against its target is `report.model.judged` (PASS without a hint, else FAIL or WARN with
+    one): no module keeps a `_result`/`_pass`/`_fail` builder of its own beside it."""
+    offenders = [
+        f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {node.name}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+        and node.returns is not None
+        and ast.unparse(node.returns) == "CheckResult"
+        and node.name in ("_result", "_pass", "_fail", "_ok", "_check_result")
+    ]
+    assert offenders == []
