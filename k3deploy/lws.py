@@ -18,6 +18,11 @@ GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
 #: The key of the template a pod or ControllerRevision was made from.
 TEMPLATE_REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 
+#: Kinds whose readiness the rollout waits for (rollout/wait.py); preflight reviews their list and watch.
+WAITED_KINDS = frozenset({"LeaderWorkerSet", "Job"})
+#: Read beside a LeaderWorkerSet: its ControllerRevisions prove which template the pods run (rollout/currency.py).
+REVISIONS = "ControllerRevision"
+
 #: The name a blue-green upgrade gives the group beside the rendered one (rollout/colours.py).
 GREEN_SUFFIX = "-green"
 

@@ -131,8 +131,12 @@ def test_every_module_has_a_docstring() -> None:
 # -- package layering -------------------------------------------------------------------------------------------
 
 #: Third-party modules heavy enough to import only where used, and never needed on some path (the local
-#: target never loads `kubernetes`; NVML, torch and matplotlib exist only on some hosts or with an extra).
+#: target never loads `kubernetes`; NVML, torch and matplotlib exist only on some hosts or with an extra; `render`
+#: and `--help` never load an HTTP client).
 HEAVY_OPTIONAL = {
+    "httpx",
+    "aiohttp",
+    "tenacity",
     "kubernetes",
     "urllib3",
     "pynvml",
@@ -313,4 +317,206 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
                 and node.args[1].value in ("record_smoke", "last_diffs", "last_applied", "locked", "diagnosis")
             ):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: getattr {node.args[1].value!r}")
+    assert offenders == []
+
+
+# -- the rendered set -------------------------------------------------------------------------------------------
+
+#: Where the set is rendered: `render` itself, preflight when its caller passed no set, and the Kubernetes target's
+#: port (targets/, rollout/bluegreen.py), which renders once per command for apply, wait and delete.
+RENDERERS = {
+    "k3deploy/render/manifests.py",
+    "k3deploy/render/write.py",
+    "k3deploy/preflight/run.py",
+    "k3deploy/targets/kubernetes.py",
+    "k3deploy/rollout/bluegreen.py",
+}
+
+
+def test_the_set_is_rendered_only_where_a_command_renders_it_once() -> None:
+    """Everything else takes the rendered objects as an argument (preflight's checks and its access review, which is
+    derived from them): a new call of `build` or `rendered_objects` elsewhere is a second render of the same set."""
+    callers = {
+        str(path.relative_to(REPO_ROOT))
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("build", "rendered_objects")
+    }
+    assert callers <= RENDERERS, callers - RENDERERS
+    assert "k3deploy/preflight/checks_cluster.py" not in callers
+
+
+# -- one quantity parser ----------------------------------------------------------------------------------------
+
+QUANTITY_PARSER = "k3deploy/profile/names.py"
+
+
+def test_kubernetes_quantities_are_parsed_in_one_module() -> None:
+    """A second suffix table (`"Ki"`, `"Mi"` keys, or a `Ki|Mi` pattern) is a second parser that can disagree with
+    the profile's validator: both read through profile/names.py's `quantity_value` / `quantity_bytes`."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        where = str(path.relative_to(REPO_ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and (node.value in ("Ki", "Mi") or "Ki|Mi" in node.value)
+                and where != QUANTITY_PARSER
+            ):
+                offenders.append(f"{where}:{node.lineno}")
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("quantity") and "parse" in node.name:
+                offenders.append(f"{where}:{node.lineno}: def {node.name}")
+    assert offenders == []
+
+
+# -- one error tree ---------------------------------------------------------------------------------------------
+
+#: Exception classes defined outside errors.py, each because it must be a library's own exception type.
+FOREIGN_EXCEPTIONS = {
+    # An httpx.TimeoutException, so every caller's handling of httpx timeouts takes the spent budget alike.
+    "k3deploy/net/capped.py:BudgetSpent",
+    # A yaml.YAMLError, raised from inside PyYAML's event loop where the loader's own errors come from.
+    "k3deploy/profile/safe_yaml.py:YamlRefused",
+}
+
+
+def _exception_bases(tree: ast.AST) -> dict[str, list[str]]:
+    return {
+        node.name: [ast.unparse(base) for base in node.bases]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        and any(
+            ast.unparse(b).split(".")[-1].endswith(("Error", "Exception", "Problem", "Failed", "Timeout"))
+            for b in node.bases
+        )
+    }
+
+
+def test_every_exception_class_is_in_errors_py() -> None:
+    """errors.py holds the whole tree and each class there decides its exit code; a class of error defined
+    elsewhere is a second tree (only a library's own exception type is subclassed where it is needed)."""
+    found = {
+        f"{path.relative_to(REPO_ROOT)}:{name}"
+        for path in PACKAGE.rglob("*.py")
+        if path != PACKAGE / "errors.py"
+        for name in _exception_bases(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert found == FOREIGN_EXCEPTIONS
+
+
+# -- one cluster access layer -----------------------------------------------------------------------------------
+
+#: Who may open a connection to the API server (kube/client.py `connect`): KubeApi, and the port-forward, whose
+#: WebSocket stream (kubernetes.stream) needs an ApiClient of its own for the whole forward.
+CONNECTORS = {"k3deploy/kube/api.py", "k3deploy/kube/portforward.py"}
+#: The client's request machinery: only KubeApi builds a request by hand; kube/bounded.py is the ApiClient itself.
+REQUEST_BUILDERS = {"param_serialize", "call_api", "response_deserialize"}
+
+
+def test_the_cluster_is_reached_through_kube_api_only() -> None:
+    """One access layer: every request goes through a `KubeApi` (kube/api.py), which holds its connection and the
+    server it dialled; no second REST layer builds requests, and no module keeps cluster state in a global."""
+    connects, builds, globals_ = set(), set(), set()
+    for path in PACKAGE.rglob("*.py"):
+        where = str(path.relative_to(REPO_ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "connect":
+                connects.add(where)
+            if isinstance(node, ast.Attribute) and node.attr in REQUEST_BUILDERS and isinstance(node.ctx, ast.Load):
+                builds.add(where)
+            if isinstance(node, ast.Global) and path.parent.name == "kube":
+                globals_.add(f"{where}:{node.lineno}")
+    assert connects <= CONNECTORS, connects - CONNECTORS
+    assert builds - {"k3deploy/kube/bounded.py"} == {"k3deploy/kube/api.py"}
+    assert globals_ == set()
+
+
+# -- start-up ---------------------------------------------------------------------------------------------------
+
+#: What `import k3deploy.cli` (every command's start-up, `--help` alone) must not load: each is loaded by the
+#: command that uses it (tests/bench/bench_startup.py prints what start-up costs).
+STARTUP_FORBIDDEN = (
+    "httpx",
+    "aiohttp",
+    "kubernetes",
+    "urllib3",
+    "jinja2",
+    "numpy",
+    "matplotlib",
+    "prometheus_client",
+    "grafana_foundation_sdk",
+    "tenacity",
+    "pynvml",
+    "asyncio",
+)
+#: What `render` of a Kubernetes profile must not load: no HTTP client, no cluster client.
+RENDER_FORBIDDEN = ("httpx", "aiohttp", "kubernetes", "urllib3", "tenacity", "numpy", "matplotlib")
+
+_LOADED = """
+import contextlib, io, json, sys
+argv = json.loads(sys.argv[1])
+if argv:
+    sys.argv = ["k3deploy", *argv]
+    from k3deploy.cli import main
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.suppress(SystemExit):
+            main()
+else:
+    import k3deploy.cli
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded_after(*argv: str) -> set[str]:
+    """Modules loaded in a fresh interpreter after importing the CLI (and running `argv`, if any): each loaded module's
+    top-level name, and the full name of each k3deploy module."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, json.dumps(list(argv))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    names = json.loads(done.stdout.splitlines()[-1])
+    return {name.split(".")[0] for name in names} | {name for name in names if name.startswith("k3deploy.")}
+
+
+def test_the_cli_start_up_loads_no_heavy_module() -> None:
+    """`--help` pays for typer, rich and the command modules only: no HTTP or cluster client, and no profile
+    models (built by the first command that loads a profile)."""
+    loaded = _loaded_after()
+    assert loaded & set(STARTUP_FORBIDDEN) == set()
+    assert "k3deploy.cli.render" in loaded  # the commands did register
+    assert {"k3deploy.profile.model", "k3deploy.profile.load"} & loaded == set()
+
+
+def test_render_loads_no_http_or_cluster_client() -> None:
+    loaded = _loaded_after("render", "-p", "kimi-k3-gb300-tp16")
+    assert "jinja2" in loaded  # it did render
+    assert loaded & set(RENDER_FORBIDDEN) == set()
+
+
+# -- one style of check result ----------------------------------------------------------------------------------
+
+
+def test_a_judged_check_is_built_one_way() -> None:
+    """A check of a figure against its target is `report.model.judged` (PASS without a hint, else FAIL or WARN with
+    one): no module keeps a `_result`/`_pass`/`_fail` builder of its own beside it."""
+    offenders = [
+        f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {node.name}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+        and node.returns is not None
+        and ast.unparse(node.returns) == "CheckResult"
+        and node.name in ("_result", "_pass", "_fail", "_ok", "_check_result")
+    ]
     assert offenders == []

@@ -20,7 +20,7 @@ from k3deploy import __version__
 from k3deploy.bench import figures, latency, load
 from k3deploy.bench.datasets import BenchPrompt, Dataset, prompt_set_digest
 from k3deploy.bench.dispatch import dispatch
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import EndpointError, EnvironmentProblem, MetricsFormatError
 from k3deploy.profile import Profile
 from k3deploy.redact import redact_url
 from k3deploy.report.bench import (
@@ -35,7 +35,7 @@ from k3deploy.report.bench import (
     ServerDelta,
 )
 from k3deploy.smoke import metrics
-from k3deploy.smoke.client import EndpointError, SmokeClient, run_fast
+from k3deploy.smoke.client import SmokeClient, run_fast
 from k3deploy.smoke.record import RequestSpec, build_record
 from k3deploy.smoke.runner import normalize_endpoint, request_body
 
@@ -117,7 +117,7 @@ async def _scrape(client: SmokeClient) -> tuple[metrics.MetricsSnapshot | None, 
     try:
         text, started, finished = await client.metrics()
         return metrics.parse_metrics(text, started, finished), None
-    except (EndpointError, metrics.MetricsFormatError) as exc:
+    except (EndpointError, MetricsFormatError) as exc:
         return None, f"/metrics unavailable: {exc}"
 
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from k3deploy import __version__
 from k3deploy.errors import UsageError
-from k3deploy.profile import DEFAULT_PROFILE, Profile, load_profile
-from k3deploy.profile.load import ProfileRefs
+from k3deploy.profile import DEFAULT_PROFILE
 from k3deploy.profile.names import check_http_url
 from k3deploy.targets import check_target
+
+if TYPE_CHECKING:
+    from k3deploy.profile.load import ProfileRefs
+    from k3deploy.profile.model import Profile
 
 app = typer.Typer(
     name="k3deploy",
@@ -71,6 +74,9 @@ FormatOpt = Annotated[
 
 def get_profile(profile: ProfileRefs, sets: list[str] | None, *, check_fit: bool = True) -> Profile:
     """Load the profile named on the command line, with its overrides (`check_fit`: refuse weights that cannot fit)."""
+    # The profile models are built when a command loads a profile: `--help` never pays for them.
+    from k3deploy.profile.load import load_profile
+
     return check_target(load_profile(profile, sets or [], check_fit=check_fit))
 
 

@@ -11,11 +11,8 @@ from rich.table import Table
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.output import print_data
-from k3deploy.cli.plan_view import plan_table
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
-from k3deploy.profile import builtin_names, load_profile, profile_schema
-from k3deploy.profile.plan import plan as make_plan
 from k3deploy.smoke.headline import REHEARSAL_LABEL
 from k3deploy.targets import target_for
 
@@ -51,7 +48,9 @@ def plan(
     """Print the capacity plan: weights, draft and KV cache per GPU, the weight cache, and with --cluster the
     placement of the groups on the cliques; exit 1 when the model or (with --cluster) the groups do not fit."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.cli.plan_view import plan_table
     from k3deploy.preflight.weight_cache import cache_note, weight_cache
+    from k3deploy.profile.plan import plan as make_plan
 
     prof = get_profile(
         profile, set_, check_fit=False
@@ -112,6 +111,9 @@ def _placement(prof: Profile, kubeconfig: str | None, context: str | None, names
 @app.command()
 def profiles(output: FormatOpt = OutputFormat.table) -> None:
     """List the built-in profiles."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.profile.load import builtin_names, load_profile
+
     rows = []
     for name in builtin_names():
         prof = load_profile(name, check_fit=False)
@@ -129,6 +131,9 @@ def profiles(output: FormatOpt = OutputFormat.table) -> None:
 @app.command()
 def schema() -> None:
     """Print the profile's JSON Schema (for editors)."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.profile.load import profile_schema
+
     typer.echo(profile_schema(), nl=False)
 
 

@@ -25,8 +25,6 @@ from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, ProfileError, UsageError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
-from k3deploy.profile import Profile
-from k3deploy.profile.load import ProfileRefs
 from k3deploy.rollout.groups import check_group_template
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.smoke.headline import headline_lines
@@ -34,6 +32,8 @@ from k3deploy.targets import DeployOptions, target_for
 
 if TYPE_CHECKING:
     from k3deploy.pipeline import RunSummary
+    from k3deploy.profile.load import ProfileRefs
+    from k3deploy.profile.model import Profile
 
 KubeconfigOpt = Annotated[
     str | None,

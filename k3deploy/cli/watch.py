@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,7 +20,9 @@ from k3deploy.cli.output import as_yaml
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
-from k3deploy.profile import Profile
+
+if TYPE_CHECKING:
+    from k3deploy.profile.model import Profile
 
 
 def _metrics_base(profile: Profile, endpoint: str | None) -> str:

@@ -1,23 +1,26 @@
-"""Raw-dict access to any kind through the official DynamicClient, with transient failures retried.
+"""The one way k3deploy reaches a cluster: a `KubeApi` holds the connection, and every call goes through it.
 
-Every method takes and returns plain dicts (the objects as the API server sends them), so the pure
-rollout modules never see a client type. Non-transient errors are translated once, here.
+Raw-dict access to any kind through the official DynamicClient, plus `request` for a path as JSON (what preflight's
+reads in kube/read.py use), with transient failures retried. Every method takes and returns plain dicts (the objects
+as the API server sends them), so the pure rollout modules never see a client type. Non-transient errors are
+translated once, here, naming the server this connection dialled (its state, not a module's).
 """
 
 from __future__ import annotations
 
 import atexit
 import builtins
+import functools
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError, kube_error
 from k3deploy.kube.client import KubeOptions, connect, translate
-from k3deploy.kube.errors import kube_error
-from k3deploy.kube.retry import call_with_retries
+from k3deploy.kube.retry import MAX_ATTEMPTS, call_with_retries
 
 #: The field manager of every server-side apply k3deploy makes.
 FIELD_MANAGER = "k3deploy"
@@ -35,22 +38,77 @@ class KubeApi:
     """One cluster connection: discovery, get/list/apply/delete/watch, logs and events as raw dicts."""
 
     def __init__(self, options: KubeOptions) -> None:
+        self.options = options
+        self.client = connect(options)
+        #: The API server's URL as the kubeconfig names it: errors of this connection say where it dialled.
+        self.server: str = str(self.client.configuration.host)
+        self._resources: dict[tuple[str, str], Any] = {}
+
+    @functools.cached_property
+    def dynamic(self) -> Any:
+        """The DynamicClient, made (API discovery) on first use: `request` alone never pays for discovery."""
         # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes.dynamic import DynamicClient
 
-        self.options = options
-        self.client = connect(options)
         # A per-process discovery cache: the library's default is shared in /tmp by host and goes stale
         # when CRDs are installed between runs.
         cache_dir = tempfile.mkdtemp(prefix="k3deploy-discovery-")
         atexit.register(shutil.rmtree, cache_dir, True)
         try:
-            self.dynamic = call_with_retries(
-                DynamicClient, self.client, cache_file=os.path.join(cache_dir, "discovery.json")
-            )
+            return call_with_retries(DynamicClient, self.client, cache_file=os.path.join(cache_dir, "discovery.json"))
         except Exception as exc:
-            raise translate(exc, "discover the API") from None
-        self._resources: dict[tuple[str, str], Any] = {}
+            raise self._translate(exc, "discover the API") from None
+
+    def close(self) -> None:
+        """Close the connection's pool."""
+        self.client.close()
+
+    def _translate(self, exc: BaseException, action: str) -> K3DeployError:
+        return translate(exc, action, server=self.server)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        action: str,
+        *,
+        query: builtins.list[tuple[str, str]] | None = None,
+        body: dict[str, Any] | None = None,
+        missing_ok: bool = False,
+        attempts: int = MAX_ATTEMPTS,
+        timeout: tuple[float, float] | None = None,
+    ) -> Any:
+        """One request to `path` for raw JSON (no model objects, no discovery); None for a 404 when `missing_ok`;
+        a KubeError (its `status` set) otherwise."""
+        # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
+        from kubernetes.client.exceptions import ApiException
+
+        def call() -> Any:
+            request = self.client.param_serialize(
+                method,
+                path,
+                query_params=query or [],
+                body=body,
+                auth_settings=["BearerToken"],
+                header_params={
+                    "Accept": "application/json",
+                    **({"Content-Type": "application/json"} if body is not None else {}),
+                },
+            )
+            response = self.client.call_api(*request, _request_timeout=timeout)
+            response.read()
+            if not 200 <= response.status <= 299:
+                self.client.response_deserialize(response, {})  # raises the ApiException for this status
+            return json.loads(response.data or b"null")
+
+        try:
+            return call_with_retries(call, attempts=attempts)
+        except ApiException as exc:
+            if missing_ok and exc.status == 404:
+                return None
+            raise self._translate(exc, action) from None
+        except Exception as exc:
+            raise self._translate(exc, action) from None
 
     def resource(self, api_version: str, kind: str) -> Any:
         """The dynamic resource of a kind; CheckFailed naming the kind when the cluster does not serve it."""
@@ -67,7 +125,7 @@ class KubeApi:
                     hint="install its CustomResourceDefinition (operator) first; `k3deploy preflight` lists what is missing",
                 ) from None
             except Exception as exc:
-                raise translate(exc, f"discover {kind}") from None
+                raise self._translate(exc, f"discover {kind}") from None
         return self._resources[key]
 
     def served(self, api_version: str, kind: str) -> bool:
@@ -84,7 +142,7 @@ class KubeApi:
         except K3DeployError:
             raise
         except Exception as exc:
-            raise translate(exc, action) from exc
+            raise self._translate(exc, action) from exc
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The live object, or None when it (or its kind) does not exist."""
@@ -99,7 +157,7 @@ class KubeApi:
         except NotFoundError:
             return None
         except Exception as exc:
-            raise translate(exc, f"get {kind}/{name}") from exc
+            raise self._translate(exc, f"get {kind}/{name}") from exc
         return found.to_dict()
 
     def list(
@@ -181,7 +239,7 @@ class KubeApi:
         except NotFoundError:
             return False
         except Exception as exc:
-            raise translate(exc, f"delete {kind}/{name}") from exc
+            raise self._translate(exc, f"delete {kind}/{name}") from exc
         return True
 
     def watch(
@@ -220,7 +278,7 @@ class KubeApi:
                 exit_code=EXIT_ENVIRONMENT,
             ) from exc
         except Exception as exc:
-            raise translate(exc, f"watch {kind}") from exc
+            raise self._translate(exc, f"watch {kind}") from exc
 
     @staticmethod
     def _events(

@@ -25,7 +25,7 @@ from kubernetes import client
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import ApiTimeout, EnvironmentProblem
 from k3deploy.kube.deadline import Deadline, RequestBound
 
 _WATCH = re.compile(r"[?&]watch=(true|1)(&|$)", re.IGNORECASE)
@@ -48,10 +48,6 @@ def describe_last_answer() -> str | None:
     text = head[:SHOWN_BYTES].decode("utf-8", "replace")
     more = "..." if len(head) > SHOWN_BYTES else ""
     return f"{what} answered {content_type or 'no Content-Type'}, starting {text!r}{more}"
-
-
-class ApiTimeout(EnvironmentProblem):
-    """The Kubernetes API did not answer within a request's timeout, or the command's deadline was spent (exit 3)."""
 
 
 def is_timeout(exc: BaseException) -> bool:

@@ -11,13 +11,10 @@ from typing import Any
 
 import yaml
 
-from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, EnvironmentProblem, K3DeployError
-from k3deploy.kube.errors import is_schema_mismatch, is_transient, kube_error, server_message, status_body
+from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, EnvironmentProblem, K3DeployError, kube_error
+from k3deploy.kube.errors import is_schema_mismatch, is_transient, server_message, status_body
 from k3deploy.kube.options import KubeOptions
 
-#: The API server this process connected to (a CLI command talks to one cluster): named when its answers are
-#: not the Kubernetes API's (an HTML login page of a proxy in front of it).
-_server: str | None = None
 #: Sections of a kubeconfig (client-go's clientcmd/api/v1 Config) and the one mapping each named entry holds.
 _KUBECONFIG_LISTS = {"clusters": "cluster", "contexts": "context", "users": "user"}
 
@@ -102,8 +99,6 @@ def connect(options: KubeOptions) -> Any:
             f"no usable Kubernetes configuration: {exc}",
             hint="pass --kubeconfig FILE, set KUBECONFIG, or run inside a cluster",
         ) from None
-    global _server
-    _server = configuration.host
     # Fail fast on an unreachable server instead of urllib3's long default retries.
     configuration.retries = 0
     return BoundedApiClient(configuration, options.deadline)
@@ -185,11 +180,11 @@ def _answer(status: int, message: str, action: str, schema_mismatch: bool) -> tu
     )
 
 
-def translate(exc: BaseException, action: str) -> K3DeployError:
+def translate(exc: BaseException, action: str, *, server: str | None = None) -> K3DeployError:
     """Map a kubernetes/urllib3 exception raised while doing `action` to one domain error (keeps the server's words).
 
     An API answer or a failed connection becomes a KubeError (status, reason, Status body); anything else an
-    EnvironmentProblem.
+    EnvironmentProblem, naming `server` (the connection's, kube/api.py KubeApi.server) when given.
     """
     # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
     from kubernetes.client.exceptions import ApiException
@@ -216,7 +211,7 @@ def translate(exc: BaseException, action: str) -> K3DeployError:
         )
     if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError)):
         # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
-        where = f"the server at {_server}" if _server else "the API server"
+        where = f"the server at {server}" if server else "the API server"
         # What it answered (content type, first bytes) says more than the JSON decoder's complaint about it.
         from k3deploy.kube.bounded import describe_last_answer
 

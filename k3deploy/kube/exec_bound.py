@@ -22,15 +22,11 @@ from typing import Any
 
 from kubernetes.config import exec_provider
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import ExecPluginTimeout
 from k3deploy.kube.deadline import Deadline
 
 #: How long a plugin may run when the command has no deadline (kubectl has none; a hung one would hang us).
 EXEC_TIMEOUT_S = 60.0
-
-
-class ExecPluginTimeout(EnvironmentProblem):
-    """The kubeconfig's exec credential plugin did not finish within the command's deadline (exit 3)."""
 
 
 #: The last plugin timeout, until `loading` raises it.

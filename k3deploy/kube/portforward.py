@@ -24,7 +24,7 @@ import socket
 import threading
 from typing import Any
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import ForwardFailed
 from k3deploy.kube.client import connect
 from k3deploy.kube.options import KubeOptions
 
@@ -32,16 +32,6 @@ from k3deploy.kube.options import KubeOptions
 OPEN_TIMEOUT_S = 30.0
 #: Bytes copied per read between the local connection and the stream.
 CHUNK = 256 * 1024
-
-
-class ForwardFailed(EnvironmentProblem):
-    """The port-forward could not be opened: refused by RBAC, no such pod, or the API server unreachable (exit 3).
-
-    `status` is the API server's HTTP answer to the upgrade (0 when none came)."""
-
-    def __init__(self, message: str, hint: str | None = None, *, status: int = 0) -> None:
-        super().__init__(message, hint)
-        self.status = status
 
 
 def _handshake_status(exc: BaseException) -> tuple[int, str]:

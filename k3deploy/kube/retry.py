@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from k3deploy.kube.errors import is_transient
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 T = TypeVar("T")
 
@@ -33,6 +34,9 @@ class _WaitRetryAfter:
     """Exponential backoff with jitter, but never shorter than the server's Retry-After."""
 
     def __init__(self) -> None:
+        # tenacity loads only when a cluster is used: `render` (whose target imports kube/) never pays for it.
+        from tenacity import wait_exponential, wait_random
+
         self._backoff = wait_exponential(multiplier=0.2, max=MAX_WAIT_S) + wait_random(0, 0.2)
 
     def __call__(self, state: RetryCallState) -> float:
@@ -44,6 +48,9 @@ class _WaitRetryAfter:
 
 def call_with_retries(func: Callable[..., T], *args: Any, attempts: int = MAX_ATTEMPTS, **kwargs: Any) -> T:
     """Call `func`, retrying transient failures; the last error is re-raised unchanged."""
+    # tenacity loads only when a cluster is used: `render` (whose target imports kube/) never pays for it.
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
     retrying = Retrying(
         retry=retry_if_exception(is_transient),
         wait=_WaitRetryAfter(),

@@ -5,20 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import K3DeployError
-from k3deploy.kube.read import _request
+from k3deploy.kube.api import KubeApi
+from k3deploy.kube.read import get_json
 
 #: Where the LWS controller and the NVIDIA DRA driver install themselves by default: read when listing every
 #: namespace is not allowed.
 DEFAULT_NAMESPACES = ("lws-system", "nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu", "nvidia")
 
 
-def controller_workloads(api: Any) -> list[dict[str, Any]] | None:
+def controller_workloads(api: KubeApi) -> list[dict[str, Any]] | None:
     """Deployments and DaemonSets of every namespace, else of the default controller namespaces; None when
     neither could be read."""
     out: list[dict[str, Any]] = []
     try:
         for plural in ("deployments", "daemonsets"):
-            out += _request(api, "GET", f"/apis/apps/v1/{plural}", f"list {plural}").get("items") or []
+            out += get_json(api, f"/apis/apps/v1/{plural}", f"list {plural}").get("items") or []
         return out
     except K3DeployError:
         pass
@@ -26,9 +27,8 @@ def controller_workloads(api: Any) -> list[dict[str, Any]] | None:
     for namespace in DEFAULT_NAMESPACES:
         for plural in ("deployments", "daemonsets"):
             try:
-                listed = _request(
+                listed = get_json(
                     api,
-                    "GET",
                     f"/apis/apps/v1/namespaces/{namespace}/{plural}",
                     f"list {plural} in {namespace}",
                     missing_ok=True,

@@ -14,19 +14,12 @@ import time
 
 import httpx
 
+from k3deploy.errors import TooLarge
 from k3deploy.kube.deadline import Deadline
 
 
 class BudgetSpent(httpx.TimeoutException):
     """The caller's deadline passed before or while the answer arrived (an httpx timeout, so callers map it alike)."""
-
-
-class TooLarge(Exception):
-    """A 200 answer's body was over its cap; `limit` is the cap."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"over {limit} bytes")
-        self.limit = limit
 
 
 def get_capped(
@@ -57,7 +50,7 @@ def get_capped(
             received += len(chunk)
             if received > cap:
                 if response.status_code == 200:
-                    raise TooLarge(limit)
+                    raise TooLarge(f"{url} answered over {limit} bytes")
                 chunks.append(chunk[: cap - (received - len(chunk))])
                 break
             chunks.append(chunk)

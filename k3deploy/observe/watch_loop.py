@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import EnvironmentProblem, ScrapeError
 from k3deploy.observe.watch_figures import WatchFigures
-from k3deploy.observe.watch_sources import ScrapeError
 
 
 class Source(Protocol):

@@ -18,8 +18,9 @@ from typing import Any
 
 import httpx
 
+from k3deploy.errors import MetricsFormatError, ScrapeError, TooLarge
 from k3deploy.kube.deadline import Deadline
-from k3deploy.net.capped import TooLarge, get_capped
+from k3deploy.net.capped import get_capped
 from k3deploy.observe.watch_figures import (
     DeltaTracker,
     QueryResult,
@@ -28,21 +29,11 @@ from k3deploy.observe.watch_figures import (
     parse_scrape,
 )
 from k3deploy.smoke.client import translate
-from k3deploy.smoke.metrics import MetricsFormatError
 
 #: A multi-engine vLLM's /metrics is some hundreds of KB (smoke allows the same); a query answer far less.
 METRICS_LIMIT = 8 * 1024 * 1024
 QUERY_LIMIT = 4 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 10.0
-
-
-class ScrapeError(Exception):
-    """One scrape or query that failed: a one-line message and a hint."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 def _get_capped(

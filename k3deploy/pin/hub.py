@@ -21,9 +21,9 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 
 import httpx
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.errors import CheckFailed, EnvironmentProblem, TooLarge, UsageError
 from k3deploy.kube.deadline import Deadline
-from k3deploy.net.capped import TooLarge, get_capped
+from k3deploy.net.capped import get_capped
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 15.0

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from k3deploy.errors import ImageReferenceError
+
 #: Media types a registry may answer a manifest GET with, in the Accept order a client sends them.
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -28,10 +30,6 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 _REPOSITORY = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
-
-
-class ReferenceError(ValueError):
-    """An image reference that distribution's grammar does not accept."""
 
 
 @dataclass(frozen=True)
@@ -60,17 +58,17 @@ class ImageRef:
 
 
 def parse_image(text: str) -> ImageRef:
-    """Parse `[host[:port]/]path[:tag][@sha256:...]`; raise ReferenceError on anything else."""
+    """Parse `[host[:port]/]path[:tag][@sha256:...]`; raise ImageReferenceError on anything else."""
     name, _, digest = text.partition("@")
     if digest and not DIGEST.match(digest):
-        raise ReferenceError(f"{text!r}: digest {digest!r} is not sha256:<64 hex>")
+        raise ImageReferenceError(f"{text!r}: digest {digest!r} is not sha256:<64 hex>")
     tag = None
     slash = name.rfind("/")
     colon = name.rfind(":")
     if colon > slash:
         name, tag = name[:colon], name[colon + 1 :]
         if not _TAG.match(tag):
-            raise ReferenceError(f"{text!r}: tag {tag!r} is not a valid tag")
+            raise ImageReferenceError(f"{text!r}: tag {tag!r} is not a valid tag")
     first, sep, rest = name.partition("/")
     if sep and ("." in first or ":" in first or first == "localhost"):
         registry, repository = first, rest
@@ -81,7 +79,7 @@ def parse_image(text: str) -> ImageRef:
         if "/" not in repository:
             repository = f"library/{repository}"
     if not _REPOSITORY.match(repository):
-        raise ReferenceError(f"{text!r}: repository {repository!r} is not lower-case path components")
+        raise ImageReferenceError(f"{text!r}: repository {repository!r} is not lower-case path components")
     return ImageRef(original=text, registry=registry, repository=repository, tag=tag, digest=digest or None)
 
 

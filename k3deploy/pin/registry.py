@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem, ProfileError
+from k3deploy.errors import CheckFailed, EnvironmentProblem, ImageReferenceError, ProfileError, TooLarge
 from k3deploy.kube.deadline import Deadline
-from k3deploy.net.capped import TooLarge, get_capped
+from k3deploy.net.capped import get_capped
 from k3deploy.pin.mirrors import REGISTRY_URL_ENV, Location, locate
 from k3deploy.pin.oci import (
     IMAGE_TYPES,
@@ -36,7 +36,6 @@ from k3deploy.pin.oci import (
     ImageRef,
     ImageResolution,
     Platform,
-    ReferenceError,
     config_platform,
     index_platforms,
     media_type,
@@ -93,7 +92,7 @@ class RegistryClient:
         """
         try:
             ref = parse_image(image)
-        except ReferenceError as exc:
+        except ImageReferenceError as exc:
             raise ProfileError(f"image {exc}", hint="write it as [registry/]repository:tag[@sha256:<digest>]") from None
         loc = locate(ref, self._mirrors, os.environ.get(REGISTRY_URL_ENV))
         try:

@@ -1,4 +1,5 @@
-"""`evaluate(profile, facts)`: every preflight check, as pure functions of the profile and observed facts.
+"""`evaluate(profile, facts, objects)`: every preflight check, as pure functions of the profile, its rendered set and
+the observed facts.
 
 Pure: no I/O. Node checks live in `checks_node.py`, cluster checks in `checks_cluster.py`; the checks of
 the profile itself (pinned versions in `checks_pinning.py`, the capacity plan) always run.
@@ -6,7 +7,9 @@ the profile itself (pinned versions in `checks_pinning.py`, the capacity plan) a
 
 from __future__ import annotations
 
-from k3deploy.errors import ProfileError
+from collections.abc import Sequence
+from typing import Any
+
 from k3deploy.preflight.checks_cluster import cluster_checks
 from k3deploy.preflight.checks_node import gpu_checks, host_checks
 from k3deploy.preflight.checks_pinning import pinning_checks
@@ -14,7 +17,6 @@ from k3deploy.preflight.facts import Facts
 from k3deploy.preflight.versions import version_checks as installed_version_checks
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import GIB, plan
-from k3deploy.render.manifests import build
 from k3deploy.report.model import CheckResult, Status
 
 
@@ -42,22 +44,15 @@ def capacity_check(profile: Profile) -> CheckResult:
     )
 
 
-def _rendered(profile: Profile) -> list[dict]:
-    """The objects the profile renders to (none when it cannot render: the render stage reports why)."""
-    try:
-        return [manifest.obj for manifest in build(profile)]
-    except ProfileError:
-        return []
-
-
-def evaluate(profile: Profile, facts: Facts) -> list[CheckResult]:
-    """All checks for the facts gathered, in a stable order: profile, GPUs, host, cluster."""
+def evaluate(profile: Profile, facts: Facts, objects: Sequence[dict[str, Any]] = ()) -> list[CheckResult]:
+    """All checks for the facts gathered, in a stable order: profile, GPUs, host, cluster (against the rendered
+    `objects`, which the cluster checks need)."""
     results = [*pinning_checks(profile), capacity_check(profile)]
     if facts.gpu is not None:
         results += gpu_checks(profile, facts.gpu)
     if facts.host is not None:
         results += host_checks(profile, facts.host)
     if facts.cluster is not None:
-        results += cluster_checks(profile, facts.cluster)
-        results += installed_version_checks(_rendered(profile), facts.cluster.installed_versions)
+        results += cluster_checks(profile, facts.cluster, objects)
+        results += installed_version_checks(list(objects), facts.cluster.installed_versions)
     return results

@@ -1,19 +1,19 @@
-"""Checks of a cluster's facts (Kubernetes API) against a profile. Pure: no I/O.
+"""Checks of a cluster's facts (Kubernetes API) against a profile and its rendered set. Pure: no I/O.
 
-Also `required_access(profile)`: the verbs `k3deploy up` uses, which the cluster probe asks the API
-server about with SelfSubjectAccessReviews.
+The verbs the access review asks about come from the rendered set (preflight/access.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Any
 
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
 from k3deploy.preflight.placement import Placement, place, trays_by_clique
 from k3deploy.profile.model import HardwareSpec, Profile
-from k3deploy.report.model import CheckResult, Status
+from k3deploy.report.model import CheckResult, Status, judged
 
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
 COMPUTE_DOMAIN_CRD = "computedomains.resource.nvidia.com"
@@ -34,80 +34,10 @@ GFD_LABELS = (
 _NODE_REASONS_SHOWN = 6
 
 
-@dataclass(frozen=True)
-class Access:
-    """One permission `up` needs: verb on resource.group (namespaced in the profile's namespace unless cluster-wide)."""
-
-    verb: str
-    resource: str
-    group: str = ""
-    namespaced: bool = True
-    subresource: str = ""
-
-
-def required_access(profile: Profile, *, port_forward: bool = False) -> list[Access]:
-    """The verbs `up` uses: server-side apply (create + patch), reads for waiting, deletes for rollback and down;
-    with `port_forward` (its smoke reaches the leader through the API server) `pods/portforward` too."""
-    kinds = [
-        ("leaderworkersets", "leaderworkerset.x-k8s.io"),
-        ("services", ""),
-        ("persistentvolumeclaims", ""),
-        ("jobs", "batch"),
-        ("serviceaccounts", ""),
-    ]
-    if profile.kubernetes.compute_domain:
-        kinds.append(("computedomains", "resource.nvidia.com"))
-    if profile.kubernetes.service_monitor:
-        kinds.append(("servicemonitors", "monitoring.coreos.com"))
-    if profile.kubernetes.monitoring_on:
-        kinds += [("prometheusrules", "monitoring.coreos.com"), ("configmaps", "")]
-    if profile.kubernetes.routing == "inference-pool":
-        kinds += [
-            ("inferencepools", "inference.networking.k8s.io"),
-            ("deployments", "apps"),
-            ("configmaps", ""),
-            ("roles", "rbac.authorization.k8s.io"),
-            ("rolebindings", "rbac.authorization.k8s.io"),
-        ]
-    if profile.kubernetes.network_policy:
-        kinds.append(("networkpolicies", "networking.k8s.io"))
-    out = [Access(verb, resource, group) for resource, group in kinds for verb in ("get", "create", "patch", "delete")]
-    # What `wait` watches (list + watch of each) and what proves its readiness: ControllerRevisions, where the
-    # LWS controller writes no observedGeneration; the release's Lease (rollout/lease.py) for the whole command.
-    out += [
-        Access("list", "leaderworkersets", "leaderworkerset.x-k8s.io"),
-        Access("watch", "leaderworkersets", "leaderworkerset.x-k8s.io"),
-        Access("list", "jobs", "batch"),
-        Access("watch", "jobs", "batch"),
-        Access("list", "controllerrevisions", "apps"),
-        Access("watch", "controllerrevisions", "apps"),
-        Access("get", "leases", "coordination.k8s.io"),
-        Access("create", "leases", "coordination.k8s.io"),
-        Access("update", "leases", "coordination.k8s.io"),
-        Access("list", "pods"),
-        Access("watch", "pods"),
-        Access("get", "pods", subresource="log"),
-        Access("list", "events"),
-    ]
-    if port_forward:
-        # k3deploy's forward is a WebSocket upgrade (an HTTP GET): authorised as `get`, and from Kubernetes 1.35 also
-        # as `create` (AuthorizePodWebsocketUpgradeCreatePermission, KEP-4006), the verb kubectl's SPDY POST needs.
-        out += [Access("get", "pods", subresource="portforward"), Access("create", "pods", subresource="portforward")]
-    return out
-
-
-def _result(
-    name: str, ok: bool, measured: object, target: object, detail: str = "", hint: str = "", bad: Status = Status.FAIL
-) -> CheckResult:
-    if ok:
-        return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=detail)
-    return CheckResult(name=name, status=bad, measured=measured, target=target, detail=detail, hint=hint)
-
-
 def _version(profile: Profile, facts: ClusterFacts) -> CheckResult:
     found = version_tuple(facts.server_version)[:2]
     need = ".".join(map(str, MIN_DRA_VERSION))
-    return _result(
+    return judged(
         "k8s.version",
         found >= MIN_DRA_VERSION,
         facts.server_version,
@@ -124,7 +54,7 @@ def _version(profile: Profile, facts: ClusterFacts) -> CheckResult:
 def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     served = set(facts.resources)
     results = [
-        _result(
+        judged(
             "k8s.crd.leaderworkerset",
             LWS_CRD in served,
             "served" if LWS_CRD in served else "missing",
@@ -136,7 +66,7 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     if profile.kubernetes.compute_domain:
         ok = COMPUTE_DOMAIN_CRD in served
         results.append(
-            _result(
+            judged(
                 "k8s.crd.computedomain",
                 ok,
                 "served" if ok else "missing",
@@ -150,7 +80,7 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     if profile.kubernetes.service_monitor:
         ok = SERVICE_MONITOR_CRD in served
         results.append(
-            _result(
+            judged(
                 "k8s.crd.servicemonitor",
                 ok,
                 "served" if ok else "missing",
@@ -163,7 +93,7 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     if profile.kubernetes.monitoring_on:
         ok = PROMETHEUS_RULE_CRD in served
         results.append(
-            _result(
+            judged(
                 "k8s.crd.prometheusrule",
                 ok,
                 "served" if ok else "missing",
@@ -176,7 +106,7 @@ def _crds(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     if profile.kubernetes.routing == "inference-pool":
         ok = INFERENCE_POOL_CRD in served
         results.append(
-            _result(
+            judged(
                 "k8s.crd.inferencepool",
                 ok,
                 "served" if ok else "missing",
@@ -200,7 +130,7 @@ def _gfd(profile: Profile, facts: ClusterFacts) -> CheckResult:
         *([profile.kubernetes.clique_label] if profile.hardware and profile.hardware.nvlink_domain else []),
     ]
     if not gpu_nodes:
-        return _result(
+        return judged(
             "k8s.gfd_labels",
             False,
             "no node advertises nvidia.com/gpu",
@@ -219,7 +149,7 @@ def _gfd(profile: Profile, facts: ClusterFacts) -> CheckResult:
         elif hw is not None:
             problems += _label_values(node, hw)
     measured = f"{len(gpu_nodes) - unlabelled} of {len(gpu_nodes)} GPU node(s) labelled"
-    return _result(
+    return judged(
         "k8s.gfd_labels",
         not problems,
         measured,
@@ -333,11 +263,11 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
 def _namespace(profile: Profile, facts: ClusterFacts) -> CheckResult:
     ns = facts.namespace
     if facts.namespace_exists:
-        return _result("k8s.namespace", True, f"{ns} exists", "exists or may be created")
+        return judged("k8s.namespace", True, f"{ns} exists", "exists or may be created")
     create = next((a for a in facts.access if a.resource == "namespaces" and a.verb == "create"), None)
     if create is not None and create.allowed:
-        return _result("k8s.namespace", True, f"{ns} absent", "exists or may be created", "`up` will create it")
-    return _result(
+        return judged("k8s.namespace", True, f"{ns} absent", "exists or may be created", "`up` will create it")
+    return judged(
         "k8s.namespace",
         False,
         f"{ns} absent",
@@ -358,7 +288,7 @@ def _secret(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     )
     if facts.secret_keys is None:
         return [
-            _result(
+            judged(
                 "k8s.secret",
                 False,
                 "missing",
@@ -369,7 +299,7 @@ def _secret(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         ]
     if ref.key not in facts.secret_keys:
         return [
-            _result(
+            judged(
                 "k8s.secret",
                 False,
                 f"keys: {', '.join(facts.secret_keys) or 'none'}",
@@ -378,7 +308,7 @@ def _secret(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
                 f"add the key, or set kubernetes.hf_token_secret.key; {create}",
             )
         ]
-    return [_result("k8s.secret", True, "present", target)]
+    return [judged("k8s.secret", True, "present", target)]
 
 
 def _runtime_class(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
@@ -392,7 +322,7 @@ def _runtime_class(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     )
     if facts.runtime_class_exists is None:
         return [
-            _result(
+            judged(
                 "k8s.runtime_class",
                 False,
                 "unknown",
@@ -403,7 +333,7 @@ def _runtime_class(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
             )
         ]
     return [
-        _result(
+        judged(
             "k8s.runtime_class",
             facts.runtime_class_exists,
             "exists" if facts.runtime_class_exists else "missing",
@@ -420,11 +350,11 @@ def _rbac(facts: ClusterFacts) -> CheckResult:
     relevant = [a for a in facts.access if a.resource != "namespaces"]
     denied = [a for a in relevant if not a.allowed]
     if not denied:
-        return _result("k8s.rbac", True, f"{len(relevant)} verbs allowed", "the verbs `up` uses")
+        return judged("k8s.rbac", True, f"{len(relevant)} verbs allowed", "the verbs `up` uses")
     first = denied[0]
     first_resource = f"{first.resource}.{first.group}" if first.group else first.resource
     listed = ", ".join(a.label for a in denied[:8]) + (f" and {len(denied) - 8} more" if len(denied) > 8 else "")
-    return _result(
+    return judged(
         "k8s.rbac",
         False,
         f"{len(denied)} of {len(relevant)} denied",
@@ -445,7 +375,7 @@ def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
             name="k8s.image_arch", status=Status.SKIP, target=want, detail="no GPU node matches the node selector"
         )
     ok = want in archs
-    return _result(
+    return judged(
         "k8s.image_arch",
         ok,
         ", ".join(archs),
@@ -456,9 +386,9 @@ def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
     )
 
 
-def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
-    """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, its Pod Security level,
-    Secret, storage, RBAC."""
+def cluster_checks(profile: Profile, facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -> list[CheckResult]:
+    """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, the Pod Security level of
+    the rendered `objects`, Secret, storage, RBAC."""
     return [
         _version(profile, facts),
         *_crds(profile, facts),
@@ -467,7 +397,7 @@ def cluster_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         _image_arch(profile, facts),
         *_runtime_class(profile, facts),
         _namespace(profile, facts),
-        pod_security_check(profile, facts),
+        pod_security_check(facts, objects),
         *_secret(profile, facts),
         *storage_checks(profile, facts),
         _rbac(facts),

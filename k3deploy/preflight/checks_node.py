@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from k3deploy.preflight.facts import GpuFacts, GpuNodeFacts, HostFacts, parse_quantity, version_tuple
+from k3deploy.preflight.facts import GpuFacts, GpuNodeFacts, HostFacts, version_tuple
 from k3deploy.profile.model import HardwareSpec, Profile
+from k3deploy.profile.names import quantity_bytes
 from k3deploy.profile.plan import GIB
-from k3deploy.report.model import CheckResult, Status
-
-
-def _fail(name: str, measured: object, target: object, detail: str, hint: str) -> CheckResult:
-    return CheckResult(name=name, status=Status.FAIL, measured=measured, target=target, detail=detail, hint=hint)
-
-
-def _pass(name: str, measured: object, target: object, detail: str = "") -> CheckResult:
-    return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=detail)
+from k3deploy.report.model import CheckResult, Status, judged
 
 
 def _size(value: int) -> str:
@@ -27,9 +20,10 @@ def _gpu_list(gpus: list[GpuFacts]) -> str:
 def _count(hw: HardwareSpec, need: int, facts: GpuNodeFacts) -> CheckResult:
     found = len(facts.gpus)
     if found >= need:
-        return _pass("gpu.count", found, f">= {need}", f"{found} GPU(s) via {facts.source}")
-    return _fail(
+        return judged("gpu.count", True, found, f">= {need}", f"{found} GPU(s) via {facts.source}")
+    return judged(
         "gpu.count",
+        False,
         found,
         f">= {need}",
         f"this node shows {found} GPU(s); the profile runs {need} per node",
@@ -42,17 +36,19 @@ def _product(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     wrong = [g for g in facts.gpus if g.name not in allowed]
     names = sorted({g.name for g in facts.gpus})
     if not wrong and len(names) > 1:
-        return _fail(
+        return judged(
             "gpu.product",
+            False,
             ", ".join(names),
             "one product",
             f"this node mixes {' and '.join(names)}: a TP group runs at its slowest GPU, and the plan assumes one kind",
             "run the group on trays of one product (label or taint the mixed node out of the node selector)",
         )
     if not wrong:
-        return _pass("gpu.product", ", ".join(names), " or ".join(allowed))
-    return _fail(
+        return judged("gpu.product", True, ", ".join(names), " or ".join(allowed))
+    return judged(
         "gpu.product",
+        False,
         ", ".join(names),
         " or ".join(allowed),
         f"GPU {_gpu_list(wrong)} is {wrong[0].name!r}, not a {hw.gpu_product}",
@@ -66,8 +62,9 @@ def _compute_capability(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     wrong = [g for g in facts.gpus if g.compute_capability not in (None, hw.compute_capability)]
     found = ", ".join(sorted({g.compute_capability or "unknown" for g in facts.gpus}))
     if wrong:
-        return _fail(
+        return judged(
             "gpu.compute_capability",
+            False,
             found,
             hw.compute_capability,
             f"GPU {_gpu_list(wrong)} has compute capability {wrong[0].compute_capability}; the image's kernels are built "
@@ -83,15 +80,16 @@ def _compute_capability(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
             detail=f"GPU {_gpu_list(unknown)} did not report a compute capability",
             hint="update the driver; `nvidia-smi --query-gpu=compute_cap --format=csv` needs r510+",
         )
-    return _pass("gpu.compute_capability", found, hw.compute_capability)
+    return judged("gpu.compute_capability", True, found, hw.compute_capability)
 
 
 def _memory(hw: HardwareSpec, facts: GpuNodeFacts) -> CheckResult:
     smallest = min(g.memory_mib for g in facts.gpus)
     if smallest >= hw.gpu_memory_mib:
-        return _pass("gpu.memory", f"{smallest} MiB", f">= {hw.gpu_memory_mib} MiB")
-    return _fail(
+        return judged("gpu.memory", True, f"{smallest} MiB", f">= {hw.gpu_memory_mib} MiB")
+    return judged(
         "gpu.memory",
+        False,
         f"{smallest} MiB",
         f">= {hw.gpu_memory_mib} MiB",
         f"the smallest GPU has {smallest} MiB; the capacity plan assumes {hw.gpu_memory_mib} MiB",
@@ -107,11 +105,12 @@ def _branch(version: str) -> str:
 def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
     results = []
     if version_tuple(facts.driver_version) >= version_tuple(hw.min_driver_version):
-        results.append(_pass("driver.version", facts.driver_version, f">= {hw.min_driver_version}"))
+        results.append(judged("driver.version", True, facts.driver_version, f">= {hw.min_driver_version}"))
     else:
         results.append(
-            _fail(
+            judged(
                 "driver.version",
+                False,
                 facts.driver_version,
                 f">= {hw.min_driver_version}",
                 f"driver {facts.driver_version} is older than {hw.min_driver_version}",
@@ -120,11 +119,12 @@ def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
             )
         )
     if version_tuple(facts.cuda_driver_version) >= version_tuple(hw.min_cuda_version):
-        results.append(_pass("driver.cuda", facts.cuda_driver_version, f">= {hw.min_cuda_version}"))
+        results.append(judged("driver.cuda", True, facts.cuda_driver_version, f">= {hw.min_cuda_version}"))
     else:
         results.append(
-            _fail(
+            judged(
                 "driver.cuda",
+                False,
                 facts.cuda_driver_version,
                 f">= {hw.min_cuda_version}",
                 f"the driver supports CUDA {facts.cuda_driver_version}; the image is built for CUDA {hw.min_cuda_version}",
@@ -137,9 +137,10 @@ def _driver(hw: HardwareSpec, facts: GpuNodeFacts) -> list[CheckResult]:
 def _mig(facts: GpuNodeFacts) -> CheckResult:
     on = [g for g in facts.gpus if g.mig_enabled]
     if not on:
-        return _pass("gpu.mig", "disabled", "disabled")
-    return _fail(
+        return judged("gpu.mig", True, "disabled", "disabled")
+    return judged(
         "gpu.mig",
+        False,
         f"enabled on GPU {_gpu_list(on)}",
         "disabled",
         "MIG splits each GPU; tensor parallelism needs whole GPUs",
@@ -166,9 +167,10 @@ def _health_problems(gpu: GpuFacts) -> list[str]:
 def _health(facts: GpuNodeFacts) -> CheckResult:
     problems = [p for g in facts.gpus for p in _health_problems(g)]
     if not problems:
-        return _pass("gpu.health", "no pending reset, retirement or uncorrectable ECC", "healthy")
-    return _fail(
+        return judged("gpu.health", True, "no pending reset, retirement or uncorrectable ECC", "healthy")
+    return judged(
         "gpu.health",
+        False,
         "; ".join(problems),
         "healthy",
         "a GPU with pending recovery can crash or corrupt a TP16 group",
@@ -179,7 +181,7 @@ def _health(facts: GpuNodeFacts) -> CheckResult:
 def _persistence(facts: GpuNodeFacts) -> CheckResult:
     off = [g for g in facts.gpus if g.persistence_mode is False]
     if not off:
-        return _pass("gpu.persistence", "on", "on")
+        return judged("gpu.persistence", True, "on", "on")
     return CheckResult(
         name="gpu.persistence",
         status=Status.WARN,
@@ -206,14 +208,15 @@ def _fabric(facts: GpuNodeFacts) -> list[CheckResult]:
                 "wait for the fabric manager / NVLink switch tray to finish (`nvidia-smi -q | grep -A6 Fabric`); "
                 "if it stays there, check the NMX partition and restart nvidia-fabricmanager",
             )
-        state = _fail("fabric.state", found, "State Completed, Status Success", detail, hint)
+        state = judged("fabric.state", False, found, "State Completed, Status Success", detail, hint)
     else:
-        state = _pass("fabric.state", "Completed / Success", "Completed / Success")
+        state = judged("fabric.state", True, "Completed / Success", "Completed / Success")
     unhealthy = [g for g in facts.gpus if g.fabric_health]
     if unhealthy:
         found = "; ".join(f"GPU {g.index}: {', '.join(g.fabric_health)}" for g in unhealthy)
-        health = _fail(
+        health = judged(
             "fabric.health",
+            False,
             found,
             "healthy",
             "a registered but degraded NVLink fabric (lost links, unhealthy routes) slows or hangs a TP16 group's "
@@ -222,21 +225,23 @@ def _fabric(facts: GpuNodeFacts) -> list[CheckResult]:
             "once the fabric manager reports it healthy",
         )
     else:
-        health = _pass("fabric.health", "healthy", "healthy")
+        health = judged("fabric.health", True, "healthy", "healthy")
     cliques = sorted({g.clique for g in facts.gpus if g.clique is not None})
     if len(cliques) == 1:
-        clique = _pass("fabric.clique", cliques[0], "one ClusterUUID.CliqueId")
+        clique = judged("fabric.clique", True, cliques[0], "one ClusterUUID.CliqueId")
     elif not cliques:
-        clique = _fail(
+        clique = judged(
             "fabric.clique",
+            False,
             "none",
             "one ClusterUUID.CliqueId",
             "no GPU reports a ClusterUUID",
             "the NVLink fabric has not assigned this tray to a partition; check the fabric manager",
         )
     else:
-        clique = _fail(
+        clique = judged(
             "fabric.clique",
+            False,
             ", ".join(cliques),
             "one ClusterUUID.CliqueId",
             f"this node's GPUs sit in {len(cliques)} NVLink partitions; NCCL cannot use MNNVL across them",
@@ -259,8 +264,9 @@ def gpu_checks(profile: Profile, facts: GpuNodeFacts) -> list[CheckResult]:
         ]
     if not facts.gpus:
         return [
-            _fail(
+            judged(
                 "gpu.count",
+                False,
                 0,
                 f">= {profile.parallel.gpus_per_node}",
                 f"{facts.source} reports no GPUs",
@@ -287,11 +293,12 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
     results = []
     image_arch = profile.vllm.image_arch
     if host.arch == image_arch:
-        results.append(_pass("host.arch", host.arch, image_arch))
+        results.append(judged("host.arch", True, host.arch, image_arch))
     else:
         results.append(
-            _fail(
+            judged(
                 "host.arch",
+                False,
                 host.arch,
                 image_arch,
                 f"the image {profile.vllm.image} is built for {image_arch}",
@@ -299,7 +306,7 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
                 f"and set vllm.image_arch={host.arch}",
             )
         )
-    want_shm = parse_quantity(profile.kubernetes.shm_size)
+    want_shm = quantity_bytes(profile.kubernetes.shm_size)
     if not profile.on_kubernetes:
         pass  # the local target runs one vLLM process; the pods' /dev/shm size is a Kubernetes setting
     elif host.shm_bytes is None:
@@ -314,7 +321,7 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
             )
         )
     elif host.shm_bytes >= want_shm:
-        results.append(_pass("host.shm", _size(host.shm_bytes), f">= {profile.kubernetes.shm_size}"))
+        results.append(judged("host.shm", True, _size(host.shm_bytes), f">= {profile.kubernetes.shm_size}"))
     else:
         results.append(
             CheckResult(
@@ -350,11 +357,14 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
             )
         )
     elif host.cache_free_bytes >= need:
-        results.append(_pass("host.cache_disk", f"{_size(host.cache_free_bytes)} at {host.cache_probe_path}", target))
+        results.append(
+            judged("host.cache_disk", True, f"{_size(host.cache_free_bytes)} at {host.cache_probe_path}", target)
+        )
     else:
         results.append(
-            _fail(
+            judged(
                 "host.cache_disk",
+                False,
                 f"{_size(host.cache_free_bytes)} at {host.cache_probe_path}",
                 target,
                 f"the weights for {profile.model.id} do not fit under {host.cache_path}",
@@ -384,5 +394,5 @@ def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
                 )
             )
         else:
-            results.append(_pass("host.imex", host.imex_service, "inactive (ComputeDomain runs IMEX)"))
+            results.append(judged("host.imex", True, host.imex_service, "inactive (ComputeDomain runs IMEX)"))
     return results

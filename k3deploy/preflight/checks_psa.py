@@ -10,9 +10,10 @@ the set to (k3deploy.render.pod_security), at version "latest".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from k3deploy.preflight.facts import ClusterFacts
-from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import build
 from k3deploy.render.pod_security import LEVELS, pod_templates, violations
 from k3deploy.report.model import CheckResult, Status
 
@@ -32,16 +33,16 @@ def namespace_levels(labels: dict[str, str]) -> dict[str, str]:
     return levels
 
 
-def set_violations(profile: Profile, level: str) -> list[str]:
+def set_violations(objects: Sequence[dict[str, Any]], level: str) -> list[str]:
     """`pod: rule (what)` for every pod of the rendered set that `level` would not admit."""
     found = []
-    for where, pod, pod_annotations in pod_templates([m.obj for m in build(profile)]):
+    for where, pod, pod_annotations in pod_templates(list(objects)):
         for rule, problems in violations(level, pod, pod_annotations).items():
             found.append(f"{where}: {rule} ({'; '.join(problems[:2])})")
     return found
 
 
-def pod_security_check(profile: Profile, facts: ClusterFacts) -> CheckResult:
+def pod_security_check(facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -> CheckResult:
     """k8s.pod_security: FAIL when the enforce level would reject a pod of the set, WARN when only warn would object."""
     name, ns = "k8s.pod_security", facts.namespace
     levels = namespace_levels(facts.namespace_labels if facts.namespace_exists else {})
@@ -55,7 +56,7 @@ def pod_security_check(profile: Profile, facts: ClusterFacts) -> CheckResult:
         )
     for mode, status in (("enforce", Status.FAIL), ("warn", Status.WARN)):
         level = levels.get(mode)
-        found = set_violations(profile, level) if level else []
+        found = set_violations(objects, level) if level else []
         if found:
             more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
             verb = "rejects" if mode == "enforce" else "warns about"

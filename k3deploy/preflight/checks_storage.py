@@ -8,10 +8,11 @@ the sync waits on it. So the provisioner is judged by name against the drivers' 
 
 from __future__ import annotations
 
-from k3deploy.preflight.facts import ClusterFacts, parse_quantity
+from k3deploy.preflight.facts import ClusterFacts
 from k3deploy.profile.model import Profile
+from k3deploy.profile.names import quantity_bytes
 from k3deploy.profile.plan import GIB
-from k3deploy.report.model import CheckResult, Status
+from k3deploy.report.model import CheckResult, Status, judged
 
 #: Provisioners whose Filesystem volumes support ReadWriteMany (network file systems).
 RWX_PROVISIONERS = frozenset(
@@ -55,14 +56,6 @@ RWO_PROVISIONERS = frozenset(
 RWX = "ReadWriteMany"
 
 
-def _result(
-    name: str, ok: bool, measured: object, target: object, detail: str = "", hint: str = "", bad: Status = Status.FAIL
-) -> CheckResult:
-    if ok:
-        return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=detail)
-    return CheckResult(name=name, status=bad, measured=measured, target=target, detail=detail, hint=hint)
-
-
 def _weights_bytes(profile: Profile) -> int:
     return profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
 
@@ -71,7 +64,7 @@ def _class(profile: Profile, facts: ClusterFacts) -> CheckResult:
     wanted = profile.kubernetes.storage_class
     if wanted is not None:
         ok = wanted in facts.storage_classes
-        return _result(
+        return judged(
             "k8s.storage_class",
             ok,
             wanted if ok else f"{wanted} missing",
@@ -80,7 +73,7 @@ def _class(profile: Profile, facts: ClusterFacts) -> CheckResult:
             "set kubernetes.storage_class to an existing class (kubectl get storageclass)",
         )
     ok = facts.default_storage_class is not None
-    return _result(
+    return judged(
         "k8s.storage_class",
         ok,
         facts.default_storage_class or "no default class",
@@ -102,10 +95,10 @@ def _rwx(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
         "Lustre, ...)"
     )
     if provisioner in RWX_PROVISIONERS:
-        return [_result("k8s.storage_rwx", True, measured, target)]
+        return [judged("k8s.storage_rwx", True, measured, target)]
     if provisioner in RWO_PROVISIONERS:
         return [
-            _result(
+            judged(
                 "k8s.storage_rwx",
                 False,
                 measured,
@@ -116,7 +109,7 @@ def _rwx(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
             )
         ]
     return [
-        _result(
+        judged(
             "k8s.storage_rwx",
             False,
             measured,
@@ -130,8 +123,8 @@ def _rwx(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
 
 def _size(profile: Profile) -> CheckResult:
     need = _weights_bytes(profile)
-    size = parse_quantity(profile.kubernetes.model_cache_size)
-    return _result(
+    size = quantity_bytes(profile.kubernetes.model_cache_size)
+    return judged(
         "k8s.cache_size",
         size >= need,
         profile.kubernetes.model_cache_size,
@@ -153,7 +146,7 @@ def _existing_claim(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
     )
     if RWX not in claim.access_modes:
         return [
-            _result(
+            judged(
                 "k8s.cache_pvc",
                 False,
                 f"{claim.name}: {', '.join(claim.access_modes) or 'no access modes'}",
@@ -162,10 +155,10 @@ def _existing_claim(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
                 recreate,
             )
         ]
-    capacity = parse_quantity(claim.capacity) if claim.capacity else 0
+    capacity = quantity_bytes(claim.capacity) if claim.capacity else 0
     if capacity < need:
         return [
-            _result(
+            judged(
                 "k8s.cache_pvc",
                 False,
                 f"{claim.name}: {claim.capacity or 'no size'}",
@@ -176,7 +169,7 @@ def _existing_claim(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
             )
         ]
     return [
-        _result("k8s.cache_pvc", True, f"{claim.name}: {RWX}, {claim.capacity} ({claim.phase or 'unknown'})", target)
+        judged("k8s.cache_pvc", True, f"{claim.name}: {RWX}, {claim.capacity} ({claim.phase or 'unknown'})", target)
     ]
 
 

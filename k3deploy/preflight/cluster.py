@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from k3deploy.kube import read
-from k3deploy.kube.client import KubeOptions, connect
+from k3deploy.kube.api import KubeApi
+from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.workloads import controller_workloads
 from k3deploy.lws import NAME_LABEL, colours
-from k3deploy.preflight.checks_cluster import CRD_GROUPS, Access, required_access
+from k3deploy.preflight.access import Access, required_access
+from k3deploy.preflight.checks_cluster import CRD_GROUPS
 from k3deploy.preflight.facts import (
     AccessFacts,
     ClaimFacts,
@@ -24,7 +28,7 @@ _REVIEW_WORKERS = 8
 #: Label the LeaderWorkerSet controller puts on every pod of a set.
 
 
-def _review(api: object, need: Access, namespace: str) -> AccessFacts:
+def _review(api: KubeApi, need: Access, namespace: str) -> AccessFacts:
     """Ask the API server whether this user may do `need`."""
     where = namespace if need.namespaced else None
     allowed, reason = read.can_i(api, need.verb, need.resource, need.group, where, need.subresource)
@@ -49,7 +53,7 @@ def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict
 
 def placement_nodes(profile: Profile, options: KubeOptions) -> list[NodeFacts]:
     """The GPU nodes and what other pods hold on them: all `plan --cluster` reads (exit 3 when it cannot)."""
-    api = connect(options)
+    api = KubeApi(options)
     try:
         namespace = options.namespace or profile.kubernetes.namespace
         return parse_nodes(read.nodes(api), others_pods(read.active_pods(api), profile, namespace))
@@ -71,16 +75,19 @@ def _claim(pvc: dict) -> ClaimFacts:
     )
 
 
-def _installed(api: object) -> dict[str, str] | None:
+def _installed(api: KubeApi) -> dict[str, str] | None:
     """The LWS controller's and the DRA driver's versions, from their workloads (None: none could be read)."""
     workloads = controller_workloads(api)
     return None if workloads is None else installed_versions(workloads)
 
 
-def cluster_facts(profile: Profile, options: KubeOptions, *, port_forward: bool = False) -> ClusterFacts:
+def cluster_facts(
+    profile: Profile, options: KubeOptions, objects: Sequence[dict[str, Any]], *, port_forward: bool = False
+) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read.
-    `port_forward`: the access review includes what `up`'s port-forward to the leader needs."""
-    api = connect(options)
+    The access review asks for what applying, waiting on and deleting the rendered `objects` needs; `port_forward`:
+    and what `up`'s port-forward to the leader needs."""
+    api = KubeApi(options)
     try:
         namespace = options.namespace or profile.kubernetes.namespace
         version = read.server_version(api)
@@ -90,7 +97,7 @@ def cluster_facts(profile: Profile, options: KubeOptions, *, port_forward: bool 
         with ThreadPoolExecutor(max_workers=_REVIEW_WORKERS) as pool:
             access = list(
                 pool.map(
-                    lambda need: _review(api, need, namespace), required_access(profile, port_forward=port_forward)
+                    lambda need: _review(api, need, namespace), required_access(objects, port_forward=port_forward)
                 )
             )
         if not exists:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from decimal import ROUND_CEILING
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from k3deploy.profile.names import quantity_bytes, quantity_value
 
 MIB = 1024 * 1024
 #: The extended resource the NVIDIA device plugin advertises.
@@ -40,23 +43,6 @@ RECOVERY_ACTIONS = {
     7: "System Reboot",
 }
 _ARCH_NAMES = {"aarch64": "arm64", "arm64": "arm64", "x86_64": "amd64", "amd64": "amd64"}
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|k|m)?$")
-_QUANTITY_FACTORS = {
-    None: 1,
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
 
 
 class _Facts(BaseModel):
@@ -280,14 +266,6 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in match.group(1).split(".")) if match else ()
 
 
-def parse_quantity(text: str) -> int:
-    """A Kubernetes quantity (`2Ti`, `64Gi`, `1500G`, `1.5T`) in bytes; ValueError when malformed."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match or match.group(2) == "m":
-        raise ValueError(f"not a byte quantity: {text!r}")
-    return int(float(match.group(1)) * _QUANTITY_FACTORS[match.group(2)])
-
-
 def parse_compute_caps(csv_text: str) -> dict[int, str]:
     """`nvidia-smi --query-gpu=index,compute_cap --format=csv,noheader` -> {index: "10.3"}."""
     caps: dict[int, str] = {}
@@ -392,20 +370,17 @@ def parse_nvidia_smi_xml(xml_text: str, compute_caps: dict[int, str] | None = No
     return GpuNodeFacts(source="nvidia-smi", driver_version=driver, cuda_driver_version=cuda, gpus=gpus)
 
 
-_CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m)?$")
-
-
 def cpu_milli(text: object) -> int:
-    """A CPU quantity (`32`, `0.5`, `100m`) in millicores; ValueError when malformed."""
-    match = _CPU.match(str(text).strip())
-    if not match:
-        raise ValueError(f"not a CPU quantity: {text!r}")
-    value = float(match.group(1))
-    return int(value * (1 if match.group(2) else 1000))
+    """A CPU quantity (`32`, `0.5`, `100m`) in millicores, rounded up as Quantity.MilliValue() rounds; ValueError
+    when malformed or negative (read through the one quantity parser, profile/names.py)."""
+    number = quantity_value(str(text).strip())
+    if number < 0:
+        raise ValueError(f"{text!r} is negative; a CPU quantity must be at least 0")
+    return int((number * 1000).to_integral_value(rounding=ROUND_CEILING))
 
 
 #: How each counted resource's quantities read: CPU in millicores, memory in bytes, GPUs as a count.
-_PARSERS: dict[str, Callable[[str], int]] = {"cpu": cpu_milli, "memory": parse_quantity, GPU_RESOURCE: int}
+_PARSERS: dict[str, Callable[[str], int]] = {"cpu": cpu_milli, "memory": quantity_bytes, GPU_RESOURCE: int}
 
 
 def _quantity(resources: dict | None, resource: str) -> int:

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import EnvironmentProblem, NvmlUnavailable
 from k3deploy.preflight.facts import (
     FABRIC_STATES,
     MIB,
@@ -32,10 +32,6 @@ from k3deploy.preflight.facts import (
 )
 
 _SMI_TIMEOUT_S = 60
-
-
-class NvmlUnavailable(Exception):
-    """NVML could not be loaded or initialised (no library, no driver); the caller falls back."""
 
 
 def _optional(call: Any, *args: Any) -> Any:

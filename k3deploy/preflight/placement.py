@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from k3deploy.preflight.facts import NodeFacts, cpu_milli, parse_quantity
+from k3deploy.preflight.facts import NodeFacts, cpu_milli
 from k3deploy.profile.model import Profile
+from k3deploy.profile.names import quantity_bytes
 
 GIB = 2**30
 #: The clique name used when the profile needs no NVLink domain (any trays do).
@@ -82,7 +83,7 @@ def serving_pod_requests(profile: Profile) -> tuple[int, int]:
     """CPU (millicores) and memory (bytes) one serving pod requests: its vllm container's, which the scheduler counts
     (its init containers ask for far less: 100m and 256Mi at most, templates/leaderworkerset.yaml.j2)."""
     kube = profile.kubernetes
-    return cpu_milli(kube.cpu_request), parse_quantity(kube.memory_request)
+    return cpu_milli(kube.cpu_request), quantity_bytes(kube.memory_request)
 
 
 def _short_of_cpu_or_memory(profile: Profile, node: NodeFacts) -> str | None:

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
-from k3deploy.errors import EXIT_FAILED, K3DeployError
+from k3deploy.errors import EXIT_FAILED, K3DeployError, ProfileError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.pin.floating import node_arch
-from k3deploy.pin.registry import RegistryClient
 from k3deploy.preflight import node as probe
 from k3deploy.preflight.checks import evaluate
 from k3deploy.preflight.checks_pinning import image_platform_check
 from k3deploy.preflight.cluster import cluster_facts as read_cluster
 from k3deploy.preflight.facts import Facts
 from k3deploy.profile.model import Profile
+from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import CheckResult, Status
 
 #: Preflight asks the registry once; a registry slower than this is reported as unreachable (WARN).
@@ -38,8 +40,12 @@ def run_preflight(
     *,
     gpus: bool = True,
     port_forward: bool = False,
+    objects: Sequence[dict[str, Any]] | None = None,
 ) -> list[CheckResult]:
     """Check `profile` against this node (`node`: GPUs unless `gpus=False`, and host) and/or the cluster (`cluster`).
+
+    `objects`: the set the command rendered (rendered here, once, when the caller has none); the cluster checks
+    and the access review are derived from it.
 
     Raises EnvironmentProblem (exit 3) when it cannot look: no NVML and no nvidia-smi, API unreachable, forbidden.
     """
@@ -48,11 +54,20 @@ def run_preflight(
         gpu_facts = probe.gpu_facts() if gpus else None
         host_facts = probe.host_facts(host_cache_path(profile))
     if cluster:
-        cluster_facts = read_cluster(profile, kube or KubeOptions(), port_forward=port_forward)
-    results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts))
+        objects = _rendered(profile) if objects is None else objects
+        cluster_facts = read_cluster(profile, kube or KubeOptions(), objects, port_forward=port_forward)
+    results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts), objects or ())
     if cluster and profile.on_kubernetes:
         results.append(image_platforms(profile, (kube or KubeOptions()).deadline))
     return results
+
+
+def _rendered(profile: Profile) -> list[dict[str, Any]]:
+    """The objects the profile renders to (none when it cannot render: the render stage reports why)."""
+    try:
+        return rendered_objects(profile)
+    except ProfileError:
+        return []
 
 
 def image_platforms(profile: Profile, command: Deadline | None = None) -> CheckResult:
@@ -63,6 +78,9 @@ def image_platforms(profile: Profile, command: Deadline | None = None) -> CheckR
     image = profile.vllm.image
     left = command.remaining() if command is not None else None
     budget = REGISTRY_BUDGET_S if left is None else max(0.0, min(REGISTRY_BUDGET_S, left))
+    # httpx loads only when the registry is asked: `render` and `--help` never pay for it.
+    from k3deploy.pin.registry import RegistryClient
+
     try:
         with RegistryClient(
             timeout_s=REGISTRY_TIMEOUT_S,

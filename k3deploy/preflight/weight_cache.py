@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from k3deploy.preflight.facts import parse_quantity
 from k3deploy.profile.model import Profile
+from k3deploy.profile.names import quantity_bytes
 
 #: Snapshots the cache must hold for a revision change without an outage: the one served and the next.
 SNAPSHOTS_FOR_UPGRADE = 2
@@ -42,7 +42,7 @@ def weight_cache(profile: Profile) -> WeightCache | None:
     snapshot = profile.model.checkpoint_bytes + (profile.speculative.draft_bytes if profile.speculative else 0)
     return WeightCache(
         snapshot_bytes=snapshot,
-        cache_bytes=parse_quantity(profile.kubernetes.model_cache_size),
+        cache_bytes=quantity_bytes(profile.kubernetes.model_cache_size),
         groups=profile.parallel.replicas,
     )
 

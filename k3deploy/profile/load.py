@@ -17,6 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from k3deploy.errors import ProfileError
+from k3deploy.profile import DEFAULT_PROFILE
 from k3deploy.profile.model import Profile
 from k3deploy.profile.overrides import apply_overrides, merge, written_scalars
 from k3deploy.profile.plan import plan
@@ -41,8 +42,6 @@ __all__ = [
 ]
 #: What names a profile: a built-in name or a file, several of them (layered in order), or None (the default).
 ProfileRefs = str | Sequence[str] | None
-#: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
-DEFAULT_PROFILE = "local-cpu"
 _BUILTIN_PACKAGE = "k3deploy.profile.builtin"
 #: A profile is a few kilobytes; anything this large is not one (and is not read whole into memory).
 MAX_PROFILE_BYTES = 1 << 20

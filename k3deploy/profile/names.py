@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -142,6 +142,20 @@ def quantity_value(value: str) -> Decimal:
         )
     magnitude = Decimal(number if not number.endswith(".") else number[:-1] or "0") * scale
     return -magnitude if sign == "-" else magnitude
+
+
+def quantity_bytes(value: str) -> int:
+    """A non-negative quantity as a whole number, rounded up as Quantity.Value() rounds (`64Gi` -> 68719476736,
+    `1.5T` -> 1500000000000, `500m` -> 1); ValueError when it is no quantity or is negative.
+
+    The one quantity parser of k3deploy (the profile's validators and preflight's sizes both read through
+    `quantity_value`). Not kubernetes.utils.parse_quantity: it takes what quantity.go refuses (`1K`, `Infinity`,
+    `NaN`, `1_000`, `1e3Gi`, surrounding spaces), and importing it loads the whole Kubernetes client.
+    """
+    number = quantity_value(value)
+    if number < 0:
+        raise ValueError(f"{value!r} is negative; a size must be at least 0")
+    return int(number.to_integral_value(rounding=ROUND_CEILING))
 
 
 def check_quantity(value: str) -> str:

@@ -30,6 +30,16 @@ class CheckResult(BaseModel):
     hint: str | None = None
 
 
+def judged(
+    name: str, ok: bool, measured: object, target: object, detail: str = "", hint: str = "", bad: Status = Status.FAIL
+) -> CheckResult:
+    """The one way a check of a measured figure against its target is built: PASS when `ok` (no hint), else `bad`
+    (FAIL unless a WARN is asked for) with the `hint` that says how to fix it."""
+    if ok:
+        return CheckResult(name=name, status=Status.PASS, measured=measured, target=target, detail=detail)
+    return CheckResult(name=name, status=bad, measured=measured, target=target, detail=detail, hint=hint)
+
+
 def worst(results: list[CheckResult]) -> Status:
     """The overall status of several checks: FAIL over WARN over PASS; all SKIP gives SKIP."""
     statuses = {r.status for r in results}

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError
 from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult, Status, worst
 
@@ -214,3 +214,12 @@ class SmokeReport(_Model):
                 f"{path}: smoke report schema_version {version}, this k3deploy reads {SMOKE_SCHEMA_VERSION}"
             )
         return cls.model_validate(data)
+
+
+def exit_code(report: SmokeReport) -> int:
+    """The exit code `report.raise_for_status()` ends the CLI with: 0 passed, 1 a check failed, 3 untestable."""
+    try:
+        report.raise_for_status()
+    except K3DeployError as exc:
+        return exc.exit_code
+    return 0

@@ -14,9 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.errors import CheckFailed, KubeError, UsageError
 from k3deploy.kube.api import KubeApi, object_key
-from k3deploy.kube.errors import KubeError
 from k3deploy.rollout.changes import conflicts, describe_conflicts, immutable_fields, same, unified_diff
 from k3deploy.rollout.ownership import for_apply, owned
 from k3deploy.rollout.readiness import job_readiness

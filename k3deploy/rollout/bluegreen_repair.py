@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import K3DeployError, RolloutFailed, RolloutTimeout
 from k3deploy.rollout import rollback as history
 from k3deploy.rollout.apply import apply_objects
 from k3deploy.rollout.bluegreen import Plan, leftovers
 from k3deploy.rollout.colours import lws_of
-from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
+from k3deploy.rollout.diagnosis import Diagnosis
 
 
 def clear_leftovers(target: Any, profile: Any, objects: list[dict[str, Any]]) -> list[str]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem
+# Re-exported for the callers that still import them from here (rollout/upgrade.py, pipeline.py).
+from k3deploy.errors import RolloutFailed as RolloutFailed
+from k3deploy.errors import RolloutTimeout as RolloutTimeout
 from k3deploy.kube.api import KubeApi
 
 #: Events shown in a diagnosis (the latest ones).
@@ -63,22 +65,6 @@ class Diagnosis:
             "events": self.events,
             "log": log,
         }
-
-
-class RolloutFailed(CheckFailed):
-    """The rollout failed for good (a pod cannot run, a Job failed); carries the diagnosis (exit 1)."""
-
-    def __init__(self, message: str, diagnosis: Diagnosis, hint: str | None = None) -> None:
-        super().__init__(message, hint)
-        self.diagnosis = diagnosis
-
-
-class RolloutTimeout(EnvironmentProblem):
-    """The deadline passed before the set was ready; carries the diagnosis (exit 3)."""
-
-    def __init__(self, message: str, diagnosis: Diagnosis, hint: str | None = None) -> None:
-        super().__init__(message, hint)
-        self.diagnosis = diagnosis
 
 
 def _event_time(event: dict[str, Any]) -> str:

@@ -14,8 +14,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from k3deploy.errors import K3DeployError
-from k3deploy.kube.portforward import ForwardFailed, PodPortForward
+from k3deploy.errors import ForwardFailed, K3DeployError
+from k3deploy.kube.portforward import PodPortForward
 from k3deploy.lws import GROUP_INDEX_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.object_names import api_service_name
 from k3deploy.rollout.groups import group_endpoint, leader_name

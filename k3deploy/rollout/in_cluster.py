@@ -16,18 +16,17 @@ import copy
 import time
 from typing import Any
 
-from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, SmokeUnreachable
 from k3deploy.kube.api import object_key
 from k3deploy.render.manifests import SMOKE_COMPONENT
-from k3deploy.report.smoke import SmokeReport
+from k3deploy.report.smoke import SmokeReport, exit_code
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.order import job_role
 from k3deploy.rollout.ownership import owned
 from k3deploy.rollout.readiness import job_readiness
 from k3deploy.smoke.job_report import report_from_log
-from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
-from k3deploy.smoke.runner import exit_code
+from k3deploy.smoke.reach import Reach, unreachable
 
 #: Seconds between two looks at the Job.
 POLL_S = 1.0

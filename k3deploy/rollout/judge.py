@@ -11,17 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, TEMPLATE_REVISION_LABEL, WORKER_INDEX_LABEL
+from k3deploy.lws import (
+    GROUP_INDEX_LABEL,
+    NAME_LABEL,
+    REVISIONS,
+    TEMPLATE_REVISION_LABEL,
+    WORKER_INDEX_LABEL,
+)
 from k3deploy.rollout.currency import Proof, prove_current, template_revision
 from k3deploy.rollout.progress import Row
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
 
 #: Crashes seen across a serving group's pods (recreated groups included) that make the rollout fail.
 CRASH_LIMIT = 3
-#: Kinds whose readiness is waited for; the other kinds of a phase are ready once applied.
-WAITED_KINDS = frozenset({"LeaderWorkerSet", "Job"})
-#: Read beside a LeaderWorkerSet: its ControllerRevisions prove which template the pods run (rollout/currency.py).
-REVISIONS = "ControllerRevision"
 #: Read beside a LeaderWorkerSet: a pod claiming a template that does not exist never gets scheduled.
 CLAIM_TEMPLATES = "ResourceClaimTemplate"
 #: The kinds read only to judge better: the waiter goes on without them when they cannot be read.

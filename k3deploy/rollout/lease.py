@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
-from k3deploy.kube.errors import KubeError
+from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, KubeError
 
 LEASE_API = "coordination.k8s.io/v1"
 #: Seconds a lease lasts past its last renewal (what a crashed command leaves behind).

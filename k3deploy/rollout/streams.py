@@ -13,9 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import K3DeployError, KubeError
 from k3deploy.kube.api import KubeApi
-from k3deploy.kube.errors import KubeError
 
 #: How long the server keeps one watch connection open before the waiter re-opens it.
 WATCH_TIMEOUT_S = 60

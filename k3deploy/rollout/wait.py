@@ -12,15 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from k3deploy.errors import RolloutFailed, RolloutTimeout
 from k3deploy.kube.api import KubeApi
-from k3deploy.lws import NAME_LABEL
+from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.preflight.facts import GPU_RESOURCE
-from k3deploy.rollout.diagnosis import CapturedLog, RolloutFailed, RolloutTimeout, diagnose, read_log
+from k3deploy.rollout.diagnosis import CapturedLog, diagnose, read_log
 from k3deploy.rollout.judge import (
     CLAIM_TEMPLATES,
     OPTIONAL_KINDS,
-    REVISIONS,
-    WAITED_KINDS,
     Failure,
     WaitState,
     current_key,

@@ -23,15 +23,14 @@ import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import httpx
 
+from k3deploy.errors import EndpointError
 from k3deploy.redact import redact_url
 from k3deploy.smoke.record import RawStream
-
-ErrorKind = Literal["unreachable", "unauthorized", "http", "timeout", "protocol"]
 
 #: Most bytes read from each plain answer. vLLM's /health is empty, its model list a few hundred bytes per model
 #: and its /metrics some hundreds of KB for a multi-engine server.
@@ -52,15 +51,6 @@ def stream_limits(max_tokens: int) -> tuple[int, int]:
     """(bytes, lines) a stream asked for `max_tokens` tokens may take before smoke stops reading it."""
     tokens = max(int(max_tokens), 1)
     return tokens * STREAM_BYTES_PER_TOKEN + STREAM_SLACK_BYTES, tokens * STREAM_LINES_PER_TOKEN + STREAM_SLACK_LINES
-
-
-class EndpointError(Exception):
-    """A failure talking to the endpoint, already explained."""
-
-    def __init__(self, kind: ErrorKind, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from k3deploy.errors import MetricsFormatError
 from k3deploy.report.smoke import MetricsDelta, SpecDecodeDelta
 
 GENERATION_TOKENS = "vllm:generation_tokens_total"
@@ -28,10 +29,6 @@ ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 COUNTERS = (GENERATION_TOKENS, PROMPT_TOKENS, DRAFTS, DRAFT_TOKENS, ACCEPTED, ACCEPTED_PER_POS)
 
 SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
-
-
-class MetricsFormatError(ValueError):
-    """A `/metrics` body the Prometheus text parser rejects."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import SmokeUnreachable
 from k3deploy.redact import redact_url
 
 #: `up --smoke in-cluster` (DeployOptions.smoke_where): every gate runs as a smoke Job in the cluster.
@@ -47,10 +47,6 @@ class Reach:
     def to_dict(self) -> dict[str, Any]:
         """For `-o json` and the recorded verdict."""
         return {"kind": self.kind, "target": redact_url(self.target), "url": redact_url(self.url)}
-
-
-class SmokeUnreachable(EnvironmentProblem):
-    """A smoke gate that could not test its server (exit 3): `up` keeps what it installed and does not roll back."""
 
 
 def unreachable(message: str, reach: Reach | None, hint: str | None = None) -> SmokeUnreachable:

@@ -11,8 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from k3deploy.smoke.client import EndpointError, SmokeClient
+from k3deploy.errors import EndpointError
+
+if TYPE_CHECKING:
+    from k3deploy.smoke.client import SmokeClient
 
 #: First pause between polls and the longest one (the pause doubles while the endpoint is not ready).
 FIRST_PAUSE_S = 1.0

@@ -12,20 +12,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.errors import EndpointError, MetricsFormatError, UsageError
 from k3deploy.profile import Profile
 from k3deploy.profile.names import check_http_url
 from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
+from k3deploy.report.smoke import exit_code as exit_code  # where callers (rollout/upgrade.py, the tests) import it
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
-from k3deploy.smoke.client import EndpointError, SmokeClient
 from k3deploy.smoke.ready import wait_ready
 from k3deploy.smoke.record import RequestSpec, build_record
+
+if TYPE_CHECKING:
+    import httpx
+
+    from k3deploy.smoke.client import SmokeClient
 
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
 
@@ -43,6 +46,9 @@ class SmokeOptions:
 
 def normalize_endpoint(url: str) -> str:
     """`http(s)://host[:port]` without a trailing slash or `/v1`; a URL without a scheme is a usage error."""
+    # httpx loads only when an endpoint is used: `render`, `up`'s import and `--help` never pay for it.
+    import httpx
+
     hint = "for example --endpoint http://10.0.0.5:8000"
     parsed: httpx.URL | None = None
     try:
@@ -165,7 +171,7 @@ class _Run:
         try:
             text, started, finished = await self.client.metrics()
             return metrics.parse_metrics(text, started, finished)
-        except (EndpointError, metrics.MetricsFormatError) as exc:
+        except (EndpointError, MetricsFormatError) as exc:
             self.state.metrics_error = self.state.metrics_error or f"/metrics unavailable: {exc}"
             return None
 
@@ -274,6 +280,9 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
 
 async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions | None = None) -> SmokeReport:
     """Run every smoke check against `endpoint`; see the module docstring."""
+    # The HTTP client (httpx, aiohttp) loads only when smoke runs.
+    from k3deploy.smoke.client import SmokeClient
+
     options = options or SmokeOptions()
     base = normalize_endpoint(endpoint)
     smoke = profile.smoke
@@ -343,12 +352,3 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
 def run_smoke(profile: Profile, endpoint: str, options: SmokeOptions | None = None) -> SmokeReport:
     """Synchronous entry point for the CLI and the `up` pipeline."""
     return asyncio.run(run_smoke_async(profile, endpoint, options))
-
-
-def exit_code(report: SmokeReport) -> int:
-    """The exit code `report.raise_for_status()` ends the CLI with: 0 passed, 1 a check failed, 3 untestable."""
-    try:
-        report.raise_for_status()
-    except K3DeployError as exc:
-        return exc.exit_code
-    return 0

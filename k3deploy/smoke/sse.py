@@ -20,12 +20,10 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from k3deploy.errors import ChunkFormatError
+
 DONE = "[DONE]"
 _KNOWN_FIELDS = frozenset({"data", "event", "id", "retry"})
-
-
-class ChunkFormatError(ValueError):
-    """A `data:` payload that is not a stream chunk."""
 
 
 @dataclass(frozen=True, slots=True)

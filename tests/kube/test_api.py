@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem
+from k3deploy.errors import CheckFailed, EnvironmentProblem, KubeError
 from k3deploy.kube.api import KubeApi, object_key
 from k3deploy.kube.client import KubeOptions
-from k3deploy.kube.errors import KubeError
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from k3deploy.errors import EXIT_ENVIRONMENT
+from k3deploy.errors import EXIT_ENVIRONMENT, ForwardFailed
 from k3deploy.kube.options import KubeOptions
-from k3deploy.kube.portforward import ForwardFailed, PodPortForward, _handshake_status
+from k3deploy.kube.portforward import PodPortForward, _handshake_status
 
 
 def _kubeconfig(path: Path, port: int) -> KubeOptions:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from k3deploy.kube.errors import KubeError
+from k3deploy.errors import KubeError
 from k3deploy.observe.allreduce import UNKNOWN, backend_from_log
 from k3deploy.observe.allreduce_probe import LEADER_LOG_BYTES, leader_backends, leader_selector, summary
 from k3deploy.profile import load_profile

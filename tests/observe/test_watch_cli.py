@@ -211,7 +211,8 @@ def test_a_malformed_series_is_a_note_not_the_end_of_the_watch() -> None:
 
 
 def test_a_trickling_metrics_endpoint_is_a_failed_scrape_within_its_timeout() -> None:
-    from k3deploy.observe.watch_sources import MetricsSource, ScrapeError
+    from k3deploy.errors import ScrapeError
+    from k3deploy.observe.watch_sources import MetricsSource
     from tests.trickling_server import Trickle, trickling_server
 
     trickle = Trickle(body=BEFORE.encode() * 20, content_type="text/plain", interval_s=0.05)

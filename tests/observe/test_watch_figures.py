@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from k3deploy.errors import MetricsFormatError
 from k3deploy.observe.watch_figures import (
     DeltaTracker,
     WatchFigures,
@@ -17,7 +18,6 @@ from k3deploy.observe.watch_figures import (
     parse_scrape,
 )
 from k3deploy.profile.model import TargetsSpec
-from k3deploy.smoke.metrics import MetricsFormatError
 
 DATA = Path(__file__).parent.parent / "smoke" / "data"
 

@@ -6,10 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from k3deploy.errors import EnvironmentProblem
+from k3deploy.errors import EnvironmentProblem, ScrapeError
 from k3deploy.observe.watch_figures import WatchFigures
 from k3deploy.observe.watch_loop import ticks
-from k3deploy.observe.watch_sources import ScrapeError
 
 
 class FakeClock:

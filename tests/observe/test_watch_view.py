@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from k3deploy.errors import ScrapeError
 from k3deploy.observe.watch_figures import WatchFigures
 from k3deploy.observe.watch_loop import Tick
-from k3deploy.observe.watch_sources import ScrapeError
 from k3deploy.observe.watch_view import ViewState, format_value, json_line, render
 from k3deploy.profile.model import TargetsSpec
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from k3deploy.errors import ImageReferenceError
 from k3deploy.pin.oci import (
     Platform,
-    ReferenceError,
     index_platforms,
     parse_bearer_challenge,
     parse_image,
@@ -40,7 +40,7 @@ def test_other_registries_keep_their_host_and_port() -> None:
 
 @pytest.mark.parametrize("bad", ["Vllm/Upper:tag", "repo:bad tag", "repo@sha256:short"])
 def test_invalid_references_are_refused(bad: str) -> None:
-    with pytest.raises(ReferenceError):
+    with pytest.raises(ImageReferenceError):
         parse_image(bad)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from k3deploy.preflight.checks_cluster import cluster_checks, required_access
+from k3deploy.preflight.access import required_access
+from k3deploy.preflight.checks_cluster import cluster_checks
 from k3deploy.preflight.facts import AccessFacts, ClusterFacts, NodeFacts, parse_nodes, pod_gpu_request
 from k3deploy.profile import Profile, load_profile
+from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import CheckResult, Status
 
 GB300 = load_profile("kimi-k3-gb300-tp16")
@@ -28,7 +30,7 @@ def gb300(name: str, clique: str | None, requested: int = 0, **labels: str) -> N
 def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
     access = [
         AccessFacts(verb=a.verb, resource=a.resource, group=a.group, namespace="kimi-k3", allowed=True)
-        for a in required_access(GB300)
+        for a in required_access(rendered_objects(GB300))
     ]
     base = dict(
         server_version="v1.34.1",
@@ -53,7 +55,7 @@ def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
 
 
 def by_name(cluster: ClusterFacts, profile: Profile = GB300) -> dict[str, CheckResult]:
-    return {r.name: r for r in cluster_checks(profile, cluster)}
+    return {r.name: r for r in cluster_checks(profile, cluster, rendered_objects(profile))}
 
 
 def test_two_cliques_pick_the_one_with_room() -> None:
@@ -131,10 +133,10 @@ def test_without_nvlink_any_nodes_do() -> None:
 
 def test_monitoring_needs_the_prometheus_rule_crd_and_its_verbs() -> None:
     assert by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)]))["k8s.crd.prometheusrule"].status is Status.PASS
-    needed = {(a.verb, a.resource) for a in required_access(GB300)}
+    needed = {(a.verb, a.resource) for a in required_access(rendered_objects(GB300))}
     assert {("create", "prometheusrules"), ("patch", "configmaps")} <= needed
     off = load_profile("kimi-k3-gb300-tp16", ["kubernetes.monitoring=false"])
-    assert not {a.resource for a in required_access(off)} & {"prometheusrules", "configmaps"}
+    assert not {a.resource for a in required_access(rendered_objects(off))} & {"prometheusrules"}
     assert "k8s.crd.prometheusrule" not in by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)]), off)
 
 
@@ -155,7 +157,7 @@ def test_the_port_forward_of_the_smoke_is_reviewed_only_when_it_will_be_used() -
     def forward(port_forward: bool) -> set[tuple[str, str, str]]:
         return {
             (a.verb, a.resource, a.subresource)
-            for a in required_access(GB300, port_forward=port_forward)
+            for a in required_access(rendered_objects(GB300), port_forward=port_forward)
             if a.subresource == "portforward"
         }
 
@@ -170,7 +172,7 @@ def test_the_port_forward_of_the_smoke_is_reviewed_only_when_it_will_be_used() -
             namespace="kimi-k3",
             allowed=a.subresource != "portforward",
         )
-        for a in required_access(GB300, port_forward=True)
+        for a in required_access(rendered_objects(GB300), port_forward=True)
     ]
     rbac = by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)], access=denied))["k8s.rbac"]
     assert rbac.status is Status.FAIL

@@ -11,32 +11,10 @@ from k3deploy.preflight.facts import (
     normalize_arch,
     parse_compute_caps,
     parse_nvidia_smi_xml,
-    parse_quantity,
     version_tuple,
 )
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
-
-
-@pytest.mark.parametrize(
-    "text,expected",
-    [
-        ("2Ti", 2 * 2**40),
-        ("64Gi", 64 * 2**30),
-        ("1500G", 1_500_000_000_000),
-        ("1.5T", 1_500_000_000_000),
-        ("512", 512),
-        ("3000Gi", 3000 * 2**30),
-    ],
-)
-def test_parse_quantity(text: str, expected: int) -> None:
-    assert parse_quantity(text) == expected
-
-
-@pytest.mark.parametrize("bad", ["", "2TB", "lots", "100m", "-1Gi"])
-def test_parse_quantity_rejects(bad: str) -> None:
-    with pytest.raises(ValueError):
-        parse_quantity(bad)
 
 
 def test_small_parsers() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from k3deploy.preflight.checks_cluster import cluster_checks, eligible_hosts
 from k3deploy.preflight.placement import place
 from k3deploy.profile import Profile, load_profile
+from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import Status
 from tests.conftest import run_cli
 from tests.preflight.test_checks_cluster import facts, gb300
@@ -33,7 +34,9 @@ def test_two_groups_fit_in_two_of_three_cliques() -> None:
     assert result.fits and result.placed == 2
     rows = {c.clique: (len(c.trays), c.groups, len(c.used), c.free_after) for c in result.cliques}
     assert rows == {A: (4, [0], 4, 0), B: (4, [1], 4, 0), C: (2, [], 0, 2)}
-    check = {r.name: r for r in cluster_checks(_profile(2), facts(_nodes()))}["k8s.placement"]
+    check = {r.name: r for r in cluster_checks(_profile(2), facts(_nodes()), rendered_objects(_profile(2)))}[
+        "k8s.placement"
+    ]
     assert check.status is Status.PASS
     assert (check.measured, check.detail) == (
         "2 groups in 2 clique(s)",
@@ -42,7 +45,9 @@ def test_two_groups_fit_in_two_of_three_cliques() -> None:
 
 
 def test_three_groups_on_two_free_cliques_fail_naming_each_clique_and_what_it_lacks() -> None:
-    check = {r.name: r for r in cluster_checks(_profile(3), facts(_nodes()))}["k8s.placement"]
+    check = {r.name: r for r in cluster_checks(_profile(3), facts(_nodes()), rendered_objects(_profile(3)))}[
+        "k8s.placement"
+    ]
     assert check.status is Status.FAIL
     assert check.measured == "2 of 3 groups fit"
     assert check.target == "3 groups of 4 nodes with 4 free nvidia.com/gpu in one nvidia.com/gpu.clique"

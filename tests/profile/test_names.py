@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from k3deploy.profile import load_profile
 from k3deploy.profile.names import (
     check_config_key,
     check_dns_label,
@@ -18,6 +19,7 @@ from k3deploy.profile.names import (
     check_label_value,
     check_pinned_image,
     check_quantity,
+    quantity_bytes,
     quantity_value,
 )
 
@@ -275,3 +277,57 @@ def test_grammar(check, value: str, ok: bool) -> None:
 )
 def test_quantity_value(text: str, value: Decimal) -> None:
     assert quantity_value(text) == value
+
+
+# -- the one quantity parser, at its boundaries --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2Ti", 2 * 2**40),
+        ("64Gi", 64 * 2**30),
+        ("1500G", 1_500_000_000_000),
+        ("1.5T", 1_500_000_000_000),
+        ("512", 512),
+        ("3000Gi", 3000 * 2**30),
+        ("1e12", 10**12),
+        ("0", 0),
+        ("500m", 1),  # Quantity.Value() rounds up
+        ("1001m", 2),
+        ("1n", 1),
+        ("1.1Gi", 1181116007),  # 1.1 * 2**30 = 1181116006.4, rounded up (the old float parser truncated)
+        ("8Ei", 8 * 2**60),  # past int64: a size, not a Go int64
+    ],
+)
+def test_quantity_bytes(text: str, expected: int) -> None:
+    assert quantity_bytes(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "2TB", "lots", "-1Gi", "1K", "1 Gi", " 1", "1_000", "Infinity", "NaN", "1e3Gi"])
+def test_quantity_bytes_refuses_what_quantity_go_refuses(bad: str) -> None:
+    with pytest.raises(ValueError):
+        quantity_bytes(bad)
+
+
+@pytest.mark.parametrize(
+    "text", ["64Gi", "500m", "1.5k", "1e3", ".5", "1.", "2Ti", "100M", "7Ei", "3n", "250u", "0", "+1", "-2Mi", "12E"]
+)
+def test_quantity_value_agrees_with_the_kubernetes_client_where_both_parse(text: str) -> None:
+    """kubernetes.utils.parse_quantity is looser (it takes `1K`, `Infinity`, `1_000`), so it is no oracle for what
+    to refuse; on the forms both read, the numbers are the same."""
+    from kubernetes.utils import parse_quantity
+
+    assert quantity_value(text) == parse_quantity(text)
+
+
+def test_a_size_the_profile_accepts_is_one_preflight_can_read() -> None:
+    """The two parsers disagreed: the profile took `3e12` and `2000000000000000m` for model_cache_size, preflight's
+    own parser raised on them mid-run. Now every size the profile's validator accepts is a size preflight reads."""
+    from k3deploy.preflight.checks_storage import storage_checks
+    from tests.preflight.test_checks_cluster import facts, gb300
+
+    for size in ("3e12", "3000000000000000m", "3T"):
+        profile = load_profile("kimi-k3-gb300-tp16", [f"kubernetes.model_cache_size={size}"])
+        results = {r.name: r for r in storage_checks(profile, facts([gb300(f"n{i}", None) for i in range(4)]))}
+        assert results["k8s.cache_size"].measured == size

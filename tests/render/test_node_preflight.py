@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from k3deploy.profile import load_profile
+from k3deploy.profile.names import quantity_bytes
 from k3deploy.render.manifests import build
 from tests.conftest import REPO_ROOT, run_cli
 from tests.preflight.fake_nvml import gb300_node
@@ -128,14 +129,12 @@ def test_old_gpu_runtime_class_key_still_loads_as_runtime_class(tmp_path: Path) 
 def test_shm_check_sees_the_full_size_because_the_memory_limit_does_not_cap_the_emptydir() -> None:
     # kubelet pkg/volume/emptydir/empty_dir.go calculateEmptyDirMemorySize: a memory-backed emptyDir is sized to the
     # smaller of its sizeLimit and the pod's memory limit; the in-pod host.shm check wants the whole kubernetes.shm_size.
-    from k3deploy.preflight.facts import parse_quantity
-
     pod = _pod(_objects())
     (container,) = pod["containers"]
     (dshm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
-    size_limit = parse_quantity(dshm["emptyDir"]["sizeLimit"])
-    tmpfs = min(size_limit, parse_quantity(container["resources"]["limits"]["memory"]))
-    assert tmpfs >= parse_quantity(load_profile(K3).kubernetes.shm_size)
+    size_limit = quantity_bytes(dshm["emptyDir"]["sizeLimit"])
+    tmpfs = min(size_limit, quantity_bytes(container["resources"]["limits"]["memory"]))
+    assert tmpfs >= quantity_bytes(load_profile(K3).kubernetes.shm_size)
 
 
 def test_args_read_the_mounted_profile_and_no_host_path() -> None:

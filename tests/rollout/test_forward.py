@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from k3deploy.errors import SmokeUnreachable
 from k3deploy.profile import load_profile
 from k3deploy.rollout import forward
-from k3deploy.smoke.reach import SmokeUnreachable
 from k3deploy.targets import DeployOptions
 
 PROFILE = "kimi-k3-gb300-tp16"

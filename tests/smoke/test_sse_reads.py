@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from k3deploy.errors import ChunkFormatError
 from k3deploy.smoke.sse import (
-    ChunkFormatError,
     DecodedStream,
     SSEEvent,
     chunk_fields,

@@ -25,9 +25,10 @@ from typing import Any
 import pytest
 
 from k3deploy.kube.client import KubeOptions
-from k3deploy.preflight.checks_cluster import required_access
+from k3deploy.preflight.access import required_access
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile import load_profile
+from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import CheckResult, Status
 from tests.conftest import run_cli
 from tests.preflight.test_checks_pinning import PINNED
@@ -343,7 +344,7 @@ def up_rules(namespace: str, without: tuple[str, str, str] | None = None) -> lis
     the token Secret and the model-cache claim."""
     profile = load_profile(GB300, [*PINNED, f"kubernetes.namespace={namespace}"])
     rules = [{"apiGroups": [""], "resources": ["secrets", "persistentvolumeclaims"], "verbs": ["get", "list"]}]
-    for access in required_access(profile):
+    for access in required_access(rendered_objects(profile)):
         if access.resource == "namespaces" or (access.verb, access.resource, access.group) == without:
             continue
         resource = f"{access.resource}/{access.subresource}" if access.subresource else access.resource

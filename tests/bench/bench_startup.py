@@ -1,0 +1,114 @@
+"""Start-up cost: the CPU seconds of `k3deploy render` against `helm template` of the same objects as a static chart,
+and of `k3deploy --help` against its 0.3 s budget. Prints the figures and the ratios; asserts nothing.
+
+CPU time (user + system of the child process, from `os.wait4`), not wall time, so a loaded machine moves it less.
+Each command runs `--rounds` times and the smallest figure counts (the one least disturbed by other work). helm is
+the venv's or PATH's (`bash .ci/helm` builds it from the Go module proxy); without one the recorded
+`helm template` figure below stands in, and the output says so.
+
+    python -m tests.bench.bench_startup [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import REPO_ROOT, cli_env, venv_tool
+
+PROFILE = "kimi-k3-gb300-tp16"
+#: `helm template` of the 16 objects as a static chart, measured when start-up was first budgeted (CPU seconds).
+RECORDED_HELM_S = 0.046
+#: What `render` may cost: within this many times `helm template`.
+RENDER_BUDGET_RATIO = 2.0
+#: What `--help` may cost, in CPU seconds.
+HELP_BUDGET_S = 0.3
+
+
+def cpu_seconds(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
+    """User + system CPU seconds of one run of `argv` (its output discarded); raises when it fails."""
+    with open(os.devnull, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=sink, env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def best(argv: list[str], rounds: int, **kw: object) -> float:
+    """The smallest CPU time over `rounds` runs."""
+    return min(cpu_seconds(argv, **kw) for _ in range(rounds))  # type: ignore[arg-type]
+
+
+def _literal(text: str) -> str:
+    """`text` as a Go template that prints it unchanged: its `{{`/`}}` (the PrometheusRule's alert templates) quoted."""
+    return re.sub(r"\{\{|\}\}", lambda m: "{{`" + m.group(0) + "`}}", text)
+
+
+def _key(obj: dict) -> str:
+    return yaml.safe_dump(obj, sort_keys=True)
+
+
+def static_chart(into: Path) -> int:
+    """A chart whose templates are the rendered objects: what `helm template` re-emits unchanged. Returns the count."""
+    k3deploy = [sys.executable, "-m", "k3deploy"]
+    out = into / "rendered"
+    subprocess.run(
+        [*k3deploy, "render", "-p", PROFILE, "-o", str(out)],
+        env=cli_env(),
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    templates = into / "chart" / "templates"
+    templates.mkdir(parents=True)
+    (into / "chart" / "Chart.yaml").write_text("apiVersion: v2\nname: k3deploy-static\nversion: 0.1.0\n")
+    objects = sorted(p for p in out.glob("*.yaml") if p.name != "kustomization.yaml")
+    for path in objects:
+        (templates / path.name).write_text(_literal(path.read_text()))
+    return len(objects)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    env = cli_env()
+    k3deploy = [sys.executable, "-m", "k3deploy"]
+
+    render_s = best([*k3deploy, "render", "-p", PROFILE], args.rounds, env=env, cwd=REPO_ROOT)
+    help_s = best([*k3deploy, "--help"], args.rounds, env=env, cwd=REPO_ROOT)
+    helm = venv_tool("helm")
+    with tempfile.TemporaryDirectory(prefix="k3deploy-bench-startup-") as tmp:
+        count = static_chart(Path(tmp))
+        if helm:
+            chart = str(Path(tmp) / "chart")
+            emitted = subprocess.run([helm, "template", "k3deploy", chart], capture_output=True, text=True, check=True)
+            rendered = [yaml.safe_load(p.read_text()) for p in sorted((Path(tmp) / "rendered").glob("[0-9]*.yaml"))]
+            # helm emits in its own kind order (releaseutil InstallOrder): compared as sets of objects.
+            if sorted(map(_key, filter(None, yaml.safe_load_all(emitted.stdout)))) != sorted(map(_key, rendered)):
+                raise SystemExit("helm template did not emit the rendered objects unchanged")
+            helm_s = best([helm, "template", "k3deploy", chart], args.rounds)
+            yardstick = f"helm template ({helm}), {count} objects as a static chart"
+        else:
+            helm_s = RECORDED_HELM_S
+            yardstick = (
+                f"no helm here (bash .ci/helm builds it): the recorded helm template figure, {RECORDED_HELM_S} s"
+            )
+    print(f"render:          {render_s:.3f} s CPU  ({count} objects)")
+    print(f"helm template:   {helm_s:.3f} s CPU  [{yardstick}]")
+    print(f"render / helm:   {render_s / helm_s:.2f}x  (budget {RENDER_BUDGET_RATIO:g}x)")
+    print(f"--help:          {help_s:.3f} s CPU")
+    print(f"--help / budget: {help_s / HELP_BUDGET_S:.2f}  (budget {HELP_BUDGET_S} s)")
+
+
+if __name__ == "__main__":
+    main()

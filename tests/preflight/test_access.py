@@ -1,0 +1,77 @@
+"""Preflight's access review is derived from the rendered set: every kind of it gets its apply and delete verbs, what
+the rollout waits on gets list and watch, and an object added to the set adds its verbs."""
+
+from __future__ import annotations
+
+import pytest
+
+from k3deploy.preflight.access import Access, plural, required_access
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import rendered_objects
+
+K3 = "kimi-k3-gb300-tp16"
+
+
+def _verbs(objects: list[dict], resource: str, group: str) -> set[str]:
+    return {a.verb for a in required_access(objects) if (a.resource, a.group, a.subresource) == (resource, group, "")}
+
+
+def test_every_kind_of_the_set_is_reviewed_with_its_apply_and_delete_verbs() -> None:
+    objects = rendered_objects(load_profile(K3))
+    reviewed = {(a.resource, a.group) for a in required_access(objects)}
+    for obj in objects:
+        if obj["kind"] == "Namespace":  # reviewed apart: its create only when it does not exist yet
+            continue
+        key = (plural(obj["kind"]), obj["apiVersion"].rpartition("/")[0])
+        assert key in reviewed, obj["kind"]
+        assert {"get", "create", "patch", "delete"} <= _verbs(objects, *key)
+
+
+def test_the_pod_disruption_budget_of_the_set_is_reviewed() -> None:
+    """The PDB `up` applies (and `down` deletes) is asked about: no preflight pass then a 403 halfway through."""
+    objects = rendered_objects(load_profile(K3))
+    assert any(o["kind"] == "PodDisruptionBudget" for o in objects)
+    assert _verbs(objects, "poddisruptionbudgets", "policy") == {"get", "create", "patch", "delete"}
+
+
+def test_an_object_added_to_the_set_adds_its_verbs() -> None:
+    objects = [o for o in rendered_objects(load_profile(K3)) if o["kind"] != "PodDisruptionBudget"]
+    assert _verbs(objects, "poddisruptionbudgets", "policy") == set()
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "x", "namespace": "ns"}}
+    before, after = required_access(objects), required_access([*objects, pdb])
+    assert set(after) - set(before) == {
+        Access(v, "poddisruptionbudgets", "policy") for v in ("get", "create", "patch", "delete")
+    }
+
+
+def test_waited_kinds_are_listed_and_watched_and_a_leader_worker_set_brings_its_revisions() -> None:
+    objects = rendered_objects(load_profile(K3))
+    assert {"list", "watch"} <= _verbs(objects, "leaderworkersets", "leaderworkerset.x-k8s.io")
+    assert {"list", "watch"} <= _verbs(objects, "jobs", "batch")
+    assert _verbs(objects, "controllerrevisions", "apps") == {"list", "watch"}
+    assert not {"list", "watch"} & _verbs(objects, "services", "")
+    without_lws = [o for o in objects if o["kind"] != "LeaderWorkerSet"]
+    assert _verbs(without_lws, "controllerrevisions", "apps") == set()
+
+
+def test_switching_a_feature_off_drops_its_kinds_and_routing_adds_its_own() -> None:
+    off = {a.resource for a in required_access(rendered_objects(load_profile(K3, ["kubernetes.monitoring=false"])))}
+    assert "prometheusrules" not in off
+    pool = load_profile(K3, ["kubernetes.routing=inference-pool"])
+    resources = {(a.resource, a.group) for a in required_access(rendered_objects(pool))}
+    assert {("inferencepools", "inference.networking.k8s.io"), ("deployments", "apps")} <= resources
+    assert {("roles", "rbac.authorization.k8s.io"), ("rolebindings", "rbac.authorization.k8s.io")} <= resources
+
+
+@pytest.mark.parametrize(
+    ("kind", "resource"),
+    [
+        ("NetworkPolicy", "networkpolicies"),
+        ("PodDisruptionBudget", "poddisruptionbudgets"),
+        ("Ingress", "ingresses"),
+        ("LeaderWorkerSet", "leaderworkersets"),
+        ("ConfigMap", "configmaps"),
+    ],
+)
+def test_plural_follows_the_rest_mappers_guess(kind: str, resource: str) -> None:
+    assert plural(kind) == resource
