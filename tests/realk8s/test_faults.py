@@ -1,6 +1,6 @@
 """Faults a real API server does not produce on demand, injected by the fault proxy (tests/realk8s/faults.py) in
-front of the real plane, on the CLI's kubeconfig only, with the imitation tier's rules: 429 and 500 retried, a hang
-bounded by the command's deadline, watches cut and ended by a 410 and resumed, a rewritten /version judged by
+front of the real plane, on the CLI's kubeconfig only: 429 and 500 retried, a hang
+bounded by the command's deadline, watches cut and ended by a 410 and resumed (the LeaderWorkerSet watched, not polled), a rewritten /version judged by
 preflight, a server that drops every connection. The controllers keep talking to the server directly."""
 
 from __future__ import annotations
