@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.kubeapi.fixtures", "tests.pin.fixtures", "tests.realk8s.fixtures"]
+pytest_plugins = ["tests.pin.fixtures", "tests.realk8s.fixtures"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Upstream CRDs and reference data live beside the checkout, not in it.

@@ -1,4 +1,4 @@
-"""The cluster checks as pure functions of ClusterFacts (the probe itself is tested against the test API server)."""
+"""The cluster checks as pure functions of ClusterFacts (the probe itself runs on the real plane, tests/realk8s/preflight)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ PROFILE = "kimi-k3-gb300-tp16"
 LWS = "kimi-k3-gb300-tp16"
 #: No NVIDIA DRA driver runs on the plane yet: the set is rendered without its ComputeDomain unless a test asks.
 NO_DRA = ("--set", "kubernetes.compute_domain=false")
-#: Unlike the imitation's, the real scheduler holds a pod whose weight-cache claim the provisioner has not bound yet
+#: The real scheduler holds a pod whose weight-cache claim the provisioner has not bound yet
 #: (`pod has unbound immediate PersistentVolumeClaims`) for a moment: a test that wants a truly unschedulable pod
 #: to fail soon sets a grace of a few seconds, never 0.
 UNSCHEDULABLE_GRACE = ("--set", "kubernetes.unschedulable_grace_s=15")

@@ -1,6 +1,6 @@
 """Fault rules for the Kubernetes API in tests: error statuses, Retry-After, slow answers, dropped connections, a
-410 inside a watch and rewritten answers. Pure matching and counting; who applies them: the imitation's HTTP layer
-(tests/kubeapi/http.py) and the proxy in front of the real API server (tests/realk8s/faults.py)."""
+410 inside a watch and rewritten answers. Pure matching and counting; the proxy in front of the real API server
+(tests/realk8s/faults.py) applies them."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class Fault:
 
 
 class Faults:
-    """The active fault rules; tests hold this object (`kube.faults`) and add rules to it."""
+    """The active fault rules; tests hold this object (`fault_proxy.faults`) and add rules to it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

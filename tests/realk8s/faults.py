@@ -1,6 +1,6 @@
 """A fault proxy in front of the plane's real kube-apiserver, on the CLI's kubeconfig only: faults a real server does
 not produce on demand (429/500 with Retry-After, hangs, dropped connections and watches, a 410 inside a watch, a
-rewritten /version), by the shared rules of tests/realk8s/fault_rules.py, the same rules the imitation applied.
+rewritten /version), by the rules of tests/realk8s/fault_rules.py.
 Everything else is passed through unchanged: the controllers and the tests' own client talk to the server directly.
 
 HTTPS on 127.0.0.1 with a certificate of the plane's CA; the upstream is verified with the same CA. Requests are

@@ -1,6 +1,6 @@
 """Faults a real API server does not produce on demand, injected by the fault proxy (tests/realk8s/faults.py) in
-front of the real plane, on the CLI's kubeconfig only, with the imitation tier's rules: 429 and 500 retried, a hang
-bounded by the command's deadline, watches cut and ended by a 410 and resumed, a rewritten /version judged by
+front of the real plane, on the CLI's kubeconfig only: 429 and 500 retried, a hang
+bounded by the command's deadline, watches cut and ended by a 410 and resumed (the LeaderWorkerSet watched, not polled), a rewritten /version judged by
 preflight, a server that drops every connection. The controllers keep talking to the server directly."""
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def test_429_and_500_are_retried_against_the_real_server(realk8s: Plane, fault_p
     assert _k3(fault_proxy, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 
 
-def test_pod_watches_cut_and_ended_by_410_are_resumed_and_relisted(realk8s: Plane, fault_proxy: ProxiedPlane) -> None:
+def test_pod_watches_cut_and_ended_by_410_are_resumed_and_relisted_and_the_lws_is_watched_not_polled(
+    realk8s: Plane, fault_proxy: ProxiedPlane
+) -> None:
     namespace = f"k3-{uuid.uuid4().hex[:8]}"
     # The pod watch is cut twice after one event (resumed from the last version seen), then the third one ends with
     # an in-stream ERROR 410 Expired after one event, as when etcd compacts under a watch: a re-list.
@@ -50,6 +52,18 @@ def test_pod_watches_cut_and_ended_by_410_are_resumed_and_relisted(realk8s: Plan
     assert "watch of Pod expired (410 Gone): re-listing" in result.stderr
     live = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
     assert live["status"]["readyReplicas"] == 1
+    # However long the pods take (and whatever happens to the pod watches), the LeaderWorkerSet is waited for by
+    # one list and one watch, not polled: besides those, one GET of the other colour's group (a blue-green leftover
+    # to clear, rollout/bluegreen_repair.py), one for the outage question (does the apply replace the only
+    # group?) and one before the apply.
+    collection = f"GET {resource_path('leaderworkerset.x-k8s.io/v1', 'leaderworkersets', namespace)}"
+    served = [r for r in fault_proxy.faults.requests if r.split("?")[0].startswith(collection)]
+    watches = [r for r in served if "watch=true" in r.partition("?")[2]]
+    lists = [r.split("?")[0] for r in served if r not in watches]
+    green = f"{collection}/{LWS}-green"
+    assert lists.count(green) == 1
+    assert [r for r in lists if r != green] == [f"{collection}/{LWS}", f"{collection}/{LWS}", collection]
+    assert len(watches) == 1
     assert _k3(fault_proxy, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 
 

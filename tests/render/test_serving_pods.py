@@ -13,8 +13,8 @@ from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
 from k3deploy.render.pod_security import violations
 from k3deploy.render.serving_pods import compile_cache_key, merge_patch
-from tests.kubeapi import crds
 from tests.render.kube_schemas import K8S_VERSION, STRUCTURAL, crd_schema, validator
+from tests.support import crds
 
 K3 = "kimi-k3-gb300-tp16"
 DIGEST = "sha256:" + "ab" * 32

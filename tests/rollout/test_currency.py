@@ -2,7 +2,7 @@
 
 Upstream: kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go (status.observedGeneration, v0.9.0),
 pkg/utils/revision/revision_utils.go (ControllerRevision data and key), pkg/controllers/leaderworkerset_controller.go
-(pods labelled with the revision key). The revisions here are made by the test server's imitation of that code.
+(pods labelled with the revision key). The revisions here are made by tests/support/lws_revision.py, which mirrors that code.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from tests.realk8s.client import resource_path
 from tests.realk8s.cluster_fixtures import LWS, NO_DRA, PROFILE, TIMEOUT, Deployment
 from tests.realk8s.objects import clique_ids, gb300_node
 from tests.rollout.test_apply import applied_lines
+from tests.support.lws_revision import REVISION_KEY
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 
@@ -104,6 +105,28 @@ def test_dry_run_then_apply_in_dependency_order_then_reruns_diffs_and_the_in_pla
         "template replaces the group in place, so the endpoint is down"
     )
     assert "524288" in _lws_args(deploy)
+    # When the rollout said ready, every serving pod ran the new template and was ready; the real (v0.9)
+    # controller's status.observedGeneration was the proof (LWS v0.8 shapes: tests/rollout/test_judge.py).
+    changed = deploy.get("leaderworkersets", LWS)
+    assert changed is not None and changed["metadata"]["generation"] == 2
+    assert "status.observedGeneration 2 = metadata.generation" in changed_run.stderr
+    # The newest ControllerRevision holds the current template (kubernetes-sigs/lws pkg/utils/revision).
+    of_lws = [
+        r
+        for r in deploy.list("controllerrevisions")
+        if [o["kind"] for o in r["metadata"].get("ownerReferences", [])] == ["LeaderWorkerSet"]
+    ]
+    newest = max(of_lws, key=lambda r: int(r["revision"]))
+    assert newest["revision"] == 2
+    key = newest["metadata"]["labels"][REVISION_KEY]
+    pods = [p for p in deploy.pods(LWS) if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name") == LWS]
+    assert len(pods) == 4 and {p["metadata"]["labels"][REVISION_KEY] for p in pods} == {key}
+    assert all(
+        any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])) for p in pods
+    )
+    for pod in pods:
+        command = pod["spec"]["containers"][0]["command"]
+        assert command[command.index("--max-model-len") + 1] == "524288"
 
 
 def test_conflict_names_the_owner_then_force_conflicts_takes_the_field(deploy: Deployment) -> None:

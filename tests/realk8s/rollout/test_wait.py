@@ -8,11 +8,16 @@ import pytest
 
 from tests.realk8s.cluster_fixtures import LWS, TIMEOUT, UNSCHEDULABLE_GRACE, Deployment
 from tests.realk8s.stages import CRASH_LOOP_IMAGE, EXITS_IMAGE, NEVER_READY_IMAGE, PULL_FAILS_IMAGE
-from tests.rollout.test_wait import diagnosis
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 #: The last GB300 tray of each of the plane's three cliques of four (tests/realk8s/objects.gb300_nodes).
 ONE_PER_CLIQUE = ("gb300-04", "gb300-08", "gb300-12")
+
+
+def diagnosis(stderr: str) -> str:
+    """The diagnosis block of a failed run (from `failed:` to the summary)."""
+    start = stderr.index("failed: ")
+    return stderr[start : stderr.index("summary (", start)]
 
 
 def test_not_enough_gpus_in_one_clique_is_unschedulable_with_the_scheduler_message(deploy: Deployment) -> None:

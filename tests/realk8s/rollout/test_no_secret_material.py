@@ -1,4 +1,4 @@
-"""No secret material leaves the cluster's Secret: a recognizable Hub token through a full `up`.
+"""No secret material leaves the cluster's Secret: a recognizable Hub token through a full `up` on the real plane.
 
 The token is where a real user has it: in the cluster Secret the prefetch mounts (which preflight inspects), in
 the environment of the shell that runs k3deploy (HF_TOKEN) and in the Hub client's token file. After `up`
@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,10 +18,11 @@ from k3deploy.rollout.rollback import HISTORY_KEY, history_name
 from tests.conftest import run_cli
 from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED
-from tests.rollout.conftest import FAST, NAMESPACE, PROFILE
+from tests.realk8s.client import resource_path
+from tests.realk8s.cluster_fixtures import NO_DRA, PROFILE, TIMEOUT, Deployment
 from tests.smoke.scripted_server import Script, scripted_server
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 TOKEN = "hf_K3deployCanaryToken0123456789abcdefXYZ"
 #: The forms a leak could take: the value, its base64 (Secret data) and its first half (a truncated print).
 LEAKS = (TOKEN, base64.b64encode(TOKEN.encode()).decode(), TOKEN[: len(TOKEN) // 2])
@@ -43,64 +43,76 @@ def leaks(text: str) -> list[str]:
 
 
 def test_a_token_goes_through_up_and_comes_out_nowhere(
-    cluster: Any,
+    deploy: Deployment,
     registry: Distribution,
     tmp_path: Path,
 ) -> None:
-    cluster.store.create("namespaces", {"metadata": {"name": NAMESPACE}})
-    cluster.store.create(
-        "secrets",
-        {
-            "metadata": {"name": "hf-token"},
-            "type": "Opaque",
-            "data": {"token": base64.b64encode(TOKEN.encode()).decode()},
-        },
-        namespace=NAMESPACE,
-    )
+    namespace = deploy.namespace
+    deploy.create_namespace()
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "hf-token", "namespace": namespace},
+        "type": "Opaque",
+        "data": {"token": base64.b64encode(TOKEN.encode()).decode()},
+    }
+    deploy.plane.api.create(resource_path("v1", "secrets", namespace), secret)
     hf_home = tmp_path / "hf"
     hf_home.mkdir()
     (hf_home / "token").write_text(TOKEN)
     env = {"HF_TOKEN": TOKEN, "HF_HOME": str(hf_home), "K3DEPLOY_REGISTRY_URL": registry.url}
     digest = registry.push_index("vllm/vllm-openai", "kimi-k3-aarch64-cu130", ["amd64", "arm64"])
+    lws_version = deploy.plane.binaries.versions["LWS_VERSION"].lstrip("v")
     sets = [
         arg
         for s in [
             *PINNED,
             f"vllm.image=vllm/vllm-openai:kimi-k3-aarch64-cu130@{digest}",
+            f"kubernetes.lws_version={lws_version}",
             "kubernetes.hf_token_secret.name=hf-token",
         ]
         for arg in ("--set", s)
     ]
-    profile_args = ("-p", PROFILE, *FAST, *sets)
-    common = (*profile_args, "--kubeconfig", str(cluster.kubeconfig))
 
     outputs: dict[str, str] = {}
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 4, 4, 4])) as endpoint:
-        up = run_cli(
-            "up", *common, *SMOKE, "--timeout", "60s", "--endpoint", endpoint.url, "-o", "json", env=env, timeout=240
-        )
+        up = deploy.k3("up", *sets, *SMOKE, *TIMEOUT, "--endpoint", endpoint.url, "-o", "json", env=env)
         assert up.returncode == 0, up.stderr
         report = json.loads(up.stdout)
         assert [s["status"] for s in report["stages"]] == ["pass"] * 5
         outputs["up stdout (JSON report)"], outputs["up stderr"] = up.stdout, up.stderr
-        table = run_cli("up", *common, *SMOKE, "--timeout", "60s", "--endpoint", endpoint.url, env=env, timeout=240)
+        table = deploy.k3("up", *sets, *SMOKE, *TIMEOUT, "--endpoint", endpoint.url, env=env)
         outputs["up (table) stdout"], outputs["up (table) stderr"] = table.stdout, table.stderr
     for output in ("json", "table"):
-        status = run_cli("status", *common, "-o", output, env=env)
+        status = deploy.k3("status", *sets, "-o", output, env=env)
         outputs[f"status {output}"] = status.stdout + status.stderr
     rendered = tmp_path / "rendered"
-    render = run_cli("render", *profile_args, "-o", str(rendered), env=env)
+    render = run_cli(
+        "render",
+        "-p",
+        PROFILE,
+        *NO_DRA,
+        "--set",
+        f"kubernetes.namespace={namespace}",
+        *sets,
+        "-o",
+        str(rendered),
+        env=env,
+    )
     assert render.returncode == 0, render.stderr
     outputs.update({f"rendered {p.name}": p.read_text() for p in rendered.iterdir()})
     outputs["render stdout+stderr"] = render.stdout + render.stderr
 
-    # What k3deploy wrote to the cluster: every object of the namespace but the Secret it was given.
+    # What k3deploy (and the real controllers, from its templates) wrote to the cluster: every object of the
+    # namespace but the Secret it was given.
     written = {
         f"{plural}/{o['metadata']['name']}": json.dumps(o)
         for plural in (
             "configmaps",
             "jobs",
             "leaderworkersets",
+            "statefulsets",
+            "controllerrevisions",
             "services",
             "serviceaccounts",
             "networkpolicies",
@@ -108,12 +120,12 @@ def test_a_token_goes_through_up_and_comes_out_nowhere(
             "poddisruptionbudgets",
             "pods",
         )
-        for o in cluster.store.list(plural, NAMESPACE)
+        for o in deploy.list(plural)
     }
     assert json.loads(json.loads(written[f"configmaps/{history_name(PROFILE)}"])["data"][HISTORY_KEY])
     outputs.update({f"cluster {key}": text for key, text in written.items()})
 
     # The canary was really on the way: the Secret holds it and the prefetch names that Secret.
-    assert leaks(json.dumps(cluster.store.get("secrets", "hf-token", NAMESPACE)))
+    assert leaks(json.dumps(deploy.get("secrets", "hf-token")))
     assert '"secretName": "hf-token"' in written[f"jobs/{PROFILE}-prefetch"]
     assert {name: leaks(text) for name, text in outputs.items() if leaks(text)} == {}

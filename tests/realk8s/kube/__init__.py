@@ -1,0 +1,1 @@
+"""Kubernetes client tests judged on the real plane (mirroring tests/kube)."""
