@@ -238,7 +238,7 @@ class KubernetesTarget(Target):
 
     def group_reach(self, profile: Profile, lws: str, group: int) -> contextlib.AbstractContextManager[Reach]:
         """--group-endpoint or --endpoint when given, else a port-forward to the group's leader (rollout/forward.py)."""
-        return forward.reach(self, profile, lws, group)
+        return forward.reach(self.api, self.options, profile, lws, group)
 
     def smoke_group_in_cluster(self, profile: Profile, lws: str, group: int) -> tuple[SmokeReport, Reach]:
         """Run the rendered smoke Job against one group's leader (rollout/in_cluster.py)."""
@@ -258,7 +258,7 @@ class KubernetesTarget(Target):
         if self.deadline.expired():
             # The rollout spent --timeout; finding the leader takes a few requests (smoke has its own bound).
             self.deadline.restart(_RECORD_BUDGET_S)
-        return forward.reach(self, profile)
+        return forward.reach(self.api, self.options, profile)
 
     def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
         """Run the rendered smoke Job afresh and take its verdict from its log's report (rollout/in_cluster.py)."""
