@@ -2,8 +2,8 @@
 
 A target renders a profile, checks its environment, plans a rollout as steps (rollout/plan.py) and runs one step at a
 time, reports its status as a typed object, names the endpoint smoke tests (the whole deployment's or one group's),
-keeps the smoke verdict, rolls back and tears down. Nothing is kept on the target between two calls: what a later
-step or a rollback needs travels in the plan. A target that applies and waits in one go implements `apply` and
+keeps the smoke verdict, rolls back and tears down. Nothing a rollout decides is kept on the target between two
+calls: what a later step or a rollback needs travels in the plan (a command's lock holds what it made for its span). A target that applies and waits in one go implements `apply` and
 `wait_ready` and keeps the default one-step-each plan. Callers never ask which target they hold: everything that differs between targets
 is behind these methods. A new target is a package with a subclass of `Target`, one line in the registry
 (k3deploy/targets/__init__.py) and a built-in profile.
