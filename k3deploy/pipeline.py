@@ -1,6 +1,8 @@
 """The only module that knows the stage order: `up` = preflight -> render -> apply -> wait -> smoke -> report.
 
-Works for any Target. Each stage is shown as it runs; one summary closes the run; the exit code is the
+Works for any Target. The apply stage asks the target for the rollout's plan (rollout/plan.py, read from what is live)
+and runs its apply steps; the wait stage runs the rest; every smoke, a new group's through its leader as the final
+one, runs here. Each stage is shown as it runs; one summary closes the run; the exit code is the
 first failing stage's. When wait or smoke fails (or the prefetch wait inside apply), the previous revision
 is restored, or a first install removed, unless rollback is off; a smoke that could not test the server at all
 (smoke/reach.py SmokeUnreachable, exit 3) undoes nothing. A stage that fails with an unexpected
@@ -24,9 +26,11 @@ from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
 from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
+from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
+from k3deploy.rollout.plan import APPLY, WAIT, Plan, SmokeGroup, Step, StepOutcome, apply_summary
 from k3deploy.smoke.headline import headline
-from k3deploy.smoke.reach import SmokeUnreachable, unreachable
+from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
 from k3deploy.targets.base import Revision, Target, TargetStatus
@@ -169,16 +173,99 @@ def _render(profile: Profile, target: Target) -> str:
     return "capacity plan fits" + (f"; {summary}" if summary else "")
 
 
-def _wait(target: Target, profile: Profile, timeout_s: float | None, summary: RunSummary) -> str:
-    outcome = target.wait_ready(profile, timeout_s or target.default_timeout_s(profile))
-    summary.applied += outcome.applied
-    return outcome.detail
+@dataclass
+class _Rollout:
+    """One command's plan as the stages run it: the plan (once the apply stage made it) and the steps begun."""
+
+    plan: Plan | None = None
+    begun: list[Step] = field(default_factory=list)
+    previous: Revision | None = None
 
 
-def _apply(target: Target, profile: Profile, summary: RunSummary) -> str:
-    outcome = target.apply(profile)
-    summary.applied, summary.diffs = list(outcome.applied), list(outcome.diffs)
-    return outcome.summary
+def _run_steps(
+    profile: Profile,
+    target: Target,
+    rollout: _Rollout,
+    stage: str,
+    timeout_s: float,
+    note: Callable[[str], None],
+    smoke_where: str,
+) -> list[StepOutcome]:
+    """Run the plan's steps of one stage in order; the per-group smokes run here, every other step on the target."""
+    assert rollout.plan is not None
+    outcomes = []
+    for step in rollout.plan.stage(stage):
+        rollout.begun.append(step)
+        if isinstance(step, SmokeGroup):
+            _group_smoke(profile, target, step, note, smoke_where)
+        else:
+            outcomes.append(target.run_step(profile, step, timeout_s))
+    return outcomes
+
+
+def _wait(
+    target: Target,
+    profile: Profile,
+    rollout: _Rollout,
+    timeout_s: float | None,
+    summary: RunSummary,
+    note: Callable[[str], None],
+    smoke_where: str,
+) -> str:
+    limit = timeout_s or target.default_timeout_s(profile)
+    outcomes = _run_steps(profile, target, rollout, WAIT, limit, note, smoke_where)
+    for outcome in outcomes:
+        summary.applied += outcome.applied
+    decided = [o.summary for o in outcomes if o.summary is not None]
+    return decided[-1] if decided else "ready"
+
+
+def _apply(
+    target: Target,
+    profile: Profile,
+    rollout: _Rollout,
+    summary: RunSummary,
+    note: Callable[[str], None],
+    smoke_where: str,
+) -> str:
+    """Plan the rollout from what is live, then run the apply stage's steps."""
+    rollout.plan = target.plan(profile)
+    outcomes = _run_steps(profile, target, rollout, APPLY, target.default_timeout_s(profile), note, smoke_where)
+    summary.applied = [a for o in outcomes for a in o.applied]
+    summary.diffs = [d for o in outcomes for d in o.diffs]
+    return apply_summary(outcomes, rollout.plan.suffix)
+
+
+def _judged(report: SmokeReport, reach: Reach, group: bool) -> str:
+    """The verdict line of a smoke that passed; raise when it did not: SmokeUnreachable when it could not test the
+    server at all (smoke/reach.py), else the report's exit code. `group`: a new group's gate, before the rest moves."""
+    try:
+        report.raise_for_status()
+    except K3DeployError as exc:
+        failed = [c for c in report.checks if c.status is Status.FAIL]
+        why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
+        if group:
+            message = f"smoke of the new group {reach.describe()} failed: {why}"
+            hint = "the groups not yet rolled still serve the old template"
+            if exc.exit_code == EXIT_ENVIRONMENT:
+                raise unreachable(message, reach, hint) from None
+            raise K3DeployError(message, hint=hint, exit_code=exc.exit_code) from None
+        message = f"smoke {reach.describe()} failed: {why}"
+        if exc.exit_code == EXIT_ENVIRONMENT:
+            raise unreachable(message, reach) from None
+        raise K3DeployError(message, hint="`k3deploy smoke` re-runs it alone", exit_code=exc.exit_code) from None
+    return f"{reach.describe()}: {len(report.checks)} checks, {report.status.value}"
+
+
+def _group_smoke(profile: Profile, target: Target, step: SmokeGroup, note: Callable[[str], None], where: str) -> None:
+    """Smoke one new group through its leader, from here or from inside the cluster; raise when it fails."""
+    note(step.heading)
+    if where == IN_CLUSTER:
+        report, reach = target.smoke_group_in_cluster(profile, step.lws, step.group)
+    else:
+        with target.group_reach(profile, step.lws, step.group) as reach:
+            report = run_smoke(profile, reach.url)
+    note(f"    ok   {_judged(report, reach, group=True)}")
 
 
 def _smoke(profile: Profile, target: Target, summary: RunSummary, note: Callable[[str], None], where: str) -> str:
@@ -199,25 +286,17 @@ def _smoke(profile: Profile, target: Target, summary: RunSummary, note: Callable
     }
     summary.extra["smoke"] = verdict
     target.record_smoke(profile, verdict)
-    try:
-        report.raise_for_status()
-    except K3DeployError as exc:
-        failed = [c for c in report.checks if c.status is Status.FAIL]
-        why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        message = f"smoke {reach.describe()} failed: {why}"
-        if exc.exit_code == EXIT_ENVIRONMENT:
-            raise unreachable(message, reach) from None
-        raise K3DeployError(message, hint="`k3deploy smoke` re-runs it alone", exit_code=exc.exit_code) from None
-    return f"{reach.describe()}: {len(report.checks)} checks, {report.status.value}"
+    return _judged(report, reach, group=False)
 
 
 def _roll_back(
-    target: Target, profile: Profile, previous: Revision | None, summary: RunSummary, note: Callable[[str], None]
+    target: Target, profile: Profile, rollout: _Rollout, summary: RunSummary, note: Callable[[str], None]
 ) -> None:
+    previous = rollout.previous
     what = f"revision {previous.number}" if previous is not None else "first install"
     note(f"==> rollback ({what}) because {summary.stages[-1].name} failed")
     try:
-        summary.rollback = target.rollback(profile, previous)
+        summary.rollback = target.undo(profile, previous, rollout.plan, rollout.begun)
         note(f"    ok   rollback: {summary.rollback}")
     except Exception as exc:  # the summary must say the rollback failed, whatever the reason
         message = exc.message if isinstance(exc, K3DeployError) else unexpected(exc, "rollback").message
@@ -269,15 +348,15 @@ def _up(
     else:
         stages.skip("preflight", "--skip-preflight")
     stages.run("render", lambda: _render(profile, target))
-    previous: list[Revision | None] = [None]
+    rollout = _Rollout()
 
     def apply() -> str:
-        """Remember what is live (for a rollback), then apply."""
-        previous[0] = target.current_revision(profile)
-        return _apply(target, profile, summary)
+        """Remember what is live (for a rollback), then plan and apply."""
+        rollout.previous = target.current_revision(profile)
+        return _apply(target, profile, rollout, summary, note, smoke_where)
 
     stages.run("apply", apply)
-    stages.run("wait", lambda: _wait(target, profile, timeout_s, summary))
+    stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, note, smoke_where))
     if stages.failed is None:
         with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
             summary.endpoint = redact_url(target.endpoint(profile))
@@ -295,7 +374,7 @@ def _up(
         summary.rollback = "not rolled back: the smoke could not test the server; the install is kept"
         note(f"==> no rollback: {summary.rollback}")
     elif rollout_failed and rollback:
-        _roll_back(target, profile, previous[0], summary, note)
+        _roll_back(target, profile, rollout, summary, note)
     elif rollout_failed:
         summary.rollback = "skipped (--no-rollback): the failed revision is still live"
     return summary
@@ -315,9 +394,10 @@ def _apply_stages(
     summary = RunSummary("apply", profile.name, target.name)
     stages = _Stages(summary, APPLY_STAGES, note)
     stages.run("render", lambda: _render(profile, target))
-    stages.run("apply", lambda: _apply(target, profile, summary))
+    rollout = _Rollout()
+    stages.run("apply", lambda: _apply(target, profile, rollout, summary, note, CLIENT))
     if wait:
-        stages.run("wait", lambda: _wait(target, profile, timeout_s, summary))
+        stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, note, CLIENT))
     else:
         stages.skip("wait", "--no-wait")
     _finish(summary, stages)

@@ -46,6 +46,7 @@ PURE_MODULES = [
     "rollout/groups.py",
     "rollout/colours.py",
     "rollout/judge.py",
+    "rollout/plan.py",
     "smoke/sse.py",
     "bench/datasets.py",
     "bench/figures.py",
@@ -518,5 +519,141 @@ def test_a_judged_check_is_built_one_way() -> None:
         and node.returns is not None
         and ast.unparse(node.returns) == "CheckResult"
         and node.name in ("_result", "_pass", "_fail", "_ok", "_check_result")
+    ]
+    assert offenders == []
+
+
+# -- the rollout's seams: plan (pure), runner and targets (I/O), pipeline (every smoke) -------------------------
+
+
+def _k3deploy_imports(path: Path) -> list[str]:
+    """Every k3deploy module `path` imports when it runs, at any depth (not those under `if TYPE_CHECKING:`, which
+    only the type checker reads)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    return [
+        module
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in typing_only
+        for module in _imported_modules(node)
+        if module.startswith("k3deploy.")
+    ]
+
+
+def _module_path(module: str) -> Path:
+    base = REPO_ROOT / module.replace(".", "/")
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+def _reached(module: str) -> set[str]:
+    """Every k3deploy module `module` reaches by import, itself included."""
+    seen, todo = {module}, [module]
+    while todo:
+        path = _module_path(todo.pop())
+        for name in _k3deploy_imports(path) if path.is_file() else []:
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def test_the_rollout_plan_reaches_no_io_through_what_it_imports() -> None:
+    """rollout/plan.py decides the steps from data alone: no module it reaches, however deep, imports an I/O
+    library, the cluster layer (kube/) or the runner."""
+    reached = _reached("k3deploy.rollout.plan")
+    assert "k3deploy.render.manifests" in reached  # the rule follows imports
+    offenders = {
+        name: sorted(imported_roots(_module_path(name)) & IO_LIBRARIES)
+        for name in sorted(reached)
+        if _module_path(name).is_file() and imported_roots(_module_path(name)) & IO_LIBRARIES
+    }
+    assert offenders == {}
+    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.rollout.runner", "k3deploy.targets"))}
+
+
+def _target_privates() -> set[str]:
+    """The private attributes and methods of the Target classes (`self._x` assigned or `def _x` in targets/)."""
+    names: set[str] = set()
+    for path in (PACKAGE / "targets").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.name.startswith("_"):
+                        names.add(inner.name)
+                    if (
+                        isinstance(inner, ast.Attribute)
+                        and isinstance(inner.ctx, ast.Store)
+                        and isinstance(inner.value, ast.Name)
+                        and inner.value.id == "self"
+                        and inner.attr.startswith("_")
+                    ):
+                        names.add(inner.attr)
+    return {name for name in names if not name.startswith("__")}
+
+
+def test_nothing_outside_targets_reads_or_writes_a_targets_private_attributes() -> None:
+    """A Target is an I/O port: callers use its methods; what a later step needs travels in the plan, never in a
+    target's private fields (`_held_lws`, `_applied`, `_waiter` once were)."""
+    private = _target_privates()
+    assert {"_api", "_waiter"} <= private  # the rule sees the Kubernetes target's own
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] == "targets":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = None
+            if isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                named = node.attr
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "setattr", "hasattr")
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+            ):
+                named = str(node.args[1].value)
+            if named in private:
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {named}")
+    assert offenders == []
+
+
+def test_rollout_modules_take_no_target() -> None:
+    """rollout/ is what the targets use, never the other way round: no rollout module imports k3deploy.targets or
+    takes a target as a parameter (upgrade.py and bluegreen.py once took it as Any); each gets the API, the
+    namespace, the options it needs."""
+    offenders = []
+    for path in (PACKAGE / "rollout").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        offenders += [
+            f"{path.relative_to(REPO_ROOT)}: imports {module}"
+            for module in _k3deploy_imports(path)
+            if module.startswith("k3deploy.targets")
+        ]
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                # A waited object is a "target" too (rollout/judge.py): only a Target, or an untyped Any, counts.
+                offenders += [
+                    f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {node.name}({a.arg})"
+                    for a in arguments
+                    if a.arg == "target" and (a.annotation is None or "dict" not in ast.unparse(a.annotation))
+                ]
+    assert offenders == []
+
+
+def test_every_smoke_of_up_runs_in_the_pipeline() -> None:
+    """The final smoke and each new group's gate are run and judged by k3deploy/pipeline.py: no target or rollout
+    module runs a smoke itself (the in-cluster Job's report is read there, and judged by the pipeline)."""
+    offenders = [
+        str(path.relative_to(REPO_ROOT))
+        for package in ("targets", "rollout")
+        for path in (PACKAGE / package).rglob("*.py")
+        if "k3deploy.smoke.runner" in _k3deploy_imports(path)
     ]
     assert offenders == []

@@ -316,9 +316,6 @@ def up(
 
 def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
     """Blue-green when a second group fits; else the in-place outage, accepted by --yes or at the prompt."""
-    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.rollout.bluegreen import outage_question
-
     if not prof.on_kubernetes:
         raise UsageError(
             f"--strategy blue-green needs a cluster; profile {prof.name!r} runs on target {prof.target!r}",
@@ -333,7 +330,7 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
             f"--strategy blue-green: name {reason}",
             hint="shorten the profile's name, or upgrade without --strategy blue-green",
         )
-    question = outage_question(target_for(prof, options), prof)
+    question = target_for(prof, options).outage_question(prof)
     if question is None:
         return options
     confirm(question, yes=yes, hint="re-run with --yes to accept the outage, or free a clique for the new group")
@@ -347,10 +344,7 @@ def _confirm_in_place(prof: Profile, options: DeployOptions, yes: bool, alternat
     """A rolling apply that replaces the only group in place (an outage) goes ahead with --yes or at the prompt."""
     if yes or not prof.on_kubernetes or options.dry_run or options.diff:
         return
-    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.rollout.bluegreen import in_place_question
-
-    question = in_place_question(target_for(prof, options), prof)
+    question = target_for(prof, options).outage_question(prof)
     if question is not None:
         confirm(question, yes=yes, hint=f"re-run with --yes to accept the outage, {alternative}")
 

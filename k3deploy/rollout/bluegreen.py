@@ -12,8 +12,8 @@ twice. Blue-green loads them once, in a second clique:
 3. switch the API Service's selector to the new group, wait until its EndpointSlices list the new leader as ready;
 4. remove the old group and the preview Service; the new colour is what `status`, `down` and later `up`s work on.
 
-Any failure before the switch removes the new group and its preview Service and leaves the old group serving
-(`KubernetesTarget.rollback`). A failure after it (the final smoke through the Service) is an ordinary rollback to the
+The steps are planned by rollout/plan.py (`blue_green`, `switch_over`); this module reads and undoes. Any failure
+before the switch removes the new group and its preview Service and leaves the old group serving (`abandon`). A failure after it (the final smoke through the Service) is an ordinary rollback to the
 previous revision. Without a second free clique (cluster facts: nodes and the GPUs pods hold), the change would
 replace the only group in place; `up` says so and asks first (or needs --yes).
 """
@@ -21,45 +21,30 @@ replace the only group in place; `up` says so and asks first (or needs --yes).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.render.manifests import build
-from k3deploy.rollout import forward, in_cluster
-from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import (
     api_service_of,
     colours,
     lws_of,
     other,
     preview_name,
-    preview_service,
     recoloured,
     selected,
 )
 from k3deploy.rollout.ownership import INSTANCE_LABEL
+from k3deploy.rollout.plan import BlueGreen
 from k3deploy.rollout.surge import in_place_note
-from k3deploy.rollout.upgrade import smoke_endpoint, template_changes
-from k3deploy.smoke.reach import IN_CLUSTER
+from k3deploy.rollout.upgrade import template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
 POLL_S = 0.5
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-
-
-@dataclass
-class Plan:
-    """A blue-green upgrade under way: the old and new colours, the new colour's set, and whether traffic moved."""
-
-    old: str
-    new: str
-    objects: list[dict[str, Any]] = field(default_factory=list)
-    old_objects: list[dict[str, Any]] = field(default_factory=list)
-    preview: dict[str, Any] = field(default_factory=dict)
-    switched: bool = False
 
 
 def live_name(api: Any, profile: Any, objects: list[dict[str, Any]]) -> str:
@@ -89,7 +74,7 @@ def has_room(api: Any, profile: Any) -> bool:
     return len(eligible_hosts(profile, parse_nodes(nodes, pods))) >= profile.parallel.nodes
 
 
-def outage_question(target: Any, profile: Any) -> str | None:
+def outage_question(api: Any, profile: Any) -> str | None:
     """None when blue-green can go ahead (or there is nothing live to replace); else the question to ask: the change
     can only replace the only group in place. Raises UsageError for N >= 2 groups (the rolling upgrade keeps those
     serving)."""
@@ -99,10 +84,10 @@ def outage_question(target: Any, profile: Any) -> str | None:
             f"{profile.parallel.replicas}",
             hint="with two or more groups the default rolling upgrade keeps serving: drop --strategy",
         )
-    objects = as_live(target.api, profile, _rendered(profile))
+    objects = as_live(api, profile, _rendered(profile))
     lws = lws_of(objects)
-    live = _live_lws(target.api, lws) if lws is not None else None
-    if live is None or lws is None or not template_changes(target.api, live, lws) or has_room(target.api, profile):
+    live = _live_lws(api, lws) if lws is not None else None
+    if live is None or lws is None or not template_changes(api, live, lws) or has_room(api, profile):
         return None
     budget = profile.kubernetes.startup_probe_budget_s
     return (
@@ -112,17 +97,17 @@ def outage_question(target: Any, profile: Any) -> str | None:
     )
 
 
-def in_place_question(target: Any, profile: Any) -> str | None:
+def in_place_question(api: Any, profile: Any) -> str | None:
     """The question to ask before a rolling apply replaces the only group in place (one replica, maxSurge 0, a
     changed pod template: rollout/surge.py); None when nothing live would be replaced."""
-    lws = lws_of(as_live(target.api, profile, _rendered(profile)))
+    lws = lws_of(as_live(api, profile, _rendered(profile)))
     if lws is None or in_place_note(lws, "configured") is None:
         return None
-    live = _live_lws(target.api, lws)
+    live = _live_lws(api, lws)
     if live is None:
         return None
     # The pod template, not the generation: a scale (another manager's replicas) replaces no group.
-    dry = target.api.apply(lws, force=True, dry_run=True)
+    dry = api.apply(lws, force=True, dry_run=True)
     if (dry.get("spec") or {}).get("leaderWorkerTemplate") == (live.get("spec") or {}).get("leaderWorkerTemplate"):
         return None
     return (
@@ -136,68 +121,13 @@ def _rendered(profile: Any) -> list[dict[str, Any]]:
     return [manifest.obj for manifest in build(profile)]
 
 
-def plan(target: Any, profile: Any, objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Plan | None]:
-    """What `apply` applies for a blue-green `up`: the live-colour set with its LeaderWorkerSet replaced by the other
-    colour's and a preview Service added; the Plan (None when there is nothing live to replace, or no change)."""
-    lws = lws_of(objects)
-    if target.options.strategy != "blue-green" or target.options.dry_run or target.options.diff or lws is None:
-        return objects, None
-    live = _live_lws(target.api, lws)
-    if live is None or not template_changes(target.api, live, lws):
-        return objects, None
-    old = lws["metadata"]["name"]
-    new = other(profile.name, old)
-    new_objects = recoloured(objects, old, new)
-    service = api_service_of(new_objects, new)
-    preview = preview_service(service, new) if service is not None else {}
-    applied = [o for o in objects if o is not lws] + [lws_of(new_objects) or {}] + ([preview] if preview else [])
-    target.view.note(
-        f"  blue-green: new group {new} beside the live {old}"
-        + (f", with Service {preview_name(new)} of its own until the switch" if preview else "")
-    )
-    return applied, Plan(old=old, new=new, objects=new_objects, old_objects=objects, preview=preview)
-
-
-def finish(target: Any, profile: Any, bg: Plan) -> None:
-    """Wait for the new group, smoke it by its leader, switch the API Service to it, then remove the old group."""
-    namespace = profile.kubernetes.namespace
-    new_lws = lws_of(bg.objects)
-    if new_lws is None:
-        return
-    target._waiter(profile).wait([new_lws])
-    if target.options.group_smoke:
-        target.view.note(f"  smoke of the new group {bg.new} through its leader")
-        if target.options.smoke_where == IN_CLUSTER:
-            target.view.note(f"    ok   {in_cluster.gate(target, profile, bg.new, 0)}")
-        else:
-            with forward.reach(target, profile, bg.new, 0) as way:
-                target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
-    service = api_service_of(bg.objects, bg.new)
-    if service is not None:
-        apply_object(target.api, service, force=target.options.force_conflicts)
-        bg.switched = True
-        target.view.note(f"  switched Service {service['metadata']['name']} to {bg.new}")
-        _wait_endpoint(target, namespace, service["metadata"]["name"], f"{bg.new}-0")
-    bg.switched = True
-    # What else selects the group by name (the PodDisruptionBudget) follows it.
-    for obj, was in zip(bg.objects, bg.old_objects, strict=True):
-        if obj != was and obj is not service and obj.get("kind") != "LeaderWorkerSet":
-            apply_object(target.api, obj, force=target.options.force_conflicts)
-    if target.api.delete(new_lws["apiVersion"], "LeaderWorkerSet", bg.old, namespace):
-        target.view.note(f"  deleted the old group {bg.old}")
-    target._waiter(profile).wait_pods_gone(bg.old)
-    if bg.preview:
-        target.api.delete("v1", "Service", bg.preview["metadata"]["name"], namespace)
-    target._applied = bg.objects
-
-
-def _wait_endpoint(target: Any, namespace: str, service: str, leader: str) -> None:
+def wait_endpoint(api: Any, namespace: str, service: str, leader: str, remaining: Callable[[], float | None]) -> None:
     """Until the Service's EndpointSlices list `leader` as ready (kube-proxies and gateways route by them), so the
     old group goes only once the new one takes traffic; skipped where the cluster serves no EndpointSlices."""
-    if not target.api.served("discovery.k8s.io/v1", "EndpointSlice"):
+    if not api.served("discovery.k8s.io/v1", "EndpointSlice"):
         return
     while True:
-        slices, _ = target.api.list(
+        slices, _ = api.list(
             "discovery.k8s.io/v1", "EndpointSlice", namespace, label_selector=f"{SERVICE_NAME_LABEL}={service}"
         )
         if any(
@@ -206,7 +136,7 @@ def _wait_endpoint(target: Any, namespace: str, service: str, leader: str) -> No
             for e in s.get("endpoints") or []
         ):
             return
-        left = target.deadline.remaining()
+        left = remaining()
         if left is not None and left <= 0:
             raise K3DeployError(
                 f"Service {service} did not list {leader} as a ready endpoint by the deadline",
@@ -215,15 +145,14 @@ def _wait_endpoint(target: Any, namespace: str, service: str, leader: str) -> No
         time.sleep(POLL_S)
 
 
-def abandon(target: Any, profile: Any, bg: Plan) -> str:
+def abandon(api: Any, namespace: str, bg: BlueGreen, wait_pods_gone: Callable[[str], None]) -> str:
     """Remove the new group and its preview Service (before the switch): the old group keeps serving."""
-    namespace = profile.kubernetes.namespace
     removed = []
-    if target.api.delete("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", bg.new, namespace):
+    if api.delete("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", bg.new, namespace):
         removed.append(f"LeaderWorkerSet/{bg.new}")
-    if bg.preview and target.api.delete("v1", "Service", bg.preview["metadata"]["name"], namespace):
+    if bg.preview and api.delete("v1", "Service", bg.preview["metadata"]["name"], namespace):
         removed.append(f"Service/{bg.preview['metadata']['name']}")
-    target._waiter(profile).wait_pods_gone(bg.new)
+    wait_pods_gone(bg.new)
     return f"blue-green abandoned: new group removed ({', '.join(removed) or 'nothing left'}); {bg.old} still serving"
 
 

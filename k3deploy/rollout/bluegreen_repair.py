@@ -11,55 +11,62 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import K3DeployError, RolloutFailed, RolloutTimeout
 from k3deploy.rollout import rollback as history
 from k3deploy.rollout.apply import apply_objects
-from k3deploy.rollout.bluegreen import Plan, leftovers
-from k3deploy.rollout.colours import lws_of
+from k3deploy.rollout.bluegreen import leftovers
 from k3deploy.rollout.diagnosis import Diagnosis
 
 
-def clear_leftovers(target: Any, profile: Any, objects: list[dict[str, Any]]) -> list[str]:
-    """Remove the other colour's LeaderWorkerSet and the preview Services a cut-short blue-green left (k3deploy's
-    only); what was deleted."""
-    found = [
+def found_leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The other colour's LeaderWorkerSet and the preview Services a cut-short blue-green left that exist now."""
+    return [
         obj
-        for obj in leftovers(target.api, profile, objects)
-        if target.api.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
+        for obj in leftovers(api, profile, objects)
+        if api.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
     ]
+
+
+def clear_leftovers(
+    api: Any,
+    found: list[dict[str, Any]],
+    serving: str | None,
+    note: Callable[[str], None],
+    waiter: Callable[[], Any],
+) -> list[str]:
+    """Remove what a cut-short blue-green left (`found`; k3deploy's only) and wait for the other group's pods to go;
+    what was deleted."""
     if not found:
         return []
-    removal = history.remove(target.api, found, target.view.note, label="blue-green leftover: ")
-    serving = lws_of(objects)
+    removal = history.remove(api, found, note, label="blue-green leftover: ")
     for obj in found:
-        if obj["kind"] == "LeaderWorkerSet" and (
-            serving is None or obj["metadata"]["name"] != serving["metadata"]["name"]
-        ):
-            target._waiter(profile).wait_pods_gone(obj["metadata"]["name"])
+        if obj["kind"] == "LeaderWorkerSet" and obj["metadata"]["name"] != serving:
+            waiter().wait_pods_gone(obj["metadata"]["name"])
     return removal.deleted
 
 
-def restore_others(target: Any, previous: list[dict[str, Any]]) -> list[str]:
+def restore_others(api: Any, previous: list[dict[str, Any]], note: Callable[[str], None]) -> list[str]:
     """Re-apply the previous revision's objects but its LeaderWorkerSet (which kept serving) and Jobs: what changed."""
     done = []
     # Not its Jobs either: a Job re-applied from another template is run again.
     others = [obj for obj in previous if obj.get("kind") not in ("LeaderWorkerSet", "Job")]
-    for applied in apply_objects(target.api, others, force=True):
+    for applied in apply_objects(api, others, force=True):
         if applied.changed:
             done.append(f"{applied.action} {applied.key}")
-            target.view.note(f"  rollback: {applied.action} {applied.key}")
+            note(f"  rollback: {applied.action} {applied.key}")
     return done
 
 
-def as_rollout_failure(exc: K3DeployError, bg: Plan) -> K3DeployError:
+def as_rollout_failure(exc: K3DeployError, new: str) -> K3DeployError:
     """A failed blue-green apply as a rollout failure (the pipeline rolls those back), keeping its exit code."""
     if isinstance(exc, (RolloutFailed, RolloutTimeout)):
         return exc
     failed = RolloutFailed(
-        f"blue-green apply of {bg.new} failed: {exc.message}",
-        Diagnosis(f"LeaderWorkerSet/{bg.new}", "ApplyFailed", exc.message),
+        f"blue-green apply of {new} failed: {exc.message}",
+        Diagnosis(f"LeaderWorkerSet/{new}", "ApplyFailed", exc.message),
         hint=exc.hint or "the new group is removed and the live group keeps serving; re-run once the API answers",
     )
     failed.exit_code = exc.exit_code

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from k3deploy.errors import ForwardFailed, K3DeployError
+from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.portforward import PodPortForward
 from k3deploy.lws import GROUP_INDEX_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.object_names import api_service_name
@@ -53,12 +54,28 @@ def serving_leader(api: Any, profile: Any) -> str | None:
     return str(leaders[0]["metadata"]["name"]) if leaders else None
 
 
+class GateOptions(Protocol):
+    """The command's options a gate's way to the server follows (targets.DeployOptions has them)."""
+
+    @property
+    def kube(self) -> KubeOptions:
+        """How to reach the API server."""
+
+    @property
+    def endpoint(self) -> str | None:
+        """--endpoint: overrides every gate."""
+
+    @property
+    def group_endpoint(self) -> str | None:
+        """--group-endpoint: overrides the per-group gates."""
+
+
 @contextlib.contextmanager
-def _forwarded(target: Any, profile: Any, pod: str) -> Iterator[Reach]:
+def _forwarded(kube: KubeOptions, profile: Any, pod: str) -> Iterator[Reach]:
     namespace, port = profile.kubernetes.namespace, profile.vllm.port
     hint = by_hand(profile, pod)
     try:
-        forward = PodPortForward(target.options.kube, namespace, pod, port).open()
+        forward = PodPortForward(kube, namespace, pod, port).open()
     except ForwardFailed as exc:
         raise unreachable(f"smoke could not reach the server: {exc.message}", None, hint) from None
     try:
@@ -68,9 +85,10 @@ def _forwarded(target: Any, profile: Any, pod: str) -> Iterator[Reach]:
 
 
 @contextlib.contextmanager
-def reach(target: Any, profile: Any, lws_name: str | None = None, group: int | None = None) -> Iterator[Reach]:
+def reach(
+    api: Any, options: GateOptions, profile: Any, lws_name: str | None = None, group: int | None = None
+) -> Iterator[Reach]:
     """The way to the server a gate smokes: the whole deployment (`group` None) or one group's leader."""
-    options = target.options
     namespace = profile.kubernetes.namespace
     if group is not None and lws_name is not None and options.group_endpoint:
         url = group_endpoint(options.group_endpoint, lws_name, namespace, group, profile.vllm.port)
@@ -85,12 +103,12 @@ def reach(target: Any, profile: Any, lws_name: str | None = None, group: int | N
         pod: str | None = leader_name(lws_name, group)
     else:
         try:
-            pod = serving_leader(target.api, profile)
+            pod = serving_leader(api, profile)
         except K3DeployError as exc:
             message = f"smoke could not find the leader to reach: {exc.message}"
             raise unreachable(message, None, by_hand(profile, None)) from None
     if pod is None:
         message = f"smoke could not reach the server: Service {api_service_name(profile)} selects no ready leader pod"
         raise unreachable(message, None, by_hand(profile, None))
-    with _forwarded(target, profile, pod) as way:
+    with _forwarded(options.kube, profile, pod) as way:
         yield way

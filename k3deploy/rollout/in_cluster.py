@@ -16,17 +16,17 @@ import copy
 import time
 from typing import Any
 
-from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, SmokeUnreachable
+from k3deploy.errors import SmokeUnreachable
 from k3deploy.kube.api import object_key
 from k3deploy.render.manifests import SMOKE_COMPONENT
-from k3deploy.report.smoke import SmokeReport, exit_code
+from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.order import job_role
 from k3deploy.rollout.ownership import owned
 from k3deploy.rollout.readiness import job_readiness
 from k3deploy.smoke.job_report import report_from_log
-from k3deploy.smoke.reach import Reach, unreachable
+from k3deploy.smoke.reach import Reach
 
 #: Seconds between two looks at the Job.
 POLL_S = 1.0
@@ -143,24 +143,14 @@ def gate_job(job: dict[str, Any], lws_name: str, group: int, port: int) -> dict[
     return out
 
 
-def gate(target: Any, profile: Any, lws_name: str, group: int) -> str:
-    """Smoke one new group from inside the cluster; raise as a client-side gate does. Returns its verdict line."""
-    job = smoke_job(target._applied or [])
-    if job is None:
-        raise SmokeUnreachable("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
-    one = gate_job(job, lws_name, group, profile.vllm.port)
+def gate(
+    api: Any, job: dict[str, Any], lws_name: str, group: int, port: int, note: Any, *, force: bool = False
+) -> tuple[SmokeReport, Reach]:
+    """Smoke one new group from inside the cluster with the set's smoke Job `job` renamed after its leader (deleted
+    afterwards); the report and how it reached the group, judged by the caller as any smoke is."""
+    one = gate_job(job, lws_name, group, port)
     meta = one["metadata"]
-    target.deadline.restart(float(one["spec"].get("activeDeadlineSeconds") or 0) + GRACE_S)
     try:
-        report, reach = run(target.api, one, target.view.note, force=target.options.force_conflicts)
+        return run(api, one, note, force=force)
     finally:
-        target.api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")
-    code = exit_code(report)
-    if code:
-        failed = [c for c in report.checks if c.status.value == "fail"]
-        why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        message = f"smoke of the new group {reach.describe()} failed: {why}"
-        if code == EXIT_ENVIRONMENT:
-            raise unreachable(message, reach, "the groups not yet rolled still serve the old template")
-        raise K3DeployError(message, hint="the groups not yet rolled still serve the old template", exit_code=code)
-    return f"{reach.describe()}: {len(report.checks)} checks, {report.status.value}"
+        api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")

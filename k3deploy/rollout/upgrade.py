@@ -9,14 +9,15 @@ to the next group whether or not the new one answers correctly or fast enough: /
 `rollingUpdateConfiguration.partition` (LWS v0.7.0 and later, api/leaderworkerset/v1/leaderworkerset_types.go) keeps
 the groups below it on the old template.
 
-What k3deploy adds (driven from the `up` pipeline, only with a smoke test to gate on): the new template is applied
+What k3deploy adds (planned by rollout/plan.py `rolling`, only with a smoke test to gate on): the new template is applied
 with partition = replicas, so no group moves; then the partition is lowered one group at a time, N-1 down to 0, and
 after each step k3deploy waits until that group's pods carry the new template's revision key and are Ready, then
 smoke-tests the group through its leader pod (not the Service, which spreads over every group). Only then does the
 next group go. Finally the rendered object (no partition, so 0) is applied. A failed wait or smoke stops the walk with
 the groups below the partition still serving the old template; the pipeline then restores the previous revision.
 
-The pure parts are in rollout/groups.py.
+This module reads what the plan needs (`read_lws`) and waits for one group (`GroupRoll`); the pure parts are in
+rollout/groups.py and rollout/plan.py.
 """
 
 from __future__ import annotations
@@ -25,33 +26,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
-from k3deploy.redact import redact_url
-from k3deploy.report.model import Status
-from k3deploy.rollout import forward, gates, in_cluster
-from k3deploy.rollout.apply import apply_object
+from k3deploy.rollout import gates
 from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
-from k3deploy.rollout.groups import (
-    group_pods,
-    group_state,
-    leader_name,
-    partitioned,
-    replicas_of,
-    steps_groups,
-)
-from k3deploy.smoke.reach import IN_CLUSTER, Reach, unreachable
-from k3deploy.smoke.runner import exit_code, run_smoke
+from k3deploy.rollout.groups import group_pods, group_state, steps_groups
+from k3deploy.rollout.plan import LiveLws, Strategy
 
 #: Seconds between two looks at a rolling group.
 POLL_S = 0.5
 
 
 class GroupRoll:
-    """Walks a LeaderWorkerSet's partition down group by group, smoke-testing each new group before the next."""
+    """Reads a LeaderWorkerSet's groups: which run an older template, and waiting until one runs the current one."""
 
     def __init__(
         self,
@@ -97,46 +86,6 @@ class GroupRoll:
             reverse=True,
         )
 
-    def walk(
-        self,
-        lws: dict[str, Any],
-        smoke: Callable[[int], None] | None,
-        apply: Callable[[dict[str, Any]], None],
-        ungated: list[int] | None = None,
-    ) -> int:
-        """Lower the partition one group at a time; wait for and smoke each new group; end with `lws` as rendered.
-        With no group to roll, smoke the groups in `ungated` (no gate passed on the live template: rollout/gates.py).
-        Returns how many groups were rolled."""
-        name, replicas = lws["metadata"]["name"], replicas_of(lws)
-        size = int(((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size", 1))
-        rolled = 0
-        outdated = self.outdated(lws) if self._wait_key(lws) else []
-        if not outdated and smoke is not None:
-            for group in ungated or []:
-                self._wait_group(lws, group, size)
-                self.note(
-                    f"  smoke of group {group} through its leader {leader_name(name, group)} (no gate passed yet)"
-                )
-                smoke(group)
-        if outdated:
-            for group in range(replicas - 1, -1, -1):
-                self.note(f"  rolling group {group} of {name} (partition {group}; groups below keep serving)")
-                apply(partitioned(lws, group))
-                self._wait_group(lws, group, size)
-                rolled += 1
-                if smoke is not None:
-                    self.note(f"  smoke of group {group} through its leader {leader_name(name, group)}")
-                    smoke(group)
-        apply(lws)
-        return rolled
-
-    def _wait_key(self, lws: dict[str, Any]) -> bool:
-        """Wait until the controller has recorded the applied template's revision; False when it never does."""
-        while not self._current_key(lws):
-            if self._sleep_or_timeout():
-                return False
-        return True
-
     def _sleep_or_timeout(self) -> bool:
         left = self.remaining()
         if left is not None and left <= 0:
@@ -144,8 +93,11 @@ class GroupRoll:
         time.sleep(self.poll_s if left is None else min(self.poll_s, left))
         return False
 
-    def _wait_group(self, lws: dict[str, Any], group: int, size: int) -> None:
+    def wait_group(self, lws: dict[str, Any], group: int) -> None:
+        """Until every pod of `group` runs the current template and is Ready; RolloutFailed on a fatal problem of
+        a new pod, RolloutTimeout at the deadline."""
         name = lws["metadata"]["name"]
+        size = int(((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size", 1))
         while True:
             key = self._current_key(lws)
             done, fatal = group_state(group_pods(self._pods(lws), name, group), key, size)
@@ -168,81 +120,35 @@ class GroupRoll:
                 )
 
 
-def smoke_endpoint(profile: Any, endpoint: str, way: Reach | None = None) -> str:
-    """Run the profile's smoke test against one endpoint; raise when it does not pass (SmokeUnreachable when it could
-    not test the server at all: smoke/reach.py). Returns its verdict line."""
-    report = run_smoke(profile, endpoint)
-    endpoint = redact_url(endpoint)
-    code = exit_code(report)
-    where = way.describe() if way is not None else f"at {endpoint}"
-    if code != 0:
-        failed = [c for c in report.checks if c.status is Status.FAIL]
-        why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        message = f"smoke of the new group {where} failed: {why}"
-        if code == EXIT_ENVIRONMENT:
-            raise unreachable(message, way, "the groups not yet rolled still serve the old template")
-        raise K3DeployError(message, hint="the groups not yet rolled still serve the old template", exit_code=code)
-    return f"{where}: {len(report.checks)} checks, {report.status.value}"
-
-
 def template_changes(api: Any, live: dict[str, Any], new: dict[str, Any]) -> bool:
     """Whether applying `new` over the live LeaderWorkerSet changes its spec (a server dry run bumps the generation)."""
     dry = api.apply(new, force=True, dry_run=True)
     return int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
 
 
-def hold(target: Any, objects: list[dict[str, Any]], lws_version: str = "0.10.0") -> list[dict[str, Any]]:
-    """The set to apply for `up`: when its LeaderWorkerSet is walked group by group (target.options.group_smoke, N >= 2
-    live and new), that object with partition = N, so the apply moves no group; remembered on the target for `walk`.
-    A template whose walk began but did not gate every group is walked again (rollout/gates.py); a cluster without
-    partition is refused before anything is applied."""
-    target._held_lws = None
-    target._ungated = []
-    options = target.options
-    if not options.group_smoke or options.dry_run or options.diff or not options.wait:
-        return objects
-    out = []
-    for obj in objects:
-        if obj.get("kind") == "LeaderWorkerSet":
-            live = target.api.get(
-                obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace")
-            )
-            if steps_groups(live, obj) and live is not None:
-                release, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
-                target._ungated = gates.ungated(target.api, namespace, release, obj)
-                if template_changes(target.api, live, obj):
-                    gates.check_partition(target.api, obj, lws_version)
-                    target._held_lws = obj
-                    obj = partitioned(obj, replicas_of(obj))
-                elif target._ungated:
-                    target._held_lws = obj
-        out.append(obj)
-    return out
-
-
-def walk(target: Any, profile: Any) -> None:
-    """Roll the held LeaderWorkerSet group by group, smoke-testing each new group by its leader (see the module)."""
-    lws = getattr(target, "_held_lws", None)
-    if lws is None:
-        return
-    target._held_lws = None
-    namespace = profile.kubernetes.namespace
-    gates.record(target.api, namespace, lws["metadata"]["name"], lws, None)
-
-    def apply(obj: dict[str, Any]) -> None:
-        apply_object(target.api, obj, force=target.options.force_conflicts)
-
-    def smoke(group: int) -> None:
-        if target.options.smoke_where == IN_CLUSTER:
-            target.view.note(f"    ok   {in_cluster.gate(target, profile, lws['metadata']['name'], group)}")
-        else:
-            with forward.reach(target, profile, lws["metadata"]["name"], group) as way:
-                target.view.note(f"    ok   {smoke_endpoint(profile, way.url, way)}")
-        gates.record(target.api, namespace, lws["metadata"]["name"], lws, group)
-
-    roll = GroupRoll(target.api, namespace, target.view.note, remaining=target.deadline.remaining)
-    rolled = roll.walk(lws, smoke, apply, getattr(target, "_ungated", None))
-    if rolled:
-        target.view.note(
-            f"  all {rolled} groups of {lws['metadata']['name']} rolled, each smoke-tested before the next"
-        )
+def read_lws(api: Any, lws: dict[str, Any] | None, strategy: Strategy, lws_version: str = "0.10.0") -> LiveLws:
+    """What the plan builders need of the live LeaderWorkerSet: whether applying `lws` changes it (a server dry run)
+    and recreates groups, and which groups no gate passed on. Refuses (exit 3) a group-by-group walk the cluster
+    cannot hold, before anything is applied (rollout/gates.py)."""
+    gated = strategy.group_smoke and strategy.gated
+    if lws is None or strategy.dry_run or strategy.diff or not (gated or strategy.name == "blue-green"):
+        return LiveLws()
+    meta = lws["metadata"]
+    live = api.get(lws["apiVersion"], lws["kind"], meta["name"], meta.get("namespace"))
+    if live is None:
+        return LiveLws()
+    walked = gated and steps_groups(live, lws)
+    if strategy.name != "blue-green" and not walked:
+        return LiveLws(live=live)
+    dry = api.apply(lws, force=True, dry_run=True)
+    changes = int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
+    if not walked:
+        return LiveLws(live=live, template_changes=changes)
+    ungated = gates.ungated(api, meta.get("namespace"), meta["name"], lws)
+    pods_change = False
+    if changes:
+        gates.check_partition(api, lws, lws_version)
+        template = (dry.get("spec") or {}).get("leaderWorkerTemplate")
+        roll = GroupRoll(api, meta.get("namespace"), lambda _: None, remaining=lambda: None)
+        pods_change = template != (live.get("spec") or {}).get("leaderWorkerTemplate") or bool(roll.outdated(lws))
+    return LiveLws(live=live, template_changes=changes, pods_change=pods_change, ungated=ungated)

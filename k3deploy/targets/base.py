@@ -1,8 +1,10 @@
 """The whole contract of a deployment target: what the pipeline and the CLI may ask of one, and nothing else.
 
-A target renders a profile, checks its environment, applies (returning what changed and, for a dry run, the
-diff), waits, reports its status as a typed object, names the endpoint smoke tests, keeps the smoke verdict,
-rolls back and tears down. Callers never ask which target they hold: everything that differs between targets
+A target renders a profile, checks its environment, plans a rollout as steps (rollout/plan.py) and runs one step at a
+time, reports its status as a typed object, names the endpoint smoke tests (the whole deployment's or one group's),
+keeps the smoke verdict, rolls back and tears down. Nothing a rollout decides is kept on the target between two
+calls: what a later step or a rollback needs travels in the plan (a command's lock holds what it made for its span). A target that applies and waits in one go implements `apply` and
+`wait_ready` and keeps the default one-step-each plan. Callers never ask which target they hold: everything that differs between targets
 is behind these methods. A new target is a package with a subclass of `Target`, one line in the registry
 (k3deploy/targets/__init__.py) and a built-in profile.
 """
@@ -24,6 +26,7 @@ from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
 from k3deploy.report.smoke import SmokeReport
+from k3deploy.rollout.plan import WHOLE, ApplyAll, Plan, Step, StepOutcome, WaitAll
 from k3deploy.smoke.reach import Reach
 
 
@@ -122,17 +125,36 @@ class Target(abc.ABC):
         """Held for a whole command (`what`); a target driven by one command at a time locks here."""
         return contextlib.nullcontext()
 
+    def outage_question(self, profile: Profile) -> str | None:
+        """The question to ask before this command's rollout would leave the endpoint serving nothing for a while
+        (the only group replaced in place); None when it would not."""
+        return None
+
     @abc.abstractmethod
     def current_revision(self, profile: Profile) -> Revision | None:
         """What is live now, or None when nothing is deployed."""
 
-    @abc.abstractmethod
+    def plan(self, profile: Profile) -> Plan:
+        """The steps of this command's rollout, read from what is live now; by default `apply`, then `wait_ready`."""
+        return WHOLE
+
+    def run_step(self, profile: Profile, step: Step, timeout_s: float) -> StepOutcome:
+        """Do one step of `plan` (`timeout_s`: the wait stage's); a K3DeployError carrying a diagnosis on failure."""
+        if isinstance(step, ApplyAll):
+            outcome = self.apply(profile)
+            return StepOutcome(list(outcome.applied), outcome.changed, list(outcome.diffs), outcome.summary)
+        if isinstance(step, WaitAll):
+            waited = self.wait_ready(profile, timeout_s)
+            return StepOutcome(list(waited.applied), summary=waited.detail)
+        raise TypeError(f"target {self.name!r} runs no {type(step).__name__} step")
+
     def apply(self, profile: Profile) -> ApplyOutcome:
         """Make the live state match the profile (or, for a dry run, say how it would change); idempotent."""
+        raise NotImplementedError(f"target {self.name!r} plans its own steps")
 
-    @abc.abstractmethod
     def wait_ready(self, profile: Profile, timeout_s: float) -> WaitOutcome:
         """Block until serving; raise a K3DeployError carrying a diagnosis on failure or timeout."""
+        raise NotImplementedError(f"target {self.name!r} plans its own steps")
 
     @abc.abstractmethod
     def endpoint(self, profile: Profile) -> str:
@@ -142,6 +164,14 @@ class Target(abc.ABC):
         """The way `up`'s smoke reaches the server, held open for the run: by default the target's endpoint."""
         url = self.endpoint(profile)
         return contextlib.nullcontext(Reach(url, "direct", url))
+
+    def group_reach(self, profile: Profile, lws: str, group: int) -> contextlib.AbstractContextManager[Reach]:
+        """The way to one group's leader, for a plan's per-group smoke; UsageError where the target has no groups."""
+        raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
+
+    def smoke_group_in_cluster(self, profile: Profile, lws: str, group: int) -> tuple[SmokeReport, Reach]:
+        """Smoke one group from inside the target (`up --smoke in-cluster`); UsageError where the target has no inside."""
+        raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
 
     def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
         """Run the smoke from inside the target (`up --smoke in-cluster`) and return its report; UsageError where
@@ -158,6 +188,11 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Restore `previous` (or remove what a first install created); return what was done."""
+
+    def undo(self, profile: Profile, previous: Revision | None, plan: Plan | None, begun: list[Step]) -> str:
+        """Roll back a rollout that failed part way through `plan` (`begun`: its steps that started); by default
+        `rollback`."""
+        return self.rollback(profile, previous)
 
     @abc.abstractmethod
     def status(self, profile: Profile) -> TargetStatus:

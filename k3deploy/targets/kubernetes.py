@@ -1,8 +1,8 @@
 """The Kubernetes target: the rendered set on a cluster, rolled out with server-side apply and watched.
 
-Apply order and phases come from rollout/order.py: the node-preflight Job (when rendered) and the prefetch
-Job are waited to completion before what follows them is applied, and the smoke Job is applied once the
-LeaderWorkerSet is ready (with --wait).
+The target is the cluster's I/O port: it reads what is live, plans the command's steps from it (rollout/plan.py:
+the node-preflight and prefetch Jobs waited to completion before what follows them, the smoke Job applied once the
+LeaderWorkerSet is ready, a rolling walk or a blue-green switch) and runs one step at a time (rollout/runner.py).
 """
 
 from __future__ import annotations
@@ -29,25 +29,21 @@ from k3deploy.report.model import CheckResult
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout import bluegreen, forward, in_cluster
 from k3deploy.rollout import bluegreen_repair as repair
+from k3deploy.rollout import plan as rollout_plan
 from k3deploy.rollout import rollback as history
-from k3deploy.rollout.apply import KEPT, apply_object, apply_objects, diff_objects
+from k3deploy.rollout.apply import apply_object
+from k3deploy.rollout.colours import lws_of
 from k3deploy.rollout.guard import foreign_change
 from k3deploy.rollout.lease import LEASE_API, ReleaseLease, identity
-from k3deploy.rollout.order import WAITED_PHASES, job_role, phases
+from k3deploy.rollout.order import job_role
+from k3deploy.rollout.plan import APPLY, Begin, LiveState, Plan, Step, StepOutcome, Strategy, serving, switched
 from k3deploy.rollout.progress import ProgressView
-from k3deploy.rollout.surge import in_place_note
-from k3deploy.rollout.upgrade import hold, walk
+from k3deploy.rollout.runner import Runner
+from k3deploy.rollout.upgrade import read_lws
 from k3deploy.rollout.wait import Waiter
-from k3deploy.smoke.reach import Reach
+from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions
-from k3deploy.targets.base import (
-    ApplyOutcome,
-    Rendering,
-    Revision,
-    Target,
-    TargetStatus,
-    WaitOutcome,
-)
+from k3deploy.targets.base import Rendering, Revision, Target, TargetStatus
 from k3deploy.targets.kubernetes_status import describe
 from k3deploy.targets.kubernetes_view import (
     kubernetes_down_question,
@@ -60,11 +56,6 @@ _RECORD_BUDGET_S = 60.0
 
 def _objects(profile: Profile) -> list[dict[str, Any]]:
     return [manifest.obj for manifest in build(profile)]
-
-
-def _serving(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The objects of the serving phase: what a rollout (or a rollback) waits to be ready."""
-    return [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
 
 
 def _with_hosts(profile: Profile, hosts: list[str]) -> Profile:
@@ -87,13 +78,8 @@ class KubernetesTarget(Target):
         self.deadline = self.options.kube.deadline
         if self.options.timeout_s is not None and not self.deadline.bounded:
             self.deadline.restart(self.options.timeout_s)
-        self._pending: list[dict[str, Any]] = []
-        #: The set the last apply rendered (node-preflight pinned to the eligible nodes), for wait and rollback.
-        self._applied: list[dict[str, Any]] | None = None
-        self._bluegreen: bluegreen.Plan | None = None
-        #: The smoke Job `up --smoke in-cluster` runs itself (held back from wait_ready's apply).
-        self._smoke_jobs: list[dict[str, Any]] = []
-        #: The Namespace this command created to hold its lease (reported as created by the apply).
+        #: The Namespace this command's lock created to hold its lease (the apply reports it created): set and read
+        #: only inside `locked`, which spans the whole command.
         self._made_namespace: str | None = None
 
     @property
@@ -192,6 +178,13 @@ class KubernetesTarget(Target):
         )
         return run_preflight(profile, node=False, cluster=True, kube=options.kube, port_forward=bool(forwards))
 
+    def outage_question(self, profile: Profile) -> str | None:
+        """Blue-green without a second free clique, or a rolling apply of the only group (rollout/bluegreen.py); a
+        UsageError for blue-green of N >= 2 groups."""
+        if self.options.strategy == "blue-green":
+            return bluegreen.outage_question(self.api, profile)
+        return bluegreen.in_place_question(self.api, profile)
+
     def current_revision(self, profile: Profile) -> Revision | None:
         """The last recorded revision of the set, or None on a first install."""
         entries = history.read_history(self.api, profile.kubernetes.namespace, profile.name)
@@ -200,93 +193,64 @@ class KubernetesTarget(Target):
         last = entries[-1]
         return Revision(target=self.name, number=int(last["revision"]), data={"objects": last["objects"]})
 
-    def apply(self, profile: Profile) -> ApplyOutcome:
-        """Apply the set phase by phase (node-preflight, prefetch Jobs waited to completion); or dry-run / diff it."""
-        objects = self._applied = bluegreen.as_live(self.api, profile, self._rollout_objects(profile))
-        applying, self._bluegreen = bluegreen.plan(self, profile, objects)
-        self._start_phase(profile)
-        if self.options.diff:
-            diffs = diff_objects(self.api, objects, force=self.options.force_conflicts)
-            changed = [key for key, _ in diffs]
-            summary = (
-                f"{len(changed)} of {len(objects)} objects would change"
-                if changed
-                else f"no changes: all {len(objects)} objects match the live state"
+    def plan(self, profile: Profile) -> Plan:
+        """Read what is live (the serving colour, the LeaderWorkerSet, a cut-short blue-green's leftovers) and plan
+        the command's steps from it (rollout/plan.py)."""
+        options = self.options
+        objects = bluegreen.as_live(self.api, profile, self._rollout_objects(profile))
+        strategy = Strategy(
+            name=options.strategy,
+            group_smoke=options.group_smoke,
+            dry_run=options.dry_run,
+            diff=options.diff,
+            wait=options.wait,
+            in_cluster_smoke=options.smoke_where == IN_CLUSTER,
+        )
+        found = [] if options.dry_run or options.diff else repair.found_leftovers(self.api, profile, objects)
+        live = LiveState(
+            lws=read_lws(self.api, lws_of(objects), strategy, profile.kubernetes.lws_version), leftovers=found
+        )
+        return rollout_plan.build(objects, live, strategy, profile.name)
+
+    def run_step(self, profile: Profile, step: Step, timeout_s: float) -> StepOutcome:
+        """Do one step: a stage's start sets the deadline, the rest is the runner's (rollout/runner.py)."""
+        if isinstance(step, Begin):
+            if step.stage == APPLY:
+                self._start_phase(profile)
+            else:
+                remaining = self.deadline.remaining()
+                if remaining is None or timeout_s < remaining:
+                    self.deadline.restart(timeout_s)
+            return StepOutcome()
+        return self._runner(profile).run(step)
+
+    def _runner(self, profile: Profile) -> Runner:
+        return Runner(
+            self.api,
+            profile.kubernetes.namespace,
+            profile.name,
+            self.view.note,
+            waiter=lambda: self._waiter(profile),
+            remaining=self.deadline.remaining,
+            force=self.options.force_conflicts,
+            made_namespace=self._made_namespace,
+        )
+
+    def group_reach(self, profile: Profile, lws: str, group: int) -> contextlib.AbstractContextManager[Reach]:
+        """--group-endpoint or --endpoint when given, else a port-forward to the group's leader (rollout/forward.py)."""
+        return forward.reach(self.api, self.options, profile, lws, group)
+
+    def smoke_group_in_cluster(self, profile: Profile, lws: str, group: int) -> tuple[SmokeReport, Reach]:
+        """Run the rendered smoke Job against one group's leader (rollout/in_cluster.py)."""
+        job = in_cluster.smoke_job(_objects(profile))
+        if job is None:
+            raise SmokeUnreachable(
+                "--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster"
             )
-            return ApplyOutcome(changed=bool(changed), summary=summary, diffs=diffs)
-        suffix = " (server dry run)" if self.options.dry_run else ""
-        if self._bluegreen is None and not self.options.dry_run:
-            repair.clear_leftovers(self, profile, objects)
-        try:
-            results = self._apply_phases(profile, applying, suffix)
-        except K3DeployError as exc:
-            if self._bluegreen is None:
-                raise
-            raise repair.as_rollout_failure(exc, self._bluegreen) from exc
-        if not self.options.wait and not self.options.dry_run:
-            history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
-        return _outcome(results, suffix)
-
-    def _apply_phases(self, profile: Profile, applying: list[dict[str, Any]], suffix: str) -> list[Any]:
-        results: list[Any] = []
-        self._pending = []
-        for phase in phases(hold(self, applying, profile.kubernetes.lws_version)):
-            if phase.name == "smoke" and self.options.wait and not self.options.dry_run:
-                self._pending = phase.objects
-                continue
-            results += [
-                self._made(a)
-                for a in apply_objects(
-                    self.api,
-                    phase.objects,
-                    force=self.options.force_conflicts,
-                    dry_run=self.options.dry_run,
-                    on_applied=lambda a: self._noted(self._made(a), suffix, in_place_note(a.obj, a.action)),
-                )
-            ]
-            if phase.name in WAITED_PHASES and self.options.wait and not self.options.dry_run:
-                self._waiter(profile).wait(phase.objects)
-        return results
-
-    def _made(self, applied: Any) -> Any:
-        """`applied`, as created when it is the Namespace this command made for its lease."""
-        if applied.key == self._made_namespace and applied.action == "unchanged":
-            return dataclasses.replace(applied, action="created")
-        return applied
-
-    def _noted(self, applied: Any, suffix: str, warning: str | None) -> None:
-        if applied.action == KEPT:
-            self.view.note(f"  {applied.key} exists and k3deploy did not create it: kept as it is")
-            return
-        self.view.note(f"  {applied.key} {applied.action}{suffix}")
-        if warning is not None:
-            self.view.note(f"  {warning}")
-
-    def wait_ready(self, profile: Profile, timeout_s: float) -> WaitOutcome:
-        """Wait for the LeaderWorkerSet, then apply the smoke Job (not waited for); record the revision."""
-        objects = self._applied or _objects(profile)
-        remaining = self.deadline.remaining()
-        if remaining is None or timeout_s < remaining:
-            self.deadline.restart(timeout_s)
-        walk(self, profile)
-        switch = self._bluegreen
-        if switch is not None:
-            bluegreen.finish(self, profile, switch)
-            objects = self._applied or objects
-        self._waiter(profile).wait(_serving(objects))
-        applied: list[dict[str, str]] = []
-        if self._pending and self.options.smoke_where == IN_CLUSTER:
-            # `up --smoke in-cluster` runs it afresh and waits for its verdict (rollout/in_cluster.py).
-            self._smoke_jobs, self._pending = self._pending, []
-        if self._pending:
-            # The smoke Job tests a serving endpoint, so it goes in only now; it is a hook for GitOps runs and
-            # `up` smoke-tests on its own, so nothing waits for it.
-            for item in apply_objects(self.api, self._pending, force=self.options.force_conflicts):
-                self.view.note(f"  {item.key} {item.action}")
-                applied.append({"object": item.key, "action": item.action})
-            self._pending = []
-        history.record_revision(self.api, profile.kubernetes.namespace, profile.name, objects)
-        return WaitOutcome(applied=applied)
+        self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
+        return in_cluster.gate(
+            self.api, job, lws, group, profile.vllm.port, self.view.note, force=self.options.force_conflicts
+        )
 
     def reach(self, profile: Profile) -> contextlib.AbstractContextManager[Reach]:
         """The override when given, else a port-forward through the API server to a ready leader the API Service
@@ -294,11 +258,11 @@ class KubernetesTarget(Target):
         if self.deadline.expired():
             # The rollout spent --timeout; finding the leader takes a few requests (smoke has its own bound).
             self.deadline.restart(_RECORD_BUDGET_S)
-        return forward.reach(self, profile)
+        return forward.reach(self.api, self.options, profile)
 
     def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
         """Run the rendered smoke Job afresh and take its verdict from its log's report (rollout/in_cluster.py)."""
-        jobs = self._smoke_jobs or [o for o in _objects(profile) if job_role(o) == SMOKE_COMPONENT]
+        jobs = [o for o in _objects(profile) if job_role(o) == SMOKE_COMPONENT]
         if not jobs:
             raise UsageError("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
         # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
@@ -315,18 +279,32 @@ class KubernetesTarget(Target):
 
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
+        return self.undo(profile, previous, None, [])
+
+    def undo(self, profile: Profile, previous: Revision | None, plan: Plan | None, begun: list[Step]) -> str:
+        """As `rollback`, for what `plan` left: a blue-green cut short before its switch is abandoned (the old group
+        kept serving); after it, the previous revision comes back first, then the new group goes."""
         # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay live.
         self.deadline.restart(self._timeout_s(profile))
-        switch = self._bluegreen
-        if switch is not None:
-            self._bluegreen = None
-            if not switch.switched:
-                restored = repair.restore_others(self, list(previous.data.get("objects") or [])) if previous else []
+        namespace = profile.kubernetes.namespace
+        bg = plan.blue_green if plan is not None else None
+        if bg is not None:
+            gone = self._waiter(profile).wait_pods_gone
+            if not switched(begun):
+                old = list(previous.data.get("objects") or []) if previous else []
+                restored = repair.restore_others(self.api, old, self.view.note) if previous else []
                 note = f" ({len(restored)} of the previous revision's objects restored)" if restored else ""
-                return bluegreen.abandon(self, profile, switch) + note
+                return bluegreen.abandon(self.api, namespace, bg, gone) + note
             # Traffic had moved: the previous revision comes back first, then the new group goes.
-            return f"{self.rollback(profile, previous)}; {bluegreen.abandon(self, profile, switch)}"
-        objects = self._applied or _objects(profile)
+            restored_text = self._restore(profile, previous, bg.objects)
+            return f"{restored_text}; {bluegreen.abandon(self.api, namespace, bg, gone)}"
+        if plan is not None and plan.objects:
+            objects = plan.objects
+        else:
+            objects = bluegreen.as_live(self.api, profile, _objects(profile))
+        return self._restore(profile, previous, objects)
+
+    def _restore(self, profile: Profile, previous: Revision | None, objects: list[dict[str, Any]]) -> str:
         namespace = profile.kubernetes.namespace
         if previous is None:
             removal = history.remove(self.api, objects, self.view.note)
@@ -342,7 +320,7 @@ class KubernetesTarget(Target):
         if foreign is not None:
             return f"rollback skipped: {foreign}; re-applying revision {previous.number} would revert that change"
         done = history.restore(self.api, old, objects, self.view.note)
-        self._waiter(profile).wait(_serving(old))
+        self._waiter(profile).wait(serving(old))
         number = history.record_revision(self.api, namespace, profile.name, old)
         return (
             f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
@@ -406,18 +384,3 @@ class KubernetesTarget(Target):
 def _kept_note(kept: list[str]) -> str:
     """The objects a removal left because k3deploy did not create them (or they hold what it did not create)."""
     return f"; kept, not k3deploy's: {', '.join(kept)}" if kept else ""
-
-
-def _outcome(results: list[Any], suffix: str) -> ApplyOutcome:
-    applied = [{"object": a.key, "action": a.action} for a in results]
-    counts: dict[str, int] = {}
-    for item in results:
-        counts[item.action] = counts.get(item.action, 0) + 1
-    changed = any(a.changed for a in results)
-    created = [a.key for a in results if a.action == "created"]
-    if not changed:
-        return ApplyOutcome(
-            changed=False, summary=f"no changes: all {len(results)} objects unchanged{suffix}", applied=applied
-        )
-    summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
-    return ApplyOutcome(changed=True, summary=summary + suffix, created=created, applied=applied)

@@ -55,18 +55,19 @@ def _target(api: Api | None = None, **options: Any) -> Any:
 def test_group_endpoint_then_endpoint_override_every_gate() -> None:
     profile = load_profile(PROFILE, [])
     target = _target(endpoint="http://10.0.0.5:8000/", group_endpoint="http://gw/{pod}")
-    with forward.reach(target, profile, PROFILE, 1) as way:
+    with forward.reach(target.api, target.options, profile, PROFILE, 1) as way:
         assert (way.kind, way.url) == ("endpoint", f"http://gw/{PROFILE}-1")
-    with forward.reach(target, profile) as way:  # the final smoke: --endpoint
+    with forward.reach(target.api, target.options, profile) as way:  # the final smoke: --endpoint
         assert (way.kind, way.url, way.describe()) == (
             "endpoint",
             "http://10.0.0.5:8000",
             "via the given endpoint http://10.0.0.5:8000",
         )
-    with forward.reach(_target(endpoint="http://10.0.0.5:8000"), profile, PROFILE, 0) as way:
+    bare = _target(endpoint="http://10.0.0.5:8000")
+    with forward.reach(bare.api, bare.options, profile, PROFILE, 0) as way:
         assert way.url == "http://10.0.0.5:8000"  # a per-group gate without --group-endpoint
     override = load_profile(PROFILE, ["kubernetes.endpoint_override=http://gateway:80"])
-    with forward.reach(_target(), override, PROFILE, 0) as way:
+    with forward.reach(None, DeployOptions(), override, PROFILE, 0) as way:
         assert way.url == "http://gateway:80"
 
 
@@ -90,7 +91,7 @@ def test_no_ready_leader_is_a_smoke_that_cannot_reach_the_server() -> None:
     target = _target(Api([_pod(f"{PROFILE}-0", 0, ready=False)]))
     with (
         pytest.raises(SmokeUnreachable, match="selects no ready leader pod") as caught,
-        forward.reach(target, profile),
+        forward.reach(target.api, target.options, profile),
     ):
         pass
     assert f"kubectl -n kimi-k3 port-forward svc/{PROFILE}-api 8000:8000" in (caught.value.hint or "")

@@ -1,0 +1,143 @@
+"""Runs one step of a rollout plan (rollout/plan.py) against a cluster; keeps nothing between steps.
+
+Everything a step needs comes in with the runner (the API, the namespace, a way to make a Waiter, the deadline) or
+with the step itself. The steps the pipeline runs itself (a group's smoke) and those of a target that applies in
+one go are not this module's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from k3deploy.errors import K3DeployError
+from k3deploy.kube.api import KubeApi
+from k3deploy.rollout import bluegreen, gates
+from k3deploy.rollout import bluegreen_repair as repair
+from k3deploy.rollout import rollback as history
+from k3deploy.rollout.apply import KEPT, Applied, apply_objects, diff_objects
+from k3deploy.rollout.plan import (
+    APPLY,
+    SERVER_DRY_RUN,
+    Apply,
+    Delete,
+    Diff,
+    Note,
+    RecordGate,
+    RecordRevision,
+    RemoveLeftovers,
+    Step,
+    StepOutcome,
+    Switch,
+    Wait,
+    WaitGone,
+    WaitGroup,
+)
+from k3deploy.rollout.surge import in_place_note
+from k3deploy.rollout.upgrade import GroupRoll
+from k3deploy.rollout.wait import Waiter
+
+
+@dataclass(frozen=True)
+class Runner:
+    """Executes the cluster steps of a plan, one per `run` call."""
+
+    api: KubeApi
+    namespace: str
+    release: str
+    note: Callable[[str], None]
+    #: A Waiter bounded by the command's deadline as it stands when the step runs.
+    waiter: Callable[[], Waiter]
+    remaining: Callable[[], float | None]
+    force: bool = False
+    #: The Namespace this command created to hold its lease: its apply reports it created.
+    made_namespace: str | None = None
+
+    def run(self, step: Step) -> StepOutcome:
+        """Do `step`; raise a K3DeployError (with a diagnosis where there is one) when it fails."""
+        if isinstance(step, Note):
+            self.note(step.text)
+        elif isinstance(step, Apply):
+            return self._apply(step)
+        elif isinstance(step, Diff):
+            return self._diff(step)
+        elif isinstance(step, Wait):
+            self.waiter().wait(step.objects)
+        elif isinstance(step, WaitGroup):
+            GroupRoll(self.api, self.namespace, self.note, remaining=self.remaining).wait_group(step.lws, step.group)
+        elif isinstance(step, RecordGate):
+            gates.record(self.api, self.namespace, step.lws["metadata"]["name"], step.lws, step.group)
+        elif isinstance(step, Switch):
+            self._switch(step)
+        elif isinstance(step, Delete):
+            if self.api.delete(step.api_version, step.kind, step.name, self.namespace) and step.note:
+                self.note(step.note)
+        elif isinstance(step, WaitGone):
+            self.waiter().wait_pods_gone(step.name)
+        elif isinstance(step, RemoveLeftovers):
+            repair.clear_leftovers(self.api, step.objects, step.serving, self.note, self.waiter)
+        elif isinstance(step, RecordRevision):
+            history.record_revision(self.api, self.namespace, self.release, step.objects)
+        else:
+            raise TypeError(f"a cluster runs no {type(step).__name__} step")
+        return StepOutcome()
+
+    def _apply(self, step: Apply) -> StepOutcome:
+        suffix = SERVER_DRY_RUN if step.dry_run else ""
+
+        def said(applied: Applied) -> None:
+            if not step.echo:
+                return
+            if step.stage != APPLY:
+                self.note(f"  {applied.key} {applied.action}")
+                return
+            self._noted(self._made(applied), suffix, in_place_note(applied.obj, applied.action))
+
+        try:
+            results = apply_objects(self.api, step.objects, force=self.force, dry_run=step.dry_run, on_applied=said)
+        except K3DeployError as exc:
+            if step.failure_of is None:
+                raise
+            raise repair.as_rollout_failure(exc, step.failure_of) from exc
+        if step.waited:
+            self.waiter().wait(step.objects)
+        if not step.report:
+            return StepOutcome()
+        made = [self._made(a) for a in results]
+        return StepOutcome(
+            applied=[{"object": a.key, "action": a.action} for a in made], changed=any(a.changed for a in made)
+        )
+
+    def _diff(self, step: Diff) -> StepOutcome:
+        diffs = diff_objects(self.api, step.objects, force=self.force)
+        changed = [key for key, _ in diffs]
+        total = len(step.objects)
+        summary = (
+            f"{len(changed)} of {total} objects would change"
+            if changed
+            else f"no changes: all {total} objects match the live state"
+        )
+        return StepOutcome(changed=bool(changed), diffs=diffs, summary=summary)
+
+    def _switch(self, step: Switch) -> None:
+        if step.service is None:
+            return
+        apply_objects(self.api, [step.service], force=self.force)
+        name = step.service["metadata"]["name"]
+        self.note(f"  switched Service {name} to {step.group}")
+        bluegreen.wait_endpoint(self.api, self.namespace, name, step.leader, self.remaining)
+
+    def _made(self, applied: Applied) -> Applied:
+        """`applied`, as created when it is the Namespace this command made for its lease."""
+        if applied.key == self.made_namespace and applied.action == "unchanged":
+            return dataclasses.replace(applied, action="created")
+        return applied
+
+    def _noted(self, applied: Applied, suffix: str, warning: str | None) -> None:
+        if applied.action == KEPT:
+            self.note(f"  {applied.key} exists and k3deploy did not create it: kept as it is")
+            return
+        self.note(f"  {applied.key} {applied.action}{suffix}")
+        if warning is not None:
+            self.note(f"  {warning}")

@@ -1,0 +1,110 @@
+"""The pipeline runs a target's plan step by step and every smoke itself: a new group's gate through the target's
+way to its leader (a real scripted server here), a failed gate failing the wait stage, and the rollback told how far
+the plan got. The target is scripted; the cluster's own steps run on the real plane (tests/realk8s/rollout/)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from k3deploy import pipeline
+from k3deploy.profile import load_profile
+from k3deploy.report.model import Status
+from k3deploy.rollout import plan as p
+from k3deploy.smoke.reach import Reach
+from tests.rollout.test_pipeline import ScriptedTarget
+from tests.smoke.scripted_server import Script, scripted_server
+
+GOOD = Script(tokens_per_chunk=[4, 3], num_speculative_tokens=4)
+SMOKE = ["smoke.requests=2", "smoke.output_tokens=29", "targets.decode_tok_s=1"]
+
+
+class Planned(ScriptedTarget):
+    """Plans two groups' gates between its apply and its wait; each group's leader is `urls[group]`."""
+
+    def __init__(self, urls: dict[int, str]) -> None:
+        super().__init__()
+        self.urls = urls
+        self.undone: tuple[p.Plan | None, list[p.Step]] | None = None
+
+    def plan(self, profile: Any) -> p.Plan:
+        return p.Plan(
+            [
+                p.Begin(p.APPLY),
+                p.Note("  applying"),
+                p.Begin(p.WAIT),
+                p.SmokeGroup("kimi", 1, "  smoke of group 1 through its leader kimi-1"),
+                p.Note("  between the gates", p.WAIT),
+                p.SmokeGroup("kimi", 0, "  smoke of group 0 through its leader kimi-0"),
+                p.WaitAll(),
+            ]
+        )
+
+    def run_step(self, profile: Any, step: p.Step, timeout_s: float) -> p.StepOutcome:
+        self.calls.append(type(step).__name__)
+        if isinstance(step, p.WaitAll):
+            return super().run_step(profile, step, timeout_s)
+        if isinstance(step, p.Note) and step.stage == p.APPLY:
+            return p.StepOutcome([{"object": "Thing/a", "action": "created"}], changed=True)
+        return p.StepOutcome()
+
+    @contextlib.contextmanager
+    def group_reach(self, profile: Any, lws: str, group: int) -> Iterator[Reach]:
+        self.calls.append(f"reach {lws} {group}")
+        yield Reach(self.urls[group], "endpoint", self.urls[group])
+
+    def undo(self, profile: Any, previous: Any, plan: p.Plan | None, begun: list[p.Step]) -> str:
+        self.undone = (plan, list(begun))
+        return super().undo(profile, previous, plan, begun)
+
+
+def test_each_group_gate_runs_in_the_pipeline_in_plan_order_before_the_final_smoke() -> None:
+    profile = load_profile("local-cpu", SMOKE)
+    lines: list[str] = []
+    with scripted_server(GOOD) as server:
+        target = Planned({0: server.url, 1: server.url})
+        target.endpoint = lambda profile: server.url  # type: ignore[method-assign]
+        summary = pipeline.up(profile, target, lines.append, preflight=False)
+        served = server.counters.requests
+    assert summary.exit_code == 0, summary.error
+    assert target.calls == [
+        "current_revision",
+        "Begin",
+        "Note",
+        "Begin",
+        "reach kimi 1",
+        "Note",
+        "reach kimi 0",
+        "WaitAll",
+        "wait_ready",
+    ]
+    assert [s.name for s in summary.stages] == ["preflight", "render", "apply", "wait", "smoke"]
+    assert summary.stages[2].detail == "1 created"
+    wait = lines.index("==> [4/5] wait")
+    gate1 = lines.index("  smoke of group 1 through its leader kimi-1")
+    gate0 = lines.index("  smoke of group 0 through its leader kimi-0")
+    assert wait < gate1 < gate0 < lines.index("==> [5/5] smoke")
+    assert lines[gate1 + 1] == f"    ok   via the given endpoint {server.url}: {lines[gate1 + 1].split(': ', 1)[1]}"
+    # Two gates and the final smoke, each a warm-up and two measured streams.
+    assert served >= 3 * 3
+
+
+def test_a_failed_gate_fails_the_wait_stage_stops_the_plan_and_the_rollback_knows_where() -> None:
+    profile = load_profile("local-cpu", SMOKE)
+    with (
+        scripted_server(GOOD) as good,
+        scripted_server(Script(completion_status=500)) as bad,
+    ):
+        target = Planned({1: good.url, 0: bad.url})
+        summary = pipeline.up(profile, target, lambda _: None, preflight=False)
+    assert (summary.stages[-1].name, summary.stages[-1].status) == ("wait", Status.FAIL)
+    assert summary.exit_code == 1
+    assert summary.error is not None and summary.error.startswith(
+        f"smoke of the new group via the given endpoint {bad.url} failed"
+    )
+    assert summary.hint == "the groups not yet rolled still serve the old template"
+    assert "WaitAll" not in target.calls and target.calls[-1] == "rollback"
+    assert target.undone is not None
+    plan, begun = target.undone
+    assert plan is not None and begun == plan.steps[:6]

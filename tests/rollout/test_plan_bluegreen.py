@@ -1,0 +1,95 @@
+"""Blue-green planned as pure data (rollout/plan.py `blue_green`, `switch_over`): the new colour beside the live one,
+its smoke, the switch, the old group's removal, and what a rollback reads of how far it got; no cluster."""
+
+from __future__ import annotations
+
+from k3deploy.rollout import plan as p
+from k3deploy.rollout.colours import lws_of, recoloured, selected
+from tests.rollout.test_plan import LWS, PROFILE, keys, kinds, live_of, rendered
+
+GREEN = f"{LWS}-green"
+BLUE_GREEN = p.Strategy(name="blue-green", group_smoke=True)
+NEW = ("vllm.image=vllm/vllm-openai:next",)
+
+
+def changed(live_colour: str = LWS) -> tuple[list[dict], p.LiveState]:
+    """The rendered change under the live colour, and the live state of a changed live group."""
+    objects = recoloured(rendered(*NEW), LWS, live_colour)
+    live = recoloured(rendered(), LWS, live_colour)
+    return objects, p.LiveState(p.LiveLws(live=live_of(lws_of(live) or {}), template_changes=True))
+
+
+def test_the_new_colour_goes_in_beside_the_live_group_with_a_preview_service_and_the_api_service_unmoved() -> None:
+    objects, live = changed()
+    plan = p.build(objects, live, BLUE_GREEN, PROFILE)
+    assert plan.blue_green is not None and (plan.blue_green.old, plan.blue_green.new) == (LWS, GREEN)
+    apply = plan.stage(p.APPLY)
+    assert apply[1] == p.Note(
+        f"  blue-green: new group {GREEN} beside the live {LWS}, with Service {GREEN}-preview of its own until the switch"
+    )
+    applied = [o for s in apply if isinstance(s, p.Apply) for o in s.objects]
+    assert f"LeaderWorkerSet/{GREEN}" in keys(applied) and f"LeaderWorkerSet/{LWS}" not in keys(applied)
+    assert f"Service/{GREEN}-preview" in keys(applied)
+    assert selected(next(o for o in applied if o["metadata"]["name"] == f"{PROFILE}-api")) == LWS
+    assert all(s.failure_of == GREEN for s in apply if isinstance(s, p.Apply))
+    # A blue-green clears no leftovers of its own: what is beside the live group is its new colour.
+    assert not any(isinstance(s, p.RemoveLeftovers) for s in plan.steps)
+
+
+def test_the_new_group_is_waited_smoked_then_takes_the_service_and_only_then_the_old_group_goes() -> None:
+    objects, live = changed()
+    plan = p.build(objects, live, BLUE_GREEN, PROFILE)
+    assert kinds(plan.stage(p.WAIT)) == [
+        "Begin",
+        "Wait",
+        "SmokeGroup",
+        "Switch",
+        "Apply",
+        "Delete",
+        "WaitGone",
+        "Delete",
+        "Wait",
+        "Apply",
+        "RecordRevision",
+    ]
+    _, wait, smoke, switch, followers, delete, gone, preview, serving, _, record = plan.stage(p.WAIT)
+    assert isinstance(wait, p.Wait) and keys(wait.objects) == [f"LeaderWorkerSet/{GREEN}"]
+    assert smoke == p.SmokeGroup(GREEN, 0, f"  smoke of the new group {GREEN} through its leader")
+    assert isinstance(switch, p.Switch) and switch.leader == f"{GREEN}-0" and selected(switch.service) == GREEN
+    # The PodDisruptionBudget selects the group by name: it follows the switch.
+    assert isinstance(followers, p.Apply) and keys(followers.objects) == [f"PodDisruptionBudget/{PROFILE}"]
+    assert delete == p.Delete("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", LWS, f"  deleted the old group {LWS}")
+    assert gone == p.WaitGone(LWS) and preview == p.Delete("v1", "Service", f"{GREEN}-preview")
+    assert isinstance(serving, p.Wait) and f"LeaderWorkerSet/{GREEN}" in keys(serving.objects)
+    assert isinstance(record, p.RecordRevision) and record.objects == plan.objects == recoloured(objects, LWS, GREEN)
+
+
+def test_from_green_the_next_blue_green_goes_back_to_the_profiles_own_name() -> None:
+    objects, live = changed(GREEN)
+    plan = p.build(objects, live, BLUE_GREEN, PROFILE)
+    assert plan.blue_green is not None and (plan.blue_green.old, plan.blue_green.new) == (GREEN, LWS)
+    assert p.Delete("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", GREEN, f"  deleted the old group {GREEN}") in (
+        plan.steps
+    )
+
+
+def test_without_smoke_the_switch_still_waits_for_the_new_group_first() -> None:
+    objects, live = changed()
+    plan = p.build(objects, live, p.Strategy(name="blue-green"), PROFILE)
+    assert kinds(plan.stage(p.WAIT))[:3] == ["Begin", "Wait", "Switch"]
+
+
+def test_nothing_live_or_nothing_changed_is_an_ordinary_rollout() -> None:
+    objects, live = changed()
+    unchanged = p.LiveState(p.LiveLws(live=live.lws.live, template_changes=False))
+    for state in (p.LiveState(), unchanged):
+        plan = p.build(objects, state, BLUE_GREEN, PROFILE)
+        assert plan.blue_green is None and not any(isinstance(s, p.Switch) for s in plan.steps)
+
+
+def test_a_rollback_knows_whether_traffic_moved_by_the_steps_that_began() -> None:
+    objects, live = changed()
+    plan = p.build(objects, live, BLUE_GREEN, PROFILE)
+    upto_smoke = plan.steps[: next(i for i, s in enumerate(plan.steps) if isinstance(s, p.SmokeGroup)) + 1]
+    assert not p.switched(upto_smoke)
+    assert p.switched(plan.steps[: next(i for i, s in enumerate(plan.steps) if isinstance(s, p.Switch)) + 1])
