@@ -10,6 +10,7 @@ Counting bytes, not seconds, keeps the tests independent of the machine's load.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import httpx
 import pytest
@@ -149,4 +150,21 @@ def test_smoke_and_bench_streams_end_a_trickled_head_at_the_request_timeout() ->
     with trickling_server(trickle) as url:
         error = asyncio.run(go())
     assert error is not None and "timed out" in error
+    assert _stopped_early(trickle), trickle.head_sent
+
+
+@pytest.mark.parametrize("args", [["status", "--timeout", "3s"], ["up", "--timeout", "4s"]], ids=["status", "up"])
+def test_the_kubernetes_clients_requests_end_a_trickled_head_at_the_commands_timeout(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """The official client (urllib3) reads the head inside `getresponse`; net/walled.py shuts the socket at the
+    request's bound, so `status`/`up --timeout` end with exit 3 and a timeout message (before: the whole head)."""
+    from tests.kube.test_timeouts import _run
+
+    # A byte every 0.2 s: the whole head takes 400 s; the deadline plus the 10 s of grace its retries get, ~14 s.
+    trickle = Trickle(body=b"{}", head_interval_s=0.2)
+    with trickling_server(trickle) as url:
+        lines = _run(tmp_path, url, *args)
+    # Which message depends on where the deadline (and its grace for the retries) ran out; both name it.
+    assert lines[0].startswith(f"error: the Kubernetes API at {url}") and "the command's deadline of" in lines[0]
     assert _stopped_early(trickle), trickle.head_sent
