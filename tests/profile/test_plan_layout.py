@@ -177,3 +177,13 @@ def test_the_prefill_checkpoint_assumption_needs_linear_layers_and_prefix_cachin
 ) -> None:
     fields = [a.field for a in plan(load_profile(profile, sets, check_fit=False)).assumptions]
     assert ("model.linear_prefill_checkpoint_blocks" in fields) is listed
+
+
+@pytest.mark.parametrize(
+    ("profile", "source"), [(K3, "checkpoint size (model card"), (CPU, "size of the generated rehearsal model")]
+)
+def test_the_weights_assumption_cites_the_model_card_for_kimi_and_the_generated_model_for_a_rehearsal(
+    profile: str, source: str
+) -> None:
+    found = {a.field: a.source for a in plan(load_profile(profile, check_fit=False)).assumptions}
+    assert found["model.checkpoint_bytes"].startswith(source)
