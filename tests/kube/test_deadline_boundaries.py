@@ -48,3 +48,11 @@ def test_no_request_once_the_ten_seconds_of_grace_are_spent(left: float, sent: b
     assert (bound is not None) is sent
     if bound is not None:
         assert bound.read == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("left", "cut"), [(30.0, False), (29.5, True), (31.0, False)])
+def test_a_request_is_cut_by_the_deadline_only_when_less_than_its_read_timeout_is_left(left: float, cut: bool) -> None:
+    """The default read timeout is 30 s: with exactly 30 s left the request's own bound still rules (its message
+    names 30 s, not the command's deadline)."""
+    bound = _at(left).request_timeout()
+    assert bound is not None and bound.cut is cut and bound.read == min(30.0, left)
