@@ -56,3 +56,8 @@ def test_a_request_is_cut_by_the_deadline_only_when_less_than_its_read_timeout_i
     names 30 s, not the command's deadline)."""
     bound = _at(left).request_timeout()
     assert bound is not None and bound.cut is cut and bound.read == min(30.0, left)
+
+
+def test_at_the_deadline_itself_a_request_gets_the_whole_grace() -> None:
+    bound = _at(0.0).request_timeout()
+    assert bound is not None and (bound.connect, bound.read) == (10.0, 10.0)
