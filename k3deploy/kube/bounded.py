@@ -27,7 +27,7 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.kube.deadline import Deadline, RequestBound
-from k3deploy.net.walled import until, walled
+from k3deploy.kube.walled import until, walled
 
 _WATCH = re.compile(r"[?&]watch=(true|1)(&|$)", re.IGNORECASE)
 

@@ -157,7 +157,7 @@ def test_smoke_and_bench_streams_end_a_trickled_head_at_the_request_timeout() ->
 def test_the_kubernetes_clients_requests_end_a_trickled_head_at_the_commands_timeout(
     tmp_path: Path, args: list[str]
 ) -> None:
-    """The official client (urllib3) reads the head inside `getresponse`; net/walled.py shuts the socket at the
+    """The official client (urllib3) reads the head inside `getresponse`; kube/walled.py shuts the socket at the
     request's bound, so `status`/`up --timeout` end with exit 3 and a timeout message (before: the whole head)."""
     from tests.kube.test_timeouts import _run
 
