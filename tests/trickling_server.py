@@ -6,6 +6,8 @@ saturated link does and what defeats a per-`recv` read timeout (httpx's, urllib3
 socket and speaks HTTP/1.1 the way Python's http.server (Lib/http/server.py) does: a status line, headers with
 the Content-Length of the whole body (so a client cannot end early by framing), then the body. `sent` counts
 the body bytes that left before the client went away: a bounded client stops it early, whatever the wall clock.
+With `head_interval_s` the status line and headers trickle too (a padding header makes the head long), and
+`head_sent` counts them: a client whose only bounds are per-read timeouts waits through the whole head.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class Trickle:
     interval_s: float = 0.1
     sent: int = 0
     requests: int = 0
+    head_interval_s: float | None = None
+    head_sent: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -37,7 +41,15 @@ def _answer(conn: socket.socket, trickle: Trickle) -> None:
         head = (
             f"HTTP/1.1 200 OK\r\nContent-Type: {trickle.content_type}\r\nContent-Length: {len(trickle.body)}\r\n\r\n"
         ).encode()
-        conn.sendall(head)
+        if trickle.head_interval_s is None:
+            conn.sendall(head)
+        else:
+            head = head[:-2] + b"X-Padding: " + b"p" * 2000 + b"\r\n\r\n"
+            for byte in head:
+                if trickle._stop.wait(trickle.head_interval_s):
+                    return
+                conn.sendall(bytes([byte]))
+                trickle.head_sent += 1
         for byte in trickle.body:
             if trickle._stop.wait(trickle.interval_s):
                 return

@@ -27,6 +27,7 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from k3deploy.errors import ApiTimeout, EnvironmentProblem
 from k3deploy.kube.deadline import Deadline, RequestBound
+from k3deploy.kube.walled import until, walled
 
 _WATCH = re.compile(r"[?&]watch=(true|1)(&|$)", re.IGNORECASE)
 
@@ -81,6 +82,7 @@ class BoundedApiClient(client.ApiClient):
     def __init__(self, configuration: Any, deadline: Deadline) -> None:
         super().__init__(configuration)
         self.deadline = deadline
+        walled(self.rest_client.pool_manager)  # a trickled status line or header ends with the request's bound
 
     @property
     def server(self) -> str:
@@ -153,12 +155,13 @@ class BoundedApiClient(client.ApiClient):
                 + " why the API server answers slowly",
             )
         started = time.monotonic()
+        whole = bound.read if bound.cut else bound.connect + bound.read
         try:
-            response = super().call_api(
-                method, url, header_params, body, post_params, _request_timeout=bound.as_tuple()
-            )
+            with until(whole):
+                response = super().call_api(
+                    method, url, header_params, body, post_params, _request_timeout=bound.as_tuple()
+                )
             if not _WATCH.search(url):
-                whole = bound.read if bound.cut else bound.connect + bound.read
                 response.data = self._read_body(response, what, bound, started, started + whole)  # type: ignore[assignment]
                 data = response.data or b""
                 head = data[: SHOWN_BYTES + 1] if isinstance(data, bytes) else str(data)[: SHOWN_BYTES + 1].encode()

@@ -28,6 +28,7 @@ from k3deploy.observe.watch_figures import (
     figures_from_queries,
     parse_scrape,
 )
+from k3deploy.redact import redact_text, redact_url
 from k3deploy.smoke.client import translate
 
 #: A multi-engine vLLM's /metrics is some hundreds of KB (smoke allows the same); a query answer far less.
@@ -40,7 +41,9 @@ def _get_capped(
     client: httpx.Client, url: str, limit: int, timeout_s: float, params: Mapping[str, str] | None = None
 ) -> httpx.Response:
     """GET `url`, its body read up to `limit` bytes (past it: a ScrapeError) and the whole answer within about
-    `timeout_s` (net/capped.py: a server trickling its body cannot hold a tick, or `--for`, past it)."""
+    `timeout_s` (net/capped.py: a server trickling its body cannot hold a tick, or `--for`, past it). Messages
+    name the URL with the credentials of its userinfo redacted."""
+    shown = redact_url(url)
     try:
         resp, body = get_capped(
             client,
@@ -54,10 +57,13 @@ def _get_capped(
         headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-encoding", "content-length")]
         return httpx.Response(resp.status_code, headers=headers, content=body, request=resp.request)
     except TooLarge:
-        raise ScrapeError(f"{url} answered more than {limit // (1024 * 1024)} MiB", "is this the right URL?") from None
+        raise ScrapeError(
+            f"{shown} answered more than {limit // (1024 * 1024)} MiB", "is this the right URL?"
+        ) from None
     except httpx.HTTPError as exc:
         raise ScrapeError(
-            translate(exc, url).message, "check the URL, and that the server (or its port-forward) still runs"
+            redact_text(translate(exc, shown).message, url),
+            "check the URL, and that the server (or its port-forward) still runs",
         ) from None
 
 
@@ -69,7 +75,9 @@ class MetricsSource:
     def __init__(
         self, base_url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.url = base_url.rstrip("/") + "/metrics"
+        self._request_url = base_url.rstrip("/") + "/metrics"
+        #: The scraped URL as lines and messages show it: credentials in its userinfo redacted.
+        self.url = redact_url(self._request_url)
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False)
         self._timeout_s = timeout_s
         self._tracker = DeltaTracker()
@@ -78,7 +86,7 @@ class MetricsSource:
     def sample(self) -> WatchFigures | None:
         """The figures since the previous scrape; None for the first one (the baseline)."""
         started = self._clock()
-        resp = _get_capped(self._client, self.url, METRICS_LIMIT, self._timeout_s)
+        resp = _get_capped(self._client, self._request_url, METRICS_LIMIT, self._timeout_s)
         finished = self._clock()
         if resp.status_code != 200:
             excerpt = " ".join(resp.text.split())[:200]
@@ -157,7 +165,9 @@ class PrometheusSource:
     kind = "prometheus"
 
     def __init__(self, base_url: str, expressions: Mapping[str, str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self.url = base_url.rstrip("/") + "/api/v1/query"
+        self._request_url = base_url.rstrip("/") + "/api/v1/query"
+        #: The query URL as lines and messages show it: credentials in its userinfo redacted.
+        self.url = redact_url(self._request_url)
         self.expressions = dict(expressions)
         self._timeout_s = timeout_s
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False)
@@ -166,7 +176,7 @@ class PrometheusSource:
         """One instant query at the server's now, with Prometheus' own evaluation timeout set to ours."""
         resp = _get_capped(
             self._client,
-            self.url,
+            self._request_url,
             QUERY_LIMIT,
             self._timeout_s,
             params={"query": expression, "timeout": f"{self._timeout_s:g}s"},

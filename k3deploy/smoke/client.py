@@ -225,7 +225,27 @@ class SmokeClient:
         return self.shown_url + path
 
     async def _get(self, path: str) -> tuple[int, str]:
-        """Status and text of a GET, its body read up to `BODY_LIMITS[path]` bytes (past it: a protocol error)."""
+        """Status and text of a GET, its body read up to `BODY_LIMITS[path]` bytes (past it: a protocol error).
+
+        The whole exchange, status line and headers included, ends within its connect and read timeouts added up
+        (`_whole_s`): httpx's timeouts bound each read, and a server trickling its head a byte at a time would
+        otherwise hold the GET for ever. A server that sends nothing still ends at httpx's read timeout first.
+        """
+        whole = self._whole_s()
+        try:
+            return await asyncio.wait_for(self._get_within(path), timeout=whole)
+        except TimeoutError:
+            raise EndpointError(
+                "timeout",
+                f"{self._shown(path)} did not answer in time (its whole answer took over {whole:g} s: "
+                "smoke.request_timeout_s plus the connect timeout)",
+            ) from None
+
+    def _whole_s(self) -> float:
+        """The most one plain GET may take as a whole: its connect timeout plus its read timeout."""
+        return self.request_timeout_s + min(10.0, self.request_timeout_s)
+
+    async def _get_within(self, path: str) -> tuple[int, str]:
         url, limit = self._shown(path), BODY_LIMITS[path]
         try:
             async with self._http.stream("GET", path) as resp:

@@ -255,3 +255,18 @@ def test_an_ab_run_reads_its_dataset_before_serving(tmp_path: Path) -> None:
     result = run_cli("bench", "-p", "local-cpu", "--ab", "--dataset", f"jsonl:{bad}")
     assert result.returncode == 2, result.stderr
     assert "lone surrogate" in result.stderr.splitlines()[0] and "==> bench variant" not in result.stderr
+
+
+def test_credentials_in_the_endpoint_are_printed_and_stored_nowhere(tmp_path: Path) -> None:
+    """bench authenticates with `--endpoint http://user:token@host` as given; output, report and chart show `***@`."""
+    with scripted_server(Script(chunk_delay_s=0.0005)) as srv:
+        secret = srv.url.replace("http://", "http://alice:s3cret-pw@")
+        report, html = tmp_path / "r.json", tmp_path / "r.html"
+        done = run_cli("bench", "--endpoint", secret, *ARGS, "--report", str(report), "--html", str(html))
+    with scripted_server(Script(completion_status=500)) as srv:
+        failed = run_cli("bench", "--endpoint", srv.url.replace("http://", "http://alice:s3cret-pw@"), *ARGS)
+    assert done.returncode == 0, done.stderr
+    assert failed.returncode == 1, failed.stderr
+    for shown in (done.stdout + done.stderr, failed.stdout + failed.stderr, report.read_text(), html.read_text()):
+        assert "s3cret-pw" not in shown and "alice" not in shown
+    assert "http://***@127.0.0.1:" in report.read_text()

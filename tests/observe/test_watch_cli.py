@@ -224,3 +224,21 @@ def test_a_trickling_metrics_endpoint_is_a_failed_scrape_within_its_timeout() ->
         finally:
             source.close()
     assert trickle.sent < len(trickle.body) // 4
+
+
+def test_credentials_in_the_endpoint_are_printed_nowhere() -> None:
+    """`--endpoint http://user:token@host` authenticates as given; its lines, errors and table show `***@`."""
+    with serve(MetricsScript([BEFORE, AFTER, 503])) as url:
+        secret = url.replace("http://", "http://alice:s3cret-pw@")
+        lines = run_cli("watch", "--endpoint", secret, "--interval", "0.2s", "--count", "2", "-o", "json")
+        table = run_cli("watch", "--endpoint", secret, "--interval", "0.2s", "--count", "1")
+    with serve(MetricsScript([BEFORE])) as gone:
+        pass  # nothing listens there any more: the first scrape fails
+    unreachable = run_cli("watch", "--endpoint", gone.replace("http://", "http://bob:hunter2@"), "--count", "1")
+    assert lines.returncode == 0, lines.stderr
+    good, failed = _lines(lines.stdout)
+    assert good["url"].startswith("http://***@127.0.0.1:") and failed["error"].startswith("http://***@127.0.0.1:")
+    for done in (lines, table, unreachable):
+        shown = done.stdout + done.stderr
+        assert "s3cret-pw" not in shown and "alice" not in shown and "hunter2" not in shown and "bob" not in shown
+    assert unreachable.returncode == 3 and "http://***@127.0.0.1:" in unreachable.stderr

@@ -100,3 +100,20 @@ def test_preflights_registry_check_is_a_warn_within_the_commands_deadline(monkey
         result = image_platforms(load_profile("kimi-k3-gb300-tp16", [f"vllm.image={IMAGE}"]), Deadline(1.0))
     assert result.status is Status.WARN, result
     assert trickle.sent < len(trickle.body) // 4
+
+
+@pytest.mark.parametrize("where", ["body", "head"])
+def test_pins_timeout_bounds_the_whole_command(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """`pin --timeout 1s` shares one deadline across every registry and Hub request: with both trickling (the
+    answer's body, or its status line and headers) the command ends with exit 3 having read a few bytes of one
+    answer, however many images and repos the profile names (before: no overall bound)."""
+    from tests.conftest import run_cli
+
+    trickle = Trickle(interval_s=0.05) if where == "body" else Trickle(body=b"{}", head_interval_s=0.05)
+    with trickling_server(trickle) as url:
+        monkeypatch.setenv("K3DEPLOY_REGISTRY_URL", url)
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        result = run_cli("pin", "-p", "kimi-k3-gb300-tp16", "--timeout", "1s", "-o", "-", timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    assert (trickle.sent if where == "body" else trickle.head_sent) < 200

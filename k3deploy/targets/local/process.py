@@ -30,6 +30,7 @@ from pathlib import Path
 
 import psutil
 
+from k3deploy.console import safe_text
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.targets.local.state import PID_MAX
 
@@ -320,7 +321,8 @@ def environ_of(proc: psutil.Process) -> dict[str, str]:
 
 
 def log_tail(path: Path, lines: int = 12) -> list[str]:
-    """The last non-empty lines of a log file ([] when there is none)."""
+    """The last non-empty lines of a log file ([] when there is none), terminal controls shown as escapes: the
+    lines are printed (`up`'s failure block, its start-up phase), and a log holds whatever the server wrote."""
     try:
         with path.open("rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -328,4 +330,4 @@ def log_tail(path: Path, lines: int = 12) -> list[str]:
             text = fh.read().decode("utf-8", errors="replace")
     except OSError:
         return []
-    return [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+    return [safe_text(line.rstrip()) for line in text.splitlines() if line.strip()][-lines:]

@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 from rich.console import RenderableType
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError
+from k3deploy.net.capped import answers_200
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import dump
 from k3deploy.report.load import load_json
@@ -58,6 +58,10 @@ LOCAL_FILE = "vllm-server.yaml"
 _POLL_S = 0.25
 
 
+#: Seconds one /health probe of `status`/`up` may take as a whole (head and body: net/capped.py).
+HEALTH_PROBE_S = 2.0
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -84,10 +88,7 @@ def _alive(record: ServerRecord) -> bool:
 
 
 def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/health", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return answers_200(f"{url}/health", HEALTH_PROBE_S)
 
 
 class LocalTarget(Target):
