@@ -103,6 +103,7 @@ class _Server(ThreadingHTTPServer):
         self.socket.close()
         self.socket = sock
         self.script, self.counters, self.lock = script, counters, threading.Lock()
+        self.bodies: list[dict] = []  # what the scripted handler records of every POST (tests/smoke/scripted_server.py)
         self.started = time.monotonic()  # the scripted handler's health_ready_after_s counts from here
 
 
