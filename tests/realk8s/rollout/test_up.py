@@ -70,6 +70,7 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(
             "decode_tok_s": {
                 "median": None,
                 "target": 20.0,
+                "tolerance": 0.15,
                 "published_peak": 464.0,
                 "published_baseline": 118.0,
                 "status": "pass",
@@ -82,7 +83,7 @@ def test_up_happy_path_reports_and_a_rerun_changes_nothing(
         median = f"{figures['decode_tok_s']['median']:.1f}"
         assert first.stderr.splitlines()[-5:] == [
             "  smoke figures (moonshotai/Kimi-K3):",
-            f"    decode tok/s       {median} median at bs=1 vs target 20, 464 tok/s published peak, "
+            f"    decode tok/s       {median} median at bs=1 vs target 20 less 15%, 464 tok/s published peak, "
             "118 tok/s published without speculation [pass]",
             "    acceptance length  3.94 mean vs minimum 3 [pass]",
             "    acceptance rate    0.734 over 32 drafts",
