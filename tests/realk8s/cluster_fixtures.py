@@ -36,12 +36,9 @@ NO_DRA = ("--set", "kubernetes.compute_domain=false")
 UNSCHEDULABLE_GRACE = ("--set", "kubernetes.unschedulable_grace_s=15")
 #: What the real tier gives a rollout that should pass (real controllers on a loaded host).
 TIMEOUT = ("--timeout", "240s")
-#: Public weights (no token Secret) and a short smoke: 2 requests of 64 tokens, answers not judged, a decode
-#: target a loaded 2-core CI machine reaches (the scripted server's speed is not what is under test).
-UP = (
-    *TIMEOUT,
-    "--set",
-    "kubernetes.hf_token_secret=null",
+#: A short smoke: 2 requests of 64 tokens, answers not judged, a decode target a loaded 2-core CI machine reaches
+#: (the scripted server's speed is not what is under test).
+SMOKE = (
     "--set",
     "smoke.requests=2",
     "--set",
@@ -50,8 +47,14 @@ UP = (
     "smoke.correctness=false",
     "--set",
     "targets.decode_tok_s=20",
-    # Greedy and to the full length, not the GB300 profile's sampling like the published run (T=1.0): the rehearsal
-    # model's random weights accept almost no draft above T=0.
+)
+#: Public weights (no token Secret) and the short smoke, greedy and to the full length, not the GB300 profile's
+#: sampling like the published run (T=1.0): the rehearsal model's random weights accept almost no draft above T=0.
+UP = (
+    *TIMEOUT,
+    "--set",
+    "kubernetes.hf_token_secret=null",
+    *SMOKE,
     "--set",
     "smoke.temperature=0",
     "--set",

@@ -8,13 +8,12 @@ processes by the pids it started; stopped after the test.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.realk8s.binaries import BinariesMissing, find_binaries
+from tests.realk8s.binaries import binaries_or_skip
 from tests.realk8s.faults import FaultProxy
 from tests.realk8s.plane import Plane, PlaneOptions
 
@@ -37,12 +36,7 @@ def fault_proxy(realk8s: Plane, tmp_path: Path) -> Iterator[ProxiedPlane]:
 @pytest.fixture
 def lone_plane(tmp_path: Path) -> Iterator[Plane]:
     """A started plane for one test only: 4 GB300 trays in one clique, 1 CPU node."""
-    try:
-        binaries = find_binaries()
-    except BinariesMissing as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    binaries = binaries_or_skip()
     plane = Plane(binaries, PlaneOptions(gb300_nodes=4, cliques=1, cpu_nodes=1, workdir=tmp_path / "plane"))
     (tmp_path / "plane").mkdir()
     with plane:

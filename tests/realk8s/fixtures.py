@@ -6,13 +6,12 @@ apart by their own namespaces and node names. Without the binaries the fixture s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.realk8s.binaries import BinariesMissing, find_binaries
+from tests.realk8s.binaries import binaries_or_skip
 from tests.realk8s.cluster_fixtures import deploy  # noqa: F401 - per-test deployments of the profile
 from tests.realk8s.fault_fixtures import fault_proxy, lone_plane  # noqa: F401 - the fault tests' fixtures
 from tests.realk8s.plane import Plane, PlaneOptions
@@ -24,12 +23,7 @@ def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
 
     `realk8s.admin_kubeconfig` and `realk8s.user_kubeconfig` are written for the CLI under test.
     """
-    try:
-        binaries = find_binaries()
-    except BinariesMissing as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    binaries = binaries_or_skip()
     directory = tmp_path_factory.mktemp("realk8s")
     # Three cliques: room for a blue-green second group or a surge beside two groups and what other tests left.
     plane = Plane(binaries, PlaneOptions(gb300_nodes=12, cliques=3, workdir=directory))

@@ -9,12 +9,10 @@ real PV controller does the binding."""
 from __future__ import annotations
 
 import contextlib
-import threading
 from typing import Any
 
-import httpx
-
 from tests.realk8s.client import Api, ApiError
+from tests.realk8s.poller import Poller
 
 DRIVER = "nfs.csi.k8s.io"
 _PROVISIONER_ANNOTATION = "volume.kubernetes.io/storage-provisioner"
@@ -47,35 +45,12 @@ def volume_for(claim: dict[str, Any], driver: str = DRIVER) -> dict[str, Any]:
     }
 
 
-class Provisioner:
+class Provisioner(Poller):
     """Provisions and deletes `driver`'s volumes from a thread, polling the API (0.5 s) until `stop()`."""
 
     def __init__(self, api: Api, driver: str = DRIVER, interval_s: float = 0.5) -> None:
-        self.api = api
+        super().__init__(api, interval_s, f"provisioner {driver}")
         self.driver = driver
-        self.errors: list[str] = []
-        self._interval = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"provisioner {driver}", daemon=True)
-
-    def start(self) -> Provisioner:
-        """Start the thread."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop the thread and wait for it."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self.sync()
-            except (ApiError, httpx.HTTPError, OSError) as exc:
-                # A slow or refused request (a loaded machine, the server stopping): the next pass retries.
-                self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def sync(self) -> None:
         """One pass: a volume for each claim waiting on this driver, none left Released."""

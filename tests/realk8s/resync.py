@@ -17,44 +17,18 @@ writes the LeaderWorkerSet, its pods or any status.
 
 from __future__ import annotations
 
-import threading
-
-import httpx
-
-from tests.realk8s.client import Api, ApiError
+from tests.realk8s.client import Api
+from tests.realk8s.poller import Poller
 
 ANNOTATION = "realk8s.k3deploy/resync"
 
 
-class Resync:
+class Resync(Poller):
     """Re-queues unconverged LeaderWorkerSets from a thread every `interval_s` until `stop()`."""
 
     def __init__(self, api: Api, interval_s: float = 10.0) -> None:
-        self.api = api
-        self.errors: list[str] = []
+        super().__init__(api, interval_s, "lws resync")
         self.nudged = 0
-        self._interval = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lws resync", daemon=True)
-
-    def start(self) -> Resync:
-        """Start the thread."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop the thread and wait for it."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self.sync()
-            except (ApiError, httpx.HTTPError, OSError) as exc:
-                # A slow or refused request (a loaded machine, the server stopping): the next pass retries.
-                self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def sync(self) -> None:
         """One pass: an annotation bump on the leader StatefulSet of each LWS short of its ready groups."""

@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from k3deploy.kube.client import KubeOptions
 from k3deploy.preflight.access import required_access
@@ -33,7 +30,7 @@ from k3deploy.report.model import CheckResult, Status
 from tests.conftest import run_cli
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s import objects
-from tests.realk8s.binaries import BinariesMissing, find_binaries
+from tests.realk8s.binaries import binaries_or_skip
 from tests.realk8s.client import ApiError, resource_path, wait_until
 from tests.realk8s.fault_rules import Faults
 from tests.realk8s.faults import FaultProxy
@@ -117,12 +114,7 @@ def _namespace(plane: Plane, name: str) -> None:
 @contextlib.contextmanager
 def preflight_plane_started(directory: Path) -> Iterator[Plane]:
     """The package's plane (see the module docstring), stopped after."""
-    try:
-        binaries = find_binaries()
-    except BinariesMissing as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    binaries = binaries_or_skip()
     plane = Plane(binaries, PlaneOptions(gb300_nodes=8, cliques=2, cpu_nodes=1, workdir=directory))
     with plane:
         plane.admin_kubeconfig = plane.kubeconfig(directory / "admin.kubeconfig")

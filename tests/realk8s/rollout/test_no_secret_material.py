@@ -19,23 +19,13 @@ from tests.conftest import run_cli
 from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import resource_path
-from tests.realk8s.cluster_fixtures import NO_DRA, PROFILE, TIMEOUT, Deployment
+from tests.realk8s.cluster_fixtures import NO_DRA, PROFILE, SMOKE, TIMEOUT, Deployment
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 TOKEN = "hf_K3deployCanaryToken0123456789abcdefXYZ"
 #: The forms a leak could take: the value, its base64 (Secret data) and its first half (a truncated print).
 LEAKS = (TOKEN, base64.b64encode(TOKEN.encode()).decode(), TOKEN[: len(TOKEN) // 2])
-SMOKE = (
-    "--set",
-    "smoke.requests=2",
-    "--set",
-    "smoke.output_tokens=64",
-    "--set",
-    "smoke.correctness=false",
-    "--set",
-    "targets.decode_tok_s=20",
-)
 
 
 def leaks(text: str) -> list[str]:
