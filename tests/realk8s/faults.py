@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
+from k3deploy.render.serving_pods import merge_patch
 from tests.realk8s.certs import CertPair
 from tests.realk8s.fault_rules import Fault, Faults
 
@@ -49,19 +50,6 @@ _MESSAGES = {
 }
 #: Longest a relayed answer may take (a watch ends by its timeoutSeconds well before).
 UPSTREAM_READ_S = 600.0
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 def status_body(code: int, message: str, retry_after: int | None = None) -> dict[str, Any]:
