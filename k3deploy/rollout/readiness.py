@@ -167,8 +167,11 @@ def is_fatal(problem: PodProblem) -> bool:
 
 
 def pod_ready(pod: dict[str, Any]) -> bool:
-    """The pod's Ready condition is True."""
-    return _true(condition(pod, "Ready"))
+    """The pod runs and its Ready condition is True: what the StatefulSet controller counts as ready
+    (kubernetes pkg/controller/statefulset/stateful_set_utils.go `isRunningAndReady`) and what LWS counts for a group
+    (sigs.k8s.io/lws pkg/utils/pod/pod_utils.go `PodRunningAndReady`), so k3deploy never calls a group ready that
+    the controllers do not."""
+    return (pod.get("status") or {}).get("phase") == "Running" and _true(condition(pod, "Ready"))
 
 
 def restarts(pod: dict[str, Any]) -> int:

@@ -148,10 +148,31 @@ def lws_webhooks(manifest_dir: Path, url: str, ca_pem: bytes) -> list[dict[str, 
 
 
 def kwok_config(stage_dir: Path) -> str:
-    """KWOK's --config: its own Stages for the node lifecycle (initialise, heartbeat) and pods (ready, Job
-        completion, delete), from the built KWOK release, and the plane's fault Stages (tests/realk8s/stages.py). Container logs come from the cluster's `Logs` and `ClusterLogs` objects,
-    forwarded pod ports from its `PortForward` objects (KWOK's --enable-crds)."""
-    docs = []
+    """KWOK's --config: its options, its own Stages for the node lifecycle (initialise, heartbeat) and pods (ready,
+    Job completion, delete), from the built KWOK release, and the plane's fault Stages (tests/realk8s/stages.py).
+    Container logs come from the cluster's `Logs` and `ClusterLogs` objects, forwarded pod ports from its
+    `PortForward` objects (KWOK's --enable-crds)."""
+    # One worker plays the pod Stages. With KWOK's default of 4, a Stage matched on an older event of a pod can be
+    # played at the same moment as the one matched on the newer event (pkg/kwok/controllers/pod_controller.go
+    # `playStageWorker`), and the older one's status can land last: measured on the tier, a leader left Pending with
+    # its IMEX gate open, and the LWS short of a group for good. One worker plays them in the order they were queued,
+    # the newer job replacing a queued older one. A KwokConfiguration given in --config is not defaulted, so the rest
+    # are KWOK's own defaults (pkg/apis/config/v1alpha1/zz_generated.defaults.go); flags still override them.
+    options = {
+        "podPlayStageParallelism": 1,
+        "nodePlayStageParallelism": 4,
+        "nodeLeaseParallelism": 4,
+        "podsOnNodeSyncParallelism": 1,
+        "enableDebuggingHandlers": True,
+        "enableContentionProfiling": False,
+        "enableProfilingHandler": True,
+        "enablePodsOnNodeSyncListPager": True,
+        "enablePodsOnNodeSyncStreamWatch": False,
+        "nodeLeaseDurationSeconds": 40,
+    }
+    docs: list[dict] = [
+        {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": options}
+    ]
     for path in sorted(stage_dir.glob("*.yaml")):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "Stage"]
     docs += stages.fault_stages()

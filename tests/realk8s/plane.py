@@ -24,7 +24,6 @@ from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.dra import DraDriver
 from tests.realk8s.procs import Process, free_port
 from tests.realk8s.provisioner import DRIVER, Provisioner
-from tests.realk8s.resync import Resync
 
 #: The serving set's upstream CRDs and the control plane's own live beside the checkout (as tests/conftest.py's
 #: SHARED_DIR); the build directory holds the built releases' CRDs as a fallback for the control plane's.
@@ -75,7 +74,6 @@ class Plane:
         self.crds: list[str] = []
         self.provisioner: Provisioner | None = None
         self.dra: DraDriver | None = None
-        self.resync: Resync | None = None
         #: Component name -> a URL that answers 200 when it is ready (kube-apiserver: "/readyz" on `url`).
         self.ready_urls: dict[str, str] = {}
 
@@ -409,8 +407,6 @@ class Plane:
         # DRA is GA in 1.34 (resource.k8s.io/v1 served, the scheduler's DynamicResources plugin and the
         # resourceclaim controller on by default): only the NVIDIA driver's part is a stand-in.
         self.dra = DraDriver(self.client("realk8s-admin")).start()
-        # The LWS controller has no periodic resync: tests/realk8s/resync.py says why the tier needs one.
-        self.resync = Resync(self.client("realk8s-admin")).start()
         namespace, deployment = objects.lws_workload(self.binaries.versions["LWS_VERSION"])
         self.api.apply(resource_path("v1", "namespaces", name="lws-system"), namespace)
         self.api.apply(resource_path("apps/v1", "deployments", "lws-system", "lws-controller-manager"), deployment)
@@ -424,7 +420,7 @@ class Plane:
     # -- stop --------------------------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop every started process (reverse order, by the pid started) and remove the directories made."""
-        for helper in (self.resync, self.provisioner, self.dra):
+        for helper in (self.provisioner, self.dra):
             if helper is not None:
                 helper.stop()
                 helper.api.close()

@@ -1,4 +1,4 @@
-"""The thread the plane's stand-ins poll the API from (the storage provisioner, the LWS resync): `sync()` every
+"""The thread the plane's stand-ins poll the API from (the storage provisioner): `sync()` every
 `interval_s` until `stop()`, a failed pass recorded in `errors` and retried at the next."""
 
 from __future__ import annotations

@@ -134,11 +134,16 @@ def fault_stages() -> list[dict[str, Any]]:
         # NodePrepareResources; the compute-domain kubelet plugin fails it until the node is Ready in the domain).
         # Same weight as the fault Stages: a pod that also matches one of them ends in that fault either way, since
         # only the fault Stage matches once the gate is open.
+        # It says Ready False, as a kubelet does for a pod in ContainerCreating, so that no late play of it can
+        # leave a Pending pod Ready (objects.kwok_config says how one did).
         _stage(
             "realk8s-imex-channel-wait",
             ["Pending"],
             [{"key": ".spec.resourceClaims.[].name", "operator": "Exists"}, imex_gate],
-            _containers(False, False, "0", "waiting: {reason: ContainerCreating}") + "phase: Pending\n",
+            _NOW
+            + _conditions(False, "ContainersNotReady")
+            + _containers(False, False, "0", "waiting: {reason: ContainerCreating}")
+            + "phase: Pending\n",
             200,
         ),
         _stage(

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.realk8s.client import wait_until
 from tests.realk8s.cluster_fixtures import LWS, SCRIPTED, TIMEOUT, Deployment
 from tests.realk8s.test_gates import GOOD
 from tests.smoke.scripted_server import scripted_server
@@ -42,6 +43,14 @@ def test_a_leader_log_without_the_line_is_unknown(deploy: Deployment) -> None:
 
 def test_up_s_smoke_report_and_verdict_carry_the_backend(deploy: Deployment) -> None:
     deploy.logs(["vllm"], STARTUP)
+    applied = deploy.k3("apply", *TIMEOUT)
+    assert applied.returncode == 0, applied.stderr
+    # KWOK takes up a new ClusterLogs from its own watch: until it has, the log proxy serves no line and the smoke
+    # that follows at once would rightly say "unknown". Wait until the leader's log, read as `up` reads it, says it.
+    leader = f"/api/v1/namespaces/{deploy.namespace}/pods/{LWS}-0/log?container=vllm"
+    wait_until(
+        "the leader log served by KWOK", lambda: "backend=mnnvl" in deploy.plane.api.request("GET", leader).text, 60
+    )
     with scripted_server(GOOD) as server:
         result = deploy.k3("up", *SCRIPTED, "--endpoint", server.url, "-o", "json")
     assert result.returncode == 0, result.stderr

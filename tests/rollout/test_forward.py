@@ -29,7 +29,7 @@ def _pod(name: str, group: int, *, ready: bool = True, leaving: bool = False, wo
     }
     if leaving:
         meta["deletionTimestamp"] = "2026-12-01T10:00:00Z"
-    return {"metadata": meta, "status": {"conditions": [{"type": "Ready", "status": str(ready)}]}}
+    return {"metadata": meta, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]}}
 
 
 class Api:

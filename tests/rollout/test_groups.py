@@ -50,7 +50,7 @@ def _lws(replicas: int = 2) -> dict:
 
 
 def _pod(name: str, key: str, ready: bool = True, waiting: str | None = None) -> dict:
-    status: dict = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    status: dict = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     if waiting:
         status["containerStatuses"] = [{"name": "vllm", "state": {"waiting": {"reason": waiting}}}]
     return {"metadata": {"name": name, "labels": {KEY: key}}, "status": status}

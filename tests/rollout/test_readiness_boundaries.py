@@ -15,6 +15,7 @@ from k3deploy.rollout.readiness import (
     lws_readiness,
     pod_phase_label,
     pod_problems,
+    pod_ready,
     readiness,
     restarts,
 )
@@ -165,7 +166,8 @@ def test_restarts_add_up_over_init_and_app_containers() -> None:
 
 def test_phase_labels_as_kubectl_shows_them() -> None:
     assert pod_phase_label({"metadata": {"deletionTimestamp": "t"}, "status": {}}) == "Terminating"
-    assert pod_phase_label({"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}) == "Ready"
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    assert pod_phase_label({"metadata": {}, "status": ready}) == "Ready"
     assert pod_phase_label({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Pending"}}) == (
         "ContainerCreating"
     )
@@ -174,6 +176,21 @@ def test_phase_labels_as_kubectl_shows_them() -> None:
     assert pod_phase_label({"metadata": {}, "spec": {"nodeName": "n"}, "status": {"phase": "Running"}}) == "Running"
     crashing = _pod({"name": "c", "state": {"waiting": {"reason": "CrashLoopBackOff"}}})
     assert pod_phase_label(crashing) == "CrashLoopBackOff"
+
+
+def test_a_pod_is_ready_only_when_it_runs_as_the_statefulset_and_lws_controllers_count_it() -> None:
+    # A Ready condition on a pod still Pending (a stale status write) is not a ready pod to KCM's isRunningAndReady
+    # nor to LWS's PodRunningAndReady: k3deploy must not show it Ready while the LWS waits on it.
+    stale = {
+        "metadata": {},
+        "spec": {"nodeName": "n"},
+        "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    assert not pod_ready(stale) and pod_phase_label(stale) == "ContainerCreating"
+    stale["status"]["phase"] = "Running"
+    assert pod_ready(stale) and pod_phase_label(stale) == "Ready"
+    stale["status"]["conditions"][0]["status"] = "False"
+    assert not pod_ready(stale)
 
 
 def test_missing_counts_read_as_zero_and_missing_replicas_as_one() -> None:
