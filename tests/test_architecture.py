@@ -48,6 +48,7 @@ PURE_MODULES = [
     "rollout/judge.py",
     "rollout/plan.py",
     "smoke/sse.py",
+    "prompts/__init__.py",
     "bench/datasets.py",
     "bench/figures.py",
     "bench/compare.py",
@@ -406,6 +407,31 @@ def test_every_exception_class_is_in_errors_py() -> None:
         for name in _exception_bases(ast.parse(path.read_text(encoding="utf-8")))
     }
     assert found == FOREIGN_EXCEPTIONS
+
+
+# -- one prompt set ---------------------------------------------------------------------------------------------
+
+PROMPT_SET = "k3deploy/prompts/builtin.yaml"
+
+
+def test_the_built_in_prompts_are_one_file_read_in_one_module() -> None:
+    """smoke and bench once shipped a prompt file each: the package data beside the profiles is the one set, and only
+    k3deploy/prompts/ names a YAML file of the package (a second `*.yaml` there would be a second set)."""
+    data = {
+        str(p.relative_to(REPO_ROOT))
+        for p in PACKAGE.rglob("*.yaml")
+        if p.parent != PACKAGE / "profile" / "builtin"  # the built-in profiles, read by profile/load.py
+    }
+    assert data == {PROMPT_SET}
+    naming = {
+        str(path.relative_to(REPO_ROOT))
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.endswith(("prompts.yaml", "builtin.yaml"))
+    }
+    assert naming == {"k3deploy/prompts/__init__.py"}
 
 
 # -- one cluster access layer -----------------------------------------------------------------------------------
