@@ -53,7 +53,6 @@ PURE_MODULES = [
     "bench/figures.py",
     "bench/compare.py",
     "bench/series.py",
-    "bench/svg.py",
     "bench/latency.py",
     "bench/load.py",
     "bench/html_report.py",
@@ -432,6 +431,28 @@ def test_the_built_in_prompts_are_one_file_read_in_one_module() -> None:
         and node.value.endswith(("prompts.yaml", "builtin.yaml"))
     }
     assert naming == {"k3deploy/prompts/__init__.py"}
+
+
+# -- one chart engine ------------------------------------------------------------------------------------------
+
+CHART_ENGINE = "k3deploy/bench/charts.py"
+SVG_MARKUP = ("<svg ", "<rect ", "<polyline ", "<circle ", "<path ", "<line ")
+
+
+def test_bench_charts_are_drawn_by_one_engine() -> None:
+    """bench once drew the HTML's charts as hand-written SVG beside matplotlib's PNG: matplotlib is imported by the
+    chart module alone, and no module writes SVG markup itself (the HTML inlines what matplotlib draws)."""
+    importers = {
+        str(path.relative_to(REPO_ROOT)) for path in PACKAGE.rglob("*.py") if "matplotlib" in imported_roots(path)
+    }
+    assert importers == {CHART_ENGINE}
+    markup = [
+        f"{path.relative_to(REPO_ROOT)}:{node.lineno}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(m in node.value for m in SVG_MARKUP)
+    ]
+    assert markup == []
 
 
 # -- one cluster access layer -----------------------------------------------------------------------------------
