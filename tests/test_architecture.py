@@ -48,11 +48,11 @@ PURE_MODULES = [
     "rollout/judge.py",
     "rollout/plan.py",
     "smoke/sse.py",
+    "prompts/__init__.py",
     "bench/datasets.py",
     "bench/figures.py",
     "bench/compare.py",
     "bench/series.py",
-    "bench/svg.py",
     "bench/latency.py",
     "bench/load.py",
     "bench/html_report.py",
@@ -406,6 +406,53 @@ def test_every_exception_class_is_in_errors_py() -> None:
         for name in _exception_bases(ast.parse(path.read_text(encoding="utf-8")))
     }
     assert found == FOREIGN_EXCEPTIONS
+
+
+# -- one prompt set ---------------------------------------------------------------------------------------------
+
+PROMPT_SET = "k3deploy/prompts/builtin.yaml"
+
+
+def test_the_built_in_prompts_are_one_file_read_in_one_module() -> None:
+    """smoke and bench once shipped a prompt file each: the package data beside the profiles is the one set, and only
+    k3deploy/prompts/ names a YAML file of the package (a second `*.yaml` there would be a second set)."""
+    data = {
+        str(p.relative_to(REPO_ROOT))
+        for p in PACKAGE.rglob("*.yaml")
+        if p.parent != PACKAGE / "profile" / "builtin"  # the built-in profiles, read by profile/load.py
+    }
+    assert data == {PROMPT_SET}
+    naming = {
+        str(path.relative_to(REPO_ROOT))
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.endswith(("prompts.yaml", "builtin.yaml"))
+    }
+    assert naming == {"k3deploy/prompts/__init__.py"}
+
+
+# -- one chart engine ------------------------------------------------------------------------------------------
+
+CHART_ENGINE = "k3deploy/bench/charts.py"
+SVG_MARKUP = ("<svg ", "<rect ", "<polyline ", "<circle ", "<path ", "<line ")
+
+
+def test_bench_charts_are_drawn_by_one_engine() -> None:
+    """bench once drew the HTML's charts as hand-written SVG beside matplotlib's PNG: matplotlib is imported by the
+    chart module alone, and no module writes SVG markup itself (the HTML inlines what matplotlib draws)."""
+    importers = {
+        str(path.relative_to(REPO_ROOT)) for path in PACKAGE.rglob("*.py") if "matplotlib" in imported_roots(path)
+    }
+    assert importers == {CHART_ENGINE}
+    markup = [
+        f"{path.relative_to(REPO_ROOT)}:{node.lineno}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(m in node.value for m in SVG_MARKUP)
+    ]
+    assert markup == []
 
 
 # -- one cluster access layer -----------------------------------------------------------------------------------

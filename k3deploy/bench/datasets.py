@@ -22,13 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from k3deploy import prompts as builtin
 from k3deploy.errors import UsageError
 from k3deploy.fileio.read import read_text_capped
 
@@ -260,24 +257,15 @@ def load_jsonl(path: Path) -> Dataset:
     return Dataset("jsonl", str(path), None, tuple(prompts))
 
 
-@lru_cache(maxsize=1)
-def _builtin_raw() -> dict[str, dict[str, list[str]]]:
-    return yaml.safe_load(resources.files("k3deploy.bench").joinpath("prompts.yaml").read_text(encoding="utf-8"))
-
-
 def load_builtin(subset: str) -> Dataset:
-    """The built-in set: `qualitative` (SPEED-Bench's 11 categories) or `throughput` (its 3 entropy tiers)."""
+    """A subset of the built-in set (k3deploy.prompts, the one smoke draws from too): `qualitative` (SPEED-Bench's 11
+    categories) or `throughput` (its 3 entropy tiers)."""
     if subset not in BUILTIN_SUBSETS:
         raise UsageError(
             f"--subset {subset!r} is not in the built-in set (it has {', '.join(BUILTIN_SUBSETS)})",
             hint="SPEED-Bench's throughput_Nk subsets need the real data: --dataset speed-bench:DIR",
         )
-    raw = _builtin_raw()[subset]
-    prompts = tuple(
-        BenchPrompt(f"{category}-{i + 1}", category, text.strip())
-        for category, texts in raw.items()
-        for i, text in enumerate(texts)
-    )
+    prompts = tuple(BenchPrompt(p.id, p.category, p.text) for p in builtin.subset(subset))
     return Dataset("builtin", "builtin", subset, prompts)
 
 

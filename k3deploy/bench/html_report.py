@@ -1,19 +1,20 @@
 """The self-contained HTML bench report: run metadata, charts with their numbers in a table beside each, every
 cell's vLLM-defined metrics, the published references with the tier each belongs to, and the formulas. Pure.
 
-Nothing is fetched: the charts are inline SVG, the styles inline, the series embedded as JSON, and a
-Content-Security-Policy forbids any request the page might still try (tests/bench/test_report_browser.py loads it
+Nothing is fetched: the charts are inline SVG (drawn by k3deploy.bench.charts and passed in, so this module draws
+nothing), the styles inline, the series embedded as JSON, and a Content-Security-Policy forbids any request the page
+might still try (tests/bench/test_report_browser.py loads it
 in a real headless Chromium and checks that).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from k3deploy.bench import series, svg
+from k3deploy.bench import series
 from k3deploy.bench.compare import compare
 from k3deploy.report.bench import FORMULAS, BenchReport, CellFigures, Dist
 
@@ -157,24 +158,16 @@ def _pair(title: str, chart: str, table: str) -> str:
     return f'<h2>{escape(title)}</h2><div class="pair">{chart}{table}</div>'
 
 
-def sections(reports: Sequence[BenchReport], data: dict[str, Any]) -> list[str]:
-    """Each chart beside the table of the numbers it draws."""
+def sections(reports: Sequence[BenchReport], data: dict[str, Any], charts: Mapping[str, str]) -> list[str]:
+    """Each chart (`charts`: its inline SVG by key, only those the runs give data for) beside the table of the
+    numbers it draws."""
     per_cat = data["per_category"]
     categories = list(dict.fromkeys(c for d in per_cat.values() for c in d))
     labels = list(per_cat)
-    group_refs = {
-        ref["short"]: (ref["category"], ref["value"]) for ref in data["published"] if ref["category"] in categories
-    }
     out = [
         _pair(
             "Median decode tok/s per category (per request)",
-            svg.bars(
-                "tok/s per category",
-                categories,
-                {k: [d.get(c) for c in categories] for k, d in per_cat.items()},
-                unit=" tok/s",
-                group_refs=group_refs,
-            ),
+            charts["per_category"],
             _table(
                 "median decode tok/s",
                 ["category", *labels],
@@ -182,9 +175,7 @@ def sections(reports: Sequence[BenchReport], data: dict[str, Any]) -> list[str]:
             ),
         )
     ]
-    if data["speedups"]:
-        sp = data["speedups"]
-        groups = list(dict.fromkeys(g for d in sp.values() for g in d))
+    if "speedup" in charts:
         comparison = compare(reports, [r.label for r in reports])
         p = reports[0].first_point()
         rows = [r for r in comparison.rows if r.concurrency == p.concurrency and r.request_rate == p.request_rate]
@@ -203,9 +194,7 @@ def sections(reports: Sequence[BenchReport], data: dict[str, Any]) -> list[str]:
         out.append(
             _pair(
                 f"Speedup over {reports[0].label} ({p.name()})",
-                svg.bars(
-                    "speedup", groups, {k: [d.get(g) for g in groups] for k, d in sp.items()}, {"parity": 1.0}, unit="x"
-                ),
+                charts["speedup"],
                 _table("speedup (median of rounds)", ["category", "run", "speedup", "spread", "rounds"], table_rows),
             )
         )
@@ -214,14 +203,7 @@ def sections(reports: Sequence[BenchReport], data: dict[str, Any]) -> list[str]:
     out.append(
         _pair(
             f"Load curve over {xs_name.replace('_', ' ')}: per-user decode tok/s and output throughput",
-            svg.lines(
-                "load curve",
-                {
-                    **{f"{k} per-user": (d["points"], d["per_user_tok_s"]) for k, d in curve.items()},
-                    **{f"{k} output tok/s": (d["points"], d["output_throughput"]) for k, d in curve.items()},
-                },
-                unit=" tok/s",
-            ),
+            charts["load_curve"],
             _table(
                 "per load point",
                 ["run", xs_name, "per-user tok/s", "output tok/s"],
@@ -234,16 +216,12 @@ def sections(reports: Sequence[BenchReport], data: dict[str, Any]) -> list[str]:
         )
     )
     acc = data["acceptance_per_position"]
-    if acc:
+    if "acceptance" in charts:
         positions = sorted({int(p) for d in acc.values() for p in d})
         out.append(
             _pair(
                 "Acceptance per draft position (accepted / drafts)",
-                svg.bars(
-                    "acceptance per position",
-                    [str(p) for p in positions],
-                    {k: [d.get(str(p)) for p in positions] for k, d in acc.items()},
-                ),
+                charts["acceptance"],
                 _table(
                     "accepted / drafts",
                     ["position", *acc],
@@ -265,8 +243,9 @@ def references_table(data: dict[str, Any]) -> str:
     )
 
 
-def html(reports: Sequence[BenchReport]) -> str:
-    """The report as one HTML page."""
+def html(reports: Sequence[BenchReport], charts: Mapping[str, str]) -> str:
+    """The report as one HTML page, with `charts` (inline SVG by key: k3deploy.bench.charts.svgs) beside their
+    tables."""
     data = series.all_series(reports)
     banner = (
         f'<p class="warning" id="rehearsal-warning">{escape(REHEARSAL_WARNING)}</p>'
@@ -284,7 +263,7 @@ def html(reports: Sequence[BenchReport]) -> str:
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>k3deploy bench</title>'
         f"<style>{STYLE}</style></head><body><h1>k3deploy bench</h1>{banner}{notes}{meta}"
-        f"<h2>Published references</h2>{references_table(data)}{''.join(sections(reports, data))}"
+        f"<h2>Published references</h2>{references_table(data)}{''.join(sections(reports, data, charts))}"
         f"<h2>Metrics</h2>{tables}<h2>Formulas</h2><dl>{formulas}</dl>"
         f'<script type="application/json" id="{SERIES_ID}">{blob}</script></body></html>\n'
     )

@@ -1,17 +1,20 @@
 """The files `bench` writes (--report per run, --csv, --html, --png): named and checked before the run, written after it.
 
 Every write goes through fileio/write.py: never through a symlink, never over a file k3deploy did not write
-(without --force), a temporary file renamed into place.
+(without --force), a temporary file renamed into place. The charts (--html, --png) are drawn by matplotlib, the
+optional `bench` extra: found before the run, loaded only when a chart is drawn.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from k3deploy.bench import charts, csv_out
+from k3deploy.bench import csv_out
 from k3deploy.bench.ab import variants
 from k3deploy.bench.cli_run import Request, report_paths
+from k3deploy.errors import EnvironmentProblem
 from k3deploy.fileio.write import OutputFile, check_output, write_output
 from k3deploy.report.bench import BenchReport
 
@@ -24,6 +27,16 @@ class Outputs:
     csv: OutputFile | None
     html: OutputFile | None
     png: OutputFile | None
+
+
+def require_charts(html_file: Path | None, png_file: Path | None) -> None:
+    """Refuse --html/--png up front when matplotlib, which draws them, is not installed (a run takes minutes)."""
+    flags = [flag for flag, path in (("--html", html_file), ("--png", png_file)) if path is not None]
+    if flags and importlib.util.find_spec("matplotlib") is None:
+        raise EnvironmentProblem(
+            f"{'/'.join(flags)} needs matplotlib, which is not installed",
+            hint="pip install 'k3deploy[bench]' (the bench extra), or drop " + " and ".join(flags),
+        )
 
 
 def outputs_of(
@@ -41,6 +54,7 @@ def outputs_of(
     else:
         labels = [request.label or "run"]
     paths = report_paths(report_file, labels) if report_file is not None else []
+    require_charts(html_file, png_file)
     return Outputs(
         reports=[check_output(path, "--report", force=force) for path in paths],
         csv=check_output(csv_file, "--csv", force=force) if csv_file is not None else None,
@@ -55,7 +69,11 @@ def write_outputs(reports: list[BenchReport], outputs: Outputs) -> None:
         write_output(out, report.to_json())
     if outputs.csv is not None:
         write_output(outputs.csv, csv_out.text(reports))
-    if outputs.html is not None:
-        write_output(outputs.html, charts.html(reports))
-    if outputs.png is not None:
-        write_output(outputs.png, charts.png(reports))
+    if outputs.html is not None or outputs.png is not None:
+        # matplotlib (the bench extra) is slow to import: only a run that draws a chart loads it.
+        from k3deploy.bench.charts import html, png
+
+        if outputs.html is not None:
+            write_output(outputs.html, html(reports))
+        if outputs.png is not None:
+            write_output(outputs.png, png(reports))

@@ -110,7 +110,10 @@ def bench(
         typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run)."),
     ] = None,
     csv_file: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per request here.")] = None,
-    html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+    html_file: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write a self-contained HTML report (needs the 'bench' extra: matplotlib)."),
+    ] = None,
     png_file: Annotated[
         Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
     ] = None,
@@ -206,7 +209,10 @@ def compare_cmd(
         ),
     ],
     output: FormatOpt = OutputFormat.table,
-    html_file: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+    html_file: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write a self-contained HTML report (needs the 'bench' extra: matplotlib)."),
+    ] = None,
     png_file: Annotated[
         Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
     ] = None,
@@ -219,6 +225,7 @@ def compare_cmd(
     Refuses (exit 2) runs whose dataset, prompt set, output length or temperature differ."""
     # Loaded when the command runs: `k3deploy --help` stays light.
     from k3deploy.bench.compare import compare, differences
+    from k3deploy.bench.outputs import require_charts
     from k3deploy.fileio.write import check_output
     from k3deploy.report.bench import BenchReport
     from k3deploy.report.bench_view import compare_view
@@ -226,6 +233,7 @@ def compare_cmd(
     # Checked before the reports are read; written after (fileio/write.py's rules: --force, symlinks, rename).
     html_out = check_output(html_file, "--html", force=force) if html_file is not None else None
     png_out = check_output(png_file, "--png", force=force) if png_file is not None else None
+    require_charts(html_file, png_file)
     if len(files) < 2:
         raise UsageError(
             "bench compare needs at least two reports", hint="k3deploy bench compare base.json dspark.json"
@@ -253,7 +261,7 @@ def compare_cmd(
     if comparison.verdict:
         err.print(comparison.verdict, markup=False, highlight=False)
     if html_out is not None or png_out is not None:
-        # The pictures' stage (and matplotlib for --png), loaded only when asked for.
+        # The pictures' stage (matplotlib draws both), loaded only when asked for.
         from k3deploy.bench import charts
         from k3deploy.fileio.write import write_output
 

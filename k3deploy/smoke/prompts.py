@@ -1,15 +1,14 @@
-"""The built-in prompt set (prompts.yaml beside this module): low-entropy and high-entropy tiers."""
+"""Smoke's prompts: the `smoke` subset of the built-in set (k3deploy.prompts), in its low- and high-entropy tiers."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 
-import yaml
-
+from k3deploy import prompts as builtin
 from k3deploy.report.smoke import Tier
 from k3deploy.smoke.summary import TIERS
+
+SUBSET = "smoke"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,11 +20,10 @@ class Prompt:
     text: str
 
 
-@lru_cache(maxsize=1)
 def load_prompts() -> tuple[Prompt, ...]:
-    """Every built-in prompt, low-entropy tier first, in file order."""
-    raw = yaml.safe_load(resources.files("k3deploy.smoke").joinpath("prompts.yaml").read_text(encoding="utf-8"))
-    return tuple(Prompt(item["id"], tier, item["text"].strip()) for tier in TIERS for item in raw[tier])
+    """Every smoke prompt, low-entropy tier first, in file order."""
+    chosen = builtin.subset(SUBSET)
+    return tuple(Prompt(p.id, tier, p.text) for tier in TIERS for p in chosen if p.category == tier)
 
 
 def select(tier: str, count: int) -> list[Prompt]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,7 @@ def test_png_draws_the_series(runs: list[BenchReport], tmp_path: Path) -> None:
     # The same colours as the HTML's SVG: the palette, in series order.
     from matplotlib.colors import to_hex
 
-    from k3deploy.bench.svg import PALETTE
+    from k3deploy.bench.charts import PALETTE
 
     assert {to_hex(p.get_facecolor()) for p in cats.patches[:3]} == {PALETTE[0]}
     assert {to_hex(p.get_facecolor()) for p in cats.patches[3:]} == {PALETTE[1]}
@@ -134,3 +135,36 @@ def test_cli_writes_html_and_png(tmp_path: Path) -> None:
     page = (tmp_path / "b.html").read_text()
     assert "against the published" not in page  # no overall bar against a tier's figure
     assert html_report.REHEARSAL_WARNING in page
+
+
+def test_one_engine_draws_the_html_charts_and_the_png_panels(runs: list[BenchReport]) -> None:
+    """Each chart is one function: the page inlines what it draws as SVG, the PNG has it as a panel, same numbers."""
+    page = charts.html(runs)
+    assert page == charts.html(runs)  # the same runs give the same page (no random ids, no date)
+    keys = ["per_category", "speedup", "load_curve", "acceptance"]
+    assert list(charts.svgs(runs)) == keys
+    for key in keys:
+        assert charts.svg(key, runs) in page
+    ids = re.findall(r' id="([^"]+)"', page)
+    assert len(ids) == len(set(ids))  # four inline charts, no id twice on the page
+    assert set(re.findall(r'(?:href="#|url\(#)([^")]+)', page)) <= set(ids)  # every reference resolves
+    assert "<metadata" not in page and "<?xml" not in page
+    tips = re.findall(r"<title>(\w+) (\w+): ([\d.]+) tok/s</title>", charts.svg("per_category", runs))
+    heights = [p.get_height() for p in charts.figure(runs).axes[0].patches]
+    assert [float(v) for _, _, v in tips] == pytest.approx(heights, abs=0.005)
+    data = series.all_series(runs)
+    assert [(run, cat) for run, cat, _ in tips] == [(r, c) for r, d in data["per_category"].items() for c in d]
+
+
+def test_a_chart_without_matplotlib_is_refused_before_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an install without the bench extra finds
+    with scripted_server(Script(chunk_delay_s=0.0)) as srv:
+        done = run_cli("bench", "--endpoint", srv.url, "-p", "local-cpu", "--html", str(tmp_path / "b.html"))
+        sent = list(srv.bodies)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert "error: --html needs matplotlib, which is not installed" in lines
+    assert lines[-1].startswith("hint: pip install 'k3deploy[bench]'")
+    assert sent == [] and not (tmp_path / "b.html").exists()
+    both = run_cli("bench", "compare", "a.json", "b.json", "--html", "x.html", "--png", "x.png", cwd=tmp_path)
+    assert both.returncode == 3 and "error: --html/--png needs matplotlib" in both.stderr

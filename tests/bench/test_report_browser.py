@@ -44,8 +44,8 @@ READ_DOM = """(() => {
       chart: box(p.querySelector('svg')), table: box(p.querySelector('table')),
       rows: p.querySelectorAll('table tr').length, title: p.querySelector('svg title').textContent,
     })),
-    refGroups: [...document.querySelectorAll('line.ref[data-group]')].map(l => l.dataset.group),
-    fullRefs: [...document.querySelectorAll('svg[aria-label="speedup"] line.ref:not([data-group])')].length,
+    refGroups: [...document.querySelectorAll('svg .ref[data-group]')].map(l => l.dataset.group),
+    fullRefs: [...document.querySelectorAll('svg[aria-label="speedup"] .ref:not([data-group])')].length,
     ticks: [...document.querySelectorAll('svg')].map(s => [...s.querySelectorAll('text.tick')].map(t => t.textContent)),
     warning: document.getElementById('rehearsal-warning')?.textContent ?? null,
     speculativeRows: [...document.querySelectorAll('div.pair table')].filter(
