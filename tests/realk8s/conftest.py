@@ -33,12 +33,13 @@ def baseline_namespaces(realk8s: Plane) -> frozenset[str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_namespace_left_by_earlier_tests(request: pytest.FixtureRequest) -> None:
+def _no_namespace_left_by_earlier_tests(request: pytest.FixtureRequest) -> Iterator[None]:
     """Before each test on the session plane, delete the namespaces earlier tests left (a test that failed before its
     own clean-up keeps a group's GPU trays; the next blue-green, which needs 8 of the 12, then waits for room that
     never comes) and wait until none is terminating. Every such namespace was made by a test of this session: the
     plane is this session's own, started by tests/realk8s/fixtures.py."""
     if "realk8s" not in request.fixturenames:
+        yield
         return
     plane: Plane = request.getfixturevalue("realk8s")
     baseline: frozenset[str] = request.getfixturevalue("baseline_namespaces")
@@ -53,6 +54,16 @@ def _no_namespace_left_by_earlier_tests(request: pytest.FixtureRequest) -> None:
         240,
         interval_s=0.5,
     )
+    # The stand-ins (storage provisioner, DRA driver) run for the whole session: one that stopped would fail this
+    # test far from its cause, and what a pass met during the test is printed with its report.
+    helpers = [h for h in (plane.provisioner, plane.dra) if h is not None]
+    stopped = [h.name for h in helpers if not h.alive()]
+    assert not stopped, f"the plane's stand-in stopped: {', '.join(stopped)}"
+    seen = {h.name: len(h.errors) for h in helpers}
+    yield
+    for helper in helpers:
+        for error in helper.errors[seen[helper.name] :]:
+            print(f"realk8s: {helper.name} pass failed: {error}", file=sys.stderr)
 
 
 @pytest.fixture

@@ -35,16 +35,11 @@ ComputeDomainClique objects, the node label resource.nvidia.com/computeDomain.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
 import uuid
-from collections.abc import Iterator
-from typing import Any
-
-import httpx
+from typing import Any, Self
 
 from tests.realk8s.client import Api, ApiError, resource_path, wait_until
+from tests.realk8s.poller import Poller
 from tests.realk8s.stages import IMEX_READY_ANNOTATION
 
 GPU_DRIVER = "gpu.nvidia.com"
@@ -211,20 +206,15 @@ def domain_status(cd: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, 
     return {"status": "Ready" if ready else "NotReady", "nodes": entries}
 
 
-class DraDriver:
+class DraDriver(Poller):
     """Publishes the slices and classes, and runs the ComputeDomain controller's part, from a thread polling the API
     (0.3 s) until `stop()`."""
 
     def __init__(self, api: Api, interval_s: float = 0.3) -> None:
-        self.api = api
-        self.errors: list[str] = []
-        self._interval = interval_s
-        self._stop = threading.Event()
-        self._paused = threading.Event()
+        super().__init__(api, interval_s, "dra-driver")
         self._published: set[str] = set()
-        self._thread = threading.Thread(target=self._run, name="dra-driver", daemon=True)
 
-    def start(self) -> DraDriver:
+    def start(self) -> Self:
         """Install the DeviceClasses, publish the slices of the nodes there are (a first pass, retried while the
         server still answers 429 for a CRD just established) and start the thread."""
         for device_class in device_classes():
@@ -237,34 +227,7 @@ class DraDriver:
             return True
 
         wait_until("the DRA driver's first pass", first_pass, 60)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop the thread and wait for it."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """No pass runs inside the block (a driver that does not answer: no template, no status, no gate opens)."""
-        self._paused.set()
-        try:
-            time.sleep(self._interval * 2)  # a pass under way ends
-            yield
-        finally:
-            self._paused.clear()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            if self._paused.is_set():
-                continue
-            try:
-                self.sync()
-            except (ApiError, httpx.HTTPError, OSError) as exc:
-                # A slow or refused request (a loaded machine, the server stopped by a test): the next pass retries.
-                self.errors.append(f"{type(exc).__name__}: {exc}")
+        return super().start()
 
     def sync(self) -> None:
         """One pass: slices for new GPU nodes, templates and status for ComputeDomains, the gate for pods."""
