@@ -43,10 +43,14 @@ def free_port() -> int:
 
 
 def alive(pid: int) -> bool:
-    """Whether process `pid` still runs (a zombie awaiting its parent's wait does not count)."""
+    """Whether process `pid` still runs (a zombie awaiting its parent's wait does not count, nor a thread of some
+    other process: Linux serves /proc/<tid> and kill(tid, 0) for every thread, and on a machine whose pid space wraps
+    (32768 here, with vLLM's dozens of threads per process) a dead server's pid is soon some thread's id)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+        status = Path(f"/proc/{pid}/status").read_text()
+        tgid = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("Tgid:"))
+        return tgid == pid and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (OSError, StopIteration, psutil.NoSuchProcess):
         return False
 
 
