@@ -299,6 +299,12 @@ class Plane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={sched_port}",
                 f"--cert-dir={self.dir / 'pki' / 'scheduler'}",
+                # The scheduler's own net for a pod whose requeue event it missed: after this long in its
+                # unschedulable queue a pod is tried again (checked every 30 s; pkg/scheduler/backend/queue
+                # scheduling_queue.go `flushUnschedulablePodsLeftover`). Its default of 5 min outlasts k3deploy's
+                # 120 s unschedulable grace; on the tier a prefetch pod tried 5 times in its first 0.1 s stayed
+                # "unbound immediate PersistentVolumeClaims", never tried again, past that grace (1 of 131 tests).
+                "--pod-max-in-unschedulable-pods-duration=20s",
                 "--leader-elect=false",
             ],
         )
