@@ -8,6 +8,7 @@ optional `bench` extra: found before the run, loaded only when a chart is drawn.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +70,17 @@ def write_outputs(reports: list[BenchReport], outputs: Outputs) -> None:
         write_output(out, report.to_json())
     if outputs.csv is not None:
         write_output(outputs.csv, csv_out.text(reports))
-    if outputs.html is not None or outputs.png is not None:
-        # matplotlib (the bench extra) is slow to import: only a run that draws a chart loads it.
-        from k3deploy.bench.charts import html, png
+    write_charts(reports, outputs.html, outputs.png)
 
-        if outputs.html is not None:
-            write_output(outputs.html, html(reports))
-        if outputs.png is not None:
-            write_output(outputs.png, png(reports))
+
+def write_charts(reports: Sequence[BenchReport], html_out: OutputFile | None, png_out: OutputFile | None) -> None:
+    """--html and --png of `reports` (a run's, or the runs `bench compare` reads), each where it was checked."""
+    if html_out is None and png_out is None:
+        return
+    # matplotlib (the bench extra) is slow to import: only a command that draws a chart loads it.
+    from k3deploy.bench.charts import html, png
+
+    if html_out is not None:
+        write_output(html_out, html(reports))
+    if png_out is not None:
+        write_output(png_out, png(reports))

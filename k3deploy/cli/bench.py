@@ -225,7 +225,7 @@ def compare_cmd(
     Refuses (exit 2) runs whose dataset, prompt set, output length or temperature differ."""
     # Loaded when the command runs: `k3deploy --help` stays light.
     from k3deploy.bench.compare import compare, differences
-    from k3deploy.bench.outputs import require_charts
+    from k3deploy.bench.outputs import require_charts, write_charts
     from k3deploy.fileio.write import check_output
     from k3deploy.report.bench import BenchReport
     from k3deploy.report.bench_view import compare_view
@@ -260,14 +260,6 @@ def compare_cmd(
     err.print(compare_view(comparison))
     if comparison.verdict:
         err.print(comparison.verdict, markup=False, highlight=False)
-    if html_out is not None or png_out is not None:
-        # The pictures' stage (matplotlib draws both), loaded only when asked for.
-        from k3deploy.bench import charts
-        from k3deploy.fileio.write import write_output
-
-        if html_out is not None:
-            write_output(html_out, charts.html(reports))
-        if png_out is not None:
-            write_output(png_out, charts.png(reports))
+    write_charts(reports, html_out, png_out)
     if output is not OutputFormat.table:
         print_json_text(comparison.model_dump_json(indent=1), output)
