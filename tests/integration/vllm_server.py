@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import psutil
 
 from k3deploy.profile import load_profile
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
+from tests.ports import free_port
 
 #: Start-up takes ~30 s on 2 cores with --enforce-eager; leave room for a busy machine.
 READY_TIMEOUT_S = 300.0
@@ -33,13 +33,6 @@ STOP_GRACE_S = 15.0
 def vllm_python() -> str:
     """The interpreter that has vLLM: K3DEPLOY_VLLM_PYTHON, else the one running the tests."""
     return os.environ.get("K3DEPLOY_VLLM_PYTHON") or sys.executable
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def alive(pid: int) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.vllm_server import alive
+from tests.ports import free_port
 from tests.targets.local.conftest import FakeLocal
 
 
@@ -65,16 +66,10 @@ def test_a_free_other_port_says_the_running_server_will_be_replaced(fake_local: 
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_move_to_another_port_starts_the_new_server_before_stopping_the_old(fake_local: FakeLocal) -> None:
     assert fake_local.run("up").returncode == 0
     old = fake_local.record()["pid"]
-    other = _free_port()
+    other = free_port()
     code, summary, stderr = fake_local.json("up", f"vllm.port={other}")
     assert code == 0, stderr
     apply, wait = summary["stages"][2], summary["stages"][3]
@@ -91,7 +86,7 @@ def test_a_replacement_that_never_gets_ready_leaves_the_old_server_serving(fake_
     assert fake_local.run("up").returncode == 0
     old = fake_local.record()
     # The fake server refuses a flag vLLM does not take: it exits before it is ready.
-    code, summary, stderr = fake_local.json("up", f"vllm.port={_free_port()}", "vllm.extra_args=[--no-such-flag]")
+    code, summary, stderr = fake_local.json("up", f"vllm.port={free_port()}", "vllm.extra_args=[--no-such-flag]")
     assert code == 1, stderr
     assert [(s["name"], s["status"]) for s in summary["stages"]][3] == ("wait", "fail")
     assert summary["rollback"] == f"kept the running server (pid {old['pid']}): the failed up did not change it"
