@@ -1,6 +1,6 @@
 """Server-side apply of the rendered set (field manager `k3deploy`), server dry run, diffs against live.
 
-An object whose resourceVersion did not move was unchanged; a Job whose pod template changed (immutable)
+An object whose resourceVersion did not move, or moved only by a status write, was unchanged; a Job whose pod template changed (immutable)
 or that failed is re-created; a conflict with another field manager names the owner. Any other object whose
 change touches an immutable field (a ComputeDomain's spec) is not deleted behind the user's back: the workers
 use it while it exists, so the error names the object and field and says to take the deployment down first.
@@ -101,7 +101,9 @@ def apply_object(api: KubeApi, rendered: dict[str, Any], *, force: bool = False,
     if dry_run:
         return Applied(key, "unchanged" if same(live, result) else "configured", result)
     moved = live.get("metadata", {}).get("resourceVersion") != result.get("metadata", {}).get("resourceVersion")
-    return Applied(key, "configured" if moved else "unchanged", result)
+    # A controller writing the status between the read and the apply moves the resourceVersion too (a Job's
+    # controller counting its pod done): only a change of what was applied makes the object configured.
+    return Applied(key, "configured" if moved and not same(live, result) else "unchanged", result)
 
 
 def apply_objects(
