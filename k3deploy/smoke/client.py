@@ -158,9 +158,12 @@ class SmokeClient:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._middlewares = tuple(middlewares)
         self._session: aiohttp.ClientSession | None = None
-        connect = min(CONNECT_TIMEOUT_S, request_timeout_s)
-        #: A plain GET: each read within the request timeout, as well as the whole answer within `_whole_s`.
-        self._get_timeout = aiohttp.ClientTimeout(total=None, connect=connect, sock_read=request_timeout_s)
+        # The client's one set of timeouts. A stream's whole time is bounded by `stream`'s wait_for; a per-read timer
+        # would be re-armed for every chunk that arrives, a cost per token for nothing. A plain GET bounds each read
+        # by the request timeout as well as its whole answer by `_whole_s`.
+        self._connect_s = min(CONNECT_TIMEOUT_S, request_timeout_s)
+        self._stream_timeout = aiohttp.ClientTimeout(total=None, connect=self._connect_s)
+        self._get_timeout = aiohttp.ClientTimeout(total=None, connect=self._connect_s, sock_read=request_timeout_s)
 
     async def __aenter__(self) -> SmokeClient:
         return self
@@ -178,9 +181,7 @@ class SmokeClient:
                 # vLLM's server drops a connection idle for 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); aiohttp would keep it
                 # 15 s and a request sent on it as the server closes it fails ("Server disconnected"): drop it first.
                 connector=aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=KEEPALIVE_S),
-                # A stream's whole time is bounded by `stream`'s wait_for; a per-read timer would be re-armed for
-                # every chunk that arrives, a cost per token for nothing. Plain GETs add theirs (`_get_timeout`).
-                timeout=aiohttp.ClientTimeout(total=None, connect=min(CONNECT_TIMEOUT_S, self.request_timeout_s)),
+                timeout=self._stream_timeout,
                 auto_decompress=False,
                 middlewares=self._middlewares,
             )
@@ -211,7 +212,7 @@ class SmokeClient:
 
     def _whole_s(self) -> float:
         """The most one plain GET may take as a whole: its connect timeout plus its read timeout."""
-        return self.request_timeout_s + min(CONNECT_TIMEOUT_S, self.request_timeout_s)
+        return self.request_timeout_s + self._connect_s
 
     async def _get_within(self, path: str) -> tuple[int, str]:
         url, limit = self._shown(path), BODY_LIMITS[path]
