@@ -220,3 +220,15 @@ class NvmlUnavailable(EnvironmentProblem):
 
 class ImageReferenceError(UsageError, ValueError):
     """An image reference that distribution's grammar does not accept (exit 2)."""
+
+
+def cause_chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and what it was raised from or during, outermost first (each once): the last one is the root reason."""
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        chain.append(cur)
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return chain

@@ -482,6 +482,23 @@ def test_the_cluster_is_reached_through_kube_api_only() -> None:
     assert globals_ == set()
 
 
+# -- one HTTP stack for the OpenAI client -----------------------------------------------------------------------
+
+#: The OpenAI client of smoke and bench: every request (plain GETs and streams) through one aiohttp session, the
+#: fast path `vllm bench serve` uses (vllm/benchmarks/lib/endpoint_request_func.py).
+OPENAI_CLIENT = "k3deploy.smoke.client"
+
+
+def test_the_openai_client_is_one_http_stack() -> None:
+    """smoke/client.py speaks aiohttp only, with one session, one set of timeouts and one error translation: neither
+    it nor any k3deploy module it reaches imports httpx (httpx once carried its plain GETs beside aiohttp's streams,
+    each stack with its own timeouts and its own translation of failures)."""
+    reached = _reached(OPENAI_CLIENT)
+    assert "k3deploy.smoke.record" in reached  # the rule follows imports
+    assert "aiohttp" in imported_roots(_module_path(OPENAI_CLIENT))
+    assert sorted(name for name in reached if "httpx" in imported_roots(_module_path(name))) == []
+
+
 # -- start-up ---------------------------------------------------------------------------------------------------
 
 #: What `import k3deploy.cli` (every command's start-up, `--help` alone) must not load: each is loaded by the

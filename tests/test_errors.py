@@ -98,3 +98,14 @@ def test_a_plain_error_survives_pickling_with_its_class() -> None:
     """A process pool hands errors back pickled: the class (and so the exit code) survives the trip."""
     back = pickle.loads(pickle.dumps(K3DeployError("m", exit_code=EXIT_FAILED)))
     assert type(back) is CheckFailed and back.exit_code == EXIT_FAILED
+
+
+def test_the_cause_chain_runs_outermost_first_and_ends_at_the_root_reason_even_through_a_loop() -> None:
+    root = ConnectionRefusedError("refused")
+    middle = OSError("connect failed")
+    middle.__cause__ = root
+    outer = RuntimeError("request failed")
+    outer.__context__ = middle
+    root.__context__ = outer  # a loop, as an exception re-raised inside its own handler makes
+    assert errors.cause_chain(outer) == [outer, middle, root]
+    assert errors.cause_chain(root) == [root, outer, middle]

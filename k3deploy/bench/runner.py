@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import httpx
-
 from k3deploy import __version__
 from k3deploy.bench import figures, latency, load
 from k3deploy.bench.datasets import BenchPrompt, Dataset, prompt_set_digest
@@ -87,7 +85,6 @@ class BenchOptions:
     """How to reach the endpoint and whom to tell about progress."""
 
     api_key: str | None = None
-    transport: httpx.AsyncBaseTransport | None = None
     progress: Progress | None = None
     note: Callable[[str], None] | None = None
     #: Called with the prompt id just before each measured request is sent (a second client can start beside it).
@@ -156,9 +153,8 @@ async def measure_async(
         base,
         api_key=options.api_key,
         request_timeout_s=profile.smoke.request_timeout_s,
-        # Open loop without a cap: as many connections as requests in flight (aiohttp and httpx need a number).
+        # Open loop without a cap: as many connections as requests in flight (aiohttp needs a number).
         max_connections=max(caps) if all(p.concurrency for p in points) else 1024,
-        transport=options.transport,
         clock=lambda: time.perf_counter() - t0,
     ) as client:
         await _liveness(client, profile.model.served_name)

@@ -125,7 +125,7 @@ def bench(
     disagree with the server's counters, 3 the endpoint cannot be reached."""
     if ctx.invoked_subcommand is not None:
         return
-    # The bench stage (httpx, the datasets, charts) loads when the command runs: `k3deploy --help` stays light.
+    # The bench stage (aiohttp, the datasets, charts) loads when the command runs: `k3deploy --help` stays light.
     from k3deploy.bench import cli_run
     from k3deploy.bench.ab import run_variants
     from k3deploy.bench.compare import compare, headline

@@ -21,6 +21,7 @@ import httpx
 from k3deploy.errors import MetricsFormatError, ScrapeError, TooLarge
 from k3deploy.kube.deadline import Deadline
 from k3deploy.net.capped import get_capped
+from k3deploy.net.httpx_errors import translate
 from k3deploy.observe.watch_figures import (
     DeltaTracker,
     QueryResult,
@@ -29,7 +30,6 @@ from k3deploy.observe.watch_figures import (
     parse_scrape,
 )
 from k3deploy.redact import redact_text, redact_url
-from k3deploy.smoke.client import translate
 
 #: A multi-engine vLLM's /metrics is some hundreds of KB (smoke allows the same); a query answer far less.
 METRICS_LIMIT = 8 * 1024 * 1024

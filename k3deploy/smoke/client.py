@@ -1,44 +1,49 @@
 """The I/O edge of smoke and bench: an async client that records raw arrival stamps and translates failures once.
 
 Every network failure becomes an `EndpointError` with a kind (unreachable, unauthorized, http, timeout,
-protocol) and a one-line message that keeps the underlying reason; streams never raise, they return a
-`RawStream` whose `error` says what went wrong, so one bad request does not end the run.
+protocol) and a one-line message that keeps the underlying reason (`translate`, the one place); streams never
+raise, they return a `RawStream` whose `error` says what went wrong, so one bad request does not end the run.
 
-Plain answers (/health, /v1/models, /metrics) go through httpx (its transport is injectable). Streams go
-through aiohttp, as `vllm bench serve` does (vllm/benchmarks/lib/endpoint_request_func.py): its C HTTP parser
-costs a fraction per chunk of httpx's pure-Python one, and a streaming client's own CPU per token is what
-bounds how fast a stream it can time honestly. The hot loop only stamps and keeps each read
-(`time.perf_counter`, the bytes as they came); decoding waits for the stream's end (`record.build_record`).
+Every request, plain answers (/health, /v1/models, /version, /metrics) and streams alike, goes through one aiohttp
+session, as `vllm bench serve` does (vllm/benchmarks/lib/endpoint_request_func.py): its C HTTP parser costs a
+fraction per chunk of a pure-Python one, and a streaming client's own CPU per token is what bounds how fast a
+stream it can time honestly. The hot loop only stamps and keeps each read (`time.perf_counter`, the bytes as they
+came); decoding waits for the stream's end (`record.build_record`).
 
-Nothing an endpoint sends is read without a bound: plain answers up to `BODY_LIMITS` bytes, a stream up to
-`stream_limits(max_tokens)` (far above what vLLM sends for that many tokens), so a hostile or broken endpoint
-that floods cannot make smoke grow without end; what passes a bound is an error, not data.
+Nothing an endpoint sends is read without a bound: plain answers up to `BODY_LIMITS` bytes, an error answer up to
+`ERROR_BODY_LIMIT`, a stream up to `stream_limits(max_tokens)` (far above what vLLM sends for that many tokens), so
+a hostile or broken endpoint that floods cannot make smoke grow without end; what passes a bound is an error, not
+data. Bodies are asked for and read uncompressed, so a bound on bytes read is a bound on bytes kept. Every request
+ends by its whole deadline: a plain GET by its connect plus read timeouts added up, a stream by
+smoke.request_timeout_s, however slowly the server trickles its head or body.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
-import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import aiohttp
-import httpx
+import yarl
 
-from k3deploy.errors import EndpointError
+from k3deploy.errors import EndpointError, cause_chain
 from k3deploy.redact import redact_url
 from k3deploy.smoke.record import RawStream
 
-#: Most bytes read from each plain answer. vLLM's /health is empty, its model list a few hundred bytes per model
-#: and its /metrics some hundreds of KB for a multi-engine server.
 #: Seconds an idle connection is kept for reuse: well under vLLM's server-side 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE).
 KEEPALIVE_S = 2.0
+#: Most bytes read from each plain answer. vLLM's /health is empty, its model list a few hundred bytes per model
+#: and its /metrics some hundreds of KB for a multi-engine server.
 BODY_LIMITS = {"/health": 64 * 1024, "/version": 64 * 1024, "/v1/models": 4 * 1024 * 1024, "/metrics": 8 * 1024 * 1024}
-#: Most bytes read from an error answer: its message goes into one line of the report.
+#: Most bytes read from a stream's error answer: its message goes into one line of the report.
 ERROR_BODY_LIMIT = 64 * 1024
+#: Longest wait for a connection (a free slot of the pool, the TCP connect, the TLS handshake).
+CONNECT_TIMEOUT_S = 10.0
 #: A vLLM stream chunk is one SSE event of two lines and well under 1 KB even with continuous usage; these bounds
 #: allow ~4x that per token, plus room for the role, usage and [DONE] events.
 STREAM_BYTES_PER_TOKEN = 4096
@@ -53,47 +58,19 @@ def stream_limits(max_tokens: int) -> tuple[int, int]:
     return tokens * STREAM_BYTES_PER_TOKEN + STREAM_SLACK_BYTES, tokens * STREAM_LINES_PER_TOKEN + STREAM_SLACK_LINES
 
 
-def _causes(exc: BaseException) -> list[BaseException]:
-    chain, seen = [], set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        chain.append(cur)
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return chain
-
-
-def translate(exc: Exception, url: str) -> EndpointError:
-    """The one place httpx's exceptions become EndpointErrors (kind + message naming the URL and the reason)."""
-    if isinstance(exc, EndpointError):
-        return exc
-    chain = _causes(exc)
+def translate(exc: aiohttp.ClientError, url: str) -> EndpointError:
+    """The one place the client's failures become EndpointErrors (kind + message naming the URL and the reason)."""
+    chain = cause_chain(exc)
     reason = str(chain[-1]) or type(chain[-1]).__name__
-    if isinstance(exc, httpx.ConnectTimeout):
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return EndpointError("unreachable", f"connecting to {url} timed out")
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, aiohttp.SocketTimeoutError):
+        # Worded as every k3deploy client words a read that outlived its timeout (net/httpx_errors.py).
+        return EndpointError("timeout", f"{url} did not answer in time (ReadTimeout)")
+    if isinstance(exc, aiohttp.ServerTimeoutError):
         return EndpointError("timeout", f"{url} did not answer in time ({type(exc).__name__})")
-    if isinstance(exc, httpx.ConnectError):
-        if any(isinstance(c, socket.gaierror) for c in chain) or "Name or service not known" in reason:
-            return EndpointError("unreachable", f"DNS lookup failed for {httpx.URL(url).host}: {reason}")
-        if any(isinstance(c, ssl.SSLError) for c in chain):
-            return EndpointError("unreachable", f"TLS handshake with {url} failed: {reason}")
-        if any(isinstance(c, ConnectionRefusedError) for c in chain):
-            return EndpointError("unreachable", f"cannot connect to {url}: connection refused (nothing listens there)")
-        return EndpointError("unreachable", f"cannot connect to {url}: {reason}")
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-        return EndpointError("protocol", f"connection to {url} broke: {reason}")
-    if isinstance(exc, httpx.HTTPError):
-        return EndpointError("protocol", f"{url}: {type(exc).__name__}: {reason}")
-    raise exc
-
-
-def translate_stream(exc: aiohttp.ClientError, url: str) -> EndpointError:
-    """An aiohttp failure of a stream as an EndpointError, worded as `translate` words httpx's."""
-    chain = _causes(exc)
-    reason = str(chain[-1]) or type(chain[-1]).__name__
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return EndpointError("unreachable", f"DNS lookup failed for {httpx.URL(url).host}: {reason}")
+        return EndpointError("unreachable", f"DNS lookup failed for {yarl.URL(url).host}: {reason}")
     if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.ServerFingerprintMismatch)) or any(
         isinstance(c, ssl.SSLError) for c in chain
     ):
@@ -102,8 +79,6 @@ def translate_stream(exc: aiohttp.ClientError, url: str) -> EndpointError:
         if isinstance(exc.os_error, ConnectionRefusedError):
             return EndpointError("unreachable", f"cannot connect to {url}: connection refused (nothing listens there)")
         return EndpointError("unreachable", f"cannot connect to {url}: {reason}")
-    if isinstance(exc, aiohttp.ServerTimeoutError):
-        return EndpointError("timeout", f"{url} did not answer in time ({type(exc).__name__})")
     if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
         return EndpointError("protocol", f"connection to {url} broke: {reason}")
     return EndpointError("protocol", f"{url}: {type(exc).__name__}: {reason}")
@@ -116,14 +91,14 @@ def _status_error(status: int, url: str, body: str) -> EndpointError:
     return EndpointError("http", f"{url} answered {status}: {excerpt}")
 
 
-async def _read_capped(resp: httpx.Response, limit: int, url: str, *, fail: bool) -> bytes:
+async def _read_capped(resp: aiohttp.ClientResponse, limit: int, url: str, *, fail: bool) -> bytes:
     """Up to `limit` bytes of a body; past it, an EndpointError when `fail`, else what was read, cut."""
-    declared = resp.headers.get("content-length", "")
+    declared = resp.headers.get("Content-Length", "")
     too_big = EndpointError("protocol", f"{url} answered more than {limit // 1024} KiB; smoke reads at most that")
     if fail and declared.isdigit() and int(declared) > limit:
         raise too_big
     parts, size = [], 0
-    async for data in resp.aiter_bytes():
+    async for data in resp.content.iter_any():
         parts.append(data)
         size += len(data)
         if size > limit:
@@ -133,16 +108,14 @@ async def _read_capped(resp: httpx.Response, limit: int, url: str, *, fail: bool
     return b"".join(parts)[:limit]
 
 
-async def _read_error_body(resp: aiohttp.ClientResponse) -> str:
-    """Up to ERROR_BODY_LIMIT bytes of an error answer, as text."""
-    parts, size = [], 0
-    while size < ERROR_BODY_LIMIT:
-        data = await resp.content.read(ERROR_BODY_LIMIT - size)
-        if not data:
-            break
-        parts.append(data)
-        size += len(data)
-    return b"".join(parts).decode("utf-8", "replace")
+def _text(resp: aiohttp.ClientResponse, body: bytes) -> str:
+    """`body` decoded by the charset its Content-Type names (UTF-8 when it names none, or none Python knows)."""
+    charset = resp.charset or "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        charset = "utf-8"
+    return body.decode(charset, "replace")
 
 
 _T = TypeVar("_T")
@@ -161,7 +134,8 @@ class SmokeClient:
     """Talks to one OpenAI-compatible vLLM endpoint; stamps come from `clock` (seconds since the run began).
 
     `clock` must be `time.perf_counter` minus a constant: the stream's hot loop stamps with `time.perf_counter`
-    itself and shifts once per request. `transport` (httpx) carries the plain GETs.
+    itself and shifts once per request. `middlewares` (aiohttp client middlewares) see every request, plain and
+    streamed: what a test puts between the client and the servers.
     """
 
     def __init__(
@@ -171,7 +145,7 @@ class SmokeClient:
         api_key: str | None = None,
         request_timeout_s: float = 600.0,
         max_connections: int = 32,
-        transport: httpx.AsyncBaseTransport | None = None,
+        middlewares: Sequence[aiohttp.ClientMiddlewareType] = (),
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -181,29 +155,25 @@ class SmokeClient:
         self.max_connections = max_connections
         start = time.perf_counter()
         self.clock = clock or (lambda: time.perf_counter() - start)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._headers = headers
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._middlewares = tuple(middlewares)
         self._session: aiohttp.ClientSession | None = None
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(request_timeout_s, connect=min(10.0, request_timeout_s)),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=KEEPALIVE_S
-            ),
-            transport=transport,
-        )
+        # The client's one set of timeouts. A stream's whole time is bounded by `stream`'s wait_for; a per-read timer
+        # would be re-armed for every chunk that arrives, a cost per token for nothing. A plain GET bounds each read
+        # by the request timeout as well as its whole answer by `_whole_s`.
+        self._connect_s = min(CONNECT_TIMEOUT_S, request_timeout_s)
+        self._stream_timeout = aiohttp.ClientTimeout(total=None, connect=self._connect_s)
+        self._get_timeout = aiohttp.ClientTimeout(total=None, connect=self._connect_s, sock_read=request_timeout_s)
 
     async def __aenter__(self) -> SmokeClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._http.aclose()
         if self._session is not None:
             await self._session.close()
 
-    def _streams(self) -> aiohttp.ClientSession:
-        """The aiohttp session of the streams, made on first use (it must be made inside the running loop)."""
+    def _http(self) -> aiohttp.ClientSession:
+        """The one session of every request, made on first use (it must be made inside the running loop)."""
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 # Asked uncompressed, read uncompressed: a bound on bytes read is then a bound on bytes kept.
@@ -211,10 +181,9 @@ class SmokeClient:
                 # vLLM's server drops a connection idle for 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); aiohttp would keep it
                 # 15 s and a request sent on it as the server closes it fails ("Server disconnected"): drop it first.
                 connector=aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=KEEPALIVE_S),
-                # The request's whole time is bounded by `stream`'s wait_for; a per-read timer would be re-armed for
-                # every chunk that arrives, a cost per token for nothing.
-                timeout=aiohttp.ClientTimeout(total=None, connect=min(10.0, self.request_timeout_s)),
+                timeout=self._stream_timeout,
                 auto_decompress=False,
+                middlewares=self._middlewares,
             )
         return self._session
 
@@ -228,8 +197,8 @@ class SmokeClient:
         """Status and text of a GET, its body read up to `BODY_LIMITS[path]` bytes (past it: a protocol error).
 
         The whole exchange, status line and headers included, ends within its connect and read timeouts added up
-        (`_whole_s`): httpx's timeouts bound each read, and a server trickling its head a byte at a time would
-        otherwise hold the GET for ever. A server that sends nothing still ends at httpx's read timeout first.
+        (`_whole_s`): the read timeout bounds each read, and a server trickling its head a byte at a time would
+        otherwise hold the GET for ever. A server that sends nothing still ends at the read timeout first.
         """
         whole = self._whole_s()
         try:
@@ -243,15 +212,15 @@ class SmokeClient:
 
     def _whole_s(self) -> float:
         """The most one plain GET may take as a whole: its connect timeout plus its read timeout."""
-        return self.request_timeout_s + min(10.0, self.request_timeout_s)
+        return self.request_timeout_s + self._connect_s
 
     async def _get_within(self, path: str) -> tuple[int, str]:
         url, limit = self._shown(path), BODY_LIMITS[path]
         try:
-            async with self._http.stream("GET", path) as resp:
+            async with self._http().get(self._url(path), timeout=self._get_timeout, allow_redirects=False) as resp:
                 body = await _read_capped(resp, limit, url, fail=True)
-                return resp.status_code, body.decode(resp.encoding or "utf-8", "replace")
-        except httpx.HTTPError as exc:
+                return resp.status, _text(resp, body)
+        except aiohttp.ClientError as exc:
             raise translate(exc, url) from None
 
     async def health(self) -> int:
@@ -297,20 +266,22 @@ class SmokeClient:
         raw.reads_shift = raw.t_send - time.perf_counter()
         try:
             await asyncio.wait_for(self._stream_into(raw, path, payload), timeout=self.request_timeout_s)
-        except TimeoutError:
-            raw.error = f"request timed out after {self.request_timeout_s:g} s (smoke.request_timeout_s)"
         except EndpointError as exc:
             raw.error = exc.message
+        # Before TimeoutError: aiohttp's own timeouts (a connect that outlived its bound) are TimeoutErrors too.
         except aiohttp.ClientError as exc:
-            raw.error = translate_stream(exc, self._shown(path)).message
+            raw.error = translate(exc, self._shown(path)).message
+        except TimeoutError:
+            raw.error = f"request timed out after {self.request_timeout_s:g} s (smoke.request_timeout_s)"
         raw.t_end = self.clock()
         return raw
 
     async def _stream_into(self, raw: RawStream, path: str, payload: dict[str, Any]) -> None:
         max_bytes, max_lines = stream_limits(int(payload.get("max_tokens") or 1))
-        async with self._streams().post(self._url(path), json=payload) as resp:
+        async with self._http().post(self._url(path), json=payload) as resp:
             if resp.status != 200:
-                raise _status_error(resp.status, self._shown(path), await _read_error_body(resp))
+                body = await _read_capped(resp, ERROR_BODY_LIMIT, self._shown(path), fail=False)
+                raise _status_error(resp.status, self._shown(path), _text(resp, body))
             # The client's hot path, one pass per socket read (hundreds per second per stream): stamp, keep, count.
             reads, stamp, received, lines = raw.reads, time.perf_counter, 0, 0
             append = reads.append

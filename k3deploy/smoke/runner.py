@@ -26,7 +26,7 @@ from k3deploy.smoke.ready import wait_ready
 from k3deploy.smoke.record import RequestSpec, build_record
 
 if TYPE_CHECKING:
-    import httpx
+    import aiohttp
 
     from k3deploy.smoke.client import SmokeClient
 
@@ -38,7 +38,8 @@ class SmokeOptions:
     """How to reach the endpoint; everything about *what* to run comes from the profile."""
 
     api_key: str | None = None
-    transport: httpx.AsyncBaseTransport | None = None
+    #: aiohttp client middlewares that see every request (a test's stand-in for what lies between client and server).
+    middlewares: tuple[aiohttp.ClientMiddlewareType, ...] = ()
     progress: Callable[[str], None] | None = None
     #: Where the wait for readiness (smoke.ready_timeout_s) says what it waits for: always shown, a Job's log needs it.
     notice: Callable[[str], None] | None = None
@@ -280,7 +281,7 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
 
 async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions | None = None) -> SmokeReport:
     """Run every smoke check against `endpoint`; see the module docstring."""
-    # The HTTP client (httpx, aiohttp) loads only when smoke runs.
+    # The HTTP client (aiohttp) loads only when smoke runs.
     from k3deploy.smoke.client import SmokeClient
 
     options = options or SmokeOptions()
@@ -294,7 +295,7 @@ async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions
         api_key=options.api_key,
         request_timeout_s=smoke.request_timeout_s,
         max_connections=levels,
-        transport=options.transport,
+        middlewares=options.middlewares,
         clock=lambda: time.perf_counter() - t0,
     ) as client:
         run = _Run(profile, client, state, options.progress or (lambda _msg: None))
