@@ -55,6 +55,7 @@ PURE_MODULES = [
     "bench/series.py",
     "bench/latency.py",
     "bench/load.py",
+    "measure/arrivals.py",
     "bench/html_report.py",
     "smoke/metrics.py",
     "smoke/verdict.py",
@@ -720,4 +721,22 @@ def test_every_smoke_of_up_runs_in_the_pipeline() -> None:
         for path in (PACKAGE / package).rglob("*.py")
         if "k3deploy.smoke.runner" in _k3deploy_imports(path)
     ]
+    assert offenders == []
+
+
+def test_smoke_and_bench_measure_through_one_loop() -> None:
+    """smoke and bench once each had their own measurement loop: both now open their measurement windows with
+    k3deploy/smoke/window.py (scrape, dispatch, scrape) and offer requests only through k3deploy/measure/dispatch.py,
+    so no other module keeps requests in flight (an asyncio Semaphore or gather) or scrapes /metrics itself."""
+    for runner in ("k3deploy/smoke/runner.py", "k3deploy/bench/runner.py"):
+        assert "k3deploy.smoke.window" in _k3deploy_imports(REPO_ROOT / runner), runner
+    offenders = []
+    for path in sorted((REPO_ROOT / "k3deploy").rglob("*.py")):
+        rel = path.relative_to(REPO_ROOT).as_posix()
+        if rel in ("k3deploy/measure/dispatch.py", "k3deploy/smoke/window.py", "k3deploy/smoke/client.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        offenders += [
+            f"{rel}: {word}" for word in ("asyncio.Semaphore", "asyncio.gather", ".metrics()") if word in text
+        ]
     assert offenders == []

@@ -1,6 +1,6 @@
-"""Bench orchestration: liveness, one warm-up, then per load point, category and repeat: scrape /metrics, offer
-the category's prompts under the load model (k3deploy.bench.dispatch), scrape again. Uses smoke's client, request
-body and record code; the measured runs become a report in `assemble`.
+"""Bench orchestration: liveness, one warm-up, then per load point, category and repeat one measurement window
+(k3deploy.smoke.window, smoke's too): scrape /metrics, offer the category's prompts under the load model, scrape
+again. Uses smoke's client, request body and record code; the measured runs become a report in `assemble`.
 
 Categories run one after another, each between its own two scrapes, so the server's spec-decode counters are
 attributed to the category that moved them (a server scrape window holds only that category's traffic).
@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from k3deploy import __version__
 from k3deploy.bench import figures, latency, load
 from k3deploy.bench.datasets import BenchPrompt, Dataset, prompt_set_digest
-from k3deploy.bench.dispatch import dispatch
-from k3deploy.errors import EndpointError, EnvironmentProblem, MetricsFormatError
+from k3deploy.errors import EndpointError, EnvironmentProblem
 from k3deploy.profile import Profile
 from k3deploy.redact import redact_url
 from k3deploy.report.bench import (
@@ -36,6 +35,7 @@ from k3deploy.smoke import metrics
 from k3deploy.smoke.client import SmokeClient, run_fast
 from k3deploy.smoke.record import RequestSpec, build_record
 from k3deploy.smoke.runner import normalize_endpoint, request_body
+from k3deploy.smoke.window import measure_window
 
 #: (requests done, requests in all or None when open-ended (--duration), decode tok/s of the request that just ended)
 Progress = Callable[[int, int | None, float | None], None]
@@ -108,14 +108,6 @@ def _loadavg() -> float | None:
         return round(os.getloadavg()[0], 2)
     except OSError:
         return None
-
-
-async def _scrape(client: SmokeClient) -> tuple[metrics.MetricsSnapshot | None, str | None]:
-    try:
-        text, started, finished = await client.metrics()
-        return metrics.parse_metrics(text, started, finished), None
-    except (EndpointError, MetricsFormatError) as exc:
-        return None, f"/metrics unavailable: {exc}"
 
 
 async def _liveness(client: SmokeClient, served: str) -> None:
@@ -203,18 +195,16 @@ async def measure_async(
                             options.progress(done, total, figures.decode_figure(sent.request))
                         return sent
 
-                    before, error = await _scrape(client)
-                    sent, duration = await dispatch(
-                        send, plan.cell_batch(category, point), point, plan.load, seed, client.clock
+                    window = await measure_window(
+                        client, send, plan.cell_batch(category, point), point, plan.load, seed
                     )
                     seed += 1
-                    after, error_after = await _scrape(client) if before is not None else (None, error)
                     server = (
-                        figures.server_delta(metrics.diff(before, after))
-                        if before is not None and after is not None
-                        else ServerDelta(available=False, error=error or error_after)
+                        figures.server_delta(metrics.diff(window.before, window.after))
+                        if window.before is not None and window.after is not None
+                        else ServerDelta(available=False, error=window.error)
                     )
-                    runs.append((sent, server, duration))
+                    runs.append((window.results, server, window.duration_s))
                 out.runs[(p_index, category)] = runs
                 cell = figures.pooled(category, point, runs, plan.percentiles, plan.slo)
                 say(

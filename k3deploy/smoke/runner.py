@@ -14,16 +14,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from k3deploy.errors import EndpointError, MetricsFormatError, UsageError
+from k3deploy.errors import EndpointError, UsageError
+from k3deploy.measure.dispatch import dispatch
 from k3deploy.profile import Profile
 from k3deploy.profile.names import check_http_url
 from k3deploy.redact import redact_url
+from k3deploy.report.bench import LoadModel, Point
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.report.smoke import exit_code as exit_code  # where callers (rollout/upgrade.py, the tests) import it
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
 from k3deploy.smoke.ready import wait_ready
 from k3deploy.smoke.record import RequestSpec, build_record
+from k3deploy.smoke.window import measure_window
 
 if TYPE_CHECKING:
     import aiohttp
@@ -168,15 +171,9 @@ class _Run:
             self.state.probes.append((probe.id, ok, detail))
             self.say(f"correctness {probe.id}: {'right' if ok else 'WRONG'}")
 
-    async def scrape(self) -> metrics.MetricsSnapshot | None:
-        try:
-            text, started, finished = await self.client.metrics()
-            return metrics.parse_metrics(text, started, finished)
-        except (EndpointError, MetricsFormatError) as exc:
-            self.state.metrics_error = self.state.metrics_error or f"/metrics unavailable: {exc}"
-            return None
-
     async def measured(self) -> None:
+        """The warm-up, then one measurement window (k3deploy.smoke.window, as each bench cell): bs=1 requests one
+        after another between two /metrics scrapes."""
         smoke = self.profile.smoke
         chosen = prompts.select(smoke.tier, smoke.requests + 1)
         warm = await self.one(
@@ -184,33 +181,35 @@ class _Run:
             chosen[0].text,
         )
         self.say(f"warm-up: {'ok' if warm.ok else warm.error}")
-        self.state.before = await self.scrape()
-        for i, prompt in enumerate(chosen[1:]):
+
+        async def send(prompt: prompts.Prompt, i: int, _arrival: float | None) -> RequestRecord:
             rec = await self.one(
                 RequestSpec(i, "measured", prompt.id, smoke.output_tokens, prompt.tier, expect_full=smoke.ignore_eos),
                 prompt.text,
             )
             rate = f"{rec.decode_tok_s:.2f} decode tok/s" if rec.decode_tok_s else (rec.error or "no rate")
             self.say(f"request {i + 1}/{smoke.requests} ({prompt.tier}): {rate}")
-        if self.state.before is not None:
-            self.state.after = await self.scrape()
+            return rec
+
+        window = await measure_window(self.client, send, chosen[1:], Point(concurrency=1), LoadModel(), 0)
+        self.state.before, self.state.after = window.before, window.after
+        self.state.metrics_error = self.state.metrics_error or window.error
 
     async def sweep(self) -> None:
+        """Each concurrency level above 1: its requests offered closed-loop, `level` in flight (bench's dispatch)."""
         smoke = self.profile.smoke
         for level in sorted({c for c in smoke.concurrency if c > 1}):
             chosen = prompts.select(smoke.tier, max(smoke.requests, level))
-            gate = asyncio.Semaphore(level)
 
-            async def gated(i: int, prompt: prompts.Prompt, level: int = level, gate: asyncio.Semaphore = gate) -> None:
-                async with gate:
-                    await self.one(
-                        RequestSpec(
-                            i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level, expect_full=smoke.ignore_eos
-                        ),
-                        prompt.text,
-                    )
+            async def send(prompt: prompts.Prompt, i: int, _arrival: float | None, level: int = level) -> RequestRecord:
+                return await self.one(
+                    RequestSpec(
+                        i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level, expect_full=smoke.ignore_eos
+                    ),
+                    prompt.text,
+                )
 
-            await asyncio.gather(*(gated(i, p) for i, p in enumerate(chosen)))
+            await dispatch(send, chosen, Point(concurrency=level), LoadModel(), 0, self.client.clock)
             self.say(f"concurrency {level}: done")
 
 

@@ -1,10 +1,10 @@
-"""Load models: vLLM's arrival schedule (pure), and closed/open loops against the scripted server (real sockets)."""
+"""Load models: the options that make them, and closed/open loops against the scripted server (real sockets); the
+arrival schedule itself is tested in tests/measure/test_arrivals.py."""
 
 from __future__ import annotations
 
 import itertools
 import math
-import statistics
 
 import pytest
 
@@ -15,21 +15,6 @@ from k3deploy.errors import UsageError
 from k3deploy.profile import load_profile
 from k3deploy.report.bench import BenchReport
 from tests.smoke.scripted_server import Script, scripted_server
-
-
-def test_arrivals_are_gamma_gaps_rescaled_to_n_over_rate() -> None:
-    offsets = load.arrival_offsets(2000, 4.0, 1.0, seed=7)
-    assert offsets == load.arrival_offsets(2000, 4.0, 1.0, seed=7)  # seeded
-    assert offsets[-1] == pytest.approx(2000 / 4.0)  # vLLM's normalisation: the last send at N / rate
-    gaps = [b - a for a, b in itertools.pairwise([0.0, *offsets])]
-    cv = statistics.pstdev(gaps) / statistics.fmean(gaps)
-    assert cv == pytest.approx(1.0, abs=0.08)  # exponential gaps: Poisson
-    bursty = [b - a for a, b in itertools.pairwise([0.0, *load.arrival_offsets(2000, 4.0, 0.25, seed=7)])]
-    assert statistics.pstdev(bursty) / statistics.fmean(bursty) == pytest.approx(2.0, abs=0.2)  # 1 / sqrt(shape)
-    assert load.arrival_offsets(3, 2.0, math.inf, 0) == pytest.approx([0.5, 1.0, 1.5])
-    assert load.arrival_offsets(3, math.inf, 1.0, 0) == [0.0, 0.0, 0.0]
-    within = load.arrivals_within(10.0, 5.0, 1.0, seed=1)
-    assert all(t < 10.0 for t in within) and 30 < len(within) < 70
 
 
 def test_open_loop_flags_need_a_rate() -> None:
@@ -62,7 +47,7 @@ def test_open_loop_sends_on_schedule_and_records_the_load() -> None:
     reqs = report.requests
     assert len(reqs) == 4 and all(r.request_rate == 50.0 and r.t_arrival is not None for r in reqs)
     arrivals = [r.t_arrival for r in reqs]
-    expected = load.arrival_offsets(4, 50.0, 1.0, seed=3)
+    expected = arrivals.arrival_offsets(4, 50.0, 1.0, seed=3)
     # The schedule is vLLM's, shifted to the cell's start; nothing is sent before its arrival.
     assert [a - arrivals[0] for a in arrivals] == pytest.approx([e - expected[0] for e in expected], abs=1e-5)
     assert all(r.t_send >= r.t_arrival - 1e-6 for r in reqs)

@@ -1,8 +1,10 @@
 """Offering one cell's requests under a load model: closed loop (N in flight) or open loop (arrivals at a rate).
+Bench's cells and smoke's measured requests and concurrency sweep are all offered here (with the scrapes around
+them, k3deploy.smoke.window): one measurement loop for both.
 
 Closed loop without --duration sends each prompt of the batch once, `concurrency` at a time; with --duration,
 `concurrency` workers each send the next prompt (cycling) until the duration is up. Open loop sends at the arrival
-offsets of `k3deploy.bench.load` (vLLM's get_request), gated by --max-concurrency when given; with --duration the
+offsets of `k3deploy.measure.arrivals` (vLLM's get_request), gated by --max-concurrency when given; with --duration the
 arrivals run until it is up. Requests started before the end always finish, as in vLLM.
 """
 
@@ -15,18 +17,19 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from k3deploy.bench import load
-from k3deploy.bench.datasets import BenchPrompt
+from k3deploy.measure import arrivals
 from k3deploy.report.bench import LoadModel, Point
 
 T = TypeVar("T")
+#: A prompt, as the caller knows it (bench's BenchPrompt, smoke's Prompt): passed through to `send` untouched.
+P = TypeVar("P")
 #: Sends one prompt: (prompt, index within the cell, scheduled arrival on the run's clock or None) -> its result.
-SendOne = Callable[[BenchPrompt, int, float | None], Awaitable[T]]
+SendOne = Callable[[P, int, float | None], Awaitable[T]]
 
 
 async def dispatch(
-    send: SendOne[T],
-    batch: Sequence[BenchPrompt],
+    send: SendOne[P, T],
+    batch: Sequence[P],
     point: Point,
     model: LoadModel,
     seed: int,
@@ -41,11 +44,11 @@ async def dispatch(
     return results, time.perf_counter() - started
 
 
-async def _closed(send: SendOne[T], batch: Sequence[BenchPrompt], level: int, duration_s: float | None) -> list[T]:
+async def _closed(send: SendOne[P, T], batch: Sequence[P], level: int, duration_s: float | None) -> list[T]:
     if duration_s is None:
         gate = asyncio.Semaphore(level)
 
-        async def gated(i: int, prompt: BenchPrompt) -> T:
+        async def gated(i: int, prompt: P) -> T:
             async with gate:
                 return await send(prompt, i, None)
 
@@ -64,8 +67,8 @@ async def _closed(send: SendOne[T], batch: Sequence[BenchPrompt], level: int, du
 
 
 async def _open(
-    send: SendOne[T],
-    batch: Sequence[BenchPrompt],
+    send: SendOne[P, T],
+    batch: Sequence[P],
     point: Point,
     model: LoadModel,
     seed: int,
@@ -74,16 +77,16 @@ async def _open(
 ) -> list[T]:
     rate = point.request_rate or float("inf")
     offsets = (
-        load.arrivals_within(model.duration_s, rate, model.burstiness, seed)
+        arrivals.arrivals_within(model.duration_s, rate, model.burstiness, seed)
         if model.duration_s is not None
-        else load.arrival_offsets(len(batch), rate, model.burstiness, seed)
+        else arrivals.arrival_offsets(len(batch), rate, model.burstiness, seed)
     )
     gate: asyncio.Semaphore | contextlib.nullcontext[None] = (
         asyncio.Semaphore(point.concurrency) if point.concurrency else contextlib.nullcontext()
     )
     shift = clock() - (time.perf_counter() - started)  # run clock at the cell's start
 
-    async def gated(i: int, prompt: BenchPrompt, arrival: float) -> T:
+    async def gated(i: int, prompt: P, arrival: float) -> T:
         async with gate:
             return await send(prompt, i, arrival)
 
