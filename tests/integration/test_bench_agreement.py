@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,6 +35,7 @@ from k3deploy.bench import figures
 from k3deploy.bench.datasets import BenchPrompt, Dataset, load_dataset, select
 from k3deploy.bench.runner import BenchOptions, BenchPlan, measure_async
 from k3deploy.profile import load_profile
+from tests.conftest import REPO_ROOT
 
 pytestmark = [
     pytest.mark.integration,
@@ -45,30 +50,27 @@ MODEL = "rehearsal-llama-tiny"
 PERCENTILES = (50.0, 90.0, 99.0)
 
 
-async def vllm_bench_request(url: str, prompt: str) -> Any:
-    """One request as `vllm bench serve` sends and times it: its RequestFuncOutput."""
-    import aiohttp
-    from vllm.benchmarks.lib.endpoint_request_func import (
-        RequestFuncInput,
-        async_request_openai_completions,
+@pytest.fixture(scope="module")
+def vllm_client() -> Iterator[subprocess.Popen[str]]:
+    """vLLM's request function in its own process (tests/integration/vllm_client_worker.py), ready to send."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.vllm_client_worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
     )
-
-    # vllm bench serve's session settings (vllm/benchmarks/serve.py: benchmark()).
-    async with aiohttp.ClientSession(trust_env=True, timeout=aiohttp.ClientTimeout(total=6 * 60 * 60)) as session:
-        out = await async_request_openai_completions(
-            RequestFuncInput(
-                prompt=prompt,
-                api_url=f"{url}/v1/completions",
-                prompt_len=0,
-                output_len=OUTPUT_TOKENS,
-                model=MODEL,
-                ignore_eos=True,
-                extra_body={"temperature": 0.0},
-            ),
-            session,
-        )
-    assert out.success, out.error
-    return out
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert json.loads(proc.stdout.readline()) == {"ready": True}
+        yield proc
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def vllm_decode(out: Any) -> float | None:
@@ -77,24 +79,34 @@ def vllm_decode(out: Any) -> float | None:
     return (out.output_tokens - 1) / span if span > 0 else None
 
 
-async def side_by_side(url: str, dataset: Dataset, prompt: BenchPrompt) -> tuple[figures.Sent, Any]:
+async def side_by_side(
+    url: str, client: subprocess.Popen[str], dataset: Dataset, prompt: BenchPrompt
+) -> tuple[figures.Sent, Any]:
     """(bench's measured request, vLLM's output) for the same prompt streamed by both at once."""
-    theirs: asyncio.Task[Any] | None = None
+    from vllm.benchmarks.lib.endpoint_request_func import RequestFuncOutput
+
+    assert client.stdin is not None and client.stdout is not None
+    asked = False
 
     def on_send(_prompt_id: str) -> None:
-        nonlocal theirs
-        if theirs is None:
-            theirs = asyncio.get_running_loop().create_task(vllm_bench_request(url, prompt.text))
+        nonlocal asked
+        if not asked:
+            ask = {"url": url, "prompt": prompt.text, "output_len": OUTPUT_TOKENS, "model": MODEL}
+            client.stdin.write(json.dumps(ask) + "\n")  # type: ignore[union-attr]
+            client.stdin.flush()  # type: ignore[union-attr]
+            asked = True
 
     plan = BenchPlan(dataset, {prompt.category: [prompt]}, [1], OUTPUT_TOKENS, 1, "agreement")
     measured = await measure_async(
         load_profile("local-cpu", ["smoke.api=completions"]), url, plan, BenchOptions(on_send=on_send)
     )
-    assert theirs is not None
+    assert asked
     ((sent, _, _),) = measured.runs[(0, prompt.category)]
     (ours,) = sent
     assert ours.request.ok and ours.request.completion_tokens == OUTPUT_TOKENS, ours.request.error
-    return ours, await theirs
+    theirs = RequestFuncOutput(**json.loads(await asyncio.to_thread(client.stdout.readline)))
+    assert theirs.success, theirs.error
+    return ours, theirs
 
 
 def percentile_ratios(pairs: list[tuple[figures.Sent, Any]]) -> dict[str, float]:
@@ -120,10 +132,14 @@ def plan_point() -> Any:
     return Point(concurrency=1)
 
 
-def test_decode_and_latency_percentiles_agree_with_vllm_bench_serve(vllm_spec_server: str) -> None:
+def test_decode_and_latency_percentiles_agree_with_vllm_bench_serve(
+    vllm_spec_server: str, vllm_client: subprocess.Popen[str]
+) -> None:
     dataset = load_dataset("builtin", "throughput")
     prompts = [p for ps in select(dataset, None, PER_TIER).values() for p in ps]
-    sent_pairs = [asyncio.run(side_by_side(vllm_spec_server, dataset, p)) for _ in range(ROUNDS) for p in prompts]
+    sent_pairs = [
+        asyncio.run(side_by_side(vllm_spec_server, vllm_client, dataset, p)) for _ in range(ROUNDS) for p in prompts
+    ]
     pairs = [
         (figures.decode_figure(s.request) if not s.request.bursty else None, vllm_decode(o)) for s, o in sent_pairs
     ]
