@@ -10,7 +10,6 @@ import typer
 from k3deploy import __version__
 from k3deploy.errors import UsageError
 from k3deploy.profile import DEFAULT_PROFILE
-from k3deploy.profile.names import check_http_url
 from k3deploy.targets import check_target
 
 if TYPE_CHECKING:
@@ -84,6 +83,9 @@ def checked_endpoint(value: str | None, flag: str = "--endpoint") -> str | None:
     """An endpoint flag's URL when it can be connected to (http(s), host, port 1-65535, a valid IPv6 literal)."""
     if value is None:
         return None
+    # Loaded when a command checks an endpoint: its pydantic validators stay out of `--help`.
+    from k3deploy.profile.names import check_http_url
+
     try:
         return check_http_url(value.strip())
     except ValueError as exc:
