@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import functools
 import json
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
