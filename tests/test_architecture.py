@@ -323,11 +323,13 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
 
 # -- the rendered set -------------------------------------------------------------------------------------------
 
-#: Where the set is rendered: `render` itself, preflight when its caller passed no set, and the Kubernetes target's
-#: port (targets/, rollout/bluegreen.py), which renders once per command for apply, wait and delete.
+#: Where the set is rendered: `render` itself (through the Kubernetes target's rendering alone), preflight when its
+#: caller passed no set, and the Kubernetes target's port (targets/, rollout/bluegreen.py), which renders once per
+#: command for apply, wait and delete.
 RENDERERS = {
     "k3deploy/render/manifests.py",
     "k3deploy/render/write.py",
+    "k3deploy/targets/kubernetes_render.py",
     "k3deploy/preflight/run.py",
     "k3deploy/targets/kubernetes.py",
     "k3deploy/rollout/bluegreen.py",

@@ -113,6 +113,7 @@ def profiles(output: FormatOpt = OutputFormat.table) -> None:
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from rich.table import Table
 
+    # The profile models are built by the first command that loads a profile.
     from k3deploy.profile.load import builtin_names, load_profile
 
     rows = []
