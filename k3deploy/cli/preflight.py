@@ -10,7 +10,7 @@ from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, g
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
-from k3deploy.kube.client import KubeOptions
+from k3deploy.kube.options import KubeOptions
 from k3deploy.targets import DeployOptions, target_for
 
 

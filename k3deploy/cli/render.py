@@ -95,7 +95,7 @@ def plan(
 def _placement(prof: Profile, kubeconfig: str | None, context: str | None, namespace: str | None) -> Placement:
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.errors import UsageError
-    from k3deploy.kube.client import KubeOptions
+    from k3deploy.kube.options import KubeOptions
     from k3deploy.preflight.cluster import placement_nodes
     from k3deploy.preflight.placement import place
 

@@ -7,7 +7,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 
 from k3deploy.cli.app import (
     FormatOpt,
@@ -23,8 +22,8 @@ from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, ProfileError, UsageError
-from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
+from k3deploy.kube.options import KubeOptions
 from k3deploy.targets import DeployOptions, render_for, target_for
 
 if TYPE_CHECKING:
@@ -144,6 +143,9 @@ class DryRun(str, Enum):
 
 def _client_dry_run(prof: Profile, output: OutputFormat) -> None:
     """`apply --dry-run=client`: the objects apply would send, rendered here; no call reaches the API server."""
+    # Loaded when the objects are read back: `k3deploy --help` stays light.
+    import yaml
+
     docs = [doc for doc in yaml.safe_load_all(render_for(prof).stream) if doc]
     if output is not OutputFormat.table:
         print_data(docs, output)
