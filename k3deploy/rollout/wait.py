@@ -231,7 +231,9 @@ class Waiter:
         raise RolloutFailed(
             f"{failure.subject}: {failure.reason}" + (f": {failure.message}" if failure.message else ""),
             diagnosis,
-            hint=failure_hint(failure.reason, state.objects.get("Pod", {}).get(failure.pod or ""), failure.subject),
+            hint=failure_hint(
+                failure.reason, state.objects.get("Pod", {}).get(failure.pod or ""), failure.subject, self.namespace
+            ),
         )
 
     def _timeout(self, waited: list[dict[str, Any]], state: WaitState) -> None:
@@ -246,7 +248,7 @@ class Waiter:
         )
 
 
-def failure_hint(reason: str, pod: dict[str, Any] | None = None, subject: str = "") -> str:
+def failure_hint(reason: str, pod: dict[str, Any] | None = None, subject: str = "", namespace: str = "") -> str:
     """The hint line of a failed rollout; an unschedulable pod that requests no GPU (the prefetch or smoke Job's)
     gets its own: GPU capacity is not what it lacks, a node it tolerates is. A claim that will not be provisioned
     is pointed at its StorageClass and provisioner."""
@@ -254,7 +256,9 @@ def failure_hint(reason: str, pod: dict[str, Any] | None = None, subject: str = 
         claim = subject.removeprefix(f"{CLAIMS}/") or "<claim>"
         return (
             "check the claim's StorageClass (kubernetes.storage_class, `kubectl get storageclass`) and that its "
-            f"provisioner runs and can make the volume (`kubectl describe pvc {claim}`)"
+            f"provisioner runs and can make the volume (`kubectl describe pvc {claim}"
+            + (f" -n {namespace}" if namespace else "")
+            + "`)"
         )
     if reason == "Unschedulable" and pod is not None and not _requests_gpu(pod):
         return (

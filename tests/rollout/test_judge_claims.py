@@ -76,8 +76,9 @@ def test_a_provisioning_failure_fails_at_once_naming_the_claim_and_its_message()
         FAILED["message"],
     )
     assert failure.names == {"prefetch", "prefetch-x", CLAIM} and failure.pod == "prefetch-x"
-    hint = failure_hint(failure.reason, None, failure.subject)
-    assert "StorageClass" in hint and f"kubectl describe pvc {CLAIM}" in hint
+    hint = failure_hint(failure.reason, None, failure.subject, "ns")
+    assert "StorageClass" in hint and f"`kubectl describe pvc {CLAIM} -n ns`" in hint
+    assert "nvidia.com/gpu" not in hint
 
 
 def test_a_missing_storage_class_fails_at_once() -> None:
