@@ -4,7 +4,7 @@ The real scheduler holds a pod whose claim of an Immediate-binding class is not 
 PreFilter answers UnschedulableAndUnresolvable with "pod has unbound immediate PersistentVolumeClaims" (kubernetes
 pkg/scheduler/framework/plugins/volumebinding/volume_binding.go). No node is missing then: the claim is, and a
 provisioner making a multi-TB volume can take longer than the unschedulable grace. So while the claim is Pending and
-nothing says its provisioning failed, the wait goes on (bounded by the rollout's deadline), and the claim's row says
+nothing says its provisioning failed (since the latest attempt began), the wait goes on (bounded by the rollout's deadline), and the claim's row says
 which provisioner it waits for. Waiting will not help when the claim's events say `ProvisioningFailed` (recorded on the
 claim by the PV controller, pkg/controller/volume/persistentvolume/pv_controller.go provisionClaimOperation, or by an
 external provisioner, sig-storage-lib-external-provisioner controller/controller.go), when its StorageClass does not
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 #: The kinds the waiter reads for the claims (all optional: without them pods are judged as before).
@@ -29,6 +30,9 @@ CLAIM_EVENTS_SELECTOR = f"involvedObject.kind={CLAIMS}"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 #: The event reason both the PV controller and external provisioners record when a provisioning attempt fails.
 PROVISIONING_FAILED = "ProvisioningFailed"
+#: What an external provisioner records as an attempt starts and once it made the volume (the claim may stay Pending
+#: a moment longer, until the PV controller binds it).
+PROVISIONING_PROGRESS = frozenset({"Provisioning", "ProvisioningSucceeded"})
 #: Failure reasons of a claim whose StorageClass is missing, or which names none while no class is the default.
 CLASS_NOT_FOUND = "StorageClassNotFound"
 NO_DEFAULT_CLASS = "NoDefaultStorageClass"
@@ -46,6 +50,7 @@ PROVISIONER_ANNOTATIONS = (
 )
 #: Set by the scheduler on a WaitForFirstConsumer claim once it chose a node: provisioning has begun.
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -78,32 +83,47 @@ def default_class(classes: dict[str, dict[str, Any]]) -> str | None:
     return str(_meta(newest).get("name"))
 
 
-def _event_time(event: dict[str, Any]) -> str:
-    return str(
-        event.get("lastTimestamp")
+def _event_time(event: dict[str, Any]) -> datetime:
+    """When an event was last seen: a series' last observation, else lastTimestamp, eventTime, firstTimestamp."""
+    stamp = (
+        (event.get("series") or {}).get("lastObservedTime")
+        or event.get("lastTimestamp")
         or event.get("eventTime")
         or event.get("firstTimestamp")
         or _meta(event).get("creationTimestamp")
-        or ""
+    )
+    try:
+        when = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return _EPOCH
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _about(event: dict[str, Any], claim: dict[str, Any]) -> bool:
+    """The event is about this claim: its name, and its uid when the event names one (not an earlier claim's)."""
+    involved = event.get("involvedObject") or {}
+    meta = _meta(claim)
+    uid = meta.get("uid")
+    return (
+        involved.get("kind") == CLAIMS
+        and involved.get("name") == meta.get("name")
+        and not (uid and involved.get("uid") not in (None, "", uid))
     )
 
 
 def provisioning_failure(claim: dict[str, Any], events: Iterable[dict[str, Any]]) -> str | None:
-    """The message of the latest ProvisioningFailed event about this claim (this incarnation of it, by uid, when the
-    event names one); None when there is none."""
-    meta = _meta(claim)
-    uid = meta.get("uid")
-    failed = [
-        e
-        for e in events
-        if e.get("reason") == PROVISIONING_FAILED
-        and (e.get("involvedObject") or {}).get("kind") == CLAIMS
-        and (e.get("involvedObject") or {}).get("name") == meta.get("name")
-        and not (uid and (e.get("involvedObject") or {}).get("uid") not in (None, "", uid))
-    ]
+    """The message of the latest ProvisioningFailed event about this claim, unless a provisioning attempt began (or
+    succeeded) after it: an external provisioner retries with backoff and records `Provisioning` as each attempt
+    starts, so a failure an attempt under way may mend is not final. A tie goes to the failure (the stamps have
+    whole seconds, and an instant refusal shares its attempt's second). None when nothing failed."""
+    mine = [e for e in events if _about(e, claim)]
+    failed = [e for e in mine if e.get("reason") == PROVISIONING_FAILED]
     if not failed:
         return None
     latest = max(failed, key=_event_time)
+    tried = [e for e in mine if e.get("reason") in PROVISIONING_PROGRESS]
+    if tried and _event_time(max(tried, key=_event_time)) > _event_time(latest):
+        return None
     return str(latest.get("message") or "").strip() or PROVISIONING_FAILED
 
 

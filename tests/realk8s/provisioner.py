@@ -72,10 +72,9 @@ class Provisioner(Poller):
         self.failed: set[str] = set()
         self.provisioned: set[str] = set()
 
-    def _refuse(self, claim: dict[str, Any]) -> None:
+    def _record(self, claim: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """An event on the claim, as the library's event recorder writes it (core/v1, its own component)."""
         meta = claim["metadata"]
-        if meta["uid"] in self.failed:
-            return
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         event = {
             "apiVersion": "v1",
@@ -89,16 +88,27 @@ class Provisioner(Poller):
                 "uid": meta["uid"],
                 "resourceVersion": meta["resourceVersion"],
             },
-            "reason": "ProvisioningFailed",
-            "message": f'failed to provision volume with StorageClass "{claim["spec"]["storageClassName"]}": '
-            f"{self.fails}",
-            "type": "Warning",
+            "reason": reason,
+            "message": message,
+            "type": type_,
             "source": {"component": f"{self.driver}_realk8s"},
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
         }
         self.api.create(f"/api/v1/namespaces/{meta['namespace']}/events", event)
+
+    def _refuse(self, claim: dict[str, Any]) -> None:
+        """One attempt that fails: `Provisioning` as it starts, then `ProvisioningFailed` (controller.go
+        provisionClaimOperation's events and messages)."""
+        meta = claim["metadata"]
+        if meta["uid"] in self.failed:
+            return
+        name = f"{meta['namespace']}/{meta['name']}"
+        self._record(claim, "Normal", "Provisioning", f'External provisioner is provisioning volume for claim "{name}"')
+        storage_class = claim["spec"]["storageClassName"]
+        message = f'failed to provision volume with StorageClass "{storage_class}": {self.fails}'
+        self._record(claim, "Warning", "ProvisioningFailed", message)
         self.failed.add(meta["uid"])
 
     def _due(self, claim: dict[str, Any]) -> bool:

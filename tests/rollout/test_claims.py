@@ -219,3 +219,46 @@ def test_a_pod_is_held_by_its_claims_only_when_the_scheduler_says_so_and_every_c
     assert not held_by_claims("0/12 nodes are available: 12 Insufficient nvidia.com/gpu.", [waiting])
     assert not held_by_claims(HELD, [])
     assert not held_by_claims(HELD, [waiting, stuck])
+
+
+def _attempt(at: str, reason: str = "Provisioning") -> dict[str, Any]:
+    """What sig-storage-lib-external-provisioner records as an attempt starts (and once the volume is made)."""
+    return event(reason, f'External provisioner is provisioning volume for claim "ns/{CLAIM}"', at=at)
+
+
+@pytest.mark.parametrize(
+    ("attempt_at", "final"),
+    [
+        ("2026-12-01T10:00:01Z", False),  # a retry under way after the failure: it may mend it
+        ("2026-12-01T10:00:00Z", True),  # the same second as the failure: the failure
+        ("2026-12-01T09:59:59Z", True),  # the attempt that failed
+    ],
+)
+def test_a_failure_is_final_unless_a_later_attempt_is_under_way(attempt_at: str, final: bool) -> None:
+    failed = event(PROVISIONING_FAILED, "quota exceeded", at="2026-12-01T10:00:00Z")
+    found = provisioning_failure(claim(), [failed, _attempt(attempt_at)])
+    assert found == ("quota exceeded" if final else None)
+    verdict = claim_verdict(claim(), SHARED, [failed, _attempt(attempt_at)])
+    assert verdict is not None and verdict.waiting is not final and bool(verdict.failure) is final
+
+
+def test_a_volume_made_after_a_failure_is_no_failure_while_the_claim_waits_to_be_bound() -> None:
+    failed = event(PROVISIONING_FAILED, "quota exceeded", at="2026-12-01T10:00:00Z")
+    made = _attempt("2026-12-01T10:00:05Z", "ProvisioningSucceeded")
+    assert provisioning_failure(claim(), [failed, made]) is None
+
+
+def test_event_stamps_are_read_as_times_a_series_and_micro_time_included() -> None:
+    failed = event(PROVISIONING_FAILED, "quota exceeded", at="2026-12-01T10:00:00Z")
+    # An events.k8s.io-style event: microsecond eventTime, no lastTimestamp, later than the failure by 0.5 s.
+    micro = _attempt("")
+    micro.pop("lastTimestamp")
+    micro["eventTime"] = "2026-12-01T10:00:00.500000Z"
+    assert provisioning_failure(claim(), [failed, micro]) is None
+    # A series' last observation is when it was last seen, whatever its first stamp says.
+    series = _attempt("2026-12-01T09:00:00Z")
+    series["series"] = {"count": 4, "lastObservedTime": "2026-12-01T10:00:02.000000Z"}
+    assert provisioning_failure(claim(), [failed, series]) is None
+    # A stamp that does not parse is older than any other.
+    broken = _attempt("not a time")
+    assert provisioning_failure(claim(), [failed, broken]) == "quota exceeded"
