@@ -50,7 +50,7 @@ PROVISIONER_ANNOTATIONS = (
 )
 #: Set by the scheduler on a WaitForFirstConsumer claim once it chose a node: provisioning has begun.
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

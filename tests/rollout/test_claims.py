@@ -197,10 +197,11 @@ def test_a_wait_for_first_consumer_claim_waits_for_its_pod_until_the_scheduler_p
 
 def test_the_default_class_is_the_newest_marked_one_and_a_tie_goes_by_name() -> None:
     assert default_class(classes(storage_class("a"), storage_class("b"))) is None
-    old = storage_class("old", default=True, created="2026-01-01T00:00:00Z")
-    new = storage_class("new", default=True, created="2026-02-01T00:00:00Z")
-    assert default_class(classes(old, new)) == "new"
-    assert default_class(classes(new, old)) == "new"
+    # Newness before the name: the newer sorts last by name here.
+    old = storage_class("a-old", default=True, created="2026-01-01T00:00:00Z")
+    new = storage_class("z-new", default=True, created="2026-02-01T00:00:00Z")
+    assert default_class(classes(old, new)) == "z-new"
+    assert default_class(classes(new, old)) == "z-new"
     tie_b = storage_class("b", default=True)
     tie_a = storage_class("a", default=True)
     assert default_class(classes(tie_b, tie_a)) == "a"
@@ -262,3 +263,16 @@ def test_event_stamps_are_read_as_times_a_series_and_micro_time_included() -> No
     # A stamp that does not parse is older than any other.
     broken = _attempt("not a time")
     assert provisioning_failure(claim(), [failed, broken]) == "quota exceeded"
+
+
+def test_an_event_without_stamps_is_as_old_as_its_object_and_a_stamp_without_a_zone_is_utc() -> None:
+    failed = event(PROVISIONING_FAILED, "quota exceeded", at="2026-12-01T10:00:00Z")
+    created = _attempt("")
+    created.pop("lastTimestamp")
+    created["metadata"]["creationTimestamp"] = "2026-12-01T10:00:01Z"
+    assert provisioning_failure(claim(), [failed, created]) is None
+    created["metadata"]["creationTimestamp"] = "2026-12-01T09:00:00Z"
+    assert provisioning_failure(claim(), [failed, created]) == "quota exceeded"
+    naive = _attempt("2026-12-01T10:00:01")
+    assert provisioning_failure(claim(), [failed, naive]) is None
+    assert provisioning_failure(claim(), [failed, _attempt("2026-12-01T09:59:59")]) == "quota exceeded"
