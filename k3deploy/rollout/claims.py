@@ -141,29 +141,32 @@ def claim_verdict(
     if (claim.get("status") or {}).get("phase", "Pending") != "Pending" or meta.get("deletionTimestamp"):
         return None
     name = str(meta.get("name", ""))
+    wanted = (claim.get("spec") or {}).get("storageClassName")
+    # A missing class first: the PV controller's ProvisioningFailed says only "not found"; this names the classes.
+    chosen: str | None = None
+    if classes is not None and wanted != "":
+        chosen = default_class(classes) if wanted is None else str(wanted)
+    if classes is not None and wanted != "" and chosen is None:
+        return ClaimVerdict(
+            name,
+            f"the claim names no StorageClass and the cluster has no default one (classes: {_known(classes)})",
+            failure=NO_DEFAULT_CLASS,
+        )
+    if classes is not None and chosen is not None and chosen not in classes:
+        return ClaimVerdict(
+            name,
+            f'storageClassName "{chosen}" names no StorageClass (classes: {_known(classes)})',
+            failure=CLASS_NOT_FOUND,
+        )
     if events is not None:
         failed = provisioning_failure(claim, events)
         if failed is not None:
             return ClaimVerdict(name, failed, failure=PROVISIONING_FAILED)
     annotations = meta.get("annotations") or {}
     provisioner = next((str(annotations[a]) for a in PROVISIONER_ANNOTATIONS if annotations.get(a)), "")
-    wanted = (claim.get("spec") or {}).get("storageClassName")
     if classes is not None:
-        if wanted == "":
-            return ClaimVerdict(name, "(waiting for a PersistentVolume without a class: none is provisioned)")
-        chosen = default_class(classes) if wanted is None else str(wanted)
         if chosen is None:
-            return ClaimVerdict(
-                name,
-                f"the claim names no StorageClass and the cluster has no default one (classes: {_known(classes)})",
-                failure=NO_DEFAULT_CLASS,
-            )
-        if chosen not in classes:
-            return ClaimVerdict(
-                name,
-                f'storageClassName "{chosen}" names no StorageClass (classes: {_known(classes)})',
-                failure=CLASS_NOT_FOUND,
-            )
+            return ClaimVerdict(name, "(waiting for a PersistentVolume without a class: none is provisioned)")
         cls = classes[chosen]
         provisioner = provisioner or str(cls.get("provisioner") or "")
         if cls.get("volumeBindingMode") == "WaitForFirstConsumer" and not annotations.get(SELECTED_NODE_ANNOTATION):

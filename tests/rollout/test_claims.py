@@ -150,7 +150,9 @@ def test_without_events_nothing_proves_provisioning_has_not_failed() -> None:
 
 
 def test_a_missing_storage_class_fails_the_claim_naming_the_classes_there() -> None:
-    verdict = claim_verdict(claim(storage_class="fast-nfs"), SHARED, [])
+    # Before the PV controller's own ProvisioningFailed, which names only the class it did not find.
+    not_found = event(PROVISIONING_FAILED, 'storageclass.storage.k8s.io "fast-nfs" not found')
+    verdict = claim_verdict(claim(storage_class="fast-nfs"), SHARED, [not_found])
     assert verdict == ClaimVerdict(
         CLAIM, 'storageClassName "fast-nfs" names no StorageClass (classes: shared)', failure=CLASS_NOT_FOUND
     )
