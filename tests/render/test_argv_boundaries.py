@@ -226,3 +226,5 @@ def test_a_trailing_capture_size_flag_without_a_value_is_no_size() -> None:
     assert argv._extra_arg(p, "--seed") == "1"
     first = tweak(vllm={"extra_args": ["--seed=2", "--seed", "3"]})
     assert argv._extra_arg(first, "--seed") == "2"
+    # everything after the first equals sign is the value
+    assert argv._extra_arg(tweak(vllm={"extra_args": ["--x=a=b"]}), "--x") == "a=b"

@@ -331,13 +331,14 @@ def test_listening_ports_are_the_groups_listening_sockets(tmp_path: Path) -> Non
 def test_the_group_wait_gives_up_exactly_at_its_deadline_rather_than_one_poll_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    slept: list[float] = []
+    def sleep(seconds: float) -> None:
+        raise AssertionError(f"slept {seconds} s past the deadline")
+
     monkeypatch.setattr(process.time, "monotonic", lambda: 100.0)  # a frozen clock: the deadline is now
-    monkeypatch.setattr(process.time, "sleep", slept.append)
+    monkeypatch.setattr(process.time, "sleep", sleep)
     monkeypatch.setattr(process, "group_members", lambda pgid: [pgid])
     monkeypatch.setattr(process, "_reap", lambda pid: None)
     assert process._wait_group_gone(4242, 0.0) is False
-    assert slept == []
 
 
 def test_the_group_wait_polls_every_fifth_of_a_second_so_stop_returns_soon_after_the_group_ends(
@@ -345,7 +346,12 @@ def test_the_group_wait_polls_every_fifth_of_a_second_so_stop_returns_soon_after
 ) -> None:
     slept: list[float] = []
     members = iter([[4242], [4242], []])
-    monkeypatch.setattr(process.time, "sleep", slept.append)
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        assert len(slept) <= 2, "polled on after the group was gone"
+
+    monkeypatch.setattr(process.time, "sleep", sleep)
     monkeypatch.setattr(process, "group_members", lambda pgid: next(members))
     monkeypatch.setattr(process, "_reap", lambda pid: None)
     assert process._wait_group_gone(4242, 3600.0) is True
