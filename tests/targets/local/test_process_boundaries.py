@@ -119,10 +119,10 @@ class _Stuck:
 def test_an_orphan_that_outlives_sigkill_is_an_environment_problem_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     waits: list[float] = []
     monkeypatch.setattr(process.psutil, "wait_procs", lambda procs, timeout: waits.append(timeout) or ([], procs))
-    stuck = _Stuck(4242)
+    stuck = [_Stuck(4242), _Stuck(4343)]
     with pytest.raises(EnvironmentProblem) as info:
-        process._stop_orphans([stuck], 3.0)  # type: ignore[list-item]
-    assert stuck.sent == ["TERM", "KILL"] and waits == [3.0, process.KILL_WAIT_S]
+        process._stop_orphans(stuck, 3.0)  # type: ignore[arg-type]
+    assert [p.sent for p in stuck] == [["TERM", "KILL"]] * 2 and waits == [3.0, process.KILL_WAIT_S]
     assert info.value.message == "vLLM process 4242 survived SIGKILL"
     assert "ps -p 4242" in (info.value.hint or "")
 
@@ -252,8 +252,8 @@ def test_an_orphan_is_sent_sigterm_first_and_killed_only_after_the_grace(tmp_pat
     child = int(words[words.index("child") + 1])
     try:
         os.kill(pid, signal.SIGKILL)
-        while process.is_ours(ident) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while process.survivors(ident) != [child] and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the leader is gone (reaped) and the child is left in its group
         assert process.survivors(ident) == [child]
         assert process.stop(ident, grace_s=0.3 if script is STUBBORN_CHILD else 30) is True
         assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
@@ -310,6 +310,7 @@ def test_listening_ports_are_the_groups_listening_sockets(tmp_path: Path) -> Non
     code = (
         "import socket, sys, time\n"
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"  # connected sockets are no listeners
         "print(s.getsockname()[1], flush=True); time.sleep(60)\n"
     )
     proc = subprocess.Popen(
@@ -424,3 +425,109 @@ def test_the_log_tail_shows_twelve_lines_unless_told_otherwise(tmp_path: Path) -
     log = tmp_path / "vllm.log"
     log.write_text("".join(f"line {i}\n" for i in range(30)))
     assert process.log_tail(log) == [f"line {i}" for i in range(18, 30)]
+
+
+# --- the proof, judged on a process whose every mark is set by the test ---------------------------------------------
+
+
+class _Fake:
+    """A process with the given marks (what psutil would read from /proc), for the proof's limits."""
+
+    def __init__(self, pid: int, created: float, argv: tuple[str, ...], env: dict[str, str], cwd: str = "/") -> None:
+        self.pid, self.created, self.argv, self.env, self._cwd = pid, created, argv, env, cwd
+
+    def status(self) -> str:
+        return psutil.STATUS_SLEEPING
+
+    def create_time(self) -> float:
+        return self.created
+
+    def cmdline(self) -> list[str]:
+        return list(self.argv)
+
+    def environ(self) -> dict[str, str]:
+        return self.env
+
+    def cwd(self) -> str:
+        if self._cwd == "unreadable":
+            raise PermissionError(13, "Permission denied")
+        return self._cwd
+
+
+ARGV = ("/venv/bin/python", "-m", SERVER_MODULE)
+
+
+@pytest.fixture
+def session_of(monkeypatch: pytest.MonkeyPatch) -> dict[int, tuple[int, int]]:
+    """pid -> (session id, group id) the proof reads; every pid leads its own by default."""
+    ids: dict[int, tuple[int, int]] = {}
+    monkeypatch.setattr(process.os, "getsid", lambda pid: ids.get(pid, (pid, pid))[0])
+    monkeypatch.setattr(process.os, "getpgid", lambda pid: ids.get(pid, (pid, pid))[1])
+    monkeypatch.setattr(process, "_reap", lambda pid: None)
+    return ids
+
+
+@pytest.mark.parametrize(("created", "ours"), [(0.0, True), (0.005, True), (0.01, False), (-0.01, False)])
+def test_the_start_time_must_match_within_10_ms_the_clock_tick_psutil_reads(
+    monkeypatch: pytest.MonkeyPatch, session_of: dict[int, tuple[int, int]], created: float, ours: bool
+) -> None:
+    fake = _Fake(4242, created, ARGV, {SERVER_ID_ENV: "id-1"})
+    monkeypatch.setattr(process.psutil, "Process", lambda pid: fake)
+    assert (process.identify(Identity(4242, 0.0, ARGV, "id-1")) is fake) is ours
+
+
+@pytest.mark.parametrize(
+    ("ids", "created", "env", "cwd", "ident_cwd", "proves"),
+    [
+        ((4242, 4242), 0.0, {SERVER_ID_ENV: "id-1"}, "/", None, True),  # the launch id
+        ((4242, 4242), 0.0, {}, "/state", "/state", True),  # retitled: its cwd is the state directory
+        ((4242, 4242), 0.0, {}, "/elsewhere", "/state", False),
+        ((4242, 4242), 0.0, {}, "/state", None, False),  # no recorded state directory: nothing to compare
+        ((4242, 4242), 0.0, {}, "unreadable", "/state", False),  # its cwd cannot be read: no proof
+        ((4242, 4242), 5.0, {SERVER_ID_ENV: "id-1"}, "/", None, True),  # started after the leader
+        ((4242, 4242), 4.99, {SERVER_ID_ENV: "id-1"}, "/", None, True),  # within the 10 ms tick
+        ((4242, 4242), 4.98, {SERVER_ID_ENV: "id-1"}, "/", None, False),  # before the leader: not its child
+        ((1, 4242), 5.0, {SERVER_ID_ENV: "id-1"}, "/", None, False),  # another session
+        ((4242, 1), 5.0, {SERVER_ID_ENV: "id-1"}, "/", None, False),  # another group
+    ],
+)
+def test_an_orphan_proves_itself_by_session_group_start_time_and_id_or_state_directory(
+    session_of: dict[int, tuple[int, int]],
+    ids: tuple[int, int],
+    created: float,
+    env: dict[str, str],
+    cwd: str,
+    ident_cwd: str | None,
+    proves: bool,
+) -> None:
+    session_of[777] = ids
+    orphan = _Fake(777, created, ("VLLM::EngineCore",), env, cwd)
+    ident = Identity(4242, 5.0 if created >= 4 else 0.0, ARGV, "id-1", ident_cwd)
+    assert process._proves_itself(orphan, ident) is proves  # type: ignore[arg-type]
+
+
+def test_start_makes_the_log_and_state_folders_with_their_parents(tmp_path: Path) -> None:
+    log, cwd = tmp_path / "a" / "b" / "vllm.log", tmp_path / "c" / "d"
+    pid, _ = process.start([sys.executable, "-c", "print('up')"], {}, log, cwd, "id-1")
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(pid).wait(timeout=30)
+    assert cwd.is_dir() and process.log_tail(log) == ["up"]
+
+
+def test_find_servers_looks_past_a_decoy_with_another_state_dir_or_no_session_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    state, port = tmp_path / "state", free_port()
+    args = (SERVER_MODULE, "--port", str(port))
+    real = psutil.process_iter
+    for decoy_env, decoy_session in ((marks(tmp_path / "other"), True), (marks(state), False)):
+        with (
+            sleeper(tmp_path, *args, env=decoy_env, new_session=decoy_session) as decoy,
+            sleeper(tmp_path, *args, env=marks(state)) as server,
+        ):
+            # the decoy comes first, whatever the pids
+            def decoy_first(attrs: list[str], first: int = decoy) -> list[psutil.Process]:
+                return sorted(real(attrs), key=lambda proc: proc.pid != first)
+
+            monkeypatch.setattr(process.psutil, "process_iter", decoy_first)
+            assert [p.pid for p in process.find_servers(state, port)] == [server]
