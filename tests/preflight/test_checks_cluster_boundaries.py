@@ -222,6 +222,11 @@ def test_the_image_arch_is_judged_on_the_gpu_nodes_the_selector_picks() -> None:
     mixed[0] = gb300("x", CLIQUE_A, **{"kubernetes.io/arch": "amd64"})
     judged = checks(facts(mixed))["k8s.image_arch"]
     assert judged.status is Status.PASS and judged.measured == "amd64, arm64"
+    # neither arch is the image's: the hint names the first of them (sorted), for both the image and the field
+    two = [gb300("p", CLIQUE_A, **{"kubernetes.io/arch": "ppc64le"}), *four(**{"kubernetes.io/arch": "amd64"})[1:]]
+    neither = checks(facts(two))["k8s.image_arch"]
+    assert neither.status is Status.FAIL and neither.measured == "amd64, ppc64le"
+    assert "use an image built for amd64" in (neither.hint or "") and "vllm.image_arch=amd64" in (neither.hint or "")
     cpu_arm = [n.model_copy(update={"allocatable_gpus": 0}) for n in four()]
     assert checks(facts(cpu_arm))["k8s.image_arch"].status is Status.SKIP  # only GPU nodes count
 
