@@ -531,3 +531,16 @@ def test_find_servers_looks_past_a_decoy_with_another_state_dir_or_no_session_of
 
             monkeypatch.setattr(process.psutil, "process_iter", decoy_first)
             assert [p.pid for p in process.find_servers(state, port)] == [server]
+
+
+def test_a_server_gone_before_its_start_time_is_read_still_gets_a_start_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def gone(pid: int) -> psutil.Process:
+        raise psutil.NoSuchProcess(pid)
+
+    monkeypatch.setattr(process.psutil, "Process", gone)
+    monkeypatch.setattr(process.time, "time", lambda: 1234.5)
+    pid, created = process.start([sys.executable, "-c", "pass"], {}, tmp_path / "vllm.log", tmp_path / "cwd", "id-1")
+    assert pid > 1 and created == 1234.5
+    os.waitpid(pid, 0)
