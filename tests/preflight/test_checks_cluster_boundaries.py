@@ -188,6 +188,8 @@ def test_without_nvlink_a_short_cluster_counts_its_nodes() -> None:
     placement = checks(facts([gb300(f"n{i}", None) for i in range(3)]), NO_NVLINK)["k8s.placement"]
     assert placement.status is Status.FAIL and placement.measured == "3 eligible node(s), needs 4"
     assert placement.target == "4 nodes with 4 free nvidia.com/gpu"
+    cpu = [n.model_copy(update={"allocatable_gpus": 0}) for n in four(None)]
+    assert checks(facts(cpu), NO_NVLINK)["k8s.placement"].measured == "0 eligible node(s), needs 4"
     fits = checks(facts(four(None)), NO_NVLINK)["k8s.placement"]
     assert fits.status is Status.PASS and fits.measured == "the cluster: 4 eligible node(s)"
 
