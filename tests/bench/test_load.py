@@ -12,6 +12,7 @@ from k3deploy.bench import load
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.runner import BenchPlan, run_bench
 from k3deploy.errors import UsageError
+from k3deploy.measure import arrivals
 from k3deploy.profile import load_profile
 from k3deploy.report.bench import BenchReport
 from tests.smoke.scripted_server import Script, scripted_server
