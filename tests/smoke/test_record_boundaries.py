@@ -159,3 +159,32 @@ def test_decode_counts_the_tokens_after_the_first_chunk() -> None:
     rec = build_record(_raw([_chunk("a", 2), _chunk("b", 3), _chunk("c", 7, "length")]), SPEC)
     assert rec.chunk_tokens == [2, 1, 4] and rec.tokens_per_chunk == 7 / 3
     assert (rec.decode_tok_s, rec.tpot_ms) == (5 / 2.0, 1000.0 * 2.0 / 5)
+
+
+def test_a_transport_error_comes_before_every_other_problem() -> None:
+    events = ['data: {"error": {"message": "boom"}}', "garbage"]
+    rec = build_record(_raw(events, error="peer closed", done=False), SPEC)
+    assert rec.error == "peer closed; server error in stream: boom; 1 malformed SSE line(s), first: garbage"
+
+
+def test_a_request_is_of_concurrency_1_unless_told() -> None:
+    assert build_record(_raw([_chunk("a", 3, "length")]), SPEC).concurrency == 1
+
+
+def test_reads_without_a_shift_are_on_the_sends_clock_already() -> None:
+    payload = b"".join((line + "\n\n").encode() for line in [_chunk("abc", 3, "length"), "data: [DONE]"])
+    rec = build_record(RawStream(t_send=100.0, t_end=110.0, reads=[(102.5, payload)]), SPEC)
+    assert rec.ok and rec.chunk_offsets_s == [2.5] and rec.ttft_s == 2.5
+
+
+@pytest.mark.parametrize(
+    ("gaps", "bursty"),
+    [
+        ([1e-4, 1e-4, 1e-4, 6e-4, 0.1, 0.1, 0.1], False),  # odd count: the middle gap (0.6 ms) alone decides
+        ([1e-4, 1e-4, 1e-4, 1e-4, 6e-4, 0.1, 0.1], True),
+        ([1e-4, 1e-4, 1e-4, 1e-4, 6e-4, 0.1, 0.1, 0.1, 0.1], False),
+    ],
+)
+def test_the_median_gap_of_an_odd_count_is_the_middle_one(gaps: list[float], bursty: bool) -> None:
+    offsets = [sum(gaps[:i]) for i in range(len(gaps) + 1)]
+    assert is_bursty(offsets) is bursty
