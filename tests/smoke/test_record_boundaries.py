@@ -188,3 +188,41 @@ def test_reads_without_a_shift_are_on_the_sends_clock_already() -> None:
 def test_the_median_gap_of_an_odd_count_is_the_middle_one(gaps: list[float], bursty: bool) -> None:
     offsets = [sum(gaps[:i]) for i in range(len(gaps) + 1)]
     assert is_bursty(offsets) is bursty
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "data: {not json",
+        'data: {"error": {"message": "boom"}}',
+        _chunk("x", None),
+        'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 0}}',
+        "data: [DONE]",
+    ],
+)
+def test_every_event_of_one_read_is_judged_whatever_came_before_it(first: str) -> None:
+    """vLLM's reads often hold several whole events: none of them ends the reading of the others."""
+    events = [first, _chunk("a", 1), _chunk("b", 3, "length"), "data: [DONE]"]
+    payload = b"".join((event + "\n\n").encode() for event in events)
+    rec = build_record(RawStream(t_send=0.0, t_end=2.0, reads=[(1.0, payload)]), SPEC)
+    assert (rec.completion_tokens, rec.finish_reason, rec.chunk_offsets_s[-1]) == (3, "length", 1.0)
+    assert "stream ended before [DONE]" not in (rec.error or "")
+
+
+def test_the_median_of_an_even_count_averages_exactly_the_two_middle_gaps() -> None:
+    # Sorted gaps 1e-4 x 3, 3e-4, 8e-4, 0.1 x 3: the middle two average 0.55 ms, not bursty; any other pair is.
+    gaps = [0.1, 1e-4, 8e-4, 1e-4, 0.1, 3e-4, 1e-4, 0.1]
+    assert not is_bursty([sum(gaps[:i]) for i in range(len(gaps) + 1)])
+
+
+def test_decode_needs_a_token_after_the_first_chunk() -> None:
+    usage = 'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}'
+    one = build_record(_raw([_chunk("a", None), _chunk("b", None, "stop"), usage]), SPEC)
+    assert one.chunk_offsets_s == [1.0, 2.0] and (one.decode_tok_s, one.tpot_ms) == (None, None)
+    two = build_record(_raw([_chunk("a", 1), _chunk("b", 2, "stop")]), SPEC)
+    assert (two.decode_tok_s, two.tpot_ms) == (1.0, 1000.0)
+
+
+def test_a_stream_not_yet_stamped_as_ended_has_t_end_0() -> None:
+    raw = RawStream(t_send=1.0, lines=[(2.0, _chunk("a", 3, "length")), (2.0, ""), (3.0, "data: [DONE]")])
+    assert build_record(raw, SPEC).t_end == 0.0
