@@ -324,11 +324,13 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
 
 # -- the rendered set -------------------------------------------------------------------------------------------
 
-#: Where the set is rendered: `render` itself, preflight when its caller passed no set, and the Kubernetes target's
-#: port (targets/, rollout/bluegreen.py), which renders once per command for apply, wait and delete.
+#: Where the set is rendered: `render` itself (through the Kubernetes target's rendering alone), preflight when its
+#: caller passed no set, and the Kubernetes target's port (targets/, rollout/bluegreen.py), which renders once per
+#: command for apply, wait and delete.
 RENDERERS = {
     "k3deploy/render/manifests.py",
     "k3deploy/render/write.py",
+    "k3deploy/targets/kubernetes_render.py",
     "k3deploy/preflight/run.py",
     "k3deploy/targets/kubernetes.py",
     "k3deploy/rollout/bluegreen.py",
@@ -503,7 +505,9 @@ def test_the_openai_client_is_one_http_stack() -> None:
 # -- start-up ---------------------------------------------------------------------------------------------------
 
 #: What `import k3deploy.cli` (every command's start-up, `--help` alone) must not load: each is loaded by the
-#: command that uses it (tests/bench/bench_startup.py prints what start-up costs).
+#: command that uses it (tests/bench/bench_startup.py prints what start-up costs). pydantic is loaded by the first
+#: command that loads a profile or parses an option (typer coerces values through pydantic), YAML by the first that
+#: reads or writes it.
 STARTUP_FORBIDDEN = (
     "httpx",
     "aiohttp",
@@ -517,9 +521,50 @@ STARTUP_FORBIDDEN = (
     "tenacity",
     "pynvml",
     "asyncio",
+    "pydantic",
+    "yaml",
+)
+#: k3deploy's own packages and modules `--help` must not load: each stage, the result models, the cluster access.
+STARTUP_FORBIDDEN_K3DEPLOY = (
+    "k3deploy.profile.model",
+    "k3deploy.profile.load",
+    "k3deploy.profile.names",
+    "k3deploy.render",
+    "k3deploy.report",
+    "k3deploy.rollout",
+    "k3deploy.preflight",
+    "k3deploy.bench",
+    "k3deploy.observe",
+    "k3deploy.pin",
+    "k3deploy.smoke.headline",
+    "k3deploy.kube.client",
+    "k3deploy.kube.api",
+    "k3deploy.targets.base",
+    "k3deploy.targets.kubernetes",
+    "k3deploy.targets.local",
 )
 #: What `render` of a Kubernetes profile must not load: no HTTP client, no cluster client.
-RENDER_FORBIDDEN = ("httpx", "aiohttp", "kubernetes", "urllib3", "tenacity", "numpy", "matplotlib")
+RENDER_FORBIDDEN = ("httpx", "aiohttp", "kubernetes", "urllib3", "tenacity", "numpy", "matplotlib", "prometheus_client")
+#: ...nor the Kubernetes target's class (its cluster access and rollout), preflight, or the result models: `render`
+#: reaches the target's rendering alone (targets.render_for -> targets/kubernetes_render.py).
+RENDER_FORBIDDEN_K3DEPLOY = (
+    "k3deploy.targets.kubernetes",
+    "k3deploy.targets.base",
+    "k3deploy.targets.local",
+    "k3deploy.kube.api",
+    "k3deploy.kube.client",
+    "k3deploy.rollout",
+    "k3deploy.preflight",
+    "k3deploy.report",
+    "k3deploy.bench",
+    "k3deploy.smoke.headline",
+)
+
+
+def _within(loaded: set[str], packages: tuple[str, ...]) -> set[str]:
+    """The loaded k3deploy modules that are one of `packages` or inside one."""
+    return {name for name in loaded if any(name == p or name.startswith(p + ".") for p in packages)}
+
 
 _LOADED = """
 import contextlib, io, json, sys
@@ -556,18 +601,36 @@ def _loaded_after(*argv: str) -> set[str]:
 
 
 def test_the_cli_start_up_loads_no_heavy_module() -> None:
-    """`--help` pays for typer, rich and the command modules only: no HTTP or cluster client, and no profile
-    models (built by the first command that loads a profile)."""
+    """`--help` pays for typer, rich and the command modules only: no HTTP or cluster client, no pydantic and no
+    profile models (built by the first command that loads a profile), no stage."""
     loaded = _loaded_after()
     assert loaded & set(STARTUP_FORBIDDEN) == set()
     assert "k3deploy.cli.render" in loaded  # the commands did register
-    assert {"k3deploy.profile.model", "k3deploy.profile.load"} & loaded == set()
+    assert _within(loaded, STARTUP_FORBIDDEN_K3DEPLOY) == set()
 
 
-def test_render_loads_no_http_or_cluster_client() -> None:
+def test_help_loads_no_more_than_the_start_up() -> None:
+    loaded = _loaded_after("--help")
+    assert "typer" in loaded  # it did print the help
+    assert loaded & set(STARTUP_FORBIDDEN) == set()
+    assert _within(loaded, STARTUP_FORBIDDEN_K3DEPLOY) == set()
+
+
+def test_render_loads_no_http_or_cluster_client_nor_the_targets_rollout() -> None:
     loaded = _loaded_after("render", "-p", "kimi-k3-gb300-tp16")
-    assert "jinja2" in loaded  # it did render
+    assert {"jinja2", "k3deploy.render.manifests", "k3deploy.targets.kubernetes_render"} <= loaded  # it did render
     assert loaded & set(RENDER_FORBIDDEN) == set()
+    assert _within(loaded, RENDER_FORBIDDEN_K3DEPLOY) == set()
+
+
+def test_the_module_rules_see_what_a_command_loads_when_it_runs() -> None:
+    """The subprocess sees modules a command loads lazily (`plan` builds the profile models), and a forbidden
+    package's prefix takes in its modules but not a sibling whose name merely starts the same."""
+    loaded = _loaded_after("plan", "-p", "kimi-k3-gb300-tp16")
+    assert "pydantic" in loaded
+    assert {"k3deploy.profile.model", "k3deploy.profile.load"} <= _within(loaded, STARTUP_FORBIDDEN_K3DEPLOY)
+    seen = _within({"k3deploy.targets.kubernetes", "k3deploy.targets.kubernetes_render"}, RENDER_FORBIDDEN_K3DEPLOY)
+    assert seen == {"k3deploy.targets.kubernetes"}
 
 
 # -- one style of check result ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from k3deploy.cli.app import app
+from k3deploy.cli.app import app, app_for
 from k3deploy.console import print_error
 from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_USAGE, K3DeployError
 
@@ -131,10 +131,12 @@ def main(argv: list[str] | None = None) -> None:
     if debug:
         args.remove("--debug")
     args = _goodput_args(_dry_run_args(args))
-    if _completion.COMPLETE_VAR in os.environ:  # a completion script asks for completions
+    command = app_for(args)
+    if _completion.COMPLETE_VAR in os.environ:  # a completion script asks for completions: of every command
         _completion.register()
+        command = app
     try:
-        returned = app(args=args, prog_name="k3deploy", standalone_mode=False)
+        returned = command(args=args, prog_name="k3deploy", standalone_mode=False)
         sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not in the interpreter's exit
     except BrokenPipeError:
         _quiet_broken_pipe()

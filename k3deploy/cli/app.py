@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,7 +11,6 @@ import typer
 from k3deploy import __version__
 from k3deploy.errors import UsageError
 from k3deploy.profile import DEFAULT_PROFILE
-from k3deploy.profile.names import check_http_url
 from k3deploy.targets import check_target
 
 if TYPE_CHECKING:
@@ -27,6 +27,30 @@ app = typer.Typer(
     # -h as well as --help, as kubectl and helm take both.
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """`app` holding only the command (or command group: `bench`) that `args` begins with, else `app` itself (the
+    root's --help and --version, a mistyped command: those list or suggest every command).
+
+    typer builds every registered command's click command, options and all, before it parses a word; a command
+    runs the same with its siblings left out, so only the one named is built.
+    """
+    first = args[:1]
+    commands = [info for info in app.registered_commands if first == [_command_name(info)]]
+    groups = [info for info in app.registered_groups if first == [info.name]]
+    if not commands and not groups:
+        return app
+    only = copy.copy(app)
+    only.registered_commands, only.registered_groups = commands, groups
+    return only
+
+
+def _command_name(info: typer.models.CommandInfo) -> str | None:
+    """The name typer gives the command (typer.main.get_command_from_info): its own, else its function's."""
+    if info.name:
+        return info.name
+    return typer.main.get_command_name(info.callback.__name__) if info.callback else None
 
 
 def _version(value: bool) -> None:
@@ -84,6 +108,9 @@ def checked_endpoint(value: str | None, flag: str = "--endpoint") -> str | None:
     """An endpoint flag's URL when it can be connected to (http(s), host, port 1-65535, a valid IPv6 literal)."""
     if value is None:
         return None
+    # Loaded when a command checks an endpoint: its pydantic validators stay out of `--help`.
+    from k3deploy.profile.names import check_http_url
+
     try:
         return check_http_url(value.strip())
     except ValueError as exc:

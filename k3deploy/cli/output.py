@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import typer
-import yaml
 
 from k3deploy.cli.app import OutputFormat
 from k3deploy.console import out
@@ -14,6 +13,9 @@ from k3deploy.console import out
 
 def as_yaml(data: Any, *, document: bool = False) -> str:
     """`data` as block YAML in its own key order; `document` starts it with `---` (one of a stream)."""
+    # Loaded when YAML is written: `k3deploy --help` stays light.
+    import yaml
+
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, explicit_start=document, width=1_000_000)
 
 

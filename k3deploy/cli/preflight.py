@@ -10,8 +10,7 @@ from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, g
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
-from k3deploy.kube.client import KubeOptions
-from k3deploy.report.model import Status, worst
+from k3deploy.kube.options import KubeOptions
 from k3deploy.targets import DeployOptions, target_for
 
 
@@ -40,6 +39,7 @@ def preflight(
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.preflight.run import run_preflight
     from k3deploy.preflight.view import preflight_table
+    from k3deploy.report.model import Status, worst
 
     sets = list(set_ or [])
     if namespace:

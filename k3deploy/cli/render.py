@@ -7,14 +7,12 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
-from k3deploy.smoke.headline import REHEARSAL_LABEL
-from k3deploy.targets import target_for
+from k3deploy.targets import render_for
 
 if TYPE_CHECKING:
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
@@ -51,6 +49,7 @@ def plan(
     from k3deploy.cli.plan_view import plan_table
     from k3deploy.preflight.weight_cache import cache_note, weight_cache
     from k3deploy.profile.plan import plan as make_plan
+    from k3deploy.smoke.headline import REHEARSAL_LABEL
 
     prof = get_profile(
         profile, set_, check_fit=False
@@ -96,7 +95,7 @@ def plan(
 def _placement(prof: Profile, kubeconfig: str | None, context: str | None, namespace: str | None) -> Placement:
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.errors import UsageError
-    from k3deploy.kube.client import KubeOptions
+    from k3deploy.kube.options import KubeOptions
     from k3deploy.preflight.cluster import placement_nodes
     from k3deploy.preflight.placement import place
 
@@ -112,6 +111,9 @@ def _placement(prof: Profile, kubeconfig: str | None, context: str | None, names
 def profiles(output: FormatOpt = OutputFormat.table) -> None:
     """List the built-in profiles."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from rich.table import Table
+
+    # The profile models are built by the first command that loads a profile.
     from k3deploy.profile.load import builtin_names, load_profile
 
     rows = []
@@ -166,7 +168,7 @@ def render(
     from k3deploy.render.write import render_to
 
     prof = get_profile(profile, set_)
-    rendering = target_for(prof).render(prof)
+    rendering = render_for(prof)
     render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)
     if prof.on_kubernetes:
         for line in render_warnings(prof):

@@ -7,7 +7,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 
 from k3deploy.cli.app import (
     FormatOpt,
@@ -23,12 +22,9 @@ from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, ProfileError, UsageError
-from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
-from k3deploy.rollout.groups import check_group_template
-from k3deploy.rollout.progress import ProgressView
-from k3deploy.smoke.headline import headline_lines
-from k3deploy.targets import DeployOptions, target_for
+from k3deploy.kube.options import KubeOptions
+from k3deploy.targets import DeployOptions, render_for, target_for
 
 if TYPE_CHECKING:
     from k3deploy.pipeline import RunSummary
@@ -105,6 +101,9 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
 
 def _checked_group_template(template: str) -> str:
     """A --group-endpoint template that fills in to a URL, checked before anything is applied (UsageError)."""
+    # Loaded when a command checks the template: its pydantic validators stay out of `--help`.
+    from k3deploy.rollout.groups import check_group_template
+
     try:
         return check_group_template(template.strip())
     except ValueError as exc:
@@ -126,6 +125,9 @@ def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
         err.print(f"  rollback: {summary.rollback}", markup=False, highlight=False)
     figures = (summary.extra.get("smoke") or {}).get("figures")
     if figures:
+        # Loaded when there are figures to print: the report models stay out of `--help`.
+        from k3deploy.smoke.headline import headline_lines
+
         for line in headline_lines(figures):
             err.print(line, markup=False, highlight=False)
     summary.raise_for_status()
@@ -141,7 +143,10 @@ class DryRun(str, Enum):
 
 def _client_dry_run(prof: Profile, output: OutputFormat) -> None:
     """`apply --dry-run=client`: the objects apply would send, rendered here; no call reaches the API server."""
-    docs = [doc for doc in yaml.safe_load_all(target_for(prof).render(prof).stream) if doc]
+    # Loaded when the objects are read back: `k3deploy --help` stays light.
+    import yaml
+
+    docs = [doc for doc in yaml.safe_load_all(render_for(prof).stream) if doc]
     if output is not OutputFormat.table:
         print_data(docs, output)
     for doc in docs:
@@ -204,6 +209,9 @@ def apply_cmd(
         timeout_s=parse_duration(timeout),
     )
     _confirm_in_place(prof, options, yes, "or `up --strategy blue-green` with a second free clique")
+    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
+    from k3deploy.rollout.progress import ProgressView
+
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
@@ -299,6 +307,9 @@ def up(
         options = _blue_green_or_in_place(prof, options, yes)
     else:
         _confirm_in_place(prof, options, yes, "or --strategy blue-green with a second free clique")
+    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
+    from k3deploy.rollout.progress import ProgressView
+
     with ProgressView() as view:
         target = target_for(prof, options, view)
         summary = pipeline.up(
@@ -423,6 +434,9 @@ def down(
             yes=yes,
             hint="re-run with --yes to go ahead (k3deploy deletes only what it created)",
         )
+    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
+    from k3deploy.rollout.progress import ProgressView
+
     with ProgressView() as view:
         target = target_for(prof, options, view)
         result = pipeline.down(prof, target, purge=purge)

@@ -3,7 +3,8 @@
 The cluster probe asks the API server about each with a SelfSubjectAccessReview. Nothing here is a hand-kept list
 of kinds: each kind of the set gets the verbs of its apply (get, create, patch) and of rollback and `down` (delete);
 the kinds the rollout waits on get list and watch; a LeaderWorkerSet brings the ControllerRevisions that prove its
-readiness. So an object added to the set adds its verbs, and preflight cannot pass on a set `up` cannot apply.
+readiness; waited pods that mount a PersistentVolumeClaim bring the claims, StorageClasses and claim events the
+waiter judges them by (rollout/claims.py). So an object added to the set adds its verbs, and preflight cannot pass on a set `up` cannot apply.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from k3deploy.lws import REVISIONS, WAITED_KINDS
+from k3deploy.pod_volumes import mounts_claims
 
 #: Server-side apply reads the live object, then creates or patches it; rollback and `down` delete it.
 APPLY_VERBS = ("get", "create", "patch", "delete")
@@ -68,6 +70,11 @@ def required_access(objects: Sequence[dict[str, Any]], *, port_forward: bool = F
     if "LeaderWorkerSet" in kinds.values():
         # The LWS controller writes no observedGeneration before v0.9: its ControllerRevisions prove the template.
         out += [Access(verb, plural(REVISIONS), "apps") for verb in WAIT_VERBS]
+    if mounts_claims(o for o in objects if o["kind"] in WAITED_KINDS):
+        # A pod held for an unbound claim waits while it is provisioned and fails on a ProvisioningFailed event.
+        out += [Access(verb, "persistentvolumeclaims") for verb in WAIT_VERBS]
+        out += [Access(verb, "storageclasses", "storage.k8s.io", namespaced=False) for verb in WAIT_VERBS]
+        out += [Access("watch", "events")]
     # The release's Lease (rollout/lease.py) for the whole command; the pods and events the waiter reads.
     out += [
         Access("get", "leases", "coordination.k8s.io"),

@@ -1,7 +1,8 @@
 """Jinja2 rendering of the Kubernetes templates: StrictUndefined, values inserted as JSON scalars.
 
-Pure apart from reading the template files. Every interpolated value goes through the `json` filter, so
-YAML never sees an unquoted user string (a model id, a JSON flag, an env value) it could misread.
+Pure apart from reading the template files (and keeping their compiled code, render/template_cache.py). Every
+interpolated value goes through the `json` filter, so YAML never sees an unquoted user string (a model id, a JSON
+flag, an env value) it could misread.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import jinja2
 
 import k3deploy
+from k3deploy.render.template_cache import bytecode_cache
 
 
 def template_dirs() -> list[Path]:
@@ -48,6 +50,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        # This module holds the environment's options and its filter: its source names the compiled code's cache.
+        bytecode_cache=bytecode_cache(Path(__file__).read_bytes()),
     )
     env.filters["json"] = _json
     return env

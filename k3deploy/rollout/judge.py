@@ -18,6 +18,15 @@ from k3deploy.lws import (
     TEMPLATE_REVISION_LABEL,
     WORKER_INDEX_LABEL,
 )
+from k3deploy.pod_volumes import claim_names
+from k3deploy.rollout.claims import (
+    CLAIMS,
+    CLASSES,
+    EVENTS,
+    ClaimVerdict,
+    claim_verdict,
+    held_by_claims,
+)
 from k3deploy.rollout.currency import Proof, prove_current, template_revision
 from k3deploy.rollout.progress import Row
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
@@ -27,7 +36,7 @@ CRASH_LIMIT = 3
 #: Read beside a LeaderWorkerSet: a pod claiming a template that does not exist never gets scheduled.
 CLAIM_TEMPLATES = "ResourceClaimTemplate"
 #: The kinds read only to judge better: the waiter goes on without them when they cannot be read.
-OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES})
+OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES, CLAIMS, CLASSES, EVENTS})
 
 
 @dataclass
@@ -148,8 +157,9 @@ def row(state: WaitState, key: str, label: str, detail: str, now: float) -> Row:
     return Row(key, label, detail, state.since[key][1])
 
 
-def pod_row(pod: dict[str, Any], state: WaitState, now: float) -> Row:
-    """A pod's row: its state, group and role, node and restarts."""
+def pod_row(pod: dict[str, Any], state: WaitState, now: float, claims: list[ClaimVerdict] | None = None) -> Row:
+    """A pod's row: its state, group and role, node and restarts; a pod held only by `claims` still being
+    provisioned is Pending on them, not Unschedulable."""
     meta = pod.get("metadata", {})
     labels = meta.get("labels") or {}
     where = (pod.get("spec") or {}).get("nodeName") or "-"
@@ -159,7 +169,30 @@ def pod_row(pod: dict[str, Any], state: WaitState, now: float) -> Row:
         role = f"group {labels.get(GROUP_INDEX_LABEL, '?')} {'leader' if worker == '0' else 'worker ' + worker}, "
     count = restarts(pod)
     detail = f"{role}node {where}" + (f", {count} restarts" if count else "")
-    return row(state, f"  Pod/{name_of(pod)}", pod_phase_label(pod), detail, now)
+    label = pod_phase_label(pod)
+    if claims and held_by_claims(_unschedulable_message(pod), claims):
+        label = "Pending"
+        detail += ", waiting for " + ", ".join(f"PersistentVolumeClaim/{c.name}" for c in claims)
+    return row(state, f"  Pod/{name_of(pod)}", label, detail, now)
+
+
+def _unschedulable_message(pod: dict[str, Any]) -> str:
+    return next((p.message for p in pod_problems(pod) if p.reason == "Unschedulable"), "")
+
+
+def pod_claims(pod: dict[str, Any], state: WaitState) -> list[ClaimVerdict]:
+    """The verdicts on the Pending claims an unscheduled pod mounts (none when the claims cannot be read)."""
+    claims = state.objects.get(CLAIMS)
+    if claims is None or CLAIMS in state.unavailable or (pod.get("spec") or {}).get("nodeName"):
+        return []
+    classes = None if CLASSES in state.unavailable else state.objects.get(CLASSES)
+    events = (
+        None if EVENTS in state.unavailable or EVENTS not in state.objects else list(state.objects[EVENTS].values())
+    )
+    verdicts = (
+        claim_verdict(claims[name], classes, events) for name in claim_names(pod.get("spec") or {}) if name in claims
+    )
+    return [v for v in verdicts if v is not None]
 
 
 def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
@@ -184,12 +217,22 @@ def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
 
 
 def pod_failure(
-    target: dict[str, Any], pod: dict[str, Any], state: WaitState, now: float, grace_s: float
+    target: dict[str, Any],
+    pod: dict[str, Any],
+    state: WaitState,
+    now: float,
+    grace_s: float,
+    claims: list[ClaimVerdict] | None = None,
 ) -> Failure | None:
-    """A failure when this pod cannot become ready (unschedulable past the grace, a claim on a missing
-    ResourceClaimTemplate past the grace, fatal, too many crashes)."""
+    """A failure when this pod cannot become ready (a PersistentVolumeClaim that will not be provisioned, at once;
+    unschedulable past the grace, unless only waiting for claims being provisioned; a claim on a missing
+    ResourceClaimTemplate past the grace; fatal; too many crashes)."""
     pod_name = name_of(pod)
     names = {name_of(target), pod_name}
+    claims = pod_claims(pod, state) if claims is None else claims
+    failed = next((c for c in claims if c.failure), None)
+    if failed is not None:
+        return Failure(f"{CLAIMS}/{failed.name}", failed.failure, failed.detail, names | {failed.name}, pod_name)
     is_job = target["kind"] == "Job"
     miswired = missing_claim_template(pod, state)
     if miswired is not None:
@@ -199,7 +242,8 @@ def pod_failure(
     problems = pod_problems(pod)
     unschedulable = next((p for p in problems if p.reason == "Unschedulable"), None)
     uid = pod.get("metadata", {}).get("uid", pod_name)
-    if unschedulable is None:
+    if unschedulable is None or held_by_claims(unschedulable.message, claims):
+        # The grace counts from when the pod lacks a node, not from when it started waiting for its volume.
         state.unschedulable_since.pop(uid, None)
     else:
         first = state.unschedulable_since.setdefault(uid, now)
@@ -227,6 +271,7 @@ def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: f
     all_ready = True
     failure: Failure | None = None
     accepted: list[tuple[str, str]] = []
+    shown_claims: set[str] = set()
     for target in waited:
         key = f"{target['kind']}/{name_of(target)}"
         found = verdict(target, state)
@@ -247,10 +292,16 @@ def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: f
             failure = Failure(key, found.reason, found.message, {name_of(target)})
         template_key = current_key(target, state)
         for pod in pods_of(target, state):
-            rows.append(pod_row(pod, state, now))
+            claims = pod_claims(pod, state)
+            rows.append(pod_row(pod, state, now, claims))
+            for claim in claims:
+                if claim.name not in shown_claims:
+                    shown_claims.add(claim.name)
+                    label = claim.failure or "Pending"
+                    rows.append(row(state, f"  {CLAIMS}/{claim.name}", label, claim.detail, now))
             if outgoing(pod, template_key):
                 continue
-            problem = pod_failure(target, pod, state, now, grace_s)
+            problem = pod_failure(target, pod, state, now, grace_s, claims)
             if problem is not None and failure is None:
                 failure = problem
     return Judgement(rows, all_ready and failure is None, failure, accepted)
@@ -270,6 +321,11 @@ def pending(waited: list[dict[str, Any]], state: WaitState) -> tuple[str, str, s
         names.update(name_of(pod) for pod in pods)
         stuck = next(((pod, problems[0]) for pod in pods if (problems := pod_problems(pod))), None)
         if stuck is not None:
-            message = f"{message}; Pod/{name_of(stuck[0])}: {stuck[1].reason} {stuck[1].message}".strip("; ")
+            claims = pod_claims(stuck[0], state)
+            if held_by_claims(_unschedulable_message(stuck[0]), claims):
+                waits = ", ".join(f"{CLAIMS}/{c.name}: Pending {c.detail}" for c in claims)
+                message = f"{message}; Pod/{name_of(stuck[0])} waits for {waits}".strip("; ")
+            else:
+                message = f"{message}; Pod/{name_of(stuck[0])}: {stuck[1].reason} {stuck[1].message}".strip("; ")
         return subject, reason, message, names
     return "the set", "Timeout", "", names

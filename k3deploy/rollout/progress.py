@@ -108,4 +108,7 @@ _BAD = {
     "BackoffLimitExceeded",
     "InvalidImageName",
     "CreateContainerConfigError",
+    "ProvisioningFailed",
+    "StorageClassNotFound",
+    "NoDefaultStorageClass",
 }

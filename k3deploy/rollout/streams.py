@@ -63,7 +63,8 @@ Event = Synced | Changed | Note | Broken | Unavailable
 
 
 class Stream(threading.Thread):
-    """List then watch one kind in a namespace, forever resuming, until stopped; events go to `out`."""
+    """List then watch one kind in a namespace (a cluster-scoped kind: all of it; `field_selector`: only what it
+    selects), forever resuming, until stopped; events go to `out`."""
 
     def __init__(
         self,
@@ -74,10 +75,12 @@ class Stream(threading.Thread):
         out: queue.Queue[Event],
         stop: threading.Event,
         optional: bool = False,
+        field_selector: str | None = None,
     ) -> None:
         super().__init__(name=f"watch-{kind}", daemon=True)
         self.api, self.api_version, self.kind, self.namespace = api, api_version, kind, namespace
         self.out, self.stop, self.optional = out, stop, optional
+        self.field_selector = field_selector
         self._watcher: Any = None
 
     def halt(self) -> None:
@@ -101,7 +104,9 @@ class Stream(threading.Thread):
             try:
                 if version is None:
                     try:
-                        items, version = self.api.list(self.api_version, self.kind, self.namespace)
+                        items, version = self.api.list(
+                            self.api_version, self.kind, self.namespace, field_selector=self.field_selector
+                        )
                     except K3DeployError as exc:  # already retried: a list that fails ends the stream
                         self._fail(exc, None)
                         return
@@ -117,6 +122,7 @@ class Stream(threading.Thread):
                     self.namespace,
                     version,
                     timeout_s=WATCH_TIMEOUT_S,
+                    field_selector=self.field_selector,
                     watcher=self._watcher,
                 ):
                     if self.stop.is_set():
@@ -149,16 +155,31 @@ class Stream(threading.Thread):
 
 
 class Inbox:
-    """Streams for several kinds of one namespace feeding one queue; a context manager that halts them on exit."""
+    """Streams for several kinds of one namespace feeding one queue; a context manager that halts them on exit.
+    `selectors`: a field selector per kind, for kinds read only in part."""
 
     def __init__(
-        self, api: KubeApi, namespace: str, kinds: list[tuple[str, str]], optional: frozenset[str] = frozenset()
+        self,
+        api: KubeApi,
+        namespace: str,
+        kinds: list[tuple[str, str]],
+        optional: frozenset[str] = frozenset(),
+        selectors: dict[str, str] | None = None,
     ) -> None:
         self._queue: queue.Queue[Event] = queue.Queue()
         self._stop = threading.Event()
         self.kinds = [kind for _, kind in kinds]
         self._streams = [
-            Stream(api, api_version, kind, namespace, self._queue, self._stop, kind in optional)
+            Stream(
+                api,
+                api_version,
+                kind,
+                namespace,
+                self._queue,
+                self._stop,
+                kind in optional,
+                (selectors or {}).get(kind),
+            )
             for api_version, kind in kinds
         ]
 

@@ -15,7 +15,9 @@ from typing import Any
 from k3deploy.errors import RolloutFailed, RolloutTimeout
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
+from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.facts import GPU_RESOURCE
+from k3deploy.rollout.claims import CLAIM_EVENTS_SELECTOR, CLAIM_FAILURES, CLAIMS, CLASSES, EVENTS
 from k3deploy.rollout.diagnosis import CapturedLog, diagnose, read_log
 from k3deploy.rollout.judge import (
     CLAIM_TEMPLATES,
@@ -68,6 +70,9 @@ class Waiter:
         kinds = {(t["apiVersion"], t["kind"]) for t in waited} | {("v1", "Pod")}
         if any(t["kind"] == "LeaderWorkerSet" for t in waited):
             kinds |= {("apps/v1", REVISIONS), ("resource.k8s.io/v1", CLAIM_TEMPLATES)}
+        if mounts_claims(waited):
+            # A pod the scheduler holds for an unbound claim waits for its provisioner, or fails on what it reported.
+            kinds |= {("v1", CLAIMS), ("storage.k8s.io/v1", CLASSES), ("v1", EVENTS)}
 
         def step(state: WaitState, events: list[Event], now: float) -> bool:
             for event in events:
@@ -121,7 +126,8 @@ class Waiter:
         synced: set[str] = set()
         # Events that arrive before every kind is listed are judged with the first full state, not dropped.
         unjudged: list[Event] = []
-        with Inbox(self.api, self.namespace, kinds, optional=OPTIONAL_KINDS) as inbox:
+        selectors = {EVENTS: CLAIM_EVENTS_SELECTOR}
+        with Inbox(self.api, self.namespace, kinds, optional=OPTIONAL_KINDS, selectors=selectors) as inbox:
             while True:
                 now = self.clock()
                 if now >= self.deadline:
@@ -151,7 +157,8 @@ class Waiter:
         elif isinstance(event, Unavailable):
             state.unavailable.add(event.kind)
             synced.add(event.kind)
-            self.view.note(f"  cannot read {event.kind}s ({event.reason}); judging without them")
+            plural = event.kind + ("es" if event.kind.endswith("s") else "s")
+            self.view.note(f"  cannot read {plural} ({event.reason}); judging without them")
         elif isinstance(event, Broken):
             raise event.error
 
@@ -200,6 +207,7 @@ class Waiter:
         if (
             log is None
             and failure.pod
+            and failure.reason not in CLAIM_FAILURES
             and failure.reason
             not in (
                 "Unschedulable",
@@ -223,7 +231,9 @@ class Waiter:
         raise RolloutFailed(
             f"{failure.subject}: {failure.reason}" + (f": {failure.message}" if failure.message else ""),
             diagnosis,
-            hint=failure_hint(failure.reason, state.objects.get("Pod", {}).get(failure.pod or "")),
+            hint=failure_hint(
+                failure.reason, state.objects.get("Pod", {}).get(failure.pod or ""), failure.subject, self.namespace
+            ),
         )
 
     def _timeout(self, waited: list[dict[str, Any]], state: WaitState) -> None:
@@ -238,9 +248,18 @@ class Waiter:
         )
 
 
-def failure_hint(reason: str, pod: dict[str, Any] | None = None) -> str:
+def failure_hint(reason: str, pod: dict[str, Any] | None = None, subject: str = "", namespace: str = "") -> str:
     """The hint line of a failed rollout; an unschedulable pod that requests no GPU (the prefetch or smoke Job's)
-    gets its own: GPU capacity is not what it lacks, a node it tolerates is."""
+    gets its own: GPU capacity is not what it lacks, a node it tolerates is. A claim that will not be provisioned
+    is pointed at its StorageClass and provisioner."""
+    if reason in CLAIM_FAILURES:
+        claim = subject.removeprefix(f"{CLAIMS}/") or "<claim>"
+        return (
+            "check the claim's StorageClass (kubernetes.storage_class, `kubectl get storageclass`) and that its "
+            f"provisioner runs and can make the volume (`kubectl describe pvc {claim}"
+            + (f" -n {namespace}" if namespace else "")
+            + "`)"
+        )
     if reason == "Unschedulable" and pod is not None and not _requests_gpu(pod):
         return (
             "this pod needs no GPU: the cluster needs a node it tolerates (GPU nodes carry the nvidia.com/gpu taint) "

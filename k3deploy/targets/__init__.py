@@ -2,7 +2,9 @@
 
 `REGISTRY` is the one place that maps a profile's `target` to its Target class, named as "module:Class" so
 each target module is imported only when chosen (the local target never imports `kubernetes`, and the
-other way round). A new target adds one line here.
+other way round). A new target adds one line here. `RENDERERS` names, for a target whose rendering needs none of its
+rollout machinery, the function that renders alone, so `k3deploy render` imports only that module (the Kubernetes
+target's cluster and rollout imports cost more than its rendering); a target without an entry renders through its class.
 """
 
 from __future__ import annotations
@@ -16,16 +18,22 @@ from k3deploy.errors import ProfileError
 from k3deploy.kube.options import KubeOptions
 from k3deploy.smoke.reach import IN_CLUSTER
 
-__all__ = ["IN_CLUSTER", "REGISTRY", "DeployOptions", "check_target", "target_for"]
+__all__ = ["IN_CLUSTER", "REGISTRY", "RENDERERS", "DeployOptions", "check_target", "render_for", "target_for"]
 
 if TYPE_CHECKING:  # this package's own import stays standard-library light (targets/local/rehearsal.py runs alone)
     from k3deploy.profile.model import Profile
     from k3deploy.targets.base import Target
+    from k3deploy.targets.rendering import Rendering
 
 #: Target name -> "module:Class" (imported on first use) or a factory(options, view) -> Target.
 REGISTRY: dict[str, str | Callable[..., Target]] = {
     "kubernetes": "k3deploy.targets.kubernetes:KubernetesTarget",
     "local": "k3deploy.targets.local.target:LocalTarget",
+}
+#: Target name -> "module:function(profile) -> Rendering": the same rendering as the target's `render`, without
+#: importing the target's class (its module loads the cluster client and the rollout).
+RENDERERS: dict[str, str] = {
+    "kubernetes": "k3deploy.targets.kubernetes_render:render",
 }
 
 
@@ -60,11 +68,16 @@ def check_target(profile: Profile) -> Profile:
     return profile
 
 
+def _named(entry: str) -> Any:
+    """The object a "module:attribute" entry names, its module imported now."""
+    module, _, attr = entry.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def _factory(profile: Profile) -> Callable[..., Target]:
     entry = REGISTRY[check_target(profile).target]
     if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        factory: Callable[..., Target] = getattr(importlib.import_module(module), attr)
+        factory: Callable[..., Target] = _named(entry)
         return factory
     return entry
 
@@ -72,3 +85,12 @@ def _factory(profile: Profile) -> Callable[..., Target]:
 def target_for(profile: Profile, options: DeployOptions | None = None, view: Any = None) -> Target:
     """The Target for `profile.target`, built with `options` and reporting progress to `view`."""
     return _factory(profile)(options or DeployOptions(), view)
+
+
+def render_for(profile: Profile) -> Rendering:
+    """What `profile`'s target renders: through its entry in RENDERERS when it has one, else its class's `render`."""
+    entry = RENDERERS.get(check_target(profile).target)
+    if entry is None:
+        return target_for(profile).render(profile)
+    render: Callable[[Profile], Rendering] = _named(entry)
+    return render(profile)

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import functools
 import json
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,6 +26,7 @@ from k3deploy.report.model import CheckResult
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.plan import WHOLE, ApplyAll, Plan, Step, StepOutcome, WaitAll
 from k3deploy.smoke.reach import Reach
+from k3deploy.targets.rendering import Rendering
 
 
 class Revision(BaseModel):
@@ -36,32 +35,6 @@ class Revision(BaseModel):
     target: str
     number: int | None = None
     data: dict[str, Any] = {}
-
-
-class Rendering:
-    """What `render` writes: files in apply order (a folder) or one YAML stream (stdout).
-
-    The files and the stream are produced on first use: `up`'s render stage needs only the summary.
-    """
-
-    def __init__(
-        self, files: Callable[[], dict[str, str]], stream: Callable[[], str], what: str, summary: str = ""
-    ) -> None:
-        self._files, self._stream = files, stream
-        #: What the files hold, for `render`'s "wrote ... to DIR" line.
-        self.what = what
-        #: What the pipeline's render stage adds after "capacity plan fits" ("" for nothing).
-        self.summary = summary
-
-    @functools.cached_property
-    def files(self) -> dict[str, str]:
-        """File name -> content, in apply order."""
-        return self._files()
-
-    @functools.cached_property
-    def stream(self) -> str:
-        """The whole rendering as one YAML stream."""
-        return self._stream()
 
 
 class ApplyOutcome(BaseModel):

@@ -24,7 +24,6 @@ from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
 from k3deploy.render.manifests import SMOKE_COMPONENT, build, service_url
-from k3deploy.render.write import files_of, objects_summary, stream_of
 from k3deploy.report.model import CheckResult
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout import bluegreen, forward, in_cluster
@@ -42,7 +41,7 @@ from k3deploy.rollout.runner import Runner
 from k3deploy.rollout.upgrade import read_lws
 from k3deploy.rollout.wait import Waiter
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
-from k3deploy.targets import IN_CLUSTER, DeployOptions
+from k3deploy.targets import IN_CLUSTER, DeployOptions, kubernetes_render
 from k3deploy.targets.base import Rendering, Revision, Target, TargetStatus
 from k3deploy.targets.kubernetes_status import describe
 from k3deploy.targets.kubernetes_view import (
@@ -158,14 +157,8 @@ class KubernetesTarget(Target):
             yield
 
     def render(self, profile: Profile) -> Rendering:
-        """The manifests, one file per object in apply order, plus kustomization.yaml."""
-        manifests = build(profile)
-        return Rendering(
-            files=lambda: files_of(manifests),
-            stream=lambda: stream_of(manifests),
-            what=objects_summary(len(manifests)),
-            summary=f"{len(manifests)} objects rendered",
-        )
+        """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes_render.py)."""
+        return kubernetes_render.render(profile)
 
     def preflight(self, profile: Profile) -> list[CheckResult]:
         """Cluster checks of the preflight stage (node checks need the GPU host and run there); the access review

@@ -6,7 +6,10 @@ Each command runs `--rounds` times and the smallest figure counts (the one least
 the venv's or PATH's (`bash .ci/helm` builds it from the Go module proxy); without one the recorded
 `helm template` figure below stands in, and the output says so.
 
-    python -m tests.bench.bench_startup [--rounds 7]
+`--floor` also prints what the libraries `render` needs cost to import, one added at a time (typer parses options
+through pydantic): no `render` of k3deploy's can cost less than their sum.
+
+    python -m tests.bench.bench_startup [--rounds 7] [--floor]
 """
 
 from __future__ import annotations
@@ -77,9 +80,31 @@ def static_chart(into: Path) -> int:
     return len(objects)
 
 
+#: The imports `render` cannot do without, each line adding to the ones before it (what `--floor` prints).
+FLOOR = (
+    ("the interpreter", "pass"),
+    ("+ typer, with the pydantic it coerces options through", "import typer, typer.main, typer._adapters"),
+    ("+ PyYAML (libyaml)", "import yaml"),
+    ("+ rich (the consoles)", "import rich.console, rich.table"),
+    ("+ jinja2", "import jinja2"),
+    ("+ the Grafana SDK (the dashboard)", "import grafana_foundation_sdk.builders.dashboard"),
+    ("+ the profile's pydantic models", "import k3deploy.profile.model"),
+)
+
+
+def floor(rounds: int, env: dict[str, str]) -> None:
+    """Print the CPU seconds of importing FLOOR's libraries, one more per line."""
+    code: list[str] = []
+    for what, line in FLOOR:
+        code.append(line)
+        seconds = best([sys.executable, "-c", "; ".join(code)], rounds, env=env, cwd=REPO_ROOT)
+        print(f"floor:           {seconds:.3f} s CPU  {what}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--floor", action="store_true", help="also print what render's libraries cost to import")
     args = parser.parse_args()
     env = cli_env()
     k3deploy = [sys.executable, "-m", "k3deploy"]
@@ -108,6 +133,8 @@ def main() -> None:
     print(f"render / helm:   {render_s / helm_s:.2f}x  (budget {RENDER_BUDGET_RATIO:g}x)")
     print(f"--help:          {help_s:.3f} s CPU")
     print(f"--help / budget: {help_s / HELP_BUDGET_S:.2f}  (budget {HELP_BUDGET_S} s)")
+    if args.floor:
+        floor(args.rounds, env)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from k3deploy.bench.figures import (
     OVERALL,
     Sent,
     cell_figures,
+    compact,
+    decode_figure,
     pooled,
     server_delta,
     sum_server,
@@ -130,3 +134,71 @@ def test_overall_aggregate_is_tokens_over_the_summed_cell_windows() -> None:
     assert (len(twice.repeats), twice.spread, twice.window_s) == (2, 0.0, 6.0)  # two repeats: a spread (both 100)
     empty = pooled(OVERALL, Point(concurrency=1), [])
     assert (empty.window_s, empty.aggregate_tok_s) == (None, None)
+
+
+def _stamped(ok: bool = True) -> RequestRecord:
+    return RequestRecord(
+        index=0,
+        phase="measured",
+        prompt_id="p",
+        ok=ok,
+        max_tokens=5,
+        concurrency=4,
+        t_send=1.2345678,
+        t_end=3.3333333,
+        t_first=1.7345678,
+        t_last=1.9876543,
+        prompt_tokens=9,
+        completion_tokens=5,
+        chunk_offsets_s=[0.5, 0.75, 1.75],
+        chunk_tokens=[1, 2, 2],
+        ttft_s=0.1234567,
+        decode_tok_s=12.3456789,
+        e2e_tok_s=2.7182818,
+        tokens_per_chunk=1.6666667,
+    )
+
+
+def test_a_compact_record_keeps_vllms_figures_in_ms_rounded_to_the_microsecond() -> None:
+    kept = compact(_stamped(), "a", request_rate=2.0, repeat=3, t_arrival=0.1111111)
+    assert (kept.t_send, kept.t_end, kept.ttft_s, kept.t_last) == (1.234568, 3.333333, 0.123457, 1.987654)
+    assert (kept.decode_tok_s, kept.e2e_tok_s, kept.tokens_per_chunk) == (12.345679, 2.718282, 1.666667)
+    # TPOT: (1.75 - 0.5) s over the 4 tokens after the first; ITL: the gaps 0.25 s and 1 s; E2EL: the last chunk.
+    assert (kept.tpot_ms, kept.itl_ms_mean, kept.itl_ms_max, kept.e2el_ms) == (312.5, 625.0, 1000.0, 1750.0)
+    assert (kept.chunks, kept.concurrency, kept.prompt_tokens, kept.completion_tokens) == (3, 4, 9, 5)
+    assert (kept.request_rate, kept.repeat, kept.t_arrival, kept.good) == (2.0, 3, 0.111111, None)
+    assert (compact(_stamped(), "a").t_arrival, compact(_stamped(), "a").repeat) == (None, 0)
+
+
+@pytest.mark.parametrize(("ttft_ms", "good"), [(500.0, True), (499.0, False)])
+def test_a_request_is_good_when_its_ttft_is_at_most_the_slo(ttft_ms: float, good: bool) -> None:
+    assert compact(_stamped(), "a", slo={"ttft": ttft_ms}).good is good
+
+
+def test_a_failed_request_has_no_vllm_figures_and_is_never_good() -> None:
+    failed = compact(_stamped(ok=False), "a", slo={"ttft": 1e9})
+    assert (failed.tpot_ms, failed.e2el_ms, failed.itl_ms_mean, failed.itl_ms_max, failed.good) == (
+        None,
+        None,
+        None,
+        None,
+        False,
+    )
+    assert compact(_stamped(ok=False), "a").good is None
+
+
+def test_a_bursty_requests_decode_figure_is_its_end_to_end_rate_a_lower_bound() -> None:
+    assert decode_figure(_req(0, 1, 8, bursty=True)) == 40.0
+    assert decode_figure(_req(0, 1, 8)) == 100.0
+
+
+def test_a_missing_server_delta_is_unavailable() -> None:
+    assert not server_delta(None).available
+    assert not server_delta(MetricsDelta(available=False, error="404")).available
+
+
+def test_only_good_bursty_requests_are_counted_bursty() -> None:
+    cell = _cell(
+        "a", 1, [_req(0, 2, 1), _req(0, 2, 1), _req(0, 2, 1, bursty=True), _req(0, 2, 1, ok=False, bursty=True)], None
+    )
+    assert (cell.requests, cell.failed, cell.bursty) == (4, 1, 1)

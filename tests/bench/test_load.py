@@ -12,6 +12,7 @@ from k3deploy.bench import load
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.runner import BenchPlan, run_bench
 from k3deploy.errors import UsageError
+from k3deploy.measure import arrivals
 from k3deploy.profile import load_profile
 from k3deploy.report.bench import BenchReport
 from tests.smoke.scripted_server import Script, scripted_server
@@ -46,10 +47,10 @@ def test_open_loop_sends_on_schedule_and_records_the_load() -> None:
     assert [p.model_dump() for p in report.points] == [{"concurrency": 1, "request_rate": 50.0}]
     reqs = report.requests
     assert len(reqs) == 4 and all(r.request_rate == 50.0 and r.t_arrival is not None for r in reqs)
-    arrivals = [r.t_arrival for r in reqs]
+    stamps = [r.t_arrival for r in reqs]
     expected = arrivals.arrival_offsets(4, 50.0, 1.0, seed=3)
     # The schedule is vLLM's, shifted to the cell's start; nothing is sent before its arrival.
-    assert [a - arrivals[0] for a in arrivals] == pytest.approx([e - expected[0] for e in expected], abs=1e-5)
+    assert [a - stamps[0] for a in stamps] == pytest.approx([e - expected[0] for e in expected], abs=1e-5)
     assert all(r.t_send >= r.t_arrival - 1e-6 for r in reqs)
     assert in_flight(report) == 1  # --max-concurrency 1
     cell = report.cell("mixed", 1, 50.0)

@@ -75,3 +75,23 @@ def test_switching_a_feature_off_drops_its_kinds_and_routing_adds_its_own() -> N
 )
 def test_plural_follows_the_rest_mappers_guess(kind: str, resource: str) -> None:
     assert plural(kind) == resource
+
+
+def test_waited_pods_that_mount_a_claim_bring_the_claims_their_classes_and_their_events() -> None:
+    """The waiter judges a pod held for an unbound claim by the claim, its StorageClass (cluster-wide) and the claim's
+    events (rollout/claims.py): preflight asks for every read that needs."""
+    objects = rendered_objects(load_profile(K3))
+    needed = {
+        Access("list", "persistentvolumeclaims"),
+        Access("watch", "persistentvolumeclaims"),
+        Access("list", "storageclasses", "storage.k8s.io", namespaced=False),
+        Access("watch", "storageclasses", "storage.k8s.io", namespaced=False),
+        Access("list", "events"),
+        Access("watch", "events"),
+    }
+    assert needed <= set(required_access(objects))
+    # Without a waited object whose pods mount a claim (the claim alone is applied, never waited on), none of it.
+    unmounted = [o for o in objects if o["kind"] not in ("LeaderWorkerSet", "Job")]
+    assert any(o["kind"] == "PersistentVolumeClaim" for o in unmounted)
+    assert not {a for a in needed if a.verb == "watch"} & set(required_access(unmounted))
+    assert Access("list", "storageclasses", "storage.k8s.io", namespaced=False) not in required_access(unmounted)

@@ -30,9 +30,9 @@ PROFILE = "kimi-k3-gb300-tp16"
 LWS = "kimi-k3-gb300-tp16"
 #: No NVIDIA DRA driver runs on the plane yet: the set is rendered without its ComputeDomain unless a test asks.
 NO_DRA = ("--set", "kubernetes.compute_domain=false")
-#: The real scheduler holds a pod whose weight-cache claim the provisioner has not bound yet
-#: (`pod has unbound immediate PersistentVolumeClaims`) for a moment: a test that wants a truly unschedulable pod
-#: to fail soon sets a grace of a few seconds, never 0.
+#: A test that wants a truly unschedulable pod to fail soon sets a grace of a few seconds, never 0 (a pod the
+#: scheduler holds for a moment while the provisioner binds its weight-cache claim, `pod has unbound immediate
+#: PersistentVolumeClaims`, is not counted: rollout/claims.py; but its condition can lag the binding).
 UNSCHEDULABLE_GRACE = ("--set", "kubernetes.unschedulable_grace_s=15")
 #: What the real tier gives a rollout that should pass (real controllers on a loaded host).
 TIMEOUT = ("--timeout", "240s")

@@ -1,0 +1,29 @@
+"""The PersistentVolumeClaims a waited object's pods mount (pure): the waiter reads claims only for such objects
+(rollout/claims.py) and the access review asks for what that reading needs (preflight/access.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+def pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod specs of a waited object: a Job's template, a LeaderWorkerSet's leader and worker templates."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Job":
+        return [(spec.get("template") or {}).get("spec") or {}]
+    if obj.get("kind") == "LeaderWorkerSet":
+        templates = spec.get("leaderWorkerTemplate") or {}
+        return [(templates.get(t) or {}).get("spec") or {} for t in ("leaderTemplate", "workerTemplate")]
+    return []
+
+
+def claim_names(pod_spec: dict[str, Any]) -> list[str]:
+    """The claims a pod spec mounts (spec.volumes[].persistentVolumeClaim.claimName), each once, in order."""
+    names = [str((v.get("persistentVolumeClaim") or {}).get("claimName") or "") for v in pod_spec.get("volumes") or []]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def mounts_claims(objects: Iterable[dict[str, Any]]) -> bool:
+    """Whether the pods of any of `objects` mount a PersistentVolumeClaim (so the waiter reads claims)."""
+    return any(claim_names(spec) for obj in objects for spec in pod_specs(obj))
