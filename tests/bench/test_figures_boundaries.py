@@ -16,6 +16,7 @@ from k3deploy.bench.figures import (
     decode_figure,
     pooled,
     server_delta,
+    spread,
     sum_server,
     token_mismatches,
     window,
@@ -202,3 +203,11 @@ def test_only_good_bursty_requests_are_counted_bursty() -> None:
         "a", 1, [_req(0, 2, 1), _req(0, 2, 1), _req(0, 2, 1, bursty=True), _req(0, 2, 1, ok=False, bursty=True)], None
     )
     assert (cell.requests, cell.failed, cell.bursty) == (4, 1, 1)
+
+
+def test_spread_is_the_range_over_the_median_and_needs_two_values_and_a_nonzero_median() -> None:
+    # The median of an even count is the mean of the middle two (2.5 here, not a rank beside it): 9 / 2.5.
+    assert spread([1.0, 2.0, 3.0, 10.0]) == pytest.approx(3.6)
+    assert spread([2.0, None, 4.0]) == pytest.approx(2.0 / 3.0)  # a missing repeat is left out
+    assert spread([5.0]) is None and spread([5.0, None]) is None and spread([]) is None  # one value has no spread
+    assert spread([0.0, 0.0]) is None  # a zero median: no ratio, rather than a division by zero
