@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from k3deploy.smoke.headline import REHEARSAL_LABEL
 from k3deploy.targets.local.process import group_members
 from tests.conftest import run_cli
-from tests.integration.vllm_server import alive, free_port
+from tests.integration.vllm_server import free_port, server_ids
 
 pytestmark = [
     pytest.mark.integration,
@@ -124,6 +124,7 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     pid = first["pid"]
     members = group_members(pid)
     assert pid in members and len(members) >= 2
+    first_id = server_ids(local.state_dir)[pid]
 
     # up again: the same server is found and reused.
     code, summary, stderr = local.run("up")
@@ -143,14 +144,13 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     assert restored["argv"] == first["argv"] and restored["argv_hash"] == first["argv_hash"]
     assert "--max-num-seqs" not in restored["argv"]
     assert "last_smoke" not in restored  # the failed server's verdict is not the restored one's
-    assert not any(alive(p) for p in members)  # the original group went when the upgrade replaced it
+    assert first_id not in server_ids(local.state_dir).values()  # the original group went when the upgrade replaced it
 
     # down stops every process of the group; down again is a no-op.
-    restored_members = group_members(restored["pid"])
     code, stderr = local.down()
     assert code == 0
     assert stderr.strip() == f"down: stopped vLLM (pid {restored['pid']})"
-    assert not any(alive(p) for p in restored_members)
+    assert server_ids(local.state_dir) == {} and group_members(restored["pid"]) == []
     assert local.status() == {
         "target": "local",
         "profile": "local-cpu",
@@ -174,7 +174,7 @@ def test_first_install_that_misses_its_targets_is_stopped(local: Local) -> None:
     ]
     pid = int(summary["rollback"].removeprefix("stopped the new server (pid ").split(")")[0])
     assert summary["rollback"] == f"stopped the new server (pid {pid}); nothing ran before"
-    assert not alive(pid) and group_members(pid) == []
+    assert server_ids(local.state_dir) == {} and group_members(pid) == []
     assert local.status()["running"] is False
     assert [line for line in stderr.splitlines() if line.startswith("error: ")] == [f"error: {summary['error']}"]
 
@@ -199,5 +199,5 @@ def test_server_that_dies_while_starting_fails_wait_fast_with_its_log(local: Loc
         f"the new server had exited (pid {pid}); nothing ran before",
         f"stopped the new server (pid {pid}); nothing ran before",
     )
-    assert not alive(pid) and group_members(pid) == []
+    assert server_ids(local.state_dir) == {} and group_members(pid) == []
     assert local.status()["running"] is False

@@ -23,6 +23,7 @@ import psutil
 
 from k3deploy.profile import load_profile
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
+from k3deploy.targets.local.process import SERVER_ID_ENV, STATE_DIR_ENV
 from tests.ports import free_port
 
 #: Start-up takes ~30 s on 2 cores with --enforce-eager; leave room for a busy machine.
@@ -45,6 +46,21 @@ def alive(pid: int) -> bool:
         return tgid == pid and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except (OSError, StopIteration, psutil.NoSuchProcess):
         return False
+
+
+def server_ids(state_dir: Path) -> dict[int, str]:
+    """{pid: K3DEPLOY_SERVER_ID} of the live processes of the servers k3deploy started for `state_dir`, engine cores
+    included: the identity the local target proves before it signals (targets/local/process.py). Unlike a bare pid,
+    it cannot name some newer process after the pid space wraps."""
+    found = {}
+    for proc in psutil.process_iter(["status"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            env = proc.environ()
+            if env.get(STATE_DIR_ENV) == str(state_dir) and env.get(SERVER_ID_ENV):
+                found[proc.pid] = env[SERVER_ID_ENV]
+    return found
 
 
 def server_argv(
