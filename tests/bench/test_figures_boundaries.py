@@ -211,3 +211,31 @@ def test_spread_is_the_range_over_the_median_and_needs_two_values_and_a_nonzero_
     assert spread([2.0, None, 4.0]) == pytest.approx(2.0 / 3.0)  # a missing repeat is left out
     assert spread([5.0]) is None and spread([5.0, None]) is None and spread([]) is None  # one value has no spread
     assert spread([0.0, 0.0]) is None  # a zero median: no ratio, rather than a division by zero
+
+
+def _timed_run(duration_s: float | None) -> tuple[list[Sent], None, float | None]:
+    """A run of one stamped request (5 output tokens, so vLLM's throughput counts it) lasting `duration_s`."""
+    record = _stamped()
+    return [Sent(record=record, request=compact(record, "a"))], None, duration_s
+
+
+def test_pooled_throughput_is_over_the_summed_durations_of_the_runs_and_needs_every_duration() -> None:
+    # The runs ran one after another: 10 output tokens over 2 s + 3 s.
+    both = pooled("a", Point(concurrency=1), [_timed_run(2.0), _timed_run(3.0)])
+    assert (both.throughput.duration_s, both.throughput.output_throughput) == (5.0, 2.0)
+    # One run's duration unknown: no duration at all, rather than a rate over the other run's 2 s alone.
+    blind = pooled("a", Point(concurrency=1), [_timed_run(2.0), _timed_run(None)])
+    assert (blind.throughput.duration_s, blind.throughput.output_throughput) == (None, None)
+    # Durations summing to zero are no duration: no rate, rather than a division by zero.
+    instant = pooled("a", Point(concurrency=1), [_timed_run(0.0), _timed_run(0.0)])
+    assert (instant.throughput.duration_s, instant.throughput.output_throughput) == (None, None)
+
+
+def test_pooled_window_sums_the_runs_windows_and_a_run_without_a_window_adds_nothing() -> None:
+    timed = [_sent(_req(0, 2, 10))]  # a 2 s window
+    refused = [_sent(_req(5, 5, 0, ok=False))]  # failed at once: sent and ended together, no window
+    assert (window([r.request for r in timed]), window([r.request for r in refused])) == (2.0, None)
+    cell = pooled("a", Point(concurrency=1), [(timed, None, None), (refused, None, None)])
+    assert (cell.window_s, cell.aggregate_tok_s) == (2.0, 5.0)  # 10 tokens over 2 s, not over 2 s and a guess
+    no_window = pooled("a", Point(concurrency=1), [(refused, None, None), (refused, None, None)])
+    assert (no_window.window_s, no_window.aggregate_tok_s) == (None, None)
