@@ -151,7 +151,7 @@ def _stamped(ok: bool = True) -> RequestRecord:
         t_last=1.9876543,
         prompt_tokens=9,
         completion_tokens=5,
-        chunk_offsets_s=[0.5, 0.75, 1.75],
+        chunk_offsets_s=[0.5, 0.75, 2.25],
         chunk_tokens=[1, 2, 2],
         ttft_s=0.1234567,
         decode_tok_s=12.3456789,
@@ -164,8 +164,9 @@ def test_a_compact_record_keeps_vllms_figures_in_ms_rounded_to_the_microsecond()
     kept = compact(_stamped(), "a", request_rate=2.0, repeat=3, t_arrival=0.1111111)
     assert (kept.t_send, kept.t_end, kept.ttft_s, kept.t_last) == (1.234568, 3.333333, 0.123457, 1.987654)
     assert (kept.decode_tok_s, kept.e2e_tok_s, kept.tokens_per_chunk) == (12.345679, 2.718282, 1.666667)
-    # TPOT: (1.75 - 0.5) s over the 4 tokens after the first; ITL: the gaps 0.25 s and 1 s; E2EL: the last chunk.
-    assert (kept.tpot_ms, kept.itl_ms_mean, kept.itl_ms_max, kept.e2el_ms) == (312.5, 625.0, 1000.0, 1750.0)
+    # TPOT: (2.25 - 0.5) s over the 4 tokens after the first; ITL: the gaps 0.25 s and 1.5 s (not 1 s, which reads
+    # the same in ms whether multiplied by 1000 or divided into it); E2EL: the last chunk.
+    assert (kept.tpot_ms, kept.itl_ms_mean, kept.itl_ms_max, kept.e2el_ms) == (437.5, 875.0, 1500.0, 2250.0)
     assert (kept.chunks, kept.concurrency, kept.prompt_tokens, kept.completion_tokens) == (3, 4, 9, 5)
     assert (kept.request_rate, kept.repeat, kept.t_arrival, kept.good) == (2.0, 3, 0.111111, None)
     assert (compact(_stamped(), "a").t_arrival, compact(_stamped(), "a").repeat) == (None, 0)
