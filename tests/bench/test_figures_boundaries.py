@@ -151,7 +151,7 @@ def _stamped(ok: bool = True) -> RequestRecord:
         t_last=1.9876543,
         prompt_tokens=9,
         completion_tokens=5,
-        chunk_offsets_s=[0.5, 0.75, 1.75],
+        chunk_offsets_s=[0.5, 0.75, 2.25],
         chunk_tokens=[1, 2, 2],
         ttft_s=0.1234567,
         decode_tok_s=12.3456789,
@@ -164,8 +164,9 @@ def test_a_compact_record_keeps_vllms_figures_in_ms_rounded_to_the_microsecond()
     kept = compact(_stamped(), "a", request_rate=2.0, repeat=3, t_arrival=0.1111111)
     assert (kept.t_send, kept.t_end, kept.ttft_s, kept.t_last) == (1.234568, 3.333333, 0.123457, 1.987654)
     assert (kept.decode_tok_s, kept.e2e_tok_s, kept.tokens_per_chunk) == (12.345679, 2.718282, 1.666667)
-    # TPOT: (1.75 - 0.5) s over the 4 tokens after the first; ITL: the gaps 0.25 s and 1 s; E2EL: the last chunk.
-    assert (kept.tpot_ms, kept.itl_ms_mean, kept.itl_ms_max, kept.e2el_ms) == (312.5, 625.0, 1000.0, 1750.0)
+    # TPOT: (2.25 - 0.5) s over the 4 tokens after the first; ITL: the gaps 0.25 s and 1.5 s (not 1 s, which reads
+    # the same in ms whether multiplied by 1000 or divided into it); E2EL: the last chunk.
+    assert (kept.tpot_ms, kept.itl_ms_mean, kept.itl_ms_max, kept.e2el_ms) == (437.5, 875.0, 1500.0, 2250.0)
     assert (kept.chunks, kept.concurrency, kept.prompt_tokens, kept.completion_tokens) == (3, 4, 9, 5)
     assert (kept.request_rate, kept.repeat, kept.t_arrival, kept.good) == (2.0, 3, 0.111111, None)
     assert (compact(_stamped(), "a").t_arrival, compact(_stamped(), "a").repeat) == (None, 0)
@@ -211,3 +212,31 @@ def test_spread_is_the_range_over_the_median_and_needs_two_values_and_a_nonzero_
     assert spread([2.0, None, 4.0]) == pytest.approx(2.0 / 3.0)  # a missing repeat is left out
     assert spread([5.0]) is None and spread([5.0, None]) is None and spread([]) is None  # one value has no spread
     assert spread([0.0, 0.0]) is None  # a zero median: no ratio, rather than a division by zero
+
+
+def _timed_run(duration_s: float | None) -> tuple[list[Sent], None, float | None]:
+    """A run of one stamped request (5 output tokens, so vLLM's throughput counts it) lasting `duration_s`."""
+    record = _stamped()
+    return [Sent(record=record, request=compact(record, "a"))], None, duration_s
+
+
+def test_pooled_throughput_is_over_the_summed_durations_of_the_runs_and_needs_every_duration() -> None:
+    # The runs ran one after another: 10 output tokens over 2 s + 3 s.
+    both = pooled("a", Point(concurrency=1), [_timed_run(2.0), _timed_run(3.0)])
+    assert (both.throughput.duration_s, both.throughput.output_throughput) == (5.0, 2.0)
+    # One run's duration unknown: no duration at all, rather than a rate over the other run's 2 s alone.
+    blind = pooled("a", Point(concurrency=1), [_timed_run(2.0), _timed_run(None)])
+    assert (blind.throughput.duration_s, blind.throughput.output_throughput) == (None, None)
+    # Durations summing to zero are no duration: no rate, rather than a division by zero.
+    instant = pooled("a", Point(concurrency=1), [_timed_run(0.0), _timed_run(0.0)])
+    assert (instant.throughput.duration_s, instant.throughput.output_throughput) == (None, None)
+
+
+def test_pooled_window_sums_the_runs_windows_and_a_run_without_a_window_adds_nothing() -> None:
+    timed = [_sent(_req(0, 2, 10))]  # a 2 s window
+    refused = [_sent(_req(5, 5, 0, ok=False))]  # failed at once: sent and ended together, no window
+    assert (window([r.request for r in timed]), window([r.request for r in refused])) == (2.0, None)
+    cell = pooled("a", Point(concurrency=1), [(timed, None, None), (refused, None, None)])
+    assert (cell.window_s, cell.aggregate_tok_s) == (2.0, 5.0)  # 10 tokens over 2 s, not over 2 s and a guess
+    no_window = pooled("a", Point(concurrency=1), [(refused, None, None), (refused, None, None)])
+    assert (no_window.window_s, no_window.aggregate_tok_s) == (None, None)
