@@ -15,8 +15,8 @@ same prompt at the same time, neither client's loop pausing the other's; when be
 (BenchOptions.on_send) it tells vLLM's client an instant of the host's monotonic clock, and one of them sends then,
 the other 20 ms later (each first in half the pairs), so both are decoded in the same engine steps. vLLM's
 percentiles come from its own `calculate_metrics` over its outputs; k3deploy's from its cell figures. Taking turns
-instead does not work on a shared 2-core host: back-to-back requests there differed by up to 5x, the host's load, not the clients. What is left
-is what the two clients make of the same stream. Same prompt, output length, temperature 0, ignore_eos. Asserted:
+instead does not work on a shared 2-core host: back-to-back requests there differed by up to 5x, the host's load,
+not the clients. What is left is what the two clients make of the same stream. Same prompt, output length, temperature 0, ignore_eos. Asserted:
 the median over pairs of bench's decode figure / vLLM's is within 5 % of 1, and so is each asserted percentile's ratio.
 """
 

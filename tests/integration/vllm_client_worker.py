@@ -42,7 +42,8 @@ async def _serve() -> None:
     import aiohttp
 
     # vllm bench serve's session for a whole run, kept-alive connections included (vllm/benchmarks/serve.py:
-    # benchmark()); its initial test request warms the connection, as the caller's first request here does.
+    # benchmark()). Unlike its unmeasured initial test request, the first request here is measured and opens the
+    # connection: one pair of the agreement test's 24 carries the connect.
     connector = aiohttp.TCPConnector(
         limit=0, limit_per_host=0, ttl_dns_cache=300, use_dns_cache=True, keepalive_timeout=60,
         enable_cleanup_closed=True, force_close=False, ssl=False,

@@ -197,12 +197,11 @@ def test_node_preflight_runs_on_every_eligible_node(deploy: Deployment) -> None:
         "Indexed",
     )
     assert f"node-preflight checks every eligible node: {', '.join(hosts)}" in result.stderr
-    done = wait_until(
+    wait_until(  # raises TimeoutError unless all `count` pods succeed
         "the node-preflight Job's pods all succeed",
         lambda: (j := deploy.get("jobs", f"{LWS}-node-preflight")) and j.get("status", {}).get("succeeded") == count,
         60,
     )
-    assert done
     # A re-run against the same nodes renders the same Job.
     again = deploy.k3("apply", "--no-wait", *TIMEOUT)
     assert again.returncode == 0, again.stderr
