@@ -6,12 +6,14 @@ with no server process left (checked by pid, engine core included).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -162,6 +164,15 @@ def test_up_status_reuse_rollback_down(local: Local) -> None:
     assert (code, stderr.strip()) == (0, "down: nothing is running for local-cpu")
 
 
+def left_in_group(pgid: int) -> dict[int, list[str]]:
+    """The live members of process group `pgid` with their command lines, so a failure names what was left."""
+    left = {}
+    for pid in group_members(pgid):
+        with contextlib.suppress(psutil.Error):
+            left[pid] = psutil.Process(pid).cmdline()
+    return left
+
+
 def test_first_install_that_misses_its_targets_is_stopped(local: Local) -> None:
     code, summary, stderr = local.run("up", "targets.min_acceptance_length=100")
     assert code == 1, stderr
@@ -174,7 +185,8 @@ def test_first_install_that_misses_its_targets_is_stopped(local: Local) -> None:
     ]
     pid = int(summary["rollback"].removeprefix("stopped the new server (pid ").split(")")[0])
     assert summary["rollback"] == f"stopped the new server (pid {pid}); nothing ran before"
-    assert server_ids(local.state_dir) == {} and group_members(pid) == []
+    assert server_ids(local.state_dir) == {}
+    assert left_in_group(pid) == {}
     assert local.status()["running"] is False
     assert [line for line in stderr.splitlines() if line.startswith("error: ")] == [f"error: {summary['error']}"]
 
@@ -199,5 +211,6 @@ def test_server_that_dies_while_starting_fails_wait_fast_with_its_log(local: Loc
         f"the new server had exited (pid {pid}); nothing ran before",
         f"stopped the new server (pid {pid}); nothing ran before",
     )
-    assert server_ids(local.state_dir) == {} and group_members(pid) == []
+    assert server_ids(local.state_dir) == {}
+    assert left_in_group(pid) == {}
     assert local.status()["running"] is False

@@ -138,8 +138,8 @@ def _environ(proc: psutil.Process) -> dict[str, str]:
         return {}
 
 
-def identify(ident: Identity) -> psutil.Process | None:
-    """The live process `ident` describes, or None when any part of the proof fails."""
+def _recorded(ident: Identity) -> psutil.Process | None:
+    """The live (not zombie) process with the recorded pid and start time, whatever it now runs; else None."""
     if ident.server_id is None or not 2 <= ident.pid <= PID_MAX or ident.pid == os.getpid():
         return None  # a record without a launch id (forged, or older than ids) proves nothing
     _reap(ident.pid)
@@ -147,6 +147,17 @@ def identify(ident: Identity) -> psutil.Process | None:
         proc = psutil.Process(ident.pid)
         if proc.status() == psutil.STATUS_ZOMBIE or abs(proc.create_time() - ident.create_time) >= 0.01:
             return None
+    except (psutil.Error, OSError):
+        return None
+    return proc
+
+
+def identify(ident: Identity) -> psutil.Process | None:
+    """The live process `ident` describes, or None when any part of the proof fails."""
+    proc = _recorded(ident)
+    if proc is None:
+        return None
+    try:
         if not cmdline_matches(proc.cmdline(), ident.argv):
             return None
         if _environ(proc).get(SERVER_ID_ENV) != ident.server_id:
@@ -237,6 +248,25 @@ def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
         time.sleep(_POLL_S)
 
 
+def _exiting(ident: Identity) -> bool:
+    """True while the recorded leader itself is exiting: same start time, not yet a zombie, its memory gone.
+
+    An exiting process no longer proves itself (its command line reads empty once its memory is released),
+    yet it still holds its group, so its children cannot be told from another program's yet: wait for it.
+    """
+    proc = _recorded(ident)
+    try:
+        return proc is not None and not proc.cmdline()
+    except (psutil.Error, OSError):
+        return False
+
+
+def _wait_exiting_leader(ident: Identity, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _exiting(ident) and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+
+
 def _stop_orphans(orphans: list[psutil.Process], grace_s: float) -> None:
     for proc in orphans:
         with contextlib.suppress(psutil.Error):
@@ -260,6 +290,7 @@ def stop(ident: Identity, grace_s: float = STOP_GRACE_S) -> bool:
     """
     leader = identify(ident)
     if leader is None:
+        _wait_exiting_leader(ident, KILL_WAIT_S)
         orphans = _orphans(ident)
         if orphans:
             _stop_orphans(orphans, grace_s)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -110,6 +111,36 @@ def test_orphans_of_a_dead_leader_are_still_stopped(tmp_path: Path) -> None:
         assert not alive(child)
     finally:
         process.stop(ident, grace_s=0.1)
+
+
+def test_children_of_a_leader_caught_while_exiting_are_stopped_once_it_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A leader in the middle of its exit reads an empty command line (its memory is gone) but still holds its
+    # group: stop must wait for it to go and then stop its children, not report "had exited" and leave them.
+    ident, child = start_group(LEADER, tmp_path)
+    real_cmdline = psutil.Process.cmdline
+    monkeypatch.setattr(psutil.Process, "cmdline", lambda self: [] if self.pid == ident.pid else real_cmdline(self))
+    try:
+        assert process._exiting(ident) and not process.is_ours(ident)
+        threading.Timer(0.5, os.kill, (ident.pid, 9)).start()
+        assert process.stop(ident, grace_s=2) is True
+        assert not alive(child) and process.group_members(ident.pid) == []
+        assert not process._exiting(ident)
+    finally:
+        monkeypatch.undo()
+        process.stop(ident, grace_s=0.1)
+
+
+def test_a_running_leader_or_another_start_time_is_not_taken_for_an_exiting_one(tmp_path: Path) -> None:
+    ident, _ = start_group(LEADER, tmp_path)
+    try:
+        assert not process._exiting(ident)  # its command line reads: it is running
+        assert not process._exiting(replace(ident, create_time=ident.create_time - 100))
+        assert not process._exiting(replace(ident, server_id=None))
+    finally:
+        process.stop(ident, grace_s=0.5)
+    assert not process._exiting(ident)  # gone
 
 
 @pytest.mark.parametrize(
