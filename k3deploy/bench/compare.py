@@ -152,13 +152,8 @@ def verdict(rows: Sequence[SpeedupRow], reports: Sequence[BenchReport], labels: 
             continue
         for i in range(1, len(labels)):
             mid, low, high = row.speedup[i], row.speedup_low[i], row.speedup_high[i]
-            if (
-                mid
-                and low is not None
-                and high is not None
-                and row.samples[i] > 1
-                and (high - low) / mid > SPREAD_LIMIT
-            ):
+            # One ratio is its own low and high: its spread is 0, so only several rounds can fail this.
+            if mid and low is not None and high is not None and (high - low) / mid > SPREAD_LIMIT:
                 return (
                     f"speedup of {labels[i]} over {labels[0]} is not meaningful: its {row.samples[i]} rounds gave "
                     f"{low:.2f}x..{high:.2f}x (spread {100 * (high - low) / mid:.0f} % > {100 * SPREAD_LIMIT:.0f} %)"
