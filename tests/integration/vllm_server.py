@@ -85,7 +85,7 @@ def _log_tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def stop_group(proc: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+def stop_group(proc: subprocess.Popen[Any], grace_s: float = STOP_GRACE_S) -> None:
     """SIGTERM the process group this test started (a vLLM engine core included), SIGKILL what outlives the grace."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
