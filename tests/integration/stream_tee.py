@@ -10,7 +10,7 @@ engine prefilled first (two requests sent 20 ms apart differ by a whole engine s
 Nothing is parsed past the head of each message: the answer's bytes (chunked or not) are relayed verbatim, with
 `connection: close` so that both clients read it to its end and connect afresh for the next pair (the same cost
 for both). A pair whose bodies name different prompts or lengths is refused with 400, one whose second request does
-not come within PAIR_WAIT_S with 504.
+not come within PAIR_WAIT_S with 504; a pair's answer is bounded by ANSWER_WAIT_S alone.
 
     python -m tests.integration.stream_tee http://127.0.0.1:PORT     # prints {"port": N} when it listens
 """
@@ -41,6 +41,7 @@ class Request:
     headers: list[tuple[str, str]]
     body: bytes
     writer: asyncio.StreamWriter
+    paired: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
@@ -113,14 +114,21 @@ class Tee:
             return
         self.waiting[reference] = request
         if (not reference) not in self.waiting:
+            # Only the partner's arrival is bounded by PAIR_WAIT_S: once paired, this connection carries the answer
+            # (the partner's handler writes it and closes it), however long a loaded host takes to stream it.
             try:
-                await asyncio.wait_for(asyncio.shield(request.done), PAIR_WAIT_S)
+                await asyncio.wait_for(asyncio.shield(request.paired), PAIR_WAIT_S)
             except TimeoutError:
                 if self.waiting.get(reference) is request:
                     del self.waiting[reference]
-                answer(writer, 504, "no partner request arrived")
+                    answer(writer, 504, "no partner request arrived")
+                    return
+            await request.done
             return
         ours, theirs = self.waiting.pop(False), self.waiting.pop(True)
+        for r in (ours, theirs):
+            if not r.paired.done():
+                r.paired.set_result(None)
         try:
             if not same_ask(ours.body, theirs.body):
                 for r in (ours, theirs):
