@@ -198,12 +198,17 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
     if result.fits:
         home = next(c for c in ranked if c.groups)
         where = f"clique {home.clique}" if nvlink else "the cluster"
-        return CheckResult(
-            name="k8s.placement",
-            status=Status.PASS,
-            measured=f"{where}: {len(home.trays)} eligible node(s)",
-            target=target,
-            detail=f"the group fits in {where} on {', '.join(home.trays[: par.nodes])}",
+        return _unless_trapped(
+            profile,
+            result,
+            CheckResult(
+                name="k8s.placement",
+                status=Status.PASS,
+                measured=f"{where}: {len(home.trays)} eligible node(s)",
+                target=target,
+                detail=f"the group fits in {where} on {', '.join(home.trays[: par.nodes])}",
+            ),
+            f"kubernetes.clique={home.clique} (the group is pinned where it fits), or ",
         )
     counts = (
         [f"clique {c.clique} has {len(c.trays)} eligible node(s), needs {par.nodes}" for c in ranked]
@@ -215,6 +220,41 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
     detail = "; ".join(counts) + _reasons(reasons)
     return CheckResult(
         name="k8s.placement", status=Status.FAIL, measured=counts[0], target=target, detail=detail, hint=hint
+    )
+
+
+def trap_cliques(profile: Profile, result: Placement) -> list[str]:
+    """Cliques where a leader can land but its group can never form, each in words; empty when nothing can trap one.
+
+    A clique with some free trays but fewer than a group needs takes a leader as readily as any other: the
+    LeaderWorkerSet steers groups apart and its workers follow their leader's clique (templates/
+    leaderworkerset.yaml.j2), but nothing keeps a leader off a clique too small for the rest. Only a group admitted
+    whole (kubernetes.gang_admission kueue or volcano) or pinned to one clique (kubernetes.clique) is safe from it.
+    """
+    kube, need = profile.kubernetes, profile.parallel.nodes
+    if not result.nvlink or kube.clique is not None or kube.gang_admission != "none":
+        return []
+    return [
+        f"clique {c.clique} has {len(c.trays)} free tray(s), fewer than the {need} a group needs"
+        for c in result.cliques
+        if 0 < len(c.trays) < need
+    ]
+
+
+def _unless_trapped(profile: Profile, result: Placement, fits: CheckResult, pin: str) -> CheckResult:
+    """`fits` (a PASS), or a WARN naming the cliques where a leader would wait forever for its workers (`pin`: the
+    hint's first remedy, pinning the one group to its clique, or "" when several groups cannot share one)."""
+    traps = trap_cliques(profile, result)
+    if not traps:
+        return fits
+    return fits.model_copy(
+        update={
+            "status": Status.WARN,
+            "detail": f"{fits.detail}; but {'; '.join(traps)}: with kubernetes.gang_admission none and no "
+            "kubernetes.clique, a leader the scheduler puts there waits forever for its workers",
+            "hint": f"set {pin}kubernetes.gang_admission kueue or volcano (a group is admitted whole), or keep "
+            "those trays out with kubernetes.node_selector",
+        }
     )
 
 
@@ -235,12 +275,17 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
         if c.groups
     ]
     if result.fits:
-        return CheckResult(
-            name="k8s.placement",
-            status=Status.PASS,
-            measured=f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
-            target=target,
-            detail="; ".join(where),
+        return _unless_trapped(
+            profile,
+            result,
+            CheckResult(
+                name="k8s.placement",
+                status=Status.PASS,
+                measured=f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
+                target=target,
+                detail="; ".join(where),
+            ),
+            "",
         )
     rows = []
     for c in result.cliques:

@@ -7,7 +7,6 @@ No network: endpoints are 127.0.0.1 / ::1 on a port found closed, kubeconfigs po
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO_ROOT, run_cli, run_cli_process
+from tests.ports import free_port
 from tests.support.kubeconfig import write_kubeconfig
 
 K3 = "kimi-k3-gb300-tp16"
@@ -32,13 +32,10 @@ FAST = settings(
 )
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # closed once this returns: nothing listens there
-
-
-CLOSED = _closed_port()
+# Closed once free_port returns: nothing listens there. Below the kernel's ephemeral range on purpose: a port bound
+# to 0 comes from that range, and a client connecting to 127.0.0.1 on such a port with nothing listening can be
+# given the same port as its own source port, and so connect to itself (TCP simultaneous open).
+CLOSED = free_port()
 
 
 def _leaf_paths(node: Any, prefix: str = "") -> list[str]:

@@ -58,14 +58,50 @@ def by_name(cluster: ClusterFacts, profile: Profile = GB300) -> dict[str, CheckR
     return {r.name: r for r in cluster_checks(profile, cluster, rendered_objects(profile))}
 
 
-def test_two_cliques_pick_the_one_with_room() -> None:
-    nodes = [gb300(f"a{i}", CLIQUE_A, requested=4 if i == 0 else 0) for i in range(5)] + [
-        gb300(f"b{i}", CLIQUE_B) for i in range(3)
+def _two_cliques(b_trays: int) -> list[NodeFacts]:
+    """Clique A: 5 trays, one of them busy (4 free); clique B: `b_trays` free trays."""
+    return [gb300(f"a{i}", CLIQUE_A, requested=4 if i == 0 else 0) for i in range(5)] + [
+        gb300(f"b{i}", CLIQUE_B) for i in range(b_trays)
     ]
-    results = by_name(facts(nodes))
+
+
+def test_two_cliques_pick_the_one_with_room() -> None:
+    results = by_name(facts(_two_cliques(4)))
     assert {n: r.status for n, r in results.items() if r.status is not Status.PASS} == {}
     assert results["k8s.placement"].measured == f"clique {CLIQUE_A}: 4 eligible node(s)"
     assert results["k8s.placement"].detail == f"the group fits in clique {CLIQUE_A} on a1, a2, a3, a4"
+
+
+def test_a_clique_too_small_for_a_group_warns_that_a_leader_placed_there_never_forms_its_group() -> None:
+    # B's 3 free trays take a leader as readily as A's; its workers then follow it into a clique one tray short.
+    placement = by_name(facts(_two_cliques(3)))["k8s.placement"]
+    assert placement.status is Status.WARN
+    assert placement.measured == f"clique {CLIQUE_A}: 4 eligible node(s)"
+    assert placement.detail == (
+        f"the group fits in clique {CLIQUE_A} on a1, a2, a3, a4; but clique {CLIQUE_B} has 3 free tray(s), fewer "
+        "than the 4 a group needs: with kubernetes.gang_admission none and no kubernetes.clique, a leader the "
+        "scheduler puts there waits forever for its workers"
+    )
+    assert placement.hint == (
+        f"set kubernetes.clique={CLIQUE_A} (the group is pinned where it fits), or kubernetes.gang_admission kueue "
+        "or volcano (a group is admitted whole), or keep those trays out with kubernetes.node_selector"
+    )
+    # One free tray is as much a trap as three; a clique with no free tray takes no leader.
+    assert by_name(facts(_two_cliques(1)))["k8s.placement"].status is Status.WARN
+    busy_b = [*_two_cliques(0), gb300("b0", CLIQUE_B, requested=4)]
+    assert by_name(facts(busy_b))["k8s.placement"].status is Status.PASS
+
+
+def test_a_group_pinned_to_a_clique_or_admitted_whole_is_safe_from_a_small_clique() -> None:
+    nodes = facts(_two_cliques(3))
+    for sets in (
+        [f"kubernetes.clique={CLIQUE_A}"],
+        ["kubernetes.gang_admission=volcano"],
+        ["kubernetes.gang_admission=kueue", "kubernetes.kueue_queue=gb300"],
+    ):
+        placement = by_name(nodes, load_profile("kimi-k3-gb300-tp16", sets))["k8s.placement"]
+        assert placement.status is Status.PASS, (sets, placement.detail)
+        assert placement.detail == f"the group fits in clique {CLIQUE_A} on a1, a2, a3, a4", sets
 
 
 def test_no_clique_with_room_explains_each() -> None:

@@ -37,11 +37,15 @@ def test_two_groups_fit_in_two_of_three_cliques() -> None:
     check = {r.name: r for r in cluster_checks(_profile(2), facts(_nodes()), rendered_objects(_profile(2)))}[
         "k8s.placement"
     ]
-    assert check.status is Status.PASS
+    # Clique C's 2 free trays can take a leader but never a group (no gang admission, no clique pinned).
+    assert check.status is Status.WARN
     assert (check.measured, check.detail) == (
         "2 groups in 2 clique(s)",
-        f"group 0 in clique {A}; group 1 in clique {B}",
+        f"group 0 in clique {A}; group 1 in clique {B}; but clique {C} has 2 free tray(s), fewer than the 4 a group "
+        "needs: with kubernetes.gang_admission none and no kubernetes.clique, a leader the scheduler puts there waits "
+        "forever for its workers",
     )
+    assert check.hint is not None and check.hint.startswith("set kubernetes.gang_admission kueue or volcano")
 
 
 def test_three_groups_on_two_free_cliques_fail_naming_each_clique_and_what_it_lacks() -> None:
