@@ -198,16 +198,12 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
     if result.fits:
         home = next(c for c in ranked if c.groups)
         where = f"clique {home.clique}" if nvlink else "the cluster"
-        return _unless_trapped(
+        return _fits(
             profile,
             result,
-            CheckResult(
-                name="k8s.placement",
-                status=Status.PASS,
-                measured=f"{where}: {len(home.trays)} eligible node(s)",
-                target=target,
-                detail=f"the group fits in {where} on {', '.join(home.trays[: par.nodes])}",
-            ),
+            f"{where}: {len(home.trays)} eligible node(s)",
+            target,
+            f"the group fits in {where} on {', '.join(home.trays[: par.nodes])}",
             f"kubernetes.clique={home.clique} (the group is pinned where it fits), or ",
         )
     counts = (
@@ -223,7 +219,7 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
     )
 
 
-def trap_cliques(profile: Profile, result: Placement) -> list[str]:
+def _trap_cliques(profile: Profile, result: Placement) -> list[str]:
     """Cliques where a leader can land but its group can never form, each in words; empty when nothing can trap one.
 
     A clique with some free trays but fewer than a group needs takes a leader as readily as any other: the
@@ -241,20 +237,22 @@ def trap_cliques(profile: Profile, result: Placement) -> list[str]:
     ]
 
 
-def _unless_trapped(profile: Profile, result: Placement, fits: CheckResult, pin: str) -> CheckResult:
-    """`fits` (a PASS), or a WARN naming the cliques where a leader would wait forever for its workers (`pin`: the
-    hint's first remedy, pinning the one group to its clique, or "" when several groups cannot share one)."""
-    traps = trap_cliques(profile, result)
+def _fits(profile: Profile, result: Placement, measured: str, target: str, detail: str, pin: str) -> CheckResult:
+    """The placement that fits: a PASS, or a WARN naming the cliques where a leader would wait forever for its workers
+    (`pin`: the hint's first remedy, pinning the one group to its clique, or "" when several groups cannot share one).
+    """
+    traps = _trap_cliques(profile, result)
     if not traps:
-        return fits
-    return fits.model_copy(
-        update={
-            "status": Status.WARN,
-            "detail": f"{fits.detail}; but {'; '.join(traps)}: with kubernetes.gang_admission none and no "
-            "kubernetes.clique, a leader the scheduler puts there waits forever for its workers",
-            "hint": f"set {pin}kubernetes.gang_admission kueue or volcano (a group is admitted whole), or keep "
-            "those trays out with kubernetes.node_selector",
-        }
+        return CheckResult(name="k8s.placement", status=Status.PASS, measured=measured, target=target, detail=detail)
+    return CheckResult(
+        name="k8s.placement",
+        status=Status.WARN,
+        measured=measured,
+        target=target,
+        detail=f"{detail}; but {'; '.join(traps)}: with kubernetes.gang_admission none and no kubernetes.clique, a "
+        "leader the scheduler puts there waits forever for its workers",
+        hint=f"set {pin}kubernetes.gang_admission kueue or volcano (a group is admitted whole), or keep those trays "
+        "out with kubernetes.node_selector",
     )
 
 
@@ -275,16 +273,12 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
         if c.groups
     ]
     if result.fits:
-        return _unless_trapped(
+        return _fits(
             profile,
             result,
-            CheckResult(
-                name="k8s.placement",
-                status=Status.PASS,
-                measured=f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
-                target=target,
-                detail="; ".join(where),
-            ),
+            f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
+            target,
+            "; ".join(where),
             "",
         )
     rows = []

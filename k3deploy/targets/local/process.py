@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -237,15 +237,23 @@ def survivors(ident: Identity) -> list[int]:
     return sorted(proc.pid for proc in _orphans(ident))
 
 
-def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
+def _until(done: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll `done` every _POLL_S until it holds (True) or `timeout_s` has passed (False); asked at least once."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        _reap(pgid)
-        if not group_members(pgid):
-            return True
+    while not done():
         if time.monotonic() >= deadline:
             return False
         time.sleep(_POLL_S)
+    return True
+
+
+def _group_gone(pgid: int) -> bool:
+    _reap(pgid)
+    return not group_members(pgid)
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
+    return _until(lambda: _group_gone(pgid), timeout_s)
 
 
 def _exiting(ident: Identity) -> bool:
@@ -259,12 +267,6 @@ def _exiting(ident: Identity) -> bool:
         return proc is not None and not proc.cmdline()
     except (psutil.Error, OSError):
         return False
-
-
-def _wait_exiting_leader(ident: Identity, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _exiting(ident) and time.monotonic() < deadline:
-        time.sleep(_POLL_S)
 
 
 def _stop_orphans(orphans: list[psutil.Process], grace_s: float) -> None:
@@ -290,7 +292,7 @@ def stop(ident: Identity, grace_s: float = STOP_GRACE_S) -> bool:
     """
     leader = identify(ident)
     if leader is None:
-        _wait_exiting_leader(ident, KILL_WAIT_S)
+        _until(lambda: not _exiting(ident), KILL_WAIT_S)
         orphans = _orphans(ident)
         if orphans:
             _stop_orphans(orphans, grace_s)
