@@ -56,9 +56,13 @@ def plan(
     )  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
     cache = weight_cache(prof)
-    placement = None
+    placement, trapped = None, []
     if cluster:
+        # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+        from k3deploy.preflight.placement import TRAP_CONSEQUENCE, trap_hint, traps
+
         placement = _placement(prof, kubeconfig, context, namespace)
+        trapped = traps(prof, placement)
     if output is not OutputFormat.table:
         payload = json.loads(result.model_dump_json())
         if cache is not None:
@@ -68,7 +72,11 @@ def plan(
                 "upgrade_fits": cache.upgrade_fits,
             }
         if placement is not None:
-            payload["placement"] = dataclasses.asdict(placement) | {"placed": placement.placed, "fits": placement.fits}
+            payload["placement"] = dataclasses.asdict(placement) | {
+                "placed": placement.placed,
+                "fits": placement.fits,
+                "traps": trapped,
+            }
         print_data(payload, output)
     else:
         out.print(plan_table(result))
@@ -79,6 +87,9 @@ def plan(
             from k3deploy.cli.placement_view import placement_table
 
             out.print(placement_table(placement))
+            if trapped and placement.fits:  # what preflight's k8s.placement WARNs of, where `plan` shows the cliques
+                err.print(f"warning: {'; '.join(trapped)}: {TRAP_CONSEQUENCE}", markup=False, highlight=False)
+                err.print(f"hint: {trap_hint(placement)}", markup=False, highlight=False)
         if prof.model.rehearsal:
             err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
     if not result.fits:

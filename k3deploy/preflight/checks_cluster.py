@@ -11,7 +11,7 @@ from typing import Any
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
-from k3deploy.preflight.placement import Placement, place, trays_by_clique
+from k3deploy.preflight.placement import TRAP_CONSEQUENCE, Placement, place, trap_hint, traps, trays_by_clique
 from k3deploy.profile.model import HardwareSpec, Profile
 from k3deploy.report.model import CheckResult, Status, judged
 
@@ -204,7 +204,6 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
             f"{where}: {len(home.trays)} eligible node(s)",
             target,
             f"the group fits in {where} on {', '.join(home.trays[: par.nodes])}",
-            f"kubernetes.clique={home.clique} (the group is pinned where it fits), or ",
         )
     counts = (
         [f"clique {c.clique} has {len(c.trays)} eligible node(s), needs {par.nodes}" for c in ranked]
@@ -219,40 +218,18 @@ def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
     )
 
 
-def _trap_cliques(profile: Profile, result: Placement) -> list[str]:
-    """Cliques where a leader can land but its group can never form, each in words; empty when nothing can trap one.
-
-    A clique with some free trays but fewer than a group needs takes a leader as readily as any other: the
-    LeaderWorkerSet steers groups apart and its workers follow their leader's clique (templates/
-    leaderworkerset.yaml.j2), but nothing keeps a leader off a clique too small for the rest. Only a group admitted
-    whole (kubernetes.gang_admission kueue or volcano) or pinned to one clique (kubernetes.clique) is safe from it.
-    """
-    kube, need = profile.kubernetes, profile.parallel.nodes
-    if not result.nvlink or kube.clique is not None or kube.gang_admission != "none":
-        return []
-    return [
-        f"clique {c.clique} has {len(c.trays)} free tray(s), fewer than the {need} a group needs"
-        for c in result.cliques
-        if 0 < len(c.trays) < need
-    ]
-
-
-def _fits(profile: Profile, result: Placement, measured: str, target: str, detail: str, pin: str) -> CheckResult:
-    """The placement that fits: a PASS, or a WARN naming the cliques where a leader would wait forever for its workers
-    (`pin`: the hint's first remedy, pinning the one group to its clique, or "" when several groups cannot share one).
-    """
-    traps = _trap_cliques(profile, result)
-    if not traps:
+def _fits(profile: Profile, result: Placement, measured: str, target: str, detail: str) -> CheckResult:
+    """The placement that fits: a PASS, or a WARN naming the cliques where a leader would wait forever for its workers."""
+    trapped = traps(profile, result)
+    if not trapped:
         return CheckResult(name="k8s.placement", status=Status.PASS, measured=measured, target=target, detail=detail)
     return CheckResult(
         name="k8s.placement",
         status=Status.WARN,
         measured=measured,
         target=target,
-        detail=f"{detail}; but {'; '.join(traps)}: with kubernetes.gang_admission none and no kubernetes.clique, a "
-        "leader the scheduler puts there waits forever for its workers",
-        hint=f"set {pin}kubernetes.gang_admission kueue or volcano (a group is admitted whole), or keep those trays "
-        "out with kubernetes.node_selector",
+        detail=f"{detail}; but {'; '.join(trapped)}: {TRAP_CONSEQUENCE}",
+        hint=trap_hint(result),
     )
 
 
@@ -279,7 +256,6 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
             f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
             target,
             "; ".join(where),
-            "",
         )
     rows = []
     for c in result.cliques:

@@ -154,3 +154,43 @@ def place(profile: Profile, nodes: list[NodeFacts], replicas: int | None = None)
         )
     nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
     return Placement(replicas=wanted, nodes=size, nvlink=nvlink, cliques=cliques, unassigned=unassigned)
+
+
+#: What a trap clique does to a group, said after the cliques `traps` names (preflight's WARN, `plan --cluster`).
+TRAP_CONSEQUENCE = (
+    "with kubernetes.gang_admission none and no kubernetes.clique, a leader the scheduler puts there waits forever "
+    "for its workers"
+)
+
+
+def traps(profile: Profile, result: Placement) -> list[str]:
+    """Cliques where a leader can land but its group can never form, each in words; empty when nothing can trap one.
+
+    A clique with some free trays but fewer than a group needs takes a leader as readily as any other: the
+    LeaderWorkerSet steers groups apart and its workers follow their leader's clique (templates/
+    leaderworkerset.yaml.j2), but nothing keeps a leader off a clique too small for the rest. Only a group admitted
+    whole (kubernetes.gang_admission kueue or volcano) or pinned to one clique (kubernetes.clique) is safe from it.
+    """
+    kube, need = profile.kubernetes, profile.parallel.nodes
+    if not result.nvlink or kube.clique is not None or kube.gang_admission != "none":
+        return []
+    return [
+        f"clique {c.clique} has {len(c.trays)} free tray(s), fewer than the {need} a group needs"
+        for c in result.cliques
+        if 0 < len(c.trays) < need
+    ]
+
+
+def trap_hint(result: Placement) -> str:
+    """How to keep leaders out of the trap cliques: pin the one group where it fits (when one group fits), admit
+    groups whole, or keep the small cliques' trays out."""
+    homes = [c.clique for c in result.cliques if c.groups]
+    pin = (
+        f"kubernetes.clique={homes[0]} (the group is pinned where it fits), or "
+        if result.replicas == 1 and homes
+        else ""
+    )
+    return (
+        f"set {pin}kubernetes.gang_admission kueue or volcano (a group is admitted whole), or keep those trays out "
+        "with kubernetes.node_selector"
+    )

@@ -94,10 +94,14 @@ def test_cli_preflight_and_plan_place_groups_per_clique(deploy: Deployment) -> N
     assert rows == {A: ["4", "0", "4", "0"], B: ["4", "1", "4", "0"], C: ["2", "-", "0", "2"]}
     assert "placement: 2 group(s) of 4 trays, each in one clique - fits" in table.stdout
     assert "a new model revision needs room for two" in table.stderr
+    # The trap preflight WARNs of, beside the cliques it is about.
+    assert f"warning: clique {C} has 2 free tray(s), fewer than the 4 a group needs: with" in table.stderr
+    assert "hint: set kubernetes.gang_admission kueue or volcano" in table.stderr
 
     as_json = _cli(deploy, "plan", "-o", "json", "--set", "parallel.replicas=3")
     assert as_json.returncode == 1
     report = json.loads(as_json.stdout)
     assert (report["placement"]["placed"], report["placement"]["fits"]) == (2, False)
+    assert report["placement"]["traps"] == [f"clique {C} has 2 free tray(s), fewer than the 4 a group needs"]
     assert [c["clique"] for c in report["placement"]["cliques"]] == [A, B, C]
     assert "error: only 2 of 3 groups fit on the cluster's cliques" in as_json.stderr
