@@ -8,7 +8,9 @@ is restored, or a first install removed, unless rollback is off; a smoke that co
 (smoke/reach.py SmokeUnreachable, exit 3) undoes nothing. A stage that fails with an unexpected
 exception (a bug, not a K3DeployError) fails like any other: summary, report and rollback, exit 3. Ctrl-C
 stops without rolling back: the live state is where a re-run continues from. A target that can be driven by
-one command at a time (`locked`) is held for the whole command.
+one command at a time (`locked`) is held for the whole command. A command renders once (the caller's Rendering,
+or the target's when it passes none): the lock, preflight, the render stage, the plan, the in-cluster smokes and the
+rollback all work on that one set.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from k3deploy.smoke.headline import headline
 from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
-from k3deploy.targets.base import Revision, Target, TargetStatus
+from k3deploy.targets.base import Rendering, Revision, Target, TargetStatus
 
 #: The stages of `up`; the report is the summary the command prints at the end.
 UP_STAGES = ("preflight", "render", "apply", "wait", "smoke")
@@ -165,18 +167,20 @@ def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> s
     return f"{len(results)} checks, {worst(results).value}"
 
 
-def _render(profile: Profile, target: Target) -> str:
+def _render(profile: Profile, rendering: Rendering) -> str:
     capacity = plan(profile)
     if not capacity.fits:
         raise CheckFailed(f"capacity plan does not fit: {capacity.reason}", hint="`k3deploy plan` shows the numbers")
-    summary = target.render(profile).summary
+    summary = rendering.summary
     return "capacity plan fits" + (f"; {summary}" if summary else "")
 
 
 @dataclass
 class _Rollout:
-    """One command's plan as the stages run it: the plan (once the apply stage made it) and the steps begun."""
+    """One command's rollout as the stages run it: the set it rendered, the plan (once the apply stage made it) and
+    the steps begun."""
 
+    rendering: Rendering
     plan: Plan | None = None
     begun: list[Step] = field(default_factory=list)
     previous: Revision | None = None
@@ -197,7 +201,7 @@ def _run_steps(
     for step in rollout.plan.stage(stage):
         rollout.begun.append(step)
         if isinstance(step, SmokeGroup):
-            _group_smoke(profile, target, step, note, smoke_where)
+            _group_smoke(profile, target, rollout.rendering, step, note, smoke_where)
         else:
             outcomes.append(target.run_step(profile, step, timeout_s))
     return outcomes
@@ -229,7 +233,7 @@ def _apply(
     smoke_where: str,
 ) -> str:
     """Plan the rollout from what is live, then run the apply stage's steps."""
-    rollout.plan = target.plan(profile)
+    rollout.plan = target.plan(profile, rollout.rendering.objects)
     outcomes = _run_steps(profile, target, rollout, APPLY, target.default_timeout_s(profile), note, smoke_where)
     summary.applied = [a for o in outcomes for a in o.applied]
     summary.diffs = [d for o in outcomes for d in o.diffs]
@@ -257,20 +261,29 @@ def _judged(report: SmokeReport, reach: Reach, group: bool) -> str:
     return f"{reach.describe()}: {len(report.checks)} checks, {report.status.value}"
 
 
-def _group_smoke(profile: Profile, target: Target, step: SmokeGroup, note: Callable[[str], None], where: str) -> None:
+def _group_smoke(
+    profile: Profile, target: Target, rendering: Rendering, step: SmokeGroup, note: Callable[[str], None], where: str
+) -> None:
     """Smoke one new group through its leader, from here or from inside the cluster; raise when it fails."""
     note(step.heading)
     if where == IN_CLUSTER:
-        report, reach = target.smoke_group_in_cluster(profile, step.lws, step.group)
+        report, reach = target.smoke_group_in_cluster(profile, rendering.objects, step.lws, step.group)
     else:
         with target.group_reach(profile, step.lws, step.group) as reach:
             report = run_smoke(profile, reach.url)
     note(f"    ok   {_judged(report, reach, group=True)}")
 
 
-def _smoke(profile: Profile, target: Target, summary: RunSummary, note: Callable[[str], None], where: str) -> str:
+def _smoke(
+    profile: Profile,
+    target: Target,
+    rendering: Rendering,
+    summary: RunSummary,
+    note: Callable[[str], None],
+    where: str,
+) -> str:
     if where == IN_CLUSTER:
-        report, reach = target.smoke_in_cluster(profile)
+        report, reach = target.smoke_in_cluster(profile, rendering.objects)
     else:
         with target.reach(profile) as reach:
             note(f"    smoke {reach.describe()}")
@@ -296,7 +309,7 @@ def _roll_back(
     what = f"revision {previous.number}" if previous is not None else "first install"
     note(f"==> rollback ({what}) because {summary.stages[-1].name} failed")
     try:
-        summary.rollback = target.undo(profile, previous, rollout.plan, rollout.begun)
+        summary.rollback = target.undo(profile, previous, rollout.plan, rollout.begun, rollout.rendering.objects)
         note(f"    ok   rollback: {summary.rollback}")
     except Exception as exc:  # the summary must say the rollback failed, whatever the reason
         message = exc.message if isinstance(exc, K3DeployError) else unexpected(exc, "rollback").message
@@ -314,13 +327,17 @@ def up(
     smoke: bool = True,
     rollback: bool = True,
     smoke_where: str = CLIENT,
+    rendering: Rendering | None = None,
 ) -> RunSummary:
     """preflight -> render -> apply -> wait -> smoke -> report; rollback on a failed wait or a smoke that failed its
-    checks (`smoke_where`: from here, CLIENT, or by the in-cluster Job, IN_CLUSTER)."""
-    with target.locked(profile, "up"):
+    checks (`smoke_where`: from here, CLIENT, or by the in-cluster Job, IN_CLUSTER). `rendering`: the set the
+    command rendered (the target renders it here when there is none)."""
+    rendering = target.render(profile) if rendering is None else rendering
+    with target.locked(profile, "up", rendering.objects):
         return _up(
             profile,
             target,
+            rendering,
             note,
             timeout_s=timeout_s,
             preflight=preflight,
@@ -333,6 +350,7 @@ def up(
 def _up(
     profile: Profile,
     target: Target,
+    rendering: Rendering,
     note: Callable[[str], None],
     *,
     timeout_s: float | None,
@@ -344,11 +362,11 @@ def _up(
     summary = RunSummary("up", profile.name, target.name)
     stages = _Stages(summary, UP_STAGES, note)
     if preflight:
-        stages.run("preflight", lambda: _checks_detail(target.preflight(profile), note))
+        stages.run("preflight", lambda: _checks_detail(target.preflight(profile, rendering.objects), note))
     else:
         stages.skip("preflight", "--skip-preflight")
-    stages.run("render", lambda: _render(profile, target))
-    rollout = _Rollout()
+    stages.run("render", lambda: _render(profile, rendering))
+    rollout = _Rollout(rendering)
 
     def apply() -> str:
         """Remember what is live (for a rollback), then plan and apply."""
@@ -361,7 +379,7 @@ def _up(
         with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
             summary.endpoint = redact_url(target.endpoint(profile))
     if smoke:
-        stages.run("smoke", lambda: _smoke(profile, target, summary, note, smoke_where))
+        stages.run("smoke", lambda: _smoke(profile, target, rendering, summary, note, smoke_where))
     else:
         stages.skip("smoke", "--skip-smoke")
     _finish(summary, stages)
@@ -381,20 +399,34 @@ def _up(
 
 
 def apply(
-    profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool = True, timeout_s: float | None = None
+    profile: Profile,
+    target: Target,
+    note: Callable[[str], None],
+    *,
+    wait: bool = True,
+    timeout_s: float | None = None,
+    rendering: Rendering | None = None,
 ) -> RunSummary:
-    """render -> apply (-> wait): what `k3deploy apply` does; no preflight, smoke or rollback."""
-    with target.locked(profile, "apply"):
-        return _apply_stages(profile, target, note, wait=wait, timeout_s=timeout_s)
+    """render -> apply (-> wait): what `k3deploy apply` does; no preflight, smoke or rollback. `rendering`: the set
+    the command rendered (the target renders it here when there is none)."""
+    rendering = target.render(profile) if rendering is None else rendering
+    with target.locked(profile, "apply", rendering.objects):
+        return _apply_stages(profile, target, rendering, note, wait=wait, timeout_s=timeout_s)
 
 
 def _apply_stages(
-    profile: Profile, target: Target, note: Callable[[str], None], *, wait: bool, timeout_s: float | None
+    profile: Profile,
+    target: Target,
+    rendering: Rendering,
+    note: Callable[[str], None],
+    *,
+    wait: bool,
+    timeout_s: float | None,
 ) -> RunSummary:
     summary = RunSummary("apply", profile.name, target.name)
     stages = _Stages(summary, APPLY_STAGES, note)
-    stages.run("render", lambda: _render(profile, target))
-    rollout = _Rollout()
+    stages.run("render", lambda: _render(profile, rendering))
+    rollout = _Rollout(rendering)
     stages.run("apply", lambda: _apply(target, profile, rollout, summary, note, CLIENT))
     if wait:
         stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, note, CLIENT))
@@ -432,6 +464,7 @@ def _leader_backends(target: Target, profile: Profile) -> dict[str, str]:
 
 
 def down(profile: Profile, target: Target, *, purge: bool) -> str:
-    """Remove the deployment (weights kept unless purge)."""
-    with target.locked(profile, "down"):
-        return target.down(profile, purge)
+    """Remove the deployment (weights kept unless purge): the set rendered once, for the lock and the removal."""
+    objects = target.render(profile).objects
+    with target.locked(profile, "down", objects):
+        return target.down(profile, purge, objects)

@@ -37,7 +37,7 @@ def preflight(
     profile; this host for a local one).
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.preflight.run import run_preflight
+    from k3deploy.preflight.run import rendered_or_empty, run_preflight
     from k3deploy.preflight.view import preflight_table
     from k3deploy.report.model import Status, worst
 
@@ -48,7 +48,8 @@ def preflight(
     kube = KubeOptions(kubeconfig, context, namespace)
     if not node and not cluster:
         # As `up` would run them: with its smoke gates on (so a port-forward's access is reviewed).
-        results = target_for(prof, DeployOptions(kube=kube, group_smoke=True)).preflight(prof)
+        objects = rendered_or_empty(prof) if prof.on_kubernetes else []
+        results = target_for(prof, DeployOptions(kube=kube, group_smoke=True)).preflight(prof, objects)
     else:
         results = run_preflight(
             prof, node, cluster, kube, port_forward=prof.on_kubernetes and not prof.kubernetes.endpoint_override

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from k3deploy.pipeline import RunSummary
     from k3deploy.profile.load import ProfileRefs
     from k3deploy.profile.model import Profile
+    from k3deploy.targets.rendering import Rendering
 
 KubeconfigOpt = Annotated[
     str | None,
@@ -208,13 +209,16 @@ def apply_cmd(
         wait=wait and not (dry or diff),
         timeout_s=parse_duration(timeout),
     )
-    _confirm_in_place(prof, options, yes, "or `up --strategy blue-green` with a second free clique")
+    rendering = render_for(prof)  # once: the question, the lock, the render stage and the plan all take this set
+    _confirm_in_place(prof, options, rendering, yes, "or `up --strategy blue-green` with a second free clique")
     # The progress view loads when the rollout runs: `k3deploy --help` stays light.
     from k3deploy.rollout.progress import ProgressView
 
     with ProgressView() as view:
         target = target_for(prof, options, view)
-        summary = pipeline.apply(prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s)
+        summary = pipeline.apply(
+            prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s, rendering=rendering
+        )
     if diff:
         if output is not OutputFormat.table:  # stdout must stay one document: the diffs go inside it
             summary.extra["diff"] = [{"object": key, "diff": text} for key, text in summary.diffs]
@@ -303,10 +307,11 @@ def up(
         group_endpoint=group_endpoint,
         smoke_where=smoke_where.value if not skip_smoke else SmokeWhere.client.value,
     )
+    rendering = render_for(prof)  # once: the question, the lock, preflight, the plan and the smokes all take this set
     if strategy is Strategy.blue_green:
-        options = _blue_green_or_in_place(prof, options, yes)
+        options = _blue_green_or_in_place(prof, options, rendering, yes)
     else:
-        _confirm_in_place(prof, options, yes, "or --strategy blue-green with a second free clique")
+        _confirm_in_place(prof, options, rendering, yes, "or --strategy blue-green with a second free clique")
     # The progress view loads when the rollout runs: `k3deploy --help` stays light.
     from k3deploy.rollout.progress import ProgressView
 
@@ -321,11 +326,12 @@ def up(
             smoke=not skip_smoke,
             rollback=not no_rollback,
             smoke_where=options.smoke_where,
+            rendering=rendering,
         )
     _print_summary(summary, output)
 
 
-def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
+def _blue_green_or_in_place(prof: Profile, options: Any, rendering: Rendering, yes: bool) -> Any:
     """Blue-green when a second group fits; else the in-place outage, accepted by --yes or at the prompt."""
     if not prof.on_kubernetes:
         raise UsageError(
@@ -341,7 +347,7 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
             f"--strategy blue-green: name {reason}",
             hint="shorten the profile's name, or upgrade without --strategy blue-green",
         )
-    question = target_for(prof, options).outage_question(prof)
+    question = target_for(prof, options).outage_question(prof, rendering.objects)
     if question is None:
         return options
     confirm(question, yes=yes, hint="re-run with --yes to accept the outage, or free a clique for the new group")
@@ -351,11 +357,11 @@ def _blue_green_or_in_place(prof: Profile, options: Any, yes: bool) -> Any:
     return dataclasses.replace(options, strategy="rolling")
 
 
-def _confirm_in_place(prof: Profile, options: DeployOptions, yes: bool, alternative: str) -> None:
+def _confirm_in_place(prof: Profile, options: DeployOptions, rendering: Rendering, yes: bool, alternative: str) -> None:
     """A rolling apply that replaces the only group in place (an outage) goes ahead with --yes or at the prompt."""
     if yes or not prof.on_kubernetes or options.dry_run or options.diff:
         return
-    question = target_for(prof, options).outage_question(prof)
+    question = target_for(prof, options).outage_question(prof, rendering.objects)
     if question is not None:
         confirm(question, yes=yes, hint=f"re-run with --yes to accept the outage, {alternative}")
 

@@ -54,7 +54,7 @@ def run_preflight(
         gpu_facts = probe.gpu_facts() if gpus else None
         host_facts = probe.host_facts(host_cache_path(profile))
     if cluster:
-        objects = _rendered(profile) if objects is None else objects
+        objects = rendered_or_empty(profile) if objects is None else objects
         cluster_facts = read_cluster(profile, kube or KubeOptions(), objects, port_forward=port_forward)
     results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts), objects or ())
     if cluster and profile.on_kubernetes:
@@ -62,8 +62,9 @@ def run_preflight(
     return results
 
 
-def _rendered(profile: Profile) -> list[dict[str, Any]]:
-    """The objects the profile renders to (none when it cannot render: the render stage reports why)."""
+def rendered_or_empty(profile: Profile) -> list[dict[str, Any]]:
+    """The objects the profile renders to, for a preflight of its own (none when it cannot render: the render
+    stage, or `render`, reports why)."""
     try:
         return rendered_objects(profile)
     except ProfileError:

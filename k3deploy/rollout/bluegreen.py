@@ -27,7 +27,6 @@ from typing import Any
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.facts import parse_nodes
-from k3deploy.render.manifests import build
 from k3deploy.rollout.colours import (
     api_service_of,
     colours,
@@ -74,7 +73,7 @@ def has_room(api: Any, profile: Any) -> bool:
     return len(eligible_hosts(profile, parse_nodes(nodes, pods))) >= profile.parallel.nodes
 
 
-def outage_question(api: Any, profile: Any) -> str | None:
+def outage_question(api: Any, profile: Any, rendered: list[dict[str, Any]]) -> str | None:
     """None when blue-green can go ahead (or there is nothing live to replace); else the question to ask: the change
     can only replace the only group in place. Raises UsageError for N >= 2 groups (the rolling upgrade keeps those
     serving)."""
@@ -84,7 +83,7 @@ def outage_question(api: Any, profile: Any) -> str | None:
             f"{profile.parallel.replicas}",
             hint="with two or more groups the default rolling upgrade keeps serving: drop --strategy",
         )
-    objects = as_live(api, profile, _rendered(profile))
+    objects = as_live(api, profile, rendered)
     lws = lws_of(objects)
     live = _live_lws(api, lws) if lws is not None else None
     if live is None or lws is None or not template_changes(api, live, lws) or has_room(api, profile):
@@ -97,10 +96,10 @@ def outage_question(api: Any, profile: Any) -> str | None:
     )
 
 
-def in_place_question(api: Any, profile: Any) -> str | None:
+def in_place_question(api: Any, profile: Any, rendered: list[dict[str, Any]]) -> str | None:
     """The question to ask before a rolling apply replaces the only group in place (one replica, maxSurge 0, a
     changed pod template: rollout/surge.py); None when nothing live would be replaced."""
-    lws = lws_of(as_live(api, profile, _rendered(profile)))
+    lws = lws_of(as_live(api, profile, rendered))
     if lws is None or in_place_note(lws, "configured") is None:
         return None
     live = _live_lws(api, lws)
@@ -115,10 +114,6 @@ def in_place_question(api: Any, profile: Any) -> str | None:
         "maxSurge 0): the endpoint serves nothing until the new group has loaded the weights (up to the startup "
         f"budget, {profile.kubernetes.startup_probe_budget_s}s). Go ahead?"
     )
-
-
-def _rendered(profile: Any) -> list[dict[str, Any]]:
-    return [manifest.obj for manifest in build(profile)]
 
 
 def wait_endpoint(api: Any, namespace: str, service: str, leader: str, remaining: Callable[[], float | None]) -> None:

@@ -3,7 +3,9 @@
 A target renders a profile, checks its environment, plans a rollout as steps (rollout/plan.py) and runs one step at a
 time, reports its status as a typed object, names the endpoint smoke tests (the whole deployment's or one group's),
 keeps the smoke verdict, rolls back and tears down. Nothing a rollout decides is kept on the target between two
-calls: what a later step or a rollback needs travels in the plan (a command's lock holds what it made for its span). A target that applies and waits in one go implements `apply` and
+calls: what a later step or a rollback needs travels in the plan (a command's lock holds what it made for its span).
+A command renders once: the set (`Rendering.objects`, a list of objects) is passed to every method that works on
+it, and no method renders it again. A target that applies and waits in one go implements `apply` and
 `wait_ready` and keeps the default one-step-each plan. Callers never ask which target they hold: everything that differs between targets
 is behind these methods. A new target is a package with a subclass of `Target`, one line in the registry
 (k3deploy/targets/__init__.py) and a built-in profile.
@@ -26,7 +28,7 @@ from k3deploy.report.model import CheckResult
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.plan import WHOLE, ApplyAll, Plan, Step, StepOutcome, WaitAll
 from k3deploy.smoke.reach import Reach
-from k3deploy.targets.rendering import Rendering
+from k3deploy.targets.rendering import Objects, Rendering
 
 
 class Revision(BaseModel):
@@ -87,18 +89,19 @@ class Target(abc.ABC):
         """What this target would deploy, computed without touching anything."""
 
     @abc.abstractmethod
-    def preflight(self, profile: Profile) -> list[CheckResult]:
-        """Checks that need this target's environment (cluster or host)."""
+    def preflight(self, profile: Profile, objects: Objects) -> list[CheckResult]:
+        """Checks that need this target's environment (cluster or host); `objects`: the set the command rendered."""
 
     def default_timeout_s(self, profile: Profile) -> float:
         """The rollout deadline the profile asks for on this target."""
         return float(profile.kubernetes.rollout_timeout_s)
 
-    def locked(self, profile: Profile, what: str) -> contextlib.AbstractContextManager[None]:
-        """Held for a whole command (`what`); a target driven by one command at a time locks here."""
+    def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[None]:
+        """Held for a whole command (`what`, on the set it rendered); a target driven by one command at a time locks
+        here."""
         return contextlib.nullcontext()
 
-    def outage_question(self, profile: Profile) -> str | None:
+    def outage_question(self, profile: Profile, objects: Objects) -> str | None:
         """The question to ask before this command's rollout would leave the endpoint serving nothing for a while
         (the only group replaced in place); None when it would not."""
         return None
@@ -107,8 +110,9 @@ class Target(abc.ABC):
     def current_revision(self, profile: Profile) -> Revision | None:
         """What is live now, or None when nothing is deployed."""
 
-    def plan(self, profile: Profile) -> Plan:
-        """The steps of this command's rollout, read from what is live now; by default `apply`, then `wait_ready`."""
+    def plan(self, profile: Profile, objects: Objects) -> Plan:
+        """The steps of this command's rollout of `objects`, read from what is live now; by default `apply`, then
+        `wait_ready`."""
         return WHOLE
 
     def run_step(self, profile: Profile, step: Step, timeout_s: float) -> StepOutcome:
@@ -142,11 +146,13 @@ class Target(abc.ABC):
         """The way to one group's leader, for a plan's per-group smoke; UsageError where the target has no groups."""
         raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
 
-    def smoke_group_in_cluster(self, profile: Profile, lws: str, group: int) -> tuple[SmokeReport, Reach]:
+    def smoke_group_in_cluster(
+        self, profile: Profile, objects: Objects, lws: str, group: int
+    ) -> tuple[SmokeReport, Reach]:
         """Smoke one group from inside the target (`up --smoke in-cluster`); UsageError where the target has no inside."""
         raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
 
-    def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
+    def smoke_in_cluster(self, profile: Profile, objects: Objects) -> tuple[SmokeReport, Reach]:
         """Run the smoke from inside the target (`up --smoke in-cluster`) and return its report; UsageError where
         the target has no inside."""
         raise UsageError(
@@ -162,9 +168,16 @@ class Target(abc.ABC):
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Restore `previous` (or remove what a first install created); return what was done."""
 
-    def undo(self, profile: Profile, previous: Revision | None, plan: Plan | None, begun: list[Step]) -> str:
-        """Roll back a rollout that failed part way through `plan` (`begun`: its steps that started); by default
-        `rollback`."""
+    def undo(
+        self,
+        profile: Profile,
+        previous: Revision | None,
+        plan: Plan | None,
+        begun: list[Step],
+        objects: Objects,
+    ) -> str:
+        """Roll back a rollout of `objects` that failed part way through `plan` (`begun`: its steps that started); by
+        default `rollback`."""
         return self.rollback(profile, previous)
 
     @abc.abstractmethod
@@ -184,5 +197,5 @@ class Target(abc.ABC):
         return f"Delete {deleted} of {profile.name!r} on target {self.name!r}?"
 
     @abc.abstractmethod
-    def down(self, profile: Profile, purge: bool) -> str:
-        """Remove the deployment (keeping cached weights unless purge); a no-op when nothing is there."""
+    def down(self, profile: Profile, purge: bool, objects: Objects) -> str:
+        """Remove the deployment of `objects` (keeping cached weights unless purge); a no-op when nothing is there."""

@@ -48,12 +48,15 @@ from k3deploy.targets.kubernetes_view import (
     kubernetes_down_question,
     kubernetes_status_view,
 )
+from k3deploy.targets.rendering import Objects
 
 #: Seconds the smoke verdict's recording may take when smoke ran past the rollout's deadline.
 _RECORD_BUDGET_S = 60.0
 
 
 def _objects(profile: Profile) -> list[dict[str, Any]]:
+    """The profile's set, for what renders it afresh: `status`, a standalone `rollback`, and the plan's set with the
+    node-preflight Job pinned to the hosts found (a profile the command did not render)."""
     return [manifest.obj for manifest in build(profile)]
 
 
@@ -108,8 +111,9 @@ class KubernetesTarget(Target):
             timeout_label=f" ({self._timeout_s(profile):g}s)",
         )
 
-    def _rollout_objects(self, profile: Profile) -> list[dict[str, Any]]:
-        """The set to apply: with the node-preflight Job on every eligible node when the profile names none."""
+    def _rollout_objects(self, profile: Profile, objects: Objects) -> list[dict[str, Any]]:
+        """The set to apply: `objects`, or with the node-preflight Job on every eligible node when the profile names
+        none (the profile with those hosts, rendered)."""
         kube = profile.kubernetes
         if kube.node_preflight and not kube.node_preflight_hosts:
             try:
@@ -120,30 +124,30 @@ class KubernetesTarget(Target):
                 self.view.note(
                     f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})"
                 )
-                return _objects(profile)
+                return list(objects)
             hosts = eligible_hosts(profile, parse_nodes(nodes, others_pods(pods, profile, kube.namespace)))
             if hosts:
                 self.view.note(f"  node-preflight checks every eligible node: {', '.join(hosts)}")
-                profile = _with_hosts(profile, hosts)
-        return _objects(profile)
+                return _objects(_with_hosts(profile, hosts))
+        return list(objects)
 
     # -- the Target contract ------------------------------------------------------------------------------
 
-    def locked(self, profile: Profile, what: str) -> contextlib.AbstractContextManager[None]:
+    def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[None]:
         """The release's Lease for the whole command (rollout/lease.py); none for a dry run or a diff."""
         if self.options.dry_run or self.options.diff:
             return contextlib.nullcontext()
-        return self._leased(profile, what)
+        return self._leased(profile, what, objects)
 
     @contextlib.contextmanager
-    def _leased(self, profile: Profile, what: str) -> Iterator[None]:
+    def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[None]:
         namespace = profile.kubernetes.namespace
         # Taking the lease counts against --timeout (self.api); renewing and freeing it have their own deadline, so
         # past --timeout the lease is still renewed and freed (each request keeps its timeouts).
         api = self.api
         free = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
         if api.get("v1", "Namespace", namespace) is None:
-            rendered = next((o for o in _objects(profile) if o["kind"] == "Namespace"), None)
+            rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
             if what == "down" or rendered is None:
                 yield  # nothing there to change, or no namespace of k3deploy's to hold the lease in
                 return
@@ -160,7 +164,7 @@ class KubernetesTarget(Target):
         """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes_render.py)."""
         return kubernetes_render.render(profile)
 
-    def preflight(self, profile: Profile) -> list[CheckResult]:
+    def preflight(self, profile: Profile, objects: Objects) -> list[CheckResult]:
         """Cluster checks of the preflight stage (node checks need the GPU host and run there); the access review
         includes `pods/portforward` when `up`'s smoke will reach the leader through a port-forward."""
         options = self.options
@@ -169,14 +173,16 @@ class KubernetesTarget(Target):
             and options.smoke_where != IN_CLUSTER
             and not (options.endpoint or profile.kubernetes.endpoint_override)
         )
-        return run_preflight(profile, node=False, cluster=True, kube=options.kube, port_forward=bool(forwards))
+        return run_preflight(
+            profile, node=False, cluster=True, kube=options.kube, port_forward=bool(forwards), objects=objects
+        )
 
-    def outage_question(self, profile: Profile) -> str | None:
+    def outage_question(self, profile: Profile, objects: Objects) -> str | None:
         """Blue-green without a second free clique, or a rolling apply of the only group (rollout/bluegreen.py); a
         UsageError for blue-green of N >= 2 groups."""
         if self.options.strategy == "blue-green":
-            return bluegreen.outage_question(self.api, profile)
-        return bluegreen.in_place_question(self.api, profile)
+            return bluegreen.outage_question(self.api, profile, list(objects))
+        return bluegreen.in_place_question(self.api, profile, list(objects))
 
     def current_revision(self, profile: Profile) -> Revision | None:
         """The last recorded revision of the set, or None on a first install."""
@@ -186,11 +192,11 @@ class KubernetesTarget(Target):
         last = entries[-1]
         return Revision(target=self.name, number=int(last["revision"]), data={"objects": last["objects"]})
 
-    def plan(self, profile: Profile) -> Plan:
+    def plan(self, profile: Profile, objects: Objects) -> Plan:
         """Read what is live (the serving colour, the LeaderWorkerSet, a cut-short blue-green's leftovers) and plan
-        the command's steps from it (rollout/plan.py)."""
+        the command's steps for `objects` from it (rollout/plan.py)."""
         options = self.options
-        objects = bluegreen.as_live(self.api, profile, self._rollout_objects(profile))
+        live_objects = bluegreen.as_live(self.api, profile, self._rollout_objects(profile, objects))
         strategy = Strategy(
             name=options.strategy,
             group_smoke=options.group_smoke,
@@ -199,11 +205,11 @@ class KubernetesTarget(Target):
             wait=options.wait,
             in_cluster_smoke=options.smoke_where == IN_CLUSTER,
         )
-        found = [] if options.dry_run or options.diff else repair.found_leftovers(self.api, profile, objects)
+        found = [] if options.dry_run or options.diff else repair.found_leftovers(self.api, profile, live_objects)
         live = LiveState(
-            lws=read_lws(self.api, lws_of(objects), strategy, profile.kubernetes.lws_version), leftovers=found
+            lws=read_lws(self.api, lws_of(live_objects), strategy, profile.kubernetes.lws_version), leftovers=found
         )
-        return rollout_plan.build(objects, live, strategy, profile.name)
+        return rollout_plan.build(live_objects, live, strategy, profile.name)
 
     def run_step(self, profile: Profile, step: Step, timeout_s: float) -> StepOutcome:
         """Do one step: a stage's start sets the deadline, the rest is the runner's (rollout/runner.py)."""
@@ -233,9 +239,11 @@ class KubernetesTarget(Target):
         """--group-endpoint or --endpoint when given, else a port-forward to the group's leader (rollout/forward.py)."""
         return forward.reach(self.api, self.options, profile, lws, group)
 
-    def smoke_group_in_cluster(self, profile: Profile, lws: str, group: int) -> tuple[SmokeReport, Reach]:
+    def smoke_group_in_cluster(
+        self, profile: Profile, objects: Objects, lws: str, group: int
+    ) -> tuple[SmokeReport, Reach]:
         """Run the rendered smoke Job against one group's leader (rollout/in_cluster.py)."""
-        job = in_cluster.smoke_job(_objects(profile))
+        job = in_cluster.smoke_job(list(objects))
         if job is None:
             raise SmokeUnreachable(
                 "--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster"
@@ -253,9 +261,9 @@ class KubernetesTarget(Target):
             self.deadline.restart(_RECORD_BUDGET_S)
         return forward.reach(self.api, self.options, profile)
 
-    def smoke_in_cluster(self, profile: Profile) -> tuple[SmokeReport, Reach]:
+    def smoke_in_cluster(self, profile: Profile, objects: Objects) -> tuple[SmokeReport, Reach]:
         """Run the rendered smoke Job afresh and take its verdict from its log's report (rollout/in_cluster.py)."""
-        jobs = [o for o in _objects(profile) if job_role(o) == SMOKE_COMPONENT]
+        jobs = [o for o in objects if job_role(o) == SMOKE_COMPONENT]
         if not jobs:
             raise UsageError("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
         # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
@@ -272,9 +280,16 @@ class KubernetesTarget(Target):
 
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
         """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
-        return self.undo(profile, previous, None, [])
+        return self.undo(profile, previous, None, [], _objects(profile))
 
-    def undo(self, profile: Profile, previous: Revision | None, plan: Plan | None, begun: list[Step]) -> str:
+    def undo(
+        self,
+        profile: Profile,
+        previous: Revision | None,
+        plan: Plan | None,
+        begun: list[Step],
+        objects: Objects,
+    ) -> str:
         """As `rollback`, for what `plan` left: a blue-green cut short before its switch is abandoned (the old group
         kept serving); after it, the previous revision comes back first, then the new group goes."""
         # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay live.
@@ -292,10 +307,10 @@ class KubernetesTarget(Target):
             restored_text = self._restore(profile, previous, bg.objects)
             return f"{restored_text}; {bluegreen.abandon(self.api, namespace, bg, gone)}"
         if plan is not None and plan.objects:
-            objects = plan.objects
+            undone = plan.objects
         else:
-            objects = bluegreen.as_live(self.api, profile, _objects(profile))
-        return self._restore(profile, previous, objects)
+            undone = bluegreen.as_live(self.api, profile, list(objects))
+        return self._restore(profile, previous, undone)
 
     def _restore(self, profile: Profile, previous: Revision | None, objects: list[dict[str, Any]]) -> str:
         namespace = profile.kubernetes.namespace
@@ -345,19 +360,19 @@ class KubernetesTarget(Target):
         """The namespace `down` empties."""
         return kubernetes_down_question(profile, purge)
 
-    def down(self, profile: Profile, purge: bool) -> str:
+    def down(self, profile: Profile, purge: bool, objects: Objects) -> str:
         """Delete in reverse order what k3deploy created and wait for the pods to go; the weight PVC and the
         namespace stay unless `purge`; what k3deploy did not create always stays, and is named."""
         namespace = profile.kubernetes.namespace
         self._start_phase(profile)
-        objects = bluegreen.as_live(self.api, profile, _objects(profile))
-        objects += bluegreen.leftovers(self.api, profile, objects)  # a half-done blue-green's other group and previews
-        removal = history.remove(self.api, objects, self.view.note, keep=frozenset() if purge else history.KEPT_KINDS)
+        live = bluegreen.as_live(self.api, profile, list(objects))
+        live += bluegreen.leftovers(self.api, profile, live)  # a half-done blue-green's other group and previews
+        removal = history.remove(self.api, live, self.view.note, keep=frozenset() if purge else history.KEPT_KINDS)
         removed = removal.deleted
         if self.api.delete("v1", "ConfigMap", history.history_name(profile.name), namespace):
             removed.append("revision history")
         try:
-            for lws in (obj for obj in objects if obj["kind"] == "LeaderWorkerSet"):
+            for lws in (obj for obj in live if obj["kind"] == "LeaderWorkerSet"):
                 self._waiter(profile).wait_pods_gone(lws["metadata"]["name"])
         except K3DeployError:
             if not purge:

@@ -22,4 +22,5 @@ def render(profile: Profile) -> Rendering:
         stream=lambda: stream_of(manifests),
         what=objects_summary(len(manifests)),
         summary=f"{len(manifests)} objects rendered",
+        objects=[manifest.obj for manifest in manifests],
     )

@@ -115,5 +115,8 @@ def test_up_reviews_the_port_forward_access_only_when_its_smoke_forwards(
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(kubernetes, "run_preflight", lambda *a, **kw: seen.update(kw) or [])
-    kubernetes.KubernetesTarget(DeployOptions(**options)).preflight(load_profile(PROFILE, sets))
+    profile = load_profile(PROFILE, sets)
+    objects = kubernetes.kubernetes_render.render(profile).objects
+    kubernetes.KubernetesTarget(DeployOptions(**options)).preflight(profile, objects)
     assert seen["port_forward"] is reviewed
+    assert seen["objects"] == objects  # the set the command rendered, not one rendered again

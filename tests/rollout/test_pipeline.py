@@ -36,7 +36,7 @@ class ScriptedTarget(Target):
     def render(self, profile: Any) -> Rendering:
         return Rendering(files=lambda: {"scripted.yaml": "x: 1\n"}, stream=lambda: "x: 1\n", what="one file")
 
-    def preflight(self, profile: Any) -> list[CheckResult]:
+    def preflight(self, profile: Any, objects: Any) -> list[CheckResult]:
         self._step("preflight")
         return [CheckResult(name="host", status=Status.PASS)]
 
@@ -65,7 +65,7 @@ class ScriptedTarget(Target):
     def status(self, profile: Any) -> TargetStatus:
         return TargetStatus(target=self.name, deployed=False, ready=False, report={"target": self.name})
 
-    def down(self, profile: Any, purge: bool) -> str:
+    def down(self, profile: Any, purge: bool, objects: Any) -> str:
         return "gone"
 
 
@@ -284,7 +284,7 @@ def test_a_target_lock_is_held_for_the_whole_command(profile: Any) -> None:
 
     class Locking(ScriptedTarget):
         @contextlib.contextmanager
-        def locked(self, profile: Any, what: str):  # type: ignore[no-untyped-def]
+        def locked(self, profile: Any, what: str, objects: Any):  # type: ignore[no-untyped-def]
             self.calls.append(f"lock {what}")
             try:
                 yield

@@ -28,7 +28,7 @@ class Planned(ScriptedTarget):
         self.urls = urls
         self.undone: tuple[p.Plan | None, list[p.Step]] | None = None
 
-    def plan(self, profile: Any) -> p.Plan:
+    def plan(self, profile: Any, objects: Any) -> p.Plan:
         return p.Plan(
             [
                 p.Begin(p.APPLY),
@@ -54,9 +54,9 @@ class Planned(ScriptedTarget):
         self.calls.append(f"reach {lws} {group}")
         yield Reach(self.urls[group], "endpoint", self.urls[group])
 
-    def undo(self, profile: Any, previous: Any, plan: p.Plan | None, begun: list[p.Step]) -> str:
+    def undo(self, profile: Any, previous: Any, plan: p.Plan | None, begun: list[p.Step], objects: Any) -> str:
         self.undone = (plan, list(begun))
-        return super().undo(profile, previous, plan, begun)
+        return super().undo(profile, previous, plan, begun, objects)
 
 
 def test_each_group_gate_runs_in_the_pipeline_in_plan_order_before_the_final_smoke() -> None:

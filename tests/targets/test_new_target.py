@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -47,7 +47,7 @@ class ToyTarget(Target):
             files=lambda: {"toy.yaml": text}, stream=lambda: text, what="the toy's one file", summary="1 toy file"
         )
 
-    def preflight(self, profile: Profile) -> list[CheckResult]:
+    def preflight(self, profile: Profile, objects: Sequence[dict[str, Any]]) -> list[CheckResult]:
         return [CheckResult(name="toy.ready", status=Status.PASS, detail="always")]
 
     def current_revision(self, profile: Profile) -> Revision | None:
@@ -82,7 +82,7 @@ class ToyTarget(Target):
         }
         return TargetStatus(target=self.name, deployed=deployed, ready=deployed, report=report)
 
-    def down(self, profile: Profile, purge: bool) -> str:
+    def down(self, profile: Profile, purge: bool, objects: Sequence[dict[str, Any]]) -> str:
         removed = LIVE.pop("revision", None)
         return f"removed toy revision {removed}" if removed else "nothing to remove"
 

@@ -27,7 +27,7 @@ from k3deploy.render.manifests import dump
 from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
-from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
+from k3deploy.targets.base import ApplyOutcome, Objects, Rendering, Revision, Target, TargetStatus, WaitOutcome
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.capacity import kv_capacity
 from k3deploy.targets.local.handover import Handover, handover_for
@@ -111,7 +111,7 @@ class LocalTarget(Target):
     def _record_path(self, profile: Profile) -> Path:
         return self.state_dir(profile) / STATE_FILE
 
-    def locked(self, profile: Profile, what: str) -> contextlib.AbstractContextManager[None]:
+    def locked(self, profile: Profile, what: str, objects: Objects = ()) -> contextlib.AbstractContextManager[None]:
         """Hold the state directory's lock for a whole command (one command at a time per state directory)."""
         return lock.locked(self.state_dir(profile), what)
 
@@ -174,7 +174,7 @@ class LocalTarget(Target):
         """The profile's local.ready_timeout_s."""
         return float(profile.local.ready_timeout_s)
 
-    def preflight(self, profile: Profile) -> list[CheckResult]:
+    def preflight(self, profile: Profile, objects: Objects = ()) -> list[CheckResult]:
         """vLLM importable, model reachable, CPU, free RAM and disk, port free (or held by our own server)."""
         live = self._live(profile)
         same = live is not None and live.argv_hash == self.launch(profile).argv_hash
@@ -412,7 +412,7 @@ class LocalTarget(Target):
             out["last_smoke"] = load_json(state_dir / SMOKE_FILE, "smoke report")
         return out
 
-    def down(self, profile: Profile, purge: bool) -> str:
+    def down(self, profile: Profile, purge: bool, objects: Objects = ()) -> str:
         """Stop the server's process group (a no-op when nothing runs); purge also deletes what k3deploy generated.
 
         Only folders k3deploy created and marked are deleted (see `ownership`), never the profile's model.
