@@ -325,31 +325,49 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
 # -- the rendered set -------------------------------------------------------------------------------------------
 
 #: Where the set is rendered: `render` itself (through the Kubernetes target's rendering alone), preflight when its
-#: caller passed no set, and the Kubernetes target's port (targets/, rollout/bluegreen.py), which renders once per
-#: command for apply, wait and delete.
+#: caller passed no set (`preflight --node/--cluster`), and the Kubernetes target (targets/kubernetes.py `_objects`)
+#: for what no command's set covers (below).
 RENDERERS = {
     "k3deploy/render/manifests.py",
     "k3deploy/render/write.py",
     "k3deploy/targets/kubernetes_render.py",
     "k3deploy/preflight/run.py",
     "k3deploy/targets/kubernetes.py",
-    "k3deploy/rollout/bluegreen.py",
 }
+#: The Kubernetes target's methods that render afresh: the plan's set for a profile the command did not render (the
+#: node-preflight Job pinned to the nodes found), a `rollback` called on its own, and `status`. Every other method
+#: takes the set the command rendered (targets/base.py).
+KUBERNETES_RENDERS_IN = {"_rollout_objects", "rollback", "status"}
+
+
+def _calls(path: Path, names: tuple[str, ...]) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+    ]
 
 
 def test_the_set_is_rendered_only_where_a_command_renders_it_once() -> None:
     """Everything else takes the rendered objects as an argument (preflight's checks and its access review, which is
-    derived from them): a new call of `build` or `rendered_objects` elsewhere is a second render of the same set."""
+    derived from them; the rollout's questions, lock, plan, smokes, rollback and removal): a new call of `build` or
+    `rendered_objects` elsewhere is a second render of the same set (tests/realk8s/rollout/test_render_once.py counts
+    them per command)."""
     callers = {
         str(path.relative_to(REPO_ROOT))
         for path in PACKAGE.rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("build", "rendered_objects")
+        if _calls(path, ("build", "rendered_objects"))
     }
     assert callers <= RENDERERS, callers - RENDERERS
     assert "k3deploy/preflight/checks_cluster.py" not in callers
+    target = PACKAGE / "targets" / "kubernetes.py"
+    rendering_methods = {
+        fn.name
+        for fn in ast.walk(ast.parse(target.read_text(encoding="utf-8")))
+        if isinstance(fn, ast.FunctionDef)
+        and any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "_objects" for n in ast.walk(fn))
+    }
+    assert rendering_methods == KUBERNETES_RENDERS_IN
 
 
 # -- one quantity parser ----------------------------------------------------------------------------------------
