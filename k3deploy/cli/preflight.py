@@ -48,8 +48,7 @@ def preflight(
     kube = KubeOptions(kubeconfig, context, namespace)
     if not node and not cluster:
         # As `up` would run them: with its smoke gates on (so a port-forward's access is reviewed).
-        objects = rendered_or_empty(prof) if prof.on_kubernetes else []
-        results = target_for(prof, DeployOptions(kube=kube, group_smoke=True)).preflight(prof, objects)
+        results = target_for(prof, DeployOptions(kube=kube, group_smoke=True)).preflight(prof, rendered_or_empty(prof))
     else:
         results = run_preflight(
             prof, node, cluster, kube, port_forward=prof.on_kubernetes and not prof.kubernetes.endpoint_override

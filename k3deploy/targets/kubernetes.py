@@ -23,7 +23,7 @@ from k3deploy.preflight.facts import parse_nodes
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
-from k3deploy.render.manifests import SMOKE_COMPONENT, build, service_url
+from k3deploy.render.manifests import SMOKE_COMPONENT, rendered_objects, service_url
 from k3deploy.report.model import CheckResult
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout import bluegreen, forward, in_cluster
@@ -57,7 +57,7 @@ _RECORD_BUDGET_S = 60.0
 def _objects(profile: Profile) -> list[dict[str, Any]]:
     """The profile's set, for what renders it afresh: `status`, a standalone `rollback`, and the plan's set with the
     node-preflight Job pinned to the hosts found (a profile the command did not render)."""
-    return [manifest.obj for manifest in build(profile)]
+    return rendered_objects(profile)
 
 
 def _with_hosts(profile: Profile, hosts: list[str]) -> Profile:

@@ -30,7 +30,7 @@ class Rendering:
         stream: Callable[[], str],
         what: str,
         summary: str = "",
-        objects: Sequence[dict[str, Any]] = (),
+        objects: Objects = (),
     ) -> None:
         self._files, self._stream = files, stream
         self._objects = list(objects)
