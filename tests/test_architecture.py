@@ -340,11 +340,19 @@ RENDERERS = {
 KUBERNETES_RENDERS_IN = {"_rollout_objects", "rollback", "status"}
 
 
-def _calls(path: Path, names: tuple[str, ...]) -> list[ast.Call]:
+def _calls(path: Path, names: tuple[str, ...], module: str = "k3deploy.render.manifests") -> list[ast.Call]:
+    """Calls of `module`'s `names` in `path`, under whatever name it imports them (`build as render`), or in
+    `module` itself; a function of the same name defined elsewhere (rollout/plan.py `build`) is not one."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own = path == PACKAGE / (module.removeprefix("k3deploy.").replace(".", "/") + ".py")
+    bound = set(names) if own else set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == module:
+            bound |= {alias.asname or alias.name for alias in node.names if alias.name in names}
     return [
         node
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in bound
     ]
 
 
@@ -821,3 +829,17 @@ def test_smoke_and_bench_measure_through_one_loop() -> None:
             f"{rel}: {word}" for word in ("asyncio.Semaphore", "asyncio.gather", ".metrics()") if word in text
         ]
     assert offenders == []
+
+
+def test_the_access_review_is_derived_in_one_module_from_the_set_and_the_plan() -> None:
+    """Every `Access` a command asks for is made in rollout/access.py, from the rendered set and the steps its plan
+    may run (`reachable`): a list kept by hand elsewhere would drift from what `up` does (tests/rollout/test_access.py
+    holds that each step type has its verbs)."""
+    makers = {
+        str(path.relative_to(REPO_ROOT))
+        for path in PACKAGE.rglob("*.py")
+        if _calls(path, ("Access",), "k3deploy.preflight.access")
+    }
+    assert makers == {"k3deploy/rollout/access.py"}
+    source = (PACKAGE / "rollout" / "access.py").read_text(encoding="utf-8")
+    assert "reachable(" in source

@@ -40,6 +40,7 @@ def preflight(
     from k3deploy.preflight.run import rendered_or_empty, run_preflight
     from k3deploy.preflight.view import preflight_table
     from k3deploy.report.model import Status, worst
+    from k3deploy.rollout.access import command_access
 
     sets = list(set_ or [])
     if namespace:
@@ -50,9 +51,10 @@ def preflight(
         # As `up` would run them: with its smoke gates on (so a port-forward's access is reviewed).
         results = target_for(prof, DeployOptions(kube=kube, group_smoke=True)).preflight(prof, rendered_or_empty(prof))
     else:
-        results = run_preflight(
-            prof, node, cluster, kube, port_forward=prof.on_kubernetes and not prof.kubernetes.endpoint_override
-        )
+        objects = rendered_or_empty(prof) if cluster else None
+        forwards = prof.on_kubernetes and not prof.kubernetes.endpoint_override
+        needs = command_access(objects, port_forward=forwards) if objects is not None else ()
+        results = run_preflight(prof, node, cluster, kube, objects=objects, needs=needs)
     overall = worst(results)
     if output is not OutputFormat.table:
         payload = {

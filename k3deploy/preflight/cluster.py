@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from k3deploy.kube import read
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.workloads import controller_workloads
 from k3deploy.lws import NAME_LABEL, colours
-from k3deploy.preflight.access import Access, required_access
+from k3deploy.preflight.access import Access
 from k3deploy.preflight.checks_cluster import CRD_GROUPS
 from k3deploy.preflight.facts import (
     AccessFacts,
@@ -81,12 +80,10 @@ def _installed(api: KubeApi) -> dict[str, str] | None:
     return None if workloads is None else installed_versions(workloads)
 
 
-def cluster_facts(
-    profile: Profile, options: KubeOptions, objects: Sequence[dict[str, Any]], *, port_forward: bool = False
-) -> ClusterFacts:
+def cluster_facts(profile: Profile, options: KubeOptions, needs: Sequence[Access]) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read.
-    The access review asks for what applying, waiting on and deleting the rendered `objects` needs; `port_forward`:
-    and what `up`'s port-forward to the leader needs."""
+    The access review asks the API server about each of `needs` (preflight/access.py `required_access`: what the
+    command's set and plan use)."""
     api = KubeApi(options)
     try:
         namespace = options.namespace or profile.kubernetes.namespace
@@ -95,11 +92,7 @@ def cluster_facts(
         exists = labels is not None
         # Thirty-odd independent reviews: in parallel, so a distant API server costs one round trip, not thirty.
         with ThreadPoolExecutor(max_workers=_REVIEW_WORKERS) as pool:
-            access = list(
-                pool.map(
-                    lambda need: _review(api, need, namespace), required_access(objects, port_forward=port_forward)
-                )
-            )
+            access = list(pool.map(lambda need: _review(api, need, namespace), needs))
         if not exists:
             allowed, reason = read.can_i(api, "create", "namespaces")
             access.append(AccessFacts(verb="create", resource="namespaces", allowed=allowed, reason=reason))

@@ -11,6 +11,7 @@ from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.pin.floating import node_arch
 from k3deploy.preflight import node as probe
+from k3deploy.preflight.access import Access
 from k3deploy.preflight.checks import evaluate
 from k3deploy.preflight.checks_pinning import image_platform_check
 from k3deploy.preflight.cluster import cluster_facts as read_cluster
@@ -39,13 +40,14 @@ def run_preflight(
     kube: KubeOptions | None = None,
     *,
     gpus: bool = True,
-    port_forward: bool = False,
     objects: Sequence[dict[str, Any]] | None = None,
+    needs: Sequence[Access] = (),
 ) -> list[CheckResult]:
     """Check `profile` against this node (`node`: GPUs unless `gpus=False`, and host) and/or the cluster (`cluster`).
 
     `objects`: the set the command rendered (rendered here, once, when the caller has none); the cluster checks
-    and the access review are derived from it.
+    are derived from it. `needs`: the access review, what the command's set and plan use (rollout/access.py
+    `command_access`).
 
     Raises EnvironmentProblem (exit 3) when it cannot look: no NVML and no nvidia-smi, API unreachable, forbidden.
     """
@@ -55,7 +57,7 @@ def run_preflight(
         host_facts = probe.host_facts(host_cache_path(profile))
     if cluster:
         objects = rendered_or_empty(profile) if objects is None else objects
-        cluster_facts = read_cluster(profile, kube or KubeOptions(), objects, port_forward=port_forward)
+        cluster_facts = read_cluster(profile, kube or KubeOptions(), needs)
     results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts), objects or ())
     if cluster and profile.on_kubernetes:
         results.append(image_platforms(profile, (kube or KubeOptions()).deadline))

@@ -256,6 +256,10 @@ class Strategy:
         return not (self.dry_run or self.diff) and self.wait
 
 
+#: What a bare `up` runs: rolling, each group smoke-tested before the next.
+UP_STRATEGY = Strategy(group_smoke=True)
+
+
 def serving(objects: list[Obj]) -> list[Obj]:
     """The objects of the serving phase: what a rollout (or a rollback) waits to be ready."""
     return [obj for phase in phases(objects) if phase.name == "serving" for obj in phase.objects]
@@ -399,6 +403,18 @@ def build(objects: list[Obj], live: LiveState, strategy: Strategy, release: str)
         steps.append(Apply(hook, WAIT))
     steps.append(RecordRevision(final))
     return Plan(steps, final, bg, suffix)
+
+
+def reachable(objects: list[Obj], strategy: Strategy, release: str) -> list[Step]:
+    """Every step a command with `strategy` may run on `objects`, whatever the cluster holds: a first install's plus
+    an upgrade's (the set live, its template and every group's pods changing, a cut-short blue-green's leftovers to
+    remove). What preflight's access review asks for (preflight/access.py), so it is the plan's, not a list."""
+    steps = list(build(objects, LiveState(), strategy, release).steps)
+    lws = lws_of(objects)
+    if lws is not None:
+        for live in (LiveLws(live=lws), LiveLws(live=lws, template_changes=True, pods_change=True)):
+            steps += build(objects, LiveState(lws=live, leftovers=[lws]), strategy, release).steps
+    return steps
 
 
 @dataclass

@@ -30,6 +30,7 @@ from k3deploy.rollout import bluegreen, forward, in_cluster
 from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import plan as rollout_plan
 from k3deploy.rollout import rollback as history
+from k3deploy.rollout.access import command_access
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import lws_of
 from k3deploy.rollout.guard import foreign_change
@@ -166,16 +167,16 @@ class KubernetesTarget(Target):
 
     def preflight(self, profile: Profile, objects: Objects) -> list[CheckResult]:
         """Cluster checks of the preflight stage (node checks need the GPU host and run there); the access review
-        includes `pods/portforward` when `up`'s smoke will reach the leader through a port-forward."""
+        covers every step this command's plan may run, and `pods/portforward` when `up`'s smoke will reach the leader
+        through a port-forward."""
         options = self.options
         forwards = (
             options.group_smoke
             and options.smoke_where != IN_CLUSTER
             and not (options.endpoint or profile.kubernetes.endpoint_override)
         )
-        return run_preflight(
-            profile, node=False, cluster=True, kube=options.kube, port_forward=bool(forwards), objects=objects
-        )
+        needs = command_access(objects, self._strategy(), port_forward=bool(forwards))
+        return run_preflight(profile, node=False, cluster=True, kube=options.kube, objects=objects, needs=needs)
 
     def outage_question(self, profile: Profile, objects: Objects) -> str | None:
         """Blue-green without a second free clique, or a rolling apply of the only group (rollout/bluegreen.py); a
@@ -192,12 +193,10 @@ class KubernetesTarget(Target):
         last = entries[-1]
         return Revision(target=self.name, number=int(last["revision"]), data={"objects": last["objects"]})
 
-    def plan(self, profile: Profile, objects: Objects) -> Plan:
-        """Read what is live (the serving colour, the LeaderWorkerSet, a cut-short blue-green's leftovers) and plan
-        the command's steps for `objects` from it (rollout/plan.py)."""
+    def _strategy(self) -> Strategy:
+        """What the command asked for, as the plan builders read it."""
         options = self.options
-        live_objects = bluegreen.as_live(self.api, profile, self._rollout_objects(profile, objects))
-        strategy = Strategy(
+        return Strategy(
             name=options.strategy,
             group_smoke=options.group_smoke,
             dry_run=options.dry_run,
@@ -205,6 +204,13 @@ class KubernetesTarget(Target):
             wait=options.wait,
             in_cluster_smoke=options.smoke_where == IN_CLUSTER,
         )
+
+    def plan(self, profile: Profile, objects: Objects) -> Plan:
+        """Read what is live (the serving colour, the LeaderWorkerSet, a cut-short blue-green's leftovers) and plan
+        the command's steps for `objects` from it (rollout/plan.py)."""
+        options = self.options
+        live_objects = bluegreen.as_live(self.api, profile, self._rollout_objects(profile, objects))
+        strategy = self._strategy()
         found = [] if options.dry_run or options.diff else repair.found_leftovers(self.api, profile, live_objects)
         live = LiveState(
             lws=read_lws(self.api, lws_of(live_objects), strategy, profile.kubernetes.lws_version), leftovers=found

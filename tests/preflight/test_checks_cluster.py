@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from k3deploy.preflight.access import required_access
 from k3deploy.preflight.checks_cluster import cluster_checks
 from k3deploy.preflight.facts import AccessFacts, ClusterFacts, NodeFacts, parse_nodes, pod_gpu_request
 from k3deploy.profile import Profile, load_profile
 from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import CheckResult, Status
+from k3deploy.rollout.access import command_access
 
 GB300 = load_profile("kimi-k3-gb300-tp16")
 CLIQUE_A = "4a2c8e61-93d7-4b5e-a0f2-6c1d9e8b7a35.7"
@@ -30,7 +30,7 @@ def gb300(name: str, clique: str | None, requested: int = 0, **labels: str) -> N
 def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
     access = [
         AccessFacts(verb=a.verb, resource=a.resource, group=a.group, namespace="kimi-k3", allowed=True)
-        for a in required_access(rendered_objects(GB300))
+        for a in command_access(rendered_objects(GB300))
     ]
     base = dict(
         server_version="v1.34.1",
@@ -169,10 +169,10 @@ def test_without_nvlink_any_nodes_do() -> None:
 
 def test_monitoring_needs_the_prometheus_rule_crd_and_its_verbs() -> None:
     assert by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)]))["k8s.crd.prometheusrule"].status is Status.PASS
-    needed = {(a.verb, a.resource) for a in required_access(rendered_objects(GB300))}
+    needed = {(a.verb, a.resource) for a in command_access(rendered_objects(GB300))}
     assert {("create", "prometheusrules"), ("patch", "configmaps")} <= needed
     off = load_profile("kimi-k3-gb300-tp16", ["kubernetes.monitoring=false"])
-    assert not {a.resource for a in required_access(rendered_objects(off))} & {"prometheusrules"}
+    assert not {a.resource for a in command_access(rendered_objects(off))} & {"prometheusrules"}
     assert "k8s.crd.prometheusrule" not in by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)]), off)
 
 
@@ -193,7 +193,7 @@ def test_the_port_forward_of_the_smoke_is_reviewed_only_when_it_will_be_used() -
     def forward(port_forward: bool) -> set[tuple[str, str, str]]:
         return {
             (a.verb, a.resource, a.subresource)
-            for a in required_access(rendered_objects(GB300), port_forward=port_forward)
+            for a in command_access(rendered_objects(GB300), port_forward=port_forward)
             if a.subresource == "portforward"
         }
 
@@ -208,7 +208,7 @@ def test_the_port_forward_of_the_smoke_is_reviewed_only_when_it_will_be_used() -
             namespace="kimi-k3",
             allowed=a.subresource != "portforward",
         )
-        for a in required_access(rendered_objects(GB300), port_forward=True)
+        for a in command_access(rendered_objects(GB300), port_forward=True)
     ]
     rbac = by_name(facts([gb300(f"n{i}", CLIQUE_A) for i in range(4)], access=denied))["k8s.rbac"]
     assert rbac.status is Status.FAIL

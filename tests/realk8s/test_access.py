@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from k3deploy.preflight.access import required_access
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import rendered_objects
+from k3deploy.rollout.access import command_access
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_preflight import RBAC, READ, _binding, _rbac_check
@@ -24,7 +24,7 @@ USER = "realk8s-deployer"
 def _role_rules(without: tuple[str, str, str] | None) -> list[dict]:
     profile = load_profile("kimi-k3-gb300-tp16", ["kubernetes.compute_domain=false", "kubernetes.hf_token_secret=null"])
     rules = []
-    for access in required_access(
+    for access in command_access(
         rendered_objects(profile), port_forward=True
     ):  # no --endpoint: up smokes through a forward
         if access.resource == "namespaces" or (access.verb, access.resource, access.group) == without:

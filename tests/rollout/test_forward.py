@@ -118,5 +118,7 @@ def test_up_reviews_the_port_forward_access_only_when_its_smoke_forwards(
     profile = load_profile(PROFILE, sets)
     objects = kubernetes.kubernetes_render.render(profile).objects
     kubernetes.KubernetesTarget(DeployOptions(**options)).preflight(profile, objects)
-    assert seen["port_forward"] is reviewed
+    forwarded = {(a.verb, a.subresource) for a in seen["needs"] if a.resource == "pods" and a.subresource}
+    assert (("get", "portforward") in forwarded) is reviewed
+    assert (("create", "portforward") in forwarded) is reviewed
     assert seen["objects"] == objects  # the set the command rendered, not one rendered again

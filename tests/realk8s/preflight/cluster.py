@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from k3deploy.kube.client import KubeOptions
-from k3deploy.preflight.access import required_access
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import CheckResult, Status
+from k3deploy.rollout.access import command_access
 from tests.conftest import run_cli
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s import objects
@@ -179,7 +179,11 @@ class PreflightCluster:
         """run_preflight --cluster in this process, by check name."""
         profile = load_profile(GB300, self.sets(*sets))
         config = kubeconfig or self.plane.admin_kubeconfig
-        results = run_preflight(profile, node=False, cluster=True, kube=KubeOptions(kubeconfig=str(config)))
+        rendered = rendered_objects(profile)
+        needs = command_access(rendered)
+        results = run_preflight(
+            profile, node=False, cluster=True, kube=KubeOptions(kubeconfig=str(config)), objects=rendered, needs=needs
+        )
         return {r.name: r for r in results}
 
     def cli(self, *args: str, kubeconfig: Path | None = None, env: dict[str, str] | None = None) -> Any:
@@ -336,7 +340,7 @@ def up_rules(namespace: str, without: tuple[str, str, str] | None = None) -> lis
     the token Secret and the model-cache claim."""
     profile = load_profile(GB300, [*PINNED, f"kubernetes.namespace={namespace}"])
     rules = [{"apiGroups": [""], "resources": ["secrets", "persistentvolumeclaims"], "verbs": ["get", "list"]}]
-    for access in required_access(rendered_objects(profile)):
+    for access in command_access(rendered_objects(profile)):
         if access.resource == "namespaces" or (access.verb, access.resource, access.group) == without:
             continue
         resource = f"{access.resource}/{access.subresource}" if access.subresource else access.resource

@@ -13,8 +13,9 @@ import pytest
 from k3deploy.kube.client import KubeOptions
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile import load_profile
-from k3deploy.render.manifests import build
+from k3deploy.render.manifests import build, rendered_objects
 from k3deploy.report.model import CheckResult, Status
+from k3deploy.rollout.access import command_access
 from tests.conftest import run_cli
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import wait_until
@@ -27,7 +28,11 @@ ENFORCE, WARN, AUDIT = (f"pod-security.kubernetes.io/{mode}" for mode in ("enfor
 def _preflight(deploy: Deployment, *sets: str) -> dict[str, CheckResult]:
     config = deploy.plane.admin_kubeconfig
     profile = load_profile(PROFILE, [*PINNED, NO_DRA[1], f"kubernetes.namespace={deploy.namespace}", *sets])
-    results = run_preflight(profile, node=False, cluster=True, kube=KubeOptions(kubeconfig=str(config)))
+    rendered = rendered_objects(profile)
+    needs = command_access(rendered)
+    results = run_preflight(
+        profile, node=False, cluster=True, kube=KubeOptions(kubeconfig=str(config)), objects=rendered, needs=needs
+    )
     return {r.name: r for r in results}
 
 

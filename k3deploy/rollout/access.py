@@ -1,0 +1,152 @@
+"""What a command asks of the API server, derived from its rendered set and the steps its plan may run (pure).
+
+Nothing here is a hand-kept list of kinds: each kind of the set gets the verbs of its apply (get, create, patch) and
+of rollback and `down` (delete); each step brings what running it reads and writes (`step_access`, after
+rollout/runner.py): a wait lists and watches the kinds it waits on, their pods, logs and events, a LeaderWorkerSet's
+ControllerRevisions and, for pods that mount a PersistentVolumeClaim, the claims, StorageClasses and claim events
+(rollout/claims.py); a group's walk reads its revisions and pods; a recorded gate or revision writes its ConfigMap; a
+Service switch lists EndpointSlices (rollout/bluegreen.py). So an object added to the set, or a step added to the
+plan, adds its verbs, and preflight cannot pass on a command `up` cannot finish. `step_access` refuses a step type it
+does not know, so a new step cannot go unreviewed. Preflight (preflight/cluster.py) asks about each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from k3deploy.lws import REVISIONS, WAITED_KINDS
+from k3deploy.pod_volumes import mounts_claims
+from k3deploy.preflight.access import APPLY_VERBS, REVIEWED_APART, WAIT_VERBS, Access, group_of, plural
+from k3deploy.rollout.colours import lws_of
+from k3deploy.rollout.plan import (
+    UP_STRATEGY,
+    Apply,
+    ApplyAll,
+    Begin,
+    Delete,
+    Diff,
+    Note,
+    RecordGate,
+    RecordRevision,
+    RemoveLeftovers,
+    SmokeGroup,
+    Step,
+    Strategy,
+    Switch,
+    Wait,
+    WaitAll,
+    WaitGone,
+    WaitGroup,
+    reachable,
+)
+
+
+def _waited(objects: Sequence[dict[str, Any]]) -> list[Access]:
+    """A wait (rollout/wait.py): list and watch of each waited kind, the proof of a LeaderWorkerSet's template, the
+    claims its pods mount, and the pods, logs and events a diagnosis reads."""
+    kinds = {(plural(o["kind"]), group_of(o["apiVersion"])) for o in objects if o["kind"] in WAITED_KINDS}
+    out = [Access(verb, resource, group) for (resource, group) in sorted(kinds) for verb in WAIT_VERBS]
+    if any(o["kind"] == "LeaderWorkerSet" for o in objects):
+        # The LWS controller writes no observedGeneration before v0.9: its ControllerRevisions prove the template.
+        out += _revisions()
+    if mounts_claims(o for o in objects if o["kind"] in WAITED_KINDS):
+        # A pod held for an unbound claim waits while it is provisioned and fails on a ProvisioningFailed event.
+        out += [Access(verb, "persistentvolumeclaims") for verb in WAIT_VERBS]
+        out += [Access(verb, "storageclasses", "storage.k8s.io", namespaced=False) for verb in WAIT_VERBS]
+        out += [Access("watch", "events")]
+    return out + _pods()
+
+
+def _pods() -> list[Access]:
+    return [
+        Access("list", "pods"),
+        Access("watch", "pods"),
+        Access("get", "pods", subresource="log"),
+        Access("list", "events"),
+    ]
+
+
+def _revisions() -> list[Access]:
+    return [Access(verb, plural(REVISIONS), "apps") for verb in WAIT_VERBS]
+
+
+def _kind(api_version: str, kind: str, verbs: Sequence[str]) -> list[Access]:
+    return [Access(verb, plural(kind), group_of(api_version)) for verb in verbs]
+
+
+def _applied(objects: Sequence[dict[str, Any]]) -> list[Access]:
+    return [
+        a for o in objects if o["kind"] not in REVIEWED_APART for a in _kind(o["apiVersion"], o["kind"], APPLY_VERBS)
+    ]
+
+
+#: A ConfigMap k3deploy records in (a group's gate, rollout/gates.py; a revision, rollout/rollback.py): applied.
+_RECORD = tuple(_kind("v1", "ConfigMap", ("get", "create", "patch")))
+
+
+def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
+    """What running `step` asks of the API server (rollout/runner.py; a group's smoke is the pipeline's: through a
+    port-forward to its leader with `port_forward`, else an in-cluster Job). TypeError for a step it does not know."""
+    if isinstance(step, Begin | Note | ApplyAll | WaitAll):
+        return []
+    if isinstance(step, Apply):
+        return _applied(step.objects) + (_waited(step.objects) if step.waited else [])
+    if isinstance(step, Diff):
+        return _applied(step.objects)
+    if isinstance(step, Wait):
+        return _waited(step.objects)
+    if isinstance(step, WaitGroup):
+        lws = step.lws
+        return _kind(lws["apiVersion"], lws["kind"], ("get",)) + _revisions() + _pods()
+    if isinstance(step, SmokeGroup):
+        if port_forward:
+            # The leader is found by its Service's selector; k3deploy's forward is a WebSocket upgrade (an HTTP GET):
+            # authorised as `get`, and from Kubernetes 1.35 also as `create` (AuthorizePodWebsocketUpgradeCreatePermission,
+            # KEP-4006), the verb kubectl's SPDY POST needs.
+            return [
+                Access("get", "services"),
+                Access("list", "pods"),
+                Access("get", "pods", subresource="portforward"),
+                Access("create", "pods", subresource="portforward"),
+            ]
+        return _kind("batch/v1", "Job", ("get", "create", "delete")) + _pods()
+    if isinstance(step, RecordGate | RecordRevision):
+        return list(_RECORD)
+    if isinstance(step, Switch):
+        switched = _applied([step.service]) if step.service is not None else []
+        # The switch is done when the Service's EndpointSlices list the new leader as ready (rollout/bluegreen.py).
+        return [*switched, Access("list", "endpointslices", "discovery.k8s.io")]
+    if isinstance(step, Delete):
+        return _kind(step.api_version, step.kind, ("get", "delete"))
+    if isinstance(step, WaitGone):
+        return _pods()
+    if isinstance(step, RemoveLeftovers):
+        return [a for o in step.objects for a in _kind(o["apiVersion"], o["kind"], ("get", "delete"))] + _pods()
+    raise TypeError(f"no access is known for a {type(step).__name__} step")
+
+
+def required_access(
+    objects: Sequence[dict[str, Any]], steps: Sequence[Step] = (), *, port_forward: bool = False
+) -> list[Access]:
+    """The verbs a command uses, each once, in a stable order: each kind of the rendered `objects`' apply and delete,
+    what each of the plan's `steps` runs, and the release's Lease; with `port_forward` (the final smoke reaches the
+    leader through the API server) `pods/portforward` too."""
+    out = _applied(objects)
+    for step in steps:
+        out += step_access(step, port_forward=port_forward)
+    # The release's Lease (rollout/lease.py) for the whole command.
+    out += _kind("coordination.k8s.io/v1", "Lease", ("get", "create", "update"))
+    if port_forward:
+        out += step_access(SmokeGroup("", 0, ""), port_forward=True)
+    return list(dict.fromkeys(out))
+
+
+def command_access(
+    objects: Sequence[dict[str, Any]], strategy: Strategy = UP_STRATEGY, *, port_forward: bool = False
+) -> list[Access]:
+    """`required_access` of a command that runs `strategy` on the rendered `objects`: the set's verbs and those of
+    every step its plan may run (rollout/plan.py `reachable`; the release is the rendered LeaderWorkerSet's name)."""
+    lws = lws_of(list(objects))
+    release = lws["metadata"]["name"] if lws is not None else ""
+    return required_access(objects, reachable(list(objects), strategy, release), port_forward=port_forward)
