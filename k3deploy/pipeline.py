@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
-from k3deploy.observe.allreduce_probe import leader_backends
 from k3deploy.observe.allreduce_probe import summary as summary_of_backends
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
@@ -288,7 +287,7 @@ def _smoke(
         with target.reach(profile) as reach:
             note(f"    smoke {reach.describe()}")
             report = run_smoke(profile, reach.url)
-    report.allreduce_backend = summary_of_backends(_leader_backends(target, profile))
+    report.allreduce_backend = summary_of_backends(target.leader_backends(profile))
     verdict = {
         "status": report.status.value,
         "allreduce_backend": report.allreduce_backend,
@@ -453,14 +452,8 @@ def status(profile: Profile, target: Target) -> TargetStatus:
     log reports (`allreduce_backend`: leader pod -> backend, "unknown" where the log does not say)."""
     report = target.status(profile)
     if report.deployed and profile.on_kubernetes:
-        report.report["allreduce_backend"] = _leader_backends(target, profile)
+        report.report["allreduce_backend"] = target.leader_backends(profile)
     return report
-
-
-def _leader_backends(target: Target, profile: Profile) -> dict[str, str]:
-    """Leader pod -> all-reduce backend from its log, for a target with a cluster API (none elsewhere)."""
-    api = getattr(target, "api", None) if profile.on_kubernetes else None
-    return {} if api is None else leader_backends(api, profile)
 
 
 def down(profile: Profile, target: Target, *, purge: bool) -> str:

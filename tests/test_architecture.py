@@ -316,7 +316,7 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
                 and node.func.id in ("getattr", "hasattr")
                 and len(node.args) > 1
                 and isinstance(node.args[1], ast.Constant)
-                and node.args[1].value in ("record_smoke", "last_diffs", "last_applied", "locked", "diagnosis")
+                and node.args[1].value in ("record_smoke", "last_diffs", "last_applied", "locked", "diagnosis", "api")
             ):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: getattr {node.args[1].value!r}")
     assert offenders == []
@@ -843,3 +843,15 @@ def test_the_access_review_is_derived_in_one_module_from_the_set_and_the_plan() 
     assert makers == {"k3deploy/rollout/access.py"}
     source = (PACKAGE / "rollout" / "access.py").read_text(encoding="utf-8")
     assert "reachable(" in source
+
+
+def test_the_local_target_keeps_no_handover_between_its_calls() -> None:
+    """`apply` begins a make-before-break handover and `wait_ready` ends it: it is kept in the state directory
+    (targets/local/handover.py), never on the target, so another instance (or another command) finds it."""
+    path = PACKAGE / "targets" / "local" / "target.py"
+    assigned = {
+        node.attr
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+    }
+    assert "_handover" not in assigned and assigned <= {"_view", "options", "view"}, assigned

@@ -160,6 +160,11 @@ class Target(abc.ABC):
             hint="drop --smoke: the local target's smoke already runs where the server does",
         )
 
+    def leader_backends(self, profile: Profile) -> dict[str, str]:
+        """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py); none where no leader pods
+        run."""
+        return {}
+
     @abc.abstractmethod
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
         """Keep the smoke verdict beside what it judged (shown by `status`)."""

@@ -17,6 +17,7 @@ from rich.console import RenderableType
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.deadline import Deadline
+from k3deploy.observe import allreduce_probe
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.cluster import others_pods
 from k3deploy.preflight.facts import parse_nodes
@@ -386,6 +387,10 @@ class KubernetesTarget(Target):
             # With the namespace deleted the pods go with it; a namespace still terminating is not a failure.
         kept = ("" if purge else "; weight cache PVC kept (--purge deletes it)") + _kept_note(removal.kept)
         return f"deleted {len(removed)} objects, pods gone{kept}" if removed else f"nothing to delete{kept}"
+
+    def leader_backends(self, profile: Profile) -> dict[str, str]:
+        """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""
+        return allreduce_probe.leader_backends(self.api, profile)
 
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
         """Keep the smoke verdict beside the revision it judged (shown by `status`)."""

@@ -30,7 +30,7 @@ from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import ApplyOutcome, Objects, Rendering, Revision, Target, TargetStatus, WaitOutcome
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.capacity import kv_capacity
-from k3deploy.targets.local.handover import Handover, handover_for
+from k3deploy.targets.local.handover import HANDOVER_FILE, handover_for, pending
 from k3deploy.targets.local.launch import (
     CACHE_DIR,
     MODEL_DIR,
@@ -101,7 +101,6 @@ class LocalTarget(Target):
         super().__init__(options, view)
         self._view = view
         #: The running server a new one (on another port) starts beside, until the new one is ready.
-        self._handover: Handover | None = None
 
     # -- where things are ------------------------------------------------------------------------------
     def state_dir(self, profile: Profile) -> Path:
@@ -204,11 +203,11 @@ class LocalTarget(Target):
             probe.check_port_before_replacing(profile, old.pid, old.port)
         if profile.model.rehearsal:
             self._ensure_rehearsal_model(profile, state_dir)
-        self._handover = handover_for(old, profile.vllm.port, self.options, record_path)
-        replaced = old is not None and self._handover is None and process.stop(identity(old))
+        handover = handover_for(old, profile.vllm.port, self.options, record_path)
+        replaced = old is not None and handover is None and process.stop(identity(old))
         verb = f"upgraded: stopped pid {old.pid} and started" if replaced and old is not None else "started"
-        if self._handover is not None:
-            verb = f"started, beside pid {self._handover.old.pid} (stopped once this one is ready),"
+        if handover is not None:
+            verb = f"started, beside pid {handover.old.pid} (stopped once this one is ready),"
         clear_record(record_path)
         self._own_folders(state_dir, launch.scratch)
         record = ServerRecord(  # pid, start time and id are placeholders until _start fills them in
@@ -229,8 +228,8 @@ class LocalTarget(Target):
         try:
             record = self._start(record_path, record)
         except EnvironmentProblem:
-            if self._handover is not None:
-                self._handover.abandon(None)
+            if handover is not None:
+                handover.abandon(None)
             elif replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
                 self._restart(record_path, old)
             raise
@@ -318,7 +317,7 @@ class LocalTarget(Target):
             raise CheckFailed(
                 f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`"
             )
-        handover, self._handover = self._handover, None
+        handover = pending(self._record_path(profile))
         try:
             self._wait(record, timeout_s)
         except BaseException:  # a failure, the deadline or Ctrl-C: the old server, still serving, stays
@@ -425,6 +424,7 @@ class LocalTarget(Target):
                 " found by its port and command line" if record.recovered else ""
             )
         clear_record(state_dir / STATE_FILE)
+        clear_record(state_dir / HANDOVER_FILE)
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
         # What vLLM left in its TMPDIR is of no use once it stopped.
         ownership.remove(state_dir, scratch_dir(state_dir, Path(tempfile.gettempdir())))

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from k3deploy.targets.local.handover import HANDOVER_FILE
 from tests.integration.vllm_server import alive
 from tests.ports import free_port
 from tests.targets.local.conftest import FakeLocal
@@ -79,6 +80,7 @@ def test_a_move_to_another_port_starts_the_new_server_before_stopping_the_old(fa
     )
     new = fake_local.record()
     assert new["port"] == other and new["pid"] != old and alive(new["pid"]) and not alive(old)
+    assert not (fake_local.state_dir / HANDOVER_FILE).exists()  # the handover ended with the wait
     fake_local.sets.append(f"vllm.port={other}")  # so the fixture's `down` stops it
 
 
@@ -91,3 +93,4 @@ def test_a_replacement_that_never_gets_ready_leaves_the_old_server_serving(fake_
     assert [(s["name"], s["status"]) for s in summary["stages"]][3] == ("wait", "fail")
     assert summary["rollback"] == f"kept the running server (pid {old['pid']}): the failed up did not change it"
     assert alive(old["pid"]) and fake_local.record()["pid"] == old["pid"] and fake_local.record()["port"] == old["port"]
+    assert not (fake_local.state_dir / HANDOVER_FILE).exists()
