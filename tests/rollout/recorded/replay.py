@@ -18,7 +18,8 @@ from typing import Any
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build as render
 from k3deploy.rollout.colours import lws_of
-from k3deploy.rollout.plan import LiveLws
+from k3deploy.rollout.plan import LiveLws, LiveState, Strategy
+from k3deploy.rollout.upgrade import read_lws
 
 #: The profile every recording is of.
 PROFILE = "kimi-k3-gb300-tp16"
@@ -120,3 +121,11 @@ class RecordedApi:
 
     def __getattr__(self, name: str) -> Any:
         raise Unrecorded(f"the recording holds no answers to KubeApi.{name}")
+
+
+def recorded(name: str, label: str, strategy: Strategy) -> tuple[list[dict[str, Any]], LiveState]:
+    """The set of recording `name`'s read `label` and the live state read_lws makes of the recording for
+    `strategy` (what the Kubernetes target hands the plan builders)."""
+    recording = load(name)
+    api = RecordedApi(recording["reads"])
+    return recorded_set(recording, label), LiveState(read_lws(api, recording["lws"][label], strategy))
