@@ -25,19 +25,23 @@ NAME_SELECTOR = f"leaderworkerset.sigs.k8s.io/name={PROFILE}"
 
 
 def lws_get(namespace: str) -> str:
+    """The fake's record of a get of the LeaderWorkerSet in `namespace`."""
     return f"get {get_key(LWS_API, 'LeaderWorkerSet', PROFILE, namespace)}"
 
 
 def dry_run(obj: dict[str, Any]) -> str:
+    """The fake's record of a forced server dry run of `obj`."""
     return f"apply {apply_key(obj, True)}"
 
 
 def read(recording: dict[str, Any], label: str, strategy: Strategy, **kw: Any) -> tuple[LiveLws, RecordedApi]:
+    """read_lws of the recording's LeaderWorkerSet `label` on a fake of the recording, and the fake."""
     api = RecordedApi(recording["reads"])
     return read_lws(api, recording["lws"][label], strategy, **kw), api
 
 
 def live_of(recording: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """The live LeaderWorkerSet as the recorded get answered."""
     return dict(recording["reads"]["get"][get_key(LWS_API, "LeaderWorkerSet", PROFILE, namespace)])
 
 
