@@ -1,5 +1,8 @@
 """The rollout planned as pure data (rollout/plan.py): a first install, `apply`'s dry run, diff and --no-wait, and the
-rolling walk of N >= 2 groups, each from a live state as the target reads it; no cluster, no I/O."""
+rolling walk of N >= 2 groups, each from a live state as the target reads it; no cluster, no I/O.
+
+The walks are planned on live states recorded from the real control plane (tests/rollout/recorded), read by
+`read_lws` as the Kubernetes target reads them; the rest on live states made by hand (`live_of`)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build as render
 from k3deploy.rollout import plan as p
 from k3deploy.rollout.colours import lws_of
+from tests.rollout.recorded.replay import recorded
 
 PROFILE = "kimi-k3-gb300-tp16"
 LWS = PROFILE
@@ -100,10 +104,8 @@ def test_leftovers_of_a_cut_short_blue_green_go_before_anything_is_applied() -> 
     assert plan.steps[1] == p.RemoveLeftovers([leftover], LWS)
 
 
-def test_two_changed_groups_are_held_at_partition_2_then_walked_down_each_smoked_before_the_next() -> None:
-    old, new = rendered("parallel.replicas=2"), rendered("parallel.replicas=2", "vllm.image=vllm/vllm-openai:next")
-    live = p.LiveLws(live=live_of(lws_of(old) or {}), template_changes=True, pods_change=True)
-    plan = p.build(new, p.LiveState(live), UP, PROFILE)
+def assert_walked_down(plan: p.Plan, new: list[dict[str, Any]]) -> None:
+    """Held at partition 2, then each group rolled, waited, smoked by its leader and recorded, 1 then 0."""
     held = [
         o for s in plan.stage(p.APPLY) if isinstance(s, p.Apply) for o in s.objects if o["kind"] == "LeaderWorkerSet"
     ]
@@ -124,6 +126,19 @@ def test_two_changed_groups_are_held_at_partition_2_then_walked_down_each_smoked
     assert isinstance(final, p.Apply) and final.objects == [rendered_lws] and partition(final.objects[0]) is None
     assert said == p.Note(f"  all 2 groups of {LWS} rolled, each smoke-tested before the next", "wait")
     assert kinds(plan.stage(p.WAIT)[-3:]) == ["Wait", "Apply", "RecordRevision"]
+
+
+def test_two_changed_groups_are_held_at_partition_2_then_walked_down_each_smoked_before_the_next() -> None:
+    # Two groups the real controller brought up, read for a new image: the dry run bumps the generation.
+    new, live = recorded("two_groups", "new_image", UP)
+    assert_walked_down(p.build(new, live, UP, PROFILE), new)
+
+
+def test_a_walk_stopped_at_group_1_is_walked_again_from_the_top() -> None:
+    # Group 1 runs the new template but never passed its gate, group 0 still runs the old one (partition 1 held).
+    new, live = recorded("two_groups_mid_walk", "new_image", UP)
+    assert live.lws.ungated == [1, 0]
+    assert_walked_down(p.build(new, live, UP, PROFILE), new)
 
 
 def test_a_template_no_gate_passed_on_is_gated_group_by_group_without_rolling() -> None:
@@ -148,14 +163,15 @@ def test_no_walk_without_a_gate_a_live_group_count_to_keep_or_a_change() -> None
     two = rendered("parallel.replicas=2")
     changed = p.LiveLws(live=live_of(lws_of(two) or {}), template_changes=True, pods_change=True)
     one_live = p.LiveLws(live=live_of(lws_of(rendered()) or {}), template_changes=True, pods_change=True)
-    unchanged = p.LiveLws(live=live_of(lws_of(two) or {}))
-    for live, strategy in (
-        (changed, p.Strategy(group_smoke=False)),  # --skip-smoke: the controller rolls every group itself
-        (one_live, UP),  # a change of N is the controller's
-        (unchanged, UP),  # nothing to roll, every gate passed
-        (p.LiveLws(), UP),  # a first install
+    # Two groups the real controller brought up, read for their own template.
+    installed, unchanged = recorded("two_groups", "installed", UP)
+    for objects, live, strategy in (
+        (two, changed, p.Strategy(group_smoke=False)),  # --skip-smoke: the controller rolls every group itself
+        (two, one_live, UP),  # a change of N is the controller's
+        (installed, unchanged.lws, UP),  # nothing to roll, every gate passed
+        (two, p.LiveLws(), UP),  # a first install
     ):
-        plan = p.build(two, p.LiveState(live), strategy, PROFILE)
+        plan = p.build(objects, p.LiveState(live), strategy, PROFILE)
         assert not any(isinstance(s, (p.SmokeGroup, p.WaitGroup, p.RecordGate)) for s in plan.steps), live
         assert all(partition(o) is None for s in plan.steps if isinstance(s, p.Apply) for o in s.objects)
 

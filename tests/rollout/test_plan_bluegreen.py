@@ -1,22 +1,31 @@
 """Blue-green planned as pure data (rollout/plan.py `blue_green`, `switch_over`): the new colour beside the live one,
-its smoke, the switch, the old group's removal, and what a rollback reads of how far it got; no cluster."""
+its smoke, the switch, the old group's removal, and what a rollback reads of how far it got; no cluster.
+
+The live states are recorded from the real control plane (tests/rollout/recorded: one group after a first install,
+nothing installed), read by `read_lws` as the Kubernetes target reads them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from k3deploy.rollout import plan as p
-from k3deploy.rollout.colours import lws_of, recoloured, selected
-from tests.rollout.test_plan import LWS, PROFILE, keys, kinds, live_of, rendered
+from k3deploy.rollout.colours import recoloured, selected
+from tests.rollout.recorded.replay import recorded
+from tests.rollout.test_plan import LWS, PROFILE, keys, kinds
 
 GREEN = f"{LWS}-green"
 BLUE_GREEN = p.Strategy(name="blue-green", group_smoke=True)
-NEW = ("vllm.image=vllm/vllm-openai:next",)
 
 
 def changed(live_colour: str = LWS) -> tuple[list[dict], p.LiveState]:
-    """The rendered change under the live colour, and the live state of a changed live group."""
-    objects = recoloured(rendered(*NEW), LWS, live_colour)
-    live = recoloured(rendered(), LWS, live_colour)
-    return objects, p.LiveState(p.LiveLws(live=live_of(lws_of(live) or {}), template_changes=True))
+    """The rendered change under the live colour, and the live state of a changed live group: the recorded group
+    read for a new image (recoloured when another colour serves)."""
+    objects, live = recorded("one_group", "new_image", BLUE_GREEN)
+    assert live.lws.live is not None
+    if live_colour == LWS:
+        return objects, live
+    group = recoloured([live.lws.live], LWS, live_colour)[0]
+    return recoloured(objects, LWS, live_colour), p.LiveState(dataclasses.replace(live.lws, live=group))
 
 
 def test_the_new_colour_goes_in_beside_the_live_group_with_a_preview_service_and_the_api_service_unmoved() -> None:
@@ -80,9 +89,10 @@ def test_without_smoke_the_switch_still_waits_for_the_new_group_first() -> None:
 
 
 def test_nothing_live_or_nothing_changed_is_an_ordinary_rollout() -> None:
-    objects, live = changed()
-    unchanged = p.LiveState(p.LiveLws(live=live.lws.live, template_changes=False))
-    for state in (p.LiveState(), unchanged):
+    objects, _ = changed()
+    _, nothing = recorded("absent", "installed", BLUE_GREEN)
+    _, unchanged = recorded("one_group", "installed", BLUE_GREEN)
+    for state in (nothing, unchanged):
         plan = p.build(objects, state, BLUE_GREEN, PROFILE)
         assert plan.blue_green is None and not any(isinstance(s, p.Switch) for s in plan.steps)
 
