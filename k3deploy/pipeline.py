@@ -31,6 +31,7 @@ from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.rollout.plan import APPLY, WAIT, Plan, SmokeGroup, Step, StepOutcome, apply_summary
 from k3deploy.smoke.headline import headline
+from k3deploy.smoke.job_report import verdict as job_verdict
 from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
@@ -266,7 +267,7 @@ def _group_smoke(
     """Smoke one new group through its leader, from here or from inside the cluster; raise when it fails."""
     note(step.heading)
     if where == IN_CLUSTER:
-        report, reach = target.smoke_group_in_cluster(profile, rendering.objects, step.lws, step.group)
+        report, reach = job_verdict(target.run_group_smoke_job(profile, rendering.objects, step.lws, step.group))
     else:
         with target.group_reach(profile, step.lws, step.group) as reach:
             report = run_smoke(profile, reach.url)
@@ -282,7 +283,7 @@ def _smoke(
     where: str,
 ) -> str:
     if where == IN_CLUSTER:
-        report, reach = target.smoke_in_cluster(profile, rendering.objects)
+        report, reach = job_verdict(target.run_smoke_job(profile, rendering.objects))
     else:
         with target.reach(profile) as reach:
             note(f"    smoke {reach.describe()}")

@@ -803,14 +803,24 @@ def test_rollout_modules_take_no_target() -> None:
 
 def test_every_smoke_of_up_runs_in_the_pipeline() -> None:
     """The final smoke and each new group's gate are run and judged by k3deploy/pipeline.py: no target or rollout
-    module runs a smoke itself (the in-cluster Job's report is read there, and judged by the pipeline)."""
+    module runs a smoke or reads a verdict itself (an in-cluster Job is run to its end there, and the pipeline reads
+    its report: smoke/job_report.py `verdict`); no target or rollout module even names a smoke report."""
     offenders = [
-        str(path.relative_to(REPO_ROOT))
+        f"{path.relative_to(REPO_ROOT)}: {name}"
         for package in ("targets", "rollout")
         for path in (PACKAGE / package).rglob("*.py")
-        if "k3deploy.smoke.runner" in _k3deploy_imports(path)
+        for name in ("k3deploy.smoke.runner", "k3deploy.report.smoke")
+        if name in _k3deploy_imports(path)
+    ]
+    offenders += [
+        f"{path.relative_to(REPO_ROOT)}: calls {name}"
+        for package in ("targets", "rollout")
+        for path in (PACKAGE / package).rglob("*.py")
+        for name in ("verdict", "report_from_log")
+        if _calls(path, (name,), "k3deploy.smoke.job_report")
     ]
     assert offenders == []
+    assert _calls(PACKAGE / "pipeline.py", ("verdict",), "k3deploy.smoke.job_report")
 
 
 def test_smoke_and_bench_measure_through_one_loop() -> None:

@@ -5,9 +5,12 @@ the JSON report its log ends with (smoke/job_report.py), so an operator who cann
 
 A fresh run: a smoke Job left by an earlier `up` (k3deploy's own, by its ownership mark) is deleted first, so the
 verdict is this revision's. The per-group gates of the rolling upgrade and blue-green run the same Job, renamed after
-the new group's leader (`<leader>-smoke`) and pointed at the leader's cluster DNS name, and delete it afterwards. The report decides, as it does client-side: a failed check rolls back; a report that
-says the server could not be tested, a Job that ends without a report, a Job that fails while its report passed, or
-a Job not done by its own deadline is a SmokeUnreachable (exit 3): the install is kept.
+the new group's leader (`<leader>-smoke`) and pointed at the leader's cluster DNS name, and delete it afterwards.
+
+This module runs the Job and reads its log (the target's I/O); the pipeline judges what the log says
+(smoke/job_report.py `verdict`), as it judges a smoke run from here. A Job that cannot run (one k3deploy did not
+create is in the way, it is deleted while it runs, or it is not done by its own deadline) is a SmokeUnreachable
+(exit 3): the install is kept.
 """
 
 from __future__ import annotations
@@ -19,13 +22,12 @@ from typing import Any
 from k3deploy.errors import SmokeUnreachable
 from k3deploy.kube.api import object_key
 from k3deploy.render.manifests import SMOKE_COMPONENT
-from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.order import job_role
 from k3deploy.rollout.ownership import owned
 from k3deploy.rollout.readiness import job_readiness
-from k3deploy.smoke.job_report import report_from_log
+from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
 
 #: Seconds between two looks at the Job.
@@ -100,12 +102,11 @@ def _pod(api: Any, live: dict[str, Any]) -> dict[str, Any] | None:
     return pods[-1] if pods else None
 
 
-def run(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> tuple[SmokeReport, Reach]:
-    """Run the smoke Job afresh and return the report its log ends with; SmokeUnreachable when there is no verdict."""
+def run(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> JobRun:
+    """Run the smoke Job afresh, wait for its end and read its log; SmokeUnreachable when it cannot run to its end."""
     live = fresh_job(api, job, note, force=force)
     target = f"job/{live['metadata']['namespace']}/{live['metadata']['name']}"
-    reach = Reach("", "in-cluster", target, retry_hint=_hint(job))
-    note(f"    smoke {reach.describe()}: waiting for it to finish")
+    note(f"    smoke {Reach('', 'in-cluster', target).describe()}: waiting for it to finish")
     done = _wait(api, live)
     state = job_readiness(done)
     pod = _pod(api, done)
@@ -114,16 +115,8 @@ def run(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> tup
         text = api.read_log(
             pod["metadata"]["name"], pod["metadata"]["namespace"], CONTAINER, limit_bytes=LOG_LIMIT_BYTES
         )
-    report = report_from_log(text)
     outcome = "completed" if state.ready else f"failed ({state.reason}: {state.message})"
-    if report is None:
-        raise SmokeUnreachable(
-            f"the smoke Job {object_key(job)} {outcome} without a smoke report in its log", hint=_hint(job)
-        )
-    reach = Reach(report.endpoint, "in-cluster", target, retry_hint=reach.retry_hint)
-    if state.failed and report.blocked_by is None and not any(c.status.value == "fail" for c in report.checks):
-        raise SmokeUnreachable(f"the smoke Job {object_key(job)} {outcome} although its report passed", hint=_hint(job))
-    return report, reach
+    return JobRun(object_key(job), target, text, outcome, bool(state.failed), _hint(job))
 
 
 def smoke_job(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -145,9 +138,9 @@ def gate_job(job: dict[str, Any], lws_name: str, group: int, port: int) -> dict[
 
 def gate(
     api: Any, job: dict[str, Any], lws_name: str, group: int, port: int, note: Any, *, force: bool = False
-) -> tuple[SmokeReport, Reach]:
+) -> JobRun:
     """Smoke one new group from inside the cluster with the set's smoke Job `job` renamed after its leader (deleted
-    afterwards); the report and how it reached the group, judged by the caller as any smoke is."""
+    afterwards); the run, judged by the pipeline as any smoke is."""
     one = gate_job(job, lws_name, group, port)
     meta = one["metadata"]
     try:

@@ -25,8 +25,8 @@ from rich.table import Table
 from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
-from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.plan import WHOLE, ApplyAll, Plan, Step, StepOutcome, WaitAll
+from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
 from k3deploy.targets.rendering import Objects, Rendering
 
@@ -146,15 +146,14 @@ class Target(abc.ABC):
         """The way to one group's leader, for a plan's per-group smoke; UsageError where the target has no groups."""
         raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
 
-    def smoke_group_in_cluster(
-        self, profile: Profile, objects: Objects, lws: str, group: int
-    ) -> tuple[SmokeReport, Reach]:
-        """Smoke one group from inside the target (`up --smoke in-cluster`); UsageError where the target has no inside."""
+    def run_group_smoke_job(self, profile: Profile, objects: Objects, lws: str, group: int) -> JobRun:
+        """Run the set's smoke Job against one group from inside the target (`up --smoke in-cluster`) to its end;
+        the pipeline judges it. UsageError where the target has no inside."""
         raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
 
-    def smoke_in_cluster(self, profile: Profile, objects: Objects) -> tuple[SmokeReport, Reach]:
-        """Run the smoke from inside the target (`up --smoke in-cluster`) and return its report; UsageError where
-        the target has no inside."""
+    def run_smoke_job(self, profile: Profile, objects: Objects) -> JobRun:
+        """Run the set's smoke Job from inside the target (`up --smoke in-cluster`) to its end; the pipeline judges
+        it. UsageError where the target has no inside."""
         raise UsageError(
             f"--smoke in-cluster needs a cluster; profile {profile.name!r} runs on target {self.name!r}",
             hint="drop --smoke: the local target's smoke already runs where the server does",

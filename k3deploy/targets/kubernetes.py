@@ -26,7 +26,6 @@ from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
 from k3deploy.render.manifests import SMOKE_COMPONENT, rendered_objects, service_url
 from k3deploy.report.model import CheckResult
-from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout import bluegreen, forward, in_cluster
 from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import plan as rollout_plan
@@ -42,6 +41,7 @@ from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.runner import Runner
 from k3deploy.rollout.upgrade import read_lws
 from k3deploy.rollout.wait import Waiter
+from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions, kubernetes_render
 from k3deploy.targets.base import Rendering, Revision, Target, TargetStatus
@@ -246,9 +246,7 @@ class KubernetesTarget(Target):
         """--group-endpoint or --endpoint when given, else a port-forward to the group's leader (rollout/forward.py)."""
         return forward.reach(self.api, self.options, profile, lws, group)
 
-    def smoke_group_in_cluster(
-        self, profile: Profile, objects: Objects, lws: str, group: int
-    ) -> tuple[SmokeReport, Reach]:
+    def run_group_smoke_job(self, profile: Profile, objects: Objects, lws: str, group: int) -> JobRun:
         """Run the rendered smoke Job against one group's leader (rollout/in_cluster.py)."""
         job = in_cluster.smoke_job(list(objects))
         if job is None:
@@ -268,8 +266,8 @@ class KubernetesTarget(Target):
             self.deadline.restart(_RECORD_BUDGET_S)
         return forward.reach(self.api, self.options, profile)
 
-    def smoke_in_cluster(self, profile: Profile, objects: Objects) -> tuple[SmokeReport, Reach]:
-        """Run the rendered smoke Job afresh and take its verdict from its log's report (rollout/in_cluster.py)."""
+    def run_smoke_job(self, profile: Profile, objects: Objects) -> JobRun:
+        """Run the rendered smoke Job afresh to its end and read its log (rollout/in_cluster.py)."""
         jobs = [o for o in objects if job_role(o) == SMOKE_COMPONENT]
         if not jobs:
             raise UsageError("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
