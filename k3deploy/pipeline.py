@@ -35,7 +35,7 @@ from k3deploy.smoke.job_report import verdict as job_verdict
 from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
-from k3deploy.targets.base import Rendering, Revision, Target, TargetStatus
+from k3deploy.targets.base import Held, Rendering, Revision, Target, TargetStatus
 
 #: The stages of `up`; the report is the summary the command prints at the end.
 UP_STAGES = ("preflight", "render", "apply", "wait", "smoke")
@@ -181,6 +181,8 @@ class _Rollout:
     the steps begun."""
 
     rendering: Rendering
+    #: What the command's lock made to hold itself.
+    held: Held | None = None
     plan: Plan | None = None
     begun: list[Step] = field(default_factory=list)
     previous: Revision | None = None
@@ -203,7 +205,7 @@ def _run_steps(
         if isinstance(step, SmokeGroup):
             _group_smoke(profile, target, rollout.rendering, step, note, smoke_where)
         else:
-            outcomes.append(target.run_step(profile, step, timeout_s))
+            outcomes.append(target.run_step(profile, step, timeout_s, rollout.held))
     return outcomes
 
 
@@ -333,11 +335,11 @@ def up(
     checks (`smoke_where`: from here, CLIENT, or by the in-cluster Job, IN_CLUSTER). `rendering`: the set the
     command rendered (the target renders it here when there is none)."""
     rendering = target.render(profile) if rendering is None else rendering
-    with target.locked(profile, "up", rendering.objects):
+    with target.locked(profile, "up", rendering.objects) as held:
         return _up(
             profile,
             target,
-            rendering,
+            _Rollout(rendering, held),
             note,
             timeout_s=timeout_s,
             preflight=preflight,
@@ -350,7 +352,7 @@ def up(
 def _up(
     profile: Profile,
     target: Target,
-    rendering: Rendering,
+    rollout: _Rollout,
     note: Callable[[str], None],
     *,
     timeout_s: float | None,
@@ -360,13 +362,13 @@ def _up(
     smoke_where: str,
 ) -> RunSummary:
     summary = RunSummary("up", profile.name, target.name)
+    rendering = rollout.rendering
     stages = _Stages(summary, UP_STAGES, note)
     if preflight:
         stages.run("preflight", lambda: _checks_detail(target.preflight(profile, rendering.objects), note))
     else:
         stages.skip("preflight", "--skip-preflight")
     stages.run("render", lambda: _render(profile, rendering))
-    rollout = _Rollout(rendering)
 
     def apply() -> str:
         """Remember what is live (for a rollback), then plan and apply."""
@@ -410,14 +412,14 @@ def apply(
     """render -> apply (-> wait): what `k3deploy apply` does; no preflight, smoke or rollback. `rendering`: the set
     the command rendered (the target renders it here when there is none)."""
     rendering = target.render(profile) if rendering is None else rendering
-    with target.locked(profile, "apply", rendering.objects):
-        return _apply_stages(profile, target, rendering, note, wait=wait, timeout_s=timeout_s)
+    with target.locked(profile, "apply", rendering.objects) as held:
+        return _apply_stages(profile, target, _Rollout(rendering, held), note, wait=wait, timeout_s=timeout_s)
 
 
 def _apply_stages(
     profile: Profile,
     target: Target,
-    rendering: Rendering,
+    rollout: _Rollout,
     note: Callable[[str], None],
     *,
     wait: bool,
@@ -425,8 +427,7 @@ def _apply_stages(
 ) -> RunSummary:
     summary = RunSummary("apply", profile.name, target.name)
     stages = _Stages(summary, APPLY_STAGES, note)
-    stages.run("render", lambda: _render(profile, rendering))
-    rollout = _Rollout(rendering)
+    stages.run("render", lambda: _render(profile, rollout.rendering))
     stages.run("apply", lambda: _apply(target, profile, rollout, summary, note, CLIENT))
     if wait:
         stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, note, CLIENT))

@@ -855,13 +855,21 @@ def test_the_access_review_is_derived_in_one_module_from_the_set_and_the_plan() 
     assert "reachable(" in source
 
 
-def test_the_local_target_keeps_no_handover_between_its_calls() -> None:
-    """`apply` begins a make-before-break handover and `wait_ready` ends it: it is kept in the state directory
-    (targets/local/handover.py), never on the target, so another instance (or another command) finds it."""
-    path = PACKAGE / "targets" / "local" / "target.py"
-    assigned = {
+def _stored(path: Path) -> set[str]:
+    return {
         node.attr
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
     }
-    assert "_handover" not in assigned and assigned <= {"_view", "options", "view"}, assigned
+
+
+def test_the_targets_keep_no_rollout_state_between_their_calls() -> None:
+    """The local target's make-before-break handover is kept in the state directory from the `apply` that begins it
+    to the `wait_ready` that ends it (targets/local/handover.py), and the Namespace the Kubernetes target's lock made
+    is yielded by the lock and passed to each step (targets/base.py `Held`): neither is an attribute a later call
+    reads. What the targets store: their options and view, the Kubernetes target's connection (made on first use)
+    and its deadline."""
+    local = _stored(PACKAGE / "targets" / "local" / "target.py")
+    assert local <= {"_view", "options", "view"}, local
+    kubernetes = _stored(PACKAGE / "targets" / "kubernetes.py")
+    assert kubernetes <= {"options", "view", "_api", "deadline"}, kubernetes

@@ -51,8 +51,8 @@ class Runner:
     waiter: Callable[[], Waiter]
     remaining: Callable[[], float | None]
     force: bool = False
-    #: The Namespace this command created to hold its lease: its apply reports it created.
-    made_namespace: str | None = None
+    #: What this command's lock created to hold itself (the Namespace of its Lease): its apply reports it created.
+    made: tuple[str, ...] = ()
 
     def run(self, step: Step) -> StepOutcome:
         """Do `step`; raise a K3DeployError (with a diagnosis where there is one) when it fails."""
@@ -130,7 +130,7 @@ class Runner:
 
     def _made(self, applied: Applied) -> Applied:
         """`applied`, as created when it is the Namespace this command made for its lease."""
-        if applied.key == self.made_namespace and applied.action == "unchanged":
+        if applied.key in self.made and applied.action == "unchanged":
             return dataclasses.replace(applied, action="created")
         return applied
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -49,6 +50,14 @@ class ApplyOutcome(BaseModel):
     applied: list[dict[str, str]] = []
     #: (what, unified diff) for a dry run with diff.
     diffs: list[tuple[str, str]] = []
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a command's lock made to hold itself (the Namespace its Lease lives in), as `Kind/name` keys: the apply
+    that follows reports them created. The lock yields it, the pipeline passes it to each step."""
+
+    made: tuple[str, ...] = ()
 
 
 class WaitOutcome(BaseModel):
@@ -96,9 +105,9 @@ class Target(abc.ABC):
         """The rollout deadline the profile asks for on this target."""
         return float(profile.kubernetes.rollout_timeout_s)
 
-    def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[None]:
+    def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[Held | None]:
         """Held for a whole command (`what`, on the set it rendered); a target driven by one command at a time locks
-        here."""
+        here. It yields what it made to hold itself (None: nothing)."""
         return contextlib.nullcontext()
 
     def outage_question(self, profile: Profile, objects: Objects) -> str | None:
@@ -115,8 +124,9 @@ class Target(abc.ABC):
         `wait_ready`."""
         return WHOLE
 
-    def run_step(self, profile: Profile, step: Step, timeout_s: float) -> StepOutcome:
-        """Do one step of `plan` (`timeout_s`: the wait stage's); a K3DeployError carrying a diagnosis on failure."""
+    def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
+        """Do one step of `plan` (`timeout_s`: the wait stage's; `held`: what the command's lock made); a
+        K3DeployError carrying a diagnosis on failure."""
         if isinstance(step, ApplyAll):
             outcome = self.apply(profile)
             return StepOutcome(list(outcome.applied), outcome.changed, list(outcome.diffs), outcome.summary)

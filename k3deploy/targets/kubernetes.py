@@ -44,7 +44,7 @@ from k3deploy.rollout.wait import Waiter
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions, kubernetes_render
-from k3deploy.targets.base import Rendering, Revision, Target, TargetStatus
+from k3deploy.targets.base import Held, Rendering, Revision, Target, TargetStatus
 from k3deploy.targets.kubernetes_status import describe
 from k3deploy.targets.kubernetes_view import (
     kubernetes_down_question,
@@ -84,7 +84,6 @@ class KubernetesTarget(Target):
             self.deadline.restart(self.options.timeout_s)
         #: The Namespace this command's lock created to hold its lease (the apply reports it created): set and read
         #: only inside `locked`, which spans the whole command.
-        self._made_namespace: str | None = None
 
     @property
     def api(self) -> KubeApi:
@@ -135,32 +134,34 @@ class KubernetesTarget(Target):
 
     # -- the Target contract ------------------------------------------------------------------------------
 
-    def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[None]:
-        """The release's Lease for the whole command (rollout/lease.py); none for a dry run or a diff."""
+    def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[Held | None]:
+        """The release's Lease for the whole command (rollout/lease.py); none for a dry run or a diff. It yields the
+        Namespace it made to hold the Lease in, if it did."""
         if self.options.dry_run or self.options.diff:
             return contextlib.nullcontext()
         return self._leased(profile, what, objects)
 
     @contextlib.contextmanager
-    def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[None]:
+    def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[Held | None]:
         namespace = profile.kubernetes.namespace
         # Taking the lease counts against --timeout (self.api); renewing and freeing it have their own deadline, so
         # past --timeout the lease is still renewed and freed (each request keeps its timeouts).
         api = self.api
         free = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
+        made = Held()
         if api.get("v1", "Namespace", namespace) is None:
             rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
             if what == "down" or rendered is None:
-                yield  # nothing there to change, or no namespace of k3deploy's to hold the lease in
+                yield None  # nothing there to change, or no namespace of k3deploy's to hold the lease in
                 return
             # The Namespace the apply makes anyway (it holds the lease): the apply still reports it created.
-            self._made_namespace = apply_object(api, rendered).key
+            made = Held((apply_object(api, rendered).key,))
         if not api.served(LEASE_API, "Lease"):
             self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
-            yield
+            yield made
             return
         with ReleaseLease(free, namespace, profile.name, identity(what), note=self.view.note, acquire_api=api).hold():
-            yield
+            yield made
 
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes_render.py)."""
@@ -218,7 +219,7 @@ class KubernetesTarget(Target):
         )
         return rollout_plan.build(live_objects, live, strategy, profile.name)
 
-    def run_step(self, profile: Profile, step: Step, timeout_s: float) -> StepOutcome:
+    def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
         """Do one step: a stage's start sets the deadline, the rest is the runner's (rollout/runner.py)."""
         if isinstance(step, Begin):
             if step.stage == APPLY:
@@ -228,9 +229,9 @@ class KubernetesTarget(Target):
                 if remaining is None or timeout_s < remaining:
                     self.deadline.restart(timeout_s)
             return StepOutcome()
-        return self._runner(profile).run(step)
+        return self._runner(profile, held or Held()).run(step)
 
-    def _runner(self, profile: Profile) -> Runner:
+    def _runner(self, profile: Profile, held: Held) -> Runner:
         return Runner(
             self.api,
             profile.kubernetes.namespace,
@@ -239,7 +240,7 @@ class KubernetesTarget(Target):
             waiter=lambda: self._waiter(profile),
             remaining=self.deadline.remaining,
             force=self.options.force_conflicts,
-            made_namespace=self._made_namespace,
+            made=held.made,
         )
 
     def group_reach(self, profile: Profile, lws: str, group: int) -> contextlib.AbstractContextManager[Reach]:

@@ -41,10 +41,10 @@ class Planned(ScriptedTarget):
             ]
         )
 
-    def run_step(self, profile: Any, step: p.Step, timeout_s: float) -> p.StepOutcome:
+    def run_step(self, profile: Any, step: p.Step, timeout_s: float, held: Any = None) -> p.StepOutcome:
         self.calls.append(type(step).__name__)
         if isinstance(step, p.WaitAll):
-            return super().run_step(profile, step, timeout_s)
+            return super().run_step(profile, step, timeout_s, held)
         if isinstance(step, p.Note) and step.stage == p.APPLY:
             return p.StepOutcome([{"object": "Thing/a", "action": "created"}], changed=True)
         return p.StepOutcome()
