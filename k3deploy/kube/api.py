@@ -64,7 +64,7 @@ class KubeApi:
         self.client.close()
 
     def _translate(self, exc: BaseException, action: str) -> K3DeployError:
-        return translate(exc, action, server=self.server)
+        return translate(exc, action, server=self.server, answered=self.client.describe_last_answer())
 
     def request(
         self,
