@@ -873,3 +873,150 @@ def test_the_targets_keep_no_rollout_state_between_their_calls() -> None:
     assert local <= {"_view", "options", "view"}, local
     kubernetes = _stored(PACKAGE / "targets" / "kubernetes.py")
     assert kubernetes <= {"options", "view", "_api", "deadline"}, kubernetes
+
+
+# -- one REST path builder, one look policy ---------------------------------------------------------------------
+
+#: The module that builds Kubernetes REST paths (`rest_path`, `/version`, `/apis` discovery) and holds the look policy.
+KUBE_API = "k3deploy/kube/api.py"
+#: A Kubernetes REST path: the core group's `/api/...` or a named group's `/apis/...`.
+KUBE_PATH_PREFIXES = ("/api/", "/apis/")
+KUBE_PATHS = {"/api", "/apis"}
+#: Strings of that shape that are not the Kubernetes API's, each with why.
+NOT_KUBE_PATHS = {
+    ("k3deploy/observe/watch_sources.py", "/api/v1/query"): "Prometheus' instant-query API",
+    ("k3deploy/pin/hub.py", "/api/models/"): "the Hugging Face Hub's model API",
+}
+
+
+def _kube_paths(path: Path) -> set[str]:
+    """String constants (f-string parts too) of `path` shaped as a Kubernetes REST path."""
+    return {
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (node.value in KUBE_PATHS or node.value.startswith(KUBE_PATH_PREFIXES))
+    }
+
+
+def test_only_kube_api_builds_a_kubernetes_rest_path() -> None:
+    """kube/read.py once built REST paths by hand beside KubeApi, with a retry and timeout policy of its own: only
+    kube/api.py spells a Kubernetes REST path, only it chooses how many attempts a call gets, and kube/read.py is
+    gone (nothing imports it)."""
+    builders, policies, importers = set(), set(), set()
+    for path in PACKAGE.rglob("*.py"):
+        where = str(path.relative_to(REPO_ROOT))
+        if where != KUBE_API:
+            builders |= {(where, text) for text in _kube_paths(path)} - NOT_KUBE_PATHS.keys()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and any(k.arg == "attempts" for k in node.keywords):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in ("call_with_retries", "request"):
+                    policies.add(f"{where}:{node.lineno}")
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and "k3deploy.kube.read" in _imported_modules(node):
+                importers.add(where)
+            if isinstance(node, ast.ImportFrom) and node.module == "k3deploy.kube":
+                importers |= {where for alias in node.names if alias.name == "read"}
+    assert builders == set()
+    assert {p.split(":")[0] for p in policies} <= {KUBE_API}, policies
+    assert not (PACKAGE / "kube" / "read.py").exists()
+    assert importers == set()
+    assert _kube_paths(PACKAGE / "kube" / "api.py")  # the rule sees the paths where they are built
+
+
+# -- no per-process mutable state in a module ------------------------------------------------------------------
+
+#: A call that makes a mutable container.
+MUTABLE_FACTORIES = {"list", "dict", "set", "defaultdict", "OrderedDict", "Counter", "deque", "bytearray"}
+#: Methods that change a list, dict, set or deque in place.
+MUTATORS = {
+    "append",
+    "appendleft",
+    "extend",
+    "extendleft",
+    "insert",
+    "remove",
+    "pop",
+    "popitem",
+    "clear",
+    "update",
+    "add",
+    "discard",
+    "setdefault",
+    "sort",
+    "reverse",
+    "difference_update",
+    "intersection_update",
+    "symmetric_difference_update",
+}
+#: Module-level containers a function may change, each with why; none may be under k3deploy/kube/.
+MUTABLE_MODULE_STATE = {
+    ("k3deploy/cli/__init__.py", "_TERMINATED"): "a SIGTERM is delivered to the process: its handler records it "
+    "where the exit code (143, not 130) is chosen",
+}
+
+
+def _module_containers(tree: ast.Module) -> dict[str, int]:
+    """Module-level names bound to a mutable container (a display, a comprehension, a factory call): line of each."""
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        value = node.value
+        func = value.func if isinstance(value, ast.Call) else None
+        factory = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        mutable = isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+        if mutable or factory in MUTABLE_FACTORIES:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {t.id: node.lineno for t in targets if isinstance(t, ast.Name)}
+    return out
+
+
+def _mutated_names(tree: ast.Module) -> set[str]:
+    """Names (bare, or as `module.NAME`) that a function of `tree` changes in place, rebinds globally or indexes into."""
+
+    def named(expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return expr.id
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            return expr.attr
+        return None
+
+    out: set[str] = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        for node in ast.walk(func):
+            if isinstance(node, ast.Global):
+                out.update(node.names)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+                out.add(named(node.func.value) or "")
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                out |= {named(t.value) or "" for t in targets if isinstance(t, ast.Subscript)}
+                if isinstance(node, ast.AugAssign):
+                    out.add(named(node.target) or "")
+    return out - {""}
+
+
+def test_no_module_keeps_mutable_state_in_a_module_level_container() -> None:
+    """kube/bounded.py once kept the last answer read in a module-level list (so one connection's error could quote
+    another's answer) and kube/exec_bound.py a plugin's timeout (for whichever `loading` came next): state lives in
+    the object or the call that owns it. A module-level container is an ALL_CAPS constant no function changes;
+    the few that are per-process by nature are listed with why, none under k3deploy/kube/."""
+    trees = {
+        str(path.relative_to(REPO_ROOT)): ast.parse(path.read_text(encoding="utf-8")) for path in PACKAGE.rglob("*.py")
+    }
+    mutated = set().union(*(_mutated_names(tree) for tree in trees.values()))
+    offenders = []
+    for where, tree in sorted(trees.items()):
+        for name, line in _module_containers(tree).items():
+            constant = name == "__all__" or name.lstrip("_").isupper()
+            if (not constant or name in mutated) and (where, name) not in MUTABLE_MODULE_STATE:
+                offenders.append(f"{where}:{line} {name}")
+    assert offenders == []
+    assert all(not where.startswith("k3deploy/kube/") for where, _ in MUTABLE_MODULE_STATE)
+    assert all(name in _module_containers(trees[where]) for where, name in MUTABLE_MODULE_STATE)  # none stale

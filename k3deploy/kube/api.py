@@ -1,9 +1,12 @@
 """The one way k3deploy reaches a cluster: a `KubeApi` holds the connection, and every call goes through it.
 
-Raw-dict access to any kind through the official DynamicClient, plus `request` for a path as JSON (what preflight's
-reads in kube/read.py use), with transient failures retried. Every method takes and returns plain dicts (the objects
-as the API server sends them), so the pure rollout modules never see a client type. Non-transient errors are
-translated once, here, naming the server this connection dialled (its state, not a module's).
+Raw-dict access to any kind through the official DynamicClient, with transient failures retried; and preflight's
+reads (`look`, `server_version`, `served_resources`, `can_i`): one `request` each for a path as JSON, built here
+(`rest_path`), without API discovery, under the one `look` policy (LOOK_ATTEMPTS, LOOK_TIMEOUT: preflight looks,
+it does not wait). Every method takes and returns plain dicts (the objects as the API server sends them), so the
+pure rollout and preflight modules never see a client type or a REST path. Non-transient errors are translated
+once, here, naming the server this connection dialled and quoting what it last answered (its state, not a
+module's).
 """
 
 from __future__ import annotations
@@ -24,6 +27,21 @@ from k3deploy.kube.retry import MAX_ATTEMPTS, call_with_retries
 
 #: The field manager of every server-side apply k3deploy makes.
 FIELD_MANAGER = "k3deploy"
+#: Preflight looks, it does not wait: one retry on a transient failure, then the error (a dead API server fails
+#: it fast) ...
+LOOK_ATTEMPTS = 2
+#: ... and each request within (connect, read) seconds: a black-holed address must not hang preflight.
+LOOK_TIMEOUT = (5.0, 30.0)
+
+
+def rest_path(api_version: str, plural: str = "", name: str | None = None, namespace: str | None = None) -> str:
+    """`/api/v1/...` (the core group) or `/apis/GROUP/VERSION/...`: a collection, or one object when `name` is
+    given, in `namespace` when one is given."""
+    parts = ["/api/v1" if api_version == "v1" else f"/apis/{api_version}"]
+    parts += ["namespaces", namespace] if namespace else []
+    parts += [plural] if plural else []
+    parts += [name] if name else []
+    return "/".join(parts)
 
 
 def object_key(obj: dict[str, Any]) -> str:
@@ -64,7 +82,7 @@ class KubeApi:
         self.client.close()
 
     def _translate(self, exc: BaseException, action: str) -> K3DeployError:
-        return translate(exc, action, server=self.server)
+        return translate(exc, action, server=self.server, answered=self.client.describe_last_answer())
 
     def request(
         self,
@@ -75,11 +93,12 @@ class KubeApi:
         query: builtins.list[tuple[str, str]] | None = None,
         body: dict[str, Any] | None = None,
         missing_ok: bool = False,
-        attempts: int = MAX_ATTEMPTS,
-        timeout: tuple[float, float] | None = None,
+        look: bool = False,
     ) -> Any:
         """One request to `path` for raw JSON (no model objects, no discovery); None for a 404 when `missing_ok`;
-        a KubeError (its `status` set) otherwise."""
+        a KubeError (its `status` set) otherwise. `look`: under the look policy (LOOK_ATTEMPTS, LOOK_TIMEOUT), else
+        retried as every call is, each attempt bounded by the command's deadline alone."""
+        attempts, timeout = (LOOK_ATTEMPTS, LOOK_TIMEOUT) if look else (MAX_ATTEMPTS, None)
         # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes.client.exceptions import ApiException
 
@@ -109,6 +128,60 @@ class KubeApi:
             raise self._translate(exc, action) from None
         except Exception as exc:
             raise self._translate(exc, action) from None
+
+    def look(
+        self,
+        action: str,
+        api_version: str,
+        plural: str,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        missing_ok: bool = False,
+    ) -> Any:
+        """A collection (or one object, by `name`) as raw JSON, as preflight reads: under the look policy, without
+        discovery; None for a 404 when `missing_ok`."""
+        query = [("fieldSelector", field_selector)] if field_selector else None
+        path = rest_path(api_version, plural, name, namespace)
+        return self.request("GET", path, action, query=query, missing_ok=missing_ok, look=True)
+
+    def server_version(self) -> str:
+        """The API server's gitVersion (`v1.34.1`), under the look policy."""
+        return str(self.request("GET", "/version", "read the server version", look=True)["gitVersion"])
+
+    def served_resources(self, groups: builtins.list[str]) -> builtins.list[str]:
+        """`plural.group` of every resource the server serves in `groups` (any served version), from the discovery
+        documents of those groups alone (not the DynamicClient's discovery of every group), under the look policy."""
+        listed = self.request("GET", "/apis", "discover API groups", look=True)
+        out: set[str] = set()
+        for group in listed.get("groups") or []:
+            if group.get("name") not in groups:
+                continue
+            for version in group.get("versions") or []:
+                gv = version["groupVersion"]
+                found = self.request("GET", rest_path(gv), f"discover {gv}", missing_ok=True, look=True) or {}
+                out.update(f"{r['name']}.{group['name']}" for r in found.get("resources") or [] if "/" not in r["name"])
+        return sorted(out)
+
+    def can_i(
+        self, verb: str, resource: str, group: str = "", namespace: str | None = None, subresource: str = ""
+    ) -> tuple[bool, str]:
+        """(allowed, reason) from a SelfSubjectAccessReview, as `kubectl auth can-i` asks it, under the look policy."""
+        attributes: dict[str, Any] = {"verb": verb, "resource": resource, "group": group}
+        if namespace:
+            attributes["namespace"] = namespace
+        if subresource:
+            attributes["subresource"] = subresource
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        path = rest_path("authorization.k8s.io/v1", "selfsubjectaccessreviews")
+        review = self.request("POST", path, f"review access to {verb} {resource}", body=body, look=True)
+        status = review.get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or "")
 
     def resource(self, api_version: str, kind: str) -> Any:
         """The dynamic resource of a kind; CheckFailed naming the kind when the cluster does not serve it."""

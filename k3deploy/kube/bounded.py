@@ -32,23 +32,11 @@ from k3deploy.kube.walled import until, walled
 _WATCH = re.compile(r"[?&]watch=(true|1)(&|$)", re.IGNORECASE)
 
 
-#: The last plain answer read: (request, content type, its first bytes); what a "not the Kubernetes API" error says.
-last_answer: list[tuple[str, str, bytes]] = []
 #: How much of an answer's body such an error shows.
 SHOWN_BYTES = 60
 #: The largest plain answer read (a list of every pod of a big cluster is tens of MiB); larger is not an API's.
 MAX_BODY_BYTES = 256 << 20
 _CHUNK = 1 << 16
-
-
-def describe_last_answer() -> str | None:
-    """`GET /version answered 200 text/html: '<!doctype html>...'`, or None before any answer was read."""
-    if not last_answer:
-        return None
-    what, content_type, head = last_answer[-1]
-    text = head[:SHOWN_BYTES].decode("utf-8", "replace")
-    more = "..." if len(head) > SHOWN_BYTES else ""
-    return f"{what} answered {content_type or 'no Content-Type'}, starting {text!r}{more}"
 
 
 def is_timeout(exc: BaseException) -> bool:
@@ -82,12 +70,24 @@ class BoundedApiClient(client.ApiClient):
     def __init__(self, configuration: Any, deadline: Deadline) -> None:
         super().__init__(configuration)
         self.deadline = deadline
+        #: The last plain answer this connection read: (request, content type, its first bytes); what a "not the
+        #: Kubernetes API" error of this connection says (kube/client.py translate).
+        self.last_answer: tuple[str, str, bytes] | None = None
         walled(self.rest_client.pool_manager)  # a trickled status line or header ends with the request's bound
 
     @property
     def server(self) -> str:
         """The API server's URL, as the kubeconfig names it."""
         return str(self.configuration.host).rstrip("/")
+
+    def describe_last_answer(self) -> str | None:
+        """`GET /version answered text/html, starting '<!doctype html>...'`, or None before any answer was read."""
+        if self.last_answer is None:
+            return None
+        what, content_type, head = self.last_answer
+        text = head[:SHOWN_BYTES].decode("utf-8", "replace")
+        more = "..." if len(head) > SHOWN_BYTES else ""
+        return f"{what} answered {content_type or 'no Content-Type'}, starting {text!r}{more}"
 
     def _timed_out(self, what: str, bound: RequestBound, waited: float, trickled: int | None = None) -> ApiTimeout:
         if trickled is not None:
@@ -165,7 +165,7 @@ class BoundedApiClient(client.ApiClient):
                 response.data = self._read_body(response, what, bound, started, started + whole)  # type: ignore[assignment]
                 data = response.data or b""
                 head = data[: SHOWN_BYTES + 1] if isinstance(data, bytes) else str(data)[: SHOWN_BYTES + 1].encode()
-                last_answer[:] = [(what, str(response.getheader("Content-Type") or ""), head)]
+                self.last_answer = (what, str(response.getheader("Content-Type") or ""), head)
         except Exception as exc:
             if is_timeout(exc):
                 raise self._timed_out(what, bound, time.monotonic() - started) from None

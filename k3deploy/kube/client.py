@@ -180,11 +180,14 @@ def _answer(status: int, message: str, action: str, schema_mismatch: bool) -> tu
     )
 
 
-def translate(exc: BaseException, action: str, *, server: str | None = None) -> K3DeployError:
+def translate(
+    exc: BaseException, action: str, *, server: str | None = None, answered: str | None = None
+) -> K3DeployError:
     """Map a kubernetes/urllib3 exception raised while doing `action` to one domain error (keeps the server's words).
 
     An API answer or a failed connection becomes a KubeError (status, reason, Status body); anything else an
-    EnvironmentProblem, naming `server` (the connection's, kube/api.py KubeApi.server) when given.
+    EnvironmentProblem, naming `server` (the connection's, kube/api.py KubeApi.server) when given, and quoting
+    `answered`, what that connection last read (kube/bounded.py BoundedApiClient.describe_last_answer).
     """
     # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
     from kubernetes.client.exceptions import ApiException
@@ -213,9 +216,7 @@ def translate(exc: BaseException, action: str, *, server: str | None = None) -> 
         # json.JSONDecodeError, or the client indexing into an answer of the wrong shape: not the Kubernetes API.
         where = f"the server at {server}" if server else "the API server"
         # What it answered (content type, first bytes) says more than the JSON decoder's complaint about it.
-        from k3deploy.kube.bounded import describe_last_answer
-
-        got = describe_last_answer() or f"{type(exc).__name__}: {exc}"
+        got = answered or f"{type(exc).__name__}: {exc}"
         return EnvironmentProblem(
             f"{action}: {where} did not answer as a Kubernetes API server ({got})",
             hint="check that --kubeconfig/--context point at the API server itself, not a proxy or a login page",

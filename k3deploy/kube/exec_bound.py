@@ -7,13 +7,15 @@ module a `subprocess` whose `Popen.communicate` waits at most what is left of th
 without one); past it the plugin (which this process started) is killed and the command ends with exit 3.
 The library also runs the plugin again when its token expires mid-command: the same bound applies then.
 kubernetes/config/kube_config.py `_load_from_exec_plugin` logs and swallows whatever the plugin run raises, so
-the timeout is also kept in `timed_out`, which `loading` raises once the library returns (its log line dropped:
+the timeout is also kept by the `loading` it ran inside (a context variable names that call's own `_Loading`,
+so a connect in another thread keeps its own), which raises it once the library returns (its log line dropped:
 the error is printed once, as k3deploy's).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import subprocess
 import types
@@ -29,28 +31,36 @@ from k3deploy.kube.deadline import Deadline
 EXEC_TIMEOUT_S = 60.0
 
 
-#: The last plugin timeout, until `loading` raises it.
-timed_out: list[ExecPluginTimeout] = []
+class _Loading(logging.Filter):
+    """One `loading` call: the plugin timeouts its library call swallowed, and the filter that drops their log lines."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.timed_out: list[ExecPluginTimeout] = []
 
-class _DropOurs(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not any(record.getMessage() == exc.message for exc in timed_out)
+        """False for the library's log line of a plugin timeout of this call."""
+        return not any(record.getMessage() == exc.message for exc in self.timed_out)
+
+
+#: The `loading` call the current thread (context) is inside; a plugin run outside any has nobody to tell.
+_LOADING: contextvars.ContextVar[_Loading | None] = contextvars.ContextVar("k3deploy_exec_loading", default=None)
 
 
 @contextlib.contextmanager
 def loading() -> Iterator[None]:
     """Around the library's kubeconfig loading: raise the plugin timeout it swallowed, without its log line."""
-    timed_out.clear()
-    drop = _DropOurs()
+    this = _Loading()
+    token = _LOADING.set(this)
     root = logging.getLogger()
-    root.addFilter(drop)
+    root.addFilter(this)
     try:
         yield
     finally:
-        root.removeFilter(drop)
-    if timed_out:
-        raise timed_out.pop()
+        root.removeFilter(this)
+        _LOADING.reset(token)
+    if this.timed_out:
+        raise this.timed_out[-1]
 
 
 def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
@@ -72,7 +82,9 @@ def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
                     hint="run the plugin by hand to see what it waits for (a login prompt, a network call)"
                     + deadline.hint_tail(),
                 )
-                timed_out.append(failure)
+                inside = _LOADING.get()
+                if inside is not None:
+                    inside.timed_out.append(failure)
                 raise failure from None
 
     return BoundedPopen

@@ -1,4 +1,5 @@
-"""Read the cluster's controller workloads (Deployments and DaemonSets), raw, for preflight's version checks."""
+"""Read the cluster's controller workloads (Deployments and DaemonSets), raw, for preflight's version checks, with
+`KubeApi.look` (kube/api.py: one retry, bounded, no API discovery)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from typing import Any
 
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi
-from k3deploy.kube.read import get_json
 
 #: Where the LWS controller and the NVIDIA DRA driver install themselves by default: read when listing every
 #: namespace is not allowed.
@@ -19,7 +19,7 @@ def controller_workloads(api: KubeApi) -> list[dict[str, Any]] | None:
     out: list[dict[str, Any]] = []
     try:
         for plural in ("deployments", "daemonsets"):
-            out += get_json(api, f"/apis/apps/v1/{plural}", f"list {plural}").get("items") or []
+            out += api.look(f"list {plural}", "apps/v1", plural).get("items") or []
         return out
     except K3DeployError:
         pass
@@ -27,11 +27,8 @@ def controller_workloads(api: KubeApi) -> list[dict[str, Any]] | None:
     for namespace in DEFAULT_NAMESPACES:
         for plural in ("deployments", "daemonsets"):
             try:
-                listed = get_json(
-                    api,
-                    f"/apis/apps/v1/namespaces/{namespace}/{plural}",
-                    f"list {plural} in {namespace}",
-                    missing_ok=True,
+                listed = api.look(
+                    f"list {plural} in {namespace}", "apps/v1", plural, namespace=namespace, missing_ok=True
                 )
             except K3DeployError:
                 continue
