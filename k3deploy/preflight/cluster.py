@@ -155,7 +155,7 @@ def _installed(api: KubeApi) -> dict[str, str] | None:
 
 def cluster_facts(profile: Profile, options: KubeOptions, needs: Sequence[Access]) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read.
-    The access review asks the API server about each of `needs` (preflight/access.py `required_access`: what the
+    The access review asks the API server about each of `needs` (rollout/access.py `command_access`: what the
     command's set and plan use)."""
     api = KubeApi(options)
     try:
