@@ -1,9 +1,11 @@
 """The whole contract of a deployment target: what the pipeline and the CLI may ask of one, and nothing else.
 
 A target renders a profile, checks its environment, plans a rollout as steps (rollout/plan.py) and runs one step at a
-time, reports its status as a typed object, names the endpoint smoke tests (the whole deployment's or one group's),
-keeps the smoke verdict, rolls back and tears down. Nothing a rollout decides is kept on the target between two
-calls: what a later step or a rollback needs travels in the plan (a command's lock holds what it made for its span).
+time, reports its status as a typed object, names the endpoint smoke tests (the whole deployment's or one group's)
+or runs the smoke Job inside it to its end (the pipeline judges either), keeps the smoke verdict, rolls back and
+tears down. Nothing a rollout decides is kept on the target between two calls: what a later step or a rollback
+needs travels in the plan, what a command's lock made is yielded by the lock (`Held`) and passed to each step, and
+what outlives the process is the target's own state (the cluster's objects, the local state directory).
 A command renders once: the set (`Rendering.objects`, a list of objects) is passed to every method that works on
 it, and no method renders it again. A target that applies and waits in one go implements `apply` and
 `wait_ready` and keeps the default one-step-each plan. Callers never ask which target they hold: everything that differs between targets
