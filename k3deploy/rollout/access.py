@@ -85,6 +85,17 @@ def _applied(objects: Sequence[dict[str, Any]]) -> list[Access]:
 _RECORD = tuple(_kind("v1", "ConfigMap", ("get", "create", "patch")))
 
 
+#: A smoke through a port-forward to a leader, found by its Service's selector (rollout/forward.py). k3deploy's
+#: forward is a WebSocket upgrade (an HTTP GET): authorised as `get`, and from Kubernetes 1.35 also as `create`
+#: (AuthorizePodWebsocketUpgradeCreatePermission, KEP-4006), the verb kubectl's SPDY POST needs.
+_FORWARD = (
+    Access("get", "services"),
+    Access("list", "pods"),
+    Access("get", "pods", subresource="portforward"),
+    Access("create", "pods", subresource="portforward"),
+)
+
+
 def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
     """What running `step` asks of the API server (rollout/runner.py; a group's smoke is the pipeline's: through a
     port-forward to its leader with `port_forward`, else an in-cluster Job). TypeError for a step it does not know."""
@@ -100,17 +111,7 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
         lws = step.lws
         return _kind(lws["apiVersion"], lws["kind"], ("get",)) + _revisions() + _pods()
     if isinstance(step, SmokeGroup):
-        if port_forward:
-            # The leader is found by its Service's selector; k3deploy's forward is a WebSocket upgrade (an HTTP GET):
-            # authorised as `get`, and from Kubernetes 1.35 also as `create` (AuthorizePodWebsocketUpgradeCreatePermission,
-            # KEP-4006), the verb kubectl's SPDY POST needs.
-            return [
-                Access("get", "services"),
-                Access("list", "pods"),
-                Access("get", "pods", subresource="portforward"),
-                Access("create", "pods", subresource="portforward"),
-            ]
-        return _kind("batch/v1", "Job", ("get", "create", "delete")) + _pods()
+        return list(_FORWARD) if port_forward else _kind("batch/v1", "Job", ("get", "create", "delete")) + _pods()
     if isinstance(step, RecordGate | RecordRevision):
         return list(_RECORD)
     if isinstance(step, Switch):
@@ -138,7 +139,7 @@ def required_access(
     # The release's Lease (rollout/lease.py) for the whole command.
     out += _kind("coordination.k8s.io/v1", "Lease", ("get", "create", "update"))
     if port_forward:
-        out += step_access(SmokeGroup("", 0, ""), port_forward=True)
+        out += _FORWARD
     return list(dict.fromkeys(out))
 
 

@@ -185,3 +185,22 @@ def test_every_step_type_of_the_plan_has_its_access_and_an_unknown_one_is_refuse
         step_access(step)  # raises for a step it does not know
     with pytest.raises(TypeError, match="no access is known"):
         step_access(object())  # type: ignore[arg-type]
+
+
+PORT_FORWARD = {Access("get", "pods", subresource="portforward"), Access("create", "pods", subresource="portforward")}
+
+
+def test_a_smoke_through_a_port_forward_brings_its_verbs_and_an_in_cluster_one_its_job() -> None:
+    """The final smoke and a group's gate reach the leader through the API server (`get` and, from 1.35, `create`
+    on pods/portforward) unless the smoke runs as a Job inside the cluster (its create, get and delete)."""
+    objects = rendered_objects(load_profile(K3))
+    assert not PORT_FORWARD & set(command_access(objects))
+    assert PORT_FORWARD <= set(command_access(objects, port_forward=True))
+    gate = SmokeGroup("k", 0, "x")
+    forwarded, in_cluster = set(step_access(gate, port_forward=True)), set(step_access(gate))
+    assert PORT_FORWARD <= forwarded and Access("get", "services") in forwarded
+    assert not PORT_FORWARD & in_cluster
+    assert {Access(v, "jobs", "batch") for v in ("get", "create", "delete")} <= in_cluster
+    assert not any(a.resource == "jobs" for a in forwarded)
+    assert not PORT_FORWARD & set(required_access(objects, [gate]))
+    assert PORT_FORWARD <= set(required_access(objects, [gate], port_forward=True))
