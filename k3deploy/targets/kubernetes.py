@@ -142,7 +142,7 @@ class KubernetesTarget(Target):
         return self._leased(profile, what, objects)
 
     @contextlib.contextmanager
-    def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[Held | None]:
+    def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[Held]:
         namespace = profile.kubernetes.namespace
         # Taking the lease counts against --timeout (self.api); renewing and freeing it have their own deadline, so
         # past --timeout the lease is still renewed and freed (each request keeps its timeouts).
@@ -152,7 +152,7 @@ class KubernetesTarget(Target):
         if api.get("v1", "Namespace", namespace) is None:
             rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
             if what == "down" or rendered is None:
-                yield None  # nothing there to change, or no namespace of k3deploy's to hold the lease in
+                yield made  # nothing there to change, or no namespace of k3deploy's to hold the lease in
                 return
             # The Namespace the apply makes anyway (it holds the lease): the apply still reports it created.
             made = Held((apply_object(api, rendered).key,))
