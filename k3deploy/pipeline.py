@@ -29,7 +29,8 @@ from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
-from k3deploy.rollout.plan import APPLY, WAIT, Plan, SmokeGroup, Step, StepOutcome, apply_summary
+from k3deploy.rollout.plan import Plan, apply_summary
+from k3deploy.rollout.steps import APPLY, WAIT, SmokeGroup, Step, StepOutcome
 from k3deploy.smoke.headline import headline
 from k3deploy.smoke.job_report import verdict as job_verdict
 from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import itertools
 from pathlib import Path
 
@@ -47,6 +48,7 @@ PURE_MODULES = [
     "rollout/colours.py",
     "rollout/judge.py",
     "rollout/plan.py",
+    "rollout/steps.py",
     "smoke/sse.py",
     "prompts/__init__.py",
     "bench/datasets.py",
@@ -853,6 +855,16 @@ def test_the_access_review_is_derived_in_one_module_from_the_set_and_the_plan() 
     assert makers == {"k3deploy/rollout/access.py"}
     source = (PACKAGE / "rollout" / "access.py").read_text(encoding="utf-8")
     assert "reachable(" in source
+
+
+def test_a_cluster_preflight_cannot_be_run_without_its_access_review() -> None:
+    """`run_preflight` takes the review as a required argument: with a default of none, a caller that forgot it
+    would pass preflight and meet its first 403 halfway through `up`."""
+    from k3deploy.preflight.run import run_preflight
+
+    needs = inspect.signature(run_preflight).parameters["needs"]
+    assert needs.default is inspect.Parameter.empty
+    assert needs.kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def _stored(path: Path) -> set[str]:

@@ -41,13 +41,14 @@ def run_preflight(
     *,
     gpus: bool = True,
     objects: Sequence[dict[str, Any]] | None = None,
-    needs: Sequence[Access] = (),
+    needs: Sequence[Access],
 ) -> list[CheckResult]:
     """Check `profile` against this node (`node`: GPUs unless `gpus=False`, and host) and/or the cluster (`cluster`).
 
     `objects`: the set the command rendered (rendered here, once, when the caller has none); the cluster checks
     are derived from it. `needs`: the access review, what the command's set and plan use (rollout/access.py
-    `command_access`).
+    `command_access`). It has no default: a caller that forgot it would get a review of nothing, and `up` would meet
+    its first 403 halfway through the rollout.
 
     Raises EnvironmentProblem (exit 3) when it cannot look: no NVML and no nvidia-smi, API unreachable, forbidden.
     """

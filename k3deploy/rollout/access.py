@@ -19,8 +19,8 @@ from k3deploy.lws import REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.access import APPLY_VERBS, REVIEWED_APART, WAIT_VERBS, Access, group_of, plural
 from k3deploy.rollout.colours import lws_of
-from k3deploy.rollout.plan import (
-    UP_STRATEGY,
+from k3deploy.rollout.plan import UP_STRATEGY, Strategy, reachable
+from k3deploy.rollout.steps import (
     Apply,
     ApplyAll,
     Begin,
@@ -32,13 +32,11 @@ from k3deploy.rollout.plan import (
     RemoveLeftovers,
     SmokeGroup,
     Step,
-    Strategy,
     Switch,
     Wait,
     WaitAll,
     WaitGone,
     WaitGroup,
-    reachable,
 )
 
 

@@ -17,7 +17,7 @@ from k3deploy.rollout import bluegreen, gates
 from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import rollback as history
 from k3deploy.rollout.apply import KEPT, Applied, apply_objects, diff_objects
-from k3deploy.rollout.plan import (
+from k3deploy.rollout.steps import (
     APPLY,
     SERVER_DRY_RUN,
     Apply,

@@ -28,7 +28,8 @@ from rich.table import Table
 from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
-from k3deploy.rollout.plan import WHOLE, ApplyAll, Plan, Step, StepOutcome, WaitAll
+from k3deploy.rollout.plan import WHOLE, Plan
+from k3deploy.rollout.steps import ApplyAll, Step, StepOutcome, WaitAll
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
 from k3deploy.targets.rendering import Objects, Rendering

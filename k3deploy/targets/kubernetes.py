@@ -36,9 +36,10 @@ from k3deploy.rollout.colours import lws_of
 from k3deploy.rollout.guard import foreign_change
 from k3deploy.rollout.lease import LEASE_API, ReleaseLease, identity
 from k3deploy.rollout.order import job_role
-from k3deploy.rollout.plan import APPLY, Begin, LiveState, Plan, Step, StepOutcome, Strategy, serving, switched
+from k3deploy.rollout.plan import LiveState, Plan, Strategy, serving, switched
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.runner import Runner
+from k3deploy.rollout.steps import APPLY, Begin, Step, StepOutcome
 from k3deploy.rollout.upgrade import read_lws
 from k3deploy.rollout.wait import Waiter
 from k3deploy.smoke.job_report import JobRun

@@ -12,8 +12,8 @@ from k3deploy.preflight.access import Access, plural
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import rendered_objects
 from k3deploy.rollout.access import command_access, required_access, step_access
-from k3deploy.rollout.plan import (
-    UP_STRATEGY,
+from k3deploy.rollout.plan import UP_STRATEGY, Strategy, reachable
+from k3deploy.rollout.steps import (
     Apply,
     ApplyAll,
     Begin,
@@ -25,13 +25,11 @@ from k3deploy.rollout.plan import (
     RemoveLeftovers,
     SmokeGroup,
     Step,
-    Strategy,
     Switch,
     Wait,
     WaitAll,
     WaitGone,
     WaitGroup,
-    reachable,
 )
 
 K3 = "kimi-k3-gb300-tp16"

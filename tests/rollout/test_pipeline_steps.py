@@ -12,6 +12,7 @@ from k3deploy import pipeline
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 from k3deploy.rollout import plan as p
+from k3deploy.rollout import steps as st
 from k3deploy.smoke.reach import Reach
 from tests.rollout.test_pipeline import ScriptedTarget
 from tests.smoke.scripted_server import Script, scripted_server
@@ -26,35 +27,35 @@ class Planned(ScriptedTarget):
     def __init__(self, urls: dict[int, str]) -> None:
         super().__init__()
         self.urls = urls
-        self.undone: tuple[p.Plan | None, list[p.Step]] | None = None
+        self.undone: tuple[p.Plan | None, list[st.Step]] | None = None
 
     def plan(self, profile: Any, objects: Any) -> p.Plan:
         return p.Plan(
             [
-                p.Begin(p.APPLY),
-                p.Note("  applying"),
-                p.Begin(p.WAIT),
-                p.SmokeGroup("kimi", 1, "  smoke of group 1 through its leader kimi-1"),
-                p.Note("  between the gates", p.WAIT),
-                p.SmokeGroup("kimi", 0, "  smoke of group 0 through its leader kimi-0"),
-                p.WaitAll(),
+                st.Begin(st.APPLY),
+                st.Note("  applying"),
+                st.Begin(st.WAIT),
+                st.SmokeGroup("kimi", 1, "  smoke of group 1 through its leader kimi-1"),
+                st.Note("  between the gates", st.WAIT),
+                st.SmokeGroup("kimi", 0, "  smoke of group 0 through its leader kimi-0"),
+                st.WaitAll(),
             ]
         )
 
-    def run_step(self, profile: Any, step: p.Step, timeout_s: float, held: Any = None) -> p.StepOutcome:
+    def run_step(self, profile: Any, step: st.Step, timeout_s: float, held: Any = None) -> st.StepOutcome:
         self.calls.append(type(step).__name__)
-        if isinstance(step, p.WaitAll):
+        if isinstance(step, st.WaitAll):
             return super().run_step(profile, step, timeout_s, held)
-        if isinstance(step, p.Note) and step.stage == p.APPLY:
-            return p.StepOutcome([{"object": "Thing/a", "action": "created"}], changed=True)
-        return p.StepOutcome()
+        if isinstance(step, st.Note) and step.stage == st.APPLY:
+            return st.StepOutcome([{"object": "Thing/a", "action": "created"}], changed=True)
+        return st.StepOutcome()
 
     @contextlib.contextmanager
     def group_reach(self, profile: Any, lws: str, group: int) -> Iterator[Reach]:
         self.calls.append(f"reach {lws} {group}")
         yield Reach(self.urls[group], "endpoint", self.urls[group])
 
-    def undo(self, profile: Any, previous: Any, plan: p.Plan | None, begun: list[p.Step], objects: Any) -> str:
+    def undo(self, profile: Any, previous: Any, plan: p.Plan | None, begun: list[st.Step], objects: Any) -> str:
         self.undone = (plan, list(begun))
         return super().undo(profile, previous, plan, begun, objects)
 

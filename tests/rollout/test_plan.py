@@ -12,6 +12,7 @@ from typing import Any
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build as render
 from k3deploy.rollout import plan as p
+from k3deploy.rollout import steps as st
 from k3deploy.rollout.colours import lws_of
 from tests.rollout.recorded.replay import recorded
 
@@ -32,7 +33,7 @@ def live_of(obj: dict[str, Any], generation: int = 3) -> dict[str, Any]:
     return live
 
 
-def kinds(steps: list[p.Step]) -> list[str]:
+def kinds(steps: list[st.Step]) -> list[str]:
     return [type(s).__name__ for s in steps]
 
 
@@ -48,7 +49,7 @@ def partition(obj: dict[str, Any]) -> int | None:
 def test_a_first_install_applies_phase_by_phase_waits_then_applies_the_smoke_hook_and_records() -> None:
     objects = rendered()
     plan = p.build(objects, p.LiveState(), UP, PROFILE)
-    applies = [s for s in plan.stage(p.APPLY) if isinstance(s, p.Apply)]
+    applies = [s for s in plan.stage(st.APPLY) if isinstance(s, st.Apply)]
     # The node-preflight and prefetch Jobs are waited before what follows them; the smoke Job is not applied yet.
     assert [keys(s.objects)[-1] for s in applies if s.waited] == [
         f"Job/{PROFILE}-node-preflight",
@@ -56,39 +57,39 @@ def test_a_first_install_applies_phase_by_phase_waits_then_applies_the_smoke_hoo
     ]
     assert f"Job/{PROFILE}-smoke" not in [k for s in applies for k in keys(s.objects)]
     assert sum(len(s.objects) for s in applies) == len(objects) - 1
-    assert kinds(plan.stage(p.WAIT)) == ["Begin", "Wait", "Apply", "RecordRevision"]
-    wait, hook, record = plan.stage(p.WAIT)[1:]
-    assert isinstance(wait, p.Wait) and keys(wait.objects)[:3] == [
+    assert kinds(plan.stage(st.WAIT)) == ["Begin", "Wait", "Apply", "RecordRevision"]
+    wait, hook, record = plan.stage(st.WAIT)[1:]
+    assert isinstance(wait, st.Wait) and keys(wait.objects)[:3] == [
         f"LeaderWorkerSet/{LWS}",
         f"Service/{PROFILE}-api",
         f"PodDisruptionBudget/{PROFILE}",
     ]
     assert f"Job/{PROFILE}-prefetch" not in keys(wait.objects)
-    assert isinstance(hook, p.Apply) and keys(hook.objects) == [f"Job/{PROFILE}-smoke"] and hook.report
-    assert isinstance(record, p.RecordRevision) and record.objects == objects == plan.objects
-    assert not any(isinstance(s, p.SmokeGroup) for s in plan.steps) and plan.blue_green is None
+    assert isinstance(hook, st.Apply) and keys(hook.objects) == [f"Job/{PROFILE}-smoke"] and hook.report
+    assert isinstance(record, st.RecordRevision) and record.objects == objects == plan.objects
+    assert not any(isinstance(s, st.SmokeGroup) for s in plan.steps) and plan.blue_green is None
 
 
 def test_an_in_cluster_smoke_runs_the_job_itself_so_the_plan_never_applies_it() -> None:
     plan = p.build(rendered(), p.LiveState(), p.Strategy(group_smoke=True, in_cluster_smoke=True), PROFILE)
-    applied = [k for s in plan.steps if isinstance(s, p.Apply) for k in keys(s.objects)]
+    applied = [k for s in plan.steps if isinstance(s, st.Apply) for k in keys(s.objects)]
     assert f"Job/{PROFILE}-smoke" not in applied
 
 
 def test_apply_without_wait_applies_everything_and_records_the_revision_in_the_apply_stage() -> None:
     objects = rendered()
     plan = p.build(objects, p.LiveState(), p.Strategy(wait=False), PROFILE)
-    assert plan.stage(p.WAIT) == []
-    assert not any(s.waited for s in plan.steps if isinstance(s, p.Apply))
-    assert [k for s in plan.steps if isinstance(s, p.Apply) for k in keys(s.objects)] == keys(objects)
-    assert isinstance(plan.steps[-1], p.RecordRevision) and plan.steps[-1].stage == p.APPLY
+    assert plan.stage(st.WAIT) == []
+    assert not any(s.waited for s in plan.steps if isinstance(s, st.Apply))
+    assert [k for s in plan.steps if isinstance(s, st.Apply) for k in keys(s.objects)] == keys(objects)
+    assert isinstance(plan.steps[-1], st.RecordRevision) and plan.steps[-1].stage == st.APPLY
 
 
 def test_a_server_dry_run_says_so_records_nothing_and_leaves_leftovers_alone() -> None:
     leftover = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{LWS}-preview", "namespace": "kimi-k3"}}
     plan = p.build(rendered(), p.LiveState(leftovers=[leftover]), p.Strategy(dry_run=True, wait=False), PROFILE)
     assert kinds(plan.steps) == ["Begin"] + ["Apply"] * (len(plan.steps) - 1)
-    assert all(s.dry_run for s in plan.steps if isinstance(s, p.Apply)) and plan.suffix == " (server dry run)"
+    assert all(s.dry_run for s in plan.steps if isinstance(s, st.Apply)) and plan.suffix == " (server dry run)"
 
 
 def test_a_diff_only_diffs() -> None:
@@ -101,31 +102,31 @@ def test_leftovers_of_a_cut_short_blue_green_go_before_anything_is_applied() -> 
     leftover = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{LWS}-preview", "namespace": "kimi-k3"}}
     plan = p.build(rendered(), p.LiveState(leftovers=[leftover]), UP, PROFILE)
     assert kinds(plan.steps)[:3] == ["Begin", "RemoveLeftovers", "Apply"]
-    assert plan.steps[1] == p.RemoveLeftovers([leftover], LWS)
+    assert plan.steps[1] == st.RemoveLeftovers([leftover], LWS)
 
 
 def assert_walked_down(plan: p.Plan, new: list[dict[str, Any]]) -> None:
     """Held at partition 2, then each group rolled, waited, smoked by its leader and recorded, 1 then 0."""
     held = [
-        o for s in plan.stage(p.APPLY) if isinstance(s, p.Apply) for o in s.objects if o["kind"] == "LeaderWorkerSet"
+        o for s in plan.stage(st.APPLY) if isinstance(s, st.Apply) for o in s.objects if o["kind"] == "LeaderWorkerSet"
     ]
     assert [partition(o) for o in held] == [2]
-    walk = plan.stage(p.WAIT)[1:-3]
+    walk = plan.stage(st.WAIT)[1:-3]
     rendered_lws = lws_of(new)
-    assert walk[0] == p.RecordGate(rendered_lws or {}, None)
+    assert walk[0] == st.RecordGate(rendered_lws or {}, None)
     for group, start in ((1, 1), (0, 6)):
         note, apply, wait, smoke, gate = walk[start : start + 5]
-        assert note == p.Note(
+        assert note == st.Note(
             f"  rolling group {group} of {LWS} (partition {group}; groups below keep serving)", "wait"
         )
-        assert isinstance(apply, p.Apply) and [partition(o) for o in apply.objects] == [group] and not apply.report
-        assert wait == p.WaitGroup(rendered_lws or {}, group)
-        assert smoke == p.SmokeGroup(LWS, group, f"  smoke of group {group} through its leader {LWS}-{group}")
-        assert gate == p.RecordGate(rendered_lws or {}, group)
+        assert isinstance(apply, st.Apply) and [partition(o) for o in apply.objects] == [group] and not apply.report
+        assert wait == st.WaitGroup(rendered_lws or {}, group)
+        assert smoke == st.SmokeGroup(LWS, group, f"  smoke of group {group} through its leader {LWS}-{group}")
+        assert gate == st.RecordGate(rendered_lws or {}, group)
     final, said = walk[11:13]
-    assert isinstance(final, p.Apply) and final.objects == [rendered_lws] and partition(final.objects[0]) is None
-    assert said == p.Note(f"  all 2 groups of {LWS} rolled, each smoke-tested before the next", "wait")
-    assert kinds(plan.stage(p.WAIT)[-3:]) == ["Wait", "Apply", "RecordRevision"]
+    assert isinstance(final, st.Apply) and final.objects == [rendered_lws] and partition(final.objects[0]) is None
+    assert said == st.Note(f"  all 2 groups of {LWS} rolled, each smoke-tested before the next", "wait")
+    assert kinds(plan.stage(st.WAIT)[-3:]) == ["Wait", "Apply", "RecordRevision"]
 
 
 def test_two_changed_groups_are_held_at_partition_2_then_walked_down_each_smoked_before_the_next() -> None:
@@ -145,18 +146,18 @@ def test_a_template_no_gate_passed_on_is_gated_group_by_group_without_rolling() 
     objects = rendered("parallel.replicas=2")
     live = p.LiveLws(live=live_of(lws_of(objects) or {}), ungated=[1])
     plan = p.build(objects, p.LiveState(live), UP, PROFILE)
-    assert all(partition(o) is None for s in plan.steps if isinstance(s, p.Apply) for o in s.objects)
-    smokes = [s for s in plan.steps if isinstance(s, p.SmokeGroup)]
-    assert smokes == [p.SmokeGroup(LWS, 1, f"  smoke of group 1 through its leader {LWS}-1 (no gate passed yet)")]
-    assert not any(isinstance(s, p.Note) and "rolling group" in s.text for s in plan.steps)
+    assert all(partition(o) is None for s in plan.steps if isinstance(s, st.Apply) for o in s.objects)
+    smokes = [s for s in plan.steps if isinstance(s, st.SmokeGroup)]
+    assert smokes == [st.SmokeGroup(LWS, 1, f"  smoke of group 1 through its leader {LWS}-1 (no gate passed yet)")]
+    assert not any(isinstance(s, st.Note) and "rolling group" in s.text for s in plan.steps)
 
 
 def test_a_change_that_recreates_no_group_still_smokes_the_ungated_ones_only() -> None:
     objects = rendered("parallel.replicas=2")
     live = p.LiveLws(live=live_of(lws_of(objects) or {}), template_changes=True, pods_change=False, ungated=[])
     plan = p.build(objects, p.LiveState(live), UP, PROFILE)
-    assert not any(isinstance(s, p.SmokeGroup) for s in plan.steps)
-    assert kinds(plan.stage(p.WAIT)) == ["Begin", "RecordGate", "Apply", "Wait", "Apply", "RecordRevision"]
+    assert not any(isinstance(s, st.SmokeGroup) for s in plan.steps)
+    assert kinds(plan.stage(st.WAIT)) == ["Begin", "RecordGate", "Apply", "Wait", "Apply", "RecordRevision"]
 
 
 def test_no_walk_without_a_gate_a_live_group_count_to_keep_or_a_change() -> None:
@@ -172,15 +173,15 @@ def test_no_walk_without_a_gate_a_live_group_count_to_keep_or_a_change() -> None
         (two, p.LiveLws(), UP),  # a first install
     ):
         plan = p.build(objects, p.LiveState(live), strategy, PROFILE)
-        assert not any(isinstance(s, (p.SmokeGroup, p.WaitGroup, p.RecordGate)) for s in plan.steps), live
-        assert all(partition(o) is None for s in plan.steps if isinstance(s, p.Apply) for o in s.objects)
+        assert not any(isinstance(s, (st.SmokeGroup, st.WaitGroup, st.RecordGate)) for s in plan.steps), live
+        assert all(partition(o) is None for s in plan.steps if isinstance(s, st.Apply) for o in s.objects)
 
 
 def test_the_apply_summary_counts_actions_or_says_nothing_changed() -> None:
-    created = p.StepOutcome([{"object": "Namespace/a", "action": "created"}], changed=True)
-    same = p.StepOutcome([{"object": "Service/b", "action": "unchanged"}, {"object": "Job/c", "action": "unchanged"}])
+    created = st.StepOutcome([{"object": "Namespace/a", "action": "created"}], changed=True)
+    same = st.StepOutcome([{"object": "Service/b", "action": "unchanged"}, {"object": "Job/c", "action": "unchanged"}])
     assert p.apply_summary([created, same]) == "1 created, 2 unchanged"
     assert p.apply_summary([same], " (server dry run)") == "no changes: all 2 objects unchanged (server dry run)"
-    assert p.apply_summary([p.StepOutcome(), p.StepOutcome(summary="1 of 16 objects would change")]) == (
+    assert p.apply_summary([st.StepOutcome(), st.StepOutcome(summary="1 of 16 objects would change")]) == (
         "1 of 16 objects would change"
     )
