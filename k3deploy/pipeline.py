@@ -31,6 +31,8 @@ from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.rollout.plan import Plan, apply_summary
 from k3deploy.rollout.steps import APPLY, WAIT, SmokeGroup, Step, StepOutcome
+from k3deploy.rollout.undo import Undo
+from k3deploy.rollout.undo import summary as undo_summary
 from k3deploy.smoke.headline import headline
 from k3deploy.smoke.job_report import verdict as job_verdict
 from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
@@ -305,6 +307,21 @@ def _smoke(
     return _judged(report, reach, group=False)
 
 
+def _run_undo(profile: Profile, target: Target, undo: Undo, held: Held | None = None) -> str:
+    """Run a rollback's or teardown's steps in order, part by part (a part whose Guard stops it ends there); return
+    the line that says what they did (rollout/undo.py)."""
+    limit = target.default_timeout_s(profile)
+    done = []
+    for part in undo.parts:
+        outcomes: list[StepOutcome] = []
+        for step in part.steps:
+            outcomes.append(target.run_step(profile, step, limit, held))
+            if outcomes[-1].stop:
+                break
+        done.append(outcomes)
+    return undo_summary(undo, done)
+
+
 def _roll_back(
     target: Target, profile: Profile, rollout: _Rollout, summary: RunSummary, note: Callable[[str], None]
 ) -> None:
@@ -312,7 +329,8 @@ def _roll_back(
     what = f"revision {previous.number}" if previous is not None else "first install"
     note(f"==> rollback ({what}) because {summary.stages[-1].name} failed")
     try:
-        summary.rollback = target.undo(profile, previous, rollout.plan, rollout.begun, rollout.rendering.objects)
+        undo = target.undo_plan(profile, previous, rollout.plan, rollout.begun, rollout.rendering.objects)
+        summary.rollback = _run_undo(profile, target, undo, rollout.held)
         note(f"    ok   rollback: {summary.rollback}")
     except Exception as exc:  # the summary must say the rollback failed, whatever the reason
         message = exc.message if isinstance(exc, K3DeployError) else unexpected(exc, "rollback").message
@@ -462,5 +480,5 @@ def status(profile: Profile, target: Target) -> TargetStatus:
 def down(profile: Profile, target: Target, *, purge: bool) -> str:
     """Remove the deployment (weights kept unless purge): the set rendered once, for the lock and the removal."""
     objects = target.render(profile).objects
-    with target.locked(profile, "down", objects):
-        return target.down(profile, purge, objects)
+    with target.locked(profile, "down", objects) as held:
+        return _run_undo(profile, target, target.down_plan(profile, purge, objects), held)

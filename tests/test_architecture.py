@@ -337,9 +337,9 @@ RENDERERS = {
     "k3deploy/targets/kubernetes.py",
 }
 #: The Kubernetes target's methods that render afresh: the plan's set for a profile the command did not render (the
-#: node-preflight Job pinned to the nodes found), a `rollback` called on its own, and `status`. Every other method
-#: takes the set the command rendered (targets/base.py).
-KUBERNETES_RENDERS_IN = {"_rollout_objects", "rollback", "status"}
+#: node-preflight Job pinned to the nodes found), and `status`. Every other method, the rollback's and `down`'s
+#: plans among them, takes the set the command rendered (targets/base.py).
+KUBERNETES_RENDERS_IN = {"_rollout_objects", "status"}
 
 
 def _calls(path: Path, names: tuple[str, ...], module: str = "k3deploy.render.manifests") -> list[ast.Call]:

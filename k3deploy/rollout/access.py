@@ -18,6 +18,7 @@ from typing import Any
 from k3deploy.lws import REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.access import APPLY_VERBS, REVIEWED_APART, WAIT_VERBS, Access, group_of, plural
+from k3deploy.rollout import undo
 from k3deploy.rollout.colours import lws_of
 from k3deploy.rollout.plan import UP_STRATEGY, Strategy, reachable
 from k3deploy.rollout.steps import (
@@ -26,10 +27,15 @@ from k3deploy.rollout.steps import (
     Begin,
     Delete,
     Diff,
+    DownAll,
+    Guard,
     Note,
     RecordGate,
     RecordRevision,
+    Remove,
     RemoveLeftovers,
+    Restore,
+    RollbackAll,
     SmokeGroup,
     Step,
     Switch,
@@ -97,7 +103,7 @@ _FORWARD = (
 def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
     """What running `step` asks of the API server (rollout/runner.py; a group's smoke is the pipeline's: through a
     port-forward to its leader with `port_forward`, else an in-cluster Job). TypeError for a step it does not know."""
-    if isinstance(step, Begin | Note | ApplyAll | WaitAll):
+    if isinstance(step, Begin | Note | ApplyAll | WaitAll | RollbackAll | DownAll):
         return []
     if isinstance(step, Apply):
         return _applied(step.objects) + (_waited(step.objects) if step.waited else [])
@@ -122,6 +128,18 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
         return _pods()
     if isinstance(step, RemoveLeftovers):
         return [a for o in step.objects for a in _kind(o["apiVersion"], o["kind"], ("get", "delete"))] + _pods()
+    if isinstance(step, Restore):
+        return _applied(step.objects)
+    if isinstance(step, Remove):
+        removed = [o for o in step.objects if o["kind"] not in step.keep]
+        out = [a for o in removed for a in _kind(o["apiVersion"], o["kind"], ("get", "delete"))]
+        if any(o["kind"] == "Namespace" for o in removed):
+            # A Namespace is deleted only when it holds nothing k3deploy did not create (rollout/rollback.py).
+            out += [Access("list", resource) for resource in ("secrets", "configmaps", "persistentvolumeclaims")]
+        return out
+    if isinstance(step, Guard):
+        # The live template against server dry runs of this run's and the previous revision's (rollout/guard.py).
+        return [a for o in step.applied if o["kind"] == "LeaderWorkerSet" for a in _applied([o])]
     raise TypeError(f"no access is known for a {type(step).__name__} step")
 
 
@@ -145,7 +163,9 @@ def command_access(
     objects: Sequence[dict[str, Any]], strategy: Strategy = UP_STRATEGY, *, port_forward: bool = False
 ) -> list[Access]:
     """`required_access` of a command that runs `strategy` on the rendered `objects`: the set's verbs and those of
-    every step its plan may run (rollout/plan.py `reachable`; the release is the rendered LeaderWorkerSet's name)."""
+    every step its plan and its rollback may run (rollout/plan.py and rollout/undo.py `reachable`; the release is the
+    rendered LeaderWorkerSet's name)."""
     lws = lws_of(list(objects))
     release = lws["metadata"]["name"] if lws is not None else ""
-    return required_access(objects, reachable(list(objects), strategy, release), port_forward=port_forward)
+    steps = reachable(list(objects), strategy, release) + undo.reachable(list(objects), strategy, release)
+    return required_access(objects, steps, port_forward=port_forward)

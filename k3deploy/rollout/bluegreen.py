@@ -12,8 +12,9 @@ twice. Blue-green loads them once, in a second clique:
 3. switch the API Service's selector to the new group, wait until its EndpointSlices list the new leader as ready;
 4. remove the old group and the preview Service; the new colour is what `status`, `down` and later `up`s work on.
 
-The steps are planned by rollout/plan.py (`blue_green`, `switch_over`); this module reads and undoes. Any failure
-before the switch removes the new group and its preview Service and leaves the old group serving (`abandon`). A failure after it (the final smoke through the Service) is an ordinary rollback to the
+The steps are planned by rollout/plan.py (`blue_green`, `switch_over`) and undone by rollout/undo.py; this module
+reads. Any failure before the switch removes the new group and its preview Service and leaves the old group serving
+(undo.py `abandon`). A failure after it (the final smoke through the Service) is an ordinary rollback to the
 previous revision. Without a second free clique (cluster facts: nodes and the GPUs pods hold), the change would
 replace the only group in place; `up` says so and asks first (or needs --yes).
 """
@@ -37,7 +38,6 @@ from k3deploy.rollout.colours import (
     selected,
 )
 from k3deploy.rollout.ownership import INSTANCE_LABEL
-from k3deploy.rollout.plan import BlueGreen
 from k3deploy.rollout.surge import in_place_note
 from k3deploy.rollout.upgrade import template_changes
 
@@ -138,17 +138,6 @@ def wait_endpoint(api: Any, namespace: str, service: str, leader: str, remaining
                 hint="the old group is kept; check the EndpointSlices (`kubectl get endpointslices`)",
             )
         time.sleep(POLL_S)
-
-
-def abandon(api: Any, namespace: str, bg: BlueGreen, wait_pods_gone: Callable[[str], None]) -> str:
-    """Remove the new group and its preview Service (before the switch): the old group keeps serving."""
-    removed = []
-    if api.delete("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", bg.new, namespace):
-        removed.append(f"LeaderWorkerSet/{bg.new}")
-    if bg.preview and api.delete("v1", "Service", bg.preview["metadata"]["name"], namespace):
-        removed.append(f"Service/{bg.preview['metadata']['name']}")
-    wait_pods_gone(bg.new)
-    return f"blue-green abandoned: new group removed ({', '.join(removed) or 'nothing left'}); {bg.old} still serving"
 
 
 def leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

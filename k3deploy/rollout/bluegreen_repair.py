@@ -4,7 +4,8 @@
   the serving colour; one interrupted before it leaves the new group. The next `up` that starts no blue-green of its
   own removes whatever of the other colour and of the previews carries the release's mark.
 - An abandoned roll (a failure before the switch) re-applies the previous revision's other objects, the profile
-  ConfigMap among them, so the cluster records the revision that still serves and not the rejected one.
+  ConfigMap among them, so the cluster records the revision that still serves and not the rejected one
+  (rollout/undo.py `abandon`).
 - An apply that fails part way (an API 5xx after the new group was created) is a rollout failure: the pipeline rolls
   it back, as the README promises, instead of leaving the new group running beside the old.
 """
@@ -16,7 +17,6 @@ from typing import Any
 
 from k3deploy.errors import K3DeployError, RolloutFailed, RolloutTimeout
 from k3deploy.rollout import rollback as history
-from k3deploy.rollout.apply import apply_objects
 from k3deploy.rollout.bluegreen import leftovers
 from k3deploy.rollout.diagnosis import Diagnosis
 
@@ -46,18 +46,6 @@ def clear_leftovers(
         if obj["kind"] == "LeaderWorkerSet" and obj["metadata"]["name"] != serving:
             waiter().wait_pods_gone(obj["metadata"]["name"])
     return removal.deleted
-
-
-def restore_others(api: Any, previous: list[dict[str, Any]], note: Callable[[str], None]) -> list[str]:
-    """Re-apply the previous revision's objects but its LeaderWorkerSet (which kept serving) and Jobs: what changed."""
-    done = []
-    # Not its Jobs either: a Job re-applied from another template is run again.
-    others = [obj for obj in previous if obj.get("kind") not in ("LeaderWorkerSet", "Job")]
-    for applied in apply_objects(api, others, force=True):
-        if applied.changed:
-            done.append(f"{applied.action} {applied.key}")
-            note(f"  rollback: {applied.action} {applied.key}")
-    return done
 
 
 def as_rollout_failure(exc: K3DeployError, new: str) -> K3DeployError:

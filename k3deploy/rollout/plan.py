@@ -268,16 +268,22 @@ def build(objects: list[Obj], live: LiveState, strategy: Strategy, release: str)
     return Plan(steps, final, bg, suffix)
 
 
-def reachable(objects: list[Obj], strategy: Strategy, release: str) -> list[Step]:
-    """Every step a command with `strategy` may run on `objects`, whatever the cluster holds: a first install's plus
+def reachable_plans(objects: list[Obj], strategy: Strategy, release: str) -> list[Plan]:
+    """Every plan a command with `strategy` may make of `objects`, whatever the cluster holds: a first install's, and
     an upgrade's (the set live, its template and every group's pods changing, a cut-short blue-green's leftovers to
-    remove). What preflight's access review asks for (preflight/access.py), so it is the plan's, not a list."""
-    steps = list(build(objects, LiveState(), strategy, release).steps)
+    remove)."""
+    plans = [build(objects, LiveState(), strategy, release)]
     lws = lws_of(objects)
     if lws is not None:
         for live in (LiveLws(live=lws), LiveLws(live=lws, template_changes=True, pods_change=True)):
-            steps += build(objects, LiveState(lws=live, leftovers=[lws]), strategy, release).steps
-    return steps
+            plans.append(build(objects, LiveState(lws=live, leftovers=[lws]), strategy, release))
+    return plans
+
+
+def reachable(objects: list[Obj], strategy: Strategy, release: str) -> list[Step]:
+    """Every step of `reachable_plans`: what preflight's access review asks for (preflight/access.py), so it is the
+    plan's, not a list."""
+    return [step for plan in reachable_plans(objects, strategy, release) for step in plan.steps]
 
 
 def switched(begun: list[Step]) -> bool:

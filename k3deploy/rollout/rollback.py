@@ -1,9 +1,10 @@
-"""Revision history of the applied set (a ConfigMap owned by k3deploy, bounded) and restoring from it.
+"""Revision history of the applied set (a ConfigMap owned by k3deploy, bounded), and the removal a rollback or
+`down` runs.
 
-Each successful rollout records the manifests it applied. A failed upgrade re-applies the previous
-revision (taking its fields back with force) and deletes what the new one added; a failed first install
-deletes what it applied, except the weight cache (PVC) and the namespace that holds it. Nothing is deleted that
-does not carry k3deploy's ownership mark (rollout/ownership.py): what someone else created is kept and named.
+Each successful rollout records the manifests it applied; a rollback (rollout/undo.py) re-applies the previous one
+and removes what the failed one added, or removes what a failed first install applied, except the weight cache (PVC)
+and the namespace that holds it. Nothing is deleted that does not carry k3deploy's ownership mark
+(rollout/ownership.py): what someone else created is kept and named.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import Any
 
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi, object_key
-from k3deploy.rollout.apply import apply_objects
-from k3deploy.rollout.order import apply_order, delete_order
+from k3deploy.rollout.order import delete_order
 from k3deploy.rollout.ownership import foreign, mark, owned, release_of
 
 #: Revisions kept in the history ConfigMap (oldest dropped first); a set is ~20 KB, far below 1 MiB.
@@ -105,20 +105,6 @@ class Removal:
 
     deleted: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
-
-
-def restore(
-    api: KubeApi, previous: list[dict[str, Any]], current: list[dict[str, Any]], note: Callable[[str], None]
-) -> list[str]:
-    """Re-apply the previous revision and delete what only the current one has (weights kept); what was done."""
-    done = []
-    for applied in apply_objects(api, apply_order(previous), force=True):
-        if applied.changed:
-            done.append(f"{applied.action} {applied.key}")
-            note(f"  rollback: {applied.action} {applied.key}")
-    kept = {_identity(obj) for obj in previous}
-    added = [obj for obj in current if _identity(obj) not in kept]
-    return done + remove(api, added, note, label="rollback: ").deleted
 
 
 def _holds_foreign(api: KubeApi, namespace_obj: dict[str, Any]) -> list[str]:

@@ -17,16 +17,20 @@ from k3deploy.rollout import bluegreen, gates
 from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import rollback as history
 from k3deploy.rollout.apply import KEPT, Applied, apply_objects, diff_objects
+from k3deploy.rollout.guard import foreign_change
 from k3deploy.rollout.steps import (
     APPLY,
     SERVER_DRY_RUN,
     Apply,
     Delete,
     Diff,
+    Guard,
     Note,
     RecordGate,
     RecordRevision,
+    Remove,
     RemoveLeftovers,
+    Restore,
     Step,
     StepOutcome,
     Switch,
@@ -71,14 +75,21 @@ class Runner:
         elif isinstance(step, Switch):
             self._switch(step)
         elif isinstance(step, Delete):
-            if self.api.delete(step.api_version, step.kind, step.name, self.namespace) and step.note:
-                self.note(step.note)
+            return self._delete(step)
         elif isinstance(step, WaitGone):
-            self.waiter().wait_pods_gone(step.name)
+            self._wait_gone(step)
         elif isinstance(step, RemoveLeftovers):
             repair.clear_leftovers(self.api, step.objects, step.serving, self.note, self.waiter)
         elif isinstance(step, RecordRevision):
-            history.record_revision(self.api, self.namespace, self.release, step.objects)
+            return StepOutcome(revision=history.record_revision(self.api, self.namespace, self.release, step.objects))
+        elif isinstance(step, Restore):
+            return self._restore(step)
+        elif isinstance(step, Remove):
+            removal = history.remove(self.api, step.objects, self.note, keep=step.keep, label=step.label)
+            return StepOutcome(removed=removal.deleted, kept=removal.kept)
+        elif isinstance(step, Guard):
+            foreign = foreign_change(self.api, step.applied, step.previous)
+            return StepOutcome(summary=foreign, stop=foreign is not None)
         else:
             raise TypeError(f"a cluster runs no {type(step).__name__} step")
         return StepOutcome()
@@ -108,6 +119,28 @@ class Runner:
         return StepOutcome(
             applied=[{"object": a.key, "action": a.action} for a in made], changed=any(a.changed for a in made)
         )
+
+    def _delete(self, step: Delete) -> StepOutcome:
+        if not self.api.delete(step.api_version, step.kind, step.name, self.namespace):
+            return StepOutcome()
+        if step.note:
+            self.note(step.note)
+        return StepOutcome(removed=[f"{step.kind}/{step.name}"])
+
+    def _wait_gone(self, step: WaitGone) -> None:
+        try:
+            self.waiter().wait_pods_gone(step.name)
+        except K3DeployError:
+            if not step.best_effort:
+                raise
+
+    def _restore(self, step: Restore) -> StepOutcome:
+        changed = []
+        for applied in apply_objects(self.api, step.objects, force=True):
+            if applied.changed:
+                changed.append({"object": applied.key, "action": applied.action})
+                self.note(f"  rollback: {applied.action} {applied.key}")
+        return StepOutcome(applied=changed, changed=bool(changed))
 
     def _diff(self, step: Diff) -> StepOutcome:
         diffs = diff_objects(self.api, step.objects, force=self.force)

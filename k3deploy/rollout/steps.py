@@ -12,14 +12,15 @@ from typing import Any
 
 Obj = dict[str, Any]
 
-#: The pipeline stages steps belong to.
-APPLY, WAIT = "apply", "wait"
+#: The pipeline stages steps belong to; ROLLBACK and DOWN: the steps of an undo or a teardown (rollout/undo.py).
+APPLY, WAIT, ROLLBACK, DOWN = "apply", "wait", "rollback", "down"
 SERVER_DRY_RUN = " (server dry run)"
 
 
 @dataclass(frozen=True)
 class Begin:
-    """A stage starts: its deadline starts counting (apply: the profile's rollout timeout; wait: the wait's)."""
+    """A stage starts: its deadline starts counting (apply and down: the profile's rollout timeout unless --timeout
+    bounds the command; wait: the wait's; rollback: a budget of its own, so a failed revision does not stay live)."""
 
     stage: str
 
@@ -103,7 +104,8 @@ class Switch:
 
 @dataclass(frozen=True)
 class Delete:
-    """Delete one object (a no-op when it is gone); `note` is said when it was there."""
+    """Delete one object (a no-op when it is gone); `note` is said when it was there. Its outcome names it removed
+    (`Kind/name`) when it was."""
 
     api_version: str
     kind: str
@@ -114,10 +116,60 @@ class Delete:
 
 @dataclass(frozen=True)
 class WaitGone:
-    """Wait until the pods of LeaderWorkerSet `name` are gone."""
+    """Wait until the pods of LeaderWorkerSet `name` are gone; `best_effort`: a failed wait is no failure (the
+    Namespace that holds them is going too)."""
 
     name: str
     stage: str = WAIT
+    best_effort: bool = False
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Re-apply `objects` in the order given, taking their fields back (force); each one it changes is said and
+    counted (`rollback: created ConfigMap/x`)."""
+
+    objects: list[Obj]
+    stage: str = ROLLBACK
+
+
+@dataclass(frozen=True)
+class Remove:
+    """Delete `objects` in reverse apply order, except the kinds in `keep` and what does not carry k3deploy's mark
+    (kept and named); a marked Namespace is kept too while it holds what k3deploy did not create (rollout/rollback.py
+    `remove`). `label` begins each line said."""
+
+    objects: list[Obj]
+    keep: frozenset[str]
+    label: str = ""
+    stage: str = ROLLBACK
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Stop the rest of its part of an undo when the live LeaderWorkerSet runs a template neither `applied` nor
+    `previous` made (someone changed it meanwhile: re-applying `previous` would revert that); its outcome says why."""
+
+    applied: list[Obj]
+    previous: list[Obj]
+    stage: str = ROLLBACK
+
+
+@dataclass(frozen=True)
+class RollbackAll:
+    """A target that rolls back in one go: its own `rollback` to `previous` (a targets/base.py Revision)."""
+
+    previous: Any
+    stage: str = ROLLBACK
+
+
+@dataclass(frozen=True)
+class DownAll:
+    """A target that tears down in one go: its own `down` of `objects`."""
+
+    objects: list[Obj]
+    purge: bool
+    stage: str = DOWN
 
 
 @dataclass(frozen=True)
@@ -167,15 +219,26 @@ Step = (
     | RecordRevision
     | ApplyAll
     | WaitAll
+    | Restore
+    | Remove
+    | Guard
+    | RollbackAll
+    | DownAll
 )
 
 
 @dataclass
 class StepOutcome:
     """What one step did: each object applied ({"object", "action"}), whether any changed, a dry run's diffs, and the
-    stage's summary when the step decides it (a diff, a target's own apply or wait)."""
+    stage's summary when the step decides it (a diff, a target's own apply or wait). An undo's steps add what they
+    deleted and kept (each named, the kept with why), the revision recorded, and `stop`: the rest of the undo's part
+    is not to run (a Guard that found someone else's change; its summary says why)."""
 
     applied: list[dict[str, str]] = field(default_factory=list)
     changed: bool = False
     diffs: list[tuple[str, str]] = field(default_factory=list)
     summary: str | None = None
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    revision: int | None = None
+    stop: bool = False

@@ -1,16 +1,17 @@
 """The whole contract of a deployment target: what the pipeline and the CLI may ask of one, and nothing else.
 
-A target renders a profile, checks its environment, plans a rollout as steps (rollout/plan.py) and runs one step at a
-time, reports its status as a typed object, names the endpoint smoke tests (the whole deployment's or one group's)
-or runs the smoke Job inside it to its end (the pipeline judges either), keeps the smoke verdict, rolls back and
-tears down. Nothing a rollout decides is kept on the target between two calls: what a later step or a rollback
-needs travels in the plan, what a command's lock made is yielded by the lock (`Held`) and passed to each step, and
-what outlives the process is the target's own state (the cluster's objects, the local state directory).
-A command renders once: the set (`Rendering.objects`, a list of objects) is passed to every method that works on
-it, and no method renders it again. A target that applies and waits in one go implements `apply` and
-`wait_ready` and keeps the default one-step-each plan. Callers never ask which target they hold: everything that differs between targets
-is behind these methods. A new target is a package with a subclass of `Target`, one line in the registry
-(k3deploy/targets/__init__.py) and a built-in profile.
+A target renders a profile, checks its environment, plans a rollout, its rollback and its teardown as steps
+(rollout/plan.py, rollout/undo.py) and runs one step at a time, reports its status as a typed object, names the
+endpoint smoke tests (the whole deployment's or one group's) or runs the smoke Job inside it to its end (the pipeline
+judges either) and keeps the smoke verdict. Nothing a rollout decides is kept on the target between two calls: what a
+later step or a rollback needs travels in the plan, what a command's lock made is yielded by the lock (`Held`) and
+passed to each step, and what outlives the process is the target's own state (the cluster's objects, the local state
+directory). A command renders once: the set (`Rendering.objects`, a list of objects) is passed to every method that
+works on it, and no method renders it again. A target that applies and waits in one go implements `apply` and
+`wait_ready` and keeps the default one-step-each plan; one that rolls back and tears down in one go implements
+`rollback` and `down` and keeps the default one-step undo and teardown. Callers never ask which target they hold:
+everything that differs between targets is behind these methods. A new target is a package with a subclass of
+`Target`, one line in the registry (k3deploy/targets/__init__.py) and a built-in profile.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.plan import WHOLE, Plan
-from k3deploy.rollout.steps import ApplyAll, Step, StepOutcome, WaitAll
+from k3deploy.rollout.steps import ApplyAll, DownAll, RollbackAll, Step, StepOutcome, WaitAll
+from k3deploy.rollout.undo import Undo, whole, whole_down
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
 from k3deploy.targets.rendering import Objects, Rendering
@@ -136,6 +138,10 @@ class Target(abc.ABC):
         if isinstance(step, WaitAll):
             waited = self.wait_ready(profile, timeout_s)
             return StepOutcome(list(waited.applied), summary=waited.detail)
+        if isinstance(step, RollbackAll):
+            return StepOutcome(summary=self.rollback(profile, step.previous))
+        if isinstance(step, DownAll):
+            return StepOutcome(summary=self.down(profile, step.purge, step.objects))
         raise TypeError(f"target {self.name!r} runs no {type(step).__name__} step")
 
     def apply(self, profile: Profile) -> ApplyOutcome:
@@ -181,21 +187,22 @@ class Target(abc.ABC):
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
         """Keep the smoke verdict beside what it judged (shown by `status`)."""
 
-    @abc.abstractmethod
     def rollback(self, profile: Profile, previous: Revision | None) -> str:
-        """Restore `previous` (or remove what a first install created); return what was done."""
+        """Restore `previous` (or remove what a first install created) in one go; return what was done."""
+        raise NotImplementedError(f"target {self.name!r} plans its own steps")
 
-    def undo(
+    def undo_plan(
         self,
         profile: Profile,
         previous: Revision | None,
         plan: Plan | None,
         begun: list[Step],
         objects: Objects,
-    ) -> str:
-        """Roll back a rollout of `objects` that failed part way through `plan` (`begun`: its steps that started); by
-        default `rollback`."""
-        return self.rollback(profile, previous)
+    ) -> Undo:
+        """The steps that roll back a rollout of `objects` that failed part way through `plan` (`begun`: its steps
+        that started; no plan: restore `previous` in place of what is live), read from what is live now; by default
+        `rollback` in one go."""
+        return whole(previous)
 
     @abc.abstractmethod
     def status(self, profile: Profile) -> TargetStatus:
@@ -213,6 +220,12 @@ class Target(abc.ABC):
         deleted = "everything, including the weights" if purge else "the deployment (weights kept)"
         return f"Delete {deleted} of {profile.name!r} on target {self.name!r}?"
 
-    @abc.abstractmethod
     def down(self, profile: Profile, purge: bool, objects: Objects) -> str:
-        """Remove the deployment of `objects` (keeping cached weights unless purge); a no-op when nothing is there."""
+        """Remove the deployment of `objects` in one go (keeping cached weights unless purge); a no-op when nothing is
+        there."""
+        raise NotImplementedError(f"target {self.name!r} plans its own steps")
+
+    def down_plan(self, profile: Profile, purge: bool, objects: Objects) -> Undo:
+        """The steps that remove the deployment of `objects` (keeping cached weights unless purge), read from what is
+        live now; by default `down` in one go."""
+        return whole_down(list(objects), purge)

@@ -26,20 +26,20 @@ from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
 from k3deploy.render.manifests import SMOKE_COMPONENT, rendered_objects, service_url
 from k3deploy.report.model import CheckResult
-from k3deploy.rollout import bluegreen, forward, in_cluster
+from k3deploy.rollout import bluegreen, forward, in_cluster, undo
 from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import plan as rollout_plan
 from k3deploy.rollout import rollback as history
 from k3deploy.rollout.access import command_access
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import lws_of
-from k3deploy.rollout.guard import foreign_change
 from k3deploy.rollout.lease import LEASE_API, ReleaseLease, identity
 from k3deploy.rollout.order import job_role
-from k3deploy.rollout.plan import LiveState, Plan, Strategy, serving, switched
+from k3deploy.rollout.plan import LiveState, Plan, Strategy
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.runner import Runner
-from k3deploy.rollout.steps import APPLY, Begin, Step, StepOutcome
+from k3deploy.rollout.steps import APPLY, DOWN, ROLLBACK, Begin, Step, StepOutcome
+from k3deploy.rollout.undo import Undo
 from k3deploy.rollout.upgrade import read_lws
 from k3deploy.rollout.wait import Waiter
 from k3deploy.smoke.job_report import JobRun
@@ -223,8 +223,12 @@ class KubernetesTarget(Target):
     def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
         """Do one step: a stage's start sets the deadline, the rest is the runner's (rollout/runner.py)."""
         if isinstance(step, Begin):
-            if step.stage == APPLY:
+            if step.stage in (APPLY, DOWN):
                 self._start_phase(profile)
+            elif step.stage == ROLLBACK:
+                # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay
+                # live.
+                self.deadline.restart(self._timeout_s(profile))
             else:
                 remaining = self.deadline.remaining()
                 if remaining is None or timeout_s < remaining:
@@ -285,61 +289,23 @@ class KubernetesTarget(Target):
 
         return service_url(profile)
 
-    def rollback(self, profile: Profile, previous: Revision | None) -> str:
-        """Restore the previous revision and wait for it; on a first install remove the set but keep the weights."""
-        return self.undo(profile, previous, None, [], _objects(profile))
-
-    def undo(
+    def undo_plan(
         self,
         profile: Profile,
         previous: Revision | None,
         plan: Plan | None,
         begun: list[Step],
         objects: Objects,
-    ) -> str:
-        """As `rollback`, for what `plan` left: a blue-green cut short before its switch is abandoned (the old group
-        kept serving); after it, the previous revision comes back first, then the new group goes."""
-        # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay live.
-        self.deadline.restart(self._timeout_s(profile))
-        namespace = profile.kubernetes.namespace
-        bg = plan.blue_green if plan is not None else None
-        if bg is not None:
-            gone = self._waiter(profile).wait_pods_gone
-            if not switched(begun):
-                old = list(previous.data.get("objects") or []) if previous else []
-                restored = repair.restore_others(self.api, old, self.view.note) if previous else []
-                note = f" ({len(restored)} of the previous revision's objects restored)" if restored else ""
-                return bluegreen.abandon(self.api, namespace, bg, gone) + note
-            # Traffic had moved: the previous revision comes back first, then the new group goes.
-            restored_text = self._restore(profile, previous, bg.objects)
-            return f"{restored_text}; {bluegreen.abandon(self.api, namespace, bg, gone)}"
-        if plan is not None and plan.objects:
-            undone = plan.objects
-        else:
-            undone = bluegreen.as_live(self.api, profile, list(objects))
-        return self._restore(profile, previous, undone)
-
-    def _restore(self, profile: Profile, previous: Revision | None, objects: list[dict[str, Any]]) -> str:
-        namespace = profile.kubernetes.namespace
-        if previous is None:
-            removal = history.remove(self.api, objects, self.view.note)
-            self.api.delete("v1", "ConfigMap", history.history_name(profile.name), namespace)
-            return (
-                f"first install removed ({len(removal.deleted)} objects deleted; weight cache PVC and namespace kept"
-                f"{_kept_note(removal.kept)})"
-            )
-        old = list(previous.data.get("objects") or [])
-        if old == objects:
-            return f"nothing to roll back to: revision {previous.number} is the one that failed"
-        foreign = foreign_change(self.api, objects, old)
-        if foreign is not None:
-            return f"rollback skipped: {foreign}; re-applying revision {previous.number} would revert that change"
-        done = history.restore(self.api, old, objects, self.view.note)
-        self._waiter(profile).wait(serving(old))
-        number = history.record_revision(self.api, namespace, profile.name, old)
-        return (
-            f"restored revision {previous.number} (now revision {number}; {len(done)} objects changed) and it is ready"
-        )
+    ) -> Undo:
+        """The rollback of what `plan` left (rollout/undo.py): a blue-green cut short before its switch is abandoned
+        (the old group kept serving); after it, the previous revision comes back first, then the new group goes;
+        otherwise the previous revision is restored, or a first install removed (weights kept). Without a plan (a
+        standalone rollback), what is restored over is the set read under the colour that serves."""
+        planned = plan is not None and (plan.blue_green is not None or plan.objects)
+        live = [] if planned else bluegreen.as_live(self.api, profile, list(objects))
+        old = list(previous.data.get("objects") or []) if previous is not None else None
+        number = previous.number if previous is not None else None
+        return undo.undo(old, number, plan, begun, live, profile.name)
 
     def status(self, profile: Profile) -> TargetStatus:
         """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
@@ -367,26 +333,12 @@ class KubernetesTarget(Target):
         """The namespace `down` empties."""
         return kubernetes_down_question(profile, purge)
 
-    def down(self, profile: Profile, purge: bool, objects: Objects) -> str:
-        """Delete in reverse order what k3deploy created and wait for the pods to go; the weight PVC and the
-        namespace stay unless `purge`; what k3deploy did not create always stays, and is named."""
-        namespace = profile.kubernetes.namespace
-        self._start_phase(profile)
+    def down_plan(self, profile: Profile, purge: bool, objects: Objects) -> Undo:
+        """Delete in reverse order what k3deploy created of the set under the colour that serves (and a half-done
+        blue-green's other group and previews), then wait for the pods to go (rollout/undo.py `teardown`); the weight
+        PVC and the namespace stay unless `purge`; what k3deploy did not create always stays, and is named."""
         live = bluegreen.as_live(self.api, profile, list(objects))
-        live += bluegreen.leftovers(self.api, profile, live)  # a half-done blue-green's other group and previews
-        removal = history.remove(self.api, live, self.view.note, keep=frozenset() if purge else history.KEPT_KINDS)
-        removed = removal.deleted
-        if self.api.delete("v1", "ConfigMap", history.history_name(profile.name), namespace):
-            removed.append("revision history")
-        try:
-            for lws in (obj for obj in live if obj["kind"] == "LeaderWorkerSet"):
-                self._waiter(profile).wait_pods_gone(lws["metadata"]["name"])
-        except K3DeployError:
-            if not purge:
-                raise
-            # With the namespace deleted the pods go with it; a namespace still terminating is not a failure.
-        kept = ("" if purge else "; weight cache PVC kept (--purge deletes it)") + _kept_note(removal.kept)
-        return f"deleted {len(removed)} objects, pods gone{kept}" if removed else f"nothing to delete{kept}"
+        return undo.teardown(live, bluegreen.leftovers(self.api, profile, live), purge, profile.name)
 
     def leader_backends(self, profile: Profile) -> dict[str, str]:
         """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""
@@ -398,8 +350,3 @@ class KubernetesTarget(Target):
             # Smoke is bounded by its own overall timeout; keeping its verdict needs only a few requests.
             self.deadline.restart(_RECORD_BUDGET_S)
         history.record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)
-
-
-def _kept_note(kept: list[str]) -> str:
-    """The objects a removal left because k3deploy did not create them (or they hold what it did not create)."""
-    return f"; kept, not k3deploy's: {', '.join(kept)}" if kept else ""

@@ -19,10 +19,15 @@ from k3deploy.rollout.steps import (
     Begin,
     Delete,
     Diff,
+    DownAll,
+    Guard,
     Note,
     RecordGate,
     RecordRevision,
+    Remove,
     RemoveLeftovers,
+    Restore,
+    RollbackAll,
     SmokeGroup,
     Step,
     Switch,
@@ -173,6 +178,11 @@ def _samples() -> list[Step]:
         RecordRevision([lws]),
         ApplyAll(),
         WaitAll(),
+        Restore([lws]),
+        Remove([lws], frozenset()),
+        Guard([lws], []),
+        RollbackAll(None),
+        DownAll([lws], purge=True),
     ]
 
 
@@ -202,3 +212,19 @@ def test_a_smoke_through_a_port_forward_brings_its_verbs_and_an_in_cluster_one_i
     assert not any(a.resource == "jobs" for a in forwarded)
     assert not PORT_FORWARD & set(required_access(objects, [gate]))
     assert set(required_access(objects, [gate], port_forward=True)) >= PORT_FORWARD
+
+
+def test_the_rollbacks_steps_are_reviewed_too() -> None:
+    """`up` rolls back a failed first install by deleting what it applied and the revision history: a set with no
+    ConfigMap of its own still needs the history's delete, and a removal that deletes a Namespace needs to list what
+    it holds; `apply --no-wait` never rolls back, so it asks for neither."""
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "k"}}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "k"}}
+    waited = {(a.verb, a.resource) for a in command_access([ns, job])}
+    assert {("delete", "configmaps"), ("get", "configmaps")} <= waited
+    unwaited = {(a.verb, a.resource) for a in command_access([ns, job], Strategy(wait=False))}
+    assert ("delete", "configmaps") not in unwaited
+    assert not {("list", "secrets")} & waited  # a rollback keeps the Namespace
+    assert {("list", "secrets"), ("list", "configmaps")} <= {
+        (a.verb, a.resource) for a in step_access(Remove([ns], frozenset()))
+    }

@@ -9,10 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from k3deploy import pipeline
+from k3deploy.errors import CheckFailed
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 from k3deploy.rollout import plan as p
 from k3deploy.rollout import steps as st
+from k3deploy.rollout import undo as u
+from k3deploy.rollout.undo import Undo
 from k3deploy.smoke.reach import Reach
 from tests.rollout.test_pipeline import ScriptedTarget
 from tests.smoke.scripted_server import Script, scripted_server
@@ -44,7 +47,7 @@ class Planned(ScriptedTarget):
 
     def run_step(self, profile: Any, step: st.Step, timeout_s: float, held: Any = None) -> st.StepOutcome:
         self.calls.append(type(step).__name__)
-        if isinstance(step, st.WaitAll):
+        if isinstance(step, st.WaitAll | st.RollbackAll):
             return super().run_step(profile, step, timeout_s, held)
         if isinstance(step, st.Note) and step.stage == st.APPLY:
             return st.StepOutcome([{"object": "Thing/a", "action": "created"}], changed=True)
@@ -55,9 +58,9 @@ class Planned(ScriptedTarget):
         self.calls.append(f"reach {lws} {group}")
         yield Reach(self.urls[group], "endpoint", self.urls[group])
 
-    def undo(self, profile: Any, previous: Any, plan: p.Plan | None, begun: list[st.Step], objects: Any) -> str:
+    def undo_plan(self, profile: Any, previous: Any, plan: p.Plan | None, begun: list[st.Step], objects: Any) -> Undo:
         self.undone = (plan, list(begun))
-        return super().undo(profile, previous, plan, begun, objects)
+        return super().undo_plan(profile, previous, plan, begun, objects)
 
 
 def test_each_group_gate_runs_in_the_pipeline_in_plan_order_before_the_final_smoke() -> None:
@@ -109,3 +112,37 @@ def test_a_failed_gate_fails_the_wait_stage_stops_the_plan_and_the_rollback_know
     assert target.undone is not None
     plan, begun = target.undone
     assert plan is not None and begun == plan.steps[:6]
+
+
+def test_the_pipeline_runs_a_rollback_part_by_part_and_a_stopped_part_skips_only_its_own_rest() -> None:
+    """The undo's steps run on the target one at a time, in order; a Guard that finds someone else's change ends its
+    part, and the next part (the new group's removal) still runs."""
+    profile = load_profile("local-cpu", SMOKE)
+    bg = p.BlueGreen(old="kimi", new="kimi-green", objects=[], old_objects=[])
+    parts = [
+        u.Part(u.RESTORE, [st.Begin(st.ROLLBACK), st.Guard([], []), st.Restore([])], revision=3),
+        u.Part(u.ABANDON, [st.Delete("v1", "Service", "p"), st.WaitGone("kimi-green")], group=bg.old),
+    ]
+
+    class Guarded(ScriptedTarget):
+        def undo_plan(self, profile: Any, previous: Any, plan: Any, begun: Any, objects: Any) -> u.Undo:
+            return u.Undo(parts)
+
+        def run_step(self, profile: Any, step: st.Step, timeout_s: float, held: Any = None) -> st.StepOutcome:
+            self.calls.append(type(step).__name__)
+            if isinstance(step, st.Guard):
+                return st.StepOutcome(summary="LeaderWorkerSet/kimi was changed", stop=True)
+            if isinstance(step, st.Delete):
+                return st.StepOutcome(removed=["Service/p"])
+            if isinstance(step, st.Begin | st.Restore | st.WaitGone):
+                return st.StepOutcome()
+            return super().run_step(profile, step, timeout_s, held)
+
+    target = Guarded(fail={"wait_ready": CheckFailed("not ready")})
+    summary = pipeline.up(profile, target, lambda _: None, preflight=False, smoke=False)
+    undone = target.calls[target.calls.index("Begin") :]
+    assert undone == ["Begin", "Guard", "Delete", "WaitGone"]
+    assert summary.rollback == (
+        "rollback skipped: LeaderWorkerSet/kimi was changed; re-applying revision 3 would revert that change; "
+        "blue-green abandoned: new group removed (Service/p); kimi still serving"
+    )
