@@ -1032,3 +1032,40 @@ def test_no_module_keeps_mutable_state_in_a_module_level_container() -> None:
     assert offenders == []
     assert all(not where.startswith("k3deploy/kube/") for where, _ in MUTABLE_MODULE_STATE)
     assert all(name in _module_containers(trees[where]) for where, name in MUTABLE_MODULE_STATE)  # none stale
+
+
+# -- the rollback and `down` as plans ---------------------------------------------------------------------------
+
+#: What changes the cluster in a rollback or `down`: a removal, a recorded revision, the foreign-change check's dry
+#: runs. Each is a step's (rollout/steps.py), so only the runner calls them (and a cut-short blue-green's leftovers'
+#: removal, itself a RemoveLeftovers step's, in rollout/bluegreen_repair.py).
+UNDO_ACTIONS = {
+    ("k3deploy.rollout.rollback", "remove"): {"k3deploy/rollout/runner.py", "k3deploy/rollout/bluegreen_repair.py"},
+    ("k3deploy.rollout.rollback", "record_revision"): {"k3deploy/rollout/runner.py"},
+    ("k3deploy.rollout.guard", "foreign_change"): {"k3deploy/rollout/runner.py"},
+}
+
+
+def test_the_rollback_and_down_are_plans_the_pipeline_runs() -> None:
+    """A rollback and `down` are planned by rollout/undo.py from data alone (no module it reaches imports an I/O
+    library, the cluster layer or the runner), run one step at a time by the pipeline, and the Kubernetes target
+    implements neither in one go: it only plans them (`undo_plan`, `down_plan`) and runs steps."""
+    reached = _reached("k3deploy.rollout.undo")
+    assert "k3deploy.rollout.plan" in reached  # the rule follows imports
+    assert not {n for n in reached if _module_path(n).is_file() and imported_roots(_module_path(n)) & IO_LIBRARIES}
+    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.rollout.runner", "k3deploy.targets"))}
+    methods = {
+        node.name
+        for node in ast.walk(ast.parse((PACKAGE / "targets" / "kubernetes.py").read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+    }
+    assert {"undo_plan", "down_plan", "run_step"} <= methods
+    assert not methods & {"rollback", "undo", "down", "_restore"}
+    offenders = [
+        f"{path.relative_to(REPO_ROOT)}: calls {module}.{name}"
+        for (module, name), allowed in UNDO_ACTIONS.items()
+        for path in PACKAGE.rglob("*.py")
+        if str(path.relative_to(REPO_ROOT)) not in allowed and _calls(path, (name,), module)
+    ]
+    assert offenders == []
+    assert _calls(PACKAGE / "pipeline.py", ("summary",), "k3deploy.rollout.undo")

@@ -23,6 +23,13 @@ OWNER_ANNOTATION = "k3deploy/created-by"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 #: What the namespace controller puts in every namespace: never a reason to keep one.
 SYSTEM_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
+#: Kinds a rollback or a plain `down` never deletes: the weight cache and the namespace that holds it.
+KEPT_KINDS = frozenset({"PersistentVolumeClaim", "Namespace"})
+
+
+def history_name(deployment: str) -> str:
+    """Name of the revision history ConfigMap of a deployment (rollout/rollback.py): k3deploy's own, always marked."""
+    return f"{deployment}-k3deploy-revisions"
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -18,18 +18,11 @@ from typing import Any
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi, object_key
 from k3deploy.rollout.order import delete_order
-from k3deploy.rollout.ownership import foreign, mark, owned, release_of
+from k3deploy.rollout.ownership import KEPT_KINDS, foreign, history_name, mark, owned, release_of
 
 #: Revisions kept in the history ConfigMap (oldest dropped first); a set is ~20 KB, far below 1 MiB.
 HISTORY_LIMIT = 5
 HISTORY_KEY = "revisions.json"
-#: Kinds a rollback or a plain `down` never deletes: the weight cache and the namespace that holds it.
-KEPT_KINDS = frozenset({"PersistentVolumeClaim", "Namespace"})
-
-
-def history_name(deployment: str) -> str:
-    """Name of the history ConfigMap of a deployment."""
-    return f"{deployment}-k3deploy-revisions"
 
 
 def read_history(api: KubeApi, namespace: str, deployment: str) -> list[dict[str, Any]]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from k3deploy.rollout.order import apply_order
+from k3deploy.rollout.ownership import KEPT_KINDS, history_name
 from k3deploy.rollout.plan import BlueGreen, Plan, Strategy, reachable_plans, serving, switched
-from k3deploy.rollout.rollback import KEPT_KINDS, history_name
 from k3deploy.rollout.steps import (
     DOWN,
     ROLLBACK,
