@@ -78,13 +78,15 @@ class KubernetesTarget(Target):
         self.options: DeployOptions = options or DeployOptions()
         self.view: ProgressView = view or ProgressView(interactive=False)
         self._api: KubeApi | None = None
-        #: The command's deadline, shared with every API request (kube/deadline.py): --timeout bounds the whole
-        #: command; without it each rollout phase gets the profile's rollout_timeout_s when it starts.
-        self.deadline = self.options.kube.deadline
         if self.options.timeout_s is not None and not self.deadline.bounded:
             self.deadline.restart(self.options.timeout_s)
-        #: The Namespace this command's lock created to hold its lease (the apply reports it created): set and read
-        #: only inside `locked`, which spans the whole command.
+
+    @property
+    def deadline(self) -> Deadline:
+        """The command's deadline: the connection's (kube/options.py), which every API request reads
+        (kube/deadline.py). --timeout bounds the whole command; without it each phase (a Begin step) gets the
+        profile's rollout_timeout_s when it starts, and a smoke Job or the verdict's recording a budget of its own."""
+        return self.options.kube.deadline
 
     @property
     def api(self) -> KubeApi:
