@@ -178,8 +178,8 @@ def reachable(objects: list[Obj], strategy: Strategy, release: str) -> list[Step
     previous = [obj for obj in objects if obj["kind"] != "Job"]
     steps: list[Step] = []
     for plan in reachable_plans(objects, strategy, release):
-        for before, number in ((None, None), (previous, 1)):
-            steps += undo(before, number, plan, plan.steps, objects, release).steps
+        for before in (None, previous):
+            steps += undo(before, None, plan, plan.steps, objects, release).steps
     return steps
 
 
@@ -191,7 +191,7 @@ def _kept_note(kept: list[str]) -> str:
 def said(part: Part, outcomes: list[StepOutcome]) -> str:
     """The line of one part, from its steps' outcomes in step order."""
     done = list(zip(part.steps, outcomes, strict=False))
-    stopped = next((o.summary for step, o in done if isinstance(step, Guard) and o.stop), None)
+    stopped = next((o.summary for o in outcomes if o.stop), None)
 
     def of(kind: type) -> list[StepOutcome]:
         return [o for step, o in done if isinstance(step, kind)]

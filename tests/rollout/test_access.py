@@ -228,3 +228,16 @@ def test_the_rollbacks_steps_are_reviewed_too() -> None:
     assert {("list", "secrets"), ("list", "configmaps")} <= {
         (a.verb, a.resource) for a in step_access(Remove([ns], frozenset()))
     }
+
+
+def test_a_restore_applies_and_a_guard_dry_runs_only_the_leaderworkerset() -> None:
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "k"}}
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "k"}}
+    applied = {(a.verb, a.resource) for a in step_access(Restore([lws, svc]))}
+    assert applied == {(v, r) for v in ("get", "create", "patch", "delete") for r in ("leaderworkersets", "services")}
+    guarded = {(a.verb, a.resource, a.group) for a in step_access(Guard([lws, svc], [svc]))}
+    assert guarded == {
+        (v, "leaderworkersets", "leaderworkerset.x-k8s.io") for v in ("get", "create", "patch", "delete")
+    }
+    kept = step_access(Remove([lws, svc], frozenset({"Service"})))
+    assert {(a.verb, a.resource) for a in kept} == {("get", "leaderworkersets"), ("delete", "leaderworkersets")}

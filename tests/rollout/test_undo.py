@@ -173,3 +173,25 @@ def test_the_reachable_rollback_steps_cover_a_first_install_and_an_upgrade_and_n
     assert {"Remove", "Delete", "Guard", "Restore", "Wait", "RecordRevision"} <= set(kinds(steps))
     assert u.reachable(objects, p.Strategy(wait=False), "kimi") == []
     assert u.reachable(objects, p.Strategy(dry_run=True), "kimi") == []
+
+
+def test_an_object_of_the_same_name_in_another_namespace_is_one_the_failed_revision_added() -> None:
+    there = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kimi", "namespace": "elsewhere"}}
+    undo = u.undo(V1, 4, p.Plan([], [*V1[:3], lws(image="v2"), SVC, there]), [], [], "kimi")
+    removes = [s for s in undo.steps if isinstance(s, st.Remove)]
+    assert len(removes) == 1 and removes[0].objects == [there]
+
+
+def test_the_reachable_upgrade_rollback_removes_the_failed_revisions_jobs() -> None:
+    """The upgrade rollback reviewed is from a revision without the set's Jobs: its Remove is theirs."""
+    objects = [NS, JOB, lws(), SVC]
+    removes = [s for s in u.reachable(objects, p.UP_STRATEGY, "kimi") if isinstance(s, st.Remove)]
+    assert next(s.objects for s in removes if s.label == "rollback: ") == [JOB]
+
+
+def test_a_summary_needs_the_outcomes_of_every_part() -> None:
+    bg = _blue_green()
+    plan = p.Plan([st.Switch(None, "kimi-green", "kimi-green-0")], V2, bg)
+    undo = u.undo(V1, 4, plan, plan.steps, [], "kimi")
+    with pytest.raises(ValueError):
+        u.summary(undo, [[st.StepOutcome()] * 6])
