@@ -8,7 +8,7 @@ import pytest
 from rich.console import Group
 from rich.table import Table
 
-from k3deploy.console import _Console
+from k3deploy.rich_console import RichConsole as _Console
 from tests.conftest import run_cli
 
 
