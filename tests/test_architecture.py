@@ -574,7 +574,7 @@ STARTUP_FORBIDDEN_K3DEPLOY = (
     "k3deploy.targets.local",
 )
 #: What `render` of a Kubernetes profile must not load: no HTTP client, no cluster client, no rich (its messages are
-#: plain lines: console.plain).
+#: plain lines: console.plain), no Grafana SDK (observe/dashboard.py writes its JSON; the tests check it with it).
 RENDER_FORBIDDEN = (
     "httpx",
     "aiohttp",
@@ -585,6 +585,7 @@ RENDER_FORBIDDEN = (
     "matplotlib",
     "prometheus_client",
     "rich",
+    "grafana_foundation_sdk",
 )
 #: ...nor the Kubernetes target's class (its cluster access and rollout), preflight, or the result models: `render`
 #: reaches the target's rendering alone (targets.render_for -> targets/kubernetes_render.py).
