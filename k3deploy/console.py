@@ -51,9 +51,10 @@ out = cast("RichConsole", _OnFirstUse(highlight=False, soft_wrap=True))
 
 
 def plain(line: str) -> None:
-    """One line of plain text on stderr, as it is: what `err.print(line, markup=False, highlight=False)` printed,
-    without loading rich (which would also turn a `:name:` emoji code into its emoji and expand tabs)."""
-    print(line, file=sys.stderr)
+    """One line of plain text on stderr: what `err.print(line, markup=False, highlight=False)` printed, without
+    loading rich. Where rich differed it is shown as written: a `:name:` emoji code stays text, a tab a tab, and a
+    terminal control (which rich dropped) is shown as its escape, as `safe_text` shows it."""
+    print(safe_text(line), file=sys.stderr)
 
 
 #: C0 controls but tab and newline, DEL, C1 controls (ESC opens terminal escapes; C1 CSI/OSC do in some terminals),
