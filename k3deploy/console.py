@@ -4,36 +4,57 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.markup import escape
-from rich.segment import Segment
-from rich.table import Table
+if TYPE_CHECKING:
+    from k3deploy.rich_console import RichConsole
 
 
-class _Console(Console):
-    """A rich Console that lets a broken pipe reach the CLI's one handler (cli/__init__.py) instead of exiting 1,
-    and that never cuts a table's cell with "…" when it does not write to a terminal."""
+class _OnFirstUse:
+    """Stands for a RichConsole made (and rich loaded, ~20 ms) on first use: a command that prints only plain lines
+    (`render`, `--help`) never loads rich. Everything but making it is passed to the console itself."""
 
-    def on_broken_pipe(self) -> None:
-        """rich's documented hook; its default ends the process with exit code 1 ("a check failed" here)."""
-        raise BrokenPipeError
+    __slots__ = ("_made", "_options")
 
-    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        """As rich renders it; a table bound for a file or a pipe folds what does not fit instead of cutting it
-        (a script or a log must get every character; rich renders nested renderables through here too)."""
-        if isinstance(renderable, Table) and not self.is_terminal:
-            for column in renderable.columns:
-                if column.overflow == "ellipsis":
-                    column.overflow = "fold"
-        return super().render(renderable, options)
+    def __init__(self, **options: Any) -> None:
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_made", None)
+
+    def _console(self) -> RichConsole:
+        if self._made is None:
+            # rich is loaded here, by the first command that prints through a console.
+            from k3deploy.rich_console import RichConsole
+
+            object.__setattr__(self, "_made", RichConsole(**self._options))
+        return cast("RichConsole", self._made)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._console(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._console(), name, value)
+
+    # rich's Live enters its console (`with self.console:`), and Python looks `with`'s methods up on the type.
+    def __enter__(self) -> RichConsole:
+        console = self._console()
+        console.__enter__()
+        return console
+
+    def __exit__(self, *exc: Any) -> None:
+        self._console().__exit__(*exc)
 
 
 #: Progress, tables and messages: stderr, so stdout stays clean for data (`-o json`, `-o -`).
-err = _Console(stderr=True, highlight=False, soft_wrap=True)
+err = cast("RichConsole", _OnFirstUse(stderr=True, highlight=False, soft_wrap=True))
 #: Data only.
-out = _Console(highlight=False, soft_wrap=True)
+out = cast("RichConsole", _OnFirstUse(highlight=False, soft_wrap=True))
+
+
+def plain(line: str) -> None:
+    """One line of plain text on stderr: what `err.print(line, markup=False, highlight=False)` printed, without
+    loading rich. Where rich differed it is shown as written: a `:name:` emoji code stays text, a tab a tab, and a
+    terminal control (which rich dropped) is shown as its escape, as `safe_text` shows it."""
+    print(safe_text(line), file=sys.stderr)
 
 
 #: C0 controls but tab and newline, DEL, C1 controls (ESC opens terminal escapes; C1 CSI/OSC do in some terminals),
@@ -57,12 +78,15 @@ def is_interactive() -> bool:
 def print_error(message: str, hint: str | None = None) -> None:
     """The one abort path's output: `error: ...` and `hint: ...` on stderr."""
     message = safe_text(message)
-    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False) if is_interactive() else print(
-        f"error: {message}", file=sys.stderr
-    )
-    if hint:
-        hint = safe_text(hint)
-        if is_interactive():
-            err.print(f"[yellow]hint:[/] {escape(hint)}", markup=True, highlight=False)
-        else:
+    hint = safe_text(hint) if hint else None
+    if not is_interactive():
+        print(f"error: {message}", file=sys.stderr)
+        if hint:
             print(f"hint: {hint}", file=sys.stderr)
+        return
+    # rich is loaded for a terminal's colours only: a script's error is plain text.
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
+    if hint:
+        err.print(f"[yellow]hint:[/] {escape(hint)}", markup=True, highlight=False)

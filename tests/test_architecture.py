@@ -136,8 +136,9 @@ def test_every_module_has_a_docstring() -> None:
 
 #: Third-party modules heavy enough to import only where used, and never needed on some path (the local
 #: target never loads `kubernetes`; NVML, torch and matplotlib exist only on some hosts or with an extra; `render`
-#: and `--help` never load an HTTP client).
+#: and `--help` never load an HTTP client, nor rich: they print plain lines).
 HEAVY_OPTIONAL = {
+    "rich",
     "httpx",
     "aiohttp",
     "tenacity",
@@ -535,8 +536,9 @@ def test_the_openai_client_is_one_http_stack() -> None:
 #: What `import k3deploy.cli` (every command's start-up, `--help` alone) must not load: each is loaded by the
 #: command that uses it (tests/bench/bench_startup.py prints what start-up costs). pydantic is loaded by the first
 #: command that loads a profile or parses an option (typer coerces values through pydantic), YAML by the first that
-#: reads or writes it.
+#: reads or writes it, rich by the first that prints through a console (k3deploy/console.py: a table, a live view).
 STARTUP_FORBIDDEN = (
+    "rich",
     "httpx",
     "aiohttp",
     "kubernetes",
@@ -571,8 +573,20 @@ STARTUP_FORBIDDEN_K3DEPLOY = (
     "k3deploy.targets.kubernetes",
     "k3deploy.targets.local",
 )
-#: What `render` of a Kubernetes profile must not load: no HTTP client, no cluster client.
-RENDER_FORBIDDEN = ("httpx", "aiohttp", "kubernetes", "urllib3", "tenacity", "numpy", "matplotlib", "prometheus_client")
+#: What `render` of a Kubernetes profile must not load: no HTTP client, no cluster client, no rich (its messages are
+#: plain lines: console.plain), no Grafana SDK (observe/dashboard.py writes its JSON; the tests check it with it).
+RENDER_FORBIDDEN = (
+    "httpx",
+    "aiohttp",
+    "kubernetes",
+    "urllib3",
+    "tenacity",
+    "numpy",
+    "matplotlib",
+    "prometheus_client",
+    "rich",
+    "grafana_foundation_sdk",
+)
 #: ...nor the Kubernetes target's class (its cluster access and rollout), preflight, or the result models: `render`
 #: reaches the target's rendering alone (targets.render_for -> targets/kubernetes_render.py).
 RENDER_FORBIDDEN_K3DEPLOY = (
@@ -629,7 +643,7 @@ def _loaded_after(*argv: str) -> set[str]:
 
 
 def test_the_cli_start_up_loads_no_heavy_module() -> None:
-    """`--help` pays for typer, rich and the command modules only: no HTTP or cluster client, no pydantic and no
+    """`--help` pays for typer and the command modules only: no HTTP or cluster client, no pydantic and no
     profile models (built by the first command that loads a profile), no stage."""
     loaded = _loaded_after()
     assert loaded & set(STARTUP_FORBIDDEN) == set()

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Group
 from rich.table import Table
 
-from k3deploy.console import _Console
+from k3deploy.rich_console import RichConsole as _Console
 from tests.conftest import run_cli
 
 
@@ -66,3 +66,17 @@ def test_an_error_and_a_preflight_row_never_carry_a_raw_escape(capsys: pytest.Ca
     Console(file=buffer, force_terminal=True, width=200).print(preflight_table("p", [row]))
     shown = buffer.getvalue()
     assert "\x1b[8m" not in shown and "\x1b]0;" not in shown and "\\x1b[8mhidden" in shown
+
+
+def test_a_plain_line_is_what_the_console_printed_for_ordinary_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """`plain` (render's messages, without loading rich) prints what `err.print(markup=False)` did; a terminal
+    control is shown as its escape (rich dropped it), an emoji code and a tab as written."""
+    from k3deploy.console import plain
+    from k3deploy.rich_console import RichConsole
+
+    line = "warning: vllm.image vllm/vllm-openai:kimi-k3 floats until pinned: `k3deploy pin` resolves it [x]"
+    buffer = io.StringIO()
+    RichConsole(file=buffer, highlight=False, soft_wrap=True).print(line, markup=False, highlight=False)
+    plain(line)
+    plain("a :smile: b\tc \x1b[2Jd")
+    assert capsys.readouterr().err == buffer.getvalue() + "a :smile: b\tc \\x1b[2Jd\n"

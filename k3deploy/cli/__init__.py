@@ -6,7 +6,6 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sys
@@ -76,6 +75,9 @@ def _forget_unhandled_interrupt() -> None:
     ends the process by SIGINT (Modules/main.c, Py_RunMain), though k3deploy handled it. Running an empty statement
     the same way clears the mark.
     """
+    # Loaded on an interrupt only: ctypes costs every other run ~2 ms of start-up.
+    import ctypes
+
     with contextlib.suppress(Exception):
         ctypes.pythonapi.PyRun_SimpleString(b"pass")
 

@@ -10,7 +10,7 @@ import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.output import print_data
-from k3deploy.console import err, out
+from k3deploy.console import err, out, plain
 from k3deploy.errors import CheckFailed
 from k3deploy.targets import render_for
 
@@ -183,7 +183,7 @@ def render(
     render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)
     if prof.on_kubernetes:
         for line in render_warnings(prof):
-            err.print(f"warning: {line}", markup=False, highlight=False)
+            plain(f"warning: {line}")
 
 
 def render_warnings(prof: Profile) -> list[str]:

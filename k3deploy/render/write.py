@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from k3deploy.console import err
+from k3deploy.console import plain
 from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import Manifest, build, dump
@@ -74,16 +74,8 @@ def render_to(files: dict[str, str], stream: str, what: str, output: str, *, for
     if not output.strip():
         raise UsageError("--output is empty", hint="pass a directory, or '-' for stdout")
     result = write_set(Path(output), files, force=force)
-    err.print(f"wrote {what} to {output}", markup=False, highlight=False)
+    plain(f"wrote {what} to {output}")
     if result.removed:
-        err.print(
-            f"removed {len(result.removed)} file(s) of the previous render: {', '.join(result.removed)}",
-            markup=False,
-            highlight=False,
-        )
+        plain(f"removed {len(result.removed)} file(s) of the previous render: {', '.join(result.removed)}")
     for name in result.kept:
-        err.print(
-            f"warning: left {name}: k3deploy wrote it, but it changed since; it is no longer part of the set",
-            markup=False,
-            highlight=False,
-        )
+        plain(f"warning: left {name}: k3deploy wrote it, but it changed since; it is no longer part of the set")
