@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -20,8 +21,14 @@ from tests.targets.local.test_state_files import RECORD
 def _running(tmp_path: Path) -> tuple[subprocess.Popen[bytes], ServerRecord]:
     # As k3deploy starts a server: its own session and process group, its id in the environment (process.py).
     env = {**os.environ, SERVER_ID_ENV: RECORD.server_id}
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True, env=env)
+    argv = [sys.executable, "-c", "import time; time.sleep(60)"]
+    child = subprocess.Popen(argv, start_new_session=True, env=env)
     proc = psutil.Process(child.pid)
+    # Between fork and exec the child still shows this test's command line: record it once it runs its own, as
+    # k3deploy records a server it started.
+    deadline = time.monotonic() + 10
+    while proc.cmdline()[1:] != argv[1:] and time.monotonic() < deadline:
+        time.sleep(0.01)
     record = RECORD.model_copy(update={"pid": child.pid, "create_time": proc.create_time(), "argv": proc.cmdline()})
     return child, record
 
