@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.lws import API_VERSION
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.rollout.colours import (
@@ -185,9 +186,7 @@ def describe(api: Any, profile: Any, objects: list[dict[str, Any]]) -> dict[str,
     lws = lws_of(objects)
     serving = lws["metadata"]["name"] if lws is not None else profile.name
     groups = [
-        name
-        for name in colours(profile.name)
-        if api.get("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name, namespace) is not None
+        name for name in colours(profile.name) if api.get(API_VERSION, "LeaderWorkerSet", name, namespace) is not None
     ]
     previews = [
         preview_name(name)

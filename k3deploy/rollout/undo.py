@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from k3deploy.lws import API_VERSION
 from k3deploy.rollout.order import apply_order
 from k3deploy.rollout.ownership import KEPT_KINDS, history_name
 from k3deploy.rollout.plan import BlueGreen, Plan, Strategy, reachable_plans, serving, switched
@@ -49,7 +50,6 @@ FIRST_INSTALL, NOTHING, RESTORE, ABANDON, TEARDOWN, WHOLE = (
     "teardown",
     "whole",
 )
-LWS_API = "leaderworkerset.x-k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def abandon(bg: BlueGreen, previous: list[Obj] | None) -> Part:
     steps: list[Step] = []
     if previous is not None:
         steps.append(Restore([obj for obj in previous if obj.get("kind") not in ("LeaderWorkerSet", "Job")]))
-    steps.append(Delete(LWS_API, "LeaderWorkerSet", bg.new, stage=ROLLBACK))
+    steps.append(Delete(API_VERSION, "LeaderWorkerSet", bg.new, stage=ROLLBACK))
     if bg.preview:
         steps.append(Delete("v1", "Service", bg.preview["metadata"]["name"], stage=ROLLBACK))
     steps.append(WaitGone(bg.new, stage=ROLLBACK))
