@@ -11,13 +11,13 @@ module's).
 
 from __future__ import annotations
 
-import atexit
 import builtins
 import functools
 import json
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -68,10 +68,11 @@ class KubeApi:
         # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes.dynamic import DynamicClient
 
-        # A per-process discovery cache: the library's default is shared in /tmp by host and goes stale
-        # when CRDs are installed between runs.
+        # A discovery cache of this connection's own: the library's default is shared in /tmp by host and goes
+        # stale when CRDs are installed between runs. It goes with the connection (or at the latest at exit), so a
+        # process that makes many connections leaves no folder per connection behind.
         cache_dir = tempfile.mkdtemp(prefix="k3deploy-discovery-")
-        atexit.register(shutil.rmtree, cache_dir, True)
+        weakref.finalize(self, shutil.rmtree, cache_dir, True)
         try:
             return call_with_retries(DynamicClient, self.client, cache_file=os.path.join(cache_dir, "discovery.json"))
         except Exception as exc:
