@@ -156,7 +156,7 @@ def run_cli(
     typer's `CliRunner.isolation` (as hatch's tests/conftest.py uses click's) swaps stdin/stdout/stderr for buffers
     and applies `env` to os.environ for the call only; the working directory is `cwd` (default: the repo root).
     Only this thread's output is captured (see `_ThisThread`). What the entry point changes for the process (the
-    SIGTERM handler), the consoles' terminal settings and tempfile's cached folder are put back afterwards. Past
+    SIGTERM handler, the unraisable hook), the consoles' terminal settings and tempfile's cached folder are put back afterwards. Past
     `timeout` seconds the run gets SIGINT, as on Ctrl-C (so its cleanup runs), and TimeoutExpired is raised, as
     `subprocess.run` does.
     """
@@ -171,7 +171,7 @@ def run_cli(
     from k3deploy import console
 
     before = sys.stdout, sys.stderr
-    sigterm = signal.getsignal(signal.SIGTERM)
+    sigterm, unraisable = signal.getsignal(signal.SIGTERM), sys.unraisablehook
     consoles = [(c, c._width, c._color_system) for c in (console.err, console.out)]
     here, temp = os.getcwd(), tempfile.tempdir
     code, extra_err = 0, ""
@@ -199,6 +199,7 @@ def run_cli(
             os.chdir(here)
             tempfile.tempdir = temp
             signal.signal(signal.SIGTERM, sigterm)
+            sys.unraisablehook = unraisable
             entry._TERMINATED.clear()
             for c, width, colours in consoles:
                 c._width, c._color_system = width, colours

@@ -6,10 +6,14 @@ Command modules register themselves on `app`; none imports `kubernetes` at impor
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import typer
@@ -18,6 +22,8 @@ from k3deploy.cli.app import app, app_for
 from k3deploy.console import print_error
 from k3deploy.errors import EXIT_ENVIRONMENT, EXIT_USAGE, K3DeployError
 
+#: How long a dropped interrupt waits before it is sent again: the callback that dropped it has returned by then.
+_REDELIVER_AFTER_S = 0.05
 #: What a shell reports for a process that SIGPIPE ended (128 + 13), as `yes | head -1` does.
 EXIT_BROKEN_PIPE = 141
 
@@ -60,6 +66,28 @@ def _terminated(signum: int, frame: Any) -> None:
         on_sigint(signal.SIGINT, frame)
         return
     raise KeyboardInterrupt
+
+
+def _redeliver_interrupt(previous: Callable[[Any], None], unraisable: Any) -> None:
+    """sys.unraisablehook: an interrupt (Ctrl-C, or SIGTERM handled as one) that Python raised inside code whose
+    exceptions it only prints and drops (a weakref callback, such as the one importlib runs when a module's import
+    lock goes, or a `__del__`) is delivered to the main thread again instead of being lost: otherwise a signal that
+    lands while a command imports a module it loads on first use is printed as "Exception ignored" and the command
+    runs on. Anything else goes to the hook that was in force."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        # Sent from another thread once this hook has returned (a signal handled inside the hook would be dropped
+        # too), as a real signal, so a blocking call of the main thread is interrupted as Ctrl-C interrupts it. Should
+        # it land in such a callback again, it comes back here and is sent again.
+        main = threading.main_thread().ident
+        threading.Thread(target=_signal_after, args=(main, _REDELIVER_AFTER_S), daemon=True).start()
+        return
+    previous(unraisable)
+
+
+def _signal_after(thread_id: int | None, delay_s: float) -> None:
+    time.sleep(delay_s)
+    if thread_id is not None:
+        signal.pthread_kill(thread_id, signal.SIGINT)
 
 
 def _interrupted() -> NoReturn:
@@ -128,6 +156,7 @@ def _goodput_args(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn every K3DeployError into `error:` / `hint:` and its exit code."""
     signal.signal(signal.SIGTERM, _terminated)
+    sys.unraisablehook = functools.partial(_redeliver_interrupt, sys.unraisablehook)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:
