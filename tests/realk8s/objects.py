@@ -206,6 +206,52 @@ def cluster_admin_binding(user: str) -> dict[str, Any]:
     }
 
 
+#: What the plane's admission says when KWOK's delete would hit a pod no one asked to terminate.
+KWOK_STALE_DELETE = "kwok deletes a pod only while it is terminating"
+
+
+def kwok_delete_policy(user: str) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy and its binding: `user` (KWOK) may delete a pod only while it is terminating.
+
+    KWOK v0.8.0's pod-delete Stage deletes by namespace and name, with no UID precondition (sigs.k8s.io/kwok
+    pkg/kwok/controllers/pod_controller.go `deleteResource`), once per watch event of a terminating pod; a late second
+    delete of an old pod then lands on its replacement of the same name (a StatefulSet's, a group's recreated pod),
+    seen on the tier during a group's roll. The kubelet KWOK stands in for deletes with the pod's UID as a
+    precondition (kubernetes pkg/kubelet/status/status_manager.go), so no such delete reaches a newer pod. The stage
+    deletes only pods with a deletionTimestamp (its selector), so the policy refuses exactly the stale delete: one of
+    a pod no one has asked to terminate."""
+    name = f"realk8s-{user}-deletes-terminating-pods"
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]}
+                    ]
+                },
+                "matchConditions": [{"name": "kwok", "expression": f"request.userInfo.username == '{user}'"}],
+                "validations": [
+                    {
+                        "expression": "has(oldObject.metadata.deletionTimestamp)",
+                        "message": KWOK_STALE_DELETE,
+                        "reason": "Forbidden",
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        },
+    ]
+
+
 def lws_workload(version: str) -> list[dict[str, Any]]:
     """The LWS controller's namespace and Deployment as its install names them (kubernetes-sigs/lws config/default:
     `lws-controller-manager` in `lws-system`, image registry.k8s.io/lws/lws), at 0 replicas: the controller itself

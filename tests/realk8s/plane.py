@@ -267,6 +267,12 @@ class Plane:
                 resource_path("rbac.authorization.k8s.io/v1", "clusterrolebindings", name=binding["metadata"]["name"]),
                 binding,
             )
+        policy, policy_binding = objects.kwok_delete_policy("kwok")
+        for obj, plural in (
+            (policy, "validatingadmissionpolicies"),
+            (policy_binding, "validatingadmissionpolicybindings"),
+        ):
+            self.api.apply(resource_path("admissionregistration.k8s.io/v1", plural, name=obj["metadata"]["name"]), obj)
         kcm_cfg = self._component_kubeconfig("system:kube-controller-manager")
         kcm_port = free_port()
         kcm = self._spawn(

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from tests.realk8s.client import resource_path, wait_until
+from tests.realk8s.objects import KWOK_STALE_DELETE
 from tests.realk8s.plane import Plane
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
@@ -90,3 +91,29 @@ def test_service_account_admission_mounts_the_token_and_refuses_a_missing_accoun
     assert pod["spec"]["serviceAccountName"] == "default"
     volumes = [v["name"] for v in pod["spec"]["volumes"]]
     assert any(v.startswith("kube-api-access-") for v in volumes)
+
+
+def test_kwok_deletes_a_pod_only_while_it_is_terminating(realk8s: Plane, namespace: str) -> None:
+    """KWOK deletes by name (tests/realk8s/objects.py `kwok_delete_policy`): its delete of a pod no one asked to
+    terminate, as a stale delete of a same-named older pod would be, is refused; a terminating pod it still deletes."""
+    api, kwok = realk8s.api, realk8s.client("kwok")
+    try:
+        pods = resource_path("v1", "pods", namespace)
+        api.create(pods, _pod("p"))
+        pod = resource_path("v1", "pods", namespace, "p")
+        running = wait_until("the pod to run", lambda: api.get(pod)["status"].get("phase") == "Running" or None, 120)
+        assert running
+
+        def refused() -> bool | None:
+            # The apiserver loads a new policy from an informer, so it refuses from a moment after the plane started;
+            # a server dry run is admitted or refused as the delete itself would be, and deletes nothing.
+            return kwok.request("DELETE", f"{pod}?dryRun=All").status_code == 403 or None
+
+        wait_until("the policy to be in force", refused, 30)
+        answer = kwok.request("DELETE", pod)
+        assert answer.status_code == 403 and KWOK_STALE_DELETE in answer.json()["message"], answer.text
+        assert "deletionTimestamp" not in api.get(pod)["metadata"]  # untouched
+        api.delete(pod)  # graceful: a deletionTimestamp, then KWOK's pod-delete Stage deletes it
+        wait_until("KWOK to delete the terminating pod", lambda: api.find(pod) is None or None, 60)
+    finally:
+        kwok.close()
