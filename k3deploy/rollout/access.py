@@ -20,6 +20,7 @@ from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.access import APPLY_VERBS, REVIEWED_APART, WAIT_VERBS, Access, group_of, plural
 from k3deploy.rollout import undo
 from k3deploy.rollout.colours import lws_of
+from k3deploy.rollout.ownership import HELD_KINDS
 from k3deploy.rollout.plan import UP_STRATEGY, Strategy, reachable
 from k3deploy.rollout.steps import (
     Apply,
@@ -135,7 +136,7 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
         out = [a for o in removed for a in _kind(o["apiVersion"], o["kind"], ("get", "delete"))]
         if any(o["kind"] == "Namespace" for o in removed):
             # A Namespace is deleted only when it holds nothing k3deploy did not create (rollout/rollback.py).
-            out += [Access("list", resource) for resource in ("secrets", "configmaps", "persistentvolumeclaims")]
+            out += [Access("list", plural(kind)) for kind in HELD_KINDS]
         return out
     if isinstance(step, Guard):
         # The live template against server dry runs of this run's and the previous revision's (rollout/guard.py).

@@ -25,6 +25,15 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 SYSTEM_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
 #: Kinds a rollback or a plain `down` never deletes: the weight cache and the namespace that holds it.
 KEPT_KINDS = frozenset({"PersistentVolumeClaim", "Namespace"})
+#: What a marked Namespace may hold that k3deploy did not create (a token Secret, a weight PVC): while it holds any,
+#: it is not deleted (rollout/rollback.py `remove`).
+HELD_KINDS = ("Secret", "ConfigMap", "PersistentVolumeClaim")
+
+
+def identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    """What names one object: API version, kind, namespace ("" when cluster-scoped) and name."""
+    meta = obj.get("metadata", {})
+    return (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
 
 
 def history_name(deployment: str) -> str:

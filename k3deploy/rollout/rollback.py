@@ -18,7 +18,16 @@ from typing import Any
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi, object_key
 from k3deploy.rollout.order import delete_order
-from k3deploy.rollout.ownership import KEPT_KINDS, foreign, history_name, mark, owned, release_of
+from k3deploy.rollout.ownership import (
+    HELD_KINDS,
+    KEPT_KINDS,
+    foreign,
+    history_name,
+    identity,
+    mark,
+    owned,
+    release_of,
+)
 
 #: Revisions kept in the history ConfigMap (oldest dropped first); a set is ~20 KB, far below 1 MiB.
 HISTORY_LIMIT = 5
@@ -35,11 +44,6 @@ def read_history(api: KubeApi, namespace: str, deployment: str) -> list[dict[str
     except ValueError:
         return []
     return entries if isinstance(entries, list) else []
-
-
-def _identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
-    meta = obj.get("metadata", {})
-    return (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
 
 
 def bounded(entries: list[dict[str, Any]], objects: list[dict[str, Any]], now: str) -> tuple[list[dict[str, Any]], int]:
@@ -105,7 +109,7 @@ def _holds_foreign(api: KubeApi, namespace_obj: dict[str, Any]) -> list[str]:
     delete too; a namespace whose contents cannot be listed counts as holding something."""
     release, namespace = release_of(namespace_obj)
     found: list[str] = []
-    for kind in ("Secret", "ConfigMap", "PersistentVolumeClaim"):
+    for kind in HELD_KINDS:
         try:
             items, _ = api.list("v1", kind, namespace)
         except K3DeployError as exc:
@@ -128,7 +132,7 @@ def remove(
     for obj in delete_order(objects):
         if obj.get("kind") in keep:
             continue
-        api_version, kind, namespace, name = _identity(obj)
+        api_version, kind, namespace, name = identity(obj)
         key = object_key(obj)
         live = api.get(api_version, kind, name, namespace or None)
         if live is None:

@@ -17,11 +17,12 @@ restored, then the new group removed); a part's Guard that finds someone else's 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from k3deploy.lws import API_VERSION
 from k3deploy.rollout.order import apply_order
-from k3deploy.rollout.ownership import KEPT_KINDS, history_name
+from k3deploy.rollout.ownership import KEPT_KINDS, history_name, identity
 from k3deploy.rollout.plan import BlueGreen, Plan, Strategy, reachable_plans, serving, switched
 from k3deploy.rollout.steps import (
     DOWN,
@@ -94,11 +95,6 @@ def _first_install(objects: list[Obj], release: str) -> Part:
     )
 
 
-def _identity(obj: Obj) -> tuple[str, str, str, str]:
-    meta = obj.get("metadata", {})
-    return (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
-
-
 def restore(previous: list[Obj] | None, number: int | None, objects: list[Obj], release: str) -> Part:
     """Bring back revision `number` (`previous`, its objects) in place of `objects`; with none, remove a first
     install; with the same objects, nothing to do."""
@@ -106,8 +102,8 @@ def restore(previous: list[Obj] | None, number: int | None, objects: list[Obj], 
         return _first_install(objects, release)
     if previous == objects:
         return Part(NOTHING, [], revision=number)
-    kept = {_identity(obj) for obj in previous}
-    added = [obj for obj in objects if _identity(obj) not in kept]
+    kept = {identity(obj) for obj in previous}
+    added = [obj for obj in objects if identity(obj) not in kept]
     steps: list[Step] = [Guard(objects, previous), Restore(apply_order(previous))]
     if added:
         steps.append(Remove(added, KEPT_KINDS, label="rollback: "))
@@ -132,7 +128,7 @@ def abandon(bg: BlueGreen, previous: list[Obj] | None) -> Part:
 def _begun(parts: list[Part], stage: str) -> Undo:
     """`parts`, the first beginning with its stage's Begin (the deadline the steps run under)."""
     first, *rest = parts
-    return Undo([Part(first.kind, [Begin(stage), *first.steps], first.revision, first.group, first.purge), *rest])
+    return Undo([dataclasses.replace(first, steps=[Begin(stage), *first.steps]), *rest])
 
 
 def undo(

@@ -58,8 +58,8 @@ _RECORD_BUDGET_S = 60.0
 
 
 def _objects(profile: Profile) -> list[dict[str, Any]]:
-    """The profile's set, for what renders it afresh: `status`, a standalone `rollback`, and the plan's set with the
-    node-preflight Job pinned to the hosts found (a profile the command did not render)."""
+    """The profile's set, for what renders it afresh: `status`, and the plan's set with the node-preflight Job pinned
+    to the hosts found (a profile the command did not render)."""
     return rendered_objects(profile)
 
 
