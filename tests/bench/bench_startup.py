@@ -11,7 +11,9 @@ the venv's or PATH's (`bash .ci/helm` builds it from the Go module proxy); witho
 `helm template` figure below stands in, and the output says so.
 
 `--floor` also prints what the libraries `render` needs cost to import, one added at a time (typer parses options
-through pydantic): no `render` of k3deploy's can cost less than their sum.
+through pydantic): no `render` of k3deploy's can cost less than their sum. Then the bare floor: what a `render` with
+no CLI library but argparse and no profile validation would import before it does any work, and what one render's
+work costs once everything is imported (the bare floor plus that is the least a `render` could cost).
 
     python -m tests.bench.bench_startup [--rounds 7] [--floor]
 """
@@ -101,15 +103,55 @@ FLOOR = (
     ("+ jinja2", "import jinja2"),
     ("+ the profile's pydantic models", "import k3deploy.profile.model"),
 )
+#: The least any `render` built on the templates and YAML could import: no CLI library but the standard library's,
+#: no profile validation at all. What is left of 2x helm under it is all the time there is to parse, validate,
+#: render and write.
+BARE_FLOOR = (
+    ("the interpreter", "pass"),
+    ("+ PyYAML (libyaml)", "import yaml"),
+    ("+ jinja2", "import jinja2"),
+    ("+ argparse, in place of typer", "import argparse"),
+)
 
 
-def floor(rounds: int, env: dict[str, str]) -> None:
-    """Print the CPU seconds of importing FLOOR's libraries, one more per line."""
+#: One render's work with every module already imported: the profile loaded and validated, 16 objects rendered and
+#: written out as one stream. Printed by a child so the figure is its CPU time alone.
+WARM_WORK = f"""
+import time
+from k3deploy.profile import load_profile
+from k3deploy.targets import render_for
+render_for(load_profile({PROFILE!r}, [])).stream
+start = time.process_time()
+render_for(load_profile({PROFILE!r}, [])).stream
+print(time.process_time() - start)
+"""
+
+
+def warm_work(rounds: int, env: dict[str, str]) -> float:
+    """The smallest CPU seconds of WARM_WORK's second render over `rounds` children."""
+    return min(
+        float(
+            subprocess.run(
+                [sys.executable, "-c", WARM_WORK],
+                env=env,
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
+            ).stdout
+        )
+        for _ in range(rounds)
+    )
+
+
+def floor(rounds: int, env: dict[str, str], helm_s: float, lines: tuple[tuple[str, str], ...], label: str) -> None:
+    """Print the CPU seconds of importing `lines`' libraries, one more per line, and each against helm's figure."""
     code: list[str] = []
-    for what, line in FLOOR:
+    for what, line in lines:
         code.append(line)
         seconds = best([sys.executable, "-c", "; ".join(code)], rounds, env=env, cwd=REPO_ROOT)
-        print(f"floor:           {seconds:.3f} s CPU  {what}")
+        print(f"{label:<16} {seconds:.3f} s CPU = {seconds / helm_s:.2f}x helm  {what}")
 
 
 def main() -> None:
@@ -145,7 +187,11 @@ def main() -> None:
     print(f"--help / budget: {help_s / HELP_BUDGET_S:.2f}  (budget {HELP_BUDGET_S} s)")
     if args.floor:
         with tempfile.TemporaryDirectory(prefix="k3deploy-bench-startup-") as tmp:
-            floor(args.rounds, compiled_env(cli_env(), Path(tmp)))
+            env = compiled_env(cli_env(), Path(tmp))
+            floor(args.rounds, env, helm_s, FLOOR, "floor:")
+            floor(args.rounds, env, helm_s, BARE_FLOOR, "bare floor:")
+            work = warm_work(args.rounds, env)
+            print(f"{'warm work:':<16} {work:.3f} s CPU = {work / helm_s:.2f}x helm  one render once all is imported")
 
 
 if __name__ == "__main__":
