@@ -477,6 +477,14 @@ def status(profile: Profile, target: Target) -> TargetStatus:
     return report
 
 
+def restore(profile: Profile, target: Target, previous: Revision | None) -> str:
+    """Put `previous` back in place of what is live (or remove what is live when nothing was), as the target plans its
+    rollback, under the command lock: what `bench --ab/--sweep` does when it ends. Returns what was done."""
+    objects = target.render(profile).objects
+    with target.locked(profile, "rollback", objects) as held:
+        return _run_undo(profile, target, target.undo_plan(profile, previous, None, [], objects), held)
+
+
 def down(profile: Profile, target: Target, *, purge: bool) -> str:
     """Remove the deployment (weights kept unless purge): the set rendered once, for the lock and the removal."""
     objects = target.render(profile).objects

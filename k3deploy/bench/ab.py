@@ -72,7 +72,7 @@ def _serve(profile: Profile, target: Target, note: Callable[[str], None]) -> str
 
 def _restore(profile: Profile, target: Target, previous: Revision | None, note: Callable[[str], None]) -> None:
     try:
-        note("restoring what was live before bench: " + target.rollback(profile, previous))
+        note("restoring what was live before bench: " + pipeline.restore(profile, target, previous))
     except K3DeployError as exc:
         err.print(f"warning: could not restore the previous state: {exc.message}", markup=False, highlight=False)
 

@@ -7,11 +7,11 @@ judges either) and keeps the smoke verdict. Nothing a rollout decides is kept on
 later step or a rollback needs travels in the plan, what a command's lock made is yielded by the lock (`Held`) and
 passed to each step, and what outlives the process is the target's own state (the cluster's objects, the local state
 directory). A command renders once: the set (`Rendering.objects`, a list of objects) is passed to every method that
-works on it, and no method renders it again. A target that applies and waits in one go implements `apply` and
-`wait_ready` and keeps the default one-step-each plan; one that rolls back and tears down in one go implements
-`rollback` and `down` and keeps the default one-step undo and teardown. Callers never ask which target they hold:
+works on it, and no method renders it again. A target that applies, waits, rolls back and tears down each in one go
+subclasses `OneGoTarget` (targets/one_go.py), which plans and runs those one-step plans. Callers never ask which
+target they hold:
 everything that differs between targets is behind these methods. A new target is a package with a subclass of
-`Target`, one line in the registry (k3deploy/targets/__init__.py) and a built-in profile.
+`Target` (or of `OneGoTarget`), one line in the registry (k3deploy/targets/__init__.py) and a built-in profile.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from rich.table import Table
 from k3deploy.errors import UsageError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
-from k3deploy.rollout.plan import WHOLE, Plan
-from k3deploy.rollout.steps import ApplyAll, DownAll, RollbackAll, Step, StepOutcome, WaitAll
-from k3deploy.rollout.undo import Undo, whole, whole_down
+from k3deploy.rollout.plan import Plan
+from k3deploy.rollout.steps import Step, StepOutcome
+from k3deploy.rollout.undo import Undo
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
 from k3deploy.targets.rendering import Objects, Rendering
@@ -45,31 +45,12 @@ class Revision(BaseModel):
     data: dict[str, Any] = {}
 
 
-class ApplyOutcome(BaseModel):
-    """What an apply did: changed is False when the live state already matched."""
-
-    changed: bool
-    summary: str
-    created: list[str] = []
-    #: Each object or process applied and how (`-o json` of `apply`).
-    applied: list[dict[str, str]] = []
-    #: (what, unified diff) for a dry run with diff.
-    diffs: list[tuple[str, str]] = []
-
-
 @dataclass(frozen=True)
 class Held:
     """What a command's lock made to hold itself (the Namespace its Lease lives in), as `Kind/name` keys: the apply
     that follows reports them created. The lock yields it, the pipeline passes it to each step."""
 
     made: tuple[str, ...] = ()
-
-
-class WaitOutcome(BaseModel):
-    """How a wait ended: the stage's detail, and anything applied once the set was ready."""
-
-    detail: str = "ready"
-    applied: list[dict[str, str]] = []
 
 
 class TargetStatus(BaseModel):
@@ -124,33 +105,14 @@ class Target(abc.ABC):
     def current_revision(self, profile: Profile) -> Revision | None:
         """What is live now, or None when nothing is deployed."""
 
+    @abc.abstractmethod
     def plan(self, profile: Profile, objects: Objects) -> Plan:
-        """The steps of this command's rollout of `objects`, read from what is live now; by default `apply`, then
-        `wait_ready`."""
-        return WHOLE
+        """The steps of this command's rollout of `objects`, read from what is live now."""
 
+    @abc.abstractmethod
     def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
-        """Do one step of `plan` (`timeout_s`: the wait stage's; `held`: what the command's lock made); a
-        K3DeployError carrying a diagnosis on failure."""
-        if isinstance(step, ApplyAll):
-            outcome = self.apply(profile)
-            return StepOutcome(list(outcome.applied), outcome.changed, list(outcome.diffs), outcome.summary)
-        if isinstance(step, WaitAll):
-            waited = self.wait_ready(profile, timeout_s)
-            return StepOutcome(list(waited.applied), summary=waited.detail)
-        if isinstance(step, RollbackAll):
-            return StepOutcome(summary=self.rollback(profile, step.previous))
-        if isinstance(step, DownAll):
-            return StepOutcome(summary=self.down(profile, step.purge, step.objects))
-        raise TypeError(f"target {self.name!r} runs no {type(step).__name__} step")
-
-    def apply(self, profile: Profile) -> ApplyOutcome:
-        """Make the live state match the profile (or, for a dry run, say how it would change); idempotent."""
-        raise NotImplementedError(f"target {self.name!r} plans its own steps")
-
-    def wait_ready(self, profile: Profile, timeout_s: float) -> WaitOutcome:
-        """Block until serving; raise a K3DeployError carrying a diagnosis on failure or timeout."""
-        raise NotImplementedError(f"target {self.name!r} plans its own steps")
+        """Do one step of `plan`, `undo_plan` or `down_plan` (`timeout_s`: the wait stage's; `held`: what the
+        command's lock made); a K3DeployError carrying a diagnosis on failure."""
 
     @abc.abstractmethod
     def endpoint(self, profile: Profile) -> str:
@@ -187,10 +149,7 @@ class Target(abc.ABC):
     def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
         """Keep the smoke verdict beside what it judged (shown by `status`)."""
 
-    def rollback(self, profile: Profile, previous: Revision | None) -> str:
-        """Restore `previous` (or remove what a first install created) in one go; return what was done."""
-        raise NotImplementedError(f"target {self.name!r} plans its own steps")
-
+    @abc.abstractmethod
     def undo_plan(
         self,
         profile: Profile,
@@ -200,9 +159,7 @@ class Target(abc.ABC):
         objects: Objects,
     ) -> Undo:
         """The steps that roll back a rollout of `objects` that failed part way through `plan` (`begun`: its steps
-        that started; no plan: restore `previous` in place of what is live), read from what is live now; by default
-        `rollback` in one go."""
-        return whole(previous)
+        that started; no plan: restore `previous` in place of what is live), read from what is live now."""
 
     @abc.abstractmethod
     def status(self, profile: Profile) -> TargetStatus:
@@ -220,12 +177,7 @@ class Target(abc.ABC):
         deleted = "everything, including the weights" if purge else "the deployment (weights kept)"
         return f"Delete {deleted} of {profile.name!r} on target {self.name!r}?"
 
-    def down(self, profile: Profile, purge: bool, objects: Objects) -> str:
-        """Remove the deployment of `objects` in one go (keeping cached weights unless purge); a no-op when nothing is
-        there."""
-        raise NotImplementedError(f"target {self.name!r} plans its own steps")
-
+    @abc.abstractmethod
     def down_plan(self, profile: Profile, purge: bool, objects: Objects) -> Undo:
         """The steps that remove the deployment of `objects` (keeping cached weights unless purge), read from what is
-        live now; by default `down` in one go."""
-        return whole_down(list(objects), purge)
+        live now."""

@@ -205,3 +205,30 @@ def test_the_rollback_and_down_are_plans_the_pipeline_runs() -> None:
     ]
     assert offenders == []
     assert calls_of(PACKAGE / "pipeline.py", ("summary",), "k3deploy.rollout.undo")
+
+
+ONE_GO_METHODS = {"apply", "wait_ready", "rollback", "down"}
+
+
+def test_the_target_contract_has_no_stub_and_only_one_go_targets_work_in_one_go() -> None:
+    """`Target` declares every plan and the running of a step with no default (a target that plans its own steps
+    inherits no method that only raises); the one-go methods are `OneGoTarget`'s alone, and the Kubernetes target is
+    not one."""
+    from k3deploy.targets.base import Target
+    from k3deploy.targets.local.target import LocalTarget
+    from k3deploy.targets.one_go import OneGoTarget
+
+    assert {"plan", "run_step", "undo_plan", "down_plan"} <= Target.__abstractmethods__
+    assert not ONE_GO_METHODS & set(dir(Target))
+    assert OneGoTarget.__abstractmethods__ >= ONE_GO_METHODS
+    assert issubclass(LocalTarget, OneGoTarget) and not LocalTarget.__abstractmethods__
+    stubs = [
+        f"{path.relative_to(REPO_ROOT)}:{node.lineno}"
+        for path in (PACKAGE / "targets").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node.exc or node)
+    ]
+    assert stubs == []
+    kubernetes = ast.parse((PACKAGE / "targets" / "kubernetes.py").read_text(encoding="utf-8"))
+    (cls,) = [n for n in kubernetes.body if isinstance(n, ast.ClassDef) and n.name == "KubernetesTarget"]
+    assert [ast.unparse(b) for b in cls.bases] == ["Target"]

@@ -142,9 +142,9 @@ def test_ab_repeat_interleaves_the_variants(monkeypatch: pytest.MonkeyPatch) -> 
         def current_revision(self, _profile: object) -> None:
             return None
 
-        def rollback(self, _profile: object, _previous: object) -> str:
-            order.append("restore")
-            return "nothing was live"
+    def restore(_profile: object, _target: object, _previous: object) -> str:
+        order.append("restore")
+        return "nothing was live"
 
     def serve(profile: object, _target: object, _note: object) -> str:
         order.append("baseline" if profile.speculative is None else "speculative")  # type: ignore[attr-defined]
@@ -152,6 +152,7 @@ def test_ab_repeat_interleaves_the_variants(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(ab, "target_for", lambda _p: Local())
     monkeypatch.setattr(ab, "_serve", serve)
+    monkeypatch.setattr(ab.pipeline, "restore", restore)
     monkeypatch.setattr(ab, "measure", lambda *_a, **_k: Measured(endpoint="http://127.0.0.1:9"))
     request = Request(endpoint=None, profile="local-cpu", ab=True, repeat=2, quiet=True)
     reports = ab.run_variants(request)

@@ -12,11 +12,12 @@ from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.smoke.headline import REHEARSAL_LABEL, headline_lines
-from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
+from k3deploy.targets.base import Rendering, Revision, TargetStatus
+from k3deploy.targets.one_go import ApplyOutcome, OneGoTarget, WaitOutcome
 from tests.smoke.scripted_server import Script, scripted_server
 
 
-class ScriptedTarget(Target):
+class ScriptedTarget(OneGoTarget):
     """Records each call; raises what the test scripted for a step."""
 
     name = "scripted"
@@ -296,6 +297,10 @@ def test_a_target_lock_is_held_for_the_whole_command(profile: Any) -> None:
     assert target.calls == ["lock up", "preflight", "current_revision", "apply", "wait_ready", "rollback", "unlock"]
     target = Locking()
     assert pipeline.down(profile, target, purge=False) == "gone" and target.calls == ["lock down", "unlock"]
+    # What bench --ab puts back when it ends: the target's own rollback plan, under the lock.
+    target = Locking()
+    assert pipeline.restore(profile, target, Revision(target="scripted", number=4)) == "restored 4"
+    assert target.calls == ["lock rollback", "rollback", "unlock"]
 
 
 def _closed_port() -> str:

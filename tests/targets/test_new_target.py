@@ -17,7 +17,8 @@ from k3deploy import cli, targets
 from k3deploy.profile import load_profile
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult, Status
-from k3deploy.targets.base import ApplyOutcome, Rendering, Revision, Target, TargetStatus, WaitOutcome
+from k3deploy.targets.base import Rendering, Revision, TargetStatus
+from k3deploy.targets.one_go import ApplyOutcome, OneGoTarget, WaitOutcome
 from tests.smoke.scripted_server import Script, scripted_server
 
 #: The toy target's live state, shared by every instance (each CLI command builds its own).
@@ -36,7 +37,7 @@ PROFILE = [
 ]
 
 
-class ToyTarget(Target):
+class ToyTarget(OneGoTarget):
     """Deploys nothing: `apply` remembers the profile, the endpoint is a scripted server the test started."""
 
     name = "toy"

