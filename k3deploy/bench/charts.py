@@ -14,7 +14,6 @@ import math
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from matplotlib import rc_context
@@ -279,11 +278,6 @@ def html(reports: Sequence[BenchReport]) -> str:
     return html_report.html(reports, svgs(reports, data))
 
 
-def write_html(reports: Sequence[BenchReport], path: Path) -> None:
-    """Write `html(reports)` to `path`."""
-    path.write_text(html(reports), encoding="utf-8")
-
-
 def figure(reports: Sequence[BenchReport]) -> Figure:
     """The four charts as the panels of one figure (the PNG)."""
     data = series.all_series(reports)
@@ -306,8 +300,3 @@ def png(reports: Sequence[BenchReport]) -> bytes:
     with rc_context(RC):
         figure(reports).savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()
-
-
-def write_png(reports: Sequence[BenchReport], path: Path) -> None:
-    """Draw `figure(reports)` into a PNG file."""
-    path.write_bytes(png(reports))

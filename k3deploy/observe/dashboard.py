@@ -12,7 +12,6 @@ same with the defaults).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +50,6 @@ _VARIABLES: tuple[tuple[str, str, Callable[[Profile], str]], ...] = (
     ("dcgm_gpu_label", "DCGM GPU label", lambda p: p.kubernetes.dcgm_labels.gpu),
 )
 _LEGENDS = {"per_position_acceptance": "position {{position}}"}
-_VARIABLE_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
 
 @dataclass(frozen=True)
@@ -227,24 +225,3 @@ def dashboard_scope(profile: Profile) -> Scope:
         gpu_host_label="$dcgm_hostname_label",
         gpu_index_label="$dcgm_gpu_label",
     )
-
-
-def interpolate(expr: str, values: dict[str, str]) -> str:
-    """`$name` and `${name}` replaced by the variables' values, as Grafana does before it queries."""
-    return _VARIABLE_REF.sub(lambda m: values.get(m.group(1) or m.group(2), m.group(0)), expr)
-
-
-def variable_defaults(data: dict[str, Any]) -> dict[str, str]:
-    """The textbox variables of a dashboard and their default values."""
-    return {v["name"]: v["query"] for v in data.get("templating", {}).get("list", []) if v.get("type") == "textbox"}
-
-
-def raw_panel_queries(data: dict[str, Any]) -> list[str]:
-    """Every PromQL expression of a dashboard's panels, variables and all."""
-    return [target["expr"] for panel in data.get("panels", []) for target in panel.get("targets", [])]
-
-
-def panel_queries(data: dict[str, Any]) -> list[str]:
-    """Every PromQL expression of a dashboard's panels as Grafana sends it with the variables at their defaults."""
-    values = variable_defaults(data)
-    return [interpolate(expr, values) for expr in raw_panel_queries(data)]

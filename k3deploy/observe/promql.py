@@ -171,13 +171,6 @@ def ttft_s(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     return f"{_rate(TTFT + '_sum', sel, window)} / {_rate(TTFT + '_count', sel, window)}"
 
 
-def ttft_quantile_s(scope: Scope, window: str = DEFAULT_WINDOW, quantile: float = 0.95) -> str:
-    """A quantile of the time to first token (seconds), from the histogram's buckets."""
-    if not 0 < quantile < 1:
-        raise ValueError(f"quantile {quantile} is not between 0 and 1")
-    return f"histogram_quantile({quantile}, sum by (le) (rate({TTFT}_bucket{scope.server()}[{_window(window)}])))"
-
-
 def running_requests(scope: Scope, window: str = DEFAULT_WINDOW) -> str:
     """Requests being decoded now (a gauge; the window is unused)."""
     return f"sum({RUNNING}{scope.server()})"

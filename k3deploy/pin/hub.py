@@ -84,10 +84,6 @@ class HubClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def commit(self, repo_id: str, revision: str | None) -> str:
-        """The 40-hex commit `revision` (default `main`) of model `repo_id` points at now."""
-        return self.resolve(repo_id, revision).sha
-
     def resolve(self, repo_id: str, revision: str | None) -> HubRevision:
         """The commit `revision` (default `main`) of `repo_id` points at, and the repo's id now (after a rename)."""
         rev = revision or "main"

@@ -412,11 +412,6 @@ def pod_request(pod: dict, resource: str) -> int:
     return max(main, init) + _quantity(spec.get("overhead"), resource)
 
 
-def pod_gpu_request(pod: dict) -> int:
-    """The `nvidia.com/gpu` a pod holds on its node: max(sum over containers, largest init container)."""
-    return pod_request(pod, GPU_RESOURCE)
-
-
 def _allocatable(status: dict, resource: str) -> int | None:
     """A node's allocatable `resource`, None when it does not report one."""
     value = (status.get("allocatable") or {}).get(resource)

@@ -1,6 +1,6 @@
 """`k3deploy render` output: a GitOps directory (one file per object + kustomization.yaml) or a YAML stream.
 
-`rendered_files` and `rendered_stream` are deterministic (same profile, same bytes); `render_to` is the only
+`files_of` and `stream_of` are deterministic (same set, same bytes); `render_to` is the only
 function that touches the file system (through render/output_dir.py, which touches only files k3deploy
 wrote) or stdout. What a target renders (these manifests, or the local target's vLLM command line) is
 the target's `render`; `render_to` writes whichever it gets.
@@ -14,8 +14,7 @@ from typing import Any
 
 from k3deploy.console import plain
 from k3deploy.errors import UsageError
-from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import Manifest, build, dump
+from k3deploy.render.manifests import Manifest, dump
 from k3deploy.render.output_dir import RECORD, write_set
 
 KUSTOMIZATION = "kustomization.yaml"
@@ -44,16 +43,6 @@ def files_of(manifests: list[Manifest]) -> dict[str, str]:
 def stream_of(manifests: list[Manifest]) -> str:
     """The multi-document YAML stream: every object file, each opened by `---`, in apply order."""
     return "".join(_DOCUMENT_SEPARATOR + dump(manifest.obj) for manifest in manifests)
-
-
-def rendered_files(profile: Profile) -> dict[str, str]:
-    """`files_of` the profile's rendered set."""
-    return files_of(build(profile))
-
-
-def rendered_stream(profile: Profile) -> str:
-    """`stream_of` the profile's rendered set."""
-    return stream_of(build(profile))
 
 
 def objects_summary(objects: int) -> str:

@@ -286,13 +286,9 @@ class BenchReport(_Model):
         """The report as indented JSON, as `--report` writes it."""
         return self.model_dump_json(indent=1) + "\n"
 
-    def save(self, path: Path) -> None:
-        """Write the report as indented JSON (tests and tools; the CLI writes through fileio/write.py)."""
-        path.write_text(self.to_json(), encoding="utf-8")
-
     @classmethod
     def load(cls, path: Path) -> BenchReport:
-        """Read a report written by `save`; refuses another kind or schema version."""
+        """Read a report k3deploy wrote (`to_json`); refuses another kind or schema version."""
         data = load_json(path, "bench report")
         if not isinstance(data, dict) or data.get("kind") != "k3deploy.bench":
             raise ValueError(f"{path}: not a k3deploy bench report")

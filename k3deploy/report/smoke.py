@@ -200,13 +200,9 @@ class SmokeReport(_Model):
         """The report as indented JSON, as `--report` writes it."""
         return self.model_dump_json(indent=2) + "\n"
 
-    def save(self, path: Path) -> None:
-        """Write the report as indented JSON (tests and tools; the CLI writes through fileio/write.py)."""
-        path.write_text(self.to_json(), encoding="utf-8")
-
     @classmethod
     def load(cls, path: Path) -> SmokeReport:
-        """Read a report written by `save`; refuses other schema versions."""
+        """Read a report k3deploy wrote (`to_json`); refuses other schema versions."""
         data = load_json(path, "smoke report")
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SMOKE_SCHEMA_VERSION:

@@ -33,8 +33,8 @@ def test_a_256_by_512_token_run_keeps_a_small_report(tmp_path: Path) -> None:
     assert len(long.requests) == REQUESTS and all(r.ok for r in long.requests)
     assert long.overall[0].completion_tokens == REQUESTS * 512 == long.overall[0].server.generation_tokens
     assert {r.chunks for r in long.requests} == {512}
-    long.save(tmp_path / "long.json")
-    short.save(tmp_path / "short.json")
+    (tmp_path / "long.json").write_text(long.to_json(), encoding="utf-8")
+    (tmp_path / "short.json").write_text(short.to_json(), encoding="utf-8")
     size, baseline = (tmp_path / "long.json").stat().st_size, (tmp_path / "short.json").stat().st_size
     assert size < REPORT_LIMIT, f"{size / 1024:.0f} KiB"
     # Nothing grows with the output length: only the digits of the figures differ.

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from k3deploy.observe.alerts import alerts
-from k3deploy.observe.dashboard import dashboard_json, interpolate, variable_defaults
+from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.profile.load import load_profile
 from tests.integration.prometheus_vllm import K3, caught_up, prometheus_scraping
 from tests.integration.test_vllm_server import complete
+from tests.observe.grafana import interpolate, variable_defaults
 from tests.observe.prometheus_server import query
 from tests.observe.promql_names import metric_names
 

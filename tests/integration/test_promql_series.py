@@ -9,10 +9,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from k3deploy.observe import promql
 from k3deploy.observe.alerts import alerts
-from k3deploy.observe.dashboard import dashboard_json, panel_queries
+from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.profile.load import load_profile
 from tests.integration.conftest import NUM_SPECULATIVE_TOKENS
 from tests.integration.test_vllm_server import complete
+from tests.observe.grafana import panel_queries
 from tests.observe.promql_names import metric_names
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,7 @@ def _every_expression() -> list[str]:
     exprs = panel_queries(dashboard_json(profile)) + [a.expr for a in alerts(profile)]
     scope = promql.Scope()  # what `watch` queries against one server
     exprs += list(promql.expressions(scope).values())
-    exprs += [fn(scope, "1m") for fn in (promql.ttft_quantile_s, promql.waiting_growth)]
+    exprs.append(promql.waiting_growth(scope, "1m"))
     return exprs
 
 

@@ -78,7 +78,7 @@ def test_pins_hub_client_ends_a_trickled_head_at_its_deadline(monkeypatch: pytes
     with trickling_server(trickle) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
         with HubClient(timeout_s=5.0, deadline=Deadline(1.0)) as hub, pytest.raises(EnvironmentProblem):
-            hub.commit("moonshotai/Kimi-K3", "main")
+            hub.resolve("moonshotai/Kimi-K3", "main")
     assert _stopped_early(trickle), trickle.head_sent
 
 

@@ -17,13 +17,11 @@ from k3deploy.observe.dashboard import (
     PANELS,
     ROWS,
     dashboard_json,
-    interpolate,
-    panel_queries,
-    raw_panel_queries,
 )
 from k3deploy.observe.promql import FIGURES
 from k3deploy.profile.load import load_profile
 from k3deploy.render.manifests import build
+from tests.observe.grafana import interpolate, panel_queries, raw_panel_queries
 from tests.observe.promql_names import parse
 
 K3 = "kimi-k3-gb300-tp16"

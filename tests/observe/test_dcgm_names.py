@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from k3deploy.observe import promql
-from k3deploy.observe.dashboard import dashboard_json, panel_queries
+from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.profile.load import load_profile
+from tests.observe.grafana import panel_queries
 from tests.observe.promql_names import metric_names
 
 COUNTERS = Path(__file__).with_name("dcgm_default_counters.csv")

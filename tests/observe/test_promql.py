@@ -14,7 +14,7 @@ SCOPES = [
     Scope(),
     Scope(namespace="kimi-k3", service="k-api", pod_prefix="k", smoke_job="k-smoke", leader_pattern="k-[0-9]+"),
 ]
-EXTRA = [promql.ttft_quantile_s, promql.waiting_growth, promql.recreated_leaders, promql.smoke_job_failed]
+EXTRA = [promql.waiting_growth, promql.recreated_leaders, promql.smoke_job_failed]
 
 
 @pytest.mark.parametrize("scope", SCOPES)

@@ -38,7 +38,7 @@ def test_a_trickling_hub_ends_at_the_clients_deadline(monkeypatch: pytest.Monkey
     with trickling_server(trickle) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
         with HubClient(timeout_s=1.0, deadline=Deadline(1.0)) as hub, pytest.raises(EnvironmentProblem) as info:
-            hub.commit("moonshotai/Kimi-K3", "main")
+            hub.resolve("moonshotai/Kimi-K3", "main")
     assert "cannot reach the Hugging Face Hub" in info.value.message
     assert trickle.sent < len(trickle.body) // 4
 
@@ -51,7 +51,7 @@ def test_a_malformed_hub_answer_is_an_environment_problem(monkeypatch: pytest.Mo
     with trickling_server(Trickle(body=body, interval_s=0)) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
         with HubClient(timeout_s=5) as hub, pytest.raises(EnvironmentProblem, match="without a commit sha"):
-            hub.commit("moonshotai/Kimi-K3", "main")
+            hub.resolve("moonshotai/Kimi-K3", "main")
 
 
 @pytest.mark.parametrize(

@@ -21,18 +21,18 @@ def _endpoint(monkeypatch: pytest.MonkeyPatch, hub: Hub) -> None:
 
 def test_branch_resolves_to_its_commit(hub: Hub) -> None:
     with HubClient(timeout_s=5) as client:
-        assert client.commit("moonshotai/Kimi-K3", "main") == MODEL_SHA
-        assert client.commit("Inferact/Kimi-K3-DSpark", None) == DRAFT_SHA
-        assert client.commit("Inferact/Kimi-K3-DSpark", "refs/pr/1") == "3" * 40
+        assert client.resolve("moonshotai/Kimi-K3", "main").sha == MODEL_SHA
+        assert client.resolve("Inferact/Kimi-K3-DSpark", None).sha == DRAFT_SHA
+        assert client.resolve("Inferact/Kimi-K3-DSpark", "refs/pr/1").sha == "3" * 40
     assert hub.requests[-1][0] == "/api/models/Inferact/Kimi-K3-DSpark/revision/refs%2Fpr%2F1"
 
 
 def test_unknown_revision_and_unknown_repo_fail(hub: Hub) -> None:
     with HubClient(timeout_s=5) as client:
         with pytest.raises(CheckFailed, match="has no revision 'v9'"):
-            client.commit("moonshotai/Kimi-K3", "v9")
+            client.resolve("moonshotai/Kimi-K3", "v9")
         with pytest.raises(CheckFailed, match=r"not found.*HTTP 401") as missing:
-            client.commit("moonshotai/Nothing", "main")
+            client.resolve("moonshotai/Nothing", "main")
     assert "HF_TOKEN" in (missing.value.hint or "")
 
 
@@ -40,10 +40,10 @@ def test_private_repo_needs_hf_token(monkeypatch: pytest.MonkeyPatch, hub: Hub) 
     hub.models["org/private"] = HubModel(refs={"main": "4" * 40}, private=True, readers={"hf_reader"})
     hub.tokens.add("hf_reader")
     with HubClient(timeout_s=5) as client, pytest.raises(CheckFailed):
-        client.commit("org/private", "main")
+        client.resolve("org/private", "main")
     monkeypatch.setenv("HF_TOKEN", "hf_reader")
     with HubClient(timeout_s=5) as client:
-        assert client.commit("org/private", "main") == "4" * 40
+        assert client.resolve("org/private", "main").sha == "4" * 40
     assert hub.requests[-1][1]["Authorization"] == "Bearer hf_reader"
 
 
@@ -53,7 +53,7 @@ def test_unreachable_hub_is_an_environment_problem(monkeypatch: pytest.MonkeyPat
         port = sock.getsockname()[1]
         monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
         with HubClient(timeout_s=5) as client, pytest.raises(EnvironmentProblem, match=f"127.0.0.1:{port}") as exc:
-            client.commit("moonshotai/Kimi-K3", "main")
+            client.resolve("moonshotai/Kimi-K3", "main")
     assert exc.value.exit_code == 3
 
 
@@ -78,7 +78,7 @@ def test_a_redirect_loop_is_an_environment_problem(hub: Hub) -> None:
     hub.renames["a/one"] = "a/two"
     hub.renames["a/two"] = "a/one"
     with HubClient(timeout_s=5) as client, pytest.raises(EnvironmentProblem, match="redirected a/one@main more than"):
-        client.commit("a/one", "main")
+        client.resolve("a/one", "main")
 
 
 def test_a_gated_repo_says_what_the_token_needs(monkeypatch: pytest.MonkeyPatch, hub: Hub) -> None:
@@ -88,20 +88,20 @@ def test_a_gated_repo_says_what_the_token_needs(monkeypatch: pytest.MonkeyPatch,
         HubClient(timeout_s=5) as client,
         pytest.raises(CheckFailed, match=r"gated and no HF_TOKEN is set \(Repo model") as anon,
     ):
-        client.commit("meta/gated", "main")
+        client.resolve("meta/gated", "main")
     assert "accept the model's terms" in (anon.value.hint or "") and "/meta/gated" in (anon.value.hint or "")
     monkeypatch.setenv("HF_TOKEN", "hf_other")
     with HubClient(timeout_s=5) as client, pytest.raises(CheckFailed, match="not been granted access") as other:
-        client.commit("meta/gated", "main")
+        client.resolve("meta/gated", "main")
     assert "not in the authorized list" in other.value.message and "request access" in (other.value.hint or "")
     monkeypatch.setenv("HF_TOKEN", "hf_granted")
     with HubClient(timeout_s=5) as client:
-        assert client.commit("meta/gated", "main") == "5" * 40
+        assert client.resolve("meta/gated", "main").sha == "5" * 40
 
 
 def test_a_short_sha_resolves_to_the_full_commit(hub: Hub) -> None:
     with HubClient(timeout_s=5) as client:
-        assert client.commit("moonshotai/Kimi-K3", MODEL_SHA[:7]) == MODEL_SHA
+        assert client.resolve("moonshotai/Kimi-K3", MODEL_SHA[:7]).sha == MODEL_SHA
         with pytest.raises(CheckFailed, match="has no revision 'abcdef0'") as missing:
-            client.commit("moonshotai/Kimi-K3", "abcdef0")
+            client.resolve("moonshotai/Kimi-K3", "abcdef0")
     assert "full 40-hex commit" in (missing.value.hint or "")

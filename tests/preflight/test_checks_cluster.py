@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from k3deploy.preflight.checks_cluster import cluster_checks
-from k3deploy.preflight.facts import AccessFacts, ClusterFacts, NodeFacts, parse_nodes, pod_gpu_request
+from k3deploy.preflight.facts import AccessFacts, ClusterFacts, NodeFacts, parse_nodes, pod_request
 from k3deploy.profile import Profile, load_profile
 from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import CheckResult, Status
@@ -129,7 +129,7 @@ def test_pod_gpu_requests_count_limits_and_init_containers() -> None:
         },
         "status": {"phase": "Running"},
     }
-    assert pod_gpu_request(pod) == 4
+    assert pod_request(pod, "nvidia.com/gpu") == 4
     done = {
         "spec": {"nodeName": "a0", "containers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]},
         "status": {"phase": "Succeeded"},

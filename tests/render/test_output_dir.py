@@ -147,10 +147,11 @@ def test_a_write_that_fails_midway_leaves_the_previous_set_untouched(tmp_path: P
 
 def test_a_swap_interrupted_half_way_is_accepted_by_the_next_render(tmp_path: Path, monkeypatch) -> None:
     from k3deploy.profile import load_profile
-    from k3deploy.render.write import rendered_files
+    from k3deploy.render.manifests import build
+    from k3deploy.render.write import files_of
 
     assert _render(tmp_path).returncode == 0
-    new = rendered_files(load_profile(K3, ["vllm.max_num_seqs=64", "kubernetes.service_monitor=false"]))
+    new = files_of(build(load_profile(K3, ["vllm.max_num_seqs=64", "kubernetes.service_monitor=false"])))
     real_replace, calls = os.replace, []
 
     def replace_then_die(*args, **kwargs):
@@ -187,7 +188,8 @@ def test_nothing_is_written_outside_the_folder_whatever_the_names(tmp_path: Path
 
 def test_sigterm_while_staging_removes_the_staging_folder_and_keeps_the_old_set(tmp_path: Path, monkeypatch) -> None:
     from k3deploy.profile import load_profile
-    from k3deploy.render.write import rendered_files
+    from k3deploy.render.manifests import build
+    from k3deploy.render.write import files_of
 
     assert _render(tmp_path).returncode == 0
     before = _snapshot(tmp_path)
@@ -202,6 +204,6 @@ def test_sigterm_while_staging_removes_the_staging_folder_and_keeps_the_old_set(
     monkeypatch.setattr(output_dir, "_write_new", write_then_terminated)
     previous = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
-        output_dir.write_set(tmp_path, rendered_files(load_profile(K3, ["vllm.max_num_seqs=64"])))
+        output_dir.write_set(tmp_path, files_of(build(load_profile(K3, ["vllm.max_num_seqs=64"]))))
     assert len(written) == 3 and signal.getsignal(signal.SIGTERM) == previous
     assert _snapshot(tmp_path) == before

@@ -17,7 +17,7 @@ from k3deploy.render.argv import serve_command, serve_env
 from k3deploy.render.manifests import build
 from k3deploy.render.output_dir import RECORD, record_text
 from k3deploy.render.templating import render_template, template_dirs
-from k3deploy.render.write import rendered_files, rendered_stream
+from k3deploy.render.write import files_of, stream_of
 from k3deploy.targets.local.launch import plan_launch
 from tests.conftest import REPO_ROOT, run_cli
 from tests.profile.test_profile import BAD
@@ -61,11 +61,11 @@ def test_render_reproduces_the_committed_manifests(name: str, tmp_path: Path) ->
 
 def test_stream_parses_to_the_same_objects_as_the_files() -> None:
     profile = load_profile(K3)
-    docs = list(yaml.safe_load_all(rendered_stream(profile)))
-    files = rendered_files(profile)
+    docs = list(yaml.safe_load_all(stream_of(build(profile))))
+    files = files_of(build(profile))
     resources = yaml.safe_load(files["kustomization.yaml"])["resources"]
     assert docs == [yaml.safe_load(files[f]) for f in resources]
-    assert rendered_files(profile) == files
+    assert files_of(build(profile)) == files
 
 
 def _lws(objs: dict[str, dict[str, Any]]) -> dict[str, Any]:

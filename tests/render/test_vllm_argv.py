@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from k3deploy.profile import load_profile
-from k3deploy.render.write import rendered_files
+from k3deploy.render.manifests import build
+from k3deploy.render.write import files_of
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration
@@ -53,7 +54,7 @@ def parsers() -> Parsers:
 
 
 def _pod_commands() -> dict[str, list[str]]:
-    files = rendered_files(load_profile(K3))
+    files = files_of(build(load_profile(K3)))
     lws = yaml.safe_load(files[f"10-leaderworkerset-{K3}.yaml"])
     template = lws["spec"]["leaderWorkerTemplate"]
     out = {}

@@ -27,7 +27,7 @@ def _report(*statuses: Status, blocked: str | None = None) -> SmokeReport:
 def test_round_trip(tmp_path: Path) -> None:
     report = _report(Status.PASS, Status.SKIP)
     path = tmp_path / "r.json"
-    report.save(path)
+    path.write_text(report.to_json(), encoding="utf-8")
     data = json.loads(path.read_text())
     assert data["schema_version"] == SMOKE_SCHEMA_VERSION == 1 and data["kind"] == "k3deploy.smoke"
     assert SmokeReport.load(path) == report
