@@ -75,9 +75,6 @@ class PodPortForward:
         self._live: set[socket.socket] = set()
         self._live_lock = threading.Lock()
         self._closed = threading.Event()
-        #: Connections forwarded so far, and the last stream that failed to open (for a message).
-        self.connections = 0
-        self.last_error: str | None = None
 
     @property
     def target(self) -> str:
@@ -186,12 +183,10 @@ class PodPortForward:
         """Forward one accepted connection through a stream of its own; either side closing ends both."""
         try:
             stream = self._open_stream()
-        except ForwardFailed as exc:
-            self.last_error = exc.message
+        except ForwardFailed:
             self._track(conn, add=False)
             conn.close()
             return
-        self.connections += 1
         remote = stream.socket(self.port)
         remote.setblocking(True)
         back = threading.Thread(target=_copy, args=(remote, conn), daemon=True)

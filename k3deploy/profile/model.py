@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from k3deploy.lws import max_name_length, name_length_reason
+from k3deploy.lws import name_length_reason
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.kubernetes_spec import IMAGE_REPOSITORY, KubernetesSpec, release_version
 from k3deploy.profile.names import (
@@ -22,9 +22,6 @@ from k3deploy.profile.names import (
 
 __all__ = ["IMAGE_REPOSITORY", "release_version"]  # re-exported: they were defined here before the split
 
-#: The longest name of one to ten groups (k3deploy.lws.max_name_length: the LWS worker StatefulSet's pods carry a
-#: controller-revision-hash label of its name plus an 11-character suffix, at most 63 characters).
-MAX_NAME_LENGTH = max_name_length(1)
 #: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
 _MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 

@@ -15,11 +15,9 @@ from typing import Any
 from k3deploy.console import plain
 from k3deploy.errors import UsageError
 from k3deploy.render.manifests import Manifest, dump
-from k3deploy.render.output_dir import RECORD, write_set
+from k3deploy.render.output_dir import write_set
 
 KUSTOMIZATION = "kustomization.yaml"
-#: The record of the files k3deploy wrote into an output folder (name -> sha256); see render/output_dir.py.
-RENDER_RECORD = RECORD
 _DOCUMENT_SEPARATOR = "---\n"
 
 
