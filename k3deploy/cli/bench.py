@@ -23,6 +23,16 @@ bench_app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 
 
+#: --html and --png, the same on `bench` and `bench compare`.
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option("--html", help="Write a self-contained HTML report (needs the 'bench' extra: matplotlib)."),
+]
+PngOpt = Annotated[
+    Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
+]
+
+
 @bench_app.callback()
 def bench(
     ctx: typer.Context,
@@ -110,13 +120,8 @@ def bench(
         typer.Option("--report", help="Write the JSON report here (--ab/--sweep: NAME-LABEL.json per run)."),
     ] = None,
     csv_file: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per request here.")] = None,
-    html_file: Annotated[
-        Path | None,
-        typer.Option("--html", help="Write a self-contained HTML report (needs the 'bench' extra: matplotlib)."),
-    ] = None,
-    png_file: Annotated[
-        Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
-    ] = None,
+    html_file: HtmlOpt = None,
+    png_file: PngOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Let --report/--html/--png replace files k3deploy did not write.")
     ] = False,
@@ -209,13 +214,8 @@ def compare_cmd(
         ),
     ],
     output: FormatOpt = OutputFormat.table,
-    html_file: Annotated[
-        Path | None,
-        typer.Option("--html", help="Write a self-contained HTML report (needs the 'bench' extra: matplotlib)."),
-    ] = None,
-    png_file: Annotated[
-        Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
-    ] = None,
+    html_file: HtmlOpt = None,
+    png_file: PngOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace --html/--png files k3deploy did not write (or that were edited).")
     ] = False,
