@@ -341,6 +341,8 @@ class LocalTarget(OneGoTarget):
             stopped = f"{was} (pid {current.pid})"
             clear_record(record_path)
         if prev is None:
+            # As after `down`: what vLLM left in its TMPDIR is of no use once nothing runs.
+            ownership.remove(record_path.parent, scratch_dir(record_path.parent, Path(tempfile.gettempdir())))
             return f"{stopped}; nothing ran before"
         restored = self._restart(record_path, prev)
         self._wait(restored, float(profile.local.ready_timeout_s))

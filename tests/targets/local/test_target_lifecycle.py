@@ -7,6 +7,7 @@ group. The same lifecycle against a real vLLM is in tests/integration/test_local
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.profile.model import Profile
 from k3deploy.targets import DeployOptions
+from k3deploy.targets.local.launch import scratch_dir
 from k3deploy.targets.local.process import group_members
 from k3deploy.targets.local.target import LocalTarget
 from tests.integration.vllm_server import alive, free_port
@@ -136,8 +138,11 @@ def test_rollback_of_a_first_install_stops_it(target: LocalTarget, tmp_path: Pat
         target.apply(profile)
         target.wait_ready(profile, 30)
         pid = target.status(profile).report["pid"]
+        scratch = scratch_dir(tmp_path / "state", Path(tempfile.gettempdir()))
+        assert (scratch / ".k3deploy-owned").is_file()
         assert target.rollback(profile, None) == f"stopped the new server (pid {pid}); nothing ran before"
         assert not alive(pid) and target.status(profile).report["running"] is False
+        assert not scratch.exists()  # removed with the server, as `down` removes it
     finally:
         target.down(profile, purge=False)
 
