@@ -272,9 +272,9 @@ def _group_smoke(
     """Smoke one new group through its leader, from here or from inside the cluster; raise when it fails."""
     note(step.heading)
     if where == IN_CLUSTER:
-        report, reach = job_verdict(target.run_group_smoke_job(profile, rendering.objects, step.lws, step.group))
+        report, reach = job_verdict(target.run_smoke_job(profile, rendering.objects, (step.lws, step.group)))
     else:
-        with target.group_reach(profile, step.lws, step.group) as reach:
+        with target.reach(profile, (step.lws, step.group)) as reach:
             report = run_smoke(profile, reach.url)
     note(f"    ok   {_judged(report, reach, group=True)}")
 

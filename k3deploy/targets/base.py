@@ -45,6 +45,10 @@ class Revision(BaseModel):
     data: dict[str, Any] = {}
 
 
+#: One group of a LeaderWorkerSet: (its name, the group's index), as a plan's per-group smoke names it.
+Group = tuple[str, int]
+
+
 @dataclass(frozen=True)
 class Held:
     """What a command's lock made to hold itself (the Namespace its Lease lives in), as `Kind/name` keys: the apply
@@ -118,23 +122,20 @@ class Target(abc.ABC):
     def endpoint(self, profile: Profile) -> str:
         """Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000."""
 
-    def reach(self, profile: Profile) -> contextlib.AbstractContextManager[Reach]:
-        """The way `up`'s smoke reaches the server, held open for the run: by default the target's endpoint."""
+    def reach(self, profile: Profile, group: Group | None = None) -> contextlib.AbstractContextManager[Reach]:
+        """The way `up`'s smoke reaches the server, held open for the run: the whole deployment's (by default the
+        target's endpoint) or, for a plan's per-group smoke, one group's leader (UsageError where the target has no
+        groups)."""
+        if group is not None:
+            raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
         url = self.endpoint(profile)
         return contextlib.nullcontext(Reach(url, "direct", url))
 
-    def group_reach(self, profile: Profile, lws: str, group: int) -> contextlib.AbstractContextManager[Reach]:
-        """The way to one group's leader, for a plan's per-group smoke; UsageError where the target has no groups."""
-        raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
-
-    def run_group_smoke_job(self, profile: Profile, objects: Objects, lws: str, group: int) -> JobRun:
-        """Run the set's smoke Job against one group from inside the target (`up --smoke in-cluster`) to its end;
-        the pipeline judges it. UsageError where the target has no inside."""
-        raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
-
-    def run_smoke_job(self, profile: Profile, objects: Objects) -> JobRun:
-        """Run the set's smoke Job from inside the target (`up --smoke in-cluster`) to its end; the pipeline judges
-        it. UsageError where the target has no inside."""
+    def run_smoke_job(self, profile: Profile, objects: Objects, group: Group | None = None) -> JobRun:
+        """Run the set's smoke Job from inside the target (`up --smoke in-cluster`), against the whole deployment or
+        one group, to its end; the pipeline judges it. UsageError where the target has no inside."""
+        if group is not None:
+            raise UsageError(f"target {self.name!r} has no groups to smoke one by one")
         raise UsageError(
             f"--smoke in-cluster needs a cluster; profile {profile.name!r} runs on target {self.name!r}",
             hint="drop --smoke: the local target's smoke already runs where the server does",

@@ -45,7 +45,7 @@ from k3deploy.rollout.wait import Waiter
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions, kubernetes_render
-from k3deploy.targets.base import Held, Rendering, Revision, Target, TargetStatus
+from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
 from k3deploy.targets.kubernetes_status import describe
 from k3deploy.targets.kubernetes_view import (
     kubernetes_down_question,
@@ -250,32 +250,29 @@ class KubernetesTarget(Target):
             made=held.made,
         )
 
-    def group_reach(self, profile: Profile, lws: str, group: int) -> contextlib.AbstractContextManager[Reach]:
-        """--group-endpoint or --endpoint when given, else a port-forward to the group's leader (rollout/forward.py)."""
-        return forward.reach(self.api, self.options, profile, lws, group)
-
-    def run_group_smoke_job(self, profile: Profile, objects: Objects, lws: str, group: int) -> JobRun:
-        """Run the rendered smoke Job against one group's leader (rollout/in_cluster.py)."""
-        job = in_cluster.smoke_job(list(objects))
-        if job is None:
-            raise SmokeUnreachable(
-                "--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster"
-            )
-        self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
-        return in_cluster.gate(
-            self.api, job, lws, group, profile.vllm.port, self.view.note, force=self.options.force_conflicts
-        )
-
-    def reach(self, profile: Profile) -> contextlib.AbstractContextManager[Reach]:
-        """The override when given, else a port-forward through the API server to a ready leader the API Service
-        selects (rollout/forward.py)."""
+    def reach(self, profile: Profile, group: Group | None = None) -> contextlib.AbstractContextManager[Reach]:
+        """The override when given (--group-endpoint for a group, --endpoint), else a port-forward through the API
+        server to the group's leader or to a ready leader the API Service selects (rollout/forward.py)."""
+        if group is not None:
+            return forward.reach(self.api, self.options, profile, *group)
         if self.deadline.expired():
             # The rollout spent --timeout; finding the leader takes a few requests (smoke has its own bound).
             self.deadline.restart(_RECORD_BUDGET_S)
         return forward.reach(self.api, self.options, profile)
 
-    def run_smoke_job(self, profile: Profile, objects: Objects) -> JobRun:
-        """Run the rendered smoke Job afresh to its end and read its log (rollout/in_cluster.py)."""
+    def run_smoke_job(self, profile: Profile, objects: Objects, group: Group | None = None) -> JobRun:
+        """Run the rendered smoke Job afresh to its end, against the API Service or one group's leader, and read its
+        log (rollout/in_cluster.py)."""
+        if group is not None:
+            job = in_cluster.smoke_job(list(objects))
+            if job is None:
+                raise SmokeUnreachable(
+                    "--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster"
+                )
+            self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
+            return in_cluster.gate(
+                self.api, job, *group, profile.vllm.port, self.view.note, force=self.options.force_conflicts
+            )
         jobs = [o for o in objects if job_role(o) == SMOKE_COMPONENT]
         if not jobs:
             raise UsageError("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
