@@ -1,9 +1,8 @@
 """Server-sent events and OpenAI stream chunks: pure parsing, no I/O.
 
 `scan_events` groups the stamped reads of a stream (raw bytes, as they came off the socket) into events the way
-the SSE spec does (fields, comments, blank-line dispatch); `decode_events` does the same for stamped text lines.
-`chunk_fields` reads one `data:` payload of an OpenAI-compatible completions or chat stream, `parse_chunk` is the
-same as a `StreamChunk`. Anything that is not SSE, or a payload that is not the JSON a stream chunk must be, is
+the SSE spec does (fields, comments, blank-line dispatch). `chunk_fields` reads one `data:` payload of an
+OpenAI-compatible completions or chat stream. Anything that is not SSE, or a payload that is not the JSON a stream chunk must be, is
 reported, not guessed at.
 
 This is the client's per-token cost, so the common case takes the shortest road: bytes are split by C methods,
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
@@ -24,23 +23,6 @@ from k3deploy.errors import ChunkFormatError
 
 DONE = "[DONE]"
 _KNOWN_FIELDS = frozenset({"data", "event", "id", "retry"})
-
-
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
-    """One dispatched event: its data (lines joined by newline), the stamp of its last data line."""
-
-    data: str
-    stamp: float
-    event: str | None = None
-
-
-@dataclass(slots=True)
-class DecodedStream:
-    """Events of a stream plus the lines that were not SSE."""
-
-    events: list[SSEEvent] = field(default_factory=list)
-    malformed: list[str] = field(default_factory=list)
 
 
 def _text(raw: bytes) -> str:
@@ -125,15 +107,6 @@ def scan_events(
         yield from _line_events([pending], last, cur, malformed)
     if cur.data:
         yield cur.take()
-
-
-def decode_events(lines: Iterable[tuple[float, str]]) -> DecodedStream:
-    """Group stamped text lines into events (as `scan_events` does for reads), one SSEEvent each."""
-    out = DecodedStream()
-    reads = [(t, line.encode("utf-8") + b"\n") for t, line in lines]
-    for stamp, payloads, event in scan_events(reads, out.malformed):
-        out.events += [SSEEvent(_text(data), stamp, None if event is None else _text(event)) for data in payloads]
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,20 +257,3 @@ def chunk_fields(data: bytes) -> ChunkFields:
     if usage is None:
         return (False, None, bool(wire.choices), text, finish, None, None, answer)
     return (False, None, bool(wire.choices), text, finish, usage.completion_tokens, usage.prompt_tokens, answer)
-
-
-def parse_chunk(data: str | bytes) -> StreamChunk:
-    """One `data:` payload as a StreamChunk (`chunk_fields`, named)."""
-    done, error, has_choices, text, finish, completion, prompt, answer = chunk_fields(
-        data.encode("utf-8") if isinstance(data, str) else data
-    )
-    return StreamChunk(
-        done=done,
-        has_choices=has_choices,
-        text=text,
-        finish_reason=finish,
-        completion_tokens=completion,
-        prompt_tokens=prompt,
-        error=error,
-        answer=answer,
-    )

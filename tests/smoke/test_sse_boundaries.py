@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from k3deploy.smoke.sse import ChunkFormatError, _parse_strict, parse_chunk
+from k3deploy.smoke.sse import ChunkFormatError, _parse_strict
+from tests.smoke.sse_events import parse_chunk
 
 TWO_CHOICES = {
     "choices": [
