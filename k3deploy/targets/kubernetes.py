@@ -24,7 +24,7 @@ from k3deploy.preflight.facts import parse_nodes
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
-from k3deploy.render.manifests import SMOKE_COMPONENT, rendered_objects, service_url
+from k3deploy.render.manifests import rendered_objects, service_url
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout import bluegreen, forward, in_cluster, undo
 from k3deploy.rollout import bluegreen_repair as repair
@@ -34,7 +34,6 @@ from k3deploy.rollout.access import command_access
 from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import lws_of
 from k3deploy.rollout.lease import LEASE_API, ReleaseLease, identity
-from k3deploy.rollout.order import job_role
 from k3deploy.rollout.plan import LiveState, Plan, Strategy
 from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.runner import Runner
@@ -263,22 +262,18 @@ class KubernetesTarget(Target):
     def run_smoke_job(self, profile: Profile, objects: Objects, group: Group | None = None) -> JobRun:
         """Run the rendered smoke Job afresh to its end, against the API Service or one group's leader, and read its
         log (rollout/in_cluster.py)."""
+        job = in_cluster.smoke_job(list(objects))
+        if job is None:
+            message, hint = "--smoke in-cluster: the rendered set has no smoke Job", "drop --smoke in-cluster"
+            # A group's gate that cannot run is an unreachable smoke (nothing rolled back); the final one, bad usage.
+            raise SmokeUnreachable(message, hint=hint) if group is not None else UsageError(message, hint=hint)
+        # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
+        self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
         if group is not None:
-            job = in_cluster.smoke_job(list(objects))
-            if job is None:
-                raise SmokeUnreachable(
-                    "--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster"
-                )
-            self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
             return in_cluster.gate(
                 self.api, job, *group, profile.vllm.port, self.view.note, force=self.options.force_conflicts
             )
-        jobs = [o for o in objects if job_role(o) == SMOKE_COMPONENT]
-        if not jobs:
-            raise UsageError("--smoke in-cluster: the rendered set has no smoke Job", hint="drop --smoke in-cluster")
-        # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
-        self.deadline.restart(float(jobs[0]["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
-        return in_cluster.run(self.api, jobs[0], self.view.note, force=self.options.force_conflicts)
+        return in_cluster.run(self.api, job, self.view.note, force=self.options.force_conflicts)
 
     def endpoint(self, profile: Profile) -> str:
         """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
