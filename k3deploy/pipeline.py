@@ -39,6 +39,7 @@ from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
 from k3deploy.targets.base import Held, Rendering, Revision, Target, TargetStatus
+from k3deploy.targets.rendering import Objects
 
 #: The stages of `up`; the report is the summary the command prints at the end.
 UP_STAGES = ("preflight", "render", "apply", "wait", "smoke")
@@ -477,16 +478,22 @@ def status(profile: Profile, target: Target) -> TargetStatus:
     return report
 
 
+def _undo_locked(profile: Profile, target: Target, what: str, undo_of: Callable[[Objects], Undo]) -> str:
+    """Render the set once, hold the command lock (`what`) on it, and run the undo `undo_of` plans from what is live
+    once the lock is held."""
+    objects = target.render(profile).objects
+    with target.locked(profile, what, objects) as held:
+        return _run_undo(profile, target, undo_of(objects), held)
+
+
 def restore(profile: Profile, target: Target, previous: Revision | None) -> str:
     """Put `previous` back in place of what is live (or remove what is live when nothing was), as the target plans its
     rollback, under the command lock: what `bench --ab/--sweep` does when it ends. Returns what was done."""
-    objects = target.render(profile).objects
-    with target.locked(profile, "rollback", objects) as held:
-        return _run_undo(profile, target, target.undo_plan(profile, previous, None, [], objects), held)
+    return _undo_locked(
+        profile, target, "rollback", lambda objects: target.undo_plan(profile, previous, None, [], objects)
+    )
 
 
 def down(profile: Profile, target: Target, *, purge: bool) -> str:
     """Remove the deployment (weights kept unless purge): the set rendered once, for the lock and the removal."""
-    objects = target.render(profile).objects
-    with target.locked(profile, "down", objects) as held:
-        return _run_undo(profile, target, target.down_plan(profile, purge, objects), held)
+    return _undo_locked(profile, target, "down", lambda objects: target.down_plan(profile, purge, objects))

@@ -2,8 +2,8 @@
 
 `scan_events` groups the stamped reads of a stream (raw bytes, as they came off the socket) into events the way
 the SSE spec does (fields, comments, blank-line dispatch). `chunk_fields` reads one `data:` payload of an
-OpenAI-compatible completions or chat stream. Anything that is not SSE, or a payload that is not the JSON a stream chunk must be, is
-reported, not guessed at.
+OpenAI-compatible completions or chat stream. Anything that is not SSE, or a payload that is not the JSON a stream
+chunk must be, is reported, not guessed at.
 
 This is the client's per-token cost, so the common case takes the shortest road: bytes are split by C methods,
 a well-formed chunk is decoded by msgspec straight into the few fields smoke and bench read (everything else in

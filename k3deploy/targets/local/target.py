@@ -341,8 +341,7 @@ class LocalTarget(OneGoTarget):
             stopped = f"{was} (pid {current.pid})"
             clear_record(record_path)
         if prev is None:
-            # As after `down`: what vLLM left in its TMPDIR is of no use once nothing runs.
-            ownership.remove(record_path.parent, scratch_dir(record_path.parent, Path(tempfile.gettempdir())))
+            self._remove_scratch(record_path.parent)
             return f"{stopped}; nothing ran before"
         restored = self._restart(record_path, prev)
         self._wait(restored, float(profile.local.ready_timeout_s))
@@ -423,13 +422,17 @@ class LocalTarget(OneGoTarget):
         clear_record(state_dir / STATE_FILE)
         clear_record(state_dir / HANDOVER_FILE)
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
-        # What vLLM left in its TMPDIR is of no use once it stopped.
-        ownership.remove(state_dir, scratch_dir(state_dir, Path(tempfile.gettempdir())))
+        self._remove_scratch(state_dir)
         if purge:
             protected = [] if profile.model.rehearsal else [model_path(profile, state_dir)]
             said += "; " + self._purge(state_dir, protected)
         ownership.forget_missing(state_dir)
         return said
+
+    @staticmethod
+    def _remove_scratch(state_dir: Path) -> None:
+        """Remove the server's scratch folder (vLLM's TMPDIR) when k3deploy made it: of no use once nothing runs."""
+        ownership.remove(state_dir, scratch_dir(state_dir, Path(tempfile.gettempdir())))
 
     @staticmethod
     def _purge(state_dir: Path, protected: list[str]) -> str:
