@@ -27,3 +27,25 @@ def claim_names(pod_spec: dict[str, Any]) -> list[str]:
 def mounts_claims(objects: Iterable[dict[str, Any]]) -> bool:
     """Whether the pods of any of `objects` mount a PersistentVolumeClaim (so the waiter reads claims)."""
     return any(claim_names(spec) for obj in objects for spec in pod_specs(obj))
+
+
+def every_pod_spec(obj: Any) -> list[dict[str, Any]]:
+    """Every pod spec inside a rendered object, whatever its kind: each map with a `containers` list (a Pod's spec,
+    a Job's, Deployment's or LeaderWorkerSet's template spec)."""
+    found: list[dict[str, Any]] = []
+    if isinstance(obj, dict):
+        if isinstance(obj.get("containers"), list):
+            found.append(obj)
+        for value in obj.values():
+            found += every_pod_spec(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            found += every_pod_spec(item)
+    return found
+
+
+def repeated_claims(pod_spec: dict[str, Any]) -> list[str]:
+    """Claims the pod spec names in more than one volume: kubelets before 1.35 never finish mounting such a pod
+    (kubernetes/kubernetes#127004, fixed by #122140 in v1.35.0-alpha.1), and one volume's readOnly wins for both."""
+    names = [str((v.get("persistentVolumeClaim") or {}).get("claimName") or "") for v in pod_spec.get("volumes") or []]
+    return sorted({n for n in names if n and names.count(n) > 1})

@@ -22,6 +22,14 @@ def preflight(
         bool, typer.Option("--node", help="Check this machine's GPUs (NVML, else nvidia-smi) and host.")
     ] = False,
     cluster: Annotated[bool, typer.Option("--cluster", help="Check the cluster through the Kubernetes API.")] = False,
+    gpus_optional: Annotated[
+        bool,
+        typer.Option(
+            "--gpus-optional",
+            help="With --node: a machine that shows no GPU is a WARN and the GPU checks SKIP (exit 0), not a failure "
+            "(the node-preflight Job, whose pods a hardened runtime shows no GPU).",
+        ),
+    ] = False,
     kubeconfig: Annotated[
         str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: KUBECONFIG, ~/.kube/config).")
     ] = None,
@@ -54,7 +62,7 @@ def preflight(
         objects = rendered_or_empty(prof) if cluster else None
         forwards = prof.on_kubernetes and not prof.kubernetes.endpoint_override
         needs = command_access(objects, port_forward=forwards) if objects is not None else ()
-        results = run_preflight(prof, node, cluster, kube, objects=objects, needs=needs)
+        results = run_preflight(prof, node, cluster, kube, gpus_optional=gpus_optional, objects=objects, needs=needs)
     overall = worst(results)
     if output is not OutputFormat.table:
         payload = {

@@ -203,7 +203,7 @@ def render_warnings(prof: Profile) -> list[str]:
             "kubernetes.gateway_namespace is unset: the NetworkPolicies admit only the set's own namespace to the "
             "endpoint picker and the API; name the namespace the Gateway's proxies run in"
         )
-    if kube.node_preflight and kube.clique is None and not kube.node_preflight_hosts:
+    if kube.node_preflight_job and kube.clique is None and not kube.node_preflight_hosts:
         lines.append(
             "the node-preflight Job checks any parallel.nodes GPU nodes, not the clique the group lands in: set "
             "kubernetes.clique to pin both (the serving pods' gpu-check init container checks their own GPUs anyway)"

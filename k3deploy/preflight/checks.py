@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from k3deploy.preflight.checks_cluster import cluster_checks
-from k3deploy.preflight.checks_node import gpu_checks, host_checks
+from k3deploy.preflight.checks_node import gpu_checks, host_checks, unseen_gpu_checks
 from k3deploy.preflight.checks_pinning import pinning_checks
 from k3deploy.preflight.facts import Facts
 from k3deploy.preflight.versions import version_checks as installed_version_checks
@@ -50,6 +50,8 @@ def evaluate(profile: Profile, facts: Facts, objects: Sequence[dict[str, Any]] =
     results = [*pinning_checks(profile), capacity_check(profile)]
     if facts.gpu is not None:
         results += gpu_checks(profile, facts.gpu)
+    elif facts.gpu_unseen is not None:
+        results += unseen_gpu_checks(facts.gpu_unseen)
     if facts.host is not None:
         results += host_checks(profile, facts.host)
     if facts.cluster is not None:

@@ -288,6 +288,24 @@ def gpu_checks(profile: Profile, facts: GpuNodeFacts) -> list[CheckResult]:
     return results
 
 
+def unseen_gpu_checks(reason: str) -> list[CheckResult]:
+    """A pod that was shown no GPU (`--gpus-optional`, the node-preflight Job): a WARN saying so and the GPU checks
+    skipped, not a failure. Hardened runtimes ignore NVIDIA_VISIBLE_DEVICES for pods that request no GPU, so such a
+    Job would fail every sync on healthy trays; the serving pods' own gpu-check still sees the GPUs they are given."""
+    return [
+        CheckResult(
+            name="gpu.visible",
+            status=Status.WARN,
+            measured="no GPU",
+            target="the node's GPUs",
+            detail=f"this pod sees no GPU ({reason}): the runtime shows GPUs only to pods that request them",
+            hint="nothing to fix for the serving pods (their gpu-check init container checks the GPUs they get); to run "
+            "these checks here, allow NVIDIA_VISIBLE_DEVICES for unprivileged pods in the NVIDIA container runtime",
+        ),
+        CheckResult(name="gpu", status=Status.SKIP, detail="no GPU visible to this pod: GPU and fabric checks skipped"),
+    ]
+
+
 def host_checks(profile: Profile, host: HostFacts) -> list[CheckResult]:
     """CPU architecture vs the image, /dev/shm, free disk for the weights (local target), host nvidia-imex vs ComputeDomain."""
     results = []

@@ -191,6 +191,8 @@ class Facts(_Facts):
     """Everything one preflight run observed; a part is None when it was not asked for."""
 
     gpu: GpuNodeFacts | None = None
+    #: Why no GPU was seen, when the run took that as a skip (`preflight --node --gpus-optional`), not an error.
+    gpu_unseen: str | None = None
     host: HostFacts | None = None
     cluster: ClusterFacts | None = None
 

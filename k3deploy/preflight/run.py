@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from k3deploy.errors import EXIT_FAILED, K3DeployError, ProfileError
+from k3deploy.errors import EXIT_FAILED, EnvironmentProblem, K3DeployError, ProfileError
 from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
 from k3deploy.pin.floating import node_arch
@@ -15,7 +15,7 @@ from k3deploy.preflight.access import Access
 from k3deploy.preflight.checks import evaluate
 from k3deploy.preflight.checks_pinning import image_platform_check
 from k3deploy.preflight.cluster import cluster_facts as read_cluster
-from k3deploy.preflight.facts import Facts
+from k3deploy.preflight.facts import Facts, GpuNodeFacts
 from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import rendered_objects
 from k3deploy.report.model import CheckResult, Status
@@ -40,6 +40,7 @@ def run_preflight(
     kube: KubeOptions | None = None,
     *,
     gpus: bool = True,
+    gpus_optional: bool = False,
     objects: Sequence[dict[str, Any]] | None = None,
     needs: Sequence[Access],
 ) -> list[CheckResult]:
@@ -50,19 +51,37 @@ def run_preflight(
     `command_access`). It has no default: a caller that forgot it would get a review of nothing, and `up` would meet
     its first 403 halfway through the rollout.
 
-    Raises EnvironmentProblem (exit 3) when it cannot look: no NVML and no nvidia-smi, API unreachable, forbidden.
+    Raises EnvironmentProblem (exit 3) when it cannot look: no NVML and no nvidia-smi (with `gpus_optional`, seeing
+    no GPU is a WARN and the GPU checks SKIP instead), API unreachable, forbidden.
     """
     gpu_facts = host_facts = cluster_facts = None
+    unseen = None
     if node:
-        gpu_facts = probe.gpu_facts() if gpus else None
+        if gpus:
+            gpu_facts, unseen = seen_gpus(gpus_optional)
         host_facts = probe.host_facts(host_cache_path(profile))
     if cluster:
         objects = rendered_or_empty(profile) if objects is None else objects
         cluster_facts = read_cluster(profile, kube or KubeOptions(), needs)
-    results = evaluate(profile, Facts(gpu=gpu_facts, host=host_facts, cluster=cluster_facts), objects or ())
+    facts = Facts(gpu=gpu_facts, gpu_unseen=unseen, host=host_facts, cluster=cluster_facts)
+    results = evaluate(profile, facts, objects or ())
     if cluster and profile.on_kubernetes:
         results.append(image_platforms(profile, (kube or KubeOptions()).deadline))
     return results
+
+
+def seen_gpus(optional: bool) -> tuple[GpuNodeFacts | None, str | None]:
+    """This node's GPU facts; with `optional`, (None, why) when this process sees no GPU at all (no NVML and no
+    nvidia-smi, or none listed) rather than an EnvironmentProblem or a failed count."""
+    try:
+        facts = probe.gpu_facts()
+    except EnvironmentProblem as exc:
+        if not optional:
+            raise
+        return None, exc.message
+    if optional and not facts.gpus:
+        return None, f"{facts.source} lists no GPU"
+    return facts, None
 
 
 def rendered_or_empty(profile: Profile) -> list[dict[str, Any]]:

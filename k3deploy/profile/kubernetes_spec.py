@@ -6,6 +6,7 @@ sections.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
@@ -178,9 +179,20 @@ class KubernetesSpec(_Strict):
         "to the endpoint picker's ext-proc port and the API port. Not always the Gateway's own: Envoy Gateway runs "
         "them in envoy-gateway-system by default. null: the set's own namespace only.",
     )
-    node_preflight: bool = Field(
+    serving_egress_cidrs: list[str] = Field(
+        default_factory=list,
+        description="CIDRs the serving pods may reach besides DNS and their group (any port): an internal mirror the "
+        "image needs at run time. Empty: none, the pods run offline.",
+    )
+    gpu_check: bool = Field(
         True,
-        description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo CD PreSync hook; `up` waits for it).",
+        description="Give each serving pod a first init container, `gpu-check`, that checks the GPUs and IMEX channel "
+        "the pod was given (NVML, in the vLLM image; the script ships in the profile ConfigMap) before the weights load.",
+    )
+    node_preflight_job: bool = Field(
+        True,
+        description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo "
+        "CD PreSync hook; `up` waits for it). A pod that sees no GPU (a hardened runtime) reports SKIP and succeeds.",
     )
     smoke_image: PinnedImage = Field(
         default_factory=default_smoke_image,
@@ -325,6 +337,31 @@ class KubernetesSpec(_Strict):
             if "runtime_class" in data and data["runtime_class"] != old:
                 raise ValueError("gpu_runtime_class is the old name of runtime_class: set only runtime_class")
             data["runtime_class"] = old
+        return data
+
+    @field_validator("serving_egress_cidrs")
+    @classmethod
+    def _are_cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{cidr!r} is not a CIDR such as 10.20.0.0/16 ({exc})") from None
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate_node_preflight(cls, data: Any) -> Any:
+        # node_preflight (both checks) became node_preflight_job and gpu_check: old profiles keep loading.
+        if isinstance(data, dict) and "node_preflight" in data:
+            data = dict(data)
+            old = data.pop("node_preflight")
+            for new in ("node_preflight_job", "gpu_check"):
+                if new in data and data[new] != old:
+                    raise ValueError(
+                        f"node_preflight is the old name of node_preflight_job and gpu_check: set only {new}"
+                    )
+                data[new] = old
         return data
 
     @field_validator("registry_mirrors")

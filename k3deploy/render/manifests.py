@@ -26,6 +26,7 @@ from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
+from k3deploy.render.gpu_check import gpu_check_context
 from k3deploy.render.network import (
     DNS_PORT,
     NAMESPACE_NAME_LABEL,
@@ -35,7 +36,7 @@ from k3deploy.render.network import (
 )
 from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
-from k3deploy.render.serving_pods import compile_cache, gang, patch_serving_pods
+from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
 from k3deploy.render.templating import render_template
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
@@ -71,8 +72,6 @@ SMOKE_COMPONENT = "smoke"
 #: The node-preflight Job gives up after this (an image pull and a few NVML queries take a minute): a pod
 #: that cannot be placed must fail the PreSync hook, not hold the sync forever.
 NODE_PREFLIGHT_DEADLINE_S = 900
-#: A finished node-preflight Job (and its pods' JSON reports) is kept this long, then removed.
-NODE_PREFLIGHT_TTL_S = 86400
 #: The Hub client the prefetch Job installs: pinned, so a new release cannot change the download under a pinned set.
 PREFETCH_HUB_REQUIREMENT = "huggingface_hub==2.4.0"
 #: Argo CD sync options of the weight cache: neither pruned nor deleted with the Application (1.5 TB re-download);
@@ -138,7 +137,9 @@ SET: tuple[SetEntry, ...] = (
     ),
     SetEntry(1, "serviceaccount.yaml.j2", "ServiceAccount", "identity", _ALWAYS),
     SetEntry(2, "profile-configmap.yaml.j2", "ConfigMap", "profile", _ALWAYS),
-    SetEntry(3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight),
+    SetEntry(
+        3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight_job
+    ),
     SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _ALWAYS),
     SetEntry(5, "computedomain.yaml.j2", "ComputeDomain", "compute-domain", lambda p: p.kubernetes.compute_domain),
     SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _ALWAYS),
@@ -222,7 +223,8 @@ def context(profile: Profile) -> dict[str, Any]:
     token_env: list[dict[str, Any]] = []
     if kube.hf_token_secret is not None:
         token_env = [{"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_MOUNT_DIR}/{HF_TOKEN_FILE}"}]
-    server_env = [{"name": key, "value": value} for key, value in sorted({**hf_env, **serve_env(profile)}.items())]
+    served = {**hf_env, **NO_TELEMETRY_ENV, **serve_env(profile)}
+    server_env = [{"name": key, "value": value} for key, value in sorted(served.items())]
     hardware = profile.hardware
     node_selector = dict(kube.node_selector)
     if hardware is not None and hardware.gfd_product_label and "nvidia.com/gpu.product" not in node_selector:
@@ -310,7 +312,6 @@ def context(profile: Profile) -> dict[str, Any]:
             "app.kubernetes.io/component": NODE_PREFLIGHT_COMPONENT,
         },
         "node_preflight_deadline_s": NODE_PREFLIGHT_DEADLINE_S,
-        "node_preflight_ttl_s": NODE_PREFLIGHT_TTL_S,
         "node_preflight_count": len(kube.node_preflight_hosts) or profile.parallel.nodes,
         "tolerations": [t.manifest() for t in kube.tolerations],
         "pull_secrets": [{"name": secret} for secret in kube.image_pull_secrets],
@@ -320,6 +321,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
         **_monitoring(profile, labels),
         **routing_context(profile),
+        **gpu_check_context(profile, PROFILE_MOUNT_DIR),
     }
 
 

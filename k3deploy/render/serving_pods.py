@@ -9,19 +9,28 @@ import hashlib
 from typing import Any
 
 from k3deploy.errors import ProfileError
+from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.render import pod_security
 
-#: Where the serving container sees its compile cache, and the environment that points each cache there: vLLM's
-#: cache root (torch.compile artefacts, Inductor's cache inside it: vllm/envs.py VLLM_CACHE_ROOT), Triton's kernels
-#: (triton/runtime/cache.py TRITON_CACHE_DIR) and FlashInfer's JIT modules (flashinfer/jit/env.py:
-#: $FLASHINFER_WORKSPACE_BASE/.cache/flashinfer).
+#: Where the serving container sees its compile cache, and the environment that points each JIT cache there: vLLM's
+#: cache root (torch.compile artefacts, Inductor's cache inside it: vllm/envs.py VLLM_CACHE_ROOT) and Triton's kernels
+#: (triton/runtime/cache.py TRITON_CACHE_DIR). Not FlashInfer's FLASHINFER_WORKSPACE_BASE: flashinfer/jit/env.py
+#: derives both its JIT folder and the fallback cubin folder (FLASHINFER_CACHE_DIR/cubins, where an image's
+#: `flashinfer --download-cubin` put them) from it, so moving it would hide pre-seeded cubins and make FlashInfer
+#: download them at run time, which the offline pods cannot; it has no variable for the JIT folder alone.
 COMPILE_CACHE_MOUNT = "/var/cache/k3deploy-compile"
 COMPILE_CACHE_ENV = {
     "VLLM_CACHE_ROOT": f"{COMPILE_CACHE_MOUNT}/vllm",
     "TRITON_CACHE_DIR": f"{COMPILE_CACHE_MOUNT}/triton",
-    "FLASHINFER_WORKSPACE_BASE": COMPILE_CACHE_MOUNT,
 }
+#: The environment the compile cache's subPathExpr reads (downward API, from the labels the LWS controller puts on
+#: every pod; LWS_WORKER_INDEX it injects itself): one folder per LeaderWorkerSet (colour), group and rank, so two
+#: groups or two colours never cold-compile into one folder at once.
+COMPILE_CACHE_LABEL_ENV = {"K3DEPLOY_LWS_NAME": NAME_LABEL, "K3DEPLOY_GROUP_INDEX": GROUP_INDEX_LABEL}
+#: What every serving container runs with so that nothing phones home from the offline pods: vLLM's usage report
+#: (vllm/envs.py VLLM_NO_USAGE_STATS; VLLM_DO_NOT_TRACK also reads the cross-tool DO_NOT_TRACK).
+NO_TELEMETRY_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 #: The cache's folder on the weight PVC (below the prefetch's own .k3deploy folder).
 COMPILE_CACHE_DIR = ".k3deploy/compile-cache"
 #: Kueue's queue label and topology-aware-scheduling annotations (kueue.x-k8s.io; the podset group keeps a group's
@@ -41,15 +50,20 @@ def compile_cache_key(image: str) -> str:
 
 def compile_cache(profile: Profile) -> dict[str, Any] | None:
     """Template context of the compile cache (None when kubernetes.compile_cache is off): the PVC folder shared by
-    the prefetch, and the per-rank subPathExpr the serving pods mount (ranks never write one folder at once)."""
+    the prefetch, and the per-LeaderWorkerSet, group and rank subPathExpr the serving pods mount on the weight
+    claim's one volume (ranks, groups and colours never write one folder at once)."""
     if not profile.kubernetes.compile_cache:
         return None
     folder = f"{COMPILE_CACHE_DIR}/{compile_cache_key(profile.vllm.image)}"
+    label_env: list[dict[str, Any]] = [
+        {"name": key, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
+        for key, label in COMPILE_CACHE_LABEL_ENV.items()
+    ]
     return {
         "folder": f"{profile.kubernetes.model_cache_path}/{folder}",
-        "sub_path_expr": f"{folder}/rank-$(LWS_WORKER_INDEX)",
+        "sub_path_expr": f"{folder}/$(K3DEPLOY_LWS_NAME)/group-$(K3DEPLOY_GROUP_INDEX)/rank-$(LWS_WORKER_INDEX)",
         "mount": COMPILE_CACHE_MOUNT,
-        "env": [{"name": key, "value": value} for key, value in sorted(COMPILE_CACHE_ENV.items())],
+        "env": [{"name": key, "value": value} for key, value in sorted(COMPILE_CACHE_ENV.items())] + label_env,
     }
 
 

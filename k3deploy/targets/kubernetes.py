@@ -118,7 +118,7 @@ class KubernetesTarget(Target):
         """The set to apply: `objects`, or with the node-preflight Job on every eligible node when the profile names
         none (the profile with those hosts, rendered)."""
         kube = profile.kubernetes
-        if kube.node_preflight and not kube.node_preflight_hosts:
+        if kube.node_preflight_job and not kube.node_preflight_hosts:
             try:
                 nodes, _ = self.api.list("v1", "Node")
                 pods, _ = self.api.list("v1", "Pod")

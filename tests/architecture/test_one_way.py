@@ -121,6 +121,9 @@ FOREIGN_EXCEPTIONS = {
     "k3deploy/net/capped.py:BudgetSpent",
     # A yaml.YAMLError, raised from inside PyYAML's event loop where the loader's own errors come from.
     "k3deploy/profile/safe_yaml.py:YamlRefused",
+    # The gpu-check script runs alone in the vLLM image (the standard library only): it cannot import errors.py, so it
+    # keeps its one error of its own and maps it to errors.py's exit code 3 itself.
+    "k3deploy/pod_scripts/gpu_check.py:NvmlError",
 }
 
 

@@ -211,7 +211,7 @@ def test_smoke_in_cluster_takes_the_jobs_verdict_pass_and_fail(realk8s: Plane, t
             "--set",
             f"kubernetes.smoke_image={stages.JOB_FAILS_IMAGE}",
             "--set",
-            "kubernetes.node_preflight=false",
+            "kubernetes.node_preflight_job=false",
         )
         failed = k3(realk8s, namespace, "up", *GATED, *failing, "--smoke", "in-cluster")
         assert failed.returncode == 1, failed.stderr

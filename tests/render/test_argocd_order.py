@@ -19,7 +19,7 @@ K3 = "kimi-k3-gb300-tp16"
 KUBE_PROFILES = [name for name in builtin_names() if load_profile(name).target == "kubernetes"]
 VARIANTS = [
     [],
-    ["kubernetes.node_preflight=false"],
+    ["kubernetes.node_preflight_job=false"],
     ["kubernetes.compute_domain=false", "kubernetes.service_monitor=false"],
     ["kubernetes.hf_token_secret=null"],
     ["kubernetes.node_preflight_hosts=[gb300-a,gb300-b,gb300-c,gb300-d,gb300-e]"],

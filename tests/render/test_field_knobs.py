@@ -216,13 +216,13 @@ def test_a_capture_size_below_the_concurrency_with_drafts_is_a_profile_error() -
 def test_the_cross_node_all_reduce_backend_is_mnnvl_unless_the_profile_names_one() -> None:
     lws = _objects()[f"LeaderWorkerSet/{K3}"]
     env = {
-        e["name"]: e["value"]
+        e["name"]: e.get("value")
         for e in lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"]
     }
     assert env["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "mnnvl"
     chosen = _objects(["vllm.env.VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm"])[f"LeaderWorkerSet/{K3}"]
     leader = chosen["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
-    assert {e["name"]: e["value"] for e in leader["env"]}["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm"
+    assert {e["name"]: e.get("value") for e in leader["env"]}["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm"
 
 
 def test_escape_hatches_reach_every_pod_and_container() -> None:

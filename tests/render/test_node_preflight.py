@@ -50,7 +50,8 @@ def test_job_validates_strictly_against_kubernetes_1_34() -> None:
 def test_one_pod_per_node_of_the_group_and_a_failed_check_fails_the_job() -> None:
     spec = _objects()[JOB]["spec"]
     assert (spec["parallelism"], spec["completions"], spec["backoffLimit"]) == (4, 4, 0)
-    assert spec["ttlSecondsAfterFinished"] == 86400 and spec["activeDeadlineSeconds"] == 900
+    # No TTL: Flux re-creates a TTL-deleted Job on every reconcile, re-running the check daily on random trays.
+    assert "ttlSecondsAfterFinished" not in spec and spec["activeDeadlineSeconds"] == 900
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
     two = _objects(["parallel.nodes=2", "parallel.tensor_parallel_size=8"])[JOB]["spec"]
     assert (two["parallelism"], two["completions"]) == (2, 2)
@@ -142,10 +143,18 @@ def test_args_read_the_mounted_profile_and_no_host_path() -> None:
     pod = _pod(objs)
     (container,) = pod["containers"]
     assert container["image"] == load_profile(K3).kubernetes.smoke_image == "ghcr.io/k3deploy/k3deploy:0.1.0"
-    assert container["args"] == ["preflight", "--node", "-p", "/etc/k3deploy/profile.yaml", "-o", "json"]
+    assert container["args"] == [
+        "preflight",
+        "--node",
+        "--gpus-optional",
+        "-p",
+        "/etc/k3deploy/profile.yaml",
+        "-o",
+        "json",
+    ]
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
-    profile_path = Path(container["args"][3])
+    profile_path = Path(container["args"][4])
     mount = next(m for m in mounts.values() if m["mountPath"] == str(profile_path.parent))
     assert mount["readOnly"] is True
     config_map = volumes[mount["name"]]["configMap"]
@@ -189,12 +198,26 @@ def test_argo_runs_it_before_the_sync_after_its_profile() -> None:
     assert digest == objs[f"Job/{K3}-smoke"]["spec"]["template"]["metadata"]["annotations"]["k3deploy/profile-sha256"]
 
 
-def test_node_preflight_false_removes_it_and_the_profile_is_a_plain_object_again() -> None:
-    objs = _objects(["kubernetes.node_preflight=false"])
+def test_node_preflight_job_false_removes_it_and_the_profile_is_a_plain_object_again() -> None:
+    objs = _objects(["kubernetes.node_preflight_job=false"])
     assert JOB not in objs
     assert [k for k in objs if k.startswith("Job/")] == [f"Job/{K3}-prefetch", f"Job/{K3}-smoke"]
     assert "annotations" not in objs[PROFILE_MAP]["metadata"]
-    assert load_profile(K3).kubernetes.node_preflight is True
+    kube = load_profile(K3).kubernetes
+    assert kube.node_preflight_job is True and kube.gpu_check is True
+    # The two switches are apart: the serving pods keep their own check without the Job.
+    assert _serving_specs(["kubernetes.node_preflight_job=false"])[0]["initContainers"][0]["name"] == "gpu-check"
+
+
+def test_the_old_node_preflight_key_sets_both_switches(tmp_path: Path) -> None:
+    data = yaml.safe_load((REPO_ROOT / "k3deploy" / "profile" / "builtin" / f"{K3}.yaml").read_text(encoding="utf-8"))
+    for key in ("node_preflight_job", "gpu_check"):
+        del data["kubernetes"][key]
+    data["kubernetes"]["node_preflight"] = False
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    kube = load_profile(str(path)).kubernetes
+    assert (kube.node_preflight_job, kube.gpu_check) == (False, False)
 
 
 def _serving_specs(sets: list[str] | None = None) -> list[dict[str, Any]]:
@@ -205,21 +228,27 @@ def _serving_specs(sets: list[str] | None = None) -> list[dict[str, Any]]:
 
 def test_serving_pods_check_their_gpus_first_in_an_init_container_that_holds_them() -> None:
     """Hardened runtimes ignore NVIDIA_VISIBLE_DEVICES for pods that request no GPU: the serving pods' own first init
-    container runs the node check on the GPUs and IMEX channel the pod is given (the kubelet hands an init
-    container's devices on to the containers after it)."""
+    container checks the GPUs and IMEX channel the pod is given (the kubelet hands an init container's devices on to
+    the containers after it), with the script the profile ConfigMap ships, in the vLLM image."""
+    objs = _objects()
     for spec in _serving_specs():
         first = spec["initContainers"][0]
         assert first["name"] == "gpu-check"
-        assert first["args"] == ["preflight", "--node", "-p", "/etc/k3deploy/profile.yaml", "-o", "json"]
+        assert first["command"] == ["python3", "/etc/k3deploy/gpu-check.py"]
         vllm = spec["containers"][0]
+        assert first["image"] == vllm["image"] == load_profile(K3).vllm.image
         assert first["resources"]["limits"]["nvidia.com/gpu"] == vllm["resources"]["limits"]["nvidia.com/gpu"]
         assert first["resources"]["claims"] == vllm["resources"]["claims"]
         assert "NVIDIA_VISIBLE_DEVICES" not in {e["name"] for e in first.get("env", [])}
         mounts = {m["name"]: m for m in first["volumeMounts"]}
         profile_volume = next(v for v in spec["volumes"] if v["name"] == mounts["profile"]["name"])
         assert profile_volume["configMap"]["name"] == f"{K3}-profile"
-    off = _serving_specs(["kubernetes.node_preflight=false"])
+        assert profile_volume["configMap"]["items"] == [{"key": "gpu-check.py", "path": "gpu-check.py"}]
+    assert "gpu-check.py" in objs[PROFILE_MAP]["data"]
+    off = _serving_specs(["kubernetes.gpu_check=false"])
     assert all(c["name"] != "gpu-check" for spec in off for c in spec["initContainers"])
+    assert "gpu-check.py" not in _objects(["kubernetes.gpu_check=false"])[PROFILE_MAP]["data"]
+    assert JOB in _objects(["kubernetes.gpu_check=false"])
 
 
 def test_under_gitops_the_job_checks_the_clique_the_group_is_pinned_to() -> None:

@@ -106,9 +106,9 @@ def test_leaderworkerset_shape_and_argv() -> None:
         assert {k: env[k] for k in serve_env(profile)} == serve_env(profile)
         assert env["NCCL_MNNVL_ENABLE"] == "1"
         assert env["HF_HOME"] == "/models/hf" and env["HF_HUB_OFFLINE"] == "1"
-        mounts = {m["name"]: m for m in container["volumeMounts"]}
-        assert mounts["dshm"]["mountPath"] == "/dev/shm"
-        assert mounts["model-cache"] == {"name": "model-cache", "mountPath": "/models", "readOnly": True}
+        mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+        assert mounts["/dev/shm"]["name"] == "dshm"
+        assert mounts["/models"] == {"name": "model-cache", "mountPath": "/models", "readOnly": True}
     assert "startupProbe" not in worker and "readinessProbe" not in worker
 
 
@@ -122,7 +122,8 @@ def test_pod_placement_probes_and_volumes() -> None:
         assert term["labelSelector"]["matchLabels"] == {"leaderworkerset.sigs.k8s.io/name": K3}
         volumes = {v["name"]: v for v in pod["volumes"]}
         assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
-        assert volumes["model-cache"]["persistentVolumeClaim"] == {"claimName": f"{K3}-model-cache", "readOnly": True}
+        # One volume per claim, not readOnly: each mount says whether it writes (tests/render/test_pod_rules.py).
+        assert volumes["model-cache"]["persistentVolumeClaim"] == {"claimName": f"{K3}-model-cache"}
         assert pod["resourceClaims"] == [
             {"name": "compute-domain-channel", "resourceClaimTemplateName": f"{K3}-compute-domain-channel"}
         ]
@@ -176,9 +177,9 @@ def test_objects_reference_each_other_consistently() -> None:
         "-o",
         "json",
     ]
-    # The profile path in the args is the ConfigMap's one key, mounted where the args look for it.
+    # The profile path in the args is the ConfigMap's profile key, mounted where the args look for it.
     profile_map = objs[f"ConfigMap/{K3}-profile"]
-    assert list(profile_map["data"]) == ["profile.yaml"]
+    assert list(profile_map["data"]) == ["profile.yaml", "gpu-check.py"]  # the second for the serving pods
     volumes = {v["name"]: v for v in smoke["spec"]["template"]["spec"]["volumes"]}
     assert volumes["profile"]["configMap"] == {
         "name": f"{K3}-profile",
@@ -231,7 +232,7 @@ def test_huggingface_hub_reads_the_token_file_the_prefetch_names(tmp_path: Path)
     import sys
 
     env = {
-        e["name"]: e["value"]
+        e["name"]: e.get("value")
         for e in _objects()[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["containers"][0]["env"]
     }
     token = tmp_path / "token"

@@ -71,7 +71,7 @@ def test_strict_validation_catches_an_unknown_field() -> None:
 
 def test_strict_validation_checks_the_profile_configmap() -> None:
     config_map = next(m for m in build(load_profile("kimi-k3-gb300-tp16")) if m.kind == "ConfigMap").obj
-    assert list(config_map["data"]) == ["profile.yaml"]
+    assert list(config_map["data"]) == ["profile.yaml", "gpu-check.py"]
     for field, value in (("data", {"profile.yaml": 3}), ("dataa", {})):
         bad = copy.deepcopy(config_map)
         bad[field] = value

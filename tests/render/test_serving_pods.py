@@ -79,24 +79,34 @@ def test_the_default_set_still_meets_baseline_and_carries_no_gang_settings() -> 
         assert not any(k.startswith("kueue.x-k8s.io/") for k in template["metadata"]["annotations"])
 
 
-def test_the_compile_cache_is_on_the_pvc_per_image_digest_and_rank() -> None:
+def test_the_compile_cache_is_on_the_pvc_per_image_digest_set_group_and_rank() -> None:
     image = f"vllm/vllm-openai@{DIGEST}"
     objs = _objects([f"vllm.image={image}"])
     key = compile_cache_key(image)
     assert key == "ab" * 8
     for template in _templates(objs):
         vllm = _vllm(template)
-        [mount] = [m for m in vllm["volumeMounts"] if m["name"] == "compile-cache"]
-        assert mount["subPathExpr"] == f".k3deploy/compile-cache/{key}/rank-$(LWS_WORKER_INDEX)"
-        assert not mount.get("readOnly")
-        env = {e["name"]: e["value"] for e in vllm["env"]}
-        assert env["VLLM_CACHE_ROOT"].startswith(mount["mountPath"])
-        assert env["TRITON_CACHE_DIR"].startswith(mount["mountPath"])
-        assert env["FLASHINFER_WORKSPACE_BASE"] == mount["mountPath"]
         volumes = {v["name"]: v for v in template["spec"]["volumes"]}
         claim = volumes["model-cache"]["persistentVolumeClaim"]
-        assert claim["readOnly"] is True  # the weights stay read-only
-        assert volumes["compile-cache"]["persistentVolumeClaim"] == {"claimName": claim["claimName"]}
+        assert claim == {"claimName": f"{K3}-model-cache"}  # one volume; each mount says whether it writes
+        [weights, cache] = [m for m in vllm["volumeMounts"] if m["name"] == "model-cache"]
+        assert (weights["mountPath"], weights["readOnly"]) == ("/models", True)
+        assert cache["subPathExpr"] == (
+            f".k3deploy/compile-cache/{key}/$(K3DEPLOY_LWS_NAME)/group-$(K3DEPLOY_GROUP_INDEX)/rank-$(LWS_WORKER_INDEX)"
+        )
+        assert not cache.get("readOnly")
+        env = {e["name"]: e for e in vllm["env"]}
+        # Every variable of the subPathExpr but the one LWS injects comes from the pod's own LWS labels.
+        assert env["K3DEPLOY_LWS_NAME"]["valueFrom"]["fieldRef"] == {
+            "fieldPath": "metadata.labels['leaderworkerset.sigs.k8s.io/name']"
+        }
+        assert env["K3DEPLOY_GROUP_INDEX"]["valueFrom"]["fieldRef"] == {
+            "fieldPath": "metadata.labels['leaderworkerset.sigs.k8s.io/group-index']"
+        }
+        assert env["VLLM_CACHE_ROOT"]["value"].startswith(cache["mountPath"])
+        assert env["TRITON_CACHE_DIR"]["value"].startswith(cache["mountPath"])
+        # FlashInfer's workspace base also holds the image's pre-seeded cubins: it stays where the image put it.
+        assert "FLASHINFER_WORKSPACE_BASE" not in env and "FLASHINFER_CUBIN_DIR" not in env
     prefetch = objs[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e["value"] for e in prefetch["env"]}
     assert env["K3DEPLOY_COMPILE_CACHE"] == f"/models/.k3deploy/compile-cache/{key}"
@@ -106,7 +116,14 @@ def test_the_compile_cache_is_on_the_pvc_per_image_digest_and_rank() -> None:
     assert compile_cache_key("vllm/vllm-openai:kimi-k3").startswith("tag-")
     off = _objects(["kubernetes.compile_cache=false"])
     for template in _templates(off):
-        assert "compile-cache" not in {v["name"] for v in template["spec"]["volumes"]}
+        assert [m["mountPath"] for m in _vllm(template)["volumeMounts"] if m["name"] == "model-cache"] == ["/models"]
+        assert "K3DEPLOY_LWS_NAME" not in {e["name"] for e in _vllm(template)["env"]}
+
+
+def test_the_serving_containers_run_offline_without_telemetry() -> None:
+    for template in _templates(_objects()):
+        env = {e["name"]: e.get("value") for e in _vllm(template)["env"]}
+        assert (env["VLLM_NO_USAGE_STATS"], env["DO_NOT_TRACK"], env["HF_HUB_OFFLINE"]) == ("1", "1", "1")
 
 
 def test_kueue_gang_admission_queues_the_set_and_keeps_each_group_in_one_clique() -> None:
