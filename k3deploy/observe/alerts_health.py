@@ -15,9 +15,9 @@ NO_SUCCESS_WINDOW = "10m"
 #: that already ended does not page and a sustained breach pages within minutes.
 BURN_LONG_WINDOW = "1h"
 BURN_SHORT_WINDOW = "5m"
-#: NVLink errors and thermal throttling are judged over this window; throttled above this fraction of it alerts.
+#: XIDs, NVLink errors and thermal throttling are judged over this window (throttled above the profile's
+#: kubernetes.gpu_thermal_throttle_max fraction of it alerts).
 GPU_WINDOW = "10m"
-THERMAL_FRACTION = 0.1
 
 
 def availability_alerts(profile: Profile, scope: Scope) -> list[Alert]:
@@ -82,15 +82,17 @@ def latency_alerts(profile: Profile, scope: Scope) -> list[Alert]:
 def gpu_alerts(profile: Profile, scope: Scope) -> list[Alert]:
     """XID errors, failed row remapping, NVLink errors and thermal throttling of the group's GPUs."""
     name, host, gpu = profile.name, scope.gpu_host_label, scope.gpu_index_label
+    kube = profile.kubernetes
     where = f"GPU {{{{ $labels.{gpu} }}}} on {{{{ $labels.{host} }}}}"
     return [
         Alert(
             "K3DeployGpuXidError",
-            f"{health.gpu_xid(scope)} > 0",
+            f"{health.gpu_xid_changes(scope, GPU_WINDOW)} > 0",
             "0m",
             "warning",
             f"{name}: a GPU of the group reported an XID error",
-            f"{where} reported XID {{{{ $value }}}} (the last XID error the driver logged).",
+            f"{where} logged a new XID error in the last {GPU_WINDOW} (DCGM_FI_DEV_XID_ERRORS, the last XID the "
+            f"driver logged, changed {{{{ $value }}}} time(s)); the XID is in the node's kernel log.",
         ),
         Alert(
             "K3DeployGpuRowRemapFailure",
@@ -110,11 +112,13 @@ def gpu_alerts(profile: Profile, scope: Scope) -> list[Alert]:
         ),
         Alert(
             "K3DeployGpuThermalThrottling",
-            f"{health.thermal_throttled_fraction(scope, GPU_WINDOW)} > {THERMAL_FRACTION:g}",
+            f"{health.thermal_throttled_fraction(scope, GPU_WINDOW, kube.dcgm_violation_unit)}"
+            f" > {kube.gpu_thermal_throttle_max:g}",
             GPU_WINDOW,
             "warning",
             f"{name}: a GPU of the group is throttled for temperature",
             f"{where} ran with thermally throttled clocks {{{{ $value | humanizePercentage }}}} of the last "
-            f"{GPU_WINDOW}: the whole TP group waits for it.",
+            f"{GPU_WINDOW} (over {kube.gpu_thermal_throttle_max:.0%}; DCGM_FI_DEV_THERMAL_VIOLATION read in "
+            f"{kube.dcgm_violation_unit}, kubernetes.dcgm_violation_unit): the whole TP group waits for it.",
         ),
     ]

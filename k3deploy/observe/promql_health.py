@@ -110,9 +110,11 @@ def busiest_mean_running(scope: Scope, window: str) -> str:
     return f"max(avg_over_time({RUNNING}{scope.server()}[{_window(window)}]))"
 
 
-def gpu_xid(scope: Scope) -> str:
-    """The last XID error per GPU of the group (0: none since the driver loaded)."""
-    return f"max by ({scope.gpu_by()}) ({GPU_XID}{scope.gpus()})"
+def gpu_xid_changes(scope: Scope, window: str) -> str:
+    """How often each GPU's last XID error changed in the window: DCGM_FI_DEV_XID_ERRORS holds the last XID the driver
+    logged (dcgm-exporter etc/default-counters.csv: "Value of the last XID error encountered"), not a count, so a
+    new XID shows as a change (and an old one, still held, as none)."""
+    return f"max by ({scope.gpu_by()}) (changes({GPU_XID}{scope.gpus()}[{_window(window)}]))"
 
 
 def gpu_row_remap_failed(scope: Scope) -> str:
@@ -130,6 +132,12 @@ def nvlink_errors_seen(scope: Scope, window: str) -> str:
     )
 
 
-def thermal_throttled_fraction(scope: Scope, window: str) -> str:
-    """Fraction of the window each GPU of the group was clock-throttled for temperature (DCGM counts microseconds)."""
-    return f"sum by ({scope.gpu_by()}) (rate({GPU_THERMAL_VIOLATION}{scope.gpus()}[{_window(window)}])) / 1e6"
+#: Units of DCGM's *_VIOLATION counters per second.
+VIOLATION_UNITS_PER_S = {"ns": 1e9, "us": 1e6}
+
+
+def thermal_throttled_fraction(scope: Scope, window: str, unit: str) -> str:
+    """Fraction of the window each GPU of the group was clock-throttled for temperature; `unit` is the counter's
+    (kubernetes.dcgm_violation_unit)."""
+    per_s = VIOLATION_UNITS_PER_S[unit]
+    return f"sum by ({scope.gpu_by()}) (rate({GPU_THERMAL_VIOLATION}{scope.gpus()}[{_window(window)}])) / {per_s:g}"

@@ -157,6 +157,19 @@ class KubernetesSpec(_Strict):
         default_factory=DcgmLabels,
         description="Label names of the DCGM exporter's series (pod namespace, pod, host, GPU index) in Prometheus.",
     )
+    dcgm_violation_unit: Literal["ns", "us"] = Field(
+        "ns",
+        description="Unit of DCGM's throttling counters (DCGM_FI_DEV_THERMAL_VIOLATION), which the thermal alert divides "
+        "by: ns per DCGM's dcgm_fields.h and dcgm-exporter's etc/default-counters.csv since dcgm-exporter#589; "
+        "older CSVs called it us.",
+    )
+    gpu_thermal_throttle_max: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="Fraction of 10 minutes a GPU of the group may run thermally throttled before "
+        "K3DeployGpuThermalThrottling fires.",
+    )
     grafana_dashboard_namespace: DNSLabel | None = Field(
         None, description="Namespace of the dashboard ConfigMap (the one Grafana's sidecar watches); null: namespace."
     )

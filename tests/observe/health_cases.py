@@ -125,19 +125,30 @@ HEALTH_CASES = (
         {"30m": [], "70m": []},
     ),
     Case(
-        "an XID 79 on a GPU of the group fires at once, by host and GPU",
+        "a new XID 79 on a GPU of the group fires at once, by host and GPU, and resolves 10m later",
         "K3DeployGpuXidError",
-        {f"DCGM_FI_DEV_XID_ERRORS{{{GPU}}}": "0x5 79x10"},
-        {"5m": [], "6m": [Fired(labels=GPU_LABELS, value="79")]},
+        {f"DCGM_FI_DEV_XID_ERRORS{{{GPU}}}": "0x5 79x20"},
+        {
+            "5m": [],
+            "6m": [Fired(labels=GPU_LABELS, value="1")],
+            "15m": [Fired(labels=GPU_LABELS, value="1")],
+            "17m": [],
+        },
+    ),
+    Case(
+        "an XID the driver logged before the window, still held, stays quiet (the field holds the last XID)",
+        "K3DeployGpuXidError",
+        {f"DCGM_FI_DEV_XID_ERRORS{{{GPU}}}": "79x30"},
+        {"12m": [], "25m": []},
     ),
     Case(
         "the label names are the profile's",
         "K3DeployGpuXidError",
         {
-            f'DCGM_FI_DEV_XID_ERRORS{{namespace="kimi-k3",pod="{K3}-0",node="n1",device="0"}}': "79x10",
-            f"DCGM_FI_DEV_XID_ERRORS{{{GPU}}}": "79x10",
+            f'DCGM_FI_DEV_XID_ERRORS{{namespace="kimi-k3",pod="{K3}-0",node="n1",device="0"}}': "0 79x10",
+            f"DCGM_FI_DEV_XID_ERRORS{{{GPU}}}": "0 79x10",
         },
-        {"2m": [Fired(labels={"node": "n1", "device": "0"}, value="79")]},
+        {"2m": [Fired(labels={"node": "n1", "device": "0"}, value="1")]},
         sets=(
             "kubernetes.dcgm_labels.namespace=namespace",
             "kubernetes.dcgm_labels.pod=pod",
@@ -191,13 +202,28 @@ HEALTH_CASES = (
         "a GPU throttled 20 % of the time fires 10m after the 10m rate passes 10 %",
         "K3DeployGpuThermalThrottling",
         # The counter starts at 0 with the series: its 10m rate ramps up over the first 10m and passes 10 % at 5m.
-        {f"DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}": "0+12000000x30"},
+        # Nanoseconds (dcgm-exporter's counters CSV): 20 % of each 60 s step is 12e9 ns.
+        {f"DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}": "0+12000000000x30"},
         {"15m": [], "17m": [Fired(labels=GPU_LABELS, value="20%")]},
     ),
     Case(
         "a GPU throttled 5 % of the time stays quiet",
         "K3DeployGpuThermalThrottling",
-        {f"DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}": "0+3000000x30"},
+        {f"DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}": "0+3000000000x30"},
         {"20m": []},
+    ),
+    Case(
+        "an exporter that counts microseconds is read in them when the profile says so",
+        "K3DeployGpuThermalThrottling",
+        {f"DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}": "0+12000000x30"},
+        {"17m": [Fired(labels=GPU_LABELS, value="20%")]},
+        sets=("kubernetes.dcgm_violation_unit=us",),
+    ),
+    Case(
+        "the threshold is the profile's: 20 % under a 30 % limit stays quiet",
+        "K3DeployGpuThermalThrottling",
+        {f"DCGM_FI_DEV_THERMAL_VIOLATION{{{GPU}}}": "0+12000000000x30"},
+        {"17m": [], "25m": []},
+        sets=("kubernetes.gpu_thermal_throttle_max=0.3",),
     ),
 )

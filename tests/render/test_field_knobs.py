@@ -167,6 +167,8 @@ def test_dra_calendar_versions_map_to_semver() -> None:
 
 def test_pdb_lets_a_drain_evict_one_pod_at_a_time() -> None:
     assert _objects()[f"PodDisruptionBudget/{K3}"]["spec"]["maxUnavailable"] == 1
+    # A loading group is all unready for up to two hours: a drain then evicts it rather than waiting for it.
+    assert _objects()[f"PodDisruptionBudget/{K3}"]["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
     assert _objects(["kubernetes.pdb_max_unavailable=0"])[f"PodDisruptionBudget/{K3}"]["spec"]["maxUnavailable"] == 0
 
 

@@ -136,6 +136,26 @@ def test_serving_pods_egress_is_dns_and_the_group() -> None:
     assert not allowed(policies, pods["worker"], dns, 443)
 
 
+def test_serving_egress_cidrs_open_the_listed_networks_only() -> None:
+    """An internal mirror the serving image needs at run time: any port to the listed CIDRs, nothing else."""
+    p = profile(serving_egress_cidrs=["10.20.0.0/16"])
+    policies, pods = rendered(p)
+    mirror = Pod("", {}, external=True, ip="10.20.3.4")
+    assert allowed(policies, pods["leader"], mirror, 443) and allowed(policies, pods["worker"], mirror, 8080)
+    assert not allowed(policies, pods["leader"], Pod("", {}, external=True, ip="10.21.3.4"), 443)
+    assert not allowed(policies, pods["leader"], Pod("internet", {}), 443)
+    (server,) = [o for o in policies if o["metadata"]["name"].endswith("-server")]
+    assert server["spec"]["egress"][-1] == {"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]}
+    default = next(o for o in rendered(load_profile(K3))[0] if o["metadata"]["name"].endswith("-server"))
+    assert not any("ipBlock" in str(rule) for rule in default["spec"]["egress"])
+
+
+def test_serving_egress_cidrs_take_cidrs_only() -> None:
+    for bad in ("10.20.0.1/16", "mirror.internal", "10.20.0.0/33"):
+        done = run_cli("render", "-p", K3, "--set", f"kubernetes.serving_egress_cidrs=[{bad}]")
+        assert done.returncode == 2 and "is not a CIDR such as 10.20.0.0/16" in done.stderr.splitlines()[0]
+
+
 @pytest.mark.parametrize("role", ["leader", "worker", "prefetch", "smoke", "node-preflight"])
 def test_every_pod_of_the_set_is_under_the_default_deny(role: str) -> None:
     policies, pods = rendered(load_profile(K3))
