@@ -204,8 +204,9 @@ def render_warnings(prof: Profile) -> list[str]:
             "endpoint picker and the API; name the namespace the Gateway's proxies run in"
         )
     if kube.node_preflight_job and kube.clique is None and not kube.node_preflight_hosts:
+        anyway = " (the serving pods' gpu-check init container checks their own GPUs anyway)" if kube.gpu_check else ""
         lines.append(
             "the node-preflight Job checks any parallel.nodes GPU nodes, not the clique the group lands in: set "
-            "kubernetes.clique to pin both (the serving pods' gpu-check init container checks their own GPUs anyway)"
+            f"kubernetes.clique to pin both{anyway}"
         )
     return lines

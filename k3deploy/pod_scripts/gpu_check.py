@@ -213,7 +213,7 @@ def _call(lib: Any, name: str, *args: Any) -> int:
 def _fabric(lib: Any, handle: ctypes.c_void_p) -> tuple[str | None, str | None, str | None]:
     info = _FabricInfoV2(version=FABRIC_INFO_V2)
     try:
-        code = _call(lib, "nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(info))
+        code = _call(lib, "nvmlDeviceGetGpuFabricInfoV", handle, ctypes.pointer(info))
     except AttributeError:  # a driver older than the fabric API
         return None, None, None
     state = FABRIC_STATES.get(info.state, f"state {info.state}")
@@ -226,15 +226,15 @@ def _fabric(lib: Any, handle: ctypes.c_void_p) -> tuple[str | None, str | None, 
 
 def _gpu(lib: Any, index: int) -> dict[str, Any]:
     handle = ctypes.c_void_p()
-    _call(lib, "nvmlDeviceGetHandleByIndex_v2", index, ctypes.byref(handle))
+    _call(lib, "nvmlDeviceGetHandleByIndex_v2", index, ctypes.pointer(handle))
     name = ctypes.create_string_buffer(96)
     _call(lib, "nvmlDeviceGetName", handle, name, 96)
     memory = _Memory()
-    _call(lib, "nvmlDeviceGetMemoryInfo", handle, ctypes.byref(memory))
+    _call(lib, "nvmlDeviceGetMemoryInfo", handle, ctypes.pointer(memory))
     major, minor = ctypes.c_int(), ctypes.c_int()
-    cc = _call(lib, "nvmlDeviceGetCudaComputeCapability", handle, ctypes.byref(major), ctypes.byref(minor))
+    cc = _call(lib, "nvmlDeviceGetCudaComputeCapability", handle, ctypes.pointer(major), ctypes.pointer(minor))
     current, pending = ctypes.c_uint(), ctypes.c_uint()
-    mig = _call(lib, "nvmlDeviceGetMigMode", handle, ctypes.byref(current), ctypes.byref(pending))
+    mig = _call(lib, "nvmlDeviceGetMigMode", handle, ctypes.pointer(current), ctypes.pointer(pending))
     state, status, clique = _fabric(lib, handle)
     return {
         "index": index,
@@ -255,8 +255,8 @@ def read_nvml(lib: Any) -> dict[str, Any]:
         driver = ctypes.create_string_buffer(80)
         _call(lib, "nvmlSystemGetDriverVersion", driver, 80)
         cuda, count = ctypes.c_int(), ctypes.c_uint()
-        _call(lib, "nvmlSystemGetCudaDriverVersion", ctypes.byref(cuda))
-        _call(lib, "nvmlDeviceGetCount_v2", ctypes.byref(count))
+        _call(lib, "nvmlSystemGetCudaDriverVersion", ctypes.pointer(cuda))
+        _call(lib, "nvmlDeviceGetCount_v2", ctypes.pointer(count))
         return {
             "driver": driver.value.decode(),
             "cuda": f"{cuda.value // 1000}.{(cuda.value % 1000) // 10}",

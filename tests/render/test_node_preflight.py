@@ -258,3 +258,12 @@ def test_under_gitops_the_job_checks_the_clique_the_group_is_pinned_to() -> None
     for spec in _serving_specs([f"kubernetes.clique={clique}"]):
         assert spec["nodeSelector"]["nvidia.com/gpu.clique"] == clique
     assert "nvidia.com/gpu.clique" not in _pod(_objects())["nodeSelector"]
+
+
+def test_render_warns_about_an_unpinned_job_and_names_gpu_check_only_when_it_is_on(tmp_path: Path) -> None:
+    on = run_cli("render", "-p", K3, "-o", str(tmp_path / "on"))
+    off = run_cli("render", "-p", K3, "--set", "kubernetes.gpu_check=false", "-o", str(tmp_path / "off"))
+    assert on.returncode == off.returncode == 0, on.stderr + off.stderr
+    [warned_on] = [line for line in on.stderr.splitlines() if "node-preflight Job checks any" in line]
+    [warned_off] = [line for line in off.stderr.splitlines() if "node-preflight Job checks any" in line]
+    assert "gpu-check init container checks their own GPUs" in warned_on and "gpu-check" not in warned_off
