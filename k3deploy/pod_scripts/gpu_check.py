@@ -6,7 +6,8 @@ NVIDIA container runtime mounts into a container that requests GPUs. What to exp
 K3DEPLOY_GPU_CHECK (render/gpu_check.py `expectations`), never from string building.
 
 The same judgements as `k3deploy preflight --node` (preflight/checks_node.py), on what a pod can see: count,
-product, compute capability, memory, driver and CUDA version, MIG, the NVLink fabric, /dev/shm, and the IMEX channel
+product, compute capability, memory, driver and CUDA version, MIG, memory health (row remapping, uncorrectable ECC),
+the NVLink fabric, /dev/shm, and the IMEX channel
 device the ComputeDomain claim injects (NCCL_MNNVL_ENABLE=1 fails at init without one).
 
 Exit 0: no FAIL (WARNs allowed); 1: a FAIL; 3: the GPUs could not be read (no NVML). Each check is one line on
@@ -114,9 +115,26 @@ def gpu_results(expect: Mapping[str, Any], facts: Mapping[str, Any]) -> list[Res
         if mig
         else Result("PASS", "gpu.mig", "disabled")
     )
+    out.append(health_result(gpus))
     if hw["nvlink_domain"]:
         out.append(fabric_result(gpus))
     return out
+
+
+def health_result(gpus: Sequence[Mapping[str, Any]]) -> Result:
+    """No GPU with a row remap pending a reset, a failed remap or uncorrectable ECC errors since the driver loaded:
+    one such GPU crashes or corrupts the whole TP group."""
+    problems = []
+    for g in gpus:
+        if g["remap_pending"]:
+            problems.append(f"GPU {g['index']} has a row remap pending a reset")
+        if g["remap_failed"]:
+            problems.append(f"GPU {g['index']} failed a row remap")
+        if g["ecc_uncorrected"]:
+            problems.append(f"GPU {g['index']} has {g['ecc_uncorrected']} uncorrectable ECC error(s) since boot")
+    if problems:
+        return Result("FAIL", "gpu.health", "; ".join(problems) + ": drain the node and reset the GPU (or replace it)")
+    return Result("PASS", "gpu.health", "no pending remap, failed remap or uncorrectable ECC")
 
 
 def fabric_result(gpus: Sequence[Mapping[str, Any]]) -> Result:
@@ -235,6 +253,11 @@ def _gpu(lib: Any, index: int) -> dict[str, Any]:
     cc = _call(lib, "nvmlDeviceGetCudaComputeCapability", handle, ctypes.pointer(major), ctypes.pointer(minor))
     current, pending = ctypes.c_uint(), ctypes.c_uint()
     mig = _call(lib, "nvmlDeviceGetMigMode", handle, ctypes.pointer(current), ctypes.pointer(pending))
+    rows = [ctypes.c_uint() for _ in range(4)]  # correctable, uncorrectable, pending, failure
+    remap = _call(lib, "nvmlDeviceGetRemappedRows", handle, *(ctypes.pointer(r) for r in rows))
+    ecc_count = ctypes.c_ulonglong()
+    # NVML_MEMORY_ERROR_TYPE_UNCORRECTED (1), NVML_VOLATILE_ECC (0): since the driver loaded.
+    ecc = _call(lib, "nvmlDeviceGetTotalEccErrors", handle, 1, 0, ctypes.pointer(ecc_count))
     state, status, clique = _fabric(lib, handle)
     return {
         "index": index,
@@ -242,6 +265,9 @@ def _gpu(lib: Any, index: int) -> dict[str, Any]:
         "memory_mib": memory.total // MIB,
         "compute_capability": f"{major.value}.{minor.value}" if cc == NVML_SUCCESS else None,
         "mig": mig == NVML_SUCCESS and current.value == 1,
+        "remap_pending": remap == NVML_SUCCESS and rows[2].value != 0,
+        "remap_failed": remap == NVML_SUCCESS and rows[3].value != 0,
+        "ecc_uncorrected": ecc_count.value if ecc == NVML_SUCCESS else 0,
         "fabric_state": state,
         "fabric_status": status,
         "clique": clique,

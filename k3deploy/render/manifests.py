@@ -51,8 +51,9 @@ PROFILE_MOUNT_DIR = "/etc/k3deploy"
 PROFILE_KEY = "profile.yaml"
 #: Pod-template annotation with the profile's digest: a changed profile changes the smoke Job, so it runs again.
 PROFILE_DIGEST_ANNOTATION = "k3deploy/profile-sha256"
-# The UID/GID k3deploy's own Jobs (smoke, node-preflight, the serving pods' gpu-check) run as: the k3deploy image's
-# user (Dockerfile). The prefetch writes as kubernetes.prefetch_uid/prefetch_gid instead (the cache's owner).
+# The UID/GID k3deploy's own Jobs (smoke, node-preflight) run as: the k3deploy image's user (Dockerfile); the serving
+# pods' gpu-check runs its stdlib script as the same non-root UID in the vLLM image. The prefetch writes as
+# kubernetes.prefetch_uid/prefetch_gid instead (the cache's owner).
 JOB_UID = 10001
 #: Annotation on every workload of the set (the objects Argo CD and Flux show) naming the version fields that float
 #: until `k3deploy pin`: `field=value, ...`; absent once all are pinned.

@@ -25,6 +25,9 @@ class Gpu:
     memory_bytes: int = 284208 * 2**20
     cc: tuple[int, int] | None = (10, 3)
     mig: int | None = 0
+    #: (correctable, uncorrectable, pending, failure) rows; None: NOT_SUPPORTED.
+    remapped: tuple[int, int, int, int] | None = (0, 0, 0, 0)
+    ecc_uncorrected: int | None = 0
     fabric_state: int | None = 3
     fabric_status: int = NVML_SUCCESS
     cluster_uuid: bytes = bytes.fromhex("7c8d0a3e1b2f4e5d9a8b0c1d2e3f4a5b")
@@ -120,6 +123,26 @@ class NvmlLib:
         if gpu.mig is None:
             return NVML_ERROR_NOT_SUPPORTED
         current.contents.value = pending.contents.value = gpu.mig
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetRemappedRows(self, handle: object, *rows: object) -> int:
+        self._enter("nvmlDeviceGetRemappedRows")
+        gpu = self._gpu(handle)
+        assert len(rows) == 4 and all(isinstance(r, ctypes.POINTER(ctypes.c_uint)) for r in rows)
+        if gpu.remapped is None:
+            return NVML_ERROR_NOT_SUPPORTED
+        for row, value in zip(rows, gpu.remapped, strict=True):
+            row.contents.value = value  # type: ignore[attr-defined]
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: object, error_type: object, counter: object, out: object) -> int:
+        self._enter("nvmlDeviceGetTotalEccErrors")
+        gpu = self._gpu(handle)
+        # nvml.h: NVML_MEMORY_ERROR_TYPE_UNCORRECTED is 1, NVML_VOLATILE_ECC 0; the stand-in knows only that pair.
+        assert (error_type, counter) == (1, 0) and isinstance(out, ctypes.POINTER(ctypes.c_ulonglong))
+        if gpu.ecc_uncorrected is None:
+            return NVML_ERROR_NOT_SUPPORTED
+        out.contents.value = gpu.ecc_uncorrected
         return NVML_SUCCESS
 
     def nvmlDeviceGetGpuFabricInfoV(self, handle: object, out: object) -> int:

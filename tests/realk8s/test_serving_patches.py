@@ -24,7 +24,7 @@ def test_apply_carries_the_patches_to_the_live_set(deploy: Deployment) -> None:
         spec = lws["spec"]["leaderWorkerTemplate"][role]["spec"]
         [vllm] = [c for c in spec["containers"] if c["name"] == "vllm"]
         assert vllm["securityContext"]["capabilities"]["add"] == ["IPC_LOCK", "SYS_RESOURCE"]
-        assert any(m["name"] == "compile-cache" for m in vllm["volumeMounts"])
+        assert any(m["name"] == "model-cache" and "subPathExpr" in m for m in vllm["volumeMounts"])
     leader = deploy.get("pods", f"{LWS}-0")
     assert leader is not None and leader["status"]["phase"] == "Running"
     namespace = deploy.plane.api.find(f"/api/v1/namespaces/{deploy.namespace}")
