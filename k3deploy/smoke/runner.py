@@ -61,13 +61,13 @@ def normalize_endpoint(url: str) -> str:
     except httpx.InvalidURL:
         scheme_ok = True  # malformed past the scheme: check_http_url says how
     if not scheme_ok:
-        raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint=hint)
+        raise UsageError(f"--endpoint {redact_url(url)!r} is not an http(s) URL", hint=hint)
     try:
         check_http_url(url.strip())  # also what httpx accepts but cannot connect to: port 99999, port 0
     except ValueError as exc:
         raise UsageError(f"--endpoint {exc}", hint=hint) from None
     if parsed is None:  # check_http_url passed what httpx refuses (a control character in the path)
-        raise UsageError(f"--endpoint {url!r} is not a URL httpx can request", hint=hint)
+        raise UsageError(f"--endpoint {redact_url(url)!r} is not a URL httpx can request", hint=hint)
     base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")
     return base[: -len("/v1")] if base.endswith("/v1") else base
 
