@@ -53,7 +53,7 @@ def test_a_malformed_hub_answer_is_an_environment_problem(monkeypatch: pytest.Mo
         with (
             HubClient(timeout_s=5) as hub,
             pytest.raises(
-                EnvironmentProblem, match="without a commit sha|malformed: sha: Input should be a valid string"
+                EnvironmentProblem, match=r"without a commit sha|malformed: sha: Input should be a valid string"
             ),
         ):
             hub.resolve("moonshotai/Kimi-K3", "main")
