@@ -54,6 +54,9 @@ class Script:
     huge: dict[str, int] = field(default_factory=dict)
     health_ready_after_s: float = 0.0
     max_model_len: int = 4096
+    #: (drafts, accepted tokens) the spec-decode counters claim per request instead of what it streamed: an
+    #: exporter or proxy that rewrites them (the generation-token counter stays true).
+    spec_override: tuple[int, int] | None = None
     #: Tokens the scripted "model" writes before its end-of-sequence token, honoured unless the request sets
     #: ignore_eos (a real model's answer ends when it has said what it has to say).
     eos_after: int = 12
@@ -305,6 +308,13 @@ class _Handler(BaseHTTPRequestHandler):
         script, counters = self.server.script, self.server.counters
         with self.server.lock:
             counters.generation += k
+            if script.spec_override is not None:
+                if n == 0:
+                    drafts, accepted = script.spec_override
+                    counters.drafts += drafts
+                    counters.draft_tokens += drafts * script.num_speculative_tokens
+                    counters.accepted += accepted
+                return
             if n > 0:
                 counters.drafts += 1
                 counters.draft_tokens += script.num_speculative_tokens
