@@ -42,7 +42,7 @@ def test_rates_that_fit_pass() -> None:
     ],
 )
 def test_random_lengths_past_the_context_are_refused(input_len: int, output: int, ratio: float, why: str) -> None:
-    with pytest.raises(UsageError, match="vllm.max_model_len 1024") as caught:
+    with pytest.raises(UsageError, match=r"vllm\.max_model_len 1024") as caught:
         check_lengths(1024, output, random_input_len=input_len, range_ratio=ratio)
     assert why in caught.value.message
     check_lengths(1024, 128, random_input_len=896)  # exactly the context
