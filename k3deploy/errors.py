@@ -222,6 +222,11 @@ class ImageReferenceError(UsageError, ValueError):
     """An image reference that distribution's grammar does not accept (exit 2)."""
 
 
+class MalformedAnswer(EnvironmentProblem):
+    """A registry's or the Hub's JSON answer whose fields have the wrong type or value, or a digest that is not
+    sha256 (exit 3: the server, or a proxy in front of it, is not what it should be)."""
+
+
 def cause_chain(exc: BaseException) -> list[BaseException]:
     """`exc` and what it was raised from or during, outermost first (each once): the last one is the root reason."""
     chain: list[BaseException] = []

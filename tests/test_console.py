@@ -1,4 +1,5 @@
-"""A table written to a file or a pipe is never cut with "…": what does not fit folds onto the next line."""
+"""A table written to a file or a pipe prints whole rows at their natural width, as `kubectl get` does: never cut
+with "…", never folded at 80 columns (a pod name or a number split mid-digit)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,33 @@ def _table() -> Table:
     return table
 
 
-def test_a_table_to_a_pipe_folds_instead_of_cutting() -> None:
+def test_a_table_to_a_pipe_prints_each_row_whole_on_one_line() -> None:
     buffer = io.StringIO()
-    console = _Console(file=buffer, width=40, force_terminal=False)
-    console.print(Group("nested:", _table()))  # nested renderables are rendered through the same method
-    text = buffer.getvalue()
-    assert "…" not in text
-    assert "".join(line.split()[0] for line in text.splitlines()[2:]) == "hardware.runtime_reserve_mib_" + "x" * 60
+    console = _Console(file=buffer, width=40, force_terminal=False, soft_wrap=True)  # as console.py makes them
+    table = _table()
+    table.add_row("kimi-k3-gb300-tp16-0-1", "1234567890" * 5)
+    console.print(Group("nested:", table))  # nested renderables are rendered through the same method
+    lines = buffer.getvalue().splitlines()
+    assert "…" not in buffer.getvalue() and len(lines) == 4  # "nested:", the header, two rows: nothing folded
+    assert lines[2].split() == ["hardware.runtime_reserve_mib_" + "x" * 60, "8192", "MiB"]
+    assert lines[3].split() == ["kimi-k3-gb300-tp16-0-1", "1234567890" * 5]
+
+
+def test_a_preflight_table_to_a_file_keeps_each_check_on_its_lines() -> None:
+    from k3deploy.preflight.view import preflight_table
+    from k3deploy.report.model import CheckResult, Status
+
+    nodes = ", ".join(f"gb300-{i:02d}" for i in range(1, 19))
+    rows = [
+        CheckResult(
+            name="nodes.gpus", status=Status.FAIL, measured=nodes, target="4 GPUs each", detail="3 on gb300-03"
+        ),
+        CheckResult(name="gpu.memory", status=Status.PASS, measured=287_565_037_568, target=1, detail="ok"),
+    ]
+    buffer = io.StringIO()
+    _Console(file=buffer, width=80, force_terminal=False, soft_wrap=True).print(preflight_table("p", rows))
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 4 and nodes in lines[2] and "287565037568" in lines[3], lines
 
 
 def test_on_a_terminal_rich_keeps_its_own_choice() -> None:

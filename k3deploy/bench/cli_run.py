@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from k3deploy.bench.bounds import check_lengths, check_rates
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.latency import parse_goodput, parse_percentiles
 from k3deploy.bench.load import load_model
@@ -93,9 +94,18 @@ def make_plan(request: Request, profile: Profile, label: str) -> BenchPlan:
         request.request_rates, request.burstiness, request.max_concurrency, request.duration_s, request.seed
     )
     random_settings = None
+    bound_s = profile.smoke.overall_timeout_s
     if request.dataset == "random":
         if request.subset or request.categories:
             raise UsageError("--subset and --category do not apply to --dataset random", hint="drop them")
+        # Before a prompt is tokenized: a 10-million-token prompt is gigabytes of tokenizer work.
+        check_lengths(
+            profile.vllm.max_model_len,
+            request.random_output_len,
+            random_input_len=request.random_input_len,
+            range_ratio=request.random_range_ratio,
+        )
+        check_rates(request.request_rates, request.num_prompts or RANDOM_DEFAULT_PROMPTS, request.duration_s, bound_s)
         dataset, random_settings = random_dataset(
             tokenizer_for(request, profile),
             request.num_prompts or RANDOM_DEFAULT_PROMPTS,
@@ -110,6 +120,8 @@ def make_plan(request: Request, profile: Profile, label: str) -> BenchPlan:
         dataset = load_dataset(request.dataset, request.subset)
         prompts = select(dataset, request.categories, request.num_prompts)
         output_tokens = request.output_tokens or profile.smoke.output_tokens
+        check_lengths(profile.vllm.max_model_len, output_tokens)
+        check_rates(request.request_rates, max(map(len, prompts.values()), default=0), request.duration_s, bound_s)
     if request.repeat < 1:
         raise UsageError(f"--repeat {request.repeat} must be at least 1", hint="e.g. --repeat 3")
     return BenchPlan(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from k3deploy.bench import latency
 from k3deploy.report.bench import BenchRequest, CellFigures, Point, RepeatFigures, ServerDelta
 from k3deploy.report.smoke import MetricsDelta, RequestRecord
-from k3deploy.smoke.attribution import token_mismatch
+from k3deploy.smoke.attribution import impossible, stream_contradicts, token_mismatch
 from k3deploy.smoke.metrics import spec_decode_figures
 from k3deploy.smoke.summary import percentile, stats
 
@@ -238,4 +238,21 @@ def token_mismatches(cells: Sequence[CellFigures]) -> list[str]:
         )
         if mismatch is not None:
             out.append(f"{c.category} @ concurrency {c.concurrency}: {mismatch}")
+    return out
+
+
+def spec_problems(cells: Sequence[CellFigures], num_speculative_tokens: int | None) -> list[str]:
+    """Cells whose spec-decode figures cannot be true, bounded as smoke bounds them (smoke/attribution.py): an
+    acceptance rate above 1, a length past 1 + num_speculative_tokens, more accepted than drafted or streamed, or
+    a length the streams' tokens per chunk contradict. Each is a warning of the run (exit 1), never a figure."""
+    out = []
+    for c in cells:
+        spec = c.server.spec_decode if c.server is not None and c.server.available else None
+        if spec is None or spec.drafts <= 0:
+            continue
+        why = impossible(spec, c.completion_tokens, num_speculative_tokens) or stream_contradicts(
+            spec.mean_acceptance_length, c.tokens_per_chunk.mean, c.tokens_per_chunk.p90
+        )
+        if why is not None:
+            out.append(f"{c.category} @ concurrency {c.concurrency}: impossible spec-decode figures: {why}")
     return out

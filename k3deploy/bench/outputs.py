@@ -1,7 +1,7 @@
 """The files `bench` writes (--report per run, --csv, --html, --png): named and checked before the run, written after it.
 
 Every write goes through fileio/write.py: never through a symlink, never over a file k3deploy did not write
-(without --force), a temporary file renamed into place. The charts (--html, --png) are drawn by matplotlib, the
+(without --force), never two outputs on one file, a temporary file renamed into place. The charts (--html, --png) are drawn by matplotlib, the
 optional `bench` extra: found before the run, loaded only when a chart is drawn.
 """
 
@@ -16,7 +16,7 @@ from k3deploy.bench import csv_out
 from k3deploy.bench.ab import variants
 from k3deploy.bench.cli_run import Request, report_paths
 from k3deploy.errors import EnvironmentProblem
-from k3deploy.fileio.write import OutputFile, check_output, write_output
+from k3deploy.fileio.write import OutputFile, check_output, distinct, write_output
 from k3deploy.report.bench import BenchReport
 
 
@@ -56,12 +56,14 @@ def outputs_of(
         labels = [request.label or "run"]
     paths = report_paths(report_file, labels) if report_file is not None else []
     require_charts(html_file, png_file)
-    return Outputs(
+    outputs = Outputs(
         reports=[check_output(path, "--report", force=force) for path in paths],
         csv=check_output(csv_file, "--csv", force=force) if csv_file is not None else None,
         html=check_output(html_file, "--html", force=force) if html_file is not None else None,
         png=check_output(png_file, "--png", force=force) if png_file is not None else None,
     )
+    distinct([*outputs.reports, *(out for out in (outputs.csv, outputs.html, outputs.png) if out is not None)])
+    return outputs
 
 
 def write_outputs(reports: list[BenchReport], outputs: Outputs) -> None:

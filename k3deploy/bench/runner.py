@@ -280,7 +280,11 @@ def assemble(profile: Profile, plan: BenchPlan, passes: list[Measured]) -> Bench
         cells=cells,
         overall=overall,
         requests=requests,
-        warnings=figures.token_mismatches(cells) + _failures(requests),
+        warnings=figures.token_mismatches(cells)
+        + figures.spec_problems(
+            cells, profile.speculative.num_speculative_tokens if profile.speculative is not None else None
+        )
+        + _failures(requests),
     )
     report.finished_at = datetime.now(UTC)
     report.duration_s = sum(m.duration_s for m in passes) if len(passes) > 1 else last.duration_s

@@ -226,13 +226,14 @@ def compare_cmd(
     # Loaded when the command runs: `k3deploy --help` stays light.
     from k3deploy.bench.compare import compare, differences
     from k3deploy.bench.outputs import require_charts, write_charts
-    from k3deploy.fileio.write import check_output
+    from k3deploy.fileio.write import check_output, distinct
     from k3deploy.report.bench import BenchReport
     from k3deploy.report.bench_view import compare_view
 
     # Checked before the reports are read; written after (fileio/write.py's rules: --force, symlinks, rename).
     html_out = check_output(html_file, "--html", force=force) if html_file is not None else None
     png_out = check_output(png_file, "--png", force=force) if png_file is not None else None
+    distinct([out for out in (html_out, png_out) if out is not None], tuple(("report", path) for path in files))
     require_charts(html_file, png_file)
     if len(files) < 2:
         raise UsageError(

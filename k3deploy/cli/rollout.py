@@ -106,11 +106,31 @@ def _checked_group_template(template: str) -> str:
     from k3deploy.rollout.groups import check_group_template
 
     try:
+        _refuse_format_specs(template.strip())
         return check_group_template(template.strip())
     except ValueError as exc:
         raise UsageError(
             f"--group-endpoint {exc}", hint="for example --group-endpoint http://{pod}.{lws}.{namespace}.svc:8000"
         ) from None
+
+
+def _refuse_format_specs(template: str) -> None:
+    """ValueError for a field with a format spec or a conversion (`{group:>999999999}`, `{pod!r}`): the template
+    names fields, nothing more, and a width spec alone would build a string of any size before any check."""
+    # Only the parse, which is linear in the template: nothing is filled in before this passes.
+    import string
+
+    try:
+        fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"{template[:200]!r} is not a valid template: {exc}") from None
+    for name, spec, conv in fields:
+        if spec or conv:
+            extra = (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
+            raise ValueError(
+                f"field {{{name[:40]}{extra[:40]}}} has a format spec or conversion; a template names "
+                "{pod}, {lws}, {group} and {namespace}, with nothing after the name"
+            )
 
 
 def _print_summary(summary: RunSummary, output: OutputFormat) -> None:

@@ -20,6 +20,7 @@ from k3deploy.cli.output import as_yaml
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
+from k3deploy.redact import redact_text, redact_url
 
 if TYPE_CHECKING:
     from k3deploy.profile.model import Profile
@@ -61,7 +62,8 @@ def _prometheus_url(value: str | None) -> str | None:
             httpx.URL(url)
         except httpx.InvalidURL as exc:
             raise UsageError(
-                f"--prometheus {value!r}: {exc}", hint="for example --prometheus http://127.0.0.1:9090"
+                f"--prometheus {redact_url(url)!r}: {redact_text(str(exc), url)}",
+                hint="for example --prometheus http://127.0.0.1:9090",
             ) from None
     return url
 

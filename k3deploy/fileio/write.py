@@ -9,6 +9,10 @@ The rules (render/output_dir.py's, for a single file):
 3. the bytes go to a fresh temporary file in the same folder, fsynced, then renamed over the name, so a full
    disk or a kill leaves the previous file whole.
 
+4. two outputs of one command never name one file (`bench --report r.json --csv r.json`): the last written
+   would silently replace the first; `distinct` refuses that before the run, and an output that names one of
+   the command's own input files.
+
 `check_output` applies rules 1-2 before the command's long run (a bench of an hour must not end in "refusing to
 overwrite"); `write_output` applies them again just before the rename, since the folder may change meanwhile.
 """
@@ -161,6 +165,34 @@ def check_output(path: Path | str, flag: str, *, force: bool = False) -> OutputF
     finally:
         os.close(dfd)
     return out
+
+
+def _identity(path: Path) -> tuple[int, int, str]:
+    """The file a path names: its folder's device and inode (so `./r.json`, `d/../r.json` and a linked folder
+    agree) and its name there; a file that exists is named by its own device and inode (a hard link too)."""
+    with contextlib.suppress(OSError):
+        info = os.stat(path)
+        if stat.S_ISREG(info.st_mode):
+            return info.st_dev, info.st_ino, ""
+    try:
+        folder = os.stat(path.parent)
+    except OSError:
+        return -1, -1, os.path.abspath(path)
+    return folder.st_dev, folder.st_ino, path.name
+
+
+def distinct(outputs: list[OutputFile], inputs: tuple[tuple[str, Path], ...] = ()) -> None:
+    """Refuse (UsageError, exit 2) two outputs on one file, or an output on one of the command's inputs (rule 4)."""
+    seen: dict[tuple[int, int, str], str] = {_identity(path): f"{label} {path}" for label, path in inputs}
+    for out in outputs:
+        key = _identity(out.path)
+        shown = f"{out.flag} {out.path}"
+        if key in seen:
+            raise UsageError(
+                f"{shown} and {seen[key]} name the same file; one would replace the other",
+                hint="give each output its own path",
+            )
+        seen[key] = shown
 
 
 def _write_new(name: str, data: bytes, dfd: int) -> None:

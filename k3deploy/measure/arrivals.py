@@ -13,6 +13,9 @@ from __future__ import annotations
 import math
 import random
 
+#: The most arrivals one `--duration` cell schedules.
+ARRIVALS_LIMIT = 1_000_000
+
 
 def gaps(rng: random.Random, rate: float, burstiness: float) -> float:
     """One inter-arrival gap in seconds."""
@@ -39,7 +42,7 @@ def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[f
 
 
 def arrivals_within(
-    duration_s: float, rate: float, burstiness: float, seed: int, limit: int = 1_000_000
+    duration_s: float, rate: float, burstiness: float, seed: int, limit: int = ARRIVALS_LIMIT
 ) -> list[float]:
     """Send offsets of an open-ended stream of requests, all before `duration_s` (no rescaling: the count is free)."""
     rng = random.Random(seed)

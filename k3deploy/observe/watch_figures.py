@@ -68,7 +68,7 @@ class WatchFigures(BaseModel):
 
 
 class Judged(BaseModel):
-    """One row of the view: a figure, its target and whether it falls below."""
+    """One row of the view: a figure, its target and whether it falls below (never when it is impossible)."""
 
     key: str
     label: str
@@ -76,6 +76,39 @@ class Judged(BaseModel):
     unit: str
     target: float | None = None
     below: bool = False
+    impossible: str | None = None
+
+
+#: Past this no figure of one vLLM deployment can be (a trillion tokens per second, requests, seconds of TTFT):
+#: a value above it is an exporter's or a query's fault (1e308, a counter summed with itself), not a measurement.
+ABSURD = 1e12
+#: The mean acceptance length is 1 + accepted / drafts, and a round drafts at most 16 tokens (the profile's bound
+#: on num_speculative_tokens), so it lies in [1, 17].
+MAX_ACCEPTANCE_LENGTH = 17.0
+#: What each figure can be: fractions in [0, 1], the acceptance length in [1, 17], everything else in [0, ABSURD].
+BOUNDS: dict[str, tuple[float, float]] = {
+    "kv_cache_usage": (0.0, 1.0),
+    "prefix_cache_hit_rate": (0.0, 1.0),
+    "acceptance_rate": (0.0, 1.0),
+    "mean_acceptance_length": (1.0, MAX_ACCEPTANCE_LENGTH),
+}
+_SLACK = 1e-9
+
+
+def impossible_figures(figures: WatchFigures) -> dict[str, str]:
+    """Figure key -> why its value cannot be true (negative, above its bound, not finite); the Prometheus query
+    or exporter is at fault, so the view marks it and never judges it against a target."""
+    out: dict[str, str] = {}
+    keys = [key for key in WatchFigures.model_fields if isinstance(getattr(figures, key), (int, float))]
+    for key in keys:
+        value = float(getattr(figures, key))
+        low, high = BOUNDS.get(key, (0.0, ABSURD))
+        if not math.isfinite(value) or value < low - _SLACK or value > high + _SLACK:
+            out[key] = f"{value:g} is outside [{low:g}, {high:g}]"
+    for pos, rate in figures.per_position_acceptance.items():
+        if not math.isfinite(rate) or not -_SLACK <= rate <= 1 + _SLACK:
+            out[f"per_position_acceptance.{pos}"] = f"{rate:g} is outside [0, 1]"
+    return out
 
 
 #: (figure key, label, unit) in the order the view shows them.
@@ -206,6 +239,7 @@ def judge(figures: WatchFigures, targets: TargetsSpec) -> list[Judged]:
     length. A figure that could not be computed (no request finished, no drafts) is never below its target.
     """
     target_of = {"decode_tok_s": targets.decode_tok_s, "mean_acceptance_length": targets.min_acceptance_length}
+    bad = impossible_figures(figures)
     rows = []
     for key, label, unit in ROWS:
         value = getattr(figures, key)
@@ -217,7 +251,8 @@ def judge(figures: WatchFigures, targets: TargetsSpec) -> list[Judged]:
                 value=value,
                 unit=unit,
                 target=target,
-                below=value is not None and target is not None and value < target,
+                below=key not in bad and value is not None and target is not None and value < target,
+                impossible=bad.get(key),
             )
         )
     return rows

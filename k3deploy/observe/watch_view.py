@@ -16,11 +16,12 @@ from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import safe_text
-from k3deploy.observe.watch_figures import Judged, WatchFigures, below_targets, judge
+from k3deploy.observe.watch_figures import Judged, WatchFigures, below_targets, impossible_figures, judge
 from k3deploy.observe.watch_loop import Tick
 from k3deploy.profile.model import TargetsSpec
 
 BELOW_MARK = "▼ below target"
+IMPOSSIBLE_MARK = "✗ impossible"
 
 
 def format_value(value: float | None, unit: str) -> str:
@@ -79,12 +80,13 @@ def render(state: ViewState) -> RenderableType:
         table.add_row("waiting for the second scrape", "", "", "")
     else:
         for row in judge(state.figures, state.targets):
-            style = "bold red" if row.below else None
+            style = "bold red" if row.below else "yellow" if row.impossible else None
+            mark = BELOW_MARK if row.below else f"{IMPOSSIBLE_MARK}: {row.impossible}" if row.impossible else ""
             table.add_row(
                 row.label,
                 Text(format_value(row.value, row.unit), style=style or ""),
                 _target_text(row),
-                Text(BELOW_MARK, style="bold red") if row.below else "",
+                Text(mark, style=style or ""),
             )
         per_pos = state.figures.per_position_acceptance
         if per_pos:
@@ -113,15 +115,17 @@ def render(state: ViewState) -> RenderableType:
 
 
 def json_line(tick: Tick, source: str, url: str, targets: TargetsSpec) -> str:
-    """One interval as one JSON object on one line: figures, targets, which are below, or the error."""
+    """One interval as one JSON object on one line: figures, targets, which are below, which cannot be true (key:
+    why), or the error."""
     doc: dict[str, Any] = {"time": tick.at.isoformat(timespec="milliseconds"), "source": source, "url": url}
     if tick.error is not None:
-        doc.update(figures=None, below=[], error=tick.error.message)
+        doc.update(figures=None, below=[], impossible={}, error=tick.error.message)
     else:
         figures = tick.figures
         doc.update(
             figures=figures.model_dump(mode="json") if figures else None,
             below=below_targets(figures, targets) if figures else [],
+            impossible=impossible_figures(figures) if figures else {},
             error=None,
         )
     doc["targets"] = {"decode_tok_s": targets.decode_tok_s, "min_acceptance_length": targets.min_acceptance_length}

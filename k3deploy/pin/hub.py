@@ -24,6 +24,8 @@ import httpx
 from k3deploy.errors import CheckFailed, EnvironmentProblem, TooLarge, UsageError
 from k3deploy.kube.deadline import Deadline
 from k3deploy.net.capped import get_capped
+from k3deploy.pin.answers import HubRevisionAnswer, parse_answer
+from k3deploy.redact import redact_url, url_error
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 15.0
@@ -66,11 +68,13 @@ class HubClient:
             parts.port  # noqa: B018 -- raises ValueError for a port out of range
         except ValueError as exc:
             raise UsageError(
-                f"HF_ENDPOINT {self._endpoint!r} is not a URL: {exc}", hint="set it to http(s)://host[:port]"
+                f"HF_ENDPOINT {redact_url(self._endpoint)!r} is not a URL: {url_error(exc, self._endpoint)}",
+                hint="set it to http(s)://host[:port]",
             ) from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(
-                f"HF_ENDPOINT {self._endpoint!r} is not an http(s) URL", hint="set it to http(s)://host[:port]"
+                f"HF_ENDPOINT {redact_url(self._endpoint)!r} is not an http(s) URL",
+                hint="set it to http(s)://host[:port]",
             )
         self._http = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers)
 
@@ -142,8 +146,13 @@ class HubClient:
                 answer = json.loads(body)
             except (ValueError, RecursionError):
                 answer = None
-            sha = answer.get("sha") if isinstance(answer, dict) else None
-            if not isinstance(sha, str) or not _SHA.match(sha):
+            if not isinstance(answer, dict) or "sha" not in answer:
+                raise EnvironmentProblem(
+                    f"{host} answered {repo_id}@{rev} without a commit sha",
+                    hint="HF_ENDPOINT does not point at a Hub API; check it",
+                )
+            sha = parse_answer(HubRevisionAnswer, answer, f"{host}'s answer for {repo_id}@{rev}").sha
+            if not _SHA.match(sha):
                 raise EnvironmentProblem(
                     f"{host} answered {repo_id}@{rev} without a commit sha",
                     hint="HF_ENDPOINT does not point at a Hub API; check it",

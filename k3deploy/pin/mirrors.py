@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from k3deploy.errors import UsageError
 from k3deploy.pin.oci import DOCKER_HUB, ImageRef
+from k3deploy.redact import redact_url
 
 REGISTRY_URL_ENV = "K3DEPLOY_REGISTRY_URL"
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
@@ -65,7 +66,7 @@ def parse_env(value: str) -> tuple[str | None, dict[str, str]]:
         registry, sep, url = pair.partition("=")
         if not sep or not registry.strip():
             raise UsageError(
-                f"{REGISTRY_URL_ENV}: {pair.strip()!r} is not registry=url",
+                f"{REGISTRY_URL_ENV}: {redact_url(pair.strip())!r} is not registry=url",
                 hint=f"set {REGISTRY_URL_ENV} to one URL, or to pairs like docker.io=https://mirror.example/hub,ghcr.io=https://mirror.example/ghcr",
             )
         _check_url(url.strip(), f"{REGISTRY_URL_ENV} ({registry.strip()})")
@@ -81,7 +82,7 @@ def _check_url(url: str, where: str) -> None:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
         raise UsageError(
-            f"{where}: {url!r} is not an http(s) registry URL",
+            f"{where}: {redact_url(url)!r} is not an http(s) registry URL",
             hint="write it as https://host[:port][/prefix]",
         )
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from k3deploy.errors import ImageReferenceError
+from k3deploy.pin.answers import DIGEST, Descriptor, ErrorBody, ImageConfig, Manifest
 
 #: Media types a registry may answer a manifest GET with, in the Accept order a client sends them.
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -26,7 +29,6 @@ IMAGE_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API_HOST = "registry-1.docker.io"
 _DOCKER_HUB_ALIASES = {"docker.io", "index.docker.io", "registry-1.docker.io"}
-DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 _REPOSITORY = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
@@ -144,36 +146,35 @@ class ImageResolution:
         return self.media_type in INDEX_TYPES
 
 
-def index_platforms(index: dict) -> list[Platform]:
+def index_platforms(index: Manifest) -> list[Platform]:
     """The runnable platforms an OCI index or Docker manifest list names.
 
     Attestation manifests (BuildKit's `unknown/unknown` entries) are not platforms a node can run.
     """
     platforms = []
-    for entry in index.get("manifests") or []:
-        platform = entry.get("platform") or {}
-        os_name, arch = platform.get("os"), platform.get("architecture")
-        if not os_name or not arch or "unknown" in (os_name, arch):
+    for entry in index.manifests or []:
+        platform = entry.platform
+        if platform is None or not platform.os or not platform.architecture:
             continue
-        platforms.append(Platform(os=os_name, architecture=arch, variant=platform.get("variant")))
+        if "unknown" in (platform.os, platform.architecture):
+            continue
+        platforms.append(Platform(os=platform.os, architecture=platform.architecture, variant=platform.variant))
     return platforms
 
 
-def platform_entry(index: dict, arch: str, os_name: str = "linux") -> dict | None:
+def platform_entry(index: Manifest, arch: str, os_name: str = "linux") -> Descriptor | None:
     """The index's first descriptor for `os_name/arch` (any variant), as the container runtime would pick; None without."""
-    for entry in index.get("manifests") or []:
-        platform = entry.get("platform") or {}
-        if platform.get("os") == os_name and platform.get("architecture") == arch:
+    for entry in index.manifests or []:
+        if entry.platform is not None and (entry.platform.os, entry.platform.architecture) == (os_name, arch):
             return entry
     return None
 
 
-def config_platform(config: dict) -> Platform | None:
+def config_platform(config: ImageConfig) -> Platform | None:
     """The platform an image config blob declares (`os`, `architecture`, `variant`)."""
-    os_name, arch = config.get("os"), config.get("architecture")
-    if not os_name or not arch:
+    if not config.os or not config.architecture:
         return None
-    return Platform(os=os_name, architecture=arch, variant=config.get("variant"))
+    return Platform(os=config.os, architecture=config.architecture, variant=config.variant)
 
 
 def runs_on(platforms: list[Platform], arch: str, os_name: str = "linux") -> bool:
@@ -181,18 +182,20 @@ def runs_on(platforms: list[Platform], arch: str, os_name: str = "linux") -> boo
     return any(p.os == os_name and p.architecture == arch for p in platforms)
 
 
-def media_type(content_type: str | None, body: dict) -> str | None:
+def media_type(content_type: str | None, body: Manifest) -> str | None:
     """The manifest's media type: the response's Content-Type, else the body's own `mediaType`."""
     declared = (content_type or "").split(";", 1)[0].strip()
     if declared in MANIFEST_ACCEPT:
         return declared
-    inner = body.get("mediaType")
+    inner = body.media_type
     return inner if inner in MANIFEST_ACCEPT else None
 
 
 def registry_errors(body: object) -> str | None:
-    """`CODE: message` of a registry error body `{"errors": [{"code", "message", "detail"}]}`."""
-    if not isinstance(body, dict) or not isinstance(body.get("errors"), list):
+    """`CODE: message` of a registry error body `{"errors": [{"code", "message", "detail"}]}`; None for another
+    shape (the caller then names the HTTP status)."""
+    try:
+        errors = ErrorBody.model_validate(body).errors
+    except ValidationError:
         return None
-    parts = [f"{e.get('code')}: {e.get('message')}" for e in body["errors"] if isinstance(e, dict)]
-    return "; ".join(parts) or None
+    return "; ".join(f"{e.code}: {e.message}" for e in errors) or None

@@ -6,7 +6,8 @@ with MANIFEST_UNKNOWN when the Accept header does not name it, and rewrites a ma
 linux/amd64 image for a client that does not accept lists). A 401 with a `Bearer` challenge is answered
 the way docker, containerd and oras do (distribution docs/content/spec/auth/token.md): an anonymous
 `GET realm?service=...&scope=...`, then the same request with `Authorization: Bearer <token>`.
-Every manifest and blob read is content-addressed: its digest is the sha256 of the bytes received, checked
+Every answer is read through pin/answers.py's models (a field of the wrong type is one clear error), and a digest
+goes into a path only as sha256 and 64 hex digits. Every manifest and blob read is content-addressed: its digest is the sha256 of the bytes received, checked
 against `Docker-Content-Digest` and against the digest that named it. A single-image manifest names no
 platform itself: its config blob does. For an index, the nodes' platform image is fetched too: a mirror that
 copied only some platforms lists one it does not have.
@@ -27,6 +28,7 @@ import httpx
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ImageReferenceError, ProfileError, TooLarge
 from k3deploy.kube.deadline import Deadline
 from k3deploy.net.capped import get_capped
+from k3deploy.pin.answers import Descriptor, ImageConfig, Manifest, TokenAnswer, checked_digest, parse_answer
 from k3deploy.pin.mirrors import REGISTRY_URL_ENV, Location, locate
 from k3deploy.pin.oci import (
     IMAGE_TYPES,
@@ -95,17 +97,11 @@ class RegistryClient:
         except ImageReferenceError as exc:
             raise ProfileError(f"image {exc}", hint="write it as [registry/]repository:tag[@sha256:<digest>]") from None
         loc = locate(ref, self._mirrors, os.environ.get(REGISTRY_URL_ENV))
-        try:
-            return self._resolve(ref, loc, image, arch)
-        except (AttributeError, TypeError, KeyError, IndexError) as exc:  # JSON of the right syntax, wrong shape
-            raise EnvironmentProblem(
-                f"{loc.host}: malformed answer for {image} ({type(exc).__name__}: {exc})",
-                hint="the registry or a proxy in front of it answered JSON that is not an OCI manifest; check the path to it",
-            ) from None
+        return self._resolve(ref, loc, image, arch)
 
     def _resolve(self, ref: ImageRef, loc: Location, image: str, arch: str | None) -> ImageResolution:
         body_bytes, content_type, digest = self._manifest(ref, loc, ref.reference, ref.digest)
-        body = _json(body_bytes, ref, "manifest")
+        body = parse_answer(Manifest, _json(body_bytes, ref, "manifest"), f"{loc.host}: the manifest of {image}")
         kind = media_type(content_type, body)
         if kind is None:
             raise EnvironmentProblem(
@@ -140,14 +136,9 @@ class RegistryClient:
             )
         return data, response.headers.get("Content-Type", ""), digest
 
-    def _verify_child(self, ref: ImageRef, loc: Location, entry: dict, arch: str) -> str:
+    def _verify_child(self, ref: ImageRef, loc: Location, entry: Descriptor, arch: str) -> str:
         """Fetch the index entry's image manifest by digest; check its digest, size, type and config platform."""
-        digest = entry.get("digest")
-        if not isinstance(digest, str) or not digest.startswith("sha256:"):
-            raise EnvironmentProblem(
-                f"{loc.host}: the linux/{arch} entry of {ref.original} names no sha256 digest",
-                hint="the index is malformed; rebuild or re-push the image",
-            )
+        digest = checked_digest(entry.digest, f"{loc.host}: the linux/{arch} entry of {ref.original}")
         try:
             data, content_type, _ = self._manifest(ref, loc, digest, digest)
         except CheckFailed as exc:
@@ -156,13 +147,17 @@ class RegistryClient:
                 hint="the registry or mirror holds only part of the index: copy every platform (e.g. `crane copy --all-tags` / "
                 "`skopeo copy --all`), or push the image again",
             ) from None
-        size = entry.get("size")
-        if isinstance(size, int) and size != len(data):
+        size = entry.size
+        if size is not None and size != len(data):
             raise EnvironmentProblem(
                 f"{loc.host}: the linux/{arch} image of {ref.original} is {len(data)} bytes, the index says {size}",
                 hint="a proxy or mirror served different content; pin from a direct connection",
             )
-        manifest = _json(data, ref, f"linux/{arch} manifest")
+        manifest = parse_answer(
+            Manifest,
+            _json(data, ref, f"linux/{arch} manifest"),
+            f"{loc.host}: the linux/{arch} manifest of {ref.original}",
+        )
         if media_type(content_type, manifest) not in IMAGE_TYPES:
             raise EnvironmentProblem(
                 f"{loc.host}: the linux/{arch} entry of {ref.original} is not an image manifest",
@@ -176,11 +171,10 @@ class RegistryClient:
             )
         return digest
 
-    def _config_platforms(self, ref: ImageRef, loc: Location, manifest: dict) -> list[Platform]:
-        config = manifest.get("config") or {}
-        digest = config.get("digest")
-        if not isinstance(digest, str):
+    def _config_platforms(self, ref: ImageRef, loc: Location, manifest: Manifest) -> list[Platform]:
+        if manifest.config is None or manifest.config.digest is None:
             return []
+        digest = checked_digest(manifest.config.digest, f"{loc.host}: the config of {ref.original}")
         _, data = self._get(ref, loc, f"blobs/{digest}", {}, MAX_CONFIG_BYTES, "image config")
         received = "sha256:" + hashlib.sha256(data).hexdigest()
         if received != digest:
@@ -188,7 +182,10 @@ class RegistryClient:
                 f"{loc.host}: the image config {digest} of {ref.original} has digest {received}",
                 hint="a proxy or mirror served different content; pin from a direct connection",
             )
-        platform = config_platform(_json(data, ref, "image config"))
+        config = parse_answer(
+            ImageConfig, _json(data, ref, "image config"), f"{loc.host}: the image config of {ref.original}"
+        )
+        platform = config_platform(config)
         return [platform] if platform else []
 
     def _get(
@@ -246,8 +243,8 @@ class RegistryClient:
                 f"token server {realm.host} refused an anonymous pull token for {scope} (HTTP {response.status_code})",
                 hint="the repository is private or does not exist; pin a public image",
             )
-        token_data = _json(data, ref, "token response")
-        token = token_data.get("token") or token_data.get("access_token")
+        answer = parse_answer(TokenAnswer, _json(data, ref, "token response"), f"token server {realm.host}'s answer")
+        token = answer.token or answer.access_token
         if not isinstance(token, str) or not token:
             raise EnvironmentProblem(f"token server {realm.host} answered without a token", hint="retry later")
         self._tokens[cache] = token
@@ -300,7 +297,7 @@ def _maybe_json(content: bytes) -> object:
         return None
 
 
-def _json(content: bytes, ref: ImageRef, what: str) -> dict:
+def _json(content: bytes, ref: ImageRef, what: str) -> dict[str, object]:
     data = _maybe_json(content)
     if not isinstance(data, dict):
         raise EnvironmentProblem(

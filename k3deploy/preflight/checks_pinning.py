@@ -2,7 +2,8 @@
 
 Pure: no I/O. A production profile (`production: true`) must name exact versions, so a re-deploy runs the
 weights and the image that were validated: a Hub branch (`main`) or an image tag without a digest is a
-FAIL there and a WARN elsewhere, with the `k3deploy pin` command that fixes it as the hint.
+FAIL there and a WARN elsewhere, with the `k3deploy pin` command that fixes it as the hint (and, in production,
+the way to rehearse without the internet `pin` needs, `--set production=false`, and what that gives up).
 """
 
 from __future__ import annotations
@@ -68,10 +69,18 @@ def pinning_checks(profile: Profile) -> list[CheckResult]:
                 measured=item.value,
                 target=target,
                 detail=detail,
-                hint=f"{pin_command(profile)}, then deploy pinned.yaml",
+                hint=f"{pin_command(profile)}, then deploy pinned.yaml" + (OFFLINE_HINT if profile.production else ""),
             )
         )
     return results
+
+
+#: `pin` asks the Hub and the registry; without them, a rehearsal can still go on, and the hint says at what cost.
+OFFLINE_HINT = (
+    " (pin needs the Hub and the registry; to rehearse without them, --set production=false turns these FAILs"
+    " into WARNs, giving up the guarantee that a re-deploy runs the weights and image you validated, and lets"
+    " test-only settings such as synthetic rejection sampling through)"
+)
 
 
 def image_platform_check(

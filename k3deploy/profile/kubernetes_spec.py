@@ -25,6 +25,7 @@ from k3deploy.profile.names import (
     PositiveQuantity,
     Quantity,
 )
+from k3deploy.redact import redact_url
 
 #: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
 _MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
@@ -384,7 +385,9 @@ class KubernetesSpec(_Strict):
             if not _REGISTRY_HOST.match(registry):
                 raise ValueError(f"{registry!r} is not a registry host such as docker.io, ghcr.io or host:5000")
             if "?" in url or "#" in url:
-                raise ValueError(f"mirror {url!r} of {registry}: a query or fragment has no place in a registry URL")
+                raise ValueError(
+                    f"mirror {redact_url(url)!r} of {registry}: a query or fragment has no place in a registry URL"
+                )
         return value
 
     @field_validator("lws_version", "dra_driver_version")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from k3deploy.errors import ProfileError
 from k3deploy.profile import DEFAULT_PROFILE
 from k3deploy.profile.model import Profile
-from k3deploy.profile.overrides import apply_overrides, merge, written_scalars
+from k3deploy.profile.overrides import apply_overrides, key_path, merge, parse_set, written_scalars
 from k3deploy.profile.plan import plan
 from k3deploy.profile.safe_yaml import MAX_DEPTH, YamlRefused, parse_yaml
 from k3deploy.profile.suggest import unknown_field
@@ -154,24 +155,82 @@ def load_raw(ref: ProfileRefs = None, sets: list[str] | None = None) -> tuple[di
     return apply_overrides(data, sets or []), origin
 
 
-def _check_text(node: Any, path: str, origin: str) -> None:
-    """Refuse strings that cannot be written out as UTF-8: lone surrogates, from a YAML "\\ud800" escape or from
-    command-line bytes that were not UTF-8 (Python keeps those as surrogate escapes)."""
+Loc = tuple[str | int, ...]
+
+
+def _bad_value(node: Any, loc: Loc = ()) -> tuple[Loc, str] | None:
+    """Where and why a value no output can hold: a string with a lone surrogate (a YAML "\\ud800" escape, or
+    command-line bytes that were not UTF-8, which Python keeps as surrogate escapes) or a NUL, or NaN or infinity
+    anywhere (the typed fields refuse them, profile/base.py; a free-form map such as speculative.extra would pass
+    `.nan` on as `NaN`, which no JSON reader takes). None when there is none."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, value in items:
-        where = f"{path}.{key}" if path else str(key)
+        where = (*loc, key)
         for text in (key, value):
             if isinstance(text, str) and any("\ud800" <= ch <= "\udfff" for ch in text):
-                raise ProfileError(
-                    f"{origin} is invalid: {where}: not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)",
-                    hint=f"fix '{where}' in the profile or with --set",
-                )
+                return where, "not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)"
             if isinstance(text, str) and "\0" in text:  # no environment variable, argument or manifest can hold it
-                raise ProfileError(
-                    f"{origin} is invalid: {where}: holds a NUL character",
-                    hint=f"fix '{where}' in the profile or with --set",
-                )
-        _check_text(value, where, origin)
+                return where, "holds a NUL character"
+        if isinstance(value, float) and not math.isfinite(value):
+            return where, f"{value} is not a finite number (.nan and .inf have no JSON form)"
+        found = _bad_value(value, where)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_values(data: dict[str, Any], origin: str, base: dict[str, Any], sets: list[str]) -> None:
+    """ProfileError for `_bad_value`'s find, blamed on the --set that brought it or on the profile."""
+    found = _bad_value(data)
+    if found is not None:
+        loc, why = found
+        where = ".".join(str(part) for part in loc)
+        raise ProfileError(
+            f"{_blamed(origin, base, sets, loc)} is invalid: {where}: {why}",
+            hint=f"fix '{where}' in the profile or with --set",
+        )
+
+
+def _fails_at(loc: Loc) -> Callable[[dict[str, Any]], bool]:
+    """Whether a profile mapping still fails at `loc` (its values' check, then the model's)."""
+
+    def fails(data: dict[str, Any]) -> bool:
+        found = _bad_value(data)
+        if found is not None:
+            return found[0] == loc
+        try:
+            Profile.model_validate(data)
+        except ValidationError as exc:
+            return any(tuple(p for p in e["loc"] if p != "[key]") == loc for e in exc.errors())
+        return False
+
+    return fails
+
+
+def _blamed(origin: str, base: dict[str, Any], sets: list[str], loc: Loc) -> str:
+    """Who a message blames for the bad value at `loc`: the --set that replaced it (or a section above it), else
+    the one without which the profile no longer fails there, else the profile itself when it fails there alone."""
+    if not sets:
+        return origin
+    paths = [tuple(key_path(parse_set(item)[0])) for item in sets]
+    culprits = [item for item, path in zip(sets, paths, strict=True) if loc[: len(path)] == path]
+    fails = _fails_at(loc)
+    if not culprits and not fails(base):
+        culprits = [
+            item
+            for index, item in enumerate(sets)
+            if not fails(apply_overrides(base, sets[:index] + sets[index + 1 :]))
+        ] or sets
+    if not culprits:
+        return origin
+    shown = ", ".join(f"--set {item if len(item) <= 80 else item[:77] + '...'}" for item in culprits[-2:])
+    return f"{shown} (on {origin})"
+
+
+def _first_loc(exc: ValidationError) -> Loc:
+    """The location of a validation error's first problem (a bad mapping key's marker dropped)."""
+    errors = exc.errors()
+    return tuple(part for part in errors[0]["loc"] if part != "[key]") if errors else ()
 
 
 def _as_written(data: dict[str, Any], exc: ValidationError, sets: list[str]) -> dict[str, Any] | None:
@@ -197,19 +256,20 @@ def _as_written(data: dict[str, Any], exc: ValidationError, sets: list[str]) -> 
 def load_profile(ref: ProfileRefs = None, sets: list[str] | None = None, *, check_fit: bool = True) -> Profile:
     """Load (several: layered in order), override and validate a profile; also refuse one whose weights cannot fit
     its GPUs."""
-    data, origin, layers = read_layers(ref)
-    data = apply_overrides(data, sets or [])
-    _check_text(data, "", origin)
+    base, origin, layers = read_layers(ref)
+    sets = sets or []
+    data = apply_overrides(base, sets)
+    _check_values(data, origin, base, sets)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
-        retyped = _as_written(data, exc, sets or [])
+        retyped = _as_written(data, exc, sets)
         if retyped is None:
-            raise _explain(exc, origin, layers, sets or []) from None
+            raise _explain(exc, _blamed(origin, base, sets, _first_loc(exc)), layers, sets) from None
         try:
             profile = Profile.model_validate(retyped)
         except ValidationError as again:
-            raise _explain(again, origin, layers, sets or []) from None
+            raise _explain(again, _blamed(origin, base, sets, _first_loc(again)), layers, sets) from None
     if check_fit and profile.hardware is not None:
         result = plan(profile)
         if not result.weights_fit:

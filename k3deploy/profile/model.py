@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from k3deploy.lws import name_length_reason
 from k3deploy.profile.base import _Strict
+from k3deploy.profile.flags import check_extra_args
 from k3deploy.profile.kubernetes_spec import IMAGE_REPOSITORY, KubernetesSpec, release_version
 from k3deploy.profile.names import (
     EnvName,
@@ -270,6 +271,7 @@ class VllmSpec(_Strict):
         for flag, field in DERIVED_FLAGS.items():
             if flag in given:
                 raise ValueError(f"extra_args {flag} is rendered from vllm.{field}; set that field instead")
+        check_extra_args(list(self.extra_args))
         return self
 
     def kv_bytes_per_element(self) -> int:

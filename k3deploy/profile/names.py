@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BeforeValidator
 
+from k3deploy.redact import redact_text, redact_url, url_error
+
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 LABEL_MAX = 63
@@ -188,23 +190,26 @@ def check_pinned_image(value: str) -> str:
 
 
 def check_http_url(value: str) -> str:
-    """An http(s) URL with a host, a port in 1..65535 when given, and a well-formed IPv6 literal when bracketed."""
+    """An http(s) URL with a host, a port in 1..65535 when given, and a well-formed IPv6 literal when bracketed.
+
+    Messages show the URL with its userinfo masked (redact.py): a password never reaches an error line."""
+    shown = repr(redact_url(value))
     try:
         parts = urlsplit(value)
         port = parts.port  # ValueError when out of range or not a number
     except ValueError as exc:
-        raise ValueError(f"{value!r} is not a valid URL: {exc}") from None
+        raise ValueError(f"{shown} is not a valid URL: {url_error(exc, value)}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{value!r} is not an http(s) URL with a host")
+        raise ValueError(f"{shown} is not an http(s) URL with a host")
     if port == 0:
-        raise ValueError(f"{value!r}: port 0 is not a port to connect to")
+        raise ValueError(f"{shown}: port 0 is not a port to connect to")
     if "[" in parts.netloc:
         try:
             ipaddress.IPv6Address(parts.hostname.split("%", 1)[0])
         except ValueError:
-            raise ValueError(f"{value!r}: {parts.hostname!r} is not an IPv6 address") from None
+            raise ValueError(f"{shown}: {redact_text(parts.hostname, value)!r} is not an IPv6 address") from None
     if any(ch.isspace() or ord(ch) < 32 for ch in value):
-        raise ValueError(f"{value!r} contains whitespace or control characters")
+        raise ValueError(f"{shown} contains whitespace or control characters")
     return value
 
 

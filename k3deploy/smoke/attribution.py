@@ -7,6 +7,11 @@ a load balancer spreading connections) or traffic from elsewhere shared the wind
 credited to these requests. Each spec-decode round emits its one verified token plus the drafts it accepted, so
 `drafts + accepted` cannot pass the tokens streamed; each round proposes `num_speculative_tokens` draft tokens, so
 the mean acceptance length cannot pass `1 + num_speculative_tokens` nor the acceptance rate 1.
+
+The stream is a witness too: vLLM sends the tokens one engine step produced for a request in one chunk, and a
+verify step that accepts k drafts produces 1 + k tokens, so the client's tokens per chunk track the acceptance
+length (more when a proxy or `--stream-interval` merges steps, never fewer). Counters that claim a length well
+above 1 while every request received about one token per chunk describe some other decoding than these streams.
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ from k3deploy.report.smoke import MetricsDelta, SpecDecodeDelta
 
 #: Float slack on the bounds (the figures are ratios of counts).
 EPSILON = 1e-9
+#: Tokens per chunk at or below this are "one token per chunk" (a rare merged chunk aside).
+ONE_PER_CHUNK = 1.05
+#: A claimed mean acceptance length from here up is "well above 1": half a draft accepted per step, on average.
+CLAIMED_MULTI = 1.5
 
 
 def token_mismatch(client_tokens: int, generation_tokens: float | None) -> str | None:
@@ -57,3 +66,17 @@ def impossible(spec: SpecDecodeDelta, client_tokens: int, num_speculative_tokens
             "the client streamed (each round emits one token plus those it accepts)"
         )
     return None
+
+
+def stream_contradicts(length: float | None, chunk_mean: float | None, chunk_p90: float | None) -> str | None:
+    """Why a claimed mean acceptance length cannot be these streams' (see the module docstring); None when the
+    streams agree or say nothing (no per-chunk usage), or when some requests did receive multi-token chunks
+    (`chunk_p90`, the per-request figures, above one per chunk)."""
+    if length is None or chunk_mean is None or length < CLAIMED_MULTI or chunk_mean > ONE_PER_CHUNK:
+        return None
+    if chunk_p90 is not None and chunk_p90 > ONE_PER_CHUNK:
+        return None
+    return (
+        f"the counters claim a mean acceptance length of {length:.3g}, but the client received {chunk_mean:.3f} "
+        "token(s) per chunk (a verify step streams the drafts it accepts in one chunk)"
+    )

@@ -158,6 +158,8 @@ class SmokeClient:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._middlewares = tuple(middlewares)
         self._session: aiohttp.ClientSession | None = None
+        #: Model id -> max_model_len, from the last /v1/models that listed it.
+        self.max_model_len: dict[str, int] = {}
         # The client's one set of timeouts. A stream's whole time is bounded by `stream`'s wait_for; a per-read timer
         # would be re-armed for every chunk that arrives, a cost per token for nothing. A plain GET bounds each read
         # by the request timeout as well as its whole answer by `_whole_s`.
@@ -231,16 +233,23 @@ class SmokeClient:
         return status
 
     async def models(self) -> list[str]:
-        """Ids listed by GET /v1/models."""
+        """Ids listed by GET /v1/models; each one's `max_model_len` (vLLM's ModelCard) goes to `max_model_len`."""
         status, text = await self._get("/v1/models")
         if status != 200:
             raise _status_error(status, self._shown("/v1/models"), text)
         try:
-            return [str(item["id"]) for item in json.loads(text)["data"]]
+            data = json.loads(text)["data"]
+            ids = [str(item["id"]) for item in data]
         except (ValueError, KeyError, TypeError):
             raise EndpointError(
                 "protocol", f"{self._shown('/v1/models')} did not answer an OpenAI model list: {text[:120]!r}"
             ) from None
+        self.max_model_len = {
+            str(item["id"]): item["max_model_len"]
+            for item in data
+            if type(item.get("max_model_len")) is int and item["max_model_len"] > 0
+        }
+        return ids
 
     async def server_version(self) -> str | None:
         """`version` of GET /version (vLLM's), or None where the server has no such endpoint or it fails."""

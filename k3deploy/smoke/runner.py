@@ -24,6 +24,7 @@ from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.report.smoke import exit_code as exit_code  # where callers (rollout/upgrade.py, the tests) import it
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
+from k3deploy.smoke.context import CONTEXT, ContextFit, fit_context, prompt_allowance
 from k3deploy.smoke.ready import wait_ready
 from k3deploy.smoke.record import RequestSpec, build_record
 from k3deploy.smoke.window import measure_window
@@ -61,13 +62,13 @@ def normalize_endpoint(url: str) -> str:
     except httpx.InvalidURL:
         scheme_ok = True  # malformed past the scheme: check_http_url says how
     if not scheme_ok:
-        raise UsageError(f"--endpoint {url!r} is not an http(s) URL", hint=hint)
+        raise UsageError(f"--endpoint {redact_url(url)!r} is not an http(s) URL", hint=hint)
     try:
         check_http_url(url.strip())  # also what httpx accepts but cannot connect to: port 99999, port 0
     except ValueError as exc:
         raise UsageError(f"--endpoint {exc}", hint=hint) from None
     if parsed is None:  # check_http_url passed what httpx refuses (a control character in the path)
-        raise UsageError(f"--endpoint {url!r} is not a URL httpx can request", hint=hint)
+        raise UsageError(f"--endpoint {redact_url(url)!r} is not a URL httpx can request", hint=hint)
     base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")
     return base[: -len("/v1")] if base.endswith("/v1") else base
 
@@ -121,6 +122,8 @@ class _State:
     after: metrics.MetricsSnapshot | None = None
     metrics_error: str | None = None
     stopped: str | None = None
+    #: The output budgets that fit the served model's context (smoke/context.py), set once liveness passed.
+    context: ContextFit | None = None
 
     def phase(self, name: str) -> list[RequestRecord]:
         return [r for r in self.records if r.phase == name]
@@ -156,14 +159,35 @@ class _Run:
             if exc.kind in ("unreachable", "unauthorized", "timeout"):
                 self.state.blocked_by = exc.message
         facts = self.state.liveness
-        return (
+        alive = (
             facts.error is None
             and facts.health_status == 200
             and self.profile.model.served_name in (facts.models or ())
         )
+        if alive:
+            smoke = self.profile.smoke
+            texts = [p.prompt for p in correctness.PROBES] + [p.text for p in prompts.load_prompts()]
+            self.state.context = fit_context(
+                self.client.max_model_len.get(self.profile.model.served_name),
+                smoke.output_tokens,
+                smoke.correctness_max_tokens,
+                prompt_allowance(texts),
+            )
+            if self.state.context.check is not None:
+                self.say(f"{CONTEXT}: {self.state.context.check.detail}")
+        return alive and not (self.state.context is not None and self.state.context.blocks)
+
+    @property
+    def output_tokens(self) -> int:
+        """smoke.output_tokens, capped to the served context."""
+        return self.state.context.output_tokens if self.state.context else self.profile.smoke.output_tokens
 
     async def correctness(self) -> None:
-        budget = self.profile.smoke.correctness_max_tokens
+        budget = (
+            self.state.context.correctness_max_tokens
+            if self.state.context
+            else self.profile.smoke.correctness_max_tokens
+        )
         for i, probe in enumerate(correctness.PROBES):
             spec = RequestSpec(i, "correctness", probe.id, budget, expect_full=False, keep_text=True)
             record = await self.one(spec, probe.prompt, probe=True)
@@ -177,14 +201,14 @@ class _Run:
         smoke = self.profile.smoke
         chosen = prompts.select(smoke.tier, smoke.requests + 1)
         warm = await self.one(
-            RequestSpec(0, "warmup", chosen[0].id, smoke.output_tokens, chosen[0].tier, expect_full=smoke.ignore_eos),
+            RequestSpec(0, "warmup", chosen[0].id, self.output_tokens, chosen[0].tier, expect_full=smoke.ignore_eos),
             chosen[0].text,
         )
         self.say(f"warm-up: {'ok' if warm.ok else warm.error}")
 
         async def send(prompt: prompts.Prompt, i: int, _arrival: float | None) -> RequestRecord:
             rec = await self.one(
-                RequestSpec(i, "measured", prompt.id, smoke.output_tokens, prompt.tier, expect_full=smoke.ignore_eos),
+                RequestSpec(i, "measured", prompt.id, self.output_tokens, prompt.tier, expect_full=smoke.ignore_eos),
                 prompt.text,
             )
             rate = f"{rec.decode_tok_s:.2f} decode tok/s" if rec.decode_tok_s else (rec.error or "no rate")
@@ -204,7 +228,7 @@ class _Run:
             async def send(prompt: prompts.Prompt, i: int, _arrival: float | None, level: int = level) -> RequestRecord:
                 return await self.one(
                     RequestSpec(
-                        i, "sweep", prompt.id, smoke.output_tokens, prompt.tier, level, expect_full=smoke.ignore_eos
+                        i, "sweep", prompt.id, self.output_tokens, prompt.tier, level, expect_full=smoke.ignore_eos
                     ),
                     prompt.text,
                 )
@@ -237,11 +261,16 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
     out = [
         verdict.judge_liveness(state.liveness or verdict.LivenessFacts(error="not checked"), profile.model.served_name)
     ]
+    later = (verdict.CORRECTNESS, verdict.THROUGHPUT, verdict.SPECULATIVE, verdict.DECODE_TARGET)
     if out[0].status is Status.FAIL:
-        return out + [
-            CheckResult(name=n, status=Status.SKIP, detail="not run: liveness failed")
-            for n in (verdict.CORRECTNESS, verdict.THROUGHPUT, verdict.SPECULATIVE, verdict.DECODE_TARGET)
-        ]
+        return out + [CheckResult(name=n, status=Status.SKIP, detail="not run: liveness failed") for n in later]
+    if state.context is not None and state.context.check is not None:
+        out.append(state.context.check)
+        if state.context.blocks:
+            return out + [
+                CheckResult(name=n, status=Status.SKIP, detail="not run: the served context is too short")
+                for n in later
+            ]
     out.append(verdict.judge_correctness(profile.smoke.correctness, state.probes))
     assert report.summary is not None  # liveness passed, so run_smoke summarized the measured phase
     out.append(verdict.judge_throughput(state.phase("measured") + state.phase("sweep"), report.summary))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
-from k3deploy.smoke.attribution import impossible, unattributable
+from k3deploy.smoke.attribution import impossible, stream_contradicts, unattributable
 
 LIVENESS = "liveness"
 CORRECTNESS = "correctness"
@@ -224,6 +224,17 @@ def judge_speculative(
             hint="read the server's /metrics: a proxy or exporter rewrites the vllm:spec_decode_* counters",
         )
     chunk = summary.overall.tokens_per_chunk.mean
+    contradicted = stream_contradicts(length, chunk, summary.overall.tokens_per_chunk.p90) if expected else None
+    if contradicted is not None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"acceptance the stream contradicts: {contradicted}",
+            hint="read /metrics from the server that answered (one group's leader); a proxy or exporter may "
+            "rewrite the vllm:spec_decode_* counters",
+        )
     positions = ", ".join(f"{p}: {r:.2f}" for p, r in spec.per_position_rates.items())
     detail = (
         f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {drafts:g} drafts), "

@@ -19,6 +19,11 @@ from tests.conftest import run_cli
         ("http://{0}:8000", "names {0}"),
         ("{pod}:8000", "is not an http(s) URL"),
         ("http://{pod}:99999", "is not a valid URL"),
+        # A width spec alone builds a string of any size ({group:>999999999}: 1 GB) before any check.
+        ("http://{pod:>99}:8000", "has a format spec"),
+        ("http://kimi-{group:03d}:8000", "{group:03d} has a format spec"),
+        ("http://{pod!r}:8000", "conversion"),
+        ("http://{pod:{group}}:8000", "has a format spec"),
     ],
 )
 def test_a_bad_template_is_refused_before_any_cluster_call(tmp_path: Path, template: str, why: str) -> None:

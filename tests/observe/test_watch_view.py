@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from rich.console import Console
 
 from k3deploy.errors import ScrapeError
-from k3deploy.observe.watch_figures import WatchFigures
+from k3deploy.observe.watch_figures import WatchFigures, figures_from_queries
 from k3deploy.observe.watch_loop import Tick
 from k3deploy.observe.watch_view import ViewState, format_value, json_line, render
 from k3deploy.profile.model import TargetsSpec
@@ -61,3 +61,39 @@ def test_json_line_of_figures_and_of_a_failure() -> None:
     assert ok["targets"] == {"decode_tok_s": 100, "min_acceptance_length": 3}
     failed = json.loads(json_line(Tick(AT, None, ScrapeError("down", "h")), "prometheus", "u", targets))
     assert failed["figures"] is None and failed["error"] == "down" and failed["below"] == []
+
+
+def test_negative_or_absurd_figures_are_marked_impossible_and_never_judged() -> None:
+    """Prometheus answered what no server can measure (an exporter's or a recording rule's fault): each such
+    figure is shown with why, is never "below target", and the JSON line names it."""
+    figures = figures_from_queries(
+        {
+            "decode_tok_s": [({}, -5.0)],
+            "output_tok_s": [({}, 1e308)],
+            "kv_cache_usage": [({}, 1.7)],
+            "mean_acceptance_length": [({}, 1067.0)],
+            "acceptance_rate": [({}, 152.0)],
+            "running": [({}, 3.0)],
+            "per_position_acceptance": [({"position": "0"}, 1.5), ({"position": "1"}, 0.5)],
+        }
+    )
+    targets = TargetsSpec(decode_tok_s=100, min_acceptance_length=2.0)
+    state = ViewState(source="prometheus", profile="p", targets=targets)
+    state.update(Tick(AT, figures))
+    text = _text(state)
+    for figure in ("decode tok/s per request", "output tok/s", "KV-cache usage", "mean acceptance length"):
+        line = next(line for line in text.splitlines() if figure in line)
+        assert "✗ impossible" in line and "below target" not in line, line
+    assert "-5 is outside [0, 1e+12]" in text and "1067 is outside [1, 17]" in text
+    running = next(line for line in text.splitlines() if "running requests" in line)
+    assert "impossible" not in running
+    doc = json.loads(json_line(Tick(AT, figures), "prometheus", "http://p", targets))
+    assert doc["below"] == []
+    assert set(doc["impossible"]) == {
+        "decode_tok_s",
+        "output_tok_s",
+        "kv_cache_usage",
+        "mean_acceptance_length",
+        "acceptance_rate",
+        "per_position_acceptance.0",
+    }

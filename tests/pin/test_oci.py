@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from k3deploy.errors import ImageReferenceError
+from k3deploy.pin.answers import Manifest, parse_answer
 from k3deploy.pin.oci import (
     Platform,
     index_platforms,
@@ -64,6 +65,6 @@ def test_attestation_entries_are_not_platforms() -> None:
             {"platform": {"os": "unknown", "architecture": "unknown"}},
         ]
     }
-    platforms = index_platforms(index)
+    platforms = index_platforms(parse_answer(Manifest, index, "the index"))
     assert [str(p) for p in platforms] == ["linux/amd64", "linux/arm64/v8"]
     assert runs_on(platforms, "arm64") and not runs_on([Platform("linux", "amd64")], "arm64")

@@ -33,10 +33,16 @@ def test_builtin_production_profile_fails_on_every_floating_version() -> None:
     assert {r.status for r in results.values()} == {Status.FAIL}
     assert results["profile.model.revision"].measured == "main"
     assert results["profile.vllm.image"].measured == "vllm/vllm-openai:kimi-k3"
-    assert (
-        results["profile.vllm.image"].hint
-        == "k3deploy pin -p kimi-k3-gb300-tp16 -o pinned.yaml, then deploy pinned.yaml"
-    )
+    hint = results["profile.vllm.image"].hint or ""
+    assert hint.startswith("k3deploy pin -p kimi-k3-gb300-tp16 -o pinned.yaml, then deploy pinned.yaml (")
+    # pin needs the internet: the hint names the offline way to rehearse and what it gives up.
+    assert "--set production=false turns these FAILs into WARNs" in hint
+    assert "giving up the guarantee that a re-deploy runs the weights and image you validated" in hint
+
+
+def test_a_non_production_profile_is_not_told_to_turn_production_off() -> None:
+    results = pinning_checks(load_profile(GB300, ["production=false"]))
+    assert all(r.hint == "k3deploy pin -p kimi-k3-gb300-tp16 -o pinned.yaml, then deploy pinned.yaml" for r in results)
 
 
 def test_non_production_profile_only_warns() -> None:
@@ -73,7 +79,7 @@ def test_profile_file_gets_a_generic_pin_command(tmp_path) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(data))
     [first, *_] = pinning_checks(load_profile(str(path)))
-    assert first.hint == "k3deploy pin -p PROFILE.yaml -o pinned.yaml, then deploy pinned.yaml"
+    assert (first.hint or "").startswith("k3deploy pin -p PROFILE.yaml -o pinned.yaml, then deploy pinned.yaml (")
 
 
 def test_local_rehearsal_profile_has_nothing_to_pin() -> None:

@@ -99,7 +99,9 @@ def test_bad_profile_cli_exit_2_one_line_no_traceback() -> None:
     result = run_cli("plan", "-p", "kimi-k3-gb300-tp16", "--set", "parallel.tensor_parallel_size=8")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert lines[0].startswith("error: built-in profile 'kimi-k3-gb300-tp16' is invalid: parallel")
+    assert lines[0].startswith(
+        "error: --set parallel.tensor_parallel_size=8 (on built-in profile 'kimi-k3-gb300-tp16') is invalid: parallel"
+    )
     assert lines[1].startswith("hint: ")
     assert "Traceback" not in result.stderr
 

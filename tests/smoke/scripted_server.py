@@ -9,7 +9,7 @@ serving.py, chat_completion/ likewise, serve/utils/api_utils.py `should_include_
 renderers/params.py `TokenizeParams`, models/serving.py `check_model`): a `model` it does not serve is a 404;
 `stream` defaults to false and then the answer is one JSON body; `stream_options` without `stream: true` is a 400;
 the final usage chunk comes only with `stream_options.include_usage`, per-chunk usage only with that and
-`continuous_usage_stats`; `max_tokens` (16 by default on /v1/completions) above `max_model_len` is a 400, a prompt
+`continuous_usage_stats`; `/v1/models` lists each model's `max_model_len` (ModelCard); `max_tokens` (16 by default on /v1/completions) above `max_model_len` is a 400, a prompt
 longer than it too, and otherwise the output is clamped to what is left of it; without `ignore_eos` the "model"
 ends its answer after `eos_after` tokens (finish_reason "stop"), as a real one stops at its end-of-sequence token.
 A prompt's token count is its word count.
@@ -54,6 +54,9 @@ class Script:
     huge: dict[str, int] = field(default_factory=dict)
     health_ready_after_s: float = 0.0
     max_model_len: int = 4096
+    #: (drafts, accepted tokens) the spec-decode counters claim per request instead of what it streamed: an
+    #: exporter or proxy that rewrites them (the generation-token counter stays true).
+    spec_override: tuple[int, int] | None = None
     #: Tokens the scripted "model" writes before its end-of-sequence token, honoured unless the request sets
     #: ignore_eos (a real model's answer ends when it has said what it has to say).
     eos_after: int = 12
@@ -157,7 +160,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/v1/models":
             if self._authorized():
                 self._send(
-                    200, json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in script.models]})
+                    200,
+                    json.dumps(
+                        {
+                            "object": "list",
+                            "data": [
+                                {"id": m, "object": "model", "max_model_len": script.max_model_len}
+                                for m in script.models
+                            ],
+                        }
+                    ),
                 )
         elif self.path == "/metrics" and script.metrics != "missing":
             body = (
@@ -305,6 +317,13 @@ class _Handler(BaseHTTPRequestHandler):
         script, counters = self.server.script, self.server.counters
         with self.server.lock:
             counters.generation += k
+            if script.spec_override is not None:
+                if n == 0:
+                    drafts, accepted = script.spec_override
+                    counters.drafts += drafts
+                    counters.draft_tokens += drafts * script.num_speculative_tokens
+                    counters.accepted += accepted
+                return
             if n > 0:
                 counters.drafts += 1
                 counters.draft_tokens += script.num_speculative_tokens
