@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from k3deploy.rollout.diagnosis import Diagnosis
+    from k3deploy.targets.kubernetes.diagnosis import Diagnosis
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -26,7 +26,7 @@ class K3DeployError(Exception):
     `except CheckFailed` catches a forwarded exit 1 too."""
 
     exit_code: int = EXIT_ENVIRONMENT
-    #: What a failed rollout found (rollout/diagnosis.py's Diagnosis), shown in the run's summary; None elsewhere.
+    #: What a failed rollout found (targets/kubernetes/diagnosis.py's Diagnosis), shown in the run's summary; None elsewhere.
     diagnosis: Any = None
 
     def __new__(cls, *args: Any, exit_code: int | None = None, **kwargs: Any) -> K3DeployError:

@@ -28,7 +28,6 @@ from k3deploy.profile.plan import plan
 from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.report.smoke import SmokeReport
-from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.rollout.plan import Plan, apply_summary
 from k3deploy.rollout.steps import APPLY, WAIT, SmokeGroup, Step, StepOutcome
 from k3deploy.rollout.undo import Undo
@@ -39,6 +38,7 @@ from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
 from k3deploy.targets.base import Held, Rendering, Revision, Target, TargetStatus
+from k3deploy.targets.kubernetes.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.targets.rendering import Objects
 
 #: The stages of `up`; the report is the summary the command prints at the end.

@@ -19,7 +19,7 @@ from k3deploy.errors import (
     UsageError,
     kube_error,
 )
-from k3deploy.rollout.diagnosis import Diagnosis
+from k3deploy.targets.kubernetes.diagnosis import Diagnosis
 
 DIAGNOSIS = Diagnosis(subject="LeaderWorkerSet/x", reason="CrashLoopBackOff", message="m")
 #: Every class of the tree and the exit code it ends the CLI with.

@@ -3,7 +3,7 @@
 The rendered LeaderWorkerSet is "blue" (the profile's name); a blue-green upgrade creates the other colour beside it
 ("<name>-green", or blue again when green is live), switches the API Service's selector to it and removes the old
 one. Which colour serves is read from the live API Service's selector, so every later command (up, status, down)
-works on the colour that is live. See rollout/bluegreen.py.
+works on the colour that is live. See targets/kubernetes/bluegreen.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pure helpers of a group-by-group rollout: partitions, a group's pods and state, a leader's endpoint.
 
-See rollout/upgrade.py for what LeaderWorkerSet does on its own and what k3deploy adds.
+See targets/kubernetes/upgrade.py for what LeaderWorkerSet does on its own and what k3deploy adds.
 """
 
 from __future__ import annotations

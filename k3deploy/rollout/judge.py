@@ -28,8 +28,8 @@ from k3deploy.rollout.claims import (
     held_by_claims,
 )
 from k3deploy.rollout.currency import Proof, prove_current, template_revision
-from k3deploy.rollout.progress import Row
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
+from k3deploy.targets.progress import Row
 
 #: Crashes seen across a serving group's pods (recreated groups included) that make the rollout fail.
 CRASH_LIMIT = 3

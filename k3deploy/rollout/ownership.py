@@ -26,7 +26,7 @@ SYSTEM_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
 #: Kinds a rollback or a plain `down` never deletes: the weight cache and the namespace that holds it.
 KEPT_KINDS = frozenset({"PersistentVolumeClaim", "Namespace"})
 #: What a marked Namespace may hold that k3deploy did not create (a token Secret, a weight PVC): while it holds any,
-#: it is not deleted (rollout/rollback.py `remove`).
+#: it is not deleted (targets/kubernetes/history.py `remove`).
 HELD_KINDS = ("Secret", "ConfigMap", "PersistentVolumeClaim")
 
 
@@ -37,7 +37,7 @@ def identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def history_name(deployment: str) -> str:
-    """Name of the revision history ConfigMap of a deployment (rollout/rollback.py): k3deploy's own, always marked."""
+    """Name of the revision history ConfigMap of a deployment (targets/kubernetes/history.py): k3deploy's own, always marked."""
     return f"{deployment}-k3deploy-revisions"
 
 

@@ -22,7 +22,9 @@ from k3deploy.redact import redact_url
 from k3deploy.report.bench import LoadModel, Point
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
-from k3deploy.report.smoke import exit_code as exit_code  # where callers (rollout/upgrade.py, the tests) import it
+from k3deploy.report.smoke import (
+    exit_code as exit_code,  # where callers (targets/kubernetes/upgrade.py, the tests) import it
+)
 from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
 from k3deploy.smoke.ready import wait_ready
 from k3deploy.smoke.record import RequestSpec, build_record

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import tokenize
-from pathlib import Path
 
 from tests.architecture.code import PACKAGE, imported_modules, module_name, unit_of
 from tests.conftest import REPO_ROOT
@@ -127,7 +126,7 @@ def arrows(graph: dict[str, set[str]]) -> tuple[set[tuple[str, str]], set[tuple[
     for module, imported in graph.items():
         for other in imported:
             a, b = unit_of(module), unit_of(other)
-            if a == b or a in FOUNDATION and b in FOUNDATION:
+            if a == b or (a in FOUNDATION and b in FOUNDATION):
                 continue
             if rank(a) < rank(b):
                 up.add((a, b))

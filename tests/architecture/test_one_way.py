@@ -50,14 +50,14 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
 # -- the rendered set -------------------------------------------------------------------------------------------
 
 #: Where the set is rendered: `render` itself (through the Kubernetes target's rendering alone), preflight when its
-#: caller passed no set (`preflight --node/--cluster`), and the Kubernetes target (targets/kubernetes.py `_objects`)
+#: caller passed no set (`preflight --node/--cluster`), and the Kubernetes target (targets/kubernetes/target.py `_objects`)
 #: for what no command's set covers (below).
 RENDERERS = {
     "k3deploy/render/manifests.py",
     "k3deploy/render/write.py",
-    "k3deploy/targets/kubernetes_render.py",
+    "k3deploy/targets/kubernetes/render.py",
     "k3deploy/preflight/run.py",
-    "k3deploy/targets/kubernetes.py",
+    "k3deploy/targets/kubernetes/target.py",
 }
 
 
@@ -79,7 +79,7 @@ def test_the_set_is_rendered_only_where_a_command_renders_it_once() -> None:
     }
     assert callers <= RENDERERS, callers - RENDERERS
     assert "k3deploy/preflight/checks_cluster.py" not in callers
-    target = PACKAGE / "targets" / "kubernetes.py"
+    target = PACKAGE / "targets" / "kubernetes" / "target.py"
     rendering_methods = {
         fn.name
         for fn in ast.walk(ast.parse(target.read_text(encoding="utf-8")))

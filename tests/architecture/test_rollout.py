@@ -31,7 +31,7 @@ def test_the_rollout_plan_reaches_no_io_through_what_it_imports() -> None:
         if module_path(name).is_file() and imported_roots(module_path(name)) & IO_LIBRARIES
     }
     assert offenders == {}
-    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.rollout.runner", "k3deploy.targets"))}
+    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.targets"))}
 
 
 def _target_privates() -> set[str]:
@@ -166,7 +166,7 @@ def test_the_targets_keep_no_rollout_state_between_their_calls() -> None:
     use); its deadline is the connection options' own, which every request reads (a property, not a copy)."""
     local = _stored(PACKAGE / "targets" / "local" / "target.py")
     assert local <= {"_view", "options", "view"}, local
-    kubernetes = _stored(PACKAGE / "targets" / "kubernetes.py")
+    kubernetes = _stored(PACKAGE / "targets" / "kubernetes" / "target.py")
     assert kubernetes <= {"options", "view", "_api"}, kubernetes
 
 
@@ -174,11 +174,14 @@ def test_the_targets_keep_no_rollout_state_between_their_calls() -> None:
 
 #: What changes the cluster in a rollback or `down`: a removal, a recorded revision, the foreign-change check's dry
 #: runs. Each is a step's (rollout/steps.py), so only the runner calls them (and a cut-short blue-green's leftovers'
-#: removal, itself a RemoveLeftovers step's, in rollout/bluegreen_repair.py).
+#: removal, itself a RemoveLeftovers step's, in targets/kubernetes/bluegreen_repair.py).
 UNDO_ACTIONS = {
-    ("k3deploy.rollout.rollback", "remove"): {"k3deploy/rollout/runner.py", "k3deploy/rollout/bluegreen_repair.py"},
-    ("k3deploy.rollout.rollback", "record_revision"): {"k3deploy/rollout/runner.py"},
-    ("k3deploy.rollout.guard", "foreign_change"): {"k3deploy/rollout/runner.py"},
+    ("k3deploy.targets.kubernetes.history", "remove"): {
+        "k3deploy/targets/kubernetes/runner.py",
+        "k3deploy/targets/kubernetes/bluegreen_repair.py",
+    },
+    ("k3deploy.targets.kubernetes.history", "record_revision"): {"k3deploy/targets/kubernetes/runner.py"},
+    ("k3deploy.targets.kubernetes.guard", "foreign_change"): {"k3deploy/targets/kubernetes/runner.py"},
 }
 
 
@@ -189,10 +192,10 @@ def test_the_rollback_and_down_are_plans_the_pipeline_runs() -> None:
     reached = reached_from("k3deploy.rollout.undo")
     assert "k3deploy.rollout.plan" in reached  # the rule follows imports
     assert not {n for n in reached if module_path(n).is_file() and imported_roots(module_path(n)) & IO_LIBRARIES}
-    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.rollout.runner", "k3deploy.targets"))}
+    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.targets"))}
     methods = {
         node.name
-        for node in ast.walk(ast.parse((PACKAGE / "targets" / "kubernetes.py").read_text(encoding="utf-8")))
+        for node in ast.walk(ast.parse((PACKAGE / "targets" / "kubernetes" / "target.py").read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef)
     }
     assert {"undo_plan", "down_plan", "run_step"} <= methods
@@ -229,6 +232,6 @@ def test_the_target_contract_has_no_stub_and_only_one_go_targets_work_in_one_go(
         if isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node.exc or node)
     ]
     assert stubs == []
-    kubernetes = ast.parse((PACKAGE / "targets" / "kubernetes.py").read_text(encoding="utf-8"))
+    kubernetes = ast.parse((PACKAGE / "targets" / "kubernetes" / "target.py").read_text(encoding="utf-8"))
     (cls,) = [n for n in kubernetes.body if isinstance(n, ast.ClassDef) and n.name == "KubernetesTarget"]
     assert [ast.unparse(b) for b in cls.bases] == ["Target"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from k3deploy.rollout.apply import apply_object
+from k3deploy.targets.kubernetes.apply import apply_object
 
 JOB: dict[str, Any] = {
     "apiVersion": "batch/v1",

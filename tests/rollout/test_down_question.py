@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from k3deploy.profile import load_profile
-from k3deploy.targets.kubernetes_view import kubernetes_down_question
+from k3deploy.targets.kubernetes.view import kubernetes_down_question
 from k3deploy.targets.local import process
 from k3deploy.targets.local.state import ServerRecord, write_record
 from k3deploy.targets.local.status_view import local_down_question

@@ -1,4 +1,4 @@
-"""Which way a smoke gate reaches its server (rollout/forward.py): --group-endpoint for the per-group gates, then
+"""Which way a smoke gate reaches its server (targets/kubernetes/forward.py): --group-endpoint for the per-group gates, then
 --endpoint (or kubernetes.endpoint_override) for every gate, else a port-forward to a ready leader the API Service
 selects; the port-forward itself runs on the real plane (tests/realk8s/test_forward.py)."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from k3deploy.errors import SmokeUnreachable
 from k3deploy.profile import load_profile
-from k3deploy.rollout import forward
 from k3deploy.targets import DeployOptions
+from k3deploy.targets.kubernetes import forward
 
 PROFILE = "kimi-k3-gb300-tp16"
 SELECTOR = {"leaderworkerset.sigs.k8s.io/name": PROFILE, "leaderworkerset.sigs.k8s.io/worker-index": "0"}
@@ -111,12 +111,13 @@ def test_no_ready_leader_is_a_smoke_that_cannot_reach_the_server() -> None:
 def test_up_reviews_the_port_forward_access_only_when_its_smoke_forwards(
     monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], sets: list[str], reviewed: bool
 ) -> None:
-    from k3deploy.targets import kubernetes
+    from k3deploy.targets.kubernetes import render
+    from k3deploy.targets.kubernetes import target as kubernetes
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(kubernetes, "run_preflight", lambda *a, **kw: seen.update(kw) or [])
     profile = load_profile(PROFILE, sets)
-    objects = kubernetes.kubernetes_render.render(profile).objects
+    objects = render.render(profile).objects
     kubernetes.KubernetesTarget(DeployOptions(**options)).preflight(profile, objects)
     forwarded = {(a.verb, a.subresource) for a in seen["needs"] if a.resource == "pods" and a.subresource}
     assert (("get", "portforward") in forwarded) is reviewed

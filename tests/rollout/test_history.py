@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from k3deploy.rollout.rollback import HISTORY_LIMIT, bounded
+from k3deploy.targets.kubernetes.history import HISTORY_LIMIT, bounded
 
 
 def test_first_revision_is_one_and_an_identical_set_adds_none() -> None:

@@ -1,4 +1,4 @@
-"""`up --smoke in-cluster`'s Jobs (rollout/in_cluster.py): the rendered smoke Job, and the per-group gate's copy
+"""`up --smoke in-cluster`'s Jobs (targets/kubernetes/in_cluster.py): the rendered smoke Job, and the per-group gate's copy
 named after the new group's leader and pointed at its cluster DNS name; the run itself is on the real plane
 (tests/realk8s/test_forward.py)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
-from k3deploy.rollout.in_cluster import gate_job, smoke_job
+from k3deploy.targets.kubernetes.in_cluster import gate_job, smoke_job
 
 PROFILE = "kimi-k3-gb300-tp16"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from k3deploy.rollout.lease import held_error, holder_of, identity
+from k3deploy.targets.kubernetes.lease import held_error, holder_of, identity
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

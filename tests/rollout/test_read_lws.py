@@ -1,4 +1,4 @@
-"""`read_lws` (rollout/upgrade.py) on live states recorded from the real control plane (tests/rollout/recorded): what
+"""`read_lws` (targets/kubernetes/upgrade.py) on live states recorded from the real control plane (tests/rollout/recorded): what
 it reads of the cluster for each strategy, and what it makes of the answers: nothing live, a template the server's
 dry run leaves alone or bumps, two groups walked on a first upgrade or again after a walk stopped at group 1.
 
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
-from k3deploy.rollout.gates import gates_name
 from k3deploy.rollout.groups import partitioned
 from k3deploy.rollout.plan import LiveLws, Strategy
-from k3deploy.rollout.upgrade import read_lws
+from k3deploy.targets.kubernetes.gates import gates_name
+from k3deploy.targets.kubernetes.upgrade import read_lws
 from tests.rollout.recorded.replay import PROFILE, RecordedApi, answer_of, apply_key, get_key, list_key, load
 
 WALK = Strategy(group_smoke=True)

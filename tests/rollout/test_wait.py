@@ -4,7 +4,7 @@ polling in tests/realk8s/test_faults.py."""
 
 from __future__ import annotations
 
-from k3deploy.rollout.wait import failure_hint
+from k3deploy.targets.kubernetes.wait import failure_hint
 
 
 def test_an_unschedulable_pod_without_a_gpu_request_is_not_told_to_find_gpus() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
-from k3deploy.targets.kubernetes_status import describe
+from k3deploy.targets.kubernetes.status import describe
 from tests.support.lws_revision import REVISION_KEY, new_revision
 
 PROFILE = "kimi-k3-gb300-tp16"

@@ -1,6 +1,6 @@
 """The Kubernetes target's rendering: the manifests, one file per object in apply order, plus kustomization.yaml.
 
-Pure (the set from render/manifests.py, serialised lazily) and apart from targets/kubernetes.py, whose cluster and
+Pure (the set from render/manifests.py, serialised lazily) and apart from targets/kubernetes/target.py, whose cluster and
 rollout imports `k3deploy render` never needs: the CLI reaches it through `targets.render_for`.
 """
 

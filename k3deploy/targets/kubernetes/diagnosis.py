@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Re-exported for the callers that still import them from here (rollout/upgrade.py, pipeline.py).
+# Re-exported for the callers that still import them from here (targets/kubernetes/upgrade.py, pipeline.py).
 from k3deploy.errors import RolloutFailed as RolloutFailed
 from k3deploy.errors import RolloutTimeout as RolloutTimeout
 from k3deploy.kube.api import KubeApi

@@ -9,7 +9,7 @@ from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.rollout.currency import prove_current
 from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, restarts
-from k3deploy.rollout.rollback import read_history
+from k3deploy.targets.kubernetes.history import read_history
 
 
 def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:

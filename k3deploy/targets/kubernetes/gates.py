@@ -2,7 +2,7 @@
 
 The record is a ConfigMap k3deploy owns (`<release>-k3deploy-gates`, marked like the revision history): for each of
 the last few LeaderWorkerSet templates (a digest of the rendered `spec.leaderWorkerTemplate`), the groups whose
-smoke through their leader passed on it and when. The group-by-group walk (rollout/upgrade.py) smokes every group
+smoke through their leader passed on it and when. The group-by-group walk (targets/kubernetes/upgrade.py) smokes every group
 that has not passed on the live template, rolled or not: a re-run after an interrupted rollback, with the failed
 template still live, gates again what failed instead of exiting 0 on a template no gate passed.
 

@@ -13,11 +13,6 @@ from dataclasses import dataclass
 
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi
-from k3deploy.rollout import bluegreen, gates
-from k3deploy.rollout import bluegreen_repair as repair
-from k3deploy.rollout import rollback as history
-from k3deploy.rollout.apply import KEPT, Applied, apply_objects, diff_objects
-from k3deploy.rollout.guard import foreign_change
 from k3deploy.rollout.steps import (
     APPLY,
     SERVER_DRY_RUN,
@@ -39,8 +34,12 @@ from k3deploy.rollout.steps import (
     WaitGroup,
 )
 from k3deploy.rollout.surge import in_place_note
-from k3deploy.rollout.upgrade import GroupRoll
-from k3deploy.rollout.wait import Waiter
+from k3deploy.targets.kubernetes import bluegreen, gates, history
+from k3deploy.targets.kubernetes import bluegreen_repair as repair
+from k3deploy.targets.kubernetes.apply import KEPT, Applied, apply_objects, diff_objects
+from k3deploy.targets.kubernetes.guard import foreign_change
+from k3deploy.targets.kubernetes.upgrade import GroupRoll
+from k3deploy.targets.kubernetes.wait import Waiter
 
 
 @dataclass(frozen=True)

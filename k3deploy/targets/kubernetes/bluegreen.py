@@ -40,7 +40,7 @@ from k3deploy.rollout.colours import (
 )
 from k3deploy.rollout.ownership import INSTANCE_LABEL
 from k3deploy.rollout.surge import in_place_note
-from k3deploy.rollout.upgrade import template_changes
+from k3deploy.targets.kubernetes.upgrade import template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
 POLL_S = 0.5

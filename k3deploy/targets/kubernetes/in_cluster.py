@@ -22,13 +22,13 @@ from typing import Any
 from k3deploy.errors import SmokeUnreachable
 from k3deploy.kube.api import object_key
 from k3deploy.render.manifests import SMOKE_COMPONENT
-from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.order import job_role
 from k3deploy.rollout.ownership import owned
 from k3deploy.rollout.readiness import job_readiness
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
+from k3deploy.targets.kubernetes.apply import apply_object
 
 #: Seconds between two looks at the Job.
 POLL_S = 1.0

@@ -2,7 +2,7 @@
 
 The target is the cluster's I/O port: it reads what is live, plans the command's steps from it (rollout/plan.py:
 the node-preflight and prefetch Jobs waited to completion before what follows them, the smoke Job applied once the
-LeaderWorkerSet is ready, a rolling walk or a blue-green switch) and runs one step at a time (rollout/runner.py).
+LeaderWorkerSet is ready, a rolling walk or a blue-green switch) and runs one step at a time (targets/kubernetes/runner.py).
 """
 
 from __future__ import annotations
@@ -26,30 +26,30 @@ from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
 from k3deploy.render.manifests import rendered_objects, service_url
 from k3deploy.report.model import CheckResult
-from k3deploy.rollout import bluegreen, forward, in_cluster, undo
-from k3deploy.rollout import bluegreen_repair as repair
 from k3deploy.rollout import plan as rollout_plan
-from k3deploy.rollout import rollback as history
+from k3deploy.rollout import undo
 from k3deploy.rollout.access import command_access
-from k3deploy.rollout.apply import apply_object
 from k3deploy.rollout.colours import lws_of
-from k3deploy.rollout.lease import LEASE_API, ReleaseLease, identity
 from k3deploy.rollout.plan import LiveState, Plan, Strategy
-from k3deploy.rollout.progress import ProgressView
-from k3deploy.rollout.runner import Runner
 from k3deploy.rollout.steps import APPLY, DOWN, ROLLBACK, Begin, Step, StepOutcome
 from k3deploy.rollout.undo import Undo
-from k3deploy.rollout.upgrade import read_lws
-from k3deploy.rollout.wait import Waiter
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions, kubernetes_render
 from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
-from k3deploy.targets.kubernetes_status import describe
-from k3deploy.targets.kubernetes_view import (
+from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
+from k3deploy.targets.kubernetes import bluegreen_repair as repair
+from k3deploy.targets.kubernetes.apply import apply_object
+from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
+from k3deploy.targets.kubernetes.runner import Runner
+from k3deploy.targets.kubernetes.status import describe
+from k3deploy.targets.kubernetes.upgrade import read_lws
+from k3deploy.targets.kubernetes.view import (
     kubernetes_down_question,
     kubernetes_status_view,
 )
+from k3deploy.targets.kubernetes.wait import Waiter
+from k3deploy.targets.progress import ProgressView
 from k3deploy.targets.rendering import Objects
 
 #: Seconds the smoke verdict's recording may take when smoke ran past the rollout's deadline.
@@ -137,7 +137,7 @@ class KubernetesTarget(Target):
     # -- the Target contract ------------------------------------------------------------------------------
 
     def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[Held | None]:
-        """The release's Lease for the whole command (rollout/lease.py); none for a dry run or a diff. It yields the
+        """The release's Lease for the whole command (targets/kubernetes/lease.py); none for a dry run or a diff. It yields the
         Namespace it made to hold the Lease in, if it did."""
         if self.options.dry_run or self.options.diff:
             return contextlib.nullcontext()
@@ -166,7 +166,7 @@ class KubernetesTarget(Target):
             yield made
 
     def render(self, profile: Profile) -> Rendering:
-        """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes_render.py)."""
+        """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes/render.py)."""
         return kubernetes_render.render(profile)
 
     def preflight(self, profile: Profile, objects: Objects) -> list[CheckResult]:
@@ -183,7 +183,7 @@ class KubernetesTarget(Target):
         return run_preflight(profile, node=False, cluster=True, kube=options.kube, objects=objects, needs=needs)
 
     def outage_question(self, profile: Profile, objects: Objects) -> str | None:
-        """Blue-green without a second free clique, or a rolling apply of the only group (rollout/bluegreen.py); a
+        """Blue-green without a second free clique, or a rolling apply of the only group (targets/kubernetes/bluegreen.py); a
         UsageError for blue-green of N >= 2 groups."""
         if self.options.strategy == "blue-green":
             return bluegreen.outage_question(self.api, profile, list(objects))
@@ -222,7 +222,7 @@ class KubernetesTarget(Target):
         return rollout_plan.build(live_objects, live, strategy, profile.name)
 
     def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
-        """Do one step: a stage's start sets the deadline, the rest is the runner's (rollout/runner.py)."""
+        """Do one step: a stage's start sets the deadline, the rest is the runner's (targets/kubernetes/runner.py)."""
         if isinstance(step, Begin):
             if step.stage in (APPLY, DOWN):
                 self._start_phase(profile)
@@ -251,7 +251,7 @@ class KubernetesTarget(Target):
 
     def reach(self, profile: Profile, group: Group | None = None) -> contextlib.AbstractContextManager[Reach]:
         """The override when given (--group-endpoint for a group, --endpoint), else a port-forward through the API
-        server to the group's leader or to a ready leader the API Service selects (rollout/forward.py)."""
+        server to the group's leader or to a ready leader the API Service selects (targets/kubernetes/forward.py)."""
         if group is not None:
             return forward.reach(self.api, self.options, profile, *group)
         if self.deadline.expired():
@@ -261,7 +261,7 @@ class KubernetesTarget(Target):
 
     def run_smoke_job(self, profile: Profile, objects: Objects, group: Group | None = None) -> JobRun:
         """Run the rendered smoke Job afresh to its end, against the API Service or one group's leader, and read its
-        log (rollout/in_cluster.py)."""
+        log (targets/kubernetes/in_cluster.py)."""
         job = in_cluster.smoke_job(list(objects))
         if job is None:
             message, hint = "--smoke in-cluster: the rendered set has no smoke Job", "drop --smoke in-cluster"

@@ -1,6 +1,6 @@
 """Watch-based waiting for a phase of the set: never sleep-polling the API.
 
-The streams (rollout/streams.py) list and watch the waited objects' kinds, the namespace's pods and, beside a
+The streams (targets/kubernetes/streams.py) list and watch the waited objects' kinds, the namespace's pods and, beside a
 LeaderWorkerSet, its ControllerRevisions, into one inbox. One drain loop absorbs each batch of events into the state,
 captures a crashed container's log at once (before LWS deletes the group), asks the pure judge (rollout/judge.py)
 and stops when it says ready, raises with a diagnosis when it finds a failure, or times out at the deadline.
@@ -18,7 +18,6 @@ from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.facts import GPU_RESOURCE
 from k3deploy.rollout.claims import CLAIM_EVENTS_SELECTOR, CLAIM_FAILURES, CLAIMS, CLASSES, EVENTS
-from k3deploy.rollout.diagnosis import CapturedLog, diagnose, read_log
 from k3deploy.rollout.judge import (
     CLAIM_TEMPLATES,
     OPTIONAL_KINDS,
@@ -32,9 +31,10 @@ from k3deploy.rollout.judge import (
     pending,
     pod_row,
 )
-from k3deploy.rollout.progress import ProgressView
 from k3deploy.rollout.readiness import PodProblem, pod_problems, restarts
-from k3deploy.rollout.streams import Broken, Changed, Event, Inbox, Note, Synced, Unavailable
+from k3deploy.targets.kubernetes.diagnosis import CapturedLog, diagnose, read_log
+from k3deploy.targets.kubernetes.streams import Broken, Changed, Event, Inbox, Note, Synced, Unavailable
+from k3deploy.targets.progress import ProgressView
 
 __all__ = ["WAITED_KINDS", "Waiter"]
 

@@ -29,11 +29,11 @@ from typing import Any
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
-from k3deploy.rollout import gates
 from k3deploy.rollout.currency import template_revision
-from k3deploy.rollout.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
 from k3deploy.rollout.groups import group_pods, group_state, steps_groups
 from k3deploy.rollout.plan import LiveLws, Strategy
+from k3deploy.targets.kubernetes import gates
+from k3deploy.targets.kubernetes.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
 
 #: Seconds between two looks at a rolling group.
 POLL_S = 0.5
@@ -129,7 +129,7 @@ def template_changes(api: Any, live: dict[str, Any], new: dict[str, Any]) -> boo
 def read_lws(api: Any, lws: dict[str, Any] | None, strategy: Strategy, lws_version: str = "0.10.0") -> LiveLws:
     """What the plan builders need of the live LeaderWorkerSet: whether applying `lws` changes it (a server dry run)
     and recreates groups, and which groups no gate passed on. Refuses (exit 3) a group-by-group walk the cluster
-    cannot hold, before anything is applied (rollout/gates.py)."""
+    cannot hold, before anything is applied (targets/kubernetes/gates.py)."""
     gated = strategy.group_smoke and strategy.gated
     if lws is None or strategy.dry_run or strategy.diff or not (gated or strategy.name == "blue-green"):
         return LiveLws()

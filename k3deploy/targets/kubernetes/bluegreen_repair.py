@@ -1,4 +1,4 @@
-"""What a blue-green upgrade (rollout/bluegreen.py) leaves when it is cut short, and putting it right.
+"""What a blue-green upgrade (targets/kubernetes/bluegreen.py) leaves when it is cut short, and putting it right.
 
 - A run interrupted past the switch leaves the old group (a whole second set of GPUs) and the preview Services beside
   the serving colour; one interrupted before it leaves the new group. The next `up` that starts no blue-green of its
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import K3DeployError, RolloutFailed, RolloutTimeout
-from k3deploy.rollout import rollback as history
-from k3deploy.rollout.bluegreen import leftovers
-from k3deploy.rollout.diagnosis import Diagnosis
+from k3deploy.targets.kubernetes import history
+from k3deploy.targets.kubernetes.bluegreen import leftovers
+from k3deploy.targets.kubernetes.diagnosis import Diagnosis
 
 
 def found_leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
