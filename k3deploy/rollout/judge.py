@@ -29,7 +29,17 @@ from k3deploy.rollout.claims import (
 )
 from k3deploy.rollout.currency import Proof, prove_current, template_revision
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
-from k3deploy.targets.progress import Row
+
+
+@dataclass(frozen=True)
+class Row:
+    """One object or pod in the view: its name, state, detail and when it entered that state."""
+
+    name: str
+    state: str
+    detail: str = ""
+    since: float = 0.0
+
 
 #: Crashes seen across a serving group's pods (recreated groups included) that make the rollout fail.
 CRASH_LIMIT = 3

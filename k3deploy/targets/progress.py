@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from rich.live import Live
@@ -15,16 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import err, is_interactive
-
-
-@dataclass(frozen=True)
-class Row:
-    """One object or pod in the view: its name, state, detail and when it entered that state."""
-
-    name: str
-    state: str
-    detail: str = ""
-    since: float = 0.0
+from k3deploy.rollout.judge import Row
 
 
 def _elapsed(seconds: float) -> str:
