@@ -35,12 +35,13 @@ from k3deploy.rollout.steps import APPLY, DOWN, ROLLBACK, Begin, Step, StepOutco
 from k3deploy.rollout.undo import Undo
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
-from k3deploy.targets import IN_CLUSTER, DeployOptions, kubernetes_render
+from k3deploy.targets import IN_CLUSTER, DeployOptions
 from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
 from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
 from k3deploy.targets.kubernetes import bluegreen_repair as repair
 from k3deploy.targets.kubernetes.apply import apply_object
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
+from k3deploy.targets.kubernetes.render import render as render_set
 from k3deploy.targets.kubernetes.runner import Runner
 from k3deploy.targets.kubernetes.status import describe
 from k3deploy.targets.kubernetes.upgrade import read_lws
@@ -167,7 +168,7 @@ class KubernetesTarget(Target):
 
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes/render.py)."""
-        return kubernetes_render.render(profile)
+        return render_set(profile)
 
     def preflight(self, profile: Profile, objects: Objects) -> list[CheckResult]:
         """Cluster checks of the preflight stage (node checks need the GPU host and run there); the access review
