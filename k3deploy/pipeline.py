@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError, RolloutFailed, RolloutTimeout
 from k3deploy.observe.allreduce_probe import summary as summary_of_backends
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
@@ -38,7 +38,6 @@ from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
 from k3deploy.targets.base import Held, Rendering, Revision, Target, TargetStatus
-from k3deploy.targets.kubernetes.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.targets.rendering import Objects
 
 #: The stages of `up`; the report is the summary the command prints at the end.

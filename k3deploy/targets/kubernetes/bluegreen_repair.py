@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from k3deploy.errors import K3DeployError, RolloutFailed, RolloutTimeout
+from k3deploy.errors import Diagnosis, K3DeployError, RolloutFailed, RolloutTimeout
 from k3deploy.targets.kubernetes import history
 from k3deploy.targets.kubernetes.bluegreen import leftovers
-from k3deploy.targets.kubernetes.diagnosis import Diagnosis
 
 
 def found_leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

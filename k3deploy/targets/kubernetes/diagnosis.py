@@ -6,65 +6,15 @@ on a restart, and the logs with it); events are read when the block is built.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-# Re-exported for the callers that still import them from here (targets/kubernetes/upgrade.py, pipeline.py).
-from k3deploy.errors import RolloutFailed as RolloutFailed
-from k3deploy.errors import RolloutTimeout as RolloutTimeout
+from k3deploy.errors import CapturedLog, Diagnosis
 from k3deploy.kube.api import KubeApi
 
 #: Events shown in a diagnosis (the latest ones).
 EVENT_LINES = 10
 #: Log lines kept from a crashed container.
 LOG_LINES = 40
-
-
-@dataclass
-class CapturedLog:
-    """The tail of one container's log, read before its pod could be deleted."""
-
-    pod: str
-    container: str | None
-    lines: list[str]
-
-
-@dataclass
-class Diagnosis:
-    """The failing object, why, the last events of the objects involved and the last log lines."""
-
-    subject: str
-    reason: str
-    message: str
-    events: list[str] = field(default_factory=list)
-    log: CapturedLog | None = None
-
-    def lines(self) -> list[str]:
-        """The block as plain lines (what the user reads on stderr)."""
-        out = [f"failed: {self.subject}", f"  reason: {self.reason}"]
-        if self.message:
-            out.append(f"  message: {self.message}")
-        if self.events:
-            out.append("  last events:")
-            out.extend(f"    {line}" for line in self.events)
-        if self.log is not None and self.log.lines:
-            source = f"{self.log.pod}/{self.log.container}" if self.log.container else self.log.pod
-            out.append(f"  last log lines of {source}:")
-            out.extend(f"    | {line}" for line in self.log.lines)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for `-o json` and the run report."""
-        log = None
-        if self.log is not None:
-            log = {"pod": self.log.pod, "container": self.log.container, "lines": self.log.lines}
-        return {
-            "subject": self.subject,
-            "reason": self.reason,
-            "message": self.message,
-            "events": self.events,
-            "log": log,
-        }
 
 
 def _event_time(event: dict[str, Any]) -> str:

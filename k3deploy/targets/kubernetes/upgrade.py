@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from k3deploy.errors import Diagnosis, RolloutFailed, RolloutTimeout
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
@@ -33,7 +34,6 @@ from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.groups import group_pods, group_state, steps_groups
 from k3deploy.rollout.plan import LiveLws, Strategy
 from k3deploy.targets.kubernetes import gates
-from k3deploy.targets.kubernetes.diagnosis import Diagnosis, RolloutFailed, RolloutTimeout
 
 #: Seconds between two looks at a rolling group.
 POLL_S = 0.5

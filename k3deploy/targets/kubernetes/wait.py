@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from k3deploy.errors import RolloutFailed, RolloutTimeout
+from k3deploy.errors import CapturedLog, RolloutFailed, RolloutTimeout
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
@@ -32,7 +32,7 @@ from k3deploy.rollout.judge import (
     pod_row,
 )
 from k3deploy.rollout.readiness import PodProblem, pod_problems, restarts
-from k3deploy.targets.kubernetes.diagnosis import CapturedLog, diagnose, read_log
+from k3deploy.targets.kubernetes.diagnosis import diagnose, read_log
 from k3deploy.targets.kubernetes.streams import Broken, Changed, Event, Inbox, Note, Synced, Unavailable
 from k3deploy.targets.progress import ProgressView
 
