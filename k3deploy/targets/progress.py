@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import err, is_interactive
-from k3deploy.rollout.judge import Row
+from k3deploy.rollout.judge import Row as Row  # the view's row: the waiter's judgement makes them
 
 
 def _elapsed(seconds: float) -> str:

@@ -7,8 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from k3deploy.rollout.judge import Row
-from k3deploy.targets.progress import ProgressView
+from k3deploy.targets.progress import ProgressView, Row
 
 
 def test_plain_view_prints_changes_only(capsys: pytest.CaptureFixture[str]) -> None:
