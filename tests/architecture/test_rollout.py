@@ -12,8 +12,10 @@ from tests.architecture.code import (
     IO_LIBRARIES,
     PACKAGE,
     calls_of,
+    imported_modules,
     imported_roots,
     k3deploy_imports,
+    module_name,
     module_path,
     reached_from,
 )
@@ -34,10 +36,71 @@ def test_the_rollout_plan_reaches_no_io_through_what_it_imports() -> None:
     assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.targets"))}
 
 
+def _every_import(path: Path) -> set[str]:
+    """Every module `path` imports, at any depth, `if TYPE_CHECKING:` imports included."""
+    return {
+        module
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for module in imported_modules(node)
+    }
+
+
+def test_rollout_is_the_pure_planner() -> None:
+    """rollout/ is the planner, a folder rule in place of a list of its pure modules: no module of it imports an I/O
+    library or anything under kube/ or targets/ (even for annotations only), and none it reaches when it runs does
+    either; the I/O that carries a plan out is the Kubernetes target's (targets/kubernetes/)."""
+    modules = sorted((PACKAGE / "rollout").rglob("*.py"))
+    assert PACKAGE / "rollout" / "plan.py" in modules  # the rule sees the folder
+    offenders = [
+        f"{path.relative_to(REPO_ROOT)}: imports {name}"
+        for path in modules
+        for name in sorted(_every_import(path))
+        if name.split(".")[0] in IO_LIBRARIES or name.startswith(("k3deploy.kube", "k3deploy.targets"))
+    ]
+    for path in modules:
+        reached = reached_from(module_name(path))
+        offenders += [
+            f"{path.relative_to(REPO_ROOT)}: reaches {name}"
+            for name in sorted(reached)
+            if name.startswith(("k3deploy.kube", "k3deploy.targets"))
+            or (module_path(name).is_file() and imported_roots(module_path(name)) & IO_LIBRARIES)
+        ]
+    assert offenders == []
+
+
+#: Modules under targets/ that are a target's tools, not its classes (the rollout I/O the Kubernetes target holds,
+#: and the progress view): their classes' privates (the Lease's `_body`) are theirs, not a Target's.
+TARGETS_TOOLS = {
+    *(
+        f"kubernetes/{name}"
+        for name in (
+            "apply",
+            "bluegreen",
+            "bluegreen_repair",
+            "diagnosis",
+            "forward",
+            "gates",
+            "guard",
+            "history",
+            "in_cluster",
+            "lease",
+            "runner",
+            "streams",
+            "upgrade",
+            "wait",
+        )
+    ),
+    "progress",
+}
+
+
 def _target_privates() -> set[str]:
     """The private attributes and methods of the Target classes (`self._x` assigned or `def _x` in targets/)."""
     names: set[str] = set()
     for path in (PACKAGE / "targets").rglob("*.py"):
+        if path.relative_to(PACKAGE / "targets").with_suffix("").as_posix() in TARGETS_TOOLS:
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 for inner in ast.walk(node):
