@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from k3deploy.measure.summary import percentile
 from k3deploy.report.bench import FORMULAS, BenchReport, CellFigures
-from k3deploy.smoke.summary import percentile
 
 #: (max - min) / median of a speedup's per-round ratios above which the speedup says nothing.
 SPREAD_LIMIT = 0.25

@@ -15,7 +15,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from k3deploy.errors import EndpointError, UsageError
+from k3deploy.measure import metrics, summary
 from k3deploy.measure.dispatch import dispatch
+from k3deploy.measure.record import RequestSpec, build_record
+from k3deploy.measure.window import measure_window
 from k3deploy.profile import Profile
 from k3deploy.profile.names import check_http_url
 from k3deploy.redact import redact_url
@@ -25,15 +28,13 @@ from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
 from k3deploy.report.smoke import (
     exit_code as exit_code,  # where callers (targets/kubernetes/upgrade.py, the tests) import it
 )
-from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
+from k3deploy.smoke import correctness, prompts, verdict
 from k3deploy.smoke.ready import wait_ready
-from k3deploy.smoke.record import RequestSpec, build_record
-from k3deploy.smoke.window import measure_window
 
 if TYPE_CHECKING:
     import aiohttp
 
-    from k3deploy.smoke.client import SmokeClient
+    from k3deploy.measure.client import SmokeClient
 
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
 
@@ -174,7 +175,7 @@ class _Run:
             self.say(f"correctness {probe.id}: {'right' if ok else 'WRONG'}")
 
     async def measured(self) -> None:
-        """The warm-up, then one measurement window (k3deploy.smoke.window, as each bench cell): bs=1 requests one
+        """The warm-up, then one measurement window (k3deploy.measure.window, as each bench cell): bs=1 requests one
         after another between two /metrics scrapes."""
         smoke = self.profile.smoke
         chosen = prompts.select(smoke.tier, smoke.requests + 1)
@@ -283,7 +284,7 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
 async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions | None = None) -> SmokeReport:
     """Run every smoke check against `endpoint`; see the module docstring."""
     # The HTTP client (aiohttp) loads only when smoke runs.
-    from k3deploy.smoke.client import SmokeClient
+    from k3deploy.measure.client import SmokeClient
 
     options = options or SmokeOptions()
     base = normalize_endpoint(endpoint)

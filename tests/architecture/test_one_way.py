@@ -230,15 +230,15 @@ def test_the_cluster_is_reached_through_kube_api_only() -> None:
 
 #: The OpenAI client of smoke and bench: every request (plain GETs and streams) through one aiohttp session, the
 #: fast path `vllm bench serve` uses (vllm/benchmarks/lib/endpoint_request_func.py).
-OPENAI_CLIENT = "k3deploy.smoke.client"
+OPENAI_CLIENT = "k3deploy.measure.client"
 
 
 def test_the_openai_client_is_one_http_stack() -> None:
-    """smoke/client.py speaks aiohttp only, with one session, one set of timeouts and one error translation: neither
+    """measure/client.py speaks aiohttp only, with one session, one set of timeouts and one error translation: neither
     it nor any k3deploy module it reaches imports httpx (httpx once carried its plain GETs beside aiohttp's streams,
     each stack with its own timeouts and its own translation of failures)."""
     reached = reached_from(OPENAI_CLIENT)
-    assert "k3deploy.smoke.record" in reached  # the rule follows imports
+    assert "k3deploy.measure.record" in reached  # the rule follows imports
     assert "aiohttp" in imported_roots(module_path(OPENAI_CLIENT))
     assert sorted(name for name in reached if "httpx" in imported_roots(module_path(name))) == []
 
@@ -263,14 +263,14 @@ def test_a_judged_check_is_built_one_way() -> None:
 
 def test_smoke_and_bench_measure_through_one_loop() -> None:
     """smoke and bench once each had their own measurement loop: both now open their measurement windows with
-    k3deploy/smoke/window.py (scrape, dispatch, scrape) and offer requests only through k3deploy/measure/dispatch.py,
+    k3deploy/measure/window.py (scrape, dispatch, scrape) and offer requests only through k3deploy/measure/dispatch.py,
     so no other module keeps requests in flight (an asyncio Semaphore or gather) or scrapes /metrics itself."""
     for runner in ("k3deploy/smoke/runner.py", "k3deploy/bench/runner.py"):
-        assert "k3deploy.smoke.window" in k3deploy_imports(REPO_ROOT / runner), runner
+        assert "k3deploy.measure.window" in k3deploy_imports(REPO_ROOT / runner), runner
     offenders = []
     for path in sorted((REPO_ROOT / "k3deploy").rglob("*.py")):
         rel = path.relative_to(REPO_ROOT).as_posix()
-        if rel in ("k3deploy/measure/dispatch.py", "k3deploy/smoke/window.py", "k3deploy/smoke/client.py"):
+        if rel in ("k3deploy/measure/dispatch.py", "k3deploy/measure/window.py", "k3deploy/measure/client.py"):
             continue
         text = path.read_text(encoding="utf-8")
         offenders += [

@@ -1,6 +1,6 @@
-"""Named views of smoke/sse.py's readers for the tests: events as objects, a chunk as a StreamChunk.
+"""Named views of measure/sse.py's readers for the tests: events as objects, a chunk as a StreamChunk.
 
-The client reads a stream with `scan_events` and `chunk_fields` and builds no object per event (smoke/sse.py); these
+The client reads a stream with `scan_events` and `chunk_fields` and builds no object per event (measure/sse.py); these
 views build one, so a test can compare what was read with what was sent.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from k3deploy.smoke.sse import StreamChunk, chunk_fields, scan_events
+from k3deploy.measure.sse import StreamChunk, chunk_fields, scan_events
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""smoke/client.py: one aiohttp session carries every request, and its plain GETs keep their bounds on it.
+"""measure/client.py: one aiohttp session carries every request, and its plain GETs keep their bounds on it.
 
 Real sockets throughout: the scripted server (tests/smoke/scripted_server.py) for a healthy endpoint, the
 trickling server (tests/trickling_server.py) for a body sent a byte at a time, the stalling server
@@ -10,7 +10,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from k3deploy.smoke.client import EndpointError, SmokeClient, run_fast
+from k3deploy.measure.client import EndpointError, SmokeClient, run_fast
 from tests.kube.stalling_server import stalling_server
 from tests.smoke.scripted_server import MODEL, scripted_server
 from tests.trickling_server import Trickle, trickling_server

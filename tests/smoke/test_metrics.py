@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from k3deploy.errors import MetricsFormatError
-from k3deploy.smoke.metrics import counter_increase, diff, parse_metrics, spec_decode_figures
+from k3deploy.measure.metrics import counter_increase, diff, parse_metrics, spec_decode_figures
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,5 +1,5 @@
 """The /metrics rules pinned at their boundaries, both sides (the survivors of tests/mutation/run on
-k3deploy/smoke/metrics.py): which samples are kept, what a tolerant parse skips and names, when a counter was reset,
+k3deploy/measure/metrics.py): which samples are kept, what a tolerant parse skips and names, when a counter was reset,
 which ratios exist with no drafts, and the window between two scrapes."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from k3deploy.errors import MetricsFormatError
-from k3deploy.smoke.metrics import (
+from k3deploy.measure.metrics import (
     ACCEPTED,
     ACCEPTED_PER_POS,
     DRAFT_TOKENS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from k3deploy.smoke.record import RawStream, RequestSpec, build_record
+from k3deploy.measure.record import RawStream, RequestSpec, build_record
 
 DATA = Path(__file__).parent / "data"
 SPEC = RequestSpec(index=0, phase="measured", prompt_id="p", max_tokens=48, tier="low_entropy")
@@ -92,7 +92,7 @@ def test_server_error_event() -> None:
 
 
 def test_bursts_are_recognised() -> None:
-    from k3deploy.smoke.record import is_bursty
+    from k3deploy.measure.record import is_bursty
 
     steady = [0.01 * i for i in range(10)]
     assert not is_bursty(steady)

@@ -1,5 +1,5 @@
 """A request record's rules pinned at their boundaries, both sides (the survivors of tests/mutation/run on
-k3deploy/smoke/record.py): a full-length answer, what is quoted and kept and how much, which chunks are output, the
+k3deploy/measure/record.py): a full-length answer, what is quoted and kept and how much, which chunks are output, the
 burst rule's chunk count and gap, and when TTFT, decode rate and TPOT exist."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from k3deploy.smoke.record import (
+from k3deploy.measure.record import (
     BURST_GAP_S,
     BURST_MIN_CHUNKS,
     MAX_QUOTE_CHARS,

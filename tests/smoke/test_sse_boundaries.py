@@ -1,4 +1,4 @@
-"""The chunk readings pinned (survivors of tests/mutation/run on k3deploy/smoke/sse.py): the strict json reading
+"""The chunk readings pinned (survivors of tests/mutation/run on k3deploy/measure/sse.py): the strict json reading
 (taken for what msgspec refuses) gives what the fast one gives; several choices add up their text and answer, the
 last finish reason wins, reasoning counts as output but not as answer, `[DONE]` ends the stream with no choices,
 and each format error quotes at most 80 characters of the payload."""
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from k3deploy.smoke.sse import ChunkFormatError, _parse_strict
+from k3deploy.measure.sse import ChunkFormatError, _parse_strict
 from tests.smoke.sse_events import parse_chunk
 
 TWO_CHOICES = {

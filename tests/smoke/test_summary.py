@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from k3deploy.measure.summary import percentile, stats, summarize, sweep_point
 from k3deploy.report.smoke import RequestRecord
-from k3deploy.smoke.summary import percentile, stats, summarize, sweep_point
 
 
 def test_percentile_linear_interpolation() -> None:

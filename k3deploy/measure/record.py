@@ -11,8 +11,8 @@ import itertools
 from dataclasses import dataclass, field
 
 from k3deploy.errors import ChunkFormatError
+from k3deploy.measure.sse import chunk_fields, scan_events
 from k3deploy.report.smoke import RequestRecord, Tier
-from k3deploy.smoke.sse import chunk_fields, scan_events
 
 #: Characters of a kept answer (correctness probes): a right answer is a few hundred; the rest is not judged.
 MAX_TEXT_CHARS = 32 * 1024

@@ -32,8 +32,8 @@ import aiohttp
 import yarl
 
 from k3deploy.errors import EndpointError, cause_chain
+from k3deploy.measure.record import RawStream
 from k3deploy.redact import redact_url
-from k3deploy.smoke.record import RawStream
 
 #: Seconds an idle connection is kept for reuse: well under vLLM's server-side 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE).
 KEEPALIVE_S = 2.0

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from k3deploy.errors import EndpointError, MetricsFormatError
+from k3deploy.measure import metrics
 from k3deploy.measure.dispatch import SendOne, dispatch
 from k3deploy.report.bench import LoadModel, Point
-from k3deploy.smoke import metrics
 
 if TYPE_CHECKING:
-    from k3deploy.smoke.client import SmokeClient
+    from k3deploy.measure.client import SmokeClient
 
 T = TypeVar("T")
 P = TypeVar("P")
