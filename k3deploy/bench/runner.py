@@ -21,6 +21,7 @@ from k3deploy.errors import EndpointError, EnvironmentProblem
 from k3deploy.measure import metrics
 from k3deploy.measure.client import SmokeClient, run_fast
 from k3deploy.measure.record import RequestSpec, build_record
+from k3deploy.measure.request import normalize_endpoint, request_body
 from k3deploy.measure.window import measure_window
 from k3deploy.profile import Profile
 from k3deploy.redact import redact_url
@@ -35,7 +36,6 @@ from k3deploy.report.bench import (
     RandomSettings,
     ServerDelta,
 )
-from k3deploy.smoke.runner import normalize_endpoint, request_body
 
 #: (requests done, requests in all or None when open-ended (--duration), decode tok/s of the request that just ended)
 Progress = Callable[[int, int | None, float | None], None]
