@@ -335,3 +335,25 @@ def test_only_kube_api_builds_a_kubernetes_rest_path() -> None:
     assert not (PACKAGE / "kube" / "read.py").exists()
     assert importers == set()
     assert _kube_paths(PACKAGE / "kube" / "api.py")  # the rule sees the paths where they are built
+
+
+# -- one measuring kit ------------------------------------------------------------------------------------------
+
+
+def test_smoke_bench_and_observe_measure_with_one_kit_none_imports_another() -> None:
+    """The client, the SSE scan, the per-request records, the window and the /metrics rules are measure/'s, which
+    smoke, bench and observe use: bench and observe import nothing from smoke (bench once borrowed smoke's client and
+    observe its counter rules), and measure/ imports none of the three."""
+    offenders = [
+        f"{path.relative_to(REPO_ROOT)}: imports {name}"
+        for package, forbidden in (
+            ("bench", ("k3deploy.smoke",)),
+            ("observe", ("k3deploy.smoke",)),
+            ("measure", ("k3deploy.smoke", "k3deploy.bench", "k3deploy.observe")),
+        )
+        for path in (PACKAGE / package).rglob("*.py")
+        for name in k3deploy_imports(path)
+        if name == "k3deploy.smoke" or name.startswith(tuple(f"{f}." for f in forbidden))
+    ]
+    assert offenders == []
+    assert "k3deploy.measure.client" in k3deploy_imports(PACKAGE / "bench" / "runner.py")  # the rule reads imports
