@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from k3deploy.errors import CheckFailed, KubeError, UsageError
-from k3deploy.kube.api import KubeApi, object_key
+from k3deploy.kube.api import object_key
+from k3deploy.kube.port import KubePort
 from k3deploy.rollout.changes import conflicts, describe_conflicts, immutable_fields, same, unified_diff
 from k3deploy.rollout.ownership import for_apply, owned
 from k3deploy.rollout.readiness import job_readiness
@@ -38,7 +39,7 @@ class Applied:
         return self.action not in ("unchanged", KEPT)
 
 
-def _server_apply(api: KubeApi, obj: dict[str, Any], *, force: bool, dry_run: bool) -> dict[str, Any]:
+def _server_apply(api: KubePort, obj: dict[str, Any], *, force: bool, dry_run: bool) -> dict[str, Any]:
     """One apply call; a 409 becomes a CheckFailed naming the owning manager of each contested field."""
     try:
         return api.apply(obj, force=force, dry_run=dry_run)
@@ -61,7 +62,7 @@ def _replaceable(key: str, live: dict[str, Any], rendered: dict[str, Any]) -> No
         )
 
 
-def apply_object(api: KubeApi, rendered: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> Applied:
+def apply_object(api: KubePort, rendered: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> Applied:
     """Apply one object (with the ownership mark when k3deploy creates it) and say what happened to it."""
     key = object_key(rendered)
     meta = rendered["metadata"]
@@ -107,7 +108,7 @@ def apply_object(api: KubeApi, rendered: dict[str, Any], *, force: bool = False,
 
 
 def apply_objects(
-    api: KubeApi,
+    api: KubePort,
     objects: list[dict[str, Any]],
     *,
     force: bool = False,
@@ -124,7 +125,7 @@ def apply_objects(
     return done
 
 
-def diff_objects(api: KubeApi, objects: list[dict[str, Any]], *, force: bool = False) -> list[tuple[str, str]]:
+def diff_objects(api: KubePort, objects: list[dict[str, Any]], *, force: bool = False) -> list[tuple[str, str]]:
     """(key, unified diff) for every object a server dry-run apply would change."""
     diffs = []
     for obj in objects:

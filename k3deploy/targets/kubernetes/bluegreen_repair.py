@@ -16,11 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import Diagnosis, K3DeployError, RolloutFailed, RolloutTimeout
+from k3deploy.kube.port import KubePort
 from k3deploy.targets.kubernetes import history
 from k3deploy.targets.kubernetes.bluegreen import leftovers
 
 
-def found_leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def found_leftovers(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The other colour's LeaderWorkerSet and the preview Services a cut-short blue-green left that exist now."""
     return [
         obj
@@ -30,7 +31,7 @@ def found_leftovers(api: Any, profile: Any, objects: list[dict[str, Any]]) -> li
 
 
 def clear_leftovers(
-    api: Any,
+    api: KubePort,
     found: list[dict[str, Any]],
     serving: str | None,
     note: Callable[[str], None],

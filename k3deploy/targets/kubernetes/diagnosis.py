@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import CapturedLog, Diagnosis
-from k3deploy.kube.api import KubeApi
+from k3deploy.kube.port import KubePort
 
 #: Events shown in a diagnosis (the latest ones).
 EVENT_LINES = 10
@@ -51,7 +51,7 @@ def _running_again(pod: dict[str, Any], container: str | None) -> bool:
     return False
 
 
-def read_log(api: KubeApi, pod: dict[str, Any], container: str | None, lines: int = LOG_LINES) -> CapturedLog:
+def read_log(api: KubePort, pod: dict[str, Any], container: str | None, lines: int = LOG_LINES) -> CapturedLog:
     """The tail of the log of a container's crashed run.
 
     A container waiting to restart (CrashLoopBackOff) or terminated still shows that run as its current log;
@@ -67,7 +67,7 @@ def read_log(api: KubeApi, pod: dict[str, Any], container: str | None, lines: in
 
 
 def diagnose(
-    api: KubeApi, namespace: str, subject: str, reason: str, message: str, names: set[str], log: CapturedLog | None
+    api: KubePort, namespace: str, subject: str, reason: str, message: str, names: set[str], log: CapturedLog | None
 ) -> Diagnosis:
     """Build the diagnosis block, reading the namespace's events now."""
     return Diagnosis(subject, reason, message, format_events(api.events(namespace), names), log)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from k3deploy.errors import ForwardFailed, K3DeployError
 from k3deploy.kube.options import KubeOptions
+from k3deploy.kube.port import KubePort
 from k3deploy.kube.portforward import PodPortForward
 from k3deploy.lws import GROUP_INDEX_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.object_names import api_service_name
@@ -35,7 +36,7 @@ def by_hand(profile: Any, pod: str | None) -> str:
     )
 
 
-def serving_leader(api: Any, profile: Any) -> str | None:
+def serving_leader(api: KubePort, profile: Any) -> str | None:
     """The first ready, not terminating leader pod the live API Service selects (lowest group), None when none."""
     namespace = profile.kubernetes.namespace
     service = api.get("v1", "Service", api_service_name(profile), namespace)
@@ -86,7 +87,7 @@ def _forwarded(kube: KubeOptions, profile: Any, pod: str) -> Iterator[Reach]:
 
 @contextlib.contextmanager
 def reach(
-    api: Any, options: GateOptions, profile: Any, lws_name: str | None = None, group: int | None = None
+    api: KubePort, options: GateOptions, profile: Any, lws_name: str | None = None, group: int | None = None
 ) -> Iterator[Reach]:
     """The way to the server a gate smokes: the whole deployment (`group` None) or one group's leader."""
     namespace = profile.kubernetes.namespace

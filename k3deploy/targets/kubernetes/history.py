@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from k3deploy.errors import K3DeployError
-from k3deploy.kube.api import KubeApi, object_key
+from k3deploy.kube.api import object_key
+from k3deploy.kube.port import KubePort
 from k3deploy.rollout.order import delete_order
 from k3deploy.rollout.ownership import (
     HELD_KINDS,
@@ -34,7 +35,7 @@ HISTORY_LIMIT = 5
 HISTORY_KEY = "revisions.json"
 
 
-def read_history(api: KubeApi, namespace: str, deployment: str) -> list[dict[str, Any]]:
+def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[str, Any]]:
     """Recorded revisions, oldest first (empty when there is no history or no namespace yet)."""
     found = api.get("v1", "ConfigMap", history_name(deployment), namespace)
     if found is None:
@@ -55,7 +56,7 @@ def bounded(entries: list[dict[str, Any]], objects: list[dict[str, Any]], now: s
     return entries[-HISTORY_LIMIT:], number
 
 
-def _write(api: KubeApi, namespace: str, deployment: str, entries: list[dict[str, Any]]) -> None:
+def _write(api: KubePort, namespace: str, deployment: str, entries: list[dict[str, Any]]) -> None:
     # Only k3deploy writes this ConfigMap (its name is k3deploy's), so it always carries the mark.
     labels, annotations = mark(deployment, namespace)
     api.apply(
@@ -78,7 +79,7 @@ def _write(api: KubeApi, namespace: str, deployment: str, entries: list[dict[str
     )
 
 
-def record_revision(api: KubeApi, namespace: str, deployment: str, objects: list[dict[str, Any]]) -> int:
+def record_revision(api: KubePort, namespace: str, deployment: str, objects: list[dict[str, Any]]) -> int:
     """Record `objects` as the live revision; returns its number (the same one when nothing changed)."""
     entries = read_history(api, namespace, deployment)
     now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -88,7 +89,7 @@ def record_revision(api: KubeApi, namespace: str, deployment: str, objects: list
     return number
 
 
-def record_smoke(api: KubeApi, namespace: str, deployment: str, verdict: dict[str, Any]) -> None:
+def record_smoke(api: KubePort, namespace: str, deployment: str, verdict: dict[str, Any]) -> None:
     """Attach a smoke verdict to the newest revision (shown by `status`)."""
     entries = read_history(api, namespace, deployment)
     if entries:
@@ -104,7 +105,7 @@ class Removal:
     kept: list[str] = field(default_factory=list)
 
 
-def _holds_foreign(api: KubeApi, namespace_obj: dict[str, Any]) -> list[str]:
+def _holds_foreign(api: KubePort, namespace_obj: dict[str, Any]) -> list[str]:
     """What the namespace holds that k3deploy did not create (Secrets, ConfigMaps, PVCs), which deleting it would
     delete too; a namespace whose contents cannot be listed counts as holding something."""
     release, namespace = release_of(namespace_obj)
@@ -119,7 +120,7 @@ def _holds_foreign(api: KubeApi, namespace_obj: dict[str, Any]) -> list[str]:
 
 
 def remove(
-    api: KubeApi,
+    api: KubePort,
     objects: list[dict[str, Any]],
     note: Callable[[str], None],
     *,

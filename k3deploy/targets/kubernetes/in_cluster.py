@@ -21,6 +21,7 @@ from typing import Any
 
 from k3deploy.errors import SmokeUnreachable
 from k3deploy.kube.api import object_key
+from k3deploy.kube.port import KubePort
 from k3deploy.render.manifests import SMOKE_COMPONENT
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.order import job_role
@@ -49,7 +50,7 @@ def _hint(job: dict[str, Any]) -> str:
     )
 
 
-def _gone(api: Any, job: dict[str, Any], deadline: float) -> None:
+def _gone(api: KubePort, job: dict[str, Any], deadline: float) -> None:
     meta = job["metadata"]
     while api.get("batch/v1", "Job", meta["name"], meta["namespace"]) is not None:
         if time.monotonic() > deadline:
@@ -59,7 +60,7 @@ def _gone(api: Any, job: dict[str, Any], deadline: float) -> None:
         time.sleep(POLL_S)
 
 
-def fresh_job(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> dict[str, Any]:
+def fresh_job(api: KubePort, job: dict[str, Any], note: Any, *, force: bool = False) -> dict[str, Any]:
     """Delete the earlier run of the smoke Job (only when k3deploy created it), then create it; the live Job."""
     meta = job["metadata"]
     live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
@@ -77,7 +78,7 @@ def fresh_job(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) 
     return created.obj
 
 
-def _wait(api: Any, job: dict[str, Any]) -> dict[str, Any]:
+def _wait(api: KubePort, job: dict[str, Any]) -> dict[str, Any]:
     meta = job["metadata"]
     limit = float((job.get("spec") or {}).get("activeDeadlineSeconds") or 0) + GRACE_S
     deadline = time.monotonic() + limit
@@ -95,14 +96,14 @@ def _wait(api: Any, job: dict[str, Any]) -> dict[str, Any]:
         time.sleep(POLL_S)
 
 
-def _pod(api: Any, live: dict[str, Any]) -> dict[str, Any] | None:
+def _pod(api: KubePort, live: dict[str, Any]) -> dict[str, Any] | None:
     uid = live["metadata"].get("uid")
     pods, _ = api.list("v1", "Pod", live["metadata"]["namespace"], label_selector=f"{CONTROLLER_UID_LABEL}={uid}")
     pods.sort(key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
     return pods[-1] if pods else None
 
 
-def run(api: Any, job: dict[str, Any], note: Any, *, force: bool = False) -> JobRun:
+def run(api: KubePort, job: dict[str, Any], note: Any, *, force: bool = False) -> JobRun:
     """Run the smoke Job afresh, wait for its end and read its log; SmokeUnreachable when it cannot run to its end."""
     live = fresh_job(api, job, note, force=force)
     target = f"job/{live['metadata']['namespace']}/{live['metadata']['name']}"
@@ -137,7 +138,7 @@ def gate_job(job: dict[str, Any], lws_name: str, group: int, port: int) -> dict[
 
 
 def gate(
-    api: Any, job: dict[str, Any], lws_name: str, group: int, port: int, note: Any, *, force: bool = False
+    api: KubePort, job: dict[str, Any], lws_name: str, group: int, port: int, note: Any, *, force: bool = False
 ) -> JobRun:
     """Smoke one new group from inside the cluster with the set's smoke Job `job` renamed after its leader (deleted
     afterwards); the run, judged by the pipeline as any smoke is."""

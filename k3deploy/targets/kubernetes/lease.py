@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, KubeError
+from k3deploy.kube.port import KubePort
 
 LEASE_API = "coordination.k8s.io/v1"
 #: Seconds a lease lasts past its last renewal (what a crashed command leaves behind).
@@ -101,13 +102,13 @@ class ReleaseLease:
 
     def __init__(
         self,
-        api: Any,
+        api: KubePort,
         namespace: str,
         release: str,
         who: str,
         *,
         note: Callable[[str], None] = lambda _msg: None,
-        acquire_api: Any = None,
+        acquire_api: KubePort | None = None,
         duration_s: int = DURATION_S,
         renew_s: float = RENEW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from k3deploy.errors import K3DeployError
-from k3deploy.kube.api import KubeApi
+from k3deploy.kube.port import KubePort
 from k3deploy.rollout.steps import (
     APPLY,
     SERVER_DRY_RUN,
@@ -46,7 +46,7 @@ from k3deploy.targets.kubernetes.wait import Waiter
 class Runner:
     """Executes the cluster steps of a plan, one per `run` call."""
 
-    api: KubeApi
+    api: KubePort
     namespace: str
     release: str
     note: Callable[[str], None]

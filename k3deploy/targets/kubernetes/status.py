@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import K3DeployError
+from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.rollout.currency import prove_current
@@ -12,7 +13,7 @@ from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, re
 from k3deploy.targets.kubernetes.history import read_history
 
 
-def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
+def _node_labels(api: KubePort, name: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
     if name not in cache:
         try:
             node = api.get("v1", "Node", name)
@@ -22,7 +23,7 @@ def _node_labels(api: Any, name: str, cache: dict[str, dict[str, str]]) -> dict[
     return cache[name]
 
 
-def _currency(api: Any, lws: dict[str, Any], namespace: str) -> tuple[bool, str]:
+def _currency(api: KubePort, lws: dict[str, Any], namespace: str) -> tuple[bool, str]:
     """Whether a LeaderWorkerSet's status is its current spec's (as `wait` decides it), and the proof used."""
     selector = f"{NAME_LABEL}={lws['metadata']['name']}"
     try:
@@ -35,7 +36,7 @@ def _currency(api: Any, lws: dict[str, Any], namespace: str) -> tuple[bool, str]
     return proof.current, proof.how
 
 
-def describe(api: Any, profile: Profile, objects: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
+def describe(api: KubePort, profile: Profile, objects: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from k3deploy.errors import K3DeployError, KubeError
-from k3deploy.kube.api import KubeApi
+from k3deploy.kube.port import KubePort
 
 #: How long the server keeps one watch connection open before the waiter re-opens it.
 WATCH_TIMEOUT_S = 60
@@ -68,7 +68,7 @@ class Stream(threading.Thread):
 
     def __init__(
         self,
-        api: KubeApi,
+        api: KubePort,
         api_version: str,
         kind: str,
         namespace: str,
@@ -160,7 +160,7 @@ class Inbox:
 
     def __init__(
         self,
-        api: KubeApi,
+        api: KubePort,
         namespace: str,
         kinds: list[tuple[str, str]],
         optional: frozenset[str] = frozenset(),

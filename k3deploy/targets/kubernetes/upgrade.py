@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import Diagnosis, RolloutFailed, RolloutTimeout
+from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
@@ -44,7 +45,7 @@ class GroupRoll:
 
     def __init__(
         self,
-        api: Any,
+        api: KubePort,
         namespace: str,
         note: Callable[[str], None],
         *,
@@ -120,13 +121,13 @@ class GroupRoll:
                 )
 
 
-def template_changes(api: Any, live: dict[str, Any], new: dict[str, Any]) -> bool:
+def template_changes(api: KubePort, live: dict[str, Any], new: dict[str, Any]) -> bool:
     """Whether applying `new` over the live LeaderWorkerSet changes its spec (a server dry run bumps the generation)."""
     dry = api.apply(new, force=True, dry_run=True)
     return int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
 
 
-def read_lws(api: Any, lws: dict[str, Any] | None, strategy: Strategy, lws_version: str = "0.10.0") -> LiveLws:
+def read_lws(api: KubePort, lws: dict[str, Any] | None, strategy: Strategy, lws_version: str = "0.10.0") -> LiveLws:
     """What the plan builders need of the live LeaderWorkerSet: whether applying `lws` changes it (a server dry run)
     and recreates groups, and which groups no gate passed on. Refuses (exit 3) a group-by-group walk the cluster
     cannot hold, before anything is applied (targets/kubernetes/gates.py)."""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import CapturedLog, RolloutFailed, RolloutTimeout
-from k3deploy.kube.api import KubeApi
+from k3deploy.kube.port import KubePort
 from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.facts import GPU_RESOURCE
@@ -44,7 +44,7 @@ class Waiter:
 
     def __init__(
         self,
-        api: KubeApi,
+        api: KubePort,
         namespace: str,
         view: ProgressView,
         *,
