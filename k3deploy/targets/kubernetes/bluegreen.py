@@ -30,6 +30,7 @@ from k3deploy.kube.port import KubePort
 from k3deploy.lws import API_VERSION
 from k3deploy.preflight.checks_cluster import eligible_hosts
 from k3deploy.preflight.facts import parse_nodes
+from k3deploy.profile.model import Profile
 from k3deploy.rollout.colours import (
     api_service_of,
     colours,
@@ -48,7 +49,7 @@ POLL_S = 0.5
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
-def live_name(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> str:
+def live_name(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> str:
     """The colour the live API Service routes to (the rendered name when there is none yet)."""
     base = profile.name
     service = api_service_of(objects, base)
@@ -59,7 +60,7 @@ def live_name(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> str
     return name if name in colours(base) else base
 
 
-def as_live(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def as_live(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rendered set under the colour that serves now."""
     return recoloured(objects, profile.name, live_name(api, profile, objects))
 
@@ -68,14 +69,14 @@ def _live_lws(api: KubePort, lws: dict[str, Any]) -> dict[str, Any] | None:
     return api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], lws["metadata"].get("namespace"))
 
 
-def has_room(api: KubePort, profile: Any) -> bool:
+def has_room(api: KubePort, profile: Profile) -> bool:
     """Whether a whole second group fits beside what runs now (GPUs the live group holds count as taken)."""
     nodes, _ = api.list("v1", "Node")
     pods, _ = api.list("v1", "Pod")
     return len(eligible_hosts(profile, parse_nodes(nodes, pods))) >= profile.parallel.nodes
 
 
-def outage_question(api: KubePort, profile: Any, rendered: list[dict[str, Any]]) -> str | None:
+def outage_question(api: KubePort, profile: Profile, rendered: list[dict[str, Any]]) -> str | None:
     """None when blue-green can go ahead (or there is nothing live to replace); else the question to ask: the change
     can only replace the only group in place. Raises UsageError for N >= 2 groups (the rolling upgrade keeps those
     serving)."""
@@ -98,7 +99,7 @@ def outage_question(api: KubePort, profile: Any, rendered: list[dict[str, Any]])
     )
 
 
-def in_place_question(api: KubePort, profile: Any, rendered: list[dict[str, Any]]) -> str | None:
+def in_place_question(api: KubePort, profile: Profile, rendered: list[dict[str, Any]]) -> str | None:
     """The question to ask before a rolling apply replaces the only group in place (one replica, maxSurge 0, a
     changed pod template: rollout/surge.py); None when nothing live would be replaced."""
     lws = lws_of(as_live(api, profile, rendered))
@@ -144,7 +145,7 @@ def wait_endpoint(
         time.sleep(POLL_S)
 
 
-def leftovers(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def leftovers(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What a half-done blue-green may have left beside the live set: the other colour's LeaderWorkerSet and both
     preview Services (for `down`)."""
     lws = lws_of(objects)
@@ -173,7 +174,7 @@ def leftovers(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> lis
     return out
 
 
-def other_group(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def other_group(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The other colour's LeaderWorkerSet when it exists beside the live set (a blue-green under way or half-done)."""
     lws = lws_of(objects)
     if lws is None:
@@ -183,7 +184,7 @@ def other_group(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> l
     return [recoloured([lws], lws["metadata"]["name"], name)[0]] if live is not None else []
 
 
-def describe(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> dict[str, Any]:
+def describe(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> dict[str, Any]:
     """For `status`: which colour serves, which groups exist (two while a blue-green is under way or half-done)."""
     namespace = profile.kubernetes.namespace
     lws = lws_of(objects)

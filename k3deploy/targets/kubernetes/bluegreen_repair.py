@@ -17,11 +17,12 @@ from typing import Any
 
 from k3deploy.errors import Diagnosis, K3DeployError, RolloutFailed, RolloutTimeout
 from k3deploy.kube.port import KubePort
+from k3deploy.profile.model import Profile
 from k3deploy.targets.kubernetes import history
 from k3deploy.targets.kubernetes.bluegreen import leftovers
 
 
-def found_leftovers(api: KubePort, profile: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def found_leftovers(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The other colour's LeaderWorkerSet and the preview Services a cut-short blue-green left that exist now."""
     return [
         obj

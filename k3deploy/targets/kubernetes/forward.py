@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
 from k3deploy.errors import ForwardFailed, K3DeployError
 from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.port import KubePort
 from k3deploy.kube.portforward import PodPortForward
 from k3deploy.lws import GROUP_INDEX_LABEL, WORKER_INDEX_LABEL
+from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.readiness import pod_ready
 from k3deploy.smoke.reach import Reach, unreachable
 
 
-def by_hand(profile: Any, pod: str | None) -> str:
+def by_hand(profile: Profile, pod: str | None) -> str:
     """How to smoke the same server by hand: a port-forward of one's own and `k3deploy smoke`, or the in-cluster Job."""
     namespace, port = profile.kubernetes.namespace, profile.vllm.port
     target = f"pod/{pod}" if pod else f"svc/{api_service_name(profile)}"
@@ -36,7 +37,7 @@ def by_hand(profile: Any, pod: str | None) -> str:
     )
 
 
-def serving_leader(api: KubePort, profile: Any) -> str | None:
+def serving_leader(api: KubePort, profile: Profile) -> str | None:
     """The first ready, not terminating leader pod the live API Service selects (lowest group), None when none."""
     namespace = profile.kubernetes.namespace
     service = api.get("v1", "Service", api_service_name(profile), namespace)
@@ -72,7 +73,7 @@ class GateOptions(Protocol):
 
 
 @contextlib.contextmanager
-def _forwarded(kube: KubeOptions, profile: Any, pod: str) -> Iterator[Reach]:
+def _forwarded(kube: KubeOptions, profile: Profile, pod: str) -> Iterator[Reach]:
     namespace, port = profile.kubernetes.namespace, profile.vllm.port
     hint = by_hand(profile, pod)
     try:
@@ -87,7 +88,7 @@ def _forwarded(kube: KubeOptions, profile: Any, pod: str) -> Iterator[Reach]:
 
 @contextlib.contextmanager
 def reach(
-    api: KubePort, options: GateOptions, profile: Any, lws_name: str | None = None, group: int | None = None
+    api: KubePort, options: GateOptions, profile: Profile, lws_name: str | None = None, group: int | None = None
 ) -> Iterator[Reach]:
     """The way to the server a gate smokes: the whole deployment (`group` None) or one group's leader."""
     namespace = profile.kubernetes.namespace
