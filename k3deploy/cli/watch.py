@@ -40,7 +40,7 @@ def _metrics_base(profile: Profile, endpoint: str | None) -> str:
     if profile.kubernetes.endpoint_override is not None:
         return normalize_endpoint(str(profile.kubernetes.endpoint_override))
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.render.manifests import api_service_name
+    from k3deploy.profile.object_names import api_service_name
 
     port = profile.vllm.port
     raise UsageError(

@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError, kube_error
-from k3deploy.kube.client import KubeOptions, connect, translate
+from k3deploy.kube.client import connect, translate
+from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.retry import MAX_ATTEMPTS, call_with_retries
 
 #: The field manager of every server-side apply k3deploy makes.
@@ -50,6 +51,12 @@ def object_key(obj: dict[str, Any]) -> str:
     namespace = meta.get("namespace")
     name = f"{obj.get('kind')}/{meta.get('name')}"
     return f"{namespace}/{name}" if namespace else name
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    """The client's answer (a ResourceInstance) as the plain dict every method returns."""
+    found: dict[str, Any] = result.to_dict()
+    return found
 
 
 class KubeApi:
@@ -232,7 +239,7 @@ class KubeApi:
             return None
         except Exception as exc:
             raise self._translate(exc, f"get {kind}/{name}") from exc
-        return found.to_dict()
+        return _as_dict(found)
 
     def list(
         self,
@@ -258,7 +265,7 @@ class KubeApi:
         """Server-side apply with field manager `k3deploy`; a KubeError (status, reason, Status body) on refusal."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return self._call(
+        done = self._call(
             f"apply {object_key(obj)}",
             self.dynamic.server_side_apply,
             res,
@@ -268,30 +275,33 @@ class KubeApi:
             field_manager=FIELD_MANAGER,
             force_conflicts=force,
             dry_run="All" if dry_run else None,
-        ).to_dict()
+        )
+        return _as_dict(done)
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create an object; a KubeError with status 409 when it exists already."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return self._call(
+        done = self._call(
             f"create {object_key(obj)}",
             res.create,
             body=obj,
             namespace=meta.get("namespace") if res.namespaced else None,
-        ).to_dict()
+        )
+        return _as_dict(done)
 
     def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Replace an object, its metadata.resourceVersion a precondition: status 409 when it changed meanwhile."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return self._call(
+        done = self._call(
             f"replace {object_key(obj)}",
             res.replace,
             body=obj,
             name=meta.get("name"),
             namespace=meta.get("namespace") if res.namespaced else None,
-        ).to_dict()
+        )
+        return _as_dict(done)
 
     def delete(
         self, api_version: str, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"

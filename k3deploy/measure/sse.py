@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -124,7 +125,7 @@ class StreamChunk:
     answer: str = ""
 
 
-def _choice_text(choice: dict) -> tuple[str, str]:
+def _choice_text(choice: dict[str, Any]) -> tuple[str, str]:
     """(all output text, the answer only) of one choice."""
     if "text" in choice:  # /v1/completions
         text = answer = choice.get("text") or ""

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from k3deploy.errors import KubeError
 from k3deploy.kube.api import KubeApi
-from k3deploy.kube.client import KubeOptions
+from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.port import KubePort
 from k3deploy.kube.workloads import controller_workloads
 from k3deploy.lws import NAME_LABEL, colours
@@ -26,7 +27,7 @@ from k3deploy.preflight.facts import (
 )
 from k3deploy.preflight.versions import installed_versions
 from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import model_cache_name
+from k3deploy.profile.object_names import model_cache_name
 
 _REVIEW_WORKERS = 8
 #: Pods that still hold resources: those neither Succeeded nor Failed.
@@ -37,12 +38,12 @@ _DEFAULT_CLASS_ANNOTATIONS = (
 )
 
 
-def nodes(api: KubePort) -> list[dict]:
+def nodes(api: KubePort) -> list[dict[str, Any]]:
     """Every node, raw."""
     return list(api.look("list nodes", "v1", "nodes").get("items") or [])
 
 
-def active_pods(api: KubePort) -> list[dict]:
+def active_pods(api: KubePort) -> list[dict[str, Any]]:
     """Pods of all namespaces that still hold resources (not Succeeded or Failed), raw."""
     return list(api.look("list pods", "v1", "pods", field_selector=_ACTIVE_PODS).get("items") or [])
 
@@ -78,9 +79,9 @@ def storage_classes(api: KubePort) -> tuple[list[str], str | None, dict[str, str
     return names, default, {i["metadata"]["name"]: str(i.get("provisioner", "")) for i in items}
 
 
-def persistent_volume_claim(api: KubePort, namespace: str, name: str) -> dict | None:
+def persistent_volume_claim(api: KubePort, namespace: str, name: str) -> dict[str, Any] | None:
     """A PersistentVolumeClaim as a dict; None when it does not exist."""
-    return api.look(
+    found: dict[str, Any] | None = api.look(
         f"read persistentvolumeclaim {namespace}/{name}",
         "v1",
         "persistentvolumeclaims",
@@ -88,6 +89,7 @@ def persistent_volume_claim(api: KubePort, namespace: str, name: str) -> dict | 
         namespace=namespace,
         missing_ok=True,
     )
+    return found
 
 
 def runtime_class_exists(api: KubePort, name: str) -> bool | None:
@@ -111,11 +113,11 @@ def _review(api: KubePort, need: Access, namespace: str) -> AccessFacts:
     )
 
 
-def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict]:
+def others_pods(pods: list[dict[str, Any]], profile: Profile, namespace: str) -> list[dict[str, Any]]:
     """Pods not of this deployment (either blue-green colour): an upgrade replaces our own group, so its GPUs count
     as free."""
 
-    def ours(pod: dict) -> bool:
+    def ours(pod: dict[str, Any]) -> bool:
         meta = pod.get("metadata") or {}
         return meta.get("namespace") == namespace and (meta.get("labels") or {}).get(NAME_LABEL) in colours(
             profile.name
@@ -134,7 +136,7 @@ def placement_nodes(profile: Profile, options: KubeOptions) -> list[NodeFacts]:
         api.close()
 
 
-def _claim(pvc: dict) -> ClaimFacts:
+def _claim(pvc: dict[str, Any]) -> ClaimFacts:
     spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
     capacity = (status.get("capacity") or {}).get("storage") or (
         (spec.get("resources") or {}).get("requests") or {}

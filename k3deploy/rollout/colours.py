@@ -54,7 +54,8 @@ def recoloured(objects: list[dict[str, Any]], base: str, name: str) -> list[dict
 
 def selected(service: dict[str, Any] | None) -> str | None:
     """The LeaderWorkerSet a Service's selector picks, if it picks one by name."""
-    return ((service or {}).get("spec") or {}).get("selector", {}).get(NAME_LABEL)
+    picked: str | None = ((service or {}).get("spec") or {}).get("selector", {}).get(NAME_LABEL)
+    return picked
 
 
 def preview_service(api_service: dict[str, Any], lws_name: str) -> dict[str, Any]:

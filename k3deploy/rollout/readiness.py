@@ -47,7 +47,8 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
     """The status condition of a type, or None."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_:
-            return cond
+            found: dict[str, Any] = cond
+            return found
     return None
 
 
