@@ -8,6 +8,8 @@ import builtins
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from k3deploy.kobject import KubeObject
+
 
 class KubePort(Protocol):
     """Reads, writes, watches, logs and events of one cluster, as the raw dicts the API server sends."""
@@ -44,7 +46,7 @@ class KubePort(Protocol):
         """Whether the server serves the kind."""
         ...
 
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> KubeObject | None:
         """One object, or None when it (or its kind) is not there."""
         ...
 
@@ -56,19 +58,19 @@ class KubePort(Protocol):
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> tuple[builtins.list[dict[str, Any]], str]:
+    ) -> tuple[builtins.list[KubeObject], str]:
         """The objects of a kind and the list's resourceVersion."""
         ...
 
-    def apply(self, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> dict[str, Any]:
+    def apply(self, obj: KubeObject, *, force: bool = False, dry_run: bool = False) -> KubeObject:
         """Server-side apply as k3deploy's field manager: the object as the server stored (or would store) it."""
         ...
 
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(self, obj: KubeObject) -> KubeObject:
         """Create the object; the server's copy."""
         ...
 
-    def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def replace(self, obj: KubeObject) -> KubeObject:
         """Replace the object (its resourceVersion guards the write); the server's copy."""
         ...
 
@@ -89,7 +91,7 @@ class KubePort(Protocol):
         field_selector: str | None = None,
         label_selector: str | None = None,
         watcher: Any = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[KubeObject]:
         """One watch connection's raw events, from `resource_version`."""
         ...
 
@@ -105,6 +107,6 @@ class KubePort(Protocol):
         """A container's log, at most `limit_bytes` of it."""
         ...
 
-    def events(self, namespace: str) -> builtins.list[dict[str, Any]]:
+    def events(self, namespace: str) -> builtins.list[KubeObject]:
         """The namespace's events."""
         ...

@@ -13,8 +13,8 @@ does not know, so a new step cannot go unreviewed. Preflight (preflight/cluster.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.access import APPLY_VERBS, REVIEWED_APART, WAIT_VERBS, Access, group_of, plural
@@ -47,7 +47,7 @@ from k3deploy.rollout.steps import (
 )
 
 
-def _waited(objects: Sequence[dict[str, Any]]) -> list[Access]:
+def _waited(objects: Sequence[KubeObject]) -> list[Access]:
     """A wait (targets/kubernetes/wait.py): list and watch of each waited kind, the proof of a LeaderWorkerSet's template, the
     claims its pods mount, and the pods, logs and events a diagnosis reads."""
     kinds = {(plural(o["kind"]), group_of(o["apiVersion"])) for o in objects if o["kind"] in WAITED_KINDS}
@@ -80,7 +80,7 @@ def _kind(api_version: str, kind: str, verbs: Sequence[str]) -> list[Access]:
     return [Access(verb, plural(kind), group_of(api_version)) for verb in verbs]
 
 
-def _applied(objects: Sequence[dict[str, Any]]) -> list[Access]:
+def _applied(objects: Sequence[KubeObject]) -> list[Access]:
     return [
         a for o in objects if o["kind"] not in REVIEWED_APART for a in _kind(o["apiVersion"], o["kind"], APPLY_VERBS)
     ]
@@ -145,7 +145,7 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
 
 
 def required_access(
-    objects: Sequence[dict[str, Any]], steps: Sequence[Step] = (), *, port_forward: bool = False
+    objects: Sequence[KubeObject], steps: Sequence[Step] = (), *, port_forward: bool = False
 ) -> list[Access]:
     """The verbs a command uses, each once, in a stable order: each kind of the rendered `objects`' apply and delete,
     what each of the plan's `steps` runs, and the release's Lease; with `port_forward` (the final smoke reaches the
@@ -161,7 +161,7 @@ def required_access(
 
 
 def command_access(
-    objects: Sequence[dict[str, Any]], strategy: Strategy = UP_STRATEGY, *, port_forward: bool = False
+    objects: Sequence[KubeObject], strategy: Strategy = UP_STRATEGY, *, port_forward: bool = False
 ) -> list[Access]:
     """`required_access` of a command that runs `strategy` on the rendered `objects`: the set's verbs and those of
     every step its plan and its rollback may run (rollout/plan.py and rollout/undo.py `reachable`; the release is the

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import (
     GROUP_INDEX_LABEL,
     NAME_LABEL,
@@ -64,7 +65,7 @@ class Failure:
 class WaitState:
     """The watched objects by kind and name, and what the waiter remembers between batches."""
 
-    objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    objects: dict[str, dict[str, KubeObject]] = field(default_factory=dict)
     since: dict[str, tuple[str, float]] = field(default_factory=dict)
     unschedulable_since: dict[str, float] = field(default_factory=dict)
     crashes: dict[str, set[tuple[Any, ...]]] = field(default_factory=dict)
@@ -84,12 +85,12 @@ class Judgement:
     accepted: list[tuple[str, str]]
 
 
-def name_of(obj: dict[str, Any]) -> str:
+def name_of(obj: KubeObject) -> str:
     """metadata.name."""
     return str(obj.get("metadata", {}).get("name", ""))
 
 
-def owned_by_job(pod: dict[str, Any], job: dict[str, Any]) -> bool:
+def owned_by_job(pod: KubeObject, job: KubeObject) -> bool:
     """A Job's pod: owned by this Job's uid, or (no uid known) labelled with its name."""
     meta = pod.get("metadata", {})
     uid = job.get("metadata", {}).get("uid")
@@ -133,7 +134,7 @@ def current_key(target: dict[str, Any], state: WaitState) -> str | None:
     )
 
 
-def outgoing(pod: dict[str, Any], key: str | None) -> bool:
+def outgoing(pod: KubeObject, key: str | None) -> bool:
     """A pod of an older template (the controller replaces it): shown, but its failures are not the rollout's."""
     return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) != key
 
@@ -186,7 +187,7 @@ def pod_row(pod: dict[str, Any], state: WaitState, now: float, claims: list[Clai
     return row(state, f"  Pod/{name_of(pod)}", label, detail, now)
 
 
-def _unschedulable_message(pod: dict[str, Any]) -> str:
+def _unschedulable_message(pod: KubeObject) -> str:
     return next((p.message for p in pod_problems(pod) if p.reason == "Unschedulable"), "")
 
 
@@ -227,8 +228,8 @@ def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
 
 
 def pod_failure(
-    target: dict[str, Any],
-    pod: dict[str, Any],
+    target: KubeObject,
+    pod: KubeObject,
     state: WaitState,
     now: float,
     grace_s: float,

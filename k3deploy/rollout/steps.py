@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
+from k3deploy.kobject import KubeObject
+
+Obj = KubeObject
 
 #: The pipeline stages steps belong to; ROLLBACK and DOWN: the steps of an undo or a teardown (rollout/undo.py).
 APPLY, WAIT, ROLLBACK, DOWN = "apply", "wait", "rollback", "down"

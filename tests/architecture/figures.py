@@ -18,6 +18,7 @@ from tests.conftest import REPO_ROOT
 #: on one line are peers (they import neither way, counted apart as sideways); the foundation is shared by all.
 FOUNDATION = {
     "k3deploy",
+    "kobject",
     "errors",
     "duration",
     "redact",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from k3deploy.errors import CheckFailed, KubeError, UsageError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
 from k3deploy.rollout.changes import conflicts, describe_conflicts, immutable_fields, same, unified_diff
@@ -31,7 +31,7 @@ class Applied:
 
     key: str
     action: str
-    obj: dict[str, Any]
+    obj: KubeObject
 
     @property
     def changed(self) -> bool:
@@ -39,7 +39,7 @@ class Applied:
         return self.action not in ("unchanged", KEPT)
 
 
-def _server_apply(api: KubePort, obj: dict[str, Any], *, force: bool, dry_run: bool) -> dict[str, Any]:
+def _server_apply(api: KubePort, obj: KubeObject, *, force: bool, dry_run: bool) -> KubeObject:
     """One apply call; a 409 becomes a CheckFailed naming the owning manager of each contested field."""
     try:
         return api.apply(obj, force=force, dry_run=dry_run)
@@ -52,7 +52,7 @@ def _server_apply(api: KubePort, obj: dict[str, Any], *, force: bool, dry_run: b
         raise
 
 
-def _replaceable(key: str, live: dict[str, Any], rendered: dict[str, Any]) -> None:
+def _replaceable(key: str, live: KubeObject, rendered: KubeObject) -> None:
     """A Job is deleted to be created again only when k3deploy created it."""
     if not owned(live, rendered):
         raise UsageError(
@@ -62,7 +62,7 @@ def _replaceable(key: str, live: dict[str, Any], rendered: dict[str, Any]) -> No
         )
 
 
-def apply_object(api: KubePort, rendered: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> Applied:
+def apply_object(api: KubePort, rendered: KubeObject, *, force: bool = False, dry_run: bool = False) -> Applied:
     """Apply one object (with the ownership mark when k3deploy creates it) and say what happened to it."""
     key = object_key(rendered)
     meta = rendered["metadata"]
@@ -109,7 +109,7 @@ def apply_object(api: KubePort, rendered: dict[str, Any], *, force: bool = False
 
 def apply_objects(
     api: KubePort,
-    objects: list[dict[str, Any]],
+    objects: list[KubeObject],
     *,
     force: bool = False,
     dry_run: bool = False,
@@ -125,7 +125,7 @@ def apply_objects(
     return done
 
 
-def diff_objects(api: KubePort, objects: list[dict[str, Any]], *, force: bool = False) -> list[tuple[str, str]]:
+def diff_objects(api: KubePort, objects: list[KubeObject], *, force: bool = False) -> list[tuple[str, str]]:
     """(key, unified diff) for every object a server dry-run apply would change."""
     diffs = []
     for obj in objects:

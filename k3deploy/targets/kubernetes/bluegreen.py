@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import API_VERSION
 from k3deploy.preflight.checks_cluster import eligible_hosts
@@ -49,7 +50,7 @@ POLL_S = 0.5
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
-def live_name(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> str:
+def live_name(api: KubePort, profile: Profile, objects: list[KubeObject]) -> str:
     """The colour the live API Service routes to (the rendered name when there is none yet)."""
     base = profile.name
     service = api_service_of(objects, base)
@@ -60,12 +61,12 @@ def live_name(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) ->
     return name if name in colours(base) else base
 
 
-def as_live(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def as_live(api: KubePort, profile: Profile, objects: list[KubeObject]) -> list[KubeObject]:
     """The rendered set under the colour that serves now."""
     return recoloured(objects, profile.name, live_name(api, profile, objects))
 
 
-def _live_lws(api: KubePort, lws: dict[str, Any]) -> dict[str, Any] | None:
+def _live_lws(api: KubePort, lws: KubeObject) -> KubeObject | None:
     return api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], lws["metadata"].get("namespace"))
 
 
@@ -76,7 +77,7 @@ def has_room(api: KubePort, profile: Profile) -> bool:
     return len(eligible_hosts(profile, parse_nodes(nodes, pods))) >= profile.parallel.nodes
 
 
-def outage_question(api: KubePort, profile: Profile, rendered: list[dict[str, Any]]) -> str | None:
+def outage_question(api: KubePort, profile: Profile, rendered: list[KubeObject]) -> str | None:
     """None when blue-green can go ahead (or there is nothing live to replace); else the question to ask: the change
     can only replace the only group in place. Raises UsageError for N >= 2 groups (the rolling upgrade keeps those
     serving)."""
@@ -99,7 +100,7 @@ def outage_question(api: KubePort, profile: Profile, rendered: list[dict[str, An
     )
 
 
-def in_place_question(api: KubePort, profile: Profile, rendered: list[dict[str, Any]]) -> str | None:
+def in_place_question(api: KubePort, profile: Profile, rendered: list[KubeObject]) -> str | None:
     """The question to ask before a rolling apply replaces the only group in place (one replica, maxSurge 0, a
     changed pod template: rollout/surge.py); None when nothing live would be replaced."""
     lws = lws_of(as_live(api, profile, rendered))
@@ -145,7 +146,7 @@ def wait_endpoint(
         time.sleep(POLL_S)
 
 
-def leftovers(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def leftovers(api: KubePort, profile: Profile, objects: list[KubeObject]) -> list[KubeObject]:
     """What a half-done blue-green may have left beside the live set: the other colour's LeaderWorkerSet and both
     preview Services (for `down`)."""
     lws = lws_of(objects)
@@ -174,7 +175,7 @@ def leftovers(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) ->
     return out
 
 
-def other_group(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def other_group(api: KubePort, profile: Profile, objects: list[KubeObject]) -> list[KubeObject]:
     """The other colour's LeaderWorkerSet when it exists beside the live set (a blue-green under way or half-done)."""
     lws = lws_of(objects)
     if lws is None:

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import Diagnosis, K3DeployError, RolloutFailed, RolloutTimeout
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.profile.model import Profile
 from k3deploy.targets.kubernetes import history
 from k3deploy.targets.kubernetes.bluegreen import leftovers
 
 
-def found_leftovers(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def found_leftovers(api: KubePort, profile: Profile, objects: list[KubeObject]) -> list[KubeObject]:
     """The other colour's LeaderWorkerSet and the preview Services a cut-short blue-green left that exist now."""
     return [
         obj
@@ -33,7 +34,7 @@ def found_leftovers(api: KubePort, profile: Profile, objects: list[dict[str, Any
 
 def clear_leftovers(
     api: KubePort,
-    found: list[dict[str, Any]],
+    found: list[KubeObject],
     serving: str | None,
     note: Callable[[str], None],
     waiter: Callable[[], Any],

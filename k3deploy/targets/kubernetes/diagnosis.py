@@ -6,9 +6,8 @@ on a restart, and the logs with it); events are read when the block is built.
 
 from __future__ import annotations
 
-from typing import Any
-
 from k3deploy.errors import CapturedLog, Diagnosis
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 
 #: Events shown in a diagnosis (the latest ones).
@@ -17,7 +16,7 @@ EVENT_LINES = 10
 LOG_LINES = 40
 
 
-def _event_time(event: dict[str, Any]) -> str:
+def _event_time(event: KubeObject) -> str:
     return str(
         event.get("lastTimestamp")
         or event.get("eventTime")
@@ -27,7 +26,7 @@ def _event_time(event: dict[str, Any]) -> str:
     )
 
 
-def format_events(events: list[dict[str, Any]], names: set[str], limit: int = EVENT_LINES) -> list[str]:
+def format_events(events: list[KubeObject], names: set[str], limit: int = EVENT_LINES) -> list[str]:
     """The last `limit` events about any of `names`, oldest first, one line each."""
     involved = [e for e in events if (e.get("involvedObject") or {}).get("name") in names]
     involved.sort(key=_event_time)
@@ -43,7 +42,7 @@ def format_events(events: list[dict[str, Any]], names: set[str], limit: int = EV
     return lines
 
 
-def _running_again(pod: dict[str, Any], container: str | None) -> bool:
+def _running_again(pod: KubeObject, container: str | None) -> bool:
     status = pod.get("status") or {}
     for cs in list(status.get("initContainerStatuses") or []) + list(status.get("containerStatuses") or []):
         if container is None or cs.get("name") == container:
@@ -51,7 +50,7 @@ def _running_again(pod: dict[str, Any], container: str | None) -> bool:
     return False
 
 
-def read_log(api: KubePort, pod: dict[str, Any], container: str | None, lines: int = LOG_LINES) -> CapturedLog:
+def read_log(api: KubePort, pod: KubeObject, container: str | None, lines: int = LOG_LINES) -> CapturedLog:
     """The tail of the log of a container's crashed run.
 
     A container waiting to restart (CrashLoopBackOff) or terminated still shows that run as its current log;

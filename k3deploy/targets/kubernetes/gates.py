@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.profile.kubernetes_spec import release_version
 from k3deploy.rollout.groups import PARTITION_SINCE, partitioned
@@ -33,7 +34,7 @@ def gates_name(release: str) -> str:
     return f"{release}-k3deploy-gates"
 
 
-def template_digest(lws: dict[str, Any]) -> str:
+def template_digest(lws: KubeObject) -> str:
     """A digest of a rendered LeaderWorkerSet's pod templates (what a group runs; replicas and partition left out)."""
     template = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
@@ -61,7 +62,7 @@ def with_entry(record: list[dict[str, Any]], digest: str, group: int | None, now
     return [*rest, {"template": digest, "groups": groups}][-GATES_LIMIT:]
 
 
-def read_gates(api: KubePort, namespace: str, release: str) -> list[dict[str, Any]]:
+def read_gates(api: KubePort, namespace: str, release: str) -> list[KubeObject]:
     """The record, oldest template first (empty when there is none or it does not parse)."""
     found = api.get("v1", "ConfigMap", gates_name(release), namespace)
     try:
@@ -71,7 +72,7 @@ def read_gates(api: KubePort, namespace: str, release: str) -> list[dict[str, An
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
-def record(api: KubePort, namespace: str, release: str, lws: dict[str, Any], group: int | None) -> None:
+def record(api: KubePort, namespace: str, release: str, lws: KubeObject, group: int | None) -> None:
     """Record that a walk began on `lws`'s template (`group` None) or that `group` passed its gate on it."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     entries = with_entry(read_gates(api, namespace, release), template_digest(lws), group, now)
@@ -92,7 +93,7 @@ def record(api: KubePort, namespace: str, release: str, lws: dict[str, Any], gro
     )
 
 
-def ungated(api: KubePort, namespace: str, release: str, lws: dict[str, Any]) -> list[int]:
+def ungated(api: KubePort, namespace: str, release: str, lws: KubeObject) -> list[int]:
     """Groups of `lws` (highest first) whose gate has not passed on its template, when a walk began on it (a
     template no walk began on, a first install's, is gated by the pipeline's smoke alone): none otherwise."""
     done = passed_groups(read_gates(api, namespace, release), template_digest(lws))
@@ -112,7 +113,7 @@ def partition_refusal(lws_version: str) -> str | None:
     )
 
 
-def check_partition(api: KubePort, lws: dict[str, Any], lws_version: str) -> None:
+def check_partition(api: KubePort, lws: KubeObject, lws_version: str) -> None:
     """Refuse (exit 3) a group-by-group walk the cluster cannot hold: the profile's LWS predates partition, or the
     served CRD prunes it (a server dry run of the partitioned object drops the field)."""
     why = partition_refusal(lws_version)

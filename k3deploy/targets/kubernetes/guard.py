@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 
 
-def _template(obj: dict[str, Any]) -> Any:
+def _template(obj: KubeObject) -> Any:
     return (obj.get("spec") or {}).get("leaderWorkerTemplate")
 
 
-def foreign_change(api: KubePort, applied: list[dict[str, Any]], previous: list[dict[str, Any]]) -> str | None:
+def foreign_change(api: KubePort, applied: list[KubeObject], previous: list[KubeObject]) -> str | None:
     """Why the live LeaderWorkerSet is neither this run's nor the previous revision's; None when it is one of them."""
     lws = next((o for o in applied if o.get("kind") == "LeaderWorkerSet"), None)
     if lws is None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from k3deploy.errors import K3DeployError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
 from k3deploy.rollout.order import delete_order
@@ -35,7 +36,7 @@ HISTORY_LIMIT = 5
 HISTORY_KEY = "revisions.json"
 
 
-def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[str, Any]]:
+def read_history(api: KubePort, namespace: str, deployment: str) -> list[KubeObject]:
     """Recorded revisions, oldest first (empty when there is no history or no namespace yet)."""
     found = api.get("v1", "ConfigMap", history_name(deployment), namespace)
     if found is None:
@@ -79,7 +80,7 @@ def _write(api: KubePort, namespace: str, deployment: str, entries: list[dict[st
     )
 
 
-def record_revision(api: KubePort, namespace: str, deployment: str, objects: list[dict[str, Any]]) -> int:
+def record_revision(api: KubePort, namespace: str, deployment: str, objects: list[KubeObject]) -> int:
     """Record `objects` as the live revision; returns its number (the same one when nothing changed)."""
     entries = read_history(api, namespace, deployment)
     now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -105,7 +106,7 @@ class Removal:
     kept: list[str] = field(default_factory=list)
 
 
-def _holds_foreign(api: KubePort, namespace_obj: dict[str, Any]) -> list[str]:
+def _holds_foreign(api: KubePort, namespace_obj: KubeObject) -> list[str]:
     """What the namespace holds that k3deploy did not create (Secrets, ConfigMaps, PVCs), which deleting it would
     delete too; a namespace whose contents cannot be listed counts as holding something."""
     release, namespace = release_of(namespace_obj)
@@ -121,7 +122,7 @@ def _holds_foreign(api: KubePort, namespace_obj: dict[str, Any]) -> list[str]:
 
 def remove(
     api: KubePort,
-    objects: list[dict[str, Any]],
+    objects: list[KubeObject],
     note: Callable[[str], None],
     *,
     keep: frozenset[str] = KEPT_KINDS,

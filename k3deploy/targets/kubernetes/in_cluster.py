@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from k3deploy.errors import SmokeUnreachable
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
 from k3deploy.render.manifests import SMOKE_COMPONENT
@@ -42,7 +43,7 @@ CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 CONTAINER = "smoke"
 
 
-def _hint(job: dict[str, Any]) -> str:
+def _hint(job: KubeObject) -> str:
     meta = job["metadata"]
     return (
         f"`kubectl -n {meta['namespace']} logs job/{meta['name']}` shows what it did; the install is kept, so "
@@ -50,7 +51,7 @@ def _hint(job: dict[str, Any]) -> str:
     )
 
 
-def _gone(api: KubePort, job: dict[str, Any], deadline: float) -> None:
+def _gone(api: KubePort, job: KubeObject, deadline: float) -> None:
     meta = job["metadata"]
     while api.get("batch/v1", "Job", meta["name"], meta["namespace"]) is not None:
         if time.monotonic() > deadline:
@@ -60,7 +61,7 @@ def _gone(api: KubePort, job: dict[str, Any], deadline: float) -> None:
         time.sleep(POLL_S)
 
 
-def fresh_job(api: KubePort, job: dict[str, Any], note: Any, *, force: bool = False) -> dict[str, Any]:
+def fresh_job(api: KubePort, job: KubeObject, note: Any, *, force: bool = False) -> KubeObject:
     """Delete the earlier run of the smoke Job (only when k3deploy created it), then create it; the live Job."""
     meta = job["metadata"]
     live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
@@ -78,7 +79,7 @@ def fresh_job(api: KubePort, job: dict[str, Any], note: Any, *, force: bool = Fa
     return created.obj
 
 
-def _wait(api: KubePort, job: dict[str, Any]) -> dict[str, Any]:
+def _wait(api: KubePort, job: KubeObject) -> KubeObject:
     meta = job["metadata"]
     limit = float((job.get("spec") or {}).get("activeDeadlineSeconds") or 0) + GRACE_S
     deadline = time.monotonic() + limit
@@ -96,14 +97,14 @@ def _wait(api: KubePort, job: dict[str, Any]) -> dict[str, Any]:
         time.sleep(POLL_S)
 
 
-def _pod(api: KubePort, live: dict[str, Any]) -> dict[str, Any] | None:
+def _pod(api: KubePort, live: KubeObject) -> KubeObject | None:
     uid = live["metadata"].get("uid")
     pods, _ = api.list("v1", "Pod", live["metadata"]["namespace"], label_selector=f"{CONTROLLER_UID_LABEL}={uid}")
     pods.sort(key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
     return pods[-1] if pods else None
 
 
-def run(api: KubePort, job: dict[str, Any], note: Any, *, force: bool = False) -> JobRun:
+def run(api: KubePort, job: KubeObject, note: Any, *, force: bool = False) -> JobRun:
     """Run the smoke Job afresh, wait for its end and read its log; SmokeUnreachable when it cannot run to its end."""
     live = fresh_job(api, job, note, force=force)
     target = f"job/{live['metadata']['namespace']}/{live['metadata']['name']}"
@@ -120,12 +121,12 @@ def run(api: KubePort, job: dict[str, Any], note: Any, *, force: bool = False) -
     return JobRun(object_key(job), target, text, outcome, bool(state.failed), _hint(job))
 
 
-def smoke_job(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+def smoke_job(objects: list[KubeObject]) -> KubeObject | None:
     """The rendered smoke Job of a set, None when the set has none."""
     return next((o for o in objects if job_role(o) == SMOKE_COMPONENT), None)
 
 
-def gate_job(job: dict[str, Any], lws_name: str, group: int, port: int) -> dict[str, Any]:
+def gate_job(job: KubeObject, lws_name: str, group: int, port: int) -> KubeObject:
     """The smoke Job for one group's gate: named after its leader, its `--endpoint` the leader's cluster DNS name."""
     out = copy.deepcopy(job)
     namespace = out["metadata"]["namespace"]
@@ -138,7 +139,7 @@ def gate_job(job: dict[str, Any], lws_name: str, group: int, port: int) -> dict[
 
 
 def gate(
-    api: KubePort, job: dict[str, Any], lws_name: str, group: int, port: int, note: Any, *, force: bool = False
+    api: KubePort, job: KubeObject, lws_name: str, group: int, port: int, note: Any, *, force: bool = False
 ) -> JobRun:
     """Smoke one new group from inside the cluster with the set's smoke Job `job` renamed after its leader (deleted
     afterwards); the run, judged by the pipeline as any smoke is."""

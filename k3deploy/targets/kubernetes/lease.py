@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, KubeError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 
 LEASE_API = "coordination.k8s.io/v1"
@@ -70,7 +71,7 @@ class Holder:
     expires: datetime | None
 
 
-def holder_of(lease: dict[str, Any] | None, now: datetime) -> Holder | None:
+def holder_of(lease: KubeObject | None, now: datetime) -> Holder | None:
     """The live holder of a lease; None when it is free, released or expired."""
     spec = (lease or {}).get("spec") or {}
     who = spec.get("holderIdentity")
@@ -117,13 +118,13 @@ class ReleaseLease:
         self.note, self.duration_s, self.renew_s, self.clock = note, duration_s, renew_s, clock
         #: Taking the lease counts against the command's deadline (`acquire_api`); renewing and freeing it do not.
         self.acquire_api = acquire_api if acquire_api is not None else api
-        self._live: dict[str, Any] | None = None
+        self._live: KubeObject | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
         #: Why the lease was lost while held (another command took it over), or None.
         self.lost: str | None = None
 
-    def _body(self, acquired: datetime, transitions: int, base: dict[str, Any] | None) -> dict[str, Any]:
+    def _body(self, acquired: datetime, transitions: int, base: KubeObject | None) -> KubeObject:
         meta: dict[str, Any] = {"name": lease_name(self.release), "namespace": self.namespace}
         if base is not None:
             meta["resourceVersion"] = base["metadata"]["resourceVersion"]

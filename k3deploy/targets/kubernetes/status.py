@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import K3DeployError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
@@ -23,7 +24,7 @@ def _node_labels(api: KubePort, name: str, cache: dict[str, dict[str, str]]) -> 
     return cache[name]
 
 
-def _currency(api: KubePort, lws: dict[str, Any], namespace: str) -> tuple[bool, str]:
+def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str]:
     """Whether a LeaderWorkerSet's status is its current spec's (as `wait` decides it), and the proof used."""
     selector = f"{NAME_LABEL}={lws['metadata']['name']}"
     try:

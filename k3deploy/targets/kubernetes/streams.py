@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from k3deploy.errors import K3DeployError, KubeError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 
 #: How long the server keeps one watch connection open before the waiter re-opens it.
@@ -25,7 +26,7 @@ class Synced:
     """A (re-)list of one kind: every object of it in the namespace."""
 
     kind: str
-    items: list[dict[str, Any]]
+    items: list[KubeObject]
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Changed:
 
     kind: str
     type: str
-    obj: dict[str, Any]
+    obj: KubeObject
 
 
 @dataclass(frozen=True)

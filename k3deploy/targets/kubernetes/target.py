@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import RenderableType
 
 from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.deadline import Deadline
 from k3deploy.observe import allreduce_probe
@@ -57,7 +58,7 @@ from k3deploy.targets.rendering import Objects
 _RECORD_BUDGET_S = 60.0
 
 
-def _objects(profile: Profile) -> list[dict[str, Any]]:
+def _objects(profile: Profile) -> list[KubeObject]:
     """The profile's set, for what renders it afresh: `status`, and the plan's set with the node-preflight Job pinned
     to the hosts found (a profile the command did not render)."""
     return rendered_objects(profile)
@@ -115,7 +116,7 @@ class KubernetesTarget(Target):
             timeout_label=f" ({self._timeout_s(profile):g}s)",
         )
 
-    def _rollout_objects(self, profile: Profile, objects: Objects) -> list[dict[str, Any]]:
+    def _rollout_objects(self, profile: Profile, objects: Objects) -> list[KubeObject]:
         """The set to apply: `objects`, or with the node-preflight Job on every eligible node when the profile names
         none (the profile with those hosts, rendered)."""
         kube = profile.kubernetes

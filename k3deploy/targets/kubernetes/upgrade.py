@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from k3deploy.errors import Diagnosis, RolloutFailed, RolloutTimeout
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
@@ -56,11 +56,11 @@ class GroupRoll:
         self.remaining = remaining
         self.poll_s = poll_s
 
-    def live(self, lws: dict[str, Any]) -> dict[str, Any] | None:
+    def live(self, lws: KubeObject) -> KubeObject | None:
         """The LeaderWorkerSet as the cluster holds it."""
         return self.api.get(lws["apiVersion"], lws["kind"], lws["metadata"]["name"], self.namespace)
 
-    def _current_key(self, lws: dict[str, Any]) -> str:
+    def _current_key(self, lws: KubeObject) -> str:
         live = self.live(lws)
         if live is None:
             return ""
@@ -70,11 +70,11 @@ class GroupRoll:
         revision = template_revision(live, revisions)
         return str(((revision or {}).get("metadata") or {}).get("labels", {}).get(REVISION_LABEL, ""))
 
-    def _pods(self, lws: dict[str, Any]) -> list[dict[str, Any]]:
+    def _pods(self, lws: KubeObject) -> list[KubeObject]:
         pods, _ = self.api.list("v1", "Pod", self.namespace, label_selector=f"{NAME_LABEL}={lws['metadata']['name']}")
         return list(pods)
 
-    def outdated(self, lws: dict[str, Any]) -> list[int]:
+    def outdated(self, lws: KubeObject) -> list[int]:
         """Group indexes whose pods do not all run the current template (highest first)."""
         key = self._current_key(lws)
         pods = self._pods(lws)
@@ -94,7 +94,7 @@ class GroupRoll:
         time.sleep(self.poll_s if left is None else min(self.poll_s, left))
         return False
 
-    def wait_group(self, lws: dict[str, Any], group: int) -> None:
+    def wait_group(self, lws: KubeObject, group: int) -> None:
         """Until every pod of `group` runs the current template and is Ready; RolloutFailed on a fatal problem of
         a new pod, RolloutTimeout at the deadline."""
         name = lws["metadata"]["name"]
@@ -121,13 +121,13 @@ class GroupRoll:
                 )
 
 
-def template_changes(api: KubePort, live: dict[str, Any], new: dict[str, Any]) -> bool:
+def template_changes(api: KubePort, live: KubeObject, new: KubeObject) -> bool:
     """Whether applying `new` over the live LeaderWorkerSet changes its spec (a server dry run bumps the generation)."""
     dry = api.apply(new, force=True, dry_run=True)
     return int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
 
 
-def read_lws(api: KubePort, lws: dict[str, Any] | None, strategy: Strategy, lws_version: str = "0.10.0") -> LiveLws:
+def read_lws(api: KubePort, lws: KubeObject | None, strategy: Strategy, lws_version: str = "0.10.0") -> LiveLws:
     """What the plan builders need of the live LeaderWorkerSet: whether applying `lws` changes it (a server dry run)
     and recreates groups, and which groups no gate passed on. Refuses (exit 3) a group-by-group walk the cluster
     cannot hold, before anything is applied (targets/kubernetes/gates.py)."""

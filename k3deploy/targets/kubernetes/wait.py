@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from k3deploy.errors import CapturedLog, RolloutFailed, RolloutTimeout
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
@@ -62,7 +63,7 @@ class Waiter:
         self._logs: dict[str, CapturedLog] = {}
         self._last_log: CapturedLog | None = None
 
-    def wait(self, targets: list[dict[str, Any]]) -> None:
+    def wait(self, targets: list[KubeObject]) -> None:
         """Return when every waited target is ready on its current spec; raise RolloutFailed / RolloutTimeout."""
         waited = [t for t in targets if t.get("kind") in WAITED_KINDS]
         if not waited:
@@ -188,7 +189,7 @@ class Waiter:
             f"  {name_of(pod)}: container {problem.container} {problem.reason}; log captured ({len(log.lines)} lines)"
         )
 
-    def _job_pod_log(self, job: dict[str, Any] | None, name: str) -> CapturedLog | None:
+    def _job_pod_log(self, job: KubeObject | None, name: str) -> CapturedLog | None:
         """The log of a failed Job's pod, read from the API: the Job's failure can arrive before its pod's crash."""
         uid = (job or {}).get("metadata", {}).get("uid")
         selector = f"batch.kubernetes.io/controller-uid={uid}" if uid else f"job-name={name}"
@@ -248,7 +249,7 @@ class Waiter:
         )
 
 
-def failure_hint(reason: str, pod: dict[str, Any] | None = None, subject: str = "", namespace: str = "") -> str:
+def failure_hint(reason: str, pod: KubeObject | None = None, subject: str = "", namespace: str = "") -> str:
     """The hint line of a failed rollout; an unschedulable pod that requests no GPU (the prefetch or smoke Job's)
     gets its own: GPU capacity is not what it lacks, a node it tolerates is. A claim that will not be provisioned
     is pointed at its StorageClass and provisioner."""
@@ -268,7 +269,7 @@ def failure_hint(reason: str, pod: dict[str, Any] | None = None, subject: str = 
     return _HINTS.get(reason, "see the diagnosis above; `k3deploy status` shows the live state")
 
 
-def _requests_gpu(pod: dict[str, Any]) -> bool:
+def _requests_gpu(pod: KubeObject) -> bool:
     containers = (pod.get("spec") or {}).get("containers") or []
     return any(
         GPU_RESOURCE in ((c.get("resources") or {}).get(kind) or {})
