@@ -54,7 +54,7 @@ def object_key(obj: KubeObject) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _as_dict(result: Any) -> dict[str, Any]:
+def _as_dict(result: Any) -> KubeObject:
     """The client's answer (a ResourceInstance) as the plain dict every method returns."""
     found: KubeObject = result.to_dict()
     return found

@@ -103,14 +103,14 @@ def owned_by_job(pod: KubeObject, job: KubeObject) -> bool:
     return name_of(job) in (labels.get("batch.kubernetes.io/job-name"), labels.get("job-name"))
 
 
-def in_set(pod: dict[str, Any], target: dict[str, Any], state: WaitState) -> bool:
+def in_set(pod: KubeObject, target: KubeObject, state: WaitState) -> bool:
     """Whether `pod` belongs to the waited `target`: a LeaderWorkerSet's by its label, a Job's by owner."""
     if target["kind"] == "LeaderWorkerSet":
         return (pod.get("metadata", {}).get("labels") or {}).get(NAME_LABEL) == name_of(target)
     return owned_by_job(pod, state.objects.get("Job", {}).get(name_of(target), target))
 
 
-def pods_of(target: dict[str, Any], state: WaitState) -> list[dict[str, Any]]:
+def pods_of(target: KubeObject, state: WaitState) -> list[KubeObject]:
     """The target's live (not terminating) pods, by name."""
     pods = state.objects.get("Pod", {}).values()
     return sorted(
@@ -119,7 +119,7 @@ def pods_of(target: dict[str, Any], state: WaitState) -> list[dict[str, Any]]:
     )
 
 
-def current_key(target: dict[str, Any], state: WaitState) -> str | None:
+def current_key(target: KubeObject, state: WaitState) -> str | None:
     """The template-revision-hash of a LeaderWorkerSet's current template: "" while the controller has not recorded
     it, None when that cannot be known (not a LWS, no ControllerRevisions to read)."""
     live = state.objects.get(target["kind"], {}).get(name_of(target))
@@ -139,13 +139,13 @@ def outgoing(pod: KubeObject, key: str | None) -> bool:
     return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) != key
 
 
-def proof(live: dict[str, Any], state: WaitState) -> Proof:
+def proof(live: KubeObject, state: WaitState) -> Proof:
     """Whether a LeaderWorkerSet's status belongs to its current spec (rollout/currency.py)."""
     revisions = None if REVISIONS in state.unavailable else list(state.objects.get(REVISIONS, {}).values())
     return prove_current(live, revisions, pods_of(live, state))
 
 
-def verdict(target: dict[str, Any], state: WaitState) -> Readiness | None:
+def verdict(target: KubeObject, state: WaitState) -> Readiness | None:
     """Where the waited `target` stands; None when it is not there (yet). A LeaderWorkerSet is ready only when its
     readiness is proven to be the current spec's."""
     live = state.objects.get(target["kind"], {}).get(name_of(target))
@@ -168,7 +168,7 @@ def row(state: WaitState, key: str, label: str, detail: str, now: float) -> Row:
     return Row(key, label, detail, state.since[key][1])
 
 
-def pod_row(pod: dict[str, Any], state: WaitState, now: float, claims: list[ClaimVerdict] | None = None) -> Row:
+def pod_row(pod: KubeObject, state: WaitState, now: float, claims: list[ClaimVerdict] | None = None) -> Row:
     """A pod's row: its state, group and role, node and restarts; a pod held only by `claims` still being
     provisioned is Pending on them, not Unschedulable."""
     meta = pod.get("metadata", {})
@@ -191,7 +191,7 @@ def _unschedulable_message(pod: KubeObject) -> str:
     return next((p.message for p in pod_problems(pod) if p.reason == "Unschedulable"), "")
 
 
-def pod_claims(pod: dict[str, Any], state: WaitState) -> list[ClaimVerdict]:
+def pod_claims(pod: KubeObject, state: WaitState) -> list[ClaimVerdict]:
     """The verdicts on the Pending claims an unscheduled pod mounts (none when the claims cannot be read)."""
     claims = state.objects.get(CLAIMS)
     if claims is None or CLAIMS in state.unavailable or (pod.get("spec") or {}).get("nodeName"):
@@ -206,7 +206,7 @@ def pod_claims(pod: dict[str, Any], state: WaitState) -> list[ClaimVerdict]:
     return [v for v in verdicts if v is not None]
 
 
-def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
+def missing_claim_template(pod: KubeObject, state: WaitState) -> str | None:
     """Why a pod can never be scheduled because of its DRA claims: it claims a ResourceClaimTemplate that does not
     exist, so kube-controller-manager cannot make its ResourceClaim (pkg/controller/resourceclaim/controller.go,
     event FailedResourceClaimCreation) and the scheduler's DynamicResources PreEnqueue holds it without a condition
@@ -276,7 +276,7 @@ def pod_failure(
     return None
 
 
-def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: float) -> Judgement:
+def judge(state: WaitState, waited: list[KubeObject], now: float, grace_s: float) -> Judgement:
     """Rows, whether all waited objects are ready, the first failure, and proofs accepted since the last call."""
     rows: list[Row] = []
     all_ready = True
@@ -318,7 +318,7 @@ def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: f
     return Judgement(rows, all_ready and failure is None, failure, accepted)
 
 
-def pending(waited: list[dict[str, Any]], state: WaitState) -> tuple[str, str, str, set[str]]:
+def pending(waited: list[KubeObject], state: WaitState) -> tuple[str, str, str, set[str]]:
     """At the deadline: the first waited object not ready, its reason and message (with a stuck pod's), names."""
     names = {name_of(t) for t in waited}
     for target in waited:

@@ -185,7 +185,7 @@ def other_group(api: KubePort, profile: Profile, objects: list[KubeObject]) -> l
     return [recoloured([lws], lws["metadata"]["name"], name)[0]] if live is not None else []
 
 
-def describe(api: KubePort, profile: Profile, objects: list[dict[str, Any]]) -> dict[str, Any]:
+def describe(api: KubePort, profile: Profile, objects: list[KubeObject]) -> dict[str, Any]:
     """For `status`: which colour serves, which groups exist (two while a blue-green is under way or half-done)."""
     namespace = profile.kubernetes.namespace
     lws = lws_of(objects)

@@ -62,7 +62,7 @@ def with_entry(record: list[dict[str, Any]], digest: str, group: int | None, now
     return [*rest, {"template": digest, "groups": groups}][-GATES_LIMIT:]
 
 
-def read_gates(api: KubePort, namespace: str, release: str) -> list[KubeObject]:
+def read_gates(api: KubePort, namespace: str, release: str) -> list[dict[str, Any]]:
     """The record, oldest template first (empty when there is none or it does not parse)."""
     found = api.get("v1", "ConfigMap", gates_name(release), namespace)
     try:

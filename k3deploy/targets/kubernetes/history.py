@@ -36,7 +36,7 @@ HISTORY_LIMIT = 5
 HISTORY_KEY = "revisions.json"
 
 
-def read_history(api: KubePort, namespace: str, deployment: str) -> list[KubeObject]:
+def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[str, Any]]:
     """Recorded revisions, oldest first (empty when there is no history or no namespace yet)."""
     found = api.get("v1", "ConfigMap", history_name(deployment), namespace)
     if found is None:
@@ -48,7 +48,7 @@ def read_history(api: KubePort, namespace: str, deployment: str) -> list[KubeObj
     return entries if isinstance(entries, list) else []
 
 
-def bounded(entries: list[dict[str, Any]], objects: list[dict[str, Any]], now: str) -> tuple[list[dict[str, Any]], int]:
+def bounded(entries: list[dict[str, Any]], objects: list[KubeObject], now: str) -> tuple[list[dict[str, Any]], int]:
     """History with `objects` as the newest revision (unless identical to it), cut to HISTORY_LIMIT; and its number."""
     if entries and entries[-1].get("objects") == objects:
         return entries, int(entries[-1]["revision"])

@@ -37,7 +37,7 @@ def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str
     return proof.current, proof.how
 
 
-def describe(api: KubePort, profile: Profile, objects: list[dict[str, Any]], endpoint: str) -> dict[str, Any]:
+def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> dict[str, Any]:
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []

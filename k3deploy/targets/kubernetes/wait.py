@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from k3deploy.errors import CapturedLog, RolloutFailed, RolloutTimeout
 from k3deploy.kobject import KubeObject
@@ -163,7 +162,7 @@ class Waiter:
         elif isinstance(event, Broken):
             raise event.error
 
-    def _observe_crash(self, pod: dict[str, Any], waited: list[dict[str, Any]], state: WaitState) -> None:
+    def _observe_crash(self, pod: KubeObject, waited: list[KubeObject], state: WaitState) -> None:
         """Read a crashed container's log as soon as its pod shows the crash, before the group is deleted."""
         for target in waited:
             if in_set(pod, target, state):
@@ -174,7 +173,7 @@ class Waiter:
                         self._capture(target, pod, problem, state)
                 return
 
-    def _capture(self, target: dict[str, Any], pod: dict[str, Any], problem: PodProblem, state: WaitState) -> None:
+    def _capture(self, target: KubeObject, pod: KubeObject, problem: PodProblem, state: WaitState) -> None:
         meta = pod.get("metadata", {})
         mark = (meta.get("uid"), problem.container, restarts(pod), problem.reason)
         seen = state.crashes.setdefault(name_of(target), set())
@@ -203,7 +202,7 @@ class Waiter:
                 return log
         return None
 
-    def _fail(self, failure: Failure, waited: list[dict[str, Any]], state: WaitState) -> None:
+    def _fail(self, failure: Failure, waited: list[KubeObject], state: WaitState) -> None:
         log = self._logs.get(failure.pod or "") or self._last_log
         if (
             log is None
@@ -237,7 +236,7 @@ class Waiter:
             ),
         )
 
-    def _timeout(self, waited: list[dict[str, Any]], state: WaitState) -> None:
+    def _timeout(self, waited: list[KubeObject], state: WaitState) -> None:
         subject, reason, message, names = pending(waited, state)
         diagnosis = diagnose(self.api, self.namespace, subject, reason, message, names, self._last_log)
         self.view.block(diagnosis.lines())
