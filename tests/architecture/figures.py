@@ -157,6 +157,8 @@ def strict_errors() -> int:
         check=False,
     )
     match = re.search(r"Found (\d+) errors?", done.stdout)
+    if match is None and "Success" not in done.stdout:
+        raise RuntimeError(f"mypy said neither how many errors nor success:\n{done.stdout}{done.stderr}")
     return int(match.group(1)) if match else 0
 
 
