@@ -21,7 +21,6 @@ replace the only group in place; `up` says so and asks first (or needs --yes).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +42,7 @@ from k3deploy.rollout.colours import (
 )
 from k3deploy.rollout.ownership import INSTANCE_LABEL
 from k3deploy.rollout.surge import in_place_note
+from k3deploy.targets.kubernetes.poll import poll
 from k3deploy.targets.kubernetes.upgrade import template_changes
 
 #: Seconds between two looks at the API Service's EndpointSlices after the switch.
@@ -127,23 +127,23 @@ def wait_endpoint(
     old group goes only once the new one takes traffic; skipped where the cluster serves no EndpointSlices."""
     if not api.served("discovery.k8s.io/v1", "EndpointSlice"):
         return
-    while True:
+
+    def listed() -> bool | None:
         slices, _ = api.list(
             "discovery.k8s.io/v1", "EndpointSlice", namespace, label_selector=f"{SERVICE_NAME_LABEL}={service}"
         )
-        if any(
+        ready = any(
             ((e.get("targetRef") or {}).get("name") == leader and (e.get("conditions") or {}).get("ready"))
             for s in slices
             for e in s.get("endpoints") or []
-        ):
-            return
-        left = remaining()
-        if left is not None and left <= 0:
-            raise K3DeployError(
-                f"Service {service} did not list {leader} as a ready endpoint by the deadline",
-                hint="the old group is kept; check the EndpointSlices (`kubectl get endpointslices`)",
-            )
-        time.sleep(POLL_S)
+        )
+        return True if ready else None
+
+    if poll(listed, remaining, POLL_S) is None:
+        raise K3DeployError(
+            f"Service {service} did not list {leader} as a ready endpoint by the deadline",
+            hint="the old group is kept; check the EndpointSlices (`kubectl get endpointslices`)",
+        )
 
 
 def leftovers(api: KubePort, profile: Profile, objects: list[KubeObject]) -> list[KubeObject]:

@@ -31,6 +31,7 @@ from k3deploy.rollout.readiness import job_readiness
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
 from k3deploy.targets.kubernetes.apply import apply_object
+from k3deploy.targets.kubernetes.poll import poll, time_left
 
 #: Seconds between two looks at the Job.
 POLL_S = 1.0
@@ -53,12 +54,14 @@ def _hint(job: KubeObject) -> str:
 
 def _gone(api: KubePort, job: KubeObject, deadline: float) -> None:
     meta = job["metadata"]
-    while api.get("batch/v1", "Job", meta["name"], meta["namespace"]) is not None:
-        if time.monotonic() > deadline:
-            raise SmokeUnreachable(
-                f"the previous smoke Job {object_key(job)} was not deleted in time", hint="check its finalizers"
-            )
-        time.sleep(POLL_S)
+
+    def gone() -> bool | None:
+        return True if api.get("batch/v1", "Job", meta["name"], meta["namespace"]) is None else None
+
+    if poll(gone, time_left(deadline), POLL_S) is None:
+        raise SmokeUnreachable(
+            f"the previous smoke Job {object_key(job)} was not deleted in time", hint="check its finalizers"
+        )
 
 
 def fresh_job(api: KubePort, job: KubeObject, note: Any, *, force: bool = False) -> KubeObject:
@@ -82,19 +85,23 @@ def fresh_job(api: KubePort, job: KubeObject, note: Any, *, force: bool = False)
 def _wait(api: KubePort, job: KubeObject) -> KubeObject:
     meta = job["metadata"]
     limit = float((job.get("spec") or {}).get("activeDeadlineSeconds") or 0) + GRACE_S
-    deadline = time.monotonic() + limit
-    while True:
+    message = ""
+
+    def finished() -> KubeObject | None:
+        nonlocal message
         live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
         if live is None:
             raise SmokeUnreachable(f"the smoke Job {object_key(job)} was deleted while it ran", hint=_hint(job))
         state = job_readiness(live)
-        if state.ready or state.failed:
-            return live
-        if time.monotonic() > deadline:
-            raise SmokeUnreachable(
-                f"the smoke Job {object_key(job)} did not finish within {limit:g}s ({state.message})", hint=_hint(job)
-            )
-        time.sleep(POLL_S)
+        message = state.message
+        return live if state.ready or state.failed else None
+
+    done = poll(finished, time_left(time.monotonic() + limit), POLL_S)
+    if done is None:
+        raise SmokeUnreachable(
+            f"the smoke Job {object_key(job)} did not finish within {limit:g}s ({message})", hint=_hint(job)
+        )
+    return done
 
 
 def _pod(api: KubePort, live: KubeObject) -> KubeObject | None:

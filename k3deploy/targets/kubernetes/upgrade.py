@@ -22,7 +22,6 @@ rollout/groups.py and rollout/plan.py.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from k3deploy.errors import Diagnosis, RolloutFailed, RolloutTimeout
@@ -35,6 +34,7 @@ from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.groups import group_pods, group_state, steps_groups
 from k3deploy.rollout.plan import LiveLws, Strategy
 from k3deploy.targets.kubernetes import gates
+from k3deploy.targets.kubernetes.poll import poll
 
 #: Seconds between two looks at a rolling group.
 POLL_S = 0.5
@@ -87,24 +87,17 @@ class GroupRoll:
             reverse=True,
         )
 
-    def _sleep_or_timeout(self) -> bool:
-        left = self.remaining()
-        if left is not None and left <= 0:
-            return True
-        time.sleep(self.poll_s if left is None else min(self.poll_s, left))
-        return False
-
     def wait_group(self, lws: KubeObject, group: int) -> None:
         """Until every pod of `group` runs the current template and is Ready; RolloutFailed on a fatal problem of
         a new pod, RolloutTimeout at the deadline."""
         name = lws["metadata"]["name"]
         size = int(((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size", 1))
-        while True:
+
+        def ready() -> bool | None:
             key = self._current_key(lws)
             done, fatal = group_state(group_pods(self._pods(lws), name, group), key, size)
             if done:
-                self.note(f"  group {group} of {name} is ready on the new template")
-                return
+                return True
             if fatal is not None:
                 message = f"group {group} of LeaderWorkerSet {name} failed on the new template: {fatal}"
                 raise RolloutFailed(
@@ -112,13 +105,16 @@ class GroupRoll:
                     Diagnosis(f"LeaderWorkerSet/{name}", "GroupFailed", message),
                     hint="the groups below it still serve the old template; `up` rolls back",
                 )
-            if self._sleep_or_timeout():
-                message = f"group {group} of LeaderWorkerSet {name} was not ready on the new template by the deadline"
-                raise RolloutTimeout(
-                    message,
-                    Diagnosis(f"LeaderWorkerSet/{name}", "Timeout", message),
-                    hint="the groups below it still serve the old template; raise --timeout for a slow load",
-                )
+            return None
+
+        if poll(ready, self.remaining, self.poll_s) is None:
+            message = f"group {group} of LeaderWorkerSet {name} was not ready on the new template by the deadline"
+            raise RolloutTimeout(
+                message,
+                Diagnosis(f"LeaderWorkerSet/{name}", "Timeout", message),
+                hint="the groups below it still serve the old template; raise --timeout for a slow load",
+            )
+        self.note(f"  group {group} of {name} is ready on the new template")
 
 
 def template_changes(api: KubePort, live: KubeObject, new: KubeObject) -> bool:
