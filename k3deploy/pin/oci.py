@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from k3deploy.errors import ImageReferenceError
 
@@ -145,7 +144,7 @@ class ImageResolution:
         return self.media_type in INDEX_TYPES
 
 
-def index_platforms(index: dict[str, Any]) -> list[Platform]:
+def index_platforms(index: dict) -> list[Platform]:
     """The runnable platforms an OCI index or Docker manifest list names.
 
     Attestation manifests (BuildKit's `unknown/unknown` entries) are not platforms a node can run.
@@ -160,17 +159,16 @@ def index_platforms(index: dict[str, Any]) -> list[Platform]:
     return platforms
 
 
-def platform_entry(index: dict[str, Any], arch: str, os_name: str = "linux") -> dict[str, Any] | None:
+def platform_entry(index: dict, arch: str, os_name: str = "linux") -> dict | None:
     """The index's first descriptor for `os_name/arch` (any variant), as the container runtime would pick; None without."""
     for entry in index.get("manifests") or []:
         platform = entry.get("platform") or {}
         if platform.get("os") == os_name and platform.get("architecture") == arch:
-            found: dict[str, Any] = entry
-            return found
+            return entry
     return None
 
 
-def config_platform(config: dict[str, Any]) -> Platform | None:
+def config_platform(config: dict) -> Platform | None:
     """The platform an image config blob declares (`os`, `architecture`, `variant`)."""
     os_name, arch = config.get("os"), config.get("architecture")
     if not os_name or not arch:
@@ -183,7 +181,7 @@ def runs_on(platforms: list[Platform], arch: str, os_name: str = "linux") -> boo
     return any(p.os == os_name and p.architecture == arch for p in platforms)
 
 
-def media_type(content_type: str | None, body: dict[str, Any]) -> str | None:
+def media_type(content_type: str | None, body: dict) -> str | None:
     """The manifest's media type: the response's Content-Type, else the body's own `mediaType`."""
     declared = (content_type or "").split(";", 1)[0].strip()
     if declared in MANIFEST_ACCEPT:

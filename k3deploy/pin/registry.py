@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -141,7 +140,7 @@ class RegistryClient:
             )
         return data, response.headers.get("Content-Type", ""), digest
 
-    def _verify_child(self, ref: ImageRef, loc: Location, entry: dict[str, Any], arch: str) -> str:
+    def _verify_child(self, ref: ImageRef, loc: Location, entry: dict, arch: str) -> str:
         """Fetch the index entry's image manifest by digest; check its digest, size, type and config platform."""
         digest = entry.get("digest")
         if not isinstance(digest, str) or not digest.startswith("sha256:"):
@@ -177,7 +176,7 @@ class RegistryClient:
             )
         return digest
 
-    def _config_platforms(self, ref: ImageRef, loc: Location, manifest: dict[str, Any]) -> list[Platform]:
+    def _config_platforms(self, ref: ImageRef, loc: Location, manifest: dict) -> list[Platform]:
         config = manifest.get("config") or {}
         digest = config.get("digest")
         if not isinstance(digest, str):
@@ -301,7 +300,7 @@ def _maybe_json(content: bytes) -> object:
         return None
 
 
-def _json(content: bytes, ref: ImageRef, what: str) -> dict[str, Any]:
+def _json(content: bytes, ref: ImageRef, what: str) -> dict:
     data = _maybe_json(content)
     if not isinstance(data, dict):
         raise EnvironmentProblem(
