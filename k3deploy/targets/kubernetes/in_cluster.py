@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from collections.abc import Callable
 
 from k3deploy.errors import SmokeUnreachable
 from k3deploy.kobject import KubeObject
@@ -64,7 +64,7 @@ def _gone(api: KubePort, job: KubeObject, deadline: float) -> None:
         )
 
 
-def fresh_job(api: KubePort, job: KubeObject, note: Any, *, force: bool = False) -> KubeObject:
+def fresh_job(api: KubePort, job: KubeObject, note: Callable[[str], None], *, force: bool = False) -> KubeObject:
     """Delete the earlier run of the smoke Job (only when k3deploy created it), then create it; the live Job."""
     meta = job["metadata"]
     live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
@@ -111,7 +111,7 @@ def _pod(api: KubePort, live: KubeObject) -> KubeObject | None:
     return pods[-1] if pods else None
 
 
-def run(api: KubePort, job: KubeObject, note: Any, *, force: bool = False) -> JobRun:
+def run(api: KubePort, job: KubeObject, note: Callable[[str], None], *, force: bool = False) -> JobRun:
     """Run the smoke Job afresh, wait for its end and read its log; SmokeUnreachable when it cannot run to its end."""
     live = fresh_job(api, job, note, force=force)
     target = f"job/{live['metadata']['namespace']}/{live['metadata']['name']}"
@@ -146,7 +146,14 @@ def gate_job(job: KubeObject, lws_name: str, group: int, port: int) -> KubeObjec
 
 
 def gate(
-    api: KubePort, job: KubeObject, lws_name: str, group: int, port: int, note: Any, *, force: bool = False
+    api: KubePort,
+    job: KubeObject,
+    lws_name: str,
+    group: int,
+    port: int,
+    note: Callable[[str], None],
+    *,
+    force: bool = False,
 ) -> JobRun:
     """Smoke one new group from inside the cluster with the set's smoke Job `job` renamed after its leader (deleted
     afterwards); the run, judged by the pipeline as any smoke is."""
