@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from k3deploy.errors import KubeError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.port import KubePort
@@ -38,12 +38,12 @@ _DEFAULT_CLASS_ANNOTATIONS = (
 )
 
 
-def nodes(api: KubePort) -> list[dict[str, Any]]:
+def nodes(api: KubePort) -> list[KubeObject]:
     """Every node, raw."""
     return list(api.look("list nodes", "v1", "nodes").get("items") or [])
 
 
-def active_pods(api: KubePort) -> list[dict[str, Any]]:
+def active_pods(api: KubePort) -> list[KubeObject]:
     """Pods of all namespaces that still hold resources (not Succeeded or Failed), raw."""
     return list(api.look("list pods", "v1", "pods", field_selector=_ACTIVE_PODS).get("items") or [])
 
@@ -79,9 +79,9 @@ def storage_classes(api: KubePort) -> tuple[list[str], str | None, dict[str, str
     return names, default, {i["metadata"]["name"]: str(i.get("provisioner", "")) for i in items}
 
 
-def persistent_volume_claim(api: KubePort, namespace: str, name: str) -> dict[str, Any] | None:
+def persistent_volume_claim(api: KubePort, namespace: str, name: str) -> KubeObject | None:
     """A PersistentVolumeClaim as a dict; None when it does not exist."""
-    found: dict[str, Any] | None = api.look(
+    found: KubeObject | None = api.look(
         f"read persistentvolumeclaim {namespace}/{name}",
         "v1",
         "persistentvolumeclaims",
@@ -113,11 +113,11 @@ def _review(api: KubePort, need: Access, namespace: str) -> AccessFacts:
     )
 
 
-def others_pods(pods: list[dict[str, Any]], profile: Profile, namespace: str) -> list[dict[str, Any]]:
+def others_pods(pods: list[KubeObject], profile: Profile, namespace: str) -> list[KubeObject]:
     """Pods not of this deployment (either blue-green colour): an upgrade replaces our own group, so its GPUs count
     as free."""
 
-    def ours(pod: dict[str, Any]) -> bool:
+    def ours(pod: KubeObject) -> bool:
         meta = pod.get("metadata") or {}
         return meta.get("namespace") == namespace and (meta.get("labels") or {}).get(NAME_LABEL) in colours(
             profile.name
@@ -136,7 +136,7 @@ def placement_nodes(profile: Profile, options: KubeOptions) -> list[NodeFacts]:
         api.close()
 
 
-def _claim(pvc: dict[str, Any]) -> ClaimFacts:
+def _claim(pvc: KubeObject) -> ClaimFacts:
     spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
     capacity = (status.get("capacity") or {}).get("storage") or (
         (spec.get("resources") or {}).get("requests") or {}
