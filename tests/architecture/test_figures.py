@@ -11,9 +11,8 @@ import pytest
 from tests.architecture.figures import any_count, arrows, circles, module_graph, rank, strict_errors
 
 #: Arrows back up the stage order still drawn, each a known debt: bench's A/B run deploys each variant (bench/ab.py:
-#: pipeline, targets; cli_run.py reads the local target's model folder), and report/bench_view.py annotates with
-#: bench/compare.py's rows (type-only).
-ARROWS_BACK_UP = {("bench", "pipeline"), ("bench", "targets"), ("report", "bench")}
+#: pipeline, targets; cli_run.py reads the local target's model folder).
+ARROWS_BACK_UP = {("bench", "pipeline"), ("bench", "targets")}
 ANY_CEILING = 363
 #: 8 of them are pin/oci.py's and pin/registry.py's bare `dict` annotations of a registry's JSON answers.
 STRICT_CEILING = 20
