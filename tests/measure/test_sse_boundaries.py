@@ -10,7 +10,7 @@ import json
 import pytest
 
 from k3deploy.measure.sse import ChunkFormatError, _parse_strict
-from tests.smoke.sse_events import parse_chunk
+from tests.measure.sse_events import parse_chunk
 
 TWO_CHOICES = {
     "choices": [

