@@ -8,15 +8,60 @@ Pure: no I/O, and nothing heavy to import (the CLI loads this at start-up).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from k3deploy.rollout.diagnosis import Diagnosis
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
+
+
+@dataclass
+class CapturedLog:
+    """The tail of one container's log, read before its pod could be deleted."""
+
+    pod: str
+    container: str | None
+    lines: list[str]
+
+
+@dataclass
+class Diagnosis:
+    """The failing object, why, the last events of the objects involved and the last log lines."""
+
+    subject: str
+    reason: str
+    message: str
+    events: list[str] = field(default_factory=list)
+    log: CapturedLog | None = None
+
+    def lines(self) -> list[str]:
+        """The block as plain lines (what the user reads on stderr)."""
+        out = [f"failed: {self.subject}", f"  reason: {self.reason}"]
+        if self.message:
+            out.append(f"  message: {self.message}")
+        if self.events:
+            out.append("  last events:")
+            out.extend(f"    {line}" for line in self.events)
+        if self.log is not None and self.log.lines:
+            source = f"{self.log.pod}/{self.log.container}" if self.log.container else self.log.pod
+            out.append(f"  last log lines of {source}:")
+            out.extend(f"    | {line}" for line in self.log.lines)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for `-o json` and the run report."""
+        log = None
+        if self.log is not None:
+            log = {"pod": self.log.pod, "container": self.log.container, "lines": self.log.lines}
+        return {
+            "subject": self.subject,
+            "reason": self.reason,
+            "message": self.message,
+            "events": self.events,
+            "log": log,
+        }
 
 
 class K3DeployError(Exception):
@@ -26,8 +71,8 @@ class K3DeployError(Exception):
     `except CheckFailed` catches a forwarded exit 1 too."""
 
     exit_code: int = EXIT_ENVIRONMENT
-    #: What a failed rollout found (rollout/diagnosis.py's Diagnosis), shown in the run's summary; None elsewhere.
-    diagnosis: Any = None
+    #: What a failed rollout found, shown in the run's summary; None elsewhere.
+    diagnosis: Diagnosis | None = None
 
     def __new__(cls, *args: Any, exit_code: int | None = None, **kwargs: Any) -> K3DeployError:
         if cls is K3DeployError and exit_code is not None:

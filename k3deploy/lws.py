@@ -20,7 +20,7 @@ TEMPLATE_REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 
 #: The LeaderWorkerSet API k3deploy renders and reads.
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
-#: Kinds whose readiness the rollout waits for (rollout/wait.py); preflight reviews their list and watch.
+#: Kinds whose readiness the rollout waits for (targets/kubernetes/wait.py); preflight reviews their list and watch.
 WAITED_KINDS = frozenset({"LeaderWorkerSet", "Job"})
 #: Read beside a LeaderWorkerSet: its ControllerRevisions prove which template the pods run (rollout/currency.py).
 REVISIONS = "ControllerRevision"

@@ -21,14 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError
+from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError, RolloutFailed, RolloutTimeout
 from k3deploy.observe.allreduce_probe import summary as summary_of_backends
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
 from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.report.smoke import SmokeReport
-from k3deploy.rollout.diagnosis import RolloutFailed, RolloutTimeout
 from k3deploy.rollout.plan import Plan, apply_summary
 from k3deploy.rollout.steps import APPLY, WAIT, SmokeGroup, Step, StepOutcome
 from k3deploy.rollout.undo import Undo

@@ -13,13 +13,13 @@ from k3deploy.errors import (
     EXIT_FAILED,
     EXIT_USAGE,
     CheckFailed,
+    Diagnosis,
     EnvironmentProblem,
     K3DeployError,
     KubeError,
     UsageError,
     kube_error,
 )
-from k3deploy.rollout.diagnosis import Diagnosis
 
 DIAGNOSIS = Diagnosis(subject="LeaderWorkerSet/x", reason="CrashLoopBackOff", message="m")
 #: Every class of the tree and the exit code it ends the CLI with.

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
-
-from k3deploy.report.bench import FORMULAS, BenchReport, CellFigures
-from k3deploy.smoke.summary import percentile
+from k3deploy.measure.summary import percentile
+from k3deploy.report.bench import BenchReport, CellFigures, Comparison, References, SpeedupRow
 
 #: (max - min) / median of a speedup's per-round ratios above which the speedup says nothing.
 SPREAD_LIMIT = 0.25
@@ -28,42 +26,6 @@ LIKE_FOR_LIKE = (
     ("output_tokens", "output length"),
     ("temperature", "temperature"),
 )
-
-
-class SpeedupRow(BaseModel):
-    """One cell across runs: each run's median decode tok/s and its speedup over the first run."""
-
-    category: str
-    concurrency: int
-    request_rate: float | None = None
-    decode_tok_s: list[float | None]
-    speedup: list[float | None]
-    speedup_low: list[float | None] = []
-    speedup_high: list[float | None] = []
-    samples: list[int] = []
-    aggregate_tok_s: list[float | None]
-    mean_acceptance_length: list[float | None]
-
-
-class References(BaseModel):
-    """The published figures the profile names (vLLM blog / Inferact), and the speedup they imply."""
-
-    baseline_decode_tok_s: float | None = None
-    decode_tok_s: float | None = None
-    peak_decode_tok_s: float | None = None
-    speedup: float | None = None
-
-
-class Comparison(BaseModel):
-    """What `bench compare` prints and writes with -o json."""
-
-    labels: list[str]
-    files: list[str]
-    rows: list[SpeedupRow]
-    references: References
-    rounds: int = 1
-    verdict: str | None = None
-    formula: str = FORMULAS["speedup"]
 
 
 def differences(reports: Sequence[BenchReport], names: Sequence[str]) -> list[str]:

@@ -1,6 +1,6 @@
 """Bench figures from request records and /metrics deltas. Pure: the formulas are in report.bench.FORMULAS.
 
-Per-request timing comes from smoke's record code (k3deploy/smoke/record.py), percentiles from smoke's summary,
+Per-request timing comes from smoke's record code (k3deploy/measure/record.py), percentiles from smoke's summary,
 spec-decode ratios from smoke's metrics; this module only groups them per (category, concurrency) cell.
 """
 
@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from k3deploy.bench import latency
+from k3deploy.measure.attribution import impossible, stream_contradicts, token_mismatch
+from k3deploy.measure.metrics import spec_decode_figures
+from k3deploy.measure.summary import percentile, stats
 from k3deploy.report.bench import BenchRequest, CellFigures, Point, RepeatFigures, ServerDelta
 from k3deploy.report.smoke import MetricsDelta, RequestRecord
-from k3deploy.smoke.attribution import impossible, stream_contradicts, token_mismatch
-from k3deploy.smoke.metrics import spec_decode_figures
-from k3deploy.smoke.summary import percentile, stats
 
 OVERALL = "overall"
 

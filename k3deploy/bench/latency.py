@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from k3deploy.errors import UsageError
+from k3deploy.measure.summary import percentile
 from k3deploy.report.bench import Dist, Throughput
 from k3deploy.report.smoke import RequestRecord
-from k3deploy.smoke.summary import percentile
 
 #: Percentiles every distribution reports; `--percentiles` adds more.
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)

@@ -1,5 +1,5 @@
 """Bench orchestration: liveness, one warm-up, then per load point, category and repeat one measurement window
-(k3deploy.smoke.window, smoke's too): scrape /metrics, offer the category's prompts under the load model, scrape
+(k3deploy.measure.window, smoke's too): scrape /metrics, offer the category's prompts under the load model, scrape
 again. Uses smoke's client, request body and record code; the measured runs become a report in `assemble`.
 
 Categories run one after another, each between its own two scrapes, so the server's spec-decode counters are
@@ -18,6 +18,11 @@ from k3deploy import __version__
 from k3deploy.bench import figures, latency, load
 from k3deploy.bench.datasets import BenchPrompt, Dataset, prompt_set_digest
 from k3deploy.errors import EndpointError, EnvironmentProblem
+from k3deploy.measure import metrics
+from k3deploy.measure.client import SmokeClient, run_fast
+from k3deploy.measure.record import RequestSpec, build_record
+from k3deploy.measure.request import normalize_endpoint, request_body
+from k3deploy.measure.window import measure_window
 from k3deploy.profile import Profile
 from k3deploy.redact import redact_url
 from k3deploy.report.bench import (
@@ -31,11 +36,6 @@ from k3deploy.report.bench import (
     RandomSettings,
     ServerDelta,
 )
-from k3deploy.smoke import metrics
-from k3deploy.smoke.client import SmokeClient, run_fast
-from k3deploy.smoke.record import RequestSpec, build_record
-from k3deploy.smoke.runner import normalize_endpoint, request_body
-from k3deploy.smoke.window import measure_window
 
 #: (requests done, requests in all or None when open-ended (--duration), decode tok/s of the request that just ended)
 Progress = Callable[[int, int | None, float | None], None]

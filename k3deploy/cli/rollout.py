@@ -232,7 +232,7 @@ def apply_cmd(
     rendering = render_for(prof)  # once: the question, the lock, the render stage and the plan all take this set
     _confirm_in_place(prof, options, rendering, yes, "or `up --strategy blue-green` with a second free clique")
     # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.rollout.progress import ProgressView
+    from k3deploy.targets.progress import ProgressView
 
     with ProgressView() as view:
         target = target_for(prof, options, view)
@@ -333,7 +333,7 @@ def up(
     else:
         _confirm_in_place(prof, options, rendering, yes, "or --strategy blue-green with a second free clique")
     # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.rollout.progress import ProgressView
+    from k3deploy.targets.progress import ProgressView
 
     with ProgressView() as view:
         target = target_for(prof, options, view)
@@ -461,7 +461,7 @@ def down(
             hint="re-run with --yes to go ahead (k3deploy deletes only what it created)",
         )
     # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.rollout.progress import ProgressView
+    from k3deploy.targets.progress import ProgressView
 
     with ProgressView() as view:
         target = target_for(prof, options, view)

@@ -117,9 +117,10 @@ def smoke(
     # Checked before the run: a smoke run takes minutes and its report must not be lost at the end.
     report_out = check_output(report_file, "--report", force=force) if report_file is not None else None
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.measure.request import normalize_endpoint
     from k3deploy.report.smoke_view import smoke_view
     from k3deploy.smoke.headline import REHEARSAL_LABEL
-    from k3deploy.smoke.runner import SmokeOptions, normalize_endpoint, run_smoke
+    from k3deploy.smoke.runner import SmokeOptions, run_smoke
 
     normalize_endpoint(endpoint)  # a malformed URL is a usage error before the profile or the network is touched
     prof = get_profile(

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def _metrics_base(profile: Profile, endpoint: str | None) -> str:
     """The vLLM base URL to scrape: --endpoint, else the local server's, else the profile's endpoint_override."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.smoke.runner import normalize_endpoint
+    from k3deploy.measure.request import normalize_endpoint
 
     if endpoint is not None:
         return normalize_endpoint(endpoint)
@@ -41,7 +41,7 @@ def _metrics_base(profile: Profile, endpoint: str | None) -> str:
     if profile.kubernetes.endpoint_override is not None:
         return normalize_endpoint(str(profile.kubernetes.endpoint_override))
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.render.manifests import api_service_name
+    from k3deploy.profile.object_names import api_service_name
 
     port = profile.vllm.port
     raise UsageError(

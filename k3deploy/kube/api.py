@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError, kube_error
-from k3deploy.kube.client import KubeOptions, connect, translate
+from k3deploy.kobject import KubeObject
+from k3deploy.kube.client import connect, translate
+from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.retry import MAX_ATTEMPTS, call_with_retries
 
 #: The field manager of every server-side apply k3deploy makes.
@@ -44,12 +46,18 @@ def rest_path(api_version: str, plural: str = "", name: str | None = None, names
     return "/".join(parts)
 
 
-def object_key(obj: dict[str, Any]) -> str:
+def object_key(obj: KubeObject) -> str:
     """`Kind/name` (with `namespace/` in front for namespaced objects): how objects are named in messages."""
     meta = obj.get("metadata", {})
     namespace = meta.get("namespace")
     name = f"{obj.get('kind')}/{meta.get('name')}"
     return f"{namespace}/{name}" if namespace else name
+
+
+def _as_dict(result: Any) -> KubeObject:
+    """The client's answer (a ResourceInstance) as the plain dict every method returns."""
+    found: KubeObject = result.to_dict()
+    return found
 
 
 class KubeApi:
@@ -218,7 +226,7 @@ class KubeApi:
         except Exception as exc:
             raise self._translate(exc, action) from exc
 
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> KubeObject | None:
         """The live object, or None when it (or its kind) does not exist."""
         # kubernetes loads only when a cluster is used (~0.5-1 s): the local target and `render` never pay for it.
         from kubernetes.dynamic.exceptions import NotFoundError
@@ -232,7 +240,7 @@ class KubeApi:
             return None
         except Exception as exc:
             raise self._translate(exc, f"get {kind}/{name}") from exc
-        return found.to_dict()
+        return _as_dict(found)
 
     def list(
         self,
@@ -242,7 +250,7 @@ class KubeApi:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> tuple[list[dict[str, Any]], str]:
+    ) -> tuple[list[KubeObject], str]:
         """Objects of a kind and the list's resourceVersion (to start a watch from)."""
         res = self.resource(api_version, kind)
         result = self._call(
@@ -254,11 +262,11 @@ class KubeApi:
         ).to_dict()
         return list(result.get("items") or []), str(result.get("metadata", {}).get("resourceVersion", ""))
 
-    def apply(self, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> dict[str, Any]:
+    def apply(self, obj: KubeObject, *, force: bool = False, dry_run: bool = False) -> KubeObject:
         """Server-side apply with field manager `k3deploy`; a KubeError (status, reason, Status body) on refusal."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return self._call(
+        done = self._call(
             f"apply {object_key(obj)}",
             self.dynamic.server_side_apply,
             res,
@@ -268,30 +276,33 @@ class KubeApi:
             field_manager=FIELD_MANAGER,
             force_conflicts=force,
             dry_run="All" if dry_run else None,
-        ).to_dict()
+        )
+        return _as_dict(done)
 
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(self, obj: KubeObject) -> KubeObject:
         """Create an object; a KubeError with status 409 when it exists already."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return self._call(
+        done = self._call(
             f"create {object_key(obj)}",
             res.create,
             body=obj,
             namespace=meta.get("namespace") if res.namespaced else None,
-        ).to_dict()
+        )
+        return _as_dict(done)
 
-    def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def replace(self, obj: KubeObject) -> KubeObject:
         """Replace an object, its metadata.resourceVersion a precondition: status 409 when it changed meanwhile."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
-        return self._call(
+        done = self._call(
             f"replace {object_key(obj)}",
             res.replace,
             body=obj,
             name=meta.get("name"),
             namespace=meta.get("namespace") if res.namespaced else None,
-        ).to_dict()
+        )
+        return _as_dict(done)
 
     def delete(
         self, api_version: str, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"
@@ -327,7 +338,7 @@ class KubeApi:
         field_selector: str | None = None,
         label_selector: str | None = None,
         watcher: Any = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[KubeObject]:
         """One watch connection: raw events {type, object} from `resource_version` until the server ends it.
 
         Errors are KubeErrors (410 Gone, a dropped connection: `transient`): the caller re-lists or resumes.
@@ -363,7 +374,7 @@ class KubeApi:
         timeout_s: int,
         field_selector: str | None,
         label_selector: str | None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[KubeObject]:
         stream = watcher.stream(
             res.get,
             namespace=namespace if res.namespaced else None,
@@ -427,7 +438,7 @@ class KubeApi:
         )
         return text if isinstance(text, str) else str(text or "")
 
-    def events(self, namespace: str) -> builtins.list[dict[str, Any]]:  # `list` here is the method above
+    def events(self, namespace: str) -> builtins.list[KubeObject]:  # `list` here is the method above
         """Core events of a namespace (empty when they cannot be read)."""
         try:
             items, _ = self.list("v1", "Event", namespace)

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from k3deploy.kobject import KubeObject
+
 #: HTTP statuses that mean "try again": throttled, or the server (or a proxy in front of it) hiccuped.
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
-def status_body(exc: Any) -> dict[str, Any]:
+def status_body(exc: Any) -> KubeObject:
     """The Status object an ApiException carries in its body ({} when the body is not one)."""
     try:
         data = json.loads(getattr(exc, "body", None) or "{}")

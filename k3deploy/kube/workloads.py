@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import K3DeployError
-from k3deploy.kube.api import KubeApi
+from k3deploy.kobject import KubeObject
+from k3deploy.kube.port import KubePort
 
 #: Where the LWS controller and the NVIDIA DRA driver install themselves by default: read when listing every
 #: namespace is not allowed.
 DEFAULT_NAMESPACES = ("lws-system", "nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu", "nvidia")
 
 
-def controller_workloads(api: KubeApi) -> list[dict[str, Any]] | None:
+def controller_workloads(api: KubePort) -> list[KubeObject] | None:
     """Deployments and DaemonSets of every namespace, else of the default controller namespaces; None when
     neither could be read."""
     out: list[dict[str, Any]] = []

@@ -1,4 +1,6 @@
-"""Offering requests to an endpoint under a load model, for smoke and bench alike: open-loop arrivals
-(arrivals, vLLM's schedule) and the dispatch of a batch closed- or open-loop (dispatch). Knows no HTTP: the
-caller's `send` does the request.
+"""The measuring kit smoke, bench and observe share: one streamed request's URL and body (request), the aiohttp
+client with its raw stamps (client), the SSE scan (sse) and the per-request records made from it (record); the
+/metrics parser and counter rules (metrics), percentiles and summaries (summary), token attribution (attribution);
+offering requests under a load model (arrivals, vLLM's schedule; dispatch, closed- or open-loop) and the
+measurement window around them (window: scrape, dispatch, scrape).
 """

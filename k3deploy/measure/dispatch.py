@@ -1,6 +1,6 @@
 """Offering one cell's requests under a load model: closed loop (N in flight) or open loop (arrivals at a rate).
 Bench's cells and smoke's measured requests and concurrency sweep are all offered here (with the scrapes around
-them, k3deploy.smoke.window): one measurement loop for both.
+them, k3deploy.measure.window): one measurement loop for both.
 
 Closed loop without --duration sends each prompt of the batch once, `concurrency` at a time; with --duration,
 `concurrency` workers each send the next prompt (cycling) until the duration is up. Open loop sends at the arrival

@@ -1,7 +1,7 @@
 """httpx's failures as EndpointErrors: a kind (unreachable, timeout, protocol) and one line naming the URL and why.
 
 `watch` scrapes through httpx (net/capped.py) and words its failures here. The OpenAI client of smoke and bench
-(smoke/client.py) is aiohttp's and words the same failures the same way in its own `translate`.
+(measure/client.py) is aiohttp's and words the same failures the same way in its own `translate`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@ the lines). Every failure to read is an "unknown", never an error: this is a rep
 
 from __future__ import annotations
 
-from typing import Any
-
 from k3deploy.errors import K3DeployError
+from k3deploy.kube.port import KubePort
 from k3deploy.lws import WORKER_INDEX_LABEL
 from k3deploy.observe.allreduce import UNKNOWN, backend_from_log
 from k3deploy.profile import Profile
@@ -20,7 +19,7 @@ def leader_selector(profile: Profile) -> str:
     return f"app.kubernetes.io/instance={profile.name},app.kubernetes.io/component=server,{WORKER_INDEX_LABEL}=0"
 
 
-def leader_backends(api: Any, profile: Profile) -> dict[str, str]:
+def leader_backends(api: KubePort, profile: Profile) -> dict[str, str]:
     """Leader pod name -> the backend its vllm container's log reports (UNKNOWN when it cannot be read)."""
     namespace = profile.kubernetes.namespace
     try:

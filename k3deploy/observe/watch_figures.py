@@ -1,7 +1,7 @@
 """The figures `k3deploy watch` shows, from two `/metrics` scrapes or from Prometheus query results. Pure.
 
 From scrapes, every rate is a counter delta between two consecutive scrapes of the leader's `/metrics`, with
-smoke's parser and counter rules (k3deploy/smoke/metrics.py: a counter that went down was reset, its new value
+smoke's parser and counter rules (k3deploy/measure/metrics.py: a counter that went down was reset, its new value
 is the increase since). Gauges (running, waiting, KV-cache usage) are the second scrape's values.
 
 Metric names are those vLLM exports (vllm/v1/metrics/loggers.py, PrometheusStatLogger; spec-decode counters in
@@ -18,12 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from k3deploy.observe.promql import KV_CACHE_USAGE as KV_USAGE
-from k3deploy.observe.promql import PREFIX_CACHE_HITS as PREFIX_HITS
-from k3deploy.observe.promql import PREFIX_CACHE_QUERIES as PREFIX_QUERIES
-from k3deploy.observe.promql import RUNNING, TPOT, TTFT, WAITING
-from k3deploy.profile.model import TargetsSpec
-from k3deploy.smoke.metrics import (
+from k3deploy.measure.metrics import (
     COUNTERS,
     MetricsSnapshot,
     SeriesKey,
@@ -31,6 +26,11 @@ from k3deploy.smoke.metrics import (
     diff,
     parse_metrics_tolerant,
 )
+from k3deploy.observe.promql import KV_CACHE_USAGE as KV_USAGE
+from k3deploy.observe.promql import PREFIX_CACHE_HITS as PREFIX_HITS
+from k3deploy.observe.promql import PREFIX_CACHE_QUERIES as PREFIX_QUERIES
+from k3deploy.observe.promql import RUNNING, TPOT, TTFT, WAITING
+from k3deploy.profile.model import TargetsSpec
 
 #: Counter-like samples diffed here (histogram _sum/_count only ever grow, as counters do).
 HISTOGRAM_SAMPLES = (f"{TPOT}_sum", f"{TPOT}_count", f"{TTFT}_sum", f"{TTFT}_count")

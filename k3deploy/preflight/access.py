@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 #: Server-side apply reads the live object, then creates or patches it; rollback and `down` delete it.
 APPLY_VERBS = ("get", "create", "patch", "delete")
-#: The waiter (rollout/streams.py) lists each waited kind, then watches from the list's resourceVersion.
+#: The waiter (targets/kubernetes/streams.py) lists each waited kind, then watches from the list's resourceVersion.
 WAIT_VERBS = ("list", "watch")
 #: Kinds the set holds that `up` reviews apart: the Namespace is cluster-scoped and its create is asked only when
 #: it does not exist yet (preflight/cluster.py); a user's Namespace is left as it is.

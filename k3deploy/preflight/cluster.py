@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from k3deploy.errors import KubeError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
-from k3deploy.kube.client import KubeOptions
+from k3deploy.kube.options import KubeOptions
+from k3deploy.kube.port import KubePort
 from k3deploy.kube.workloads import controller_workloads
 from k3deploy.lws import NAME_LABEL, colours
 from k3deploy.preflight.access import Access
@@ -25,7 +27,7 @@ from k3deploy.preflight.facts import (
 )
 from k3deploy.preflight.versions import installed_versions
 from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import model_cache_name
+from k3deploy.profile.object_names import model_cache_name
 
 _REVIEW_WORKERS = 8
 #: Pods that still hold resources: those neither Succeeded nor Failed.
@@ -36,17 +38,17 @@ _DEFAULT_CLASS_ANNOTATIONS = (
 )
 
 
-def nodes(api: KubeApi) -> list[dict]:
+def nodes(api: KubePort) -> list[KubeObject]:
     """Every node, raw."""
     return list(api.look("list nodes", "v1", "nodes").get("items") or [])
 
 
-def active_pods(api: KubeApi) -> list[dict]:
+def active_pods(api: KubePort) -> list[KubeObject]:
     """Pods of all namespaces that still hold resources (not Succeeded or Failed), raw."""
     return list(api.look("list pods", "v1", "pods", field_selector=_ACTIVE_PODS).get("items") or [])
 
 
-def namespace_labels(api: KubeApi, name: str) -> dict[str, str] | None:
+def namespace_labels(api: KubePort, name: str) -> dict[str, str] | None:
     """The namespace's labels (Pod Security Admission reads its level there); None when it does not exist."""
     namespace = api.look(f"read namespace {name}", "v1", "namespaces", name, missing_ok=True)
     if namespace is None:
@@ -54,7 +56,7 @@ def namespace_labels(api: KubeApi, name: str) -> dict[str, str] | None:
     return dict((namespace.get("metadata") or {}).get("labels") or {})
 
 
-def secret_keys(api: KubeApi, namespace: str, name: str) -> list[str] | None:
+def secret_keys(api: KubePort, namespace: str, name: str) -> list[str] | None:
     """The data keys of a Secret (values are never kept); None when it does not exist."""
     secret = api.look(f"read secret {namespace}/{name}", "v1", "secrets", name, namespace=namespace, missing_ok=True)
     if secret is None:
@@ -62,7 +64,7 @@ def secret_keys(api: KubeApi, namespace: str, name: str) -> list[str] | None:
     return sorted({*(secret.get("data") or {}), *(secret.get("stringData") or {})})
 
 
-def storage_classes(api: KubeApi) -> tuple[list[str], str | None, dict[str, str]]:
+def storage_classes(api: KubePort) -> tuple[list[str], str | None, dict[str, str]]:
     """Names of the StorageClasses, the default one (None when no class is marked default), each one's provisioner."""
     items = api.look("list storage classes", "storage.k8s.io/v1", "storageclasses").get("items") or []
     names = sorted(i["metadata"]["name"] for i in items)
@@ -77,9 +79,9 @@ def storage_classes(api: KubeApi) -> tuple[list[str], str | None, dict[str, str]
     return names, default, {i["metadata"]["name"]: str(i.get("provisioner", "")) for i in items}
 
 
-def persistent_volume_claim(api: KubeApi, namespace: str, name: str) -> dict | None:
+def persistent_volume_claim(api: KubePort, namespace: str, name: str) -> KubeObject | None:
     """A PersistentVolumeClaim as a dict; None when it does not exist."""
-    return api.look(
+    found: KubeObject | None = api.look(
         f"read persistentvolumeclaim {namespace}/{name}",
         "v1",
         "persistentvolumeclaims",
@@ -87,9 +89,10 @@ def persistent_volume_claim(api: KubeApi, namespace: str, name: str) -> dict | N
         namespace=namespace,
         missing_ok=True,
     )
+    return found
 
 
-def runtime_class_exists(api: KubeApi, name: str) -> bool | None:
+def runtime_class_exists(api: KubePort, name: str) -> bool | None:
     """Whether a RuntimeClass (node.k8s.io/v1, cluster-scoped) exists; None when this user may not read it."""
     try:
         found = api.look(f"read runtimeclass {name}", "node.k8s.io/v1", "runtimeclasses", name, missing_ok=True)
@@ -100,7 +103,7 @@ def runtime_class_exists(api: KubeApi, name: str) -> bool | None:
     return found is not None
 
 
-def _review(api: KubeApi, need: Access, namespace: str) -> AccessFacts:
+def _review(api: KubePort, need: Access, namespace: str) -> AccessFacts:
     """Ask the API server whether this user may do `need`."""
     where = namespace if need.namespaced else None
     allowed, reason = api.can_i(need.verb, need.resource, need.group, where, need.subresource)
@@ -110,11 +113,11 @@ def _review(api: KubeApi, need: Access, namespace: str) -> AccessFacts:
     )
 
 
-def others_pods(pods: list[dict], profile: Profile, namespace: str) -> list[dict]:
+def others_pods(pods: list[KubeObject], profile: Profile, namespace: str) -> list[KubeObject]:
     """Pods not of this deployment (either blue-green colour): an upgrade replaces our own group, so its GPUs count
     as free."""
 
-    def ours(pod: dict) -> bool:
+    def ours(pod: KubeObject) -> bool:
         meta = pod.get("metadata") or {}
         return meta.get("namespace") == namespace and (meta.get("labels") or {}).get(NAME_LABEL) in colours(
             profile.name
@@ -133,7 +136,7 @@ def placement_nodes(profile: Profile, options: KubeOptions) -> list[NodeFacts]:
         api.close()
 
 
-def _claim(pvc: dict) -> ClaimFacts:
+def _claim(pvc: KubeObject) -> ClaimFacts:
     spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
     capacity = (status.get("capacity") or {}).get("storage") or (
         (spec.get("resources") or {}).get("requests") or {}
@@ -147,7 +150,7 @@ def _claim(pvc: dict) -> ClaimFacts:
     )
 
 
-def _installed(api: KubeApi) -> dict[str, str] | None:
+def _installed(api: KubePort) -> dict[str, str] | None:
     """The LWS controller's and the DRA driver's versions, from their workloads (None: none could be read)."""
     workloads = controller_workloads(api)
     return None if workloads is None else installed_versions(workloads)

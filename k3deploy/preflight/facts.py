@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from k3deploy.kobject import KubeObject
 from k3deploy.profile.names import quantity_bytes, quantity_value
 
 MIB = 1024 * 1024
@@ -385,7 +386,7 @@ def cpu_milli(text: object) -> int:
 _PARSERS: dict[str, Callable[[str], int]] = {"cpu": cpu_milli, "memory": quantity_bytes, GPU_RESOURCE: int}
 
 
-def _quantity(resources: dict | None, resource: str) -> int:
+def _quantity(resources: KubeObject | None, resource: str) -> int:
     value = (resources or {}).get(resource)
     try:
         return _PARSERS[resource](str(value)) if value is not None else 0
@@ -393,18 +394,18 @@ def _quantity(resources: dict | None, resource: str) -> int:
         return 0
 
 
-def _gpu_quantity(resources: dict | None) -> int:
+def _gpu_quantity(resources: KubeObject | None) -> int:
     """`nvidia.com/gpu` from a requests or limits map (extended resources are whole numbers)."""
     return _quantity(resources, GPU_RESOURCE)
 
 
-def pod_request(pod: dict, resource: str) -> int:
+def pod_request(pod: KubeObject, resource: str) -> int:
     """What a pod holds of `resource` (cpu, memory or nvidia.com/gpu) on its node, as the scheduler counts it: the
     larger of its containers' sum and its largest init container, plus the pod's overhead (k8s.io/component-helpers
     resource/helpers.go PodRequests). For a GPU a limit without a request is also the request."""
     spec = pod.get("spec") or {}
 
-    def request(container: dict) -> int:
+    def request(container: KubeObject) -> int:
         resources = container.get("resources") or {}
         asked = _quantity(resources.get("requests"), resource)
         return asked or (_quantity(resources.get("limits"), resource) if resource == GPU_RESOURCE else 0)
@@ -414,13 +415,13 @@ def pod_request(pod: dict, resource: str) -> int:
     return max(main, init) + _quantity(spec.get("overhead"), resource)
 
 
-def _allocatable(status: dict, resource: str) -> int | None:
+def _allocatable(status: KubeObject, resource: str) -> int | None:
     """A node's allocatable `resource`, None when it does not report one."""
     value = (status.get("allocatable") or {}).get(resource)
     return None if value is None else _quantity({resource: value}, resource)
 
 
-def parse_nodes(nodes: list[dict], pods: list[dict]) -> list[NodeFacts]:
+def parse_nodes(nodes: list[KubeObject], pods: list[KubeObject]) -> list[NodeFacts]:
     """Nodes as the API returns them, with the GPUs already requested by pods bound to them and not finished."""
     requested: dict[str, dict[str, int]] = {}
     for pod in pods:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from k3deploy.errors import EXIT_FAILED, EnvironmentProblem, K3DeployError, ProfileError
-from k3deploy.kube.client import KubeOptions
 from k3deploy.kube.deadline import Deadline
+from k3deploy.kube.options import KubeOptions
 from k3deploy.pin.floating import node_arch
 from k3deploy.preflight import node as probe
 from k3deploy.preflight.access import Access

@@ -9,8 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-#: The profile used when none is given: the local rehearsal runs anywhere, so it is the safe default.
-DEFAULT_PROFILE = "local-cpu"
+from k3deploy.profile.default import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from k3deploy.profile.load import builtin_names, load_profile, profile_schema

@@ -18,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from k3deploy.errors import ProfileError
-from k3deploy.profile import DEFAULT_PROFILE
+from k3deploy.profile.default import DEFAULT_PROFILE
 from k3deploy.profile.model import Profile
 from k3deploy.profile.overrides import apply_overrides, key_path, merge, parse_set, written_scalars
 from k3deploy.profile.plan import plan

@@ -298,3 +298,42 @@ class BenchReport(_Model):
                 f"this k3deploy reads {BENCH_SCHEMA_VERSION}"
             )
         return cls.model_validate(data)
+
+
+# -- `bench compare` ---------------------------------------------------------------------------------------------
+
+
+class SpeedupRow(BaseModel):
+    """One cell across runs: each run's median decode tok/s and its speedup over the first run."""
+
+    category: str
+    concurrency: int
+    request_rate: float | None = None
+    decode_tok_s: list[float | None]
+    speedup: list[float | None]
+    speedup_low: list[float | None] = []
+    speedup_high: list[float | None] = []
+    samples: list[int] = []
+    aggregate_tok_s: list[float | None]
+    mean_acceptance_length: list[float | None]
+
+
+class References(BaseModel):
+    """The published figures the profile names (vLLM blog / Inferact), and the speedup they imply."""
+
+    baseline_decode_tok_s: float | None = None
+    decode_tok_s: float | None = None
+    peak_decode_tok_s: float | None = None
+    speedup: float | None = None
+
+
+class Comparison(BaseModel):
+    """What `bench compare` prints and writes with -o json."""
+
+    labels: list[str]
+    files: list[str]
+    rows: list[SpeedupRow]
+    references: References
+    rounds: int = 1
+    verdict: str | None = None
+    formula: str = FORMULAS["speedup"]

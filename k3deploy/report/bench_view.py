@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from k3deploy.report.bench import BenchReport, CellFigures, Dist, Point
+from k3deploy.report.bench import BenchReport, CellFigures, Comparison, Dist, Point, SpeedupRow
 from k3deploy.report.smoke import Stats
-
-if TYPE_CHECKING:
-    from k3deploy.bench.compare import Comparison, SpeedupRow
 
 
 def _num(value: float | None, digits: int = 1) -> str:

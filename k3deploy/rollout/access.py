@@ -2,10 +2,10 @@
 
 Nothing here is a hand-kept list of kinds: each kind of the set gets the verbs of its apply (get, create, patch) and
 of rollback and `down` (delete); each step brings what running it reads and writes (`step_access`, after
-rollout/runner.py): a wait lists and watches the kinds it waits on, their pods, logs and events, a LeaderWorkerSet's
+targets/kubernetes/runner.py): a wait lists and watches the kinds it waits on, their pods, logs and events, a LeaderWorkerSet's
 ControllerRevisions and, for pods that mount a PersistentVolumeClaim, the claims, StorageClasses and claim events
 (rollout/claims.py); a group's walk reads its revisions and pods; a recorded gate or revision writes its ConfigMap; a
-Service switch lists EndpointSlices (rollout/bluegreen.py). So an object added to the set, or a step added to the
+Service switch lists EndpointSlices (targets/kubernetes/bluegreen.py). So an object added to the set, or a step added to the
 plan, adds its verbs, and preflight cannot pass on a command `up` cannot finish. `step_access` refuses a step type it
 does not know, so a new step cannot go unreviewed. Preflight (preflight/cluster.py) asks about each.
 """
@@ -13,8 +13,8 @@ does not know, so a new step cannot go unreviewed. Preflight (preflight/cluster.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.access import APPLY_VERBS, REVIEWED_APART, WAIT_VERBS, Access, group_of, plural
@@ -47,8 +47,8 @@ from k3deploy.rollout.steps import (
 )
 
 
-def _waited(objects: Sequence[dict[str, Any]]) -> list[Access]:
-    """A wait (rollout/wait.py): list and watch of each waited kind, the proof of a LeaderWorkerSet's template, the
+def _waited(objects: Sequence[KubeObject]) -> list[Access]:
+    """A wait (targets/kubernetes/wait.py): list and watch of each waited kind, the proof of a LeaderWorkerSet's template, the
     claims its pods mount, and the pods, logs and events a diagnosis reads."""
     kinds = {(plural(o["kind"]), group_of(o["apiVersion"])) for o in objects if o["kind"] in WAITED_KINDS}
     out = [Access(verb, resource, group) for (resource, group) in sorted(kinds) for verb in WAIT_VERBS]
@@ -80,17 +80,17 @@ def _kind(api_version: str, kind: str, verbs: Sequence[str]) -> list[Access]:
     return [Access(verb, plural(kind), group_of(api_version)) for verb in verbs]
 
 
-def _applied(objects: Sequence[dict[str, Any]]) -> list[Access]:
+def _applied(objects: Sequence[KubeObject]) -> list[Access]:
     return [
         a for o in objects if o["kind"] not in REVIEWED_APART for a in _kind(o["apiVersion"], o["kind"], APPLY_VERBS)
     ]
 
 
-#: A ConfigMap k3deploy records in (a group's gate, rollout/gates.py; a revision, rollout/rollback.py): applied.
+#: A ConfigMap k3deploy records in (a group's gate, targets/kubernetes/gates.py; a revision, targets/kubernetes/history.py): applied.
 _RECORD = tuple(_kind("v1", "ConfigMap", ("get", "create", "patch")))
 
 
-#: A smoke through a port-forward to a leader, found by its Service's selector (rollout/forward.py). k3deploy's
+#: A smoke through a port-forward to a leader, found by its Service's selector (targets/kubernetes/forward.py). k3deploy's
 #: forward is a WebSocket upgrade (an HTTP GET): authorised as `get`, and from Kubernetes 1.35 also as `create`
 #: (AuthorizePodWebsocketUpgradeCreatePermission, KEP-4006), the verb kubectl's SPDY POST needs.
 _FORWARD = (
@@ -102,7 +102,7 @@ _FORWARD = (
 
 
 def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
-    """What running `step` asks of the API server (rollout/runner.py; a group's smoke is the pipeline's: through a
+    """What running `step` asks of the API server (targets/kubernetes/runner.py; a group's smoke is the pipeline's: through a
     port-forward to its leader with `port_forward`, else an in-cluster Job). TypeError for a step it does not know."""
     if isinstance(step, Begin | Note | ApplyAll | WaitAll | RollbackAll | DownAll):
         return []
@@ -121,7 +121,7 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
         return list(_RECORD)
     if isinstance(step, Switch):
         switched = _applied([step.service]) if step.service is not None else []
-        # The switch is done when the Service's EndpointSlices list the new leader as ready (rollout/bluegreen.py).
+        # The switch is done when the Service's EndpointSlices list the new leader as ready (targets/kubernetes/bluegreen.py).
         return [*switched, Access("list", "endpointslices", "discovery.k8s.io")]
     if isinstance(step, Delete):
         return _kind(step.api_version, step.kind, ("get", "delete"))
@@ -135,17 +135,17 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
         removed = [o for o in step.objects if o["kind"] not in step.keep]
         out = [a for o in removed for a in _kind(o["apiVersion"], o["kind"], ("get", "delete"))]
         if any(o["kind"] == "Namespace" for o in removed):
-            # A Namespace is deleted only when it holds nothing k3deploy did not create (rollout/rollback.py).
+            # A Namespace is deleted only when it holds nothing k3deploy did not create (targets/kubernetes/history.py).
             out += [Access("list", plural(kind)) for kind in HELD_KINDS]
         return out
     if isinstance(step, Guard):
-        # The live template against server dry runs of this run's and the previous revision's (rollout/guard.py).
+        # The live template against server dry runs of this run's and the previous revision's (targets/kubernetes/guard.py).
         return [a for o in step.applied if o["kind"] == "LeaderWorkerSet" for a in _applied([o])]
     raise TypeError(f"no access is known for a {type(step).__name__} step")
 
 
 def required_access(
-    objects: Sequence[dict[str, Any]], steps: Sequence[Step] = (), *, port_forward: bool = False
+    objects: Sequence[KubeObject], steps: Sequence[Step] = (), *, port_forward: bool = False
 ) -> list[Access]:
     """The verbs a command uses, each once, in a stable order: each kind of the rendered `objects`' apply and delete,
     what each of the plan's `steps` runs, and the release's Lease; with `port_forward` (the final smoke reaches the
@@ -153,7 +153,7 @@ def required_access(
     out = _applied(objects)
     for step in steps:
         out += step_access(step, port_forward=port_forward)
-    # The release's Lease (rollout/lease.py) for the whole command.
+    # The release's Lease (targets/kubernetes/lease.py) for the whole command.
     out += _kind("coordination.k8s.io/v1", "Lease", ("get", "create", "update"))
     if port_forward:
         out += _FORWARD
@@ -161,7 +161,7 @@ def required_access(
 
 
 def command_access(
-    objects: Sequence[dict[str, Any]], strategy: Strategy = UP_STRATEGY, *, port_forward: bool = False
+    objects: Sequence[KubeObject], strategy: Strategy = UP_STRATEGY, *, port_forward: bool = False
 ) -> list[Access]:
     """`required_access` of a command that runs `strategy` on the rendered `objects`: the set's verbs and those of
     every step its plan and its rollback may run (rollout/plan.py and rollout/undo.py `reachable`; the release is the

@@ -9,16 +9,17 @@ import copy
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
+
+from k3deploy.kobject import KubeObject
 
 #: Metadata the server sets on every write; a diff of these says nothing about the desired state.
 SERVER_METADATA = ("resourceVersion", "generation", "managedFields", "uid", "creationTimestamp", "selfLink")
 _MANAGER = re.compile(r'conflict with "([^"]*)"')
 
 
-def normalize(obj: dict[str, Any] | None) -> dict[str, Any]:
+def normalize(obj: KubeObject | None) -> KubeObject:
     """A copy without status and server-set metadata (empty dict for a missing object)."""
     if not obj:
         return {}
@@ -34,15 +35,15 @@ def normalize(obj: dict[str, Any] | None) -> dict[str, Any]:
     return clean
 
 
-def same(live: dict[str, Any] | None, desired: dict[str, Any] | None) -> bool:
+def same(live: KubeObject | None, desired: KubeObject | None) -> bool:
     """True when two versions of an object agree once server-set fields are dropped."""
     return normalize(live) == normalize(desired)
 
 
-def unified_diff(key: str, live: dict[str, Any] | None, desired: dict[str, Any]) -> str:
+def unified_diff(key: str, live: KubeObject | None, desired: KubeObject) -> str:
     """`diff -u` of the live object against what the apply would make it ('' when identical)."""
 
-    def lines(obj: dict[str, Any] | None) -> list[str]:
+    def lines(obj: KubeObject | None) -> list[str]:
         """Sorted YAML lines of the normalized object (none for a missing one)."""
         clean = normalize(obj)
         return (
@@ -60,7 +61,7 @@ class FieldConflict:
     field: str
 
 
-def conflicts(status: dict[str, Any]) -> list[FieldConflict]:
+def conflicts(status: KubeObject) -> list[FieldConflict]:
     """The field conflicts of a 409 Status from a server-side apply (causes, else parsed from the message)."""
     found = []
     for cause in (status.get("details") or {}).get("causes") or []:
@@ -82,7 +83,7 @@ def describe_conflicts(key: str, found: list[FieldConflict]) -> str:
     return f"apply {key}: conflict with another field manager: {parts}"
 
 
-def immutable_fields(status: dict[str, Any]) -> list[str]:
+def immutable_fields(status: KubeObject) -> list[str]:
     """The fields a 422 Invalid Status says cannot change in place (`field is immutable`, a CRD rule such as
     ComputeDomain's `A computeDomain.spec is immutable`); empty when any cause is about something else.
     """

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+
+from k3deploy.kobject import KubeObject
 
 #: The kinds the waiter reads for the claims (all optional: without them pods are judged as before).
 CLAIMS = "PersistentVolumeClaim"
@@ -64,11 +65,11 @@ class ClaimVerdict:
     failure: str = ""
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def _meta(obj: KubeObject) -> KubeObject:
     return obj.get("metadata") or {}
 
 
-def default_class(classes: dict[str, dict[str, Any]]) -> str | None:
+def default_class(classes: dict[str, KubeObject]) -> str | None:
     """The default StorageClass's name; of several, the one the DefaultStorageClass admission plugin picks
     (kubernetes pkg/volume/util/storageclass.go GetDefaultClass: the newest, a tie by name)."""
     marked = [
@@ -83,7 +84,7 @@ def default_class(classes: dict[str, dict[str, Any]]) -> str | None:
     return str(_meta(newest).get("name"))
 
 
-def _event_time(event: dict[str, Any]) -> datetime:
+def _event_time(event: KubeObject) -> datetime:
     """When an event was last seen: a series' last observation, else lastTimestamp, eventTime, firstTimestamp."""
     stamp = (
         (event.get("series") or {}).get("lastObservedTime")
@@ -99,7 +100,7 @@ def _event_time(event: dict[str, Any]) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _about(event: dict[str, Any], claim: dict[str, Any]) -> bool:
+def _about(event: KubeObject, claim: KubeObject) -> bool:
     """The event is about this claim: its name, and its uid when the event names one (not an earlier claim's)."""
     involved = event.get("involvedObject") or {}
     meta = _meta(claim)
@@ -111,7 +112,7 @@ def _about(event: dict[str, Any], claim: dict[str, Any]) -> bool:
     )
 
 
-def provisioning_failure(claim: dict[str, Any], events: Iterable[dict[str, Any]]) -> str | None:
+def provisioning_failure(claim: KubeObject, events: Iterable[KubeObject]) -> str | None:
     """The message of the latest ProvisioningFailed event about this claim, unless a provisioning attempt began (or
     succeeded) after it: an external provisioner retries with backoff and records `Provisioning` as each attempt
     starts, so a failure an attempt under way may mend is not final. A tie goes to the failure (the stamps have
@@ -127,12 +128,12 @@ def provisioning_failure(claim: dict[str, Any], events: Iterable[dict[str, Any]]
     return str(latest.get("message") or "").strip() or PROVISIONING_FAILED
 
 
-def _known(classes: dict[str, dict[str, Any]]) -> str:
+def _known(classes: dict[str, KubeObject]) -> str:
     return ", ".join(sorted(classes)) or "none"
 
 
 def claim_verdict(
-    claim: dict[str, Any], classes: dict[str, dict[str, Any]] | None, events: list[dict[str, Any]] | None
+    claim: KubeObject, classes: dict[str, KubeObject] | None, events: list[KubeObject] | None
 ) -> ClaimVerdict | None:
     """Judge one claim; None unless it is Pending. `classes` (by name) and `events` (the claims' events) are None
     when they cannot be read: without events nothing proves provisioning has not failed, so the claim is shown but

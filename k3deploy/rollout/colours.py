@@ -3,7 +3,7 @@
 The rendered LeaderWorkerSet is "blue" (the profile's name); a blue-green upgrade creates the other colour beside it
 ("<name>-green", or blue again when green is live), switches the API Service's selector to it and removes the old
 one. Which colour serves is read from the live API Service's selector, so every later command (up, status, down)
-works on the colour that is live. See rollout/bluegreen.py.
+works on the colour that is live. See targets/kubernetes/bluegreen.py.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import GREEN_SUFFIX, NAME_LABEL, colours
 
 __all__ = ["GREEN_SUFFIX", "colours"]
@@ -38,7 +39,7 @@ def _renamed(value: Any, base: str, name: str) -> Any:
     return value
 
 
-def recoloured(objects: list[dict[str, Any]], base: str, name: str) -> list[dict[str, Any]]:
+def recoloured(objects: list[KubeObject], base: str, name: str) -> list[KubeObject]:
     """The set with its LeaderWorkerSet `base` named `name` and every selector of it by name (API Service, pod
     affinity, PodDisruptionBudget) following; unchanged when `name` is `base`."""
     if name == base:
@@ -52,12 +53,13 @@ def recoloured(objects: list[dict[str, Any]], base: str, name: str) -> list[dict
     return out
 
 
-def selected(service: dict[str, Any] | None) -> str | None:
+def selected(service: KubeObject | None) -> str | None:
     """The LeaderWorkerSet a Service's selector picks, if it picks one by name."""
-    return ((service or {}).get("spec") or {}).get("selector", {}).get(NAME_LABEL)
+    picked: str | None = ((service or {}).get("spec") or {}).get("selector", {}).get(NAME_LABEL)
+    return picked
 
 
-def preview_service(api_service: dict[str, Any], lws_name: str) -> dict[str, Any]:
+def preview_service(api_service: KubeObject, lws_name: str) -> KubeObject:
     """A copy of the API Service named after `lws_name` that selects only that set's leaders."""
     out = copy.deepcopy(api_service)
     out["metadata"]["name"] = preview_name(lws_name)
@@ -65,11 +67,11 @@ def preview_service(api_service: dict[str, Any], lws_name: str) -> dict[str, Any
     return out
 
 
-def lws_of(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+def lws_of(objects: list[KubeObject]) -> KubeObject | None:
     """The LeaderWorkerSet of a rendered set."""
     return next((o for o in objects if o.get("kind") == "LeaderWorkerSet"), None)
 
 
-def api_service_of(objects: list[dict[str, Any]], lws_name: str) -> dict[str, Any] | None:
+def api_service_of(objects: list[KubeObject], lws_name: str) -> KubeObject | None:
     """The Service of a rendered set that selects the LeaderWorkerSet's leaders."""
     return next((o for o in objects if o.get("kind") == "Service" and selected(o) == lws_name), None)

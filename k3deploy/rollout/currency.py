@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, TEMPLATE_REVISION_LABEL
 
 
@@ -45,7 +46,7 @@ def _normal(value: Any) -> Any:
     return value
 
 
-def _owned(revision: dict[str, Any], lws: dict[str, Any]) -> bool:
+def _owned(revision: KubeObject, lws: KubeObject) -> bool:
     meta = revision.get("metadata") or {}
     uid = (lws.get("metadata") or {}).get("uid")
     refs = meta.get("ownerReferences") or []
@@ -54,7 +55,7 @@ def _owned(revision: dict[str, Any], lws: dict[str, Any]) -> bool:
     )
 
 
-def template_revision(lws: dict[str, Any], revisions: list[dict[str, Any]]) -> dict[str, Any] | None:
+def template_revision(lws: KubeObject, revisions: list[KubeObject]) -> KubeObject | None:
     """The newest ControllerRevision of `lws` whose stored template and network config are the live spec's."""
     spec = lws.get("spec") or {}
     wanted = (
@@ -76,7 +77,7 @@ def template_revision(lws: dict[str, Any], revisions: list[dict[str, Any]]) -> d
     return max(matches, key=lambda r: int(r.get("revision") or 0), default=None)
 
 
-def prove_current(lws: dict[str, Any], revisions: list[dict[str, Any]] | None, pods: list[dict[str, Any]]) -> Proof:
+def prove_current(lws: KubeObject, revisions: list[KubeObject] | None, pods: list[KubeObject]) -> Proof:
     """Whether `lws`'s status describes its current spec; `revisions` None when they could not be read.
 
     `pods` are the set's live (not terminating) pods.

@@ -1,14 +1,14 @@
 """Pure helpers of a group-by-group rollout: partitions, a group's pods and state, a leader's endpoint.
 
-See rollout/upgrade.py for what LeaderWorkerSet does on its own and what k3deploy adds.
+See targets/kubernetes/upgrade.py for what LeaderWorkerSet does on its own and what k3deploy adds.
 """
 
 from __future__ import annotations
 
 import copy
 import string
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
@@ -19,12 +19,12 @@ from k3deploy.rollout.readiness import is_fatal, pod_problems, pod_ready
 PARTITION_SINCE = (0, 7, 0)
 
 
-def replicas_of(lws: dict[str, Any] | None) -> int:
+def replicas_of(lws: KubeObject | None) -> int:
     """spec.replicas of a LeaderWorkerSet (1 when unset), 0 for none."""
     return 0 if lws is None else int((lws.get("spec") or {}).get("replicas", 1))
 
 
-def partitioned(lws: dict[str, Any], partition: int) -> dict[str, Any]:
+def partitioned(lws: KubeObject, partition: int) -> KubeObject:
     """A copy of `lws` whose rolling update leaves the groups below `partition` on their template."""
     out = copy.deepcopy(lws)
     strategy = out.setdefault("spec", {}).setdefault("rolloutStrategy", {"type": "RollingUpdate"})
@@ -32,13 +32,13 @@ def partitioned(lws: dict[str, Any], partition: int) -> dict[str, Any]:
     return out
 
 
-def steps_groups(live: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+def steps_groups(live: KubeObject | None, new: KubeObject) -> bool:
     """Whether an apply of `new` over `live` is walked group by group: both have the same N >= 2 groups (a first
     install, or a change of N, is left to the controller)."""
     return live is not None and replicas_of(live) == replicas_of(new) >= 2
 
 
-def group_pods(pods: list[dict[str, Any]], lws_name: str, group: int) -> list[dict[str, Any]]:
+def group_pods(pods: list[KubeObject], lws_name: str, group: int) -> list[KubeObject]:
     """The live (not terminating) pods of one group of the set."""
     return [
         p
@@ -49,7 +49,7 @@ def group_pods(pods: list[dict[str, Any]], lws_name: str, group: int) -> list[di
     ]
 
 
-def group_state(pods: list[dict[str, Any]], key: str, size: int) -> tuple[bool, str | None]:
+def group_state(pods: list[KubeObject], key: str, size: int) -> tuple[bool, str | None]:
     """(the group runs template `key` on all `size` pods and they are Ready, a fatal problem of a new pod or None)."""
     new = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) == key]
     for pod in new:

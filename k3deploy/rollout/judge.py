@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import (
     GROUP_INDEX_LABEL,
     NAME_LABEL,
@@ -28,8 +29,18 @@ from k3deploy.rollout.claims import (
     held_by_claims,
 )
 from k3deploy.rollout.currency import Proof, prove_current, template_revision
-from k3deploy.rollout.progress import Row
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
+
+
+@dataclass(frozen=True)
+class Row:
+    """One object or pod in the view: its name, state, detail and when it entered that state."""
+
+    name: str
+    state: str
+    detail: str = ""
+    since: float = 0.0
+
 
 #: Crashes seen across a serving group's pods (recreated groups included) that make the rollout fail.
 CRASH_LIMIT = 3
@@ -54,7 +65,7 @@ class Failure:
 class WaitState:
     """The watched objects by kind and name, and what the waiter remembers between batches."""
 
-    objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    objects: dict[str, dict[str, KubeObject]] = field(default_factory=dict)
     since: dict[str, tuple[str, float]] = field(default_factory=dict)
     unschedulable_since: dict[str, float] = field(default_factory=dict)
     crashes: dict[str, set[tuple[Any, ...]]] = field(default_factory=dict)
@@ -74,12 +85,12 @@ class Judgement:
     accepted: list[tuple[str, str]]
 
 
-def name_of(obj: dict[str, Any]) -> str:
+def name_of(obj: KubeObject) -> str:
     """metadata.name."""
     return str(obj.get("metadata", {}).get("name", ""))
 
 
-def owned_by_job(pod: dict[str, Any], job: dict[str, Any]) -> bool:
+def owned_by_job(pod: KubeObject, job: KubeObject) -> bool:
     """A Job's pod: owned by this Job's uid, or (no uid known) labelled with its name."""
     meta = pod.get("metadata", {})
     uid = job.get("metadata", {}).get("uid")
@@ -92,14 +103,14 @@ def owned_by_job(pod: dict[str, Any], job: dict[str, Any]) -> bool:
     return name_of(job) in (labels.get("batch.kubernetes.io/job-name"), labels.get("job-name"))
 
 
-def in_set(pod: dict[str, Any], target: dict[str, Any], state: WaitState) -> bool:
+def in_set(pod: KubeObject, target: KubeObject, state: WaitState) -> bool:
     """Whether `pod` belongs to the waited `target`: a LeaderWorkerSet's by its label, a Job's by owner."""
     if target["kind"] == "LeaderWorkerSet":
         return (pod.get("metadata", {}).get("labels") or {}).get(NAME_LABEL) == name_of(target)
     return owned_by_job(pod, state.objects.get("Job", {}).get(name_of(target), target))
 
 
-def pods_of(target: dict[str, Any], state: WaitState) -> list[dict[str, Any]]:
+def pods_of(target: KubeObject, state: WaitState) -> list[KubeObject]:
     """The target's live (not terminating) pods, by name."""
     pods = state.objects.get("Pod", {}).values()
     return sorted(
@@ -108,7 +119,7 @@ def pods_of(target: dict[str, Any], state: WaitState) -> list[dict[str, Any]]:
     )
 
 
-def current_key(target: dict[str, Any], state: WaitState) -> str | None:
+def current_key(target: KubeObject, state: WaitState) -> str | None:
     """The template-revision-hash of a LeaderWorkerSet's current template: "" while the controller has not recorded
     it, None when that cannot be known (not a LWS, no ControllerRevisions to read)."""
     live = state.objects.get(target["kind"], {}).get(name_of(target))
@@ -123,18 +134,18 @@ def current_key(target: dict[str, Any], state: WaitState) -> str | None:
     )
 
 
-def outgoing(pod: dict[str, Any], key: str | None) -> bool:
+def outgoing(pod: KubeObject, key: str | None) -> bool:
     """A pod of an older template (the controller replaces it): shown, but its failures are not the rollout's."""
     return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) != key
 
 
-def proof(live: dict[str, Any], state: WaitState) -> Proof:
+def proof(live: KubeObject, state: WaitState) -> Proof:
     """Whether a LeaderWorkerSet's status belongs to its current spec (rollout/currency.py)."""
     revisions = None if REVISIONS in state.unavailable else list(state.objects.get(REVISIONS, {}).values())
     return prove_current(live, revisions, pods_of(live, state))
 
 
-def verdict(target: dict[str, Any], state: WaitState) -> Readiness | None:
+def verdict(target: KubeObject, state: WaitState) -> Readiness | None:
     """Where the waited `target` stands; None when it is not there (yet). A LeaderWorkerSet is ready only when its
     readiness is proven to be the current spec's."""
     live = state.objects.get(target["kind"], {}).get(name_of(target))
@@ -157,7 +168,7 @@ def row(state: WaitState, key: str, label: str, detail: str, now: float) -> Row:
     return Row(key, label, detail, state.since[key][1])
 
 
-def pod_row(pod: dict[str, Any], state: WaitState, now: float, claims: list[ClaimVerdict] | None = None) -> Row:
+def pod_row(pod: KubeObject, state: WaitState, now: float, claims: list[ClaimVerdict] | None = None) -> Row:
     """A pod's row: its state, group and role, node and restarts; a pod held only by `claims` still being
     provisioned is Pending on them, not Unschedulable."""
     meta = pod.get("metadata", {})
@@ -176,11 +187,11 @@ def pod_row(pod: dict[str, Any], state: WaitState, now: float, claims: list[Clai
     return row(state, f"  Pod/{name_of(pod)}", label, detail, now)
 
 
-def _unschedulable_message(pod: dict[str, Any]) -> str:
+def _unschedulable_message(pod: KubeObject) -> str:
     return next((p.message for p in pod_problems(pod) if p.reason == "Unschedulable"), "")
 
 
-def pod_claims(pod: dict[str, Any], state: WaitState) -> list[ClaimVerdict]:
+def pod_claims(pod: KubeObject, state: WaitState) -> list[ClaimVerdict]:
     """The verdicts on the Pending claims an unscheduled pod mounts (none when the claims cannot be read)."""
     claims = state.objects.get(CLAIMS)
     if claims is None or CLAIMS in state.unavailable or (pod.get("spec") or {}).get("nodeName"):
@@ -195,7 +206,7 @@ def pod_claims(pod: dict[str, Any], state: WaitState) -> list[ClaimVerdict]:
     return [v for v in verdicts if v is not None]
 
 
-def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
+def missing_claim_template(pod: KubeObject, state: WaitState) -> str | None:
     """Why a pod can never be scheduled because of its DRA claims: it claims a ResourceClaimTemplate that does not
     exist, so kube-controller-manager cannot make its ResourceClaim (pkg/controller/resourceclaim/controller.go,
     event FailedResourceClaimCreation) and the scheduler's DynamicResources PreEnqueue holds it without a condition
@@ -217,8 +228,8 @@ def missing_claim_template(pod: dict[str, Any], state: WaitState) -> str | None:
 
 
 def pod_failure(
-    target: dict[str, Any],
-    pod: dict[str, Any],
+    target: KubeObject,
+    pod: KubeObject,
     state: WaitState,
     now: float,
     grace_s: float,
@@ -265,7 +276,7 @@ def pod_failure(
     return None
 
 
-def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: float) -> Judgement:
+def judge(state: WaitState, waited: list[KubeObject], now: float, grace_s: float) -> Judgement:
     """Rows, whether all waited objects are ready, the first failure, and proofs accepted since the last call."""
     rows: list[Row] = []
     all_ready = True
@@ -307,7 +318,7 @@ def judge(state: WaitState, waited: list[dict[str, Any]], now: float, grace_s: f
     return Judgement(rows, all_ready and failure is None, failure, accepted)
 
 
-def pending(waited: list[dict[str, Any]], state: WaitState) -> tuple[str, str, str, set[str]]:
+def pending(waited: list[KubeObject], state: WaitState) -> tuple[str, str, str, set[str]]:
     """At the deadline: the first waited object not ready, its reason and message (with a stuck pod's), names."""
     names = {name_of(t) for t in waited}
     for target in waited:

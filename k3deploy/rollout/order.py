@@ -9,8 +9,8 @@ what fronts it, and the smoke Job last.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.render.manifests import (
     COMPONENT_LABEL,
     NODE_PREFLIGHT_COMPONENT,
@@ -30,11 +30,11 @@ JOB_ROLES = (NODE_PREFLIGHT_COMPONENT, PREFETCH_COMPONENT, SMOKE_COMPONENT)
 WAITED_PHASES = frozenset({NODE_PREFLIGHT_COMPONENT, PREFETCH_COMPONENT})
 
 
-def _component(obj: dict[str, Any]) -> str | None:
+def _component(obj: KubeObject) -> str | None:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL)
 
 
-def job_role(obj: dict[str, Any]) -> str | None:
+def job_role(obj: KubeObject) -> str | None:
     """'node-preflight', 'prefetch' or 'smoke' for the Jobs of the set (their component label), else None."""
     if obj.get("kind") != "Job":
         return None
@@ -42,24 +42,24 @@ def job_role(obj: dict[str, Any]) -> str | None:
     return component if component in JOB_ROLES else None
 
 
-def rank(obj: dict[str, Any]) -> int:
+def rank(obj: KubeObject) -> int:
     """Position of an object in apply order: its place in the rendered set."""
     position = set_position(str(obj.get("kind", "")), _component(obj))
     return position if position is not None else UNKNOWN_RANK
 
 
-def _set_rank(obj: dict[str, Any]) -> tuple[int, str]:
+def _set_rank(obj: KubeObject) -> tuple[int, str]:
     """Rank, then name among objects of one place in the set (the two NetworkPolicies share one component)."""
     position = set_position(str(obj.get("kind", "")), _component(obj))
     return (position, str((obj.get("metadata") or {}).get("name", ""))) if position is not None else (UNKNOWN_RANK, "")
 
 
-def apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def apply_order(objects: list[KubeObject]) -> list[KubeObject]:
     """The objects in apply order (stable: objects the set does not name keep their order among themselves)."""
     return sorted(objects, key=_set_rank)
 
 
-def delete_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def delete_order(objects: list[KubeObject]) -> list[KubeObject]:
     """The objects in delete order: apply order reversed."""
     return list(reversed(apply_order(objects)))
 
@@ -69,10 +69,10 @@ class Phase:
     """Objects applied together, then waited on before the next phase starts."""
 
     name: str
-    objects: list[dict[str, Any]] = field(default_factory=list)
+    objects: list[KubeObject] = field(default_factory=list)
 
 
-def _phase_name(obj: dict[str, Any]) -> str:
+def _phase_name(obj: KubeObject) -> str:
     role = job_role(obj)
     if role in WAITED_PHASES or role == SMOKE_COMPONENT:
         return str(role)
@@ -82,7 +82,7 @@ def _phase_name(obj: dict[str, Any]) -> str:
     return "serving" if SMOKE_RANK is None or position < SMOKE_RANK else "smoke"
 
 
-def phases(objects: list[dict[str, Any]]) -> list[Phase]:
+def phases(objects: list[KubeObject]) -> list[Phase]:
     """Split the set, in apply order, into runs of prerequisites, node-preflight, prefetch, serving and smoke.
 
     The node-preflight Job sits inside the prerequisites (right after the profile ConfigMap it reads), so a

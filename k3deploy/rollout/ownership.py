@@ -13,7 +13,8 @@ k3deploy creates its namespace only when it is absent.
 from __future__ import annotations
 
 import copy
-from typing import Any
+
+from k3deploy.kobject import KubeObject
 
 #: The label naming the release that created the object (the profile's name).
 OWNER_LABEL = "k3deploy/release"
@@ -26,26 +27,26 @@ SYSTEM_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
 #: Kinds a rollback or a plain `down` never deletes: the weight cache and the namespace that holds it.
 KEPT_KINDS = frozenset({"PersistentVolumeClaim", "Namespace"})
 #: What a marked Namespace may hold that k3deploy did not create (a token Secret, a weight PVC): while it holds any,
-#: it is not deleted (rollout/rollback.py `remove`).
+#: it is not deleted (targets/kubernetes/history.py `remove`).
 HELD_KINDS = ("Secret", "ConfigMap", "PersistentVolumeClaim")
 
 
-def identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+def identity(obj: KubeObject) -> tuple[str, str, str, str]:
     """What names one object: API version, kind, namespace ("" when cluster-scoped) and name."""
     meta = obj.get("metadata", {})
     return (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
 
 
 def history_name(deployment: str) -> str:
-    """Name of the revision history ConfigMap of a deployment (rollout/rollback.py): k3deploy's own, always marked."""
+    """Name of the revision history ConfigMap of a deployment (targets/kubernetes/history.py): k3deploy's own, always marked."""
     return f"{deployment}-k3deploy-revisions"
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def _meta(obj: KubeObject) -> KubeObject:
     return obj.get("metadata") or {}
 
 
-def release_of(obj: dict[str, Any]) -> tuple[str, str]:
+def release_of(obj: KubeObject) -> tuple[str, str]:
     """(release, namespace) a rendered object belongs to: its instance label, and its namespace (a Namespace's own
     name for a Namespace)."""
     meta = _meta(obj)
@@ -59,7 +60,7 @@ def mark(release: str, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
     return {OWNER_LABEL: release}, {OWNER_ANNOTATION: f"{namespace}/{release}"}
 
 
-def with_mark(obj: dict[str, Any], release: str, namespace: str) -> dict[str, Any]:
+def with_mark(obj: KubeObject, release: str, namespace: str) -> KubeObject:
     """A copy of `obj` carrying the mark."""
     marked = copy.deepcopy(obj)
     meta = marked.setdefault("metadata", {})
@@ -69,7 +70,7 @@ def with_mark(obj: dict[str, Any], release: str, namespace: str) -> dict[str, An
     return marked
 
 
-def owned_by(live: dict[str, Any], release: str, namespace: str) -> bool:
+def owned_by(live: KubeObject, release: str, namespace: str) -> bool:
     """True when the live object carries the mark of `release` in `namespace` (label and annotation both)."""
     meta = _meta(live)
     labels, annotations = mark(release, namespace)
@@ -81,12 +82,12 @@ def owned_by(live: dict[str, Any], release: str, namespace: str) -> bool:
     )
 
 
-def owned(live: dict[str, Any], rendered: dict[str, Any]) -> bool:
+def owned(live: KubeObject, rendered: KubeObject) -> bool:
     """True when the live object carries the mark of the release `rendered` belongs to."""
     return owned_by(live, *release_of(rendered))
 
 
-def for_apply(obj: dict[str, Any], live: dict[str, Any] | None) -> dict[str, Any] | None:
+def for_apply(obj: KubeObject, live: KubeObject | None) -> KubeObject | None:
     """What to apply for `obj` given its live state: marked when k3deploy creates it or created it before (an apply
     without the mark would remove it); as rendered when someone else created it; None for a Namespace someone
     else created (left as it is)."""
@@ -100,7 +101,7 @@ def for_apply(obj: dict[str, Any], live: dict[str, Any] | None) -> dict[str, Any
     return obj
 
 
-def foreign(kind: str, items: list[dict[str, Any]], release: str, namespace: str) -> list[str]:
+def foreign(kind: str, items: list[KubeObject], release: str, namespace: str) -> list[str]:
     """`Kind/name` of the items of one kind (a namespace's Secrets, ConfigMaps, PVCs) that are not the release's
     and not already being deleted: what deleting the namespace would take along."""
     found = []

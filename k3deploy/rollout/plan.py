@@ -2,14 +2,14 @@
 
 A step (rollout/steps.py) names one thing to do: apply objects, wait for them, smoke one group through its leader,
 switch the API Service, delete an object, record the revision. The plan builders here decide which steps, from what the cluster
-holds (`LiveState`, read once by the target before anything is applied); a runner (rollout/runner.py) executes one
+holds (`LiveState`, read once by the target before anything is applied); a runner (targets/kubernetes/runner.py) executes one
 step at a time and keeps nothing between them; the pipeline loops over the steps and runs every smoke itself.
 
 - Rolling (`rolling`): with N >= 2 live groups and a gate to pass, a changed LeaderWorkerSet is applied with
   partition = N (no group moves), then walked down one group at a time, each new group waited for and smoke-tested
-  by its leader before the next goes (rollout/upgrade.py tells what LWS does on its own and why).
+  by its leader before the next goes (targets/kubernetes/upgrade.py tells what LWS does on its own and why).
 - Blue-green (`blue_green`): one group; the new template goes in beside the live one under the other colour, is
-  smoke-tested by its leader, takes the API Service, and only then does the old group go (rollout/bluegreen.py).
+  smoke-tested by its leader, takes the API Service, and only then does the old group go (targets/kubernetes/bluegreen.py).
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def build(objects: list[Obj], live: LiveState, strategy: Strategy, release: str)
     steps += [Begin(WAIT), *walking, Wait(serving(final))]
     if hook and not strategy.in_cluster_smoke:
         # A hook for GitOps runs: `up` smoke-tests on its own, so nothing waits for it; `up --smoke in-cluster`
-        # runs it afresh itself (rollout/in_cluster.py).
+        # runs it afresh itself (targets/kubernetes/in_cluster.py).
         steps.append(Apply(hook, WAIT))
     steps.append(RecordRevision(final))
     return Plan(steps, final, bg, suffix)

@@ -7,7 +7,9 @@ No I/O: the waiter feeds objects in; these functions say ready / failed / why. P
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TypeGuard
+
+from k3deploy.kobject import KubeObject
 
 #: Container waiting reasons that will not fix themselves: the rollout fails at once.
 FATAL_WAITING_REASONS = frozenset(
@@ -43,19 +45,20 @@ class PodProblem:
     crashed: bool = False
 
 
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+def condition(obj: KubeObject, type_: str) -> KubeObject | None:
     """The status condition of a type, or None."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_:
-            return cond
+            found: KubeObject = cond
+            return found
     return None
 
 
-def _true(cond: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+def _true(cond: KubeObject | None) -> TypeGuard[KubeObject]:
     return cond is not None and str(cond.get("status")) == "True"
 
 
-def lws_readiness(obj: dict[str, Any]) -> Readiness:
+def lws_readiness(obj: KubeObject) -> Readiness:
     """A LeaderWorkerSet is ready when its controller saw this generation, says Available and every group is ready and updated."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -88,7 +91,7 @@ def lws_readiness(obj: dict[str, Any]) -> Readiness:
     return Readiness(False, reason=reason, message=counts)
 
 
-def job_readiness(obj: dict[str, Any]) -> Readiness:
+def job_readiness(obj: KubeObject) -> Readiness:
     """A Job is ready when Complete, failed for good when its Failed condition is True."""
     status = obj.get("status") or {}
     counts = f"{status.get('succeeded') or 0} succeeded, {status.get('active') or 0} active, {status.get('failed') or 0} failed"
@@ -105,7 +108,7 @@ def job_readiness(obj: dict[str, Any]) -> Readiness:
     return Readiness(False, reason="Running" if status.get("active") else "Pending", message=counts)
 
 
-def readiness(obj: dict[str, Any]) -> Readiness:
+def readiness(obj: KubeObject) -> Readiness:
     """Readiness of any object of the set: LWS and Jobs are judged; other kinds are ready once they exist."""
     kind = obj.get("kind")
     if kind == "LeaderWorkerSet":
@@ -119,12 +122,12 @@ def readiness(obj: dict[str, Any]) -> Readiness:
     return Readiness(True, reason="Exists")
 
 
-def _container_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
+def _container_statuses(pod: KubeObject) -> list[KubeObject]:
     status = pod.get("status") or {}
     return list(status.get("initContainerStatuses") or []) + list(status.get("containerStatuses") or [])
 
 
-def pod_problems(pod: dict[str, Any]) -> list[PodProblem]:
+def pod_problems(pod: KubeObject) -> list[PodProblem]:
     """Everything wrong with a pod, most telling first: scheduling, then per-container failures."""
     problems: list[PodProblem] = []
     scheduled = condition(pod, "PodScheduled")
@@ -166,7 +169,7 @@ def is_fatal(problem: PodProblem) -> bool:
     return problem.reason in FATAL_WAITING_REASONS or problem.reason == "OOMKilled"
 
 
-def pod_ready(pod: dict[str, Any]) -> bool:
+def pod_ready(pod: KubeObject) -> bool:
     """The pod runs and its Ready condition is True: what the StatefulSet controller counts as ready
     (kubernetes pkg/controller/statefulset/stateful_set_utils.go `isRunningAndReady`) and what LWS counts for a group
     (sigs.k8s.io/lws pkg/utils/pod/pod_utils.go `PodRunningAndReady`), so k3deploy never calls a group ready that
@@ -174,12 +177,12 @@ def pod_ready(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and _true(condition(pod, "Ready"))
 
 
-def restarts(pod: dict[str, Any]) -> int:
+def restarts(pod: KubeObject) -> int:
     """Container restarts of a pod, summed."""
     return sum(int(cs.get("restartCount") or 0) for cs in _container_statuses(pod))
 
 
-def pod_phase_label(pod: dict[str, Any]) -> str:
+def pod_phase_label(pod: KubeObject) -> str:
     """A short state for a pod the way `kubectl get pods` would show it."""
     if pod.get("metadata", {}).get("deletionTimestamp"):
         return "Terminating"

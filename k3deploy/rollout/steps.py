@@ -1,6 +1,6 @@
 """The steps a rollout plan is made of (rollout/plan.py), and what running one did (pure data).
 
-A step names one thing to do; the runner (rollout/runner.py) does it, or the pipeline when it is a group's smoke, or
+A step names one thing to do; the runner (targets/kubernetes/runner.py) does it, or the pipeline when it is a group's smoke, or
 the target itself when it applies or waits in one go. `StepOutcome` is what one step did, from which the
 stage's summary is made.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
+from k3deploy.kobject import KubeObject
+
+Obj = KubeObject
 
 #: The pipeline stages steps belong to; ROLLBACK and DOWN: the steps of an undo or a teardown (rollout/undo.py).
 APPLY, WAIT, ROLLBACK, DOWN = "apply", "wait", "rollback", "down"
@@ -136,7 +138,7 @@ class Restore:
 @dataclass(frozen=True)
 class Remove:
     """Delete `objects` in reverse apply order, except the kinds in `keep` and what does not carry k3deploy's mark
-    (kept and named); a marked Namespace is kept too while it holds what k3deploy did not create (rollout/rollback.py
+    (kept and named); a marked Namespace is kept too while it holds what k3deploy did not create (targets/kubernetes/history.py
     `remove`). `label` begins each line said."""
 
     objects: list[Obj]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from k3deploy.kobject import KubeObject
 
 
-def in_place_note(obj: dict[str, Any], action: str) -> str | None:
+def in_place_note(obj: KubeObject, action: str) -> str | None:
     """A warning when applying `obj` replaces its only group in place: a LeaderWorkerSet that was just configured
     (not created) with one replica and maxSurge 0 takes its group down before the new one starts, so the endpoint
     serves nothing until the new group has loaded the weights. None for anything else."""

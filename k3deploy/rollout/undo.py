@@ -3,7 +3,7 @@ says what they did (pure).
 
 The builders here decide the steps (rollout/steps.py) of an undo from the plan that failed and the steps it began,
 and those of `down` from the set read under the colour that serves; the pipeline runs them one at a time on the
-target (rollout/runner.py runs each) and makes the summary from their outcomes with `summary`. An undo is made of
+target (targets/kubernetes/runner.py runs each) and makes the summary from their outcomes with `summary`. An undo is made of
 parts, each said in its own words and joined with "; " (a blue-green undone after its switch: the previous revision
 restored, then the new group removed); a part's Guard that finds someone else's change stops that part only.
 

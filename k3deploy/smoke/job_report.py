@@ -4,7 +4,7 @@ The Job's container log holds both streams in the order written: the waiting not
 (stderr), then the report (stdout, indented JSON that starts on a line of its own). The report is the last JSON object
 of kind `k3deploy.smoke` that decodes from the start of a line; anything after it is ignored.
 
-`verdict` judges a finished Job (`JobRun`, what the target read of it: rollout/in_cluster.py) as the pipeline judges
+`verdict` judges a finished Job (`JobRun`, what the target read of it: targets/kubernetes/in_cluster.py) as the pipeline judges
 any smoke: its report decides; a Job that ends without one, or fails while its report passed, is a SmokeUnreachable
 (exit 3), and the install is kept.
 """

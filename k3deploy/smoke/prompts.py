@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from k3deploy import prompts as builtin
+from k3deploy.measure.summary import TIERS
 from k3deploy.report.smoke import Tier
-from k3deploy.smoke.summary import TIERS
 
 SUBSET = "smoke"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from k3deploy.errors import SmokeUnreachable
+from k3deploy.errors import SmokeUnreachable as SmokeUnreachable  # re-exported beside `unreachable`, which makes it
 from k3deploy.redact import redact_url
 
 #: `up --smoke in-cluster` (DeployOptions.smoke_where): every gate runs as a smoke Job in the cluster.

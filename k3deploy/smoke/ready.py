@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from k3deploy.errors import EndpointError
 
 if TYPE_CHECKING:
-    from k3deploy.smoke.client import SmokeClient
+    from k3deploy.measure.client import SmokeClient
 
 #: First pause between polls and the longest one (the pause doubles while the endpoint is not ready).
 FIRST_PAUSE_S = 1.0

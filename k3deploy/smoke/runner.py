@@ -12,29 +12,30 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from k3deploy.errors import EndpointError, UsageError
+from k3deploy.errors import EndpointError
+from k3deploy.measure import metrics, summary
 from k3deploy.measure.dispatch import dispatch
+from k3deploy.measure.record import RequestSpec, build_record
+from k3deploy.measure.request import normalize_endpoint, request_body
+from k3deploy.measure.window import measure_window
 from k3deploy.profile import Profile
-from k3deploy.profile.names import check_http_url
 from k3deploy.redact import redact_url
 from k3deploy.report.bench import LoadModel, Point
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeReport
-from k3deploy.report.smoke import exit_code as exit_code  # where callers (rollout/upgrade.py, the tests) import it
-from k3deploy.smoke import correctness, metrics, prompts, summary, verdict
+from k3deploy.report.smoke import (
+    exit_code as exit_code,  # where callers (targets/kubernetes/upgrade.py, the tests) import it
+)
+from k3deploy.smoke import correctness, prompts, verdict
 from k3deploy.smoke.context import CONTEXT, ContextFit, fit_context, prompt_allowance
 from k3deploy.smoke.ready import wait_ready
-from k3deploy.smoke.record import RequestSpec, build_record
-from k3deploy.smoke.window import measure_window
 
 if TYPE_CHECKING:
     import aiohttp
 
-    from k3deploy.smoke.client import SmokeClient
-
-STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+    from k3deploy.measure.client import SmokeClient
 
 
 @dataclass
@@ -47,67 +48,6 @@ class SmokeOptions:
     progress: Callable[[str], None] | None = None
     #: Where the wait for readiness (smoke.ready_timeout_s) says what it waits for: always shown, a Job's log needs it.
     notice: Callable[[str], None] | None = None
-
-
-def normalize_endpoint(url: str) -> str:
-    """`http(s)://host[:port]` without a trailing slash or `/v1`; a URL without a scheme is a usage error."""
-    # httpx loads only when an endpoint is used: `render`, `up`'s import and `--help` never pay for it.
-    import httpx
-
-    hint = "for example --endpoint http://10.0.0.5:8000"
-    parsed: httpx.URL | None = None
-    try:
-        parsed = httpx.URL(url.strip())
-        scheme_ok = parsed.scheme in ("http", "https") and bool(parsed.host)
-    except httpx.InvalidURL:
-        scheme_ok = True  # malformed past the scheme: check_http_url says how
-    if not scheme_ok:
-        raise UsageError(f"--endpoint {redact_url(url)!r} is not an http(s) URL", hint=hint)
-    try:
-        check_http_url(url.strip())  # also what httpx accepts but cannot connect to: port 99999, port 0
-    except ValueError as exc:
-        raise UsageError(f"--endpoint {exc}", hint=hint) from None
-    if parsed is None:  # check_http_url passed what httpx refuses (a control character in the path)
-        raise UsageError(f"--endpoint {redact_url(url)!r} is not a URL httpx can request", hint=hint)
-    base = str(parsed.copy_with(query=None, fragment=None)).rstrip("/")
-    return base[: -len("/v1")] if base.endswith("/v1") else base
-
-
-#: What a correctness probe adds to a chat request: reasoning off, so the answer is in `content` at once. vLLM 0.32
-#: takes `reasoning_effort` (entrypoints/openai/chat_completion/protocol.py: "none" sets enable_thinking false for
-#: the chat template) and passes `chat_template_kwargs` on; Kimi K3's template reads `thinking`
-#: (vllm/reasoning/kimi_k3_reasoning_parser.py). Templates that declare neither ignore them.
-REASONING_OFF: dict[str, Any] = {"reasoning_effort": "none", "chat_template_kwargs": {"thinking": False}}
-
-
-def request_body(
-    profile: Profile,
-    prompt: str,
-    max_tokens: int,
-    *,
-    ignore_eos: bool,
-    reasoning_off: bool = False,
-    temperature: float | None = None,
-    top_p: float | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """Path and JSON body of one streamed request (chat or completions, per the profile); `reasoning_off` for the
-    correctness probes (chat only: a completion has no reasoning channel). `temperature` defaults to
-    smoke.temperature; `top_p` is sent only when given (the server's default otherwise)."""
-    body: dict[str, Any] = {
-        "model": profile.model.served_name,
-        "max_tokens": max_tokens,
-        "temperature": profile.smoke.temperature if temperature is None else temperature,
-        "stream": True,
-        "stream_options": STREAM_OPTIONS,
-        "ignore_eos": ignore_eos,
-    }
-    if top_p is not None:
-        body["top_p"] = top_p
-    if profile.smoke.api == "completions":
-        return "/v1/completions", {**body, "prompt": prompt}
-    if reasoning_off:
-        body.update(REASONING_OFF)
-    return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": prompt}]}
 
 
 @dataclass
@@ -196,7 +136,7 @@ class _Run:
             self.say(f"correctness {probe.id}: {'right' if ok else 'WRONG'}")
 
     async def measured(self) -> None:
-        """The warm-up, then one measurement window (k3deploy.smoke.window, as each bench cell): bs=1 requests one
+        """The warm-up, then one measurement window (k3deploy.measure.window, as each bench cell): bs=1 requests one
         after another between two /metrics scrapes."""
         smoke = self.profile.smoke
         chosen = prompts.select(smoke.tier, smoke.requests + 1)
@@ -310,7 +250,7 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
 async def run_smoke_async(profile: Profile, endpoint: str, options: SmokeOptions | None = None) -> SmokeReport:
     """Run every smoke check against `endpoint`; see the module docstring."""
     # The HTTP client (aiohttp) loads only when smoke runs.
-    from k3deploy.smoke.client import SmokeClient
+    from k3deploy.measure.client import SmokeClient
 
     options = options or SmokeOptions()
     base = normalize_endpoint(endpoint)

@@ -10,9 +10,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from k3deploy.measure.attribution import impossible, stream_contradicts, unattributable
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
-from k3deploy.smoke.attribution import impossible, stream_contradicts, unattributable
 
 LIVENESS = "liveness"
 CORRECTNESS = "correctness"
@@ -154,7 +154,7 @@ def judge_speculative(
     """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates).
 
     With `client_tokens` (what the measured requests streamed, failed ones included) the delta must be theirs and
-    its counts possible (smoke/attribution.py); a figure that is not is a FAIL, never a PASS."""
+    its counts possible (measure/attribution.py); a figure that is not is a FAIL, never a PASS."""
     target = f">= {min_length}" if min_length is not None else ("drafts > 0" if expected else None)
     if summary is None or summary.overall.requests == summary.overall.failed:
         return CheckResult(

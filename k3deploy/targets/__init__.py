@@ -27,13 +27,13 @@ if TYPE_CHECKING:  # this package's own import stays standard-library light (tar
 
 #: Target name -> "module:Class" (imported on first use) or a factory(options, view) -> Target.
 REGISTRY: dict[str, str | Callable[..., Target]] = {
-    "kubernetes": "k3deploy.targets.kubernetes:KubernetesTarget",
+    "kubernetes": "k3deploy.targets.kubernetes.target:KubernetesTarget",
     "local": "k3deploy.targets.local.target:LocalTarget",
 }
 #: Target name -> "module:function(profile) -> Rendering": the same rendering as the target's `render`, without
 #: importing the target's class (its module loads the cluster client and the rollout).
 RENDERERS: dict[str, str] = {
-    "kubernetes": "k3deploy.targets.kubernetes_render:render",
+    "kubernetes": "k3deploy.targets.kubernetes.render:render",
 }
 
 
@@ -48,13 +48,13 @@ class DeployOptions:
     wait: bool = True
     timeout_s: float | None = None
     endpoint: str | None = None
-    #: `up --strategy`: "rolling" (group by group when N >= 2) or "blue-green" (N = 1); rollout/upgrade.py, bluegreen.py.
+    #: `up --strategy`: "rolling" (group by group when N >= 2) or "blue-green" (N = 1); targets/kubernetes/upgrade.py, bluegreen.py.
     strategy: str = "rolling"
     #: Smoke each new group by its leader before the next goes (`up` unless --skip-smoke).
     group_smoke: bool = False
     #: URL template of a group leader's endpoint ({pod}, {lws}, {group}, {namespace}); default a port-forward to it.
     group_endpoint: str | None = None
-    #: Where `up`'s smoke runs: "client" (from here) or IN_CLUSTER (the rendered smoke Job, rollout/in_cluster.py).
+    #: Where `up`'s smoke runs: "client" (from here) or IN_CLUSTER (the rendered smoke Job, targets/kubernetes/in_cluster.py).
     smoke_where: str = "client"
 
 

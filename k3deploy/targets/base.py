@@ -34,7 +34,8 @@ from k3deploy.rollout.steps import Step, StepOutcome
 from k3deploy.rollout.undo import Undo
 from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
-from k3deploy.targets.rendering import Objects, Rendering
+from k3deploy.targets.rendering import Objects as Objects  # re-exported: the targets import both from here
+from k3deploy.targets.rendering import Rendering as Rendering
 
 
 class Revision(BaseModel):

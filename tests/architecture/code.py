@@ -37,7 +37,7 @@ def imported_roots(path: Path) -> set[str]:
 
 
 def unit_of(module: str) -> str:
-    """The layer a module belongs to: its first-level package (`k3deploy.rollout.wait` -> rollout), or itself."""
+    """The layer a module belongs to: its first-level package (`k3deploy.rollout.plan` -> rollout), or itself."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 

@@ -50,14 +50,14 @@ def test_only_targets_and_profile_loading_ask_which_target_a_profile_names() -> 
 # -- the rendered set -------------------------------------------------------------------------------------------
 
 #: Where the set is rendered: `render` itself (through the Kubernetes target's rendering alone), preflight when its
-#: caller passed no set (`preflight --node/--cluster`), and the Kubernetes target (targets/kubernetes.py `_objects`)
+#: caller passed no set (`preflight --node/--cluster`), and the Kubernetes target (targets/kubernetes/target.py `_objects`)
 #: for what no command's set covers (below).
 RENDERERS = {
     "k3deploy/render/manifests.py",
     "k3deploy/render/write.py",
-    "k3deploy/targets/kubernetes_render.py",
+    "k3deploy/targets/kubernetes/render.py",
     "k3deploy/preflight/run.py",
-    "k3deploy/targets/kubernetes.py",
+    "k3deploy/targets/kubernetes/target.py",
 }
 
 
@@ -79,7 +79,7 @@ def test_the_set_is_rendered_only_where_a_command_renders_it_once() -> None:
     }
     assert callers <= RENDERERS, callers - RENDERERS
     assert "k3deploy/preflight/checks_cluster.py" not in callers
-    target = PACKAGE / "targets" / "kubernetes.py"
+    target = PACKAGE / "targets" / "kubernetes" / "target.py"
     rendering_methods = {
         fn.name
         for fn in ast.walk(ast.parse(target.read_text(encoding="utf-8")))
@@ -233,15 +233,15 @@ def test_the_cluster_is_reached_through_kube_api_only() -> None:
 
 #: The OpenAI client of smoke and bench: every request (plain GETs and streams) through one aiohttp session, the
 #: fast path `vllm bench serve` uses (vllm/benchmarks/lib/endpoint_request_func.py).
-OPENAI_CLIENT = "k3deploy.smoke.client"
+OPENAI_CLIENT = "k3deploy.measure.client"
 
 
 def test_the_openai_client_is_one_http_stack() -> None:
-    """smoke/client.py speaks aiohttp only, with one session, one set of timeouts and one error translation: neither
+    """measure/client.py speaks aiohttp only, with one session, one set of timeouts and one error translation: neither
     it nor any k3deploy module it reaches imports httpx (httpx once carried its plain GETs beside aiohttp's streams,
     each stack with its own timeouts and its own translation of failures)."""
     reached = reached_from(OPENAI_CLIENT)
-    assert "k3deploy.smoke.record" in reached  # the rule follows imports
+    assert "k3deploy.measure.record" in reached  # the rule follows imports
     assert "aiohttp" in imported_roots(module_path(OPENAI_CLIENT))
     assert sorted(name for name in reached if "httpx" in imported_roots(module_path(name))) == []
 
@@ -266,14 +266,14 @@ def test_a_judged_check_is_built_one_way() -> None:
 
 def test_smoke_and_bench_measure_through_one_loop() -> None:
     """smoke and bench once each had their own measurement loop: both now open their measurement windows with
-    k3deploy/smoke/window.py (scrape, dispatch, scrape) and offer requests only through k3deploy/measure/dispatch.py,
+    k3deploy/measure/window.py (scrape, dispatch, scrape) and offer requests only through k3deploy/measure/dispatch.py,
     so no other module keeps requests in flight (an asyncio Semaphore or gather) or scrapes /metrics itself."""
     for runner in ("k3deploy/smoke/runner.py", "k3deploy/bench/runner.py"):
-        assert "k3deploy.smoke.window" in k3deploy_imports(REPO_ROOT / runner), runner
+        assert "k3deploy.measure.window" in k3deploy_imports(REPO_ROOT / runner), runner
     offenders = []
     for path in sorted((REPO_ROOT / "k3deploy").rglob("*.py")):
         rel = path.relative_to(REPO_ROOT).as_posix()
-        if rel in ("k3deploy/measure/dispatch.py", "k3deploy/smoke/window.py", "k3deploy/smoke/client.py"):
+        if rel in ("k3deploy/measure/dispatch.py", "k3deploy/measure/window.py", "k3deploy/measure/client.py"):
             continue
         text = path.read_text(encoding="utf-8")
         offenders += [
@@ -338,3 +338,25 @@ def test_only_kube_api_builds_a_kubernetes_rest_path() -> None:
     assert not (PACKAGE / "kube" / "read.py").exists()
     assert importers == set()
     assert _kube_paths(PACKAGE / "kube" / "api.py")  # the rule sees the paths where they are built
+
+
+# -- one measuring kit ------------------------------------------------------------------------------------------
+
+
+def test_smoke_bench_and_observe_measure_with_one_kit_none_imports_another() -> None:
+    """The client, the SSE scan, the per-request records, the window and the /metrics rules are measure/'s, which
+    smoke, bench and observe use: bench and observe import nothing from smoke (bench once borrowed smoke's client and
+    observe its counter rules), and measure/ imports none of the three."""
+    offenders = [
+        f"{path.relative_to(REPO_ROOT)}: imports {name}"
+        for package, forbidden in (
+            ("bench", ("k3deploy.smoke",)),
+            ("observe", ("k3deploy.smoke",)),
+            ("measure", ("k3deploy.smoke", "k3deploy.bench", "k3deploy.observe")),
+        )
+        for path in (PACKAGE / package).rglob("*.py")
+        for name in k3deploy_imports(path)
+        if name == "k3deploy.smoke" or name.startswith(tuple(f"{f}." for f in forbidden))
+    ]
+    assert offenders == []
+    assert "k3deploy.measure.client" in k3deploy_imports(PACKAGE / "bench" / "runner.py")  # the rule reads imports

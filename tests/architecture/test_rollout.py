@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 from tests.architecture.code import (
     IO_LIBRARIES,
     PACKAGE,
     calls_of,
+    imported_modules,
     imported_roots,
     k3deploy_imports,
+    module_name,
     module_path,
     reached_from,
 )
@@ -31,13 +34,74 @@ def test_the_rollout_plan_reaches_no_io_through_what_it_imports() -> None:
         if module_path(name).is_file() and imported_roots(module_path(name)) & IO_LIBRARIES
     }
     assert offenders == {}
-    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.rollout.runner", "k3deploy.targets"))}
+    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.targets"))}
+
+
+def _every_import(path: Path) -> set[str]:
+    """Every module `path` imports, at any depth, `if TYPE_CHECKING:` imports included."""
+    return {
+        module
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for module in imported_modules(node)
+    }
+
+
+def test_rollout_is_the_pure_planner() -> None:
+    """rollout/ is the planner, a folder rule in place of a list of its pure modules: no module of it imports an I/O
+    library or anything under kube/ or targets/ (even for annotations only), and none it reaches when it runs does
+    either; the I/O that carries a plan out is the Kubernetes target's (targets/kubernetes/)."""
+    modules = sorted((PACKAGE / "rollout").rglob("*.py"))
+    assert PACKAGE / "rollout" / "plan.py" in modules  # the rule sees the folder
+    offenders = [
+        f"{path.relative_to(REPO_ROOT)}: imports {name}"
+        for path in modules
+        for name in sorted(_every_import(path))
+        if name.split(".")[0] in IO_LIBRARIES or name.startswith(("k3deploy.kube", "k3deploy.targets"))
+    ]
+    for path in modules:
+        reached = reached_from(module_name(path))
+        offenders += [
+            f"{path.relative_to(REPO_ROOT)}: reaches {name}"
+            for name in sorted(reached)
+            if name.startswith(("k3deploy.kube", "k3deploy.targets"))
+            or (module_path(name).is_file() and imported_roots(module_path(name)) & IO_LIBRARIES)
+        ]
+    assert offenders == []
+
+
+#: Modules under targets/ that are a target's tools, not its classes (the rollout I/O the Kubernetes target holds,
+#: and the progress view): their classes' privates (the Lease's `_body`) are theirs, not a Target's.
+TARGETS_TOOLS = {
+    *(
+        f"kubernetes/{name}"
+        for name in (
+            "apply",
+            "bluegreen",
+            "bluegreen_repair",
+            "diagnosis",
+            "forward",
+            "gates",
+            "guard",
+            "history",
+            "in_cluster",
+            "lease",
+            "runner",
+            "streams",
+            "upgrade",
+            "wait",
+        )
+    ),
+    "progress",
+}
 
 
 def _target_privates() -> set[str]:
     """The private attributes and methods of the Target classes (`self._x` assigned or `def _x` in targets/)."""
     names: set[str] = set()
     for path in (PACKAGE / "targets").rglob("*.py"):
+        if path.relative_to(PACKAGE / "targets").with_suffix("").as_posix() in TARGETS_TOOLS:
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 for inner in ast.walk(node):
@@ -80,6 +144,10 @@ def test_nothing_outside_targets_reads_or_writes_a_targets_private_attributes() 
     assert offenders == []
 
 
+#: How a Kubernetes object is annotated (kobject.py), which a parameter named `target` may be.
+OBJECT_TYPES = {"KubeObject", "dict"}
+
+
 def test_rollout_modules_take_no_target() -> None:
     """rollout/ is what the targets use, never the other way round: no rollout module imports k3deploy.targets or
     takes a target as a parameter (upgrade.py and bluegreen.py once took it as Any); each gets the API, the
@@ -95,11 +163,13 @@ def test_rollout_modules_take_no_target() -> None:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-                # A waited object is a "target" too (rollout/judge.py): only a Target, or an untyped Any, counts.
+                # A waited object is a "target" too (rollout/judge.py, a KubeObject): only a Target, or an untyped
+                # Any, counts.
                 offenders += [
                     f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {node.name}({a.arg})"
                     for a in arguments
-                    if a.arg == "target" and (a.annotation is None or "dict" not in ast.unparse(a.annotation))
+                    if a.arg == "target"
+                    and (a.annotation is None or not OBJECT_TYPES & set(re.findall(r"\w+", ast.unparse(a.annotation))))
                 ]
     assert offenders == []
 
@@ -166,7 +236,7 @@ def test_the_targets_keep_no_rollout_state_between_their_calls() -> None:
     use); its deadline is the connection options' own, which every request reads (a property, not a copy)."""
     local = _stored(PACKAGE / "targets" / "local" / "target.py")
     assert local <= {"_view", "options", "view"}, local
-    kubernetes = _stored(PACKAGE / "targets" / "kubernetes.py")
+    kubernetes = _stored(PACKAGE / "targets" / "kubernetes" / "target.py")
     assert kubernetes <= {"options", "view", "_api"}, kubernetes
 
 
@@ -174,11 +244,14 @@ def test_the_targets_keep_no_rollout_state_between_their_calls() -> None:
 
 #: What changes the cluster in a rollback or `down`: a removal, a recorded revision, the foreign-change check's dry
 #: runs. Each is a step's (rollout/steps.py), so only the runner calls them (and a cut-short blue-green's leftovers'
-#: removal, itself a RemoveLeftovers step's, in rollout/bluegreen_repair.py).
+#: removal, itself a RemoveLeftovers step's, in targets/kubernetes/bluegreen_repair.py).
 UNDO_ACTIONS = {
-    ("k3deploy.rollout.rollback", "remove"): {"k3deploy/rollout/runner.py", "k3deploy/rollout/bluegreen_repair.py"},
-    ("k3deploy.rollout.rollback", "record_revision"): {"k3deploy/rollout/runner.py"},
-    ("k3deploy.rollout.guard", "foreign_change"): {"k3deploy/rollout/runner.py"},
+    ("k3deploy.targets.kubernetes.history", "remove"): {
+        "k3deploy/targets/kubernetes/runner.py",
+        "k3deploy/targets/kubernetes/bluegreen_repair.py",
+    },
+    ("k3deploy.targets.kubernetes.history", "record_revision"): {"k3deploy/targets/kubernetes/runner.py"},
+    ("k3deploy.targets.kubernetes.guard", "foreign_change"): {"k3deploy/targets/kubernetes/runner.py"},
 }
 
 
@@ -189,10 +262,10 @@ def test_the_rollback_and_down_are_plans_the_pipeline_runs() -> None:
     reached = reached_from("k3deploy.rollout.undo")
     assert "k3deploy.rollout.plan" in reached  # the rule follows imports
     assert not {n for n in reached if module_path(n).is_file() and imported_roots(module_path(n)) & IO_LIBRARIES}
-    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.rollout.runner", "k3deploy.targets"))}
+    assert not {n for n in reached if n.startswith(("k3deploy.kube", "k3deploy.targets"))}
     methods = {
         node.name
-        for node in ast.walk(ast.parse((PACKAGE / "targets" / "kubernetes.py").read_text(encoding="utf-8")))
+        for node in ast.walk(ast.parse((PACKAGE / "targets" / "kubernetes" / "target.py").read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef)
     }
     assert {"undo_plan", "down_plan", "run_step"} <= methods
@@ -229,6 +302,6 @@ def test_the_target_contract_has_no_stub_and_only_one_go_targets_work_in_one_go(
         if isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node.exc or node)
     ]
     assert stubs == []
-    kubernetes = ast.parse((PACKAGE / "targets" / "kubernetes.py").read_text(encoding="utf-8"))
+    kubernetes = ast.parse((PACKAGE / "targets" / "kubernetes" / "target.py").read_text(encoding="utf-8"))
     (cls,) = [n for n in kubernetes.body if isinstance(n, ast.ClassDef) and n.name == "KubernetesTarget"]
     assert [ast.unparse(b) for b in cls.bases] == ["Target"]

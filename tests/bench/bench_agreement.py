@@ -18,10 +18,10 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from k3deploy.measure.summary import percentile
 from k3deploy.profile import load_profile
 from k3deploy.smoke.prompts import select
 from k3deploy.smoke.runner import run_smoke
-from k3deploy.smoke.summary import percentile
 from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
 from tests.bench.vllm_bench import serve_argv
 from tests.integration.vllm_server import start_vllm, vllm_python

@@ -109,8 +109,8 @@ def test_rows_follow_the_first_runs_cells_and_references() -> None:
 
 
 def test_a_rows_acceptance_length_comes_from_the_cells_server_counters() -> None:
+    from k3deploy.measure.metrics import spec_decode_figures
     from k3deploy.report.bench import ServerDelta
-    from k3deploy.smoke.metrics import spec_decode_figures
 
     spec = spec_decode_figures(10.0, 40.0, 15.0, {})
 

@@ -21,9 +21,9 @@ from k3deploy.bench.figures import (
     token_mismatches,
     window,
 )
+from k3deploy.measure.metrics import spec_decode_figures
 from k3deploy.report.bench import BenchRequest, CellFigures, Point, ServerDelta
 from k3deploy.report.smoke import MetricsDelta, RequestRecord
-from k3deploy.smoke.metrics import spec_decode_figures
 
 
 def _req(

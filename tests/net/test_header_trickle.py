@@ -17,6 +17,7 @@ import pytest
 
 from k3deploy.errors import EnvironmentProblem
 from k3deploy.kube.deadline import Deadline
+from k3deploy.measure.client import EndpointError, SmokeClient, run_fast
 from k3deploy.net.capped import BudgetSpent, answers_200, budget, get_capped
 from k3deploy.observe.watch_sources import MetricsSource, PrometheusSource, ScrapeError
 from k3deploy.pin.hub import HubClient
@@ -24,7 +25,6 @@ from k3deploy.pin.registry import RegistryClient
 from k3deploy.preflight.run import image_platforms
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
-from k3deploy.smoke.client import EndpointError, SmokeClient, run_fast
 from tests.trickling_server import Trickle, trickling_server
 
 #: The whole head is ~2,080 bytes; a client bounded at ~1 s reads ~50 of them.

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import cli_env, run_cli
 from tests.observe.watch_servers import MetricsScript, serve
 
-DATA = Path(__file__).parent.parent / "smoke" / "data"
+DATA = Path(__file__).parent.parent / "measure" / "data"
 BEFORE = (DATA / "metrics_before.prom").read_text(encoding="utf-8")
 AFTER = (DATA / "metrics_after.prom").read_text(encoding="utf-8")
 #: 2 requests finished between the recorded scrapes, with TPOT sums 0.00271 s -> 0.00551 s.

@@ -1,4 +1,4 @@
-"""watch's figures from two scrapes: recorded vLLM texts (tests/smoke/data), generated multi-engine texts with a
+"""watch's figures from two scrapes: recorded vLLM texts (tests/measure/data), generated multi-engine texts with a
 counter reset, Prometheus query results, and the judging against the profile's targets."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from k3deploy.observe.watch_figures import (
 )
 from k3deploy.profile.model import TargetsSpec
 
-DATA = Path(__file__).parent.parent / "smoke" / "data"
+DATA = Path(__file__).parent.parent / "measure" / "data"
 
 
 def _recorded(name: str, started: float, finished: float):

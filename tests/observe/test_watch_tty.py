@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.conftest import cli_env
 from tests.observe.watch_servers import MetricsScript, serve
 
-DATA = Path(__file__).parent.parent / "smoke" / "data"
+DATA = Path(__file__).parent.parent / "measure" / "data"
 #: CSI and OSC sequences rich's live view moves the cursor and hides it with.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 

@@ -56,7 +56,7 @@ def test_pod_watches_cut_and_ended_by_410_are_resumed_and_relisted_and_the_lws_i
     assert live["status"]["readyReplicas"] == 1
     # However long the pods take (and whatever happens to the pod watches), the LeaderWorkerSet is waited for by
     # one list and one watch, not polled: besides those, one GET of the other colour's group (a blue-green leftover
-    # to clear, rollout/bluegreen_repair.py), one for the outage question (does the apply replace the only
+    # to clear, targets/kubernetes/bluegreen_repair.py), one for the outage question (does the apply replace the only
     # group?) and one before the apply.
     collection = f"GET {resource_path('leaderworkerset.x-k8s.io/v1', 'leaderworkersets', namespace)}"
     served = [r for r in fault_proxy.faults.requests if r.split("?")[0].startswith(collection)]

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from k3deploy.rollout.gates import partition_refusal
 from k3deploy.rollout.groups import (
     check_group_template,
     group_endpoint,
@@ -18,6 +17,7 @@ from k3deploy.rollout.groups import (
     replicas_of,
     steps_groups,
 )
+from k3deploy.targets.kubernetes.gates import partition_refusal
 from tests.rollout.test_groups import _lws, _pod
 
 NAME = "leaderworkerset.sigs.k8s.io/name"

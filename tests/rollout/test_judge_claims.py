@@ -10,7 +10,7 @@ import pytest
 
 from k3deploy.rollout.claims import CLAIMS, CLASSES, EVENTS, PROVISIONING_FAILED
 from k3deploy.rollout.judge import WaitState, judge, pending
-from k3deploy.rollout.wait import failure_hint
+from k3deploy.targets.kubernetes.wait import failure_hint
 from tests.rollout.test_claims import CLAIM, DRIVER, EXTERNAL, FAILED, HELD, SHARED, claim
 
 JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "prefetch"}}

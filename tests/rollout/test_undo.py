@@ -9,7 +9,7 @@ import pytest
 from k3deploy.rollout import plan as p
 from k3deploy.rollout import steps as st
 from k3deploy.rollout import undo as u
-from k3deploy.rollout.rollback import KEPT_KINDS
+from k3deploy.targets.kubernetes.history import KEPT_KINDS
 
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kimi"}}
 PVC = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "w", "namespace": "kimi"}}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from k3deploy.measure.request import REASONING_OFF, request_body
 from k3deploy.profile import load_profile
 from k3deploy.smoke.correctness import PROBES, expect_copy, expect_json, expect_number, judge_answer
-from k3deploy.smoke.runner import REASONING_OFF, request_body
 
 RIGHT = {
     "arithmetic-multiply": "10063",

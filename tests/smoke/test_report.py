@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from k3deploy.errors import UsageError
+from k3deploy.measure.request import normalize_endpoint
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.report.smoke import SMOKE_SCHEMA_VERSION, SmokeReport
-from k3deploy.smoke.runner import exit_code, normalize_endpoint
+from k3deploy.smoke.runner import exit_code
 
 
 def _report(*statuses: Status, blocked: str | None = None) -> SmokeReport:

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from k3deploy.measure.request import request_body
 from k3deploy.profile.load import load_profile
-from k3deploy.smoke.runner import request_body
 from tests.smoke.scripted_server import MODEL, Script, scripted_server
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from k3deploy.measure.attribution import stream_contradicts
+from k3deploy.measure.metrics import spec_decode_figures
 from k3deploy.report.model import Status
 from k3deploy.report.smoke import MetricsDelta
-from k3deploy.smoke.attribution import stream_contradicts
-from k3deploy.smoke.metrics import spec_decode_figures
 from k3deploy.smoke.verdict import SPECULATIVE, judge_speculative
 from tests.smoke.scripted_server import Script, scripted_server
 from tests.smoke.test_faults import smoke

@@ -11,10 +11,10 @@ from k3deploy.smoke import runner
 
 ROOT = Path(__file__).resolve().parents[2] / "k3deploy"
 PURE = [
-    "smoke/sse.py",
-    "smoke/record.py",
-    "smoke/metrics.py",
-    "smoke/summary.py",
+    "measure/sse.py",
+    "measure/record.py",
+    "measure/metrics.py",
+    "measure/summary.py",
     "smoke/verdict.py",
     "smoke/correctness.py",
     "smoke/prompts.py",
@@ -43,7 +43,7 @@ def test_pure_modules_import_no_io_library() -> None:
 
 
 def test_importing_the_pure_parts_does_not_load_httpx() -> None:
-    code = "import sys, k3deploy.smoke.metrics, k3deploy.smoke.verdict, k3deploy.smoke.record; print('httpx' in sys.modules)"
+    code = "import sys, k3deploy.measure.metrics, k3deploy.smoke.verdict, k3deploy.measure.record; print('httpx' in sys.modules)"
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
         == "False"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from k3deploy.measure.metrics import spec_decode_figures
+from k3deploy.measure.summary import summarize
 from k3deploy.report.model import Status
 from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
-from k3deploy.smoke.metrics import spec_decode_figures
-from k3deploy.smoke.summary import summarize
 from k3deploy.smoke.verdict import (
     LivenessFacts,
     judge_correctness,

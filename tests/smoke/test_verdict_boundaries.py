@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from k3deploy.measure.metrics import spec_decode_figures
 from k3deploy.report.model import Status
 from k3deploy.report.smoke import MetricsDelta
-from k3deploy.smoke.metrics import spec_decode_figures
 from k3deploy.smoke.verdict import (
     MAX_MODEL_ID_CHARS,
     MAX_MODELS_SHOWN,

@@ -69,7 +69,7 @@ def is_rehearsal_model(path: Path) -> bool:
         data = json.loads((path / MARKER_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return data.get("kind") == "k3deploy-rehearsal-model" and data.get("recipe_version") == RECIPE_VERSION
+    return bool(data.get("kind") == "k3deploy-rehearsal-model" and data.get("recipe_version") == RECIPE_VERSION)
 
 
 def ensure_rehearsal_model(dest: Path) -> Path:

@@ -27,7 +27,6 @@ from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import dump
 from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult
-from k3deploy.rollout.progress import ProgressView, Row
 from k3deploy.targets.base import Objects, Rendering, Revision, TargetStatus
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.capacity import kv_capacity
@@ -53,6 +52,7 @@ from k3deploy.targets.local.state import (
 )
 from k3deploy.targets.local.status_view import local_down_question, local_status_view
 from k3deploy.targets.one_go import ApplyOutcome, OneGoTarget, WaitOutcome
+from k3deploy.targets.progress import ProgressView, Row
 
 SMOKE_FILE = "smoke.json"
 #: File written for a local profile rendered into a directory.

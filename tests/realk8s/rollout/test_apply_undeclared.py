@@ -12,7 +12,7 @@ from k3deploy.kube.api import KubeApi
 from k3deploy.kube.client import KubeOptions
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
-from k3deploy.rollout.apply import apply_object
+from k3deploy.targets.kubernetes.apply import apply_object
 from tests.realk8s.client import resource_path
 from tests.realk8s.cluster_fixtures import NO_DRA, PROFILE
 from tests.realk8s.fault_fixtures import ProxiedPlane

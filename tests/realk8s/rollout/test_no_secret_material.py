@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from k3deploy.rollout.rollback import HISTORY_KEY, history_name
+from k3deploy.targets.kubernetes.history import HISTORY_KEY, history_name
 from tests.conftest import run_cli
 from tests.pin.distribution import Distribution
 from tests.preflight.test_checks_pinning import PINNED

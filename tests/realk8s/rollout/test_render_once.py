@@ -3,7 +3,7 @@ and without preflight), `apply` with its in-place question and `down` each build
 Namespace, preflight's access review, the render stage, the plan, a rollback and the removal all take that one set.
 
 The plan may render one more set: the profile with the node-preflight Job pinned to the eligible nodes it found
-(targets/kubernetes.py `_rollout_objects`), a profile the command did not render; it is counted apart."""
+(targets/kubernetes/target.py `_rollout_objects`), a profile the command did not render; it is counted apart."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
 from k3deploy.rollout.colours import lws_of
 from k3deploy.rollout.plan import Strategy
-from k3deploy.rollout.upgrade import read_lws
+from k3deploy.targets.kubernetes.upgrade import read_lws
 from tests.realk8s.binaries import find_binaries
 from tests.realk8s.cluster_fixtures import NEW_IMAGE, NO_DRA, PROFILE, SCRIPTED, TWO, Deployment
 from tests.realk8s.plane import Plane, PlaneOptions

@@ -19,7 +19,7 @@ from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build as render
 from k3deploy.rollout.colours import lws_of
 from k3deploy.rollout.plan import LiveLws, LiveState, Strategy
-from k3deploy.rollout.upgrade import read_lws
+from k3deploy.targets.kubernetes.upgrade import read_lws
 
 #: The profile every recording is of.
 PROFILE = "kimi-k3-gb300-tp16"

@@ -1,0 +1,348 @@
+"""The Kubernetes target: the rendered set on a cluster, rolled out with server-side apply and watched.
+
+The target is the cluster's I/O port: it reads what is live, plans the command's steps from it (rollout/plan.py:
+the node-preflight and prefetch Jobs waited to completion before what follows them, the smoke Job applied once the
+LeaderWorkerSet is ready, a rolling walk or a blue-green switch) and runs one step at a time (targets/kubernetes/runner.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import RenderableType
+
+from k3deploy.errors import K3DeployError, UsageError
+from k3deploy.kobject import KubeObject
+from k3deploy.kube.api import KubeApi
+from k3deploy.kube.deadline import Deadline
+from k3deploy.observe import allreduce_probe
+from k3deploy.preflight.checks_cluster import eligible_hosts
+from k3deploy.preflight.cluster import others_pods
+from k3deploy.preflight.facts import parse_nodes
+from k3deploy.preflight.run import run_preflight
+from k3deploy.profile.model import Profile
+from k3deploy.redact import redact_url
+from k3deploy.render.manifests import rendered_objects, service_url
+from k3deploy.report.model import CheckResult
+from k3deploy.rollout import plan as rollout_plan
+from k3deploy.rollout import undo
+from k3deploy.rollout.access import command_access
+from k3deploy.rollout.colours import lws_of
+from k3deploy.rollout.plan import LiveState, Plan, Strategy
+from k3deploy.rollout.steps import APPLY, DOWN, ROLLBACK, Begin, Step, StepOutcome
+from k3deploy.rollout.undo import Undo
+from k3deploy.smoke.job_report import JobRun
+from k3deploy.smoke.reach import Reach, SmokeUnreachable
+from k3deploy.targets import IN_CLUSTER, DeployOptions
+from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
+from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
+from k3deploy.targets.kubernetes import bluegreen_repair as repair
+from k3deploy.targets.kubernetes.apply import apply_object
+from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
+from k3deploy.targets.kubernetes.render import render as render_set
+from k3deploy.targets.kubernetes.runner import Runner
+from k3deploy.targets.kubernetes.status import describe
+from k3deploy.targets.kubernetes.upgrade import read_lws
+from k3deploy.targets.kubernetes.view import (
+    kubernetes_down_question,
+    kubernetes_status_view,
+)
+from k3deploy.targets.kubernetes.wait import Waiter
+from k3deploy.targets.progress import ProgressView
+from k3deploy.targets.rendering import Objects
+
+#: Seconds the smoke verdict's recording may take when smoke ran past the rollout's deadline.
+_RECORD_BUDGET_S = 60.0
+
+
+def _objects(profile: Profile) -> list[KubeObject]:
+    """The profile's set, for what renders it afresh: `status`, and the plan's set with the node-preflight Job pinned
+    to the hosts found (a profile the command did not render)."""
+    return rendered_objects(profile)
+
+
+def _with_hosts(profile: Profile, hosts: list[str]) -> Profile:
+    """The profile with the node-preflight Job pinned to `hosts`."""
+    kube = profile.kubernetes.model_copy(update={"node_preflight_hosts": hosts})
+    return profile.model_copy(update={"kubernetes": kube})
+
+
+class KubernetesTarget(Target):
+    """A profile deployed as a LeaderWorkerSet (plus its namespace, cache, Jobs, Service...) on a cluster."""
+
+    name = "kubernetes"
+
+    def __init__(self, options: DeployOptions | None = None, view: ProgressView | None = None) -> None:
+        self.options: DeployOptions = options or DeployOptions()
+        self.view: ProgressView = view or ProgressView(interactive=False)
+        self._api: KubeApi | None = None
+        if self.options.timeout_s is not None and not self.deadline.bounded:
+            self.deadline.restart(self.options.timeout_s)
+
+    @property
+    def deadline(self) -> Deadline:
+        """The command's deadline: the connection's (kube/options.py), which every API request reads
+        (kube/deadline.py). --timeout bounds the whole command; without it each phase (a Begin step) gets the
+        profile's rollout_timeout_s when it starts, and a smoke Job or the verdict's recording a budget of its own."""
+        return self.options.kube.deadline
+
+    @property
+    def api(self) -> KubeApi:
+        """The cluster connection (made on first use, so `status` of a bad kubeconfig fails where it should)."""
+        if self._api is None:
+            self._api = KubeApi(self.options.kube)
+        return self._api
+
+    def _timeout_s(self, profile: Profile) -> float:
+        return float(self.options.timeout_s or profile.kubernetes.rollout_timeout_s)
+
+    def _start_phase(self, profile: Profile) -> None:
+        """Without --timeout, a phase (apply, rollback, down) gets the profile's rollout timeout from now."""
+        if self.options.timeout_s is None:
+            self.deadline.restart(self._timeout_s(profile))
+
+    def _waiter(self, profile: Profile) -> Waiter:
+        if not self.deadline.bounded:
+            self._start_phase(profile)
+        return Waiter(
+            self.api,
+            profile.kubernetes.namespace,
+            self.view,
+            deadline=float(self.deadline.at or 0.0),
+            unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
+            timeout_label=f" ({self._timeout_s(profile):g}s)",
+        )
+
+    def _rollout_objects(self, profile: Profile, objects: Objects) -> list[KubeObject]:
+        """The set to apply: `objects`, or with the node-preflight Job on every eligible node when the profile names
+        none (the profile with those hosts, rendered)."""
+        kube = profile.kubernetes
+        if kube.node_preflight_job and not kube.node_preflight_hosts:
+            try:
+                nodes, _ = self.api.list("v1", "Node")
+                pods, _ = self.api.list("v1", "Pod")
+            except K3DeployError as exc:
+                # Without node access the Job still checks parallel.nodes GPU nodes, as a GitOps sync does.
+                self.view.note(
+                    f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})"
+                )
+                return list(objects)
+            hosts = eligible_hosts(profile, parse_nodes(nodes, others_pods(pods, profile, kube.namespace)))
+            if hosts:
+                self.view.note(f"  node-preflight checks every eligible node: {', '.join(hosts)}")
+                return _objects(_with_hosts(profile, hosts))
+        return list(objects)
+
+    # -- the Target contract ------------------------------------------------------------------------------
+
+    def locked(self, profile: Profile, what: str, objects: Objects) -> contextlib.AbstractContextManager[Held | None]:
+        """The release's Lease for the whole command (targets/kubernetes/lease.py); none for a dry run or a diff. It yields the
+        Namespace it made to hold the Lease in, if it did."""
+        if self.options.dry_run or self.options.diff:
+            return contextlib.nullcontext()
+        return self._leased(profile, what, objects)
+
+    @contextlib.contextmanager
+    def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[Held]:
+        namespace = profile.kubernetes.namespace
+        # Taking the lease counts against --timeout (self.api); renewing and freeing it have their own deadline, so
+        # past --timeout the lease is still renewed and freed (each request keeps its timeouts).
+        api = self.api
+        free = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
+        made = Held()
+        if api.get("v1", "Namespace", namespace) is None:
+            rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
+            if what == "down" or rendered is None:
+                yield made  # nothing there to change, or no namespace of k3deploy's to hold the lease in
+                return
+            # The Namespace the apply makes anyway (it holds the lease): the apply still reports it created.
+            made = Held((apply_object(api, rendered).key,))
+        if not api.served(LEASE_API, "Lease"):
+            self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
+            yield made
+            return
+        with ReleaseLease(free, namespace, profile.name, identity(what), note=self.view.note, acquire_api=api).hold():
+            yield made
+
+    def render(self, profile: Profile) -> Rendering:
+        """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes/render.py)."""
+        return render_set(profile)
+
+    def preflight(self, profile: Profile, objects: Objects) -> list[CheckResult]:
+        """Cluster checks of the preflight stage (node checks need the GPU host and run there); the access review
+        covers every step this command's plan may run, and `pods/portforward` when `up`'s smoke will reach the leader
+        through a port-forward."""
+        options = self.options
+        forwards = (
+            options.group_smoke
+            and options.smoke_where != IN_CLUSTER
+            and not (options.endpoint or profile.kubernetes.endpoint_override)
+        )
+        needs = command_access(objects, self._strategy(), port_forward=bool(forwards))
+        return run_preflight(profile, node=False, cluster=True, kube=options.kube, objects=objects, needs=needs)
+
+    def outage_question(self, profile: Profile, objects: Objects) -> str | None:
+        """Blue-green without a second free clique, or a rolling apply of the only group (targets/kubernetes/bluegreen.py); a
+        UsageError for blue-green of N >= 2 groups."""
+        if self.options.strategy == "blue-green":
+            return bluegreen.outage_question(self.api, profile, list(objects))
+        return bluegreen.in_place_question(self.api, profile, list(objects))
+
+    def current_revision(self, profile: Profile) -> Revision | None:
+        """The last recorded revision of the set, or None on a first install."""
+        entries = history.read_history(self.api, profile.kubernetes.namespace, profile.name)
+        if not entries:
+            return None
+        last = entries[-1]
+        return Revision(target=self.name, number=int(last["revision"]), data={"objects": last["objects"]})
+
+    def _strategy(self) -> Strategy:
+        """What the command asked for, as the plan builders read it."""
+        options = self.options
+        return Strategy(
+            name=options.strategy,
+            group_smoke=options.group_smoke,
+            dry_run=options.dry_run,
+            diff=options.diff,
+            wait=options.wait,
+            in_cluster_smoke=options.smoke_where == IN_CLUSTER,
+        )
+
+    def plan(self, profile: Profile, objects: Objects) -> Plan:
+        """Read what is live (the serving colour, the LeaderWorkerSet, a cut-short blue-green's leftovers) and plan
+        the command's steps for `objects` from it (rollout/plan.py)."""
+        options = self.options
+        live_objects = bluegreen.as_live(self.api, profile, self._rollout_objects(profile, objects))
+        strategy = self._strategy()
+        found = [] if options.dry_run or options.diff else repair.found_leftovers(self.api, profile, live_objects)
+        live = LiveState(
+            lws=read_lws(self.api, lws_of(live_objects), strategy, profile.kubernetes.lws_version), leftovers=found
+        )
+        return rollout_plan.build(live_objects, live, strategy, profile.name)
+
+    def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
+        """Do one step: a stage's start sets the deadline, the rest is the runner's (targets/kubernetes/runner.py)."""
+        if isinstance(step, Begin):
+            if step.stage in (APPLY, DOWN):
+                self._start_phase(profile)
+            elif step.stage == ROLLBACK:
+                # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay
+                # live.
+                self.deadline.restart(self._timeout_s(profile))
+            else:
+                remaining = self.deadline.remaining()
+                if remaining is None or timeout_s < remaining:
+                    self.deadline.restart(timeout_s)
+            return StepOutcome()
+        return self._runner(profile, held or Held()).run(step)
+
+    def _runner(self, profile: Profile, held: Held) -> Runner:
+        return Runner(
+            self.api,
+            profile.kubernetes.namespace,
+            profile.name,
+            self.view.note,
+            waiter=lambda: self._waiter(profile),
+            remaining=self.deadline.remaining,
+            force=self.options.force_conflicts,
+            made=held.made,
+        )
+
+    def reach(self, profile: Profile, group: Group | None = None) -> contextlib.AbstractContextManager[Reach]:
+        """The override when given (--group-endpoint for a group, --endpoint), else a port-forward through the API
+        server to the group's leader or to a ready leader the API Service selects (targets/kubernetes/forward.py)."""
+        if group is not None:
+            return forward.reach(self.api, self.options, profile, *group)
+        if self.deadline.expired():
+            # The rollout spent --timeout; finding the leader takes a few requests (smoke has its own bound).
+            self.deadline.restart(_RECORD_BUDGET_S)
+        return forward.reach(self.api, self.options, profile)
+
+    def run_smoke_job(self, profile: Profile, objects: Objects, group: Group | None = None) -> JobRun:
+        """Run the rendered smoke Job afresh to its end, against the API Service or one group's leader, and read its
+        log (targets/kubernetes/in_cluster.py)."""
+        job = in_cluster.smoke_job(list(objects))
+        if job is None:
+            message, hint = "--smoke in-cluster: the rendered set has no smoke Job", "drop --smoke in-cluster"
+            # A group's gate that cannot run is an unreachable smoke (nothing rolled back); the final one, bad usage.
+            raise SmokeUnreachable(message, hint=hint) if group is not None else UsageError(message, hint=hint)
+        # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
+        self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
+        if group is not None:
+            return in_cluster.gate(
+                self.api, job, *group, profile.vllm.port, self.view.note, force=self.options.force_conflicts
+            )
+        return in_cluster.run(self.api, job, self.view.note, force=self.options.force_conflicts)
+
+    def endpoint(self, profile: Profile) -> str:
+        """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
+        override = self.options.endpoint or profile.kubernetes.endpoint_override
+        if override:
+            return override.rstrip("/")
+
+        return service_url(profile)
+
+    def undo_plan(
+        self,
+        profile: Profile,
+        previous: Revision | None,
+        plan: Plan | None,
+        begun: list[Step],
+        objects: Objects,
+    ) -> Undo:
+        """The rollback of what `plan` left (rollout/undo.py): a blue-green cut short before its switch is abandoned
+        (the old group kept serving); after it, the previous revision comes back first, then the new group goes;
+        otherwise the previous revision is restored, or a first install removed (weights kept). Without a plan (a
+        standalone rollback), what is restored over is the set read under the colour that serves."""
+        planned = plan is not None and (plan.blue_green is not None or plan.objects)
+        live = [] if planned else bluegreen.as_live(self.api, profile, list(objects))
+        old = list(previous.data.get("objects") or []) if previous is not None else None
+        number = previous.number if previous is not None else None
+        return undo.undo(old, number, plan, begun, live, profile.name)
+
+    def status(self, profile: Profile) -> TargetStatus:
+        """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
+        objects = bluegreen.as_live(self.api, profile, _objects(profile))
+        report = describe(
+            self.api,
+            profile,
+            objects + bluegreen.other_group(self.api, profile, objects),
+            redact_url(self.endpoint(profile)),
+        )
+        report["blue_green"] = bluegreen.describe(self.api, profile, objects)
+        return TargetStatus(
+            target=self.name,
+            deployed=report["deployed"],
+            ready=report["ready"],
+            endpoint=report["endpoint"],
+            report=report,
+        )
+
+    def status_view(self, status: TargetStatus) -> RenderableType:
+        """The objects' and pods' tables, endpoint, revisions and last smoke verdict."""
+        return kubernetes_status_view(status.report)
+
+    def down_question(self, profile: Profile, purge: bool) -> str:
+        """The namespace `down` empties."""
+        return kubernetes_down_question(profile, purge)
+
+    def down_plan(self, profile: Profile, purge: bool, objects: Objects) -> Undo:
+        """Delete in reverse order what k3deploy created of the set under the colour that serves (and a half-done
+        blue-green's other group and previews), then wait for the pods to go (rollout/undo.py `teardown`); the weight
+        PVC and the namespace stay unless `purge`; what k3deploy did not create always stays, and is named."""
+        live = bluegreen.as_live(self.api, profile, list(objects))
+        return undo.teardown(live, bluegreen.leftovers(self.api, profile, live), purge, profile.name)
+
+    def leader_backends(self, profile: Profile) -> dict[str, str]:
+        """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""
+        return allreduce_probe.leader_backends(self.api, profile)
+
+    def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
+        """Keep the smoke verdict beside the revision it judged (shown by `status`)."""
+        if self.deadline.expired():
+            # Smoke is bounded by its own overall timeout; keeping its verdict needs only a few requests.
+            self.deadline.restart(_RECORD_BUDGET_S)
+        history.record_smoke(self.api, profile.kubernetes.namespace, profile.name, verdict)

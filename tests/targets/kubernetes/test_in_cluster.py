@@ -1,0 +1,30 @@
+"""`up --smoke in-cluster`'s Jobs (targets/kubernetes/in_cluster.py): the rendered smoke Job, and the per-group gate's copy
+named after the new group's leader and pointed at its cluster DNS name; the run itself is on the real plane
+(tests/realk8s/test_forward.py)."""
+
+from __future__ import annotations
+
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import build
+from k3deploy.targets.kubernetes.in_cluster import gate_job, smoke_job
+
+PROFILE = "kimi-k3-gb300-tp16"
+
+
+def test_the_gate_job_smokes_the_new_leader_and_leaves_the_rendered_job_as_it_is() -> None:
+    objects = [m.obj for m in build(load_profile(PROFILE, []))]
+    job = smoke_job(objects)
+    assert job is not None and job["metadata"]["name"] == f"{PROFILE}-smoke"
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--endpoint") + 1] == f"http://{PROFILE}-api.kimi-k3.svc:8000"
+    assert args[-2:] == ["-o", "json"]  # the log ends with the report the verdict is read from
+
+    gate = gate_job(job, f"{PROFILE}-green", 0, 8000)
+    assert gate["metadata"]["name"] == f"{PROFILE}-green-0-smoke"
+    gate_args = gate["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert gate_args[gate_args.index("--endpoint") + 1] == f"http://{PROFILE}-green-0.{PROFILE}-green.kimi-k3.svc:8000"
+    assert [a for a in gate_args if a != gate_args[gate_args.index("--endpoint") + 1]] == [
+        a for a in args if a != args[args.index("--endpoint") + 1]
+    ]
+    assert args[args.index("--endpoint") + 1] == f"http://{PROFILE}-api.kimi-k3.svc:8000"  # a copy, not the original
+    assert smoke_job([o for o in objects if o is not job]) is None

@@ -1,0 +1,151 @@
+"""`k3deploy status` judges a LeaderWorkerSet the way `wait` does, on recorded API objects (no server): an old
+controller's Available=True after a spec change is the previous template's, so the set is Stale until the pods carry
+the current template's key.
+
+LeaderWorkerSet controllers before v0.9.0 write no `status.observedGeneration` (kubernetes-sigs/lws
+api/leaderworkerset/v1/leaderworkerset_types.go gained it in v0.9.0); what proves the new template then is the
+pods' `leaderworkerset.sigs.k8s.io/template-revision-hash` against the key of the ControllerRevision that holds the
+current template (pkg/utils/revision/revision_utils.go, mirrored by tests/support/lws_revision.py). The real plane
+runs v0.9, so the v0.8 shapes are recorded here: the status as v0.8's updateStatus writes it
+(pkg/controllers/leaderworkerset_controller.go: conditions, replicas, readyReplicas, updatedReplicas,
+hpaPodSelector; no observedGeneration).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import build
+from k3deploy.targets.kubernetes.status import describe
+from tests.support.lws_revision import REVISION_KEY, new_revision
+
+PROFILE = "kimi-k3-gb300-tp16"
+NAMESPACE = "kimi-k3"
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+
+
+class RecordedApi:
+    """The reads `describe` makes, answered from recorded objects by (kind, name); the selectors asked recorded."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+        self.selectors: list[tuple[str, str | None]] = []
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The recorded object of that kind and name, else None (as KubeApi.get for a missing object)."""
+        return next(
+            (o for o in self.objects if (o["kind"], o["metadata"]["name"]) == (kind, name)),
+            None,
+        )
+
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every recorded object of the kind (all of them belong to the one set)."""
+        self.selectors.append((kind, label_selector))
+        return [o for o in self.objects if o["kind"] == kind], "1"
+
+
+def _lws_v08() -> dict[str, Any]:
+    """The rendered LeaderWorkerSet as a v0.8 controller leaves it once its one group is ready."""
+    rendered = next(m.obj for m in build(load_profile(PROFILE)) if m.obj["kind"] == "LeaderWorkerSet")
+    lws = copy.deepcopy(rendered)
+    lws["metadata"].update({"namespace": NAMESPACE, "uid": "0b3c6a1e-lws", "generation": 1})
+    lws["status"] = {
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "AllGroupsReady", "message": "All replicas are ready"},
+            {"type": "Progressing", "status": "False", "reason": "Ready", "message": "Replicas are progressing"},
+        ],
+        "replicas": 1,
+        "readyReplicas": 1,
+        "updatedReplicas": 1,
+        "hpaPodSelector": f"{NAME_LABEL}={PROFILE},leaderworkerset.sigs.k8s.io/worker-index=0",
+    }
+    return lws
+
+
+def _pods(key: str) -> list[dict[str, Any]]:
+    """The group's 4 pods (leader and 3 workers), Running and Ready, labelled with revision `key`."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": PROFILE + "-0" + (f"-{i}" if i else ""),
+                "namespace": NAMESPACE,
+                "labels": {
+                    NAME_LABEL: PROFILE,
+                    "leaderworkerset.sigs.k8s.io/group-index": "0",
+                    "leaderworkerset.sigs.k8s.io/worker-index": str(i),
+                    REVISION_KEY: key,
+                },
+            },
+            "spec": {"nodeName": f"gb300-{i}"},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        }
+        for i in range(4)
+    ]
+
+
+def _with_new_template(lws: dict[str, Any]) -> dict[str, Any]:
+    """Someone changed the template (--max-model-len): generation 2, the status still the old one's."""
+    changed = copy.deepcopy(lws)
+    command = changed["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["command"]
+    command[command.index("--max-model-len") + 1] = "524288"
+    changed["metadata"]["generation"] = 2
+    return changed
+
+
+def _lws_row(state: dict[str, Any]) -> dict[str, Any]:
+    (row,) = [r for r in state["objects"] if r["kind"] == "LeaderWorkerSet"]
+    return row
+
+
+def test_a_v08_status_is_ready_only_with_every_pod_on_the_current_templates_key() -> None:
+    lws = _lws_v08()
+    revision = new_revision(lws, 1, version="v0.8.0")
+    key = revision["metadata"]["labels"][REVISION_KEY]
+    api = RecordedApi([lws, revision, *_pods(key)])
+    before = describe(api, load_profile(PROFILE), [lws], "")
+    row = _lws_row(before)
+    assert before["ready"] is True and (row["ready"], row["state"]) == (True, "Available")
+    assert row["proof"].startswith(f"every pod on template-revision-hash {key}")
+    assert ("ControllerRevision", f"{NAME_LABEL}={PROFILE}") in api.selectors
+
+    # The busy controller has not acted on the change: no revision holds generation 2's template, its
+    # Available=True is the old template's.
+    stale = _with_new_template(lws)
+    after = describe(RecordedApi([stale, revision, *_pods(key)]), load_profile(PROFILE), [stale], "")
+    row = _lws_row(after)
+    assert after["ready"] is False and (row["ready"], row["state"]) == (False, "Stale")
+    assert "no ControllerRevision holds generation 2's template yet" in row["detail"]
+
+    # The controller recorded the new template, one pod moved: still Stale, naming the count.
+    current = new_revision(stale, 2, version="v0.8.0")
+    new_key = current["metadata"]["labels"][REVISION_KEY]
+    pods = _pods(key)
+    pods[0]["metadata"]["labels"][REVISION_KEY] = new_key
+    half = describe(RecordedApi([stale, revision, current, *pods]), load_profile(PROFILE), [stale], "")
+    row = _lws_row(half)
+    assert (row["ready"], row["state"]) == (False, "Stale")
+    assert f"1/4 pods on template-revision-hash {new_key}" in row["detail"]
+
+    # Every pod on the new key: ready again.
+    done = describe(RecordedApi([stale, revision, current, *_pods(new_key)]), load_profile(PROFILE), [stale], "")
+    assert done["ready"] is True and _lws_row(done)["state"] == "Available"
+
+
+def test_a_v09_status_of_an_older_generation_is_progressing_by_its_own_observed_generation() -> None:
+    """v0.9 says itself that its status is older than the spec: no ControllerRevision is needed to tell."""
+    lws = _lws_v08()
+    lws["status"]["observedGeneration"] = 1
+    revision = new_revision(lws, 1)
+    key = revision["metadata"]["labels"][REVISION_KEY]
+    stale = _with_new_template(lws)
+    state = describe(RecordedApi([stale, revision, *_pods(key)]), load_profile(PROFILE), [stale], "")
+    row = _lws_row(state)
+    assert state["ready"] is False and (row["ready"], row["state"]) == (False, "Progressing")
+    assert row["detail"].startswith("controller has not seen generation 2 yet")
+    assert row["proof"] == "controller has not seen generation 2 yet (observedGeneration 1)"
