@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -207,6 +208,17 @@ def _fails_at(loc: Loc) -> Callable[[dict[str, Any]], bool]:
     return fails
 
 
+#: A URL's userinfo inside a --set value (`http://alice:pw@host`, `{docker.io: 'https://u:p@m'}`), up to its last
+#: `@` (a password may hold `/`, `#` or `?`).
+_USERINFO = re.compile(r"(://)[^\s'\"{},]*@")
+
+
+def _shown_set(item: str) -> str:
+    """A --set as a message shows it: credentials in a URL masked (redact.py's rule), cut at 80 characters."""
+    shown = _USERINFO.sub(r"\1***@", item)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
 def _blamed(origin: str, base: dict[str, Any], sets: list[str], loc: Loc) -> str:
     """Who a message blames for the bad value at `loc`: the --set that replaced it (or a section above it), else
     the one without which the profile no longer fails there, else the profile itself when it fails there alone."""
@@ -223,7 +235,7 @@ def _blamed(origin: str, base: dict[str, Any], sets: list[str], loc: Loc) -> str
         ] or sets
     if not culprits:
         return origin
-    shown = ", ".join(f"--set {item if len(item) <= 80 else item[:77] + '...'}" for item in culprits[-2:])
+    shown = ", ".join(f"--set {_shown_set(item)}" for item in culprits[-2:])
     return f"{shown} (on {origin})"
 
 
