@@ -43,7 +43,7 @@ def test_a_preflight_table_to_a_file_keeps_each_check_on_its_lines() -> None:
         CheckResult(name="gpu.memory", status=Status.PASS, measured=287_565_037_568, target=1, detail="ok"),
     ]
     buffer = io.StringIO()
-    _Console(file=buffer, width=80, force_terminal=False, soft_wrap=True).print(preflight_table("p", rows))
+    _Console(file=buffer, width=80, force_terminal=False, soft_wrap=True).print(preflight_table("p", rows, wide=True))
     lines = buffer.getvalue().splitlines()
     assert len(lines) == 4 and nodes in lines[2] and "287565037568" in lines[3], lines
 
@@ -84,7 +84,7 @@ def test_an_error_and_a_preflight_row_never_carry_a_raw_escape(capsys: pytest.Ca
     assert "\x1b" not in printed and "\\x1b[31mnope" in printed and "[bold]later" in printed
     buffer = io.StringIO()
     row = CheckResult(name="nodes", status=Status.WARN, measured="gpu=\x1b[8mhidden", detail="label \x1b]0;t\x07")
-    Console(file=buffer, force_terminal=True, width=200).print(preflight_table("p", [row]))
+    Console(file=buffer, force_terminal=True, width=200).print(preflight_table("p", [row], wide=True))
     shown = buffer.getvalue()
     assert "\x1b[8m" not in shown and "\x1b]0;" not in shown and "\\x1b[8mhidden" in shown
 

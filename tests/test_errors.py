@@ -46,6 +46,7 @@ EXPECTED = {
     "ChunkFormatError": (errors.ChunkFormatError("m"), EXIT_FAILED),
     "NvmlUnavailable": (errors.NvmlUnavailable("m"), EXIT_ENVIRONMENT),
     "ImageReferenceError": (errors.ImageReferenceError("m"), EXIT_USAGE),
+    "MalformedAnswer": (errors.MalformedAnswer("m"), EXIT_ENVIRONMENT),
 }
 
 

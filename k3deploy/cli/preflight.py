@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated
 
 import typer
 
-from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.app import OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
 from k3deploy.kube.options import KubeOptions
 from k3deploy.targets import DeployOptions, target_for
+
+
+class PreflightFormat(str, Enum):
+    """preflight's -o: the table (narrow, or `wide` with the long columns), or the data as JSON or YAML."""
+
+    table = "table"
+    wide = "wide"
+    json = "json"
+    yaml = "yaml"
 
 
 @app.command()
@@ -37,7 +47,12 @@ def preflight(
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")
     ] = None,
-    output: FormatOpt = OutputFormat.table,
+    output: Annotated[
+        PreflightFormat,
+        typer.Option(
+            "--output", "-o", help="table, wide (adds FOUND and EXPECTED, as kubectl get -o wide), json or yaml."
+        ),
+    ] = PreflightFormat.table,
 ) -> None:
     """Check GPU node and cluster prerequisites; exit 0 (no FAIL), 1 (a FAIL), 3 (could not look).
 
@@ -64,15 +79,15 @@ def preflight(
         needs = command_access(objects, port_forward=forwards) if objects is not None else ()
         results = run_preflight(prof, node, cluster, kube, gpus_optional=gpus_optional, objects=objects, needs=needs)
     overall = worst(results)
-    if output is not OutputFormat.table:
+    if output not in (PreflightFormat.table, PreflightFormat.wide):
         payload = {
             "profile": prof.name,
             "status": overall.value,
             "checks": [r.model_dump(mode="json") for r in results],
         }
-        print_data(payload, output)
+        print_data(payload, OutputFormat(output.value))
     else:
-        out.print(preflight_table(prof.name, results))
+        out.print(preflight_table(prof.name, results, wide=output is PreflightFormat.wide))
     counts = {s: sum(r.status is s for r in results) for s in Status}
     err.print(", ".join(f"{counts[s]} {s.value}" for s in Status if counts[s]), markup=False, highlight=False)
     failed = [r.name for r in results if r.status is Status.FAIL]

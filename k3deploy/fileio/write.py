@@ -7,8 +7,7 @@ The rules (render/output_dir.py's, for a single file):
 2. a symlink, a folder, a device (`/dev/zero`, `/dev/full`), a FIFO or any other non-regular file in the way is
    refused always, `force` or not: nothing is ever written through a link or into a special file;
 3. the bytes go to a fresh temporary file in the same folder, fsynced, then renamed over the name, so a full
-   disk or a kill leaves the previous file whole.
-
+   disk or a kill leaves the previous file whole;
 4. two outputs of one command never name one file (`bench --report r.json --csv r.json`): the last written
    would silently replace the first; `distinct` refuses that before the run, and an output that names one of
    the command's own input files.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -191,20 +192,49 @@ def _check_values(data: dict[str, Any], origin: str, base: dict[str, Any], sets:
         )
 
 
-def _fails_at(loc: Loc) -> Callable[[dict[str, Any]], bool]:
-    """Whether a profile mapping still fails at `loc` (its values' check, then the model's)."""
+def _fails_at(loc: Loc) -> Callable[[dict[str, Any], list[str]], bool]:
+    """Whether a profile mapping (with the --sets applied to it) still fails at `loc`: its values' check, then the
+    model's, with the --set texts a text field refused put back as written, as load_profile does."""
 
-    def fails(data: dict[str, Any]) -> bool:
+    def fails(data: dict[str, Any], sets: list[str]) -> bool:
         found = _bad_value(data)
         if found is not None:
             return found[0] == loc
         try:
             Profile.model_validate(data)
         except ValidationError as exc:
+            retyped = _as_written(data, exc, sets)
+            if retyped is not None:
+                try:
+                    Profile.model_validate(retyped)
+                except ValidationError as again:
+                    exc = again
+                else:
+                    return False
             return any(tuple(p for p in e["loc"] if p != "[key]") == loc for e in exc.errors())
         return False
 
     return fails
+
+
+#: A URL's userinfo inside a --set value (`http://alice:pw@host`, `{docker.io: 'https://u:p@m'}`), up to its last
+#: `@` (a password may hold `/`, `#` or `?`).
+_USERINFO = re.compile(r"(://)[^\s'\"{},]*@")
+
+
+def _shown_set(item: str) -> str:
+    """A --set as a message shows it: credentials in a URL masked (redact.py's rule), cut at 80 characters."""
+    shown = _USERINFO.sub(r"\1***@", item)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _fails_without(fails: Callable[[dict[str, Any], list[str]], bool], base: dict[str, Any], sets: list[str]) -> bool:
+    """`fails` of the profile with `sets` applied; True when they no longer apply (a list index an omitted --set
+    made): that omission tells nothing."""
+    try:
+        return fails(apply_overrides(base, sets), sets)
+    except ProfileError:
+        return True
 
 
 def _blamed(origin: str, base: dict[str, Any], sets: list[str], loc: Loc) -> str:
@@ -215,15 +245,13 @@ def _blamed(origin: str, base: dict[str, Any], sets: list[str], loc: Loc) -> str
     paths = [tuple(key_path(parse_set(item)[0])) for item in sets]
     culprits = [item for item, path in zip(sets, paths, strict=True) if loc[: len(path)] == path]
     fails = _fails_at(loc)
-    if not culprits and not fails(base):
+    if not culprits and not fails(base, []):
         culprits = [
-            item
-            for index, item in enumerate(sets)
-            if not fails(apply_overrides(base, sets[:index] + sets[index + 1 :]))
+            item for index, item in enumerate(sets) if not _fails_without(fails, base, sets[:index] + sets[index + 1 :])
         ] or sets
     if not culprits:
         return origin
-    shown = ", ".join(f"--set {item if len(item) <= 80 else item[:77] + '...'}" for item in culprits[-2:])
+    shown = ", ".join(f"--set {_shown_set(item)}" for item in culprits[-2:])
     return f"{shown} (on {origin})"
 
 

@@ -53,6 +53,11 @@ def test_finite_extras_still_render_as_json() -> None:
         (["vllm={image: 'a/b:1', max_model_len: 0}"], "--set vllm={image: 'a/b:1', max_model_len: 0}"),
         # A section's own check (loc `vllm`) failing because of a --set under it, beside an innocent one.
         (["vllm.extra_args=[--master-port]", "vllm.port=8001"], "--set vllm.extra_args=[--master-port]"),
+        # List items set one by one (a number written as text): only the one that broke the section is blamed.
+        (
+            ["vllm.extra_args[0]=--seed", "vllm.extra_args[1]=1", "vllm.extra_args[2]=--master-port"],
+            "--set vllm.extra_args[2]=--master-port",
+        ),
     ],
 )
 def test_a_value_a_set_brought_is_blamed_on_the_set(sets: list[str], blamed: str) -> None:
