@@ -23,6 +23,8 @@ from tests.conftest import REPO_ROOT
 
 PURE_MODULES = [
     "duration.py",
+    "kobject.py",
+    "kube/port.py",
     "profile/model.py",
     "profile/load.py",
     "profile/names.py",
