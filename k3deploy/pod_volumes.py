@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 
-def pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+
+def pod_specs(obj: KubeObject) -> list[KubeObject]:
     """The pod specs of a waited object: a Job's template, a LeaderWorkerSet's leader and worker templates."""
     spec = obj.get("spec") or {}
     if obj.get("kind") == "Job":
@@ -18,21 +20,21 @@ def pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def claim_names(pod_spec: dict[str, Any]) -> list[str]:
+def claim_names(pod_spec: KubeObject) -> list[str]:
     """The claims a pod spec mounts (spec.volumes[].persistentVolumeClaim.claimName), each once, in order."""
     names = [str((v.get("persistentVolumeClaim") or {}).get("claimName") or "") for v in pod_spec.get("volumes") or []]
     return list(dict.fromkeys(n for n in names if n))
 
 
-def mounts_claims(objects: Iterable[dict[str, Any]]) -> bool:
+def mounts_claims(objects: Iterable[KubeObject]) -> bool:
     """Whether the pods of any of `objects` mount a PersistentVolumeClaim (so the waiter reads claims)."""
     return any(claim_names(spec) for obj in objects for spec in pod_specs(obj))
 
 
-def every_pod_spec(obj: Any) -> list[dict[str, Any]]:
+def every_pod_spec(obj: Any) -> list[KubeObject]:
     """Every pod spec inside a rendered object, whatever its kind: each map with a `containers` list (a Pod's spec,
     a Job's, Deployment's or LeaderWorkerSet's template spec)."""
-    found: list[dict[str, Any]] = []
+    found: list[KubeObject] = []
     if isinstance(obj, dict):
         if isinstance(obj.get("containers"), list):
             found.append(obj)
@@ -44,7 +46,7 @@ def every_pod_spec(obj: Any) -> list[dict[str, Any]]:
     return found
 
 
-def repeated_claims(pod_spec: dict[str, Any]) -> list[str]:
+def repeated_claims(pod_spec: KubeObject) -> list[str]:
     """Claims the pod spec names in more than one volume: kubelets before 1.35 never finish mounting such a pod
     (kubernetes/kubernetes#127004, fixed by #122140 in v1.35.0-alpha.1), and one volume's readOnly wins for both."""
     names = [str((v.get("persistentVolumeClaim") or {}).get("claimName") or "") for v in pod_spec.get("volumes") or []]

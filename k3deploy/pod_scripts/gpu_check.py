@@ -23,6 +23,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+#: A JSON object as the script reads and writes it (the expectations, NVML and host facts).
+Facts = Mapping[str, Any]
+#: One GPU's or the host's facts as the readers build them.
+FactsOut = dict[str, Any]
+
 #: Exit codes, as k3deploy's own (errors.py): a check failed, or it could not look.
 EXIT_OK, EXIT_FAILED, EXIT_ENVIRONMENT = 0, 1, 3
 #: Where the environment names what to expect.
@@ -50,14 +55,14 @@ def version_tuple(value: str) -> tuple[int, ...]:
     return tuple(int(part) if part.isdigit() else 0 for part in value.split("."))
 
 
-def _indexes(gpus: Sequence[Mapping[str, Any]]) -> str:
+def _indexes(gpus: Sequence[Facts]) -> str:
     return ", ".join(str(g["index"]) for g in gpus)
 
 
-def gpu_results(expect: Mapping[str, Any], facts: Mapping[str, Any]) -> list[Result]:
+def gpu_results(expect: Facts, facts: Facts) -> list[Result]:
     """The GPU checks: count, then (with the profile's hardware section) product, compute capability, memory,
     driver, CUDA, MIG and the NVLink fabric."""
-    gpus: list[Mapping[str, Any]] = facts["gpus"]
+    gpus: list[Facts] = facts["gpus"]
     need = int(expect["gpus"])
     if len(gpus) < need:
         return [
@@ -121,7 +126,7 @@ def gpu_results(expect: Mapping[str, Any], facts: Mapping[str, Any]) -> list[Res
     return out
 
 
-def health_result(gpus: Sequence[Mapping[str, Any]]) -> Result:
+def health_result(gpus: Sequence[Facts]) -> Result:
     """No GPU with a row remap pending a reset, a failed remap or uncorrectable ECC errors since the driver loaded:
     one such GPU crashes or corrupts the whole TP group."""
     problems = []
@@ -137,7 +142,7 @@ def health_result(gpus: Sequence[Mapping[str, Any]]) -> Result:
     return Result("PASS", "gpu.health", "no pending remap, failed remap or uncorrectable ECC")
 
 
-def fabric_result(gpus: Sequence[Mapping[str, Any]]) -> Result:
+def fabric_result(gpus: Sequence[Facts]) -> Result:
     """Every GPU registered with the NVLink fabric (State Completed, Status Success), all in one clique."""
     bad = [g for g in gpus if (g["fabric_state"], g["fabric_status"]) != ("Completed", "Success")]
     if bad:
@@ -154,7 +159,7 @@ def fabric_result(gpus: Sequence[Mapping[str, Any]]) -> Result:
     return Result("PASS", "fabric.state", f"Completed / Success, clique {cliques[0]}")
 
 
-def host_results(expect: Mapping[str, Any], host: Mapping[str, Any]) -> list[Result]:
+def host_results(expect: Facts, host: Facts) -> list[Result]:
     """/dev/shm against the profile's size (a WARN: NCCL fails under load, not at once) and, where the group spans
     trays over NVLink, the IMEX channel device the ComputeDomain claim injects (a FAIL: NCCL_MNNVL_ENABLE=1 stops
     NCCL's init without one)."""
@@ -221,14 +226,14 @@ class _FabricInfoV2(ctypes.Structure):
 FABRIC_INFO_V2 = ctypes.sizeof(_FabricInfoV2) | (2 << 24)
 
 
-def _call(lib: Any, name: str, *args: Any) -> int:
+def _call(lib: ctypes.CDLL, name: str, *args: Any) -> int:
     code = int(getattr(lib, name)(*args))
     if code not in (NVML_SUCCESS, NVML_ERROR_NOT_SUPPORTED):
         raise NvmlError(f"{name} returned NVML error {code}")
     return code
 
 
-def _fabric(lib: Any, handle: ctypes.c_void_p) -> tuple[str | None, str | None, str | None]:
+def _fabric(lib: ctypes.CDLL, handle: ctypes.c_void_p) -> tuple[str | None, str | None, str | None]:
     info = _FabricInfoV2(version=FABRIC_INFO_V2)
     try:
         code = _call(lib, "nvmlDeviceGetGpuFabricInfoV", handle, ctypes.pointer(info))
@@ -242,7 +247,7 @@ def _fabric(lib: Any, handle: ctypes.c_void_p) -> tuple[str | None, str | None, 
     return state, NVML_RETURNS.get(info.status, f"NVML return {info.status}"), f"{cluster}.{info.cliqueId}"
 
 
-def _gpu(lib: Any, index: int) -> dict[str, Any]:
+def _gpu(lib: ctypes.CDLL, index: int) -> FactsOut:
     handle = ctypes.c_void_p()
     _call(lib, "nvmlDeviceGetHandleByIndex_v2", index, ctypes.pointer(handle))
     name = ctypes.create_string_buffer(96)
@@ -274,7 +279,7 @@ def _gpu(lib: Any, index: int) -> dict[str, Any]:
     }
 
 
-def read_nvml(lib: Any) -> dict[str, Any]:
+def read_nvml(lib: ctypes.CDLL) -> FactsOut:
     """Driver, CUDA version and every GPU NVML lists, from a loaded libnvidia-ml."""
     _call(lib, "nvmlInit_v2")
     try:
@@ -292,7 +297,7 @@ def read_nvml(lib: Any) -> dict[str, Any]:
         lib.nvmlShutdown()
 
 
-def load_nvml() -> Any:
+def load_nvml() -> ctypes.CDLL:
     """libnvidia-ml.so.1, as the NVIDIA container runtime mounts it."""
     try:
         return ctypes.CDLL("libnvidia-ml.so.1")
@@ -300,7 +305,7 @@ def load_nvml() -> Any:
         raise NvmlError(f"cannot load libnvidia-ml.so.1 ({exc})") from None
 
 
-def read_host() -> dict[str, Any]:
+def read_host() -> FactsOut:
     """/dev/shm's size and the IMEX channel devices in this container."""
     shm = None
     if os.path.isdir(SHM_DIR):
@@ -312,8 +317,8 @@ def read_host() -> dict[str, Any]:
 
 def main(
     environ: Mapping[str, str],
-    gpus: Callable[[], dict[str, Any]],
-    host: Callable[[], dict[str, Any]],
+    gpus: Callable[[], FactsOut],
+    host: Callable[[], FactsOut],
     say: Callable[[str], None],
 ) -> int:
     """Read what this pod sees, judge it against K3DEPLOY_GPU_CHECK, say so line by line; the exit code."""
