@@ -222,6 +222,17 @@ class ImageReferenceError(UsageError, ValueError):
     """An image reference that distribution's grammar does not accept (exit 2)."""
 
 
+# -- staging weights on a node (stage/) --------------------------------------------------------------------------
+
+
+class StagedFileMismatch(CheckFailed):
+    """The bytes of a file read for staging do not have the sha256 or size its record lists (exit 1)."""
+
+
+class StageStopped(EnvironmentProblem):
+    """A copy stopped because another copier of the run failed or the run was interrupted (exit 3)."""
+
+
 def cause_chain(exc: BaseException) -> list[BaseException]:
     """`exc` and what it was raised from or during, outermost first (each once): the last one is the root reason."""
     chain: list[BaseException] = []

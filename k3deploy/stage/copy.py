@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from k3deploy.errors import CheckFailed
+from k3deploy.errors import StagedFileMismatch, StageStopped
 from k3deploy.stage.plan import SourceFile
 from k3deploy.stage.throttle import Throttle
 
@@ -21,14 +21,6 @@ from k3deploy.stage.throttle import Throttle
 PART_PREFIX = ".k3deploy-part."
 #: Bytes read and written at a time: large enough for a disk's sequential rate, small enough for a smooth cap.
 CHUNK = 8 * 1024 * 1024
-
-
-class Stopped(Exception):
-    """Another copier failed or the run was interrupted: this copy stops where it is."""
-
-
-class Mismatch(CheckFailed):
-    """The bytes read do not have the sha256 the record lists for the file (exit 1)."""
 
 
 @dataclass
@@ -46,7 +38,7 @@ class Copier:
         if wait > 0:
             self.stop.wait(wait)
         if self.stop.is_set():
-            raise Stopped
+            raise StageStopped("the copy stopped: another copier failed or the run was interrupted")
 
     def _hash_copy(self, src: int, dst: int, size: int) -> str:
         digest = hashlib.sha256()
@@ -64,7 +56,9 @@ class Copier:
             copied += n
             self._pace(n)
         if copied != size:
-            raise Mismatch(f"read {copied} bytes where the record lists {size}", "the source changed: fetch again")
+            raise StagedFileMismatch(
+                f"read {copied} bytes where the record lists {size}", "the source changed: fetch again"
+            )
         return digest.hexdigest()
 
     def _kernel_copy(self, src: int, dst: int, size: int) -> None:
@@ -72,14 +66,16 @@ class Copier:
         while copied < size:
             n = os.copy_file_range(src, dst, min(CHUNK, size - copied))
             if n == 0:
-                raise Mismatch(f"the source ended after {copied} of {size} bytes", "the source changed: fetch again")
+                raise StagedFileMismatch(
+                    f"the source ended after {copied} of {size} bytes", "the source changed: fetch again"
+                )
             copied += n
             self._pace(n)
 
     def copy(self, source: Path, folder: Path, entry: SourceFile) -> str | None:
         """Copy `source`/`entry.path` to `folder`/`entry.path`; its sha256 (None when neither verified nor needed).
 
-        Raises Mismatch (the temporary file removed, the final name untouched) when the bytes are not the record's.
+        Raises StagedFileMismatch (the temporary file removed, the final name untouched) when the bytes are not the record's.
         """
         final = folder / entry.path
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +95,7 @@ class Copier:
             finally:
                 os.close(dst)
             if entry.sha256 is not None and sha != entry.sha256:
-                raise Mismatch(
+                raise StagedFileMismatch(
                     f"{entry.path}: sha256 {sha} where the record lists {entry.sha256}",
                     "the source's copy is damaged: fetch the snapshot again (the prefetch), then stage",
                 )
@@ -128,6 +124,6 @@ def hash_file(path: Path, stop: threading.Event | None = None) -> str:
     with path.open("rb") as handle:
         while chunk := handle.read(CHUNK):
             if stop is not None and stop.is_set():
-                raise Stopped
+                raise StageStopped("the copy stopped: another copier failed or the run was interrupted")
             digest.update(chunk)
     return digest.hexdigest()

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
+from k3deploy.errors import CheckFailed, EnvironmentProblem, StagedFileMismatch, UsageError
 from k3deploy.stage import state
-from k3deploy.stage.copy import PART_PREFIX, Copier, Mismatch, hash_file
+from k3deploy.stage.copy import PART_PREFIX, Copier, hash_file
 from k3deploy.stage.plan import MB, SourceFile, jobs_for, make_plan, mb_per_s
 from k3deploy.stage.progress import Progress
 from k3deploy.stage.prune import prune
@@ -147,7 +147,7 @@ def _copy_all(
             try:
                 sha = copier.copy(source.folder, folder, entry)
                 return FileEntry(entry.path, entry.size, sha or "")
-            except Mismatch:
+            except StagedFileMismatch:
                 if attempt == ATTEMPTS:
                     raise
         raise AssertionError("unreachable")

@@ -82,6 +82,9 @@ PURE_MODULES = [
     "observe/alerts_health.py",
     "observe/promql_health.py",
     "observe/watch_figures.py",
+    "stage/plan.py",
+    "stage/record.py",
+    "stage/throttle.py",
 ]
 
 

@@ -1,0 +1,61 @@
+"""Generated snapshots for the stage tests: files of random bytes, and the sha256 record the prefetch writes for
+them (hashed here with hashlib, independently of k3deploy), laid out as the Hub cache and the prefetch lay them out:
+`<cache>/hf/hub/models--<org>--<name>/snapshots/<commit>/<file>` linking `../../blobs/<sha256>`, and the record
+next to the marker, `<cache>/.k3deploy/prefetch-<id>.done.sha256.json`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from pathlib import Path
+
+SIZES = {"model-00001-of-00003.safetensors": 3_000_000, "model-00002-of-00003.safetensors": 2_500_000,
+         "sub/model-00003-of-00003.safetensors": 1_000_001, "config.json": 120}  # fmt: skip
+
+
+def make_files(folder: Path, sizes: dict[str, int] | None = None, seed: int = 0) -> dict[str, bytes]:
+    """Write random files below `folder`; their contents by relative path."""
+    contents = {}
+    for i, (rel, size) in enumerate(sorted((sizes or SIZES).items())):
+        data = random.Random(f"{seed}-{i}").randbytes(size)
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        contents[rel] = data
+    return contents
+
+
+def record_of(repo: str, revision: str, contents: dict[str, bytes]) -> dict[str, object]:
+    """The record (format 1) listing `contents`."""
+    files = {rel: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for rel, data in contents.items()}
+    return {"format": 1, "generator": "k3deploy", "repo": repo, "revision": revision, "files": files}
+
+
+def hub_cache(cache: Path, repo: str, commit: str, seed: int = 0, sizes: dict[str, int] | None = None) -> Path:
+    """A prefetched weight cache holding one snapshot of `repo` and the prefetch's record; the snapshot's folder."""
+    staging = cache / "gen"
+    contents = make_files(staging, sizes, seed)
+    repo_dir = cache / "hf" / "hub" / ("models--" + repo.replace("/", "--"))
+    snapshot = repo_dir / "snapshots" / commit
+    for rel, data in contents.items():
+        sha = hashlib.sha256(data).hexdigest()
+        blob = repo_dir / "blobs" / sha
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        (staging / rel).replace(blob)
+        link = snapshot / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(blob, link.parent), link)
+    state = cache / ".k3deploy"
+    state.mkdir(exist_ok=True)
+    record = state / f"prefetch-{commit[:8]}.done.sha256.json"
+    records = json.loads(record.read_text()) if record.exists() else []
+    record.write_text(json.dumps([*records, record_of(repo, commit, contents)]))
+    (state / f"prefetch-{commit[:8]}.done").touch()
+    return snapshot
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file below `folder` (relative path -> bytes), hidden ones included."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
