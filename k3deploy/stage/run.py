@@ -8,7 +8,7 @@ import json
 import shutil
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,7 +156,7 @@ def _copy_all(
         pending: set[Future[FileEntry]] = {pool.submit(one, entry) for entry in todo}
         try:
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     on_done(future.result())
         except BaseException:
