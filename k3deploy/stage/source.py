@@ -1,10 +1,16 @@
 """What SOURCE holds: its files (a Hub cache snapshot's links followed to their blobs) and the sha256 record that
-lists them, found beside it (a staged copy's) or next to the prefetch's marker above it.
+lists them, found beside it (a staged copy's), next to the prefetch's marker above it, or read off the Hub cache.
+
+The Hub cache (huggingface_hub's file_download.py) names each blob by the ETag the Hub served for it, which for a
+Git LFS file is the sha256 the Hub lists for that file: a snapshot's links are a record of the big files, written
+by the Hub client itself. A small (non-LFS) file's blob is named by its git blob id instead; it is hashed while
+copied and its sha256 recorded at DEST.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,13 +19,14 @@ from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.fileio.read import read_text_capped
 from k3deploy.stage.copy import PART_PREFIX
 from k3deploy.stage.plan import SourceFile
-from k3deploy.stage.record import Record, records_from_text
+from k3deploy.stage.record import FileEntry, Record, records_from_text
 
 #: Where the prefetch keeps its marker and records, below the weight cache's root (render/manifests.py `marker`).
 PREFETCH_STATE = ".k3deploy"
 #: The suffix of a record: the prefetch's `<marker>.sha256.json`, stage's `<name>.sha256.json` beside the copy.
 RECORD_SUFFIX = ".sha256.json"
 _RECORD_CAP = 64 * 1024 * 1024
+_LFS_BLOB = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,24 @@ def find_record(folder: Path, explicit: Path | None, revision: str | None) -> tu
     return None, None
 
 
+def hub_cache_record(folder: Path, present: dict[str, int]) -> Record | None:
+    """The record a Hub cache snapshot (`models--<org>--<name>/snapshots/<commit>`) carries in its links: the
+    sha256 of each LFS file (its blob's name); None for any other folder, or one with no LFS file."""
+    repo_dir = folder.parent.parent
+    if folder.parent.name != "snapshots" or not repo_dir.name.startswith("models--"):
+        return None
+    entries = []
+    for rel, size in present.items():
+        link = folder / rel
+        blob = Path(os.readlink(link)).name if link.is_symlink() else ""
+        if _LFS_BLOB.match(blob):
+            entries.append(FileEntry(rel, size, blob))
+    if not entries:
+        return None
+    repo = repo_dir.name.removeprefix("models--").replace("--", "/")
+    return Record(repo, folder.name, tuple(sorted(entries, key=lambda e: e.path)))
+
+
 def load_source(folder: Path, explicit_record: Path | None, revision: str | None) -> Source:
     """SOURCE's files to stage: the record's, each present at its size; or, with no record, every file found."""
     if not folder.is_dir():
@@ -88,6 +113,14 @@ def load_source(folder: Path, explicit_record: Path | None, revision: str | None
         raise UsageError(f"--record {explicit_record} is not a file", "name the prefetch's .sha256.json record")
     present = scan(folder)
     record, where = find_record(folder, explicit_record, revision)
+    if record is None and (record := hub_cache_record(folder, present)) is not None:
+        # The links list the big files only: the small ones are hashed while copied.
+        listed = record.by_path()
+        files = tuple(
+            SourceFile(path, size, listed[path].sha256 if path in listed else None)
+            for path, size in sorted(present.items())
+        )
+        return Source(folder, files, record, folder)
     if record is None:
         files = tuple(SourceFile(path, size, None) for path, size in sorted(present.items()))
         return Source(folder, files, None, None)

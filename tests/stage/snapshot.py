@@ -33,20 +33,39 @@ def record_of(repo: str, revision: str, contents: dict[str, bytes]) -> dict[str,
     return {"format": 1, "generator": "k3deploy", "repo": repo, "revision": revision, "files": files}
 
 
-def hub_cache(cache: Path, repo: str, commit: str, seed: int = 0, sizes: dict[str, int] | None = None) -> Path:
-    """A prefetched weight cache holding one snapshot of `repo` and the prefetch's record; the snapshot's folder."""
+#: Below this a file is kept in git, not LFS (the Hub's rule is 10 MB; small here to keep the tests fast).
+LFS_FROM = 1000
+
+
+def hub_cache(
+    cache: Path,
+    repo: str,
+    commit: str,
+    seed: int = 0,
+    sizes: dict[str, int] | None = None,
+    *,
+    prefetch_record: bool = True,
+) -> Path:
+    """A prefetched weight cache holding one snapshot of `repo` (blobs named as huggingface_hub names them: an LFS
+    file's by its sha256, a git file's by its git blob id) and, with `prefetch_record`, the prefetch's record; the
+    snapshot's folder."""
     staging = cache / "gen"
     contents = make_files(staging, sizes, seed)
     repo_dir = cache / "hf" / "hub" / ("models--" + repo.replace("/", "--"))
     snapshot = repo_dir / "snapshots" / commit
     for rel, data in contents.items():
-        sha = hashlib.sha256(data).hexdigest()
-        blob = repo_dir / "blobs" / sha
+        if len(data) >= LFS_FROM:
+            name = hashlib.sha256(data).hexdigest()
+        else:
+            name = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        blob = repo_dir / "blobs" / name
         blob.parent.mkdir(parents=True, exist_ok=True)
         (staging / rel).replace(blob)
         link = snapshot / rel
         link.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(os.path.relpath(blob, link.parent), link)
+    if not prefetch_record:
+        return snapshot
     state = cache / ".k3deploy"
     state.mkdir(exist_ok=True)
     record = state / f"prefetch-{commit[:8]}.done.sha256.json"

@@ -51,6 +51,20 @@ def test_the_prefetch_record_is_found_and_names_the_copy(tmp_path: Path) -> None
     assert second.revision == COMMIT_A and second.repo == "org/model"
 
 
+def test_a_hub_cache_snapshot_without_a_prefetch_record_is_checked_against_its_blob_names(tmp_path: Path) -> None:
+    """The LFS files' blobs are named by the sha256 the Hub lists: a flipped byte is caught with no record at all;
+    the small git file (its blob named by git's id) is hashed while copied and recorded."""
+    snapshot = hub_cache(tmp_path / "cache", "org/model", COMMIT_A, prefetch_record=False)
+    result = stage(StageOptions(snapshot, tmp_path / "dest"))
+    assert (result.repo, result.revision) == ("org/model", COMMIT_A)
+    record = json.loads(record_path(tmp_path / "dest", COMMIT_A).read_text())
+    config = (snapshot / "config.json").read_bytes()
+    assert record["files"]["config.json"]["sha256"] == hashlib.sha256(config).hexdigest()
+    _flip_a_byte((snapshot / "model-00001-of-00003.safetensors").resolve())
+    with pytest.raises(CheckFailed, match="sha256"):
+        stage(StageOptions(snapshot, tmp_path / "dest2"))
+
+
 def _flip_a_byte(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
