@@ -73,10 +73,13 @@ def find_record(folder: Path, explicit: Path | None, revision: str | None) -> tu
             state = ancestor / PREFETCH_STATE
             if state.is_dir():
                 candidates += sorted(state.glob("*" + RECORD_SUFFIX))
+    repo = hub_repo(folder)
     for path in candidates:
         matches = [r for r in _records_in(path) if explicit is not None or r.revision == wanted]
         if revision is not None:
             matches = [r for r in matches if r.revision == revision]
+        if repo is not None:
+            matches = [r for r in matches if r.repo == repo]
         if len(matches) == 1:
             return matches[0], path
         if explicit is not None:
@@ -87,11 +90,19 @@ def find_record(folder: Path, explicit: Path | None, revision: str | None) -> tu
     return None, None
 
 
-def hub_cache_record(folder: Path, present: dict[str, int]) -> Record | None:
-    """The record a Hub cache snapshot (`models--<org>--<name>/snapshots/<commit>`) carries in its links: the
-    sha256 of each LFS file (its blob's name); None for any other folder, or one with no LFS file."""
+def hub_repo(folder: Path) -> str | None:
+    """The repo of a Hub cache snapshot's folder (`models--<org>--<name>/snapshots/<commit>`), else None."""
     repo_dir = folder.parent.parent
     if folder.parent.name != "snapshots" or not repo_dir.name.startswith("models--"):
+        return None
+    return repo_dir.name.removeprefix("models--").replace("--", "/")
+
+
+def hub_cache_record(folder: Path, present: dict[str, int]) -> Record | None:
+    """The record a Hub cache snapshot carries in its links: the sha256 of each LFS file (its blob's name); None
+    for any other folder, or one with no LFS file."""
+    repo = hub_repo(folder)
+    if repo is None:
         return None
     entries = []
     for rel, size in present.items():
@@ -101,7 +112,6 @@ def hub_cache_record(folder: Path, present: dict[str, int]) -> Record | None:
             entries.append(FileEntry(rel, size, blob))
     if not entries:
         return None
-    repo = repo_dir.name.removeprefix("models--").replace("--", "/")
     return Record(repo, folder.name, tuple(sorted(entries, key=lambda e: e.path)))
 
 
