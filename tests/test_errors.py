@@ -46,6 +46,8 @@ EXPECTED = {
     "ChunkFormatError": (errors.ChunkFormatError("m"), EXIT_FAILED),
     "NvmlUnavailable": (errors.NvmlUnavailable("m"), EXIT_ENVIRONMENT),
     "ImageReferenceError": (errors.ImageReferenceError("m"), EXIT_USAGE),
+    "StagedFileMismatch": (errors.StagedFileMismatch("m"), EXIT_FAILED),
+    "StageStopped": (errors.StageStopped("m"), EXIT_ENVIRONMENT),
 }
 
 
