@@ -205,12 +205,12 @@ def stage(options: StageOptions) -> StageResult:
                 options.verify, True, pruned,
             )  # fmt: skip
         state.claim(dest, name)
-        state.drop_marker(dest, name)
         folder = dest / name
         _remove_parts(folder)
         done = _done(source, dest, name, options.recheck or marker is not None)
         plan = make_plan(list(source.files), {path: entry.size for path, entry in done.items()})
-        _check_space(dest, plan.space_needed)
+        _check_space(dest, plan.space_needed)  # before the marker goes: a refused --recheck keeps its copy's marker
+        state.drop_marker(dest, name)
         entries = dict(done)
 
         def finished(entry: FileEntry) -> None:

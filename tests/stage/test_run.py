@@ -13,8 +13,10 @@ import pytest
 
 from k3deploy.errors import CheckFailed
 from k3deploy.stage import copy as copy_module
+from k3deploy.stage import state
 from k3deploy.stage.copy import PART_PREFIX, Copier
 from k3deploy.stage.plan import SourceFile
+from k3deploy.stage.record import FileEntry
 from k3deploy.stage.run import StageOptions, stage
 from k3deploy.stage.state import journal_path, marker_path, read_marker, record_path
 from k3deploy.stage.throttle import Throttle
@@ -183,3 +185,29 @@ def test_every_byte_copied_passes_the_cap(tmp_path: Path) -> None:
             )
         assert sum(asked) == 9_000_001 and len(asked) == 3  # two chunks of a, one of b
         assert tree(tmp_path / f"dest-{verify}") == contents
+
+
+def test_each_file_is_journalled_as_it_lands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one copier, the next file's copy waits until the journal holds every file already in place: it does
+    when each is journalled as it lands (a run journalled at its end would never get there, and fail here)."""
+    make_files(tmp_path / "src")
+    dest = tmp_path / "dest"
+    journalled = threading.Semaphore(0)
+    real_append, real_copy = state.append_journal, Copier.copy
+    copies: list[str] = []
+
+    def append(dest_: Path, name: str, entry: FileEntry) -> None:
+        real_append(dest_, name, entry)
+        journalled.release()
+
+    def copy(self: Copier, source: Path, folder: Path, entry: SourceFile) -> str | None:
+        if copies:
+            assert journalled.acquire(timeout=30), f"{copies[-1]} was not journalled before the next copy"
+        copies.append(entry.path)
+        return real_copy(self, source, folder, entry)
+
+    monkeypatch.setattr(state, "append_journal", append)
+    monkeypatch.setattr(Copier, "copy", copy)
+    result = stage(StageOptions(tmp_path / "src", dest, jobs=1))
+    assert result.files_copied == len(copies) == 4
+    assert len(journal_path(dest, "src").read_text().splitlines()) == 4
