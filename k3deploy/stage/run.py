@@ -64,6 +64,7 @@ class StageResult:
     verified: bool
     already_staged: bool
     pruned: list[str] = field(default_factory=list)
+    checked_against: str = ""
 
     def data(self) -> dict[str, Any]:
         """The JSON form."""
@@ -202,7 +203,7 @@ def stage(options: StageOptions) -> StageResult:
             pruned = prune(dest, {name, *options.in_use}) if options.prune else []
             return StageResult(
                 name, str(dest / name), marker.repo, marker.revision, marker.files, marker.bytes, 0, 0, 0, 0.0, 0.0,
-                options.verify, True, pruned,
+                options.verify, True, pruned, source.checked_against,
             )  # fmt: skip
         state.claim(dest, name)
         folder = dest / name
@@ -243,5 +244,5 @@ def stage(options: StageOptions) -> StageResult:
         pruned = prune(dest, {name, *options.in_use}) if options.prune else []
     return StageResult(
         name, str(folder), repo, revision, plan.total_files, plan.total_bytes, len(plan.todo), copied,
-        len(done), seconds, marker.mb_s, options.verify or record is None, False, pruned,
+        len(done), seconds, marker.mb_s, options.verify or record is None, False, pruned, source.checked_against,
     )  # fmt: skip

@@ -38,6 +38,15 @@ class Source:
     record: Record | None
     record_path: Path | None
 
+    @property
+    def checked_against(self) -> str:
+        """Where the sha256s come from, for the summary."""
+        if self.record is None:
+            return "nothing: every file hashed while copied, its sha256 recorded at DEST"
+        if self.record_path == self.folder:
+            return "the Hub cache's blob names (LFS files); the others hashed while copied"
+        return str(self.record_path)
+
 
 def scan(folder: Path) -> dict[str, int]:
     """Relative path -> size of every regular file below `folder` (links to files followed: the Hub cache's

@@ -39,6 +39,7 @@ def test_a_folder_without_a_record_is_copied_hashed_and_marked(tmp_path: Path) -
     assert (result.files, result.bytes, result.files_copied, result.bytes_copied) == (
         4, sum(map(len, contents.values())), 4, sum(map(len, contents.values())),
     )  # fmt: skip
+    assert result.checked_against.startswith("nothing: every file hashed")
     again = stage(StageOptions(tmp_path / "src", tmp_path / "dest"))
     assert again.already_staged and again.bytes_copied == 0
 
@@ -47,6 +48,7 @@ def test_the_prefetch_record_is_found_and_names_the_copy(tmp_path: Path) -> None
     snapshot = hub_cache(tmp_path / "cache", "org/model", COMMIT_A)
     result = stage(StageOptions(snapshot, tmp_path / "dest"))
     assert (result.name, result.repo, result.revision, result.verified) == (COMMIT_A, "org/model", COMMIT_A, True)
+    assert result.checked_against == str(tmp_path / "cache" / ".k3deploy" / f"prefetch-{COMMIT_A[:8]}.done.sha256.json")
     assert tree(tmp_path / "dest" / COMMIT_A) == tree(snapshot)
     # The staged copy is itself a source with a record (beside it): a second tray copies from it, checked.
     second = stage(StageOptions(tmp_path / "dest" / COMMIT_A, tmp_path / "dest2"))
@@ -59,6 +61,7 @@ def test_a_hub_cache_snapshot_without_a_prefetch_record_is_checked_against_its_b
     snapshot = hub_cache(tmp_path / "cache", "org/model", COMMIT_A, prefetch_record=False)
     result = stage(StageOptions(snapshot, tmp_path / "dest"))
     assert (result.repo, result.revision) == ("org/model", COMMIT_A)
+    assert result.checked_against.startswith("the Hub cache's blob names")
     record = json.loads(record_path(tmp_path / "dest", COMMIT_A).read_text())
     config = (snapshot / "config.json").read_bytes()
     assert record["files"]["config.json"]["sha256"] == hashlib.sha256(config).hexdigest()
