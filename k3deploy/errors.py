@@ -272,6 +272,17 @@ class MalformedAnswer(EnvironmentProblem):
     sha256 (exit 3: the server, or a proxy in front of it, is not what it should be)."""
 
 
+# -- staging weights on a node (stage/) --------------------------------------------------------------------------
+
+
+class StagedFileMismatch(CheckFailed):
+    """The bytes of a file read for staging do not have the sha256 or size its record lists (exit 1)."""
+
+
+class StageStopped(EnvironmentProblem):
+    """A copy stopped because another copier of the run failed or the run was interrupted (exit 3)."""
+
+
 def cause_chain(exc: BaseException) -> list[BaseException]:
     """`exc` and what it was raised from or during, outermost first (each once): the last one is the root reason."""
     chain: list[BaseException] = []

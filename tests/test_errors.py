@@ -47,6 +47,8 @@ EXPECTED = {
     "NvmlUnavailable": (errors.NvmlUnavailable("m"), EXIT_ENVIRONMENT),
     "ImageReferenceError": (errors.ImageReferenceError("m"), EXIT_USAGE),
     "MalformedAnswer": (errors.MalformedAnswer("m"), EXIT_ENVIRONMENT),
+    "StagedFileMismatch": (errors.StagedFileMismatch("m"), EXIT_FAILED),
+    "StageStopped": (errors.StageStopped("m"), EXIT_ENVIRONMENT),
 }
 
 

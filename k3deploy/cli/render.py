@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -11,7 +12,7 @@ import typer
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out, plain
-from k3deploy.errors import CheckFailed
+from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.targets import render_for
 
 if TYPE_CHECKING:
@@ -25,6 +26,14 @@ def plan(
     profile: ProfileOpt = None,
     set_: SetOpt = None,
     output: FormatOpt = OutputFormat.table,
+    staged: Annotated[
+        Path | None,
+        typer.Option(
+            "--staged",
+            help="A marker `k3deploy stage` wrote (DEST/<name>.k3deploy-staged.json): its measured MB/s stands for "
+            "the shared volume's in the load time.",
+        ),
+    ] = None,
     cluster: Annotated[
         bool,
         typer.Option(
@@ -47,6 +56,7 @@ def plan(
     placement of the groups on the cliques; exit 1 when the model or (with --cluster) the groups do not fit."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.cli.plan_view import plan_table
+    from k3deploy.preflight.load_time import load_note, load_time
     from k3deploy.preflight.weight_cache import cache_note, weight_cache
     from k3deploy.profile.plan import plan as make_plan
     from k3deploy.smoke.headline import REHEARSAL_LABEL
@@ -56,6 +66,7 @@ def plan(
     )  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
     cache = weight_cache(prof)
+    loading = load_time(prof, _staged_rate(staged))
     placement, trapped = None, []
     if cluster:
         # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
@@ -71,6 +82,8 @@ def plan(
                 "snapshots": cache.snapshots,
                 "upgrade_fits": cache.upgrade_fits,
             }
+        if loading is not None:
+            payload["load_time"] = loading.model_dump()
         if placement is not None:
             payload["placement"] = dataclasses.asdict(placement) | {
                 "placed": placement.placed,
@@ -82,6 +95,8 @@ def plan(
         out.print(plan_table(result))
         if cache is not None:
             err.print(f"weight cache: {cache_note(cache)}", markup=False, highlight=False)
+        if loading is not None:
+            err.print(load_note(loading), markup=False, highlight=False)
         if placement is not None:
             # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
             from k3deploy.cli.placement_view import placement_table
@@ -101,6 +116,23 @@ def plan(
             f"only {placement.placed} of {placement.replicas} groups fit on the cluster's cliques",
             hint="free trays in a clique, add nodes, or lower parallel.replicas (see the placement table)",
         )
+
+
+def _staged_rate(marker: Path | None) -> float | None:
+    """The MB/s a stage marker records (None without --staged); a file that is no marker is a usage error."""
+    if marker is None:
+        return None
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.fileio.read import read_text_capped
+    from k3deploy.stage.record import marker_from_text
+
+    found = marker_from_text(read_text_capped(marker, 1 << 20, what="stage marker"))
+    if found is None or found.mb_s <= 0:
+        raise UsageError(
+            f"--staged {marker} is not a marker of a completed `k3deploy stage` copy",
+            hint="name DEST/<name>.k3deploy-staged.json of a copy from the shared volume",
+        )
+    return found.mb_s
 
 
 def _placement(prof: Profile, kubeconfig: str | None, context: str | None, namespace: str | None) -> Placement:

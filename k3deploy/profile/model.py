@@ -173,6 +173,12 @@ class HardwareSpec(_Strict):
             "run) on the real GPUs; k3deploy cannot, so this is an estimate to confirm against the server's start-up log."
         ),
     )
+    local_disk_read_mb_s: float | None = Field(
+        None,
+        gt=0,
+        description="MB/s a load reads the weights at from a tray's local NVMe (`k3deploy stage`'s copy): `plan` turns "
+        "it into a load time. A figure to replace with one measured on the trays (null: not planned).",
+    )
 
 
 class ParallelSpec(_Strict):

@@ -38,6 +38,7 @@ STAGES: list[set[str]] = [
     {"report"},
     {"measure"},
     {"pin"},
+    {"stage"},
     {"observe"},
     {"render"},
     {"preflight"},

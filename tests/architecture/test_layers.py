@@ -75,6 +75,10 @@ PURE_MODULES = [
     "observe/alerts_health.py",
     "observe/promql_health.py",
     "observe/watch_figures.py",
+    "preflight/load_time.py",
+    "stage/plan.py",
+    "stage/record.py",
+    "stage/throttle.py",
 ]
 
 

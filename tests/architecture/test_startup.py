@@ -47,6 +47,7 @@ STARTUP_FORBIDDEN_K3DEPLOY = (
     "k3deploy.targets.base",
     "k3deploy.targets.kubernetes.target",
     "k3deploy.targets.local",
+    "k3deploy.stage",
 )
 
 

@@ -34,7 +34,7 @@ def test_bash_completes_commands_and_flags_through_the_printed_script(tmp_path: 
     os.chmod(shim, 0o755)
     script = (
         "source <(k3deploy completion bash)\n"
-        'COMP_WORDS=(k3deploy sta); COMP_CWORD=1; _k3deploy_completion k3deploy; echo "${COMPREPLY[*]}"\n'
+        'COMP_WORDS=(k3deploy stat); COMP_CWORD=1; _k3deploy_completion k3deploy; echo "${COMPREPLY[*]}"\n'
         'COMP_WORDS=(k3deploy down --pu); COMP_CWORD=2; _k3deploy_completion k3deploy; echo "${COMPREPLY[*]}"\n'
     )
     env = {**cli_env(), "PATH": f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}"}

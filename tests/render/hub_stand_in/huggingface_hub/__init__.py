@@ -1,0 +1,97 @@
+"""A stand-in for the two calls of huggingface_hub the prefetch script makes, so its record-writing part runs here
+without the Hub: `snapshot_download` and `HfApi().model_info(..., files_metadata=True)`.
+
+Imitates huggingface_hub 2.4.0 (the prefetch's pinned client): `_snapshot_download.py` (the snapshot folder
+`$HF_HOME/hub/models--<org>--<name>/snapshots/<commit>`, each file a link to `../../blobs/<etag>`, the etag an LFS
+file's sha256 or a git file's blob id) and `hf_api.py` (`ModelInfo.sha`, `.siblings` of `RepoSibling(rfilename,
+size, blob_id, lfs)`, `BlobLfsInfo(size, sha256, pointer_size)`). Stricter than the real one: a call without a
+revision, without `files_metadata=True` or without a timeout raises. What the "Hub" holds is the JSON file named by
+K3DEPLOY_TEST_HUB: {repo: {"commit": sha, "files": {name: hex of the bytes}}}, a file of 1 KB or more kept in LFS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+LFS_FROM = 1024
+
+
+@dataclass
+class BlobLfsInfo:
+    """hf_api.BlobLfsInfo."""
+
+    size: int
+    sha256: str
+    pointer_size: int
+
+
+@dataclass
+class RepoSibling:
+    """hf_api.RepoSibling."""
+
+    rfilename: str
+    size: int | None = None
+    blob_id: str | None = None
+    lfs: BlobLfsInfo | None = None
+
+
+@dataclass
+class ModelInfo:
+    """hf_api.ModelInfo, the two fields the prefetch reads."""
+
+    sha: str
+    siblings: list[RepoSibling]
+
+
+def _hub(repo_id: str) -> tuple[str, dict[str, bytes]]:
+    repo = json.loads(Path(os.environ["K3DEPLOY_TEST_HUB"]).read_text())[repo_id]
+    return repo["commit"], {name: bytes.fromhex(data) for name, data in repo["files"].items()}
+
+
+def _git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def snapshot_download(repo_id: str, *, revision: str | None = None) -> str:
+    """Write the repo's files into the Hub cache layout; the snapshot folder."""
+    if revision is None:
+        raise TypeError("the prefetch pins a revision")
+    commit, files = _hub(repo_id)
+    repo_dir = Path(os.environ["HF_HOME"]) / "hub" / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo_dir / "snapshots" / commit
+    for name, data in files.items():
+        etag = hashlib.sha256(data).hexdigest() if len(data) >= LFS_FROM else _git_blob_id(data)
+        blob = repo_dir / "blobs" / etag
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = snapshot / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(os.path.relpath(blob, link.parent))
+    return str(snapshot)
+
+
+class HfApi:
+    """hf_api.HfApi, model_info only."""
+
+    def model_info(
+        self, repo_id: str, *, revision: str | None = None, timeout: float | None = None, files_metadata: bool = False
+    ) -> ModelInfo:
+        """The commit and every file's size, git blob id and (LFS files) sha256."""
+        if revision is None or timeout is None or files_metadata is not True:
+            raise TypeError("the prefetch asks for a revision's file metadata with a timeout")
+        commit, files = _hub(repo_id)
+        siblings = [
+            RepoSibling(
+                name,
+                len(data),
+                _git_blob_id(data),
+                BlobLfsInfo(len(data), hashlib.sha256(data).hexdigest(), 134) if len(data) >= LFS_FROM else None,
+            )
+            for name, data in sorted(files.items())
+        ]
+        return ModelInfo(commit, siblings)
