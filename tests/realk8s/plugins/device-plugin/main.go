@@ -46,22 +46,24 @@ func main() {
 	for i := range devs {
 		devs[i] = &pluginapi.Device{ID: fmt.Sprintf("GPU-realk8s-%d", i), Health: pluginapi.Healthy}
 	}
+	// The kubelet makes the folder and its registration socket when its device manager starts.
+	kubelet := filepath.Join(*dir, "kubelet.sock")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(kubelet); err == nil {
+			break
+		}
+		if i == 600 {
+			klog.Fatalf("no %s after 60 s", kubelet)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	stub := plugin.NewDevicePluginStub(devs, filepath.Join(*dir, "realk8s-gpu.sock"), *resource, false, false)
 	stub.SetAllocFunc(allocate)
 	if err := stub.Start(); err != nil {
 		klog.Fatalf("start: %v", err)
 	}
-	// The kubelet's registration socket appears once its device manager has started.
-	kubelet := filepath.Join(*dir, "kubelet.sock")
-	for i := 0; ; i++ {
-		err := stub.Register(kubelet, *resource, *dir)
-		if err == nil {
-			break
-		}
-		if i == 600 {
-			klog.Fatalf("register with %s: %v", kubelet, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := stub.Register(kubelet, *resource, *dir); err != nil {
+		klog.Fatalf("register with %s: %v", kubelet, err)
 	}
 	klog.Infof("registered %s with %d devices", *resource, *count)
 	signals := make(chan os.Signal, 1)
