@@ -5,6 +5,9 @@ the machine is as it was."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +20,7 @@ import yaml
 
 from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.portforward import PodPortForward
-from tests.realk8s import hoststate
+from tests.realk8s import hoststate, realnode
 from tests.realk8s.binaries import REPO_ROOT
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.standins import container, pod
@@ -68,6 +71,72 @@ def test_the_launcher_joins_real_nodes_that_serve_a_port_forward(realk8s: object
             launcher.kill()
             launcher.wait(timeout=30)
     assert hoststate.snapshot() == before
+
+
+def test_what_a_sigkilled_launcher_left_is_swept_at_the_next_start(realk8s: object, tmp_path: Path) -> None:
+    before = hoststate.snapshot()
+    kubeconfig = tmp_path / "kubeconfig"
+    argv = [sys.executable, "-m", "tests.realk8s", "--kubeconfig", str(kubeconfig), "--gb300-nodes", "1"]
+    launcher = subprocess.Popen(
+        [*argv, "--cliques", "1", "--real-nodes", "1"], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
+    )
+    children: list[psutil.Process] = []
+    try:
+        assert launcher.stdout is not None
+        assert launcher.stdout.readline().startswith("READY ")
+        children = psutil.Process(launcher.pid).children(recursive=True)
+        left = _plane_folders(children)
+        records = [json.loads(p.read_text()) for p in realnode.REGISTRY.glob("*.json")]
+        mine = [r for r in records if r["owner"] == launcher.pid]
+        assert len(mine) == 1
+        launcher.kill()
+        launcher.wait(timeout=30)
+        # The node dies with its starter (setpriv --pdeathsig, unshare --kill-child): the kubelet and containerd
+        # are gone at once; its cgroups and its record are what is left.
+        wait_until(
+            "the node's processes to be gone",
+            lambda: not [p for p in children if "unshare" in _name(p) or _name(p) in ("kubelet", "containerd")],
+            30,
+        )
+        assert any((h / mine[0]["cgroup"]).is_dir() for h in realnode.CGROUP_FS.iterdir())
+        assert mine[0]["cgroup"] in realnode.sweep()
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait(timeout=30)
+        # The plane's own processes run in sessions of their own and outlive a SIGKILLed launcher: stop them by the
+        # pids the launcher started.
+        for child in children:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        psutil.wait_procs(children, timeout=30)
+        for folder in left:
+            shutil.rmtree(folder, ignore_errors=True)
+    assert not any((h / mine[0]["cgroup"]).exists() for h in realnode.CGROUP_FS.iterdir())
+    assert not Path(mine[0]["dir"]).exists()
+    assert hoststate.snapshot() == before
+    assert not [f for f in left if f.exists()]
+
+
+def _plane_folders(children: list[psutil.Process]) -> list[Path]:
+    """The folders the launcher's plane made (etcd's data folder, the plane's own), read from its processes'
+    command lines: a SIGKILLed launcher leaves them behind."""
+    folders = []
+    for child in children:
+        for arg in child.cmdline():
+            if arg.startswith("--data-dir="):
+                folders.append(Path(arg.split("=", 1)[1]))
+            elif arg.startswith("--cert-dir=") and child.name() == "kube-apiserver":
+                folders.append(Path(arg.split("=", 1)[1]).parent)
+    assert len(folders) == 2
+    return folders
+
+
+def _name(process: psutil.Process) -> str:
+    try:
+        return process.name() if process.status() != psutil.STATUS_ZOMBIE else ""
+    except psutil.NoSuchProcess:
+        return ""
 
 
 def test_the_launcher_refuses_a_negative_real_node_count() -> None:
