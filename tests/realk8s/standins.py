@@ -11,7 +11,18 @@ from tests.realk8s.realnode import REAL_NODE_KEY
 
 #: A busybox image under a name no registry serves: nothing can be pulled in its place (`IfNotPresent`).
 BUSYBOX = "localhost/realk8s/busybox:1"
-STANDIN_IMAGES = [Image(BUSYBOX)]
+#: The prefetch Job's image: its shell script runs for real (busybox's sh), `pip` and `python` are stand-ins that
+#: record what they were asked and succeed, since nothing can be downloaded here.
+PYTHON = "python:3.12-slim"
+_RECORD = b'#!/bin/sh\necho "$(basename "$0") $*"\n[ "$(basename "$0")" = python ] && cat >/dev/null\nexit 0\n'
+STANDIN_IMAGES = [
+    Image(BUSYBOX),
+    Image(
+        PYTHON,
+        env=("PATH=/usr/local/bin:/bin",),
+        files={"/usr/local/bin/pip": _RECORD, "/usr/local/bin/python": _RECORD},
+    ),
+]
 
 
 def on_real_node(spec: dict[str, Any]) -> dict[str, Any]:
