@@ -15,6 +15,20 @@ BUSYBOX = "localhost/realk8s/busybox:1"
 #: record what they were asked and succeed, since nothing can be downloaded here.
 PYTHON = "python:3.12-slim"
 _RECORD = b'#!/bin/sh\necho "$(basename "$0") $*"\n[ "$(basename "$0")" = python ] && cat >/dev/null\nexit 0\n'
+#: k3deploy's own image (ENTRYPOINT k3deploy): the stand-in reports what the kubelet gave the container, one
+#: `key value` line each: its uid and gid, its capabilities and no_new_privs and seccomp mode (/proc/self/status),
+#: and for each path given in $K3DEPLOY_STANDIN_PATHS whether a file can be written there (`ok`, or the error).
+K3DEPLOY = "ghcr.io/k3deploy/k3deploy:0.1.0"
+_REPORT = b"""#!/bin/sh
+echo "args $*"
+echo "uid $(id -u)"
+echo "gid $(id -g)"
+grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | sed 's/:\t*/ /'
+for path in $K3DEPLOY_STANDIN_PATHS; do
+  if out=$(touch "$path/.standin-write" 2>&1); then echo "write $path ok"; rm -f "$path/.standin-write"
+  else echo "write $path ${out##*: }"; fi
+done
+"""
 STANDIN_IMAGES = [
     Image(BUSYBOX),
     Image(
@@ -22,6 +36,7 @@ STANDIN_IMAGES = [
         env=("PATH=/usr/local/bin:/bin",),
         files={"/usr/local/bin/pip": _RECORD, "/usr/local/bin/python": _RECORD},
     ),
+    Image(K3DEPLOY, entrypoint=("/usr/local/bin/k3deploy",), cmd=(), files={"/usr/local/bin/k3deploy": _REPORT}),
 ]
 
 
