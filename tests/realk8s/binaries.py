@@ -51,6 +51,11 @@ class NodeTools:
         return self.kubelet.parent / "realk8s-device-plugin"
 
     @property
+    def dra_plugin(self) -> Path:
+        """The compute-domain DRA kubelet plugin stand-in (tests/realk8s/plugins/dra-plugin), built beside the kubelet."""
+        return self.kubelet.parent / "realk8s-dra-plugin"
+
+    @property
     def busybox(self) -> Path:
         """The static busybox every local image is made of."""
         return self.tools / "bin" / "busybox"
@@ -110,10 +115,8 @@ def node_tools(binaries: Binaries) -> NodeTools:
             raise BinariesMissing(f"cannot ask {NODES_SCRIPT} for its directory: {exc}") from exc
         tools = done.stdout.strip()
     found = NodeTools(Path(binaries.path("kubelet")), Path(tools))
-    if not found.kubelet.is_file() or not found.device_plugin.is_file():
-        raise BinariesMissing(
-            f"no kubelet or device plugin stand-in in {binaries.directory}; run: bash .ci/build-realk8s"
-        )
+    if not all(p.is_file() for p in (found.kubelet, found.device_plugin, found.dra_plugin)):
+        raise BinariesMissing(f"no kubelet or plugin stand-ins in {binaries.directory}; run: bash .ci/build-realk8s")
     if not (found.tools / "stamp").is_file():
         raise BinariesMissing(
             f"containerd, runc and the CNI plugins are not unpacked in {tools}; run: bash .ci/realnodes"

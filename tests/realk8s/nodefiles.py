@@ -146,8 +146,8 @@ def kubelet_config(node_dir: Path, port: int, cgroup_root: str, ca_file: Path, t
 def setup_script() -> str:
     """The node's PID 1 (run by `unshare --mount --net --pid --fork --mount-proc`, so every process of the node,
     containers included, dies with it): loopback up, the fixed-path directories and faked sysctls bound over inside
-    the node's mount namespace, containerd, then the kubelet and, if $DEVICE_PLUGIN names it, the GPU device plugin
-    stand-in (tests/realk8s/plugins/device-plugin); then it reaps orphans (the runc shims) until SIGTERM.
+    the node's mount namespace, containerd, then the kubelet and, if $DEVICE_PLUGIN and $DRA_PLUGIN name them, the GPU
+    device plugin and compute-domain DRA kubelet plugin stand-ins (tests/realk8s/plugins); then it reaps orphans (the runc shims) until SIGTERM.
     Arguments: NODE_DIR TOOLS_DIR KUBELET KUBELET_ARGS..."""
     binds = "\n".join(f'mount --bind "$D/fs/{name}" {path}' for path, name in BOUND_DIRS.items())
     sysctls = "\n".join(f'mount --bind "$D/sysctl/{key.replace("/", ".")}" /proc/sys/{key}' for key in KUBELET_SYSCTLS)
@@ -169,6 +169,11 @@ done
 "$KUBELET" "$@" >>"$D/logs/kubelet.log" 2>&1 &
 if [ -n "${{DEVICE_PLUGIN:-}}" ]; then
   "$DEVICE_PLUGIN" --plugin-dir=/var/lib/kubelet/device-plugins >>"$D/logs/device-plugin.log" 2>&1 &
+fi
+if [ -n "${{DRA_PLUGIN:-}}" ]; then
+  "$DRA_PLUGIN" --node-name="$NODE_NAME" --kubeconfig="$D/kubelet.kubeconfig" \
+    --registrar-dir=/var/lib/kubelet/plugins_registry --plugin-dir=/var/lib/kubelet/plugins/compute-domain.nvidia.com \
+    >>"$D/logs/dra-plugin.log" 2>&1 &
 fi
 exec python3 -c '
 import os, signal, sys

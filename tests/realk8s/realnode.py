@@ -193,11 +193,15 @@ class RealNode:
         return [
             f"--config={config}",
             f"--kubeconfig={kubeconfig}",
-            f"--root-dir={d / 'kubelet'}",
+            # The default, inside the node's mount namespace where it is the node's fs/var-lib/kubelet: unix socket
+            # paths under it (plugin registration, DRA) must stay under 108 bytes, which the plane's folder can exceed.
+            "--root-dir=/var/lib/kubelet",
             f"--cert-dir={d / 'pki'}",
             f"--hostname-override={self.name}",
             "--cloud-provider=external",
-            f"--node-labels={REAL_NODE_KEY}=true",
+            # gpu.present: tests/realk8s/dra.py publishes the node's gpu.nvidia.com and compute-domain.nvidia.com
+            # ResourceSlices, whose channel claims the DRA plugin stand-in prepares.
+            f"--node-labels={REAL_NODE_KEY}=true,nvidia.com/gpu.present=true",
             "--v=2",
         ]
 
@@ -238,7 +242,11 @@ class RealNode:
             *args,
         ]
         self.process = Process(f"node-{self.name}", argv, self.dir / "logs" / "node.log").start(
-            {"DEVICE_PLUGIN": str(self.tools.device_plugin)}
+            {
+                "DEVICE_PLUGIN": str(self.tools.device_plugin),
+                "DRA_PLUGIN": str(self.tools.dra_plugin),
+                "NODE_NAME": self.name,
+            }
         )
         pid = self.process.pid
         assert pid is not None
@@ -283,7 +291,7 @@ class RealNode:
     def tail(self, lines: int = 15) -> str:
         """The last lines of the node's, containerd's and the kubelet's logs."""
         out = []
-        for name in ("node", "containerd", "kubelet", "device-plugin"):
+        for name in ("node", "containerd", "kubelet", "device-plugin", "dra-plugin"):
             path = self.dir / "logs" / f"{name}.log"
             if path.exists():
                 text = path.read_text(errors="replace").splitlines()[-lines:]
