@@ -1,5 +1,6 @@
-"""`python -m tests.realk8s --kubeconfig PATH [--gb300-nodes N] [--cliques C] [--forward-pod-port PORT=HOST:PORT]`:
-start a real control plane with N GB300 nodes in C NVLink cliques, optionally forward PORT of every serving leader pod
+"""`python -m tests.realk8s --kubeconfig PATH [--gb300-nodes N] [--cliques C] [--real-nodes R]
+[--forward-pod-port PORT=HOST:PORT]`: start a real control plane with N GB300 nodes in C NVLink cliques and R real
+kubelet nodes (containerd and a kubelet each, tainted `realk8s.k3deploy/real-node`), optionally forward PORT of every serving leader pod
 to HOST:PORT on this machine (KWOK PortForward objects), write an admin kubeconfig to PATH, print `READY <url>`, stop
 on SIGTERM/SIGINT."""
 
@@ -12,9 +13,10 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from tests.realk8s.binaries import BinariesMissing, find_binaries
+from tests.realk8s.binaries import BinariesMissing, find_binaries, node_tools
 from tests.realk8s.forwards import ForwardSpec, LeaderForwards
 from tests.realk8s.plane import Plane, PlaneOptions
+from tests.realk8s.standins import STANDIN_IMAGES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,6 +24,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write the admin kubeconfig")
     parser.add_argument("--gb300-nodes", type=int, default=8, help="GB300 nodes (default 8)")
     parser.add_argument("--cliques", type=int, default=2, help="NVLink cliques the nodes are spread over (default 2)")
+    parser.add_argument(
+        "--real-nodes",
+        type=int,
+        default=0,
+        help="real kubelet nodes beside the KWOK ones, tainted and labelled realk8s.k3deploy/real-node (default 0)",
+    )
     parser.add_argument(
         "--forward-pod-port",
         action="append",
@@ -40,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --gb300-nodes and --cliques must be >= 1, with no more cliques than nodes", file=sys.stderr)
         print("hint: e.g. --gb300-nodes 8 --cliques 2", file=sys.stderr)
         return 2
+    if args.real_nodes < 0:
+        print("error: --real-nodes must be >= 0", file=sys.stderr)
+        print("hint: e.g. --real-nodes 1", file=sys.stderr)
+        return 2
     try:
         forwards = [ForwardSpec.parse(text) for text in args.forward_pod_port]
     except ValueError as exc:
@@ -48,9 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         binaries = find_binaries()
+        if args.real_nodes:
+            node_tools(binaries)
     except BinariesMissing as exc:
         print(f"error: {exc}", file=sys.stderr)
-        print("hint: bash .ci/build-realk8s", file=sys.stderr)
+        print("hint: bash .ci/build-realk8s && bash .ci/realnodes", file=sys.stderr)
         return 3
     stop = threading.Event()
 
@@ -63,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     leaders: LeaderForwards | None = None
     try:
         plane.start()
+        for _ in range(args.real_nodes):
+            plane.add_real_node(images=STANDIN_IMAGES)
         if forwards:
             leaders = LeaderForwards(plane.api, forwards).start()
         plane.kubeconfig(args.kubeconfig)

@@ -12,6 +12,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / ".ci" / "build-realk8s"
+NODES_SCRIPT = REPO_ROOT / ".ci" / "realnodes"
 NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws-controller")
 
 
@@ -34,6 +35,35 @@ class Binaries:
         """K8S_VERSION, ETCD_VERSION, KWOK_VERSION, LWS_VERSION."""
         lines = (self.directory / "versions").read_text().splitlines()
         return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+@dataclass
+class NodeTools:
+    """Where the binaries are: the kubelet and the device plugin stand-in (.ci/build-realk8s) and containerd, runc, CNI plugins and busybox
+    (.ci/realnodes)."""
+
+    kubelet: Path
+    tools: Path
+
+    @property
+    def device_plugin(self) -> Path:
+        """The GPU device plugin stand-in (tests/realk8s/plugins/device-plugin), built beside the kubelet."""
+        return self.kubelet.parent / "realk8s-device-plugin"
+
+    @property
+    def dra_plugin(self) -> Path:
+        """The compute-domain DRA kubelet plugin stand-in (tests/realk8s/plugins/dra-plugin), built beside the kubelet."""
+        return self.kubelet.parent / "realk8s-dra-plugin"
+
+    @property
+    def busybox(self) -> Path:
+        """The static busybox every local image is made of."""
+        return self.tools / "bin" / "busybox"
+
+    @property
+    def ctr(self) -> Path:
+        """containerd's client."""
+        return self.tools / "bin" / "ctr"
 
 
 def build_dir() -> Path:
@@ -70,3 +100,25 @@ def binaries_or_skip() -> Binaries:
         if os.environ.get("CI") == "true":
             pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
         pytest.skip(str(exc))
+
+
+def node_tools(binaries: Binaries) -> NodeTools:
+    """The real nodes' binaries: the kubelet from the plane's build, containerd, runc, the CNI plugins and busybox from
+    .ci/realnodes (K3DEPLOY_REALK8S_NODE_TOOLS overrides its folder); BinariesMissing naming the command otherwise."""
+    tools = os.environ.get("K3DEPLOY_REALK8S_NODE_TOOLS")
+    if not tools:
+        try:
+            done = subprocess.run(
+                ["bash", str(NODES_SCRIPT), "--print-dir"], capture_output=True, text=True, timeout=60, check=True
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise BinariesMissing(f"cannot ask {NODES_SCRIPT} for its directory: {exc}") from exc
+        tools = done.stdout.strip()
+    found = NodeTools(Path(binaries.path("kubelet")), Path(tools))
+    if not all(p.is_file() for p in (found.kubelet, found.device_plugin, found.dra_plugin)):
+        raise BinariesMissing(f"no kubelet or plugin stand-ins in {binaries.directory}; run: bash .ci/build-realk8s")
+    if not (found.tools / "stamp").is_file():
+        raise BinariesMissing(
+            f"containerd, runc and the CNI plugins are not unpacked in {tools}; run: bash .ci/realnodes"
+        )
+    return found

@@ -31,7 +31,7 @@ class CertPair:
 
 
 class CertAuthority:
-    """A self-signed CA that signs the plane's serving certificates."""
+    """A self-signed CA that signs the plane's serving and client certificates."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -89,6 +89,29 @@ class CertAuthority:
             .sign(self._key, hashes.SHA256())
         )
         pair = CertPair(self.directory / f"{name}.crt", self.directory / f"{name}.key")
+        pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        pair.key.write_bytes(_pem_key(key))
+        return pair
+
+    def client(self, file_name: str, user: str, groups: list[str]) -> CertPair:
+        """A client certificate for `user` in `groups` (CN and O, as kube-apiserver reads x509 identities), written
+        as FILE_NAME.crt / FILE_NAME.key."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.UTC)
+        subject = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+        subject.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name(subject))
+            .issuer_name(self._name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + _VALID)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(self._key, hashes.SHA256())
+        )
+        pair = CertPair(self.directory / f"{file_name}.crt", self.directory / f"{file_name}.key")
         pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         pair.key.write_bytes(_pem_key(key))
         return pair

@@ -2,19 +2,23 @@
 
 `realk8s`: one real control plane per test session, so one per xdist worker (tests/realk8s/plane.py); tests keep
 apart by their own namespaces and node names. Without the binaries the fixture skips, and fails under CI=true.
+`real_node`: one real kubelet node joined to that plane, for the tests that run pods for real.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.realk8s.binaries import binaries_or_skip
+from tests.realk8s.binaries import BinariesMissing, binaries_or_skip
 from tests.realk8s.cluster_fixtures import deploy  # noqa: F401 - per-test deployments of the profile
 from tests.realk8s.fault_fixtures import fault_proxy, lone_plane  # noqa: F401 - the fault tests' fixtures
 from tests.realk8s.plane import Plane, PlaneOptions
+from tests.realk8s.realnode import RealNode
+from tests.realk8s.standins import STANDIN_IMAGES
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +35,16 @@ def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
         plane.admin_kubeconfig = plane.kubeconfig(Path(directory) / "admin.kubeconfig")
         plane.user_kubeconfig = plane.kubeconfig(Path(directory) / "user.kubeconfig", "realk8s-user")
         yield plane
+
+
+@pytest.fixture(scope="session")
+def real_node(realk8s: Plane) -> RealNode:
+    """One real kubelet node on the session's plane (tests/realk8s/realnode.py) with the stand-in images imported,
+    started by the first test that asks and stopped with the plane. Without its binaries the test skips, and fails
+    under CI=true."""
+    try:
+        return realk8s.add_real_node(images=STANDIN_IMAGES)
+    except BinariesMissing as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
+        pytest.skip(str(exc))

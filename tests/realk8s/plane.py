@@ -18,12 +18,14 @@ import httpx
 import yaml
 
 from tests.realk8s import objects
-from tests.realk8s.binaries import REPO_ROOT, Binaries
+from tests.realk8s.binaries import REPO_ROOT, Binaries, node_tools
 from tests.realk8s.certs import CertAuthority, CertPair, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.dra import DraDriver
+from tests.realk8s.ociimage import Image
 from tests.realk8s.procs import Process, free_port
 from tests.realk8s.provisioner import DRIVER, Provisioner
+from tests.realk8s.realnode import RealNode
 
 #: The serving set's upstream CRDs and the control plane's own live beside the checkout (as tests/conftest.py's
 #: SHARED_DIR); the build directory holds the built releases' CRDs as a fallback for the control plane's.
@@ -74,6 +76,7 @@ class Plane:
         self.crds: list[str] = []
         self.provisioner: Provisioner | None = None
         self.dra: DraDriver | None = None
+        self.real_nodes: list[RealNode] = []
         #: Component name -> a URL that answers 200 when it is ready (kube-apiserver: "/readyz" on `url`).
         self.ready_urls: dict[str, str] = {}
 
@@ -198,6 +201,7 @@ class Plane:
         )
         sa = service_account_keys(self.dir / "pki")
         self._sa = sa
+        kubelet_client = ca.client("kube-apiserver-kubelet-client", "kube-apiserver-kubelet-client", ["system:masters"])
         apiserver = self._spawn(
             "kube-apiserver",
             [
@@ -218,6 +222,11 @@ class Plane:
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--allow-privileged=true",
                 "--profiling=false",
+                # logs, exec and port-forward on the real nodes (tests/realk8s/realnode.py): the kubelet
+                # authenticates kube-apiserver by this certificate and authorises it by a SubjectAccessReview.
+                f"--kubelet-client-certificate={kubelet_client.cert}",
+                f"--kubelet-client-key={kubelet_client.key}",
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
             ],
         )
         self._api = Api(self.url, self.tokens["realk8s-admin"], self.ca_file)
@@ -363,6 +372,18 @@ class Plane:
 
         self._wait(kwok or self.processes["kwok"], "the GB300 nodes to be Ready", ready)
 
+    def add_real_node(self, name: str | None = None, images: list[Image] | None = None) -> RealNode:
+        """Start a real node (containerd and a kubelet, tests/realk8s/realnode.py) with `images` imported beside the
+        pause image, and wait until it is Ready; it stops with the plane, or by its own `stop()`."""
+        name = name or f"real-{len(self.real_nodes) + 1:02d}"
+        port = int(self.url.rsplit(":", 1)[1])
+        directory = self.dir / "nodes" / name
+        directory.mkdir(parents=True)
+        node = RealNode(name, directory, self.api, port, self._ca, node_tools(self.binaries), list(images or []))
+        node.start()
+        self.real_nodes.append(node)
+        return node
+
     def _start_lws(self, ca: CertAuthority) -> None:
         certs = self.dir / "pki" / "lws"
         certs.mkdir()
@@ -432,6 +453,10 @@ class Plane:
     # -- stop --------------------------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop every started process (reverse order, by the pid started) and remove the directories made."""
+        for node in reversed(self.real_nodes):
+            with contextlib.suppress(Exception):
+                node.stop()
+        self.real_nodes.clear()
         for helper in (self.provisioner, self.dra):
             if helper is not None:
                 helper.stop()

@@ -1,0 +1,68 @@
+"""The local images the real nodes run (tests/realk8s/ociimage.py) and the pod specs the tests put on them: every
+pod tolerates the real nodes' taint and selects their label, so none lands on a KWOK node and no other pod lands
+on a real one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.realk8s.ociimage import Image
+from tests.realk8s.realnode import REAL_NODE_KEY
+
+#: A busybox image under a name no registry serves: nothing can be pulled in its place (`IfNotPresent`).
+BUSYBOX = "localhost/realk8s/busybox:1"
+#: The prefetch Job's image: its shell script runs for real (busybox's sh), `pip` and `python` are stand-ins that
+#: record what they were asked and succeed, since nothing can be downloaded here.
+PYTHON = "python:3.12-slim"
+_RECORD = b'#!/bin/sh\necho "$(basename "$0") $*"\n[ "$(basename "$0")" = python ] && cat >/dev/null\nexit 0\n'
+#: k3deploy's own image (ENTRYPOINT k3deploy): the stand-in reports what the kubelet gave the container, one
+#: `key value` line each: its uid and gid, its capabilities and no_new_privs and seccomp mode (/proc/self/status),
+#: and for each path given in $K3DEPLOY_STANDIN_PATHS whether a file can be written there (`ok`, or the error).
+K3DEPLOY = "ghcr.io/k3deploy/k3deploy:0.1.0"
+_REPORT = b"""#!/bin/sh
+echo "args $*"
+echo "uid $(id -u)"
+echo "gid $(id -g)"
+grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | sed 's/:\t*/ /'
+for path in $K3DEPLOY_STANDIN_PATHS; do
+  if out=$(touch "$path/.standin-write" 2>&1); then echo "write $path ok"; rm -f "$path/.standin-write"
+  else echo "write $path ${out##*: }"; fi
+done
+"""
+STANDIN_IMAGES = [
+    Image(BUSYBOX),
+    Image(
+        PYTHON,
+        env=("PATH=/usr/local/bin:/bin",),
+        files={"/usr/local/bin/pip": _RECORD, "/usr/local/bin/python": _RECORD},
+    ),
+    Image(K3DEPLOY, entrypoint=("/usr/local/bin/k3deploy",), cmd=(), files={"/usr/local/bin/k3deploy": _REPORT}),
+]
+
+
+def on_real_node(spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec` (a pod spec) with the toleration and node selector of the real nodes."""
+    return {
+        **spec,
+        "nodeSelector": {**spec.get("nodeSelector", {}), REAL_NODE_KEY: "true"},
+        "tolerations": [
+            *spec.get("tolerations", []),
+            {"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"},
+        ],
+    }
+
+
+def pod(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A Pod named `name` with `spec`, placed on a real node."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": on_real_node(spec)}
+
+
+def container(name: str, script: str, **fields: Any) -> dict[str, Any]:
+    """A busybox container running `script` with `sh -c`."""
+    return {
+        "name": name,
+        "image": BUSYBOX,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["/bin/sh", "-c", script],
+        **fields,
+    }
