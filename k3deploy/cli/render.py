@@ -176,9 +176,11 @@ def render(
     In a directory, k3deploy replaces and removes only files it wrote itself (recorded in .k3deploy-render.json).
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.pin.floating import refuse_floating
     from k3deploy.render.write import render_to
 
     prof = get_profile(profile, set_)
+    refuse_floating(prof)
     rendering = render_for(prof)
     render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)
     if prof.on_kubernetes:
@@ -194,15 +196,9 @@ def render_warnings(prof: Profile) -> list[str]:
 
     lines = [
         f"{field.field} {field.value} floats until pinned: `k3deploy pin` resolves it"
-        + (" (preflight FAILs it in production)" if prof.production else "")
         for field in floating_fields(prof)
     ]
     kube = prof.kubernetes
-    if kube.routing == "inference-pool" and kube.network_policy and kube.gateway_namespace is None:
-        lines.append(
-            "kubernetes.gateway_namespace is unset: the NetworkPolicies admit only the set's own namespace to the "
-            "endpoint picker and the API; name the namespace the Gateway's proxies run in"
-        )
     if kube.node_preflight and kube.clique is None and not kube.node_preflight_hosts:
         lines.append(
             "the node-preflight Job checks any parallel.nodes GPU nodes, not the clique the group lands in: set "

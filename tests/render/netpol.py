@@ -35,11 +35,13 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 @dataclass(frozen=True)
 class Pod:
-    """A pod as policies see it: namespace and labels. `external` marks a peer outside the cluster (the Hub)."""
+    """A pod as policies see it: namespace and labels. `external` marks a peer outside the cluster (the Hub, a
+    cloud load balancer), known only by `ip`."""
 
     namespace: str
     labels: dict[str, str]
     external: bool = False
+    ip: str = "203.0.113.7"
 
 
 #: A peer outside the cluster: what the prefetch downloads from.
@@ -59,7 +61,7 @@ def engine() -> str:
 
 def _peer(pod: Pod, ip: str) -> dict[str, Any]:
     if pod.external:
-        return {"IP": "203.0.113.7"}
+        return {"IP": pod.ip}
     return {
         "Internal": {
             "PodLabels": pod.labels,
