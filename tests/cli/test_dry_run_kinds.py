@@ -32,7 +32,9 @@ def test_a_bare_dry_run_means_server_and_never_swallows_the_next_option(given: l
 def test_client_dry_run_renders_the_set_and_sends_nothing(tmp_path: Path) -> None:
     """No kubeconfig that works, yet exit 0: the client kind never reaches for the API server."""
     missing = tmp_path / "no-such-kubeconfig"
-    done = run_cli("apply", "-p", PROFILE, *EXAMPLE_SETS, "--kubeconfig", str(missing), "--dry-run", "client", "-o", "json")
+    done = run_cli(
+        "apply", "-p", PROFILE, *EXAMPLE_SETS, "--kubeconfig", str(missing), "--dry-run", "client", "-o", "json"
+    )
     assert done.returncode == 0, done.stderr
     sent = json.loads(done.stdout)
     rendered = run_cli("render", "-p", PROFILE, *EXAMPLE_SETS, "-o", "-")

@@ -65,5 +65,7 @@ def test_a_process_writes_data_to_stdout_and_messages_to_stderr() -> None:
         and data.stdout.startswith(("---", "apiVersion:", "#"))
         and "apiVersion:" not in data.stderr
     )
-    refused = run_cli_process("render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "--set", "no_such.field=1", "-o", "-")
+    refused = run_cli_process(
+        "render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "--set", "no_such.field=1", "-o", "-"
+    )
     assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.startswith("error: ")
