@@ -65,6 +65,17 @@ def plan(
         trapped = traps(prof, placement)
     if output is not OutputFormat.table:
         payload = json.loads(result.model_dump_json())
+        if prof.on_kubernetes:
+            budget = prof.startup_budget
+            payload["startup_budget"] = {
+                "total_s": budget.total_s,
+                "read_s": budget.read_s,
+                "weight_bytes": budget.weight_bytes,
+                "read_mb_s": budget.read_mb_s,
+                "compile_allowance_s": budget.compile_allowance_s,
+                "override_s": budget.override_s,
+                "parts": budget.parts(),
+            }
         if cache is not None:
             payload["weight_cache"] = {
                 **cache.model_dump(),
@@ -82,6 +93,9 @@ def plan(
         out.print(plan_table(result))
         if cache is not None:
             err.print(f"weight cache: {cache_note(cache)}", markup=False, highlight=False)
+        if prof.on_kubernetes:
+            for line in prof.startup_budget.parts():
+                err.print(f"start-up budget: {line}", markup=False, highlight=False)
         if placement is not None:
             # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
             from k3deploy.cli.placement_view import placement_table

@@ -141,7 +141,12 @@ class KubernetesSpec(_Strict):
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     clique_label: LabelKey = "nvidia.com/gpu.clique"
     compute_domain: bool = True
-    startup_probe_budget_s: int = Field(7200, gt=0)
+    startup_probe_budget_s: int | None = Field(
+        None,
+        gt=0,
+        description="Seconds the serving pods get to load and compile (startup probe, VLLM_ENGINE_READY_TIMEOUT_S); "
+        "null: derived from storage.read_mb_s, the checkpoint's size and storage.compile_allowance_s (`k3deploy plan`).",
+    )
     rollout_timeout_s: int = Field(10800, gt=0)
     unschedulable_grace_s: int = Field(
         120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails."

@@ -24,6 +24,7 @@ from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
+from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.network import (
@@ -42,8 +43,6 @@ from k3deploy.render.templating import render_template
 MANAGED_BY = "k3deploy"
 #: Name of the pod-level claim on the ComputeDomain's IMEX channel.
 CHANNEL_CLAIM = "compute-domain-channel"
-#: Probe period of the leader's startup probe; the failure threshold spreads the profile's budget over it.
-STARTUP_PROBE_PERIOD_S = 10
 #: LWS labels its pods with these; the Service and the PDB select on them.
 #: Where the smoke Job mounts the profile ConfigMap, and the one key it holds.
 PROFILE_MOUNT_DIR = "/etc/k3deploy"
@@ -174,7 +173,7 @@ def set_position(kind: str, component: str | None) -> int | None:
 def smoke_ready_s(profile: Profile) -> int:
     """How long the in-cluster smoke Job waits for /health: the profile's bound, else the startup probe's budget
     (an Argo CD PostSync hook can start while the model still loads: Argo CD knows no LeaderWorkerSet health)."""
-    return math.ceil(profile.smoke.ready_timeout_s or profile.kubernetes.startup_probe_budget_s)
+    return math.ceil(profile.smoke.ready_timeout_s or profile.startup_budget.total_s)
 
 
 def service_url(profile: Profile) -> str:
@@ -303,7 +302,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "node_selector": dict(sorted(node_selector.items())),
         "gpus": str(profile.parallel.gpus_per_node),
         "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,
-        "startup_failure_threshold": math.ceil(kube.startup_probe_budget_s / STARTUP_PROBE_PERIOD_S),
+        "startup_failure_threshold": profile.startup_budget.probe_failures,
         "endpoint": service_url(profile),
         "profile_yaml": dumped,
         "profile_key": PROFILE_KEY,

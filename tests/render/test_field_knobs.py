@@ -46,7 +46,7 @@ def test_engine_ready_timeout_covers_the_startup_probe_budget(budget: int) -> No
 def test_engine_ready_timeout_in_vllm_env_is_refused_as_a_second_source() -> None:
     with pytest.raises(ProfileError) as info:
         load_profile(K3, ["vllm.env.VLLM_ENGINE_READY_TIMEOUT_S='3600'"])
-    assert "derived from kubernetes.startup_probe_budget_s" in info.value.message
+    assert "derived from storage.read_mb_s and storage.compile_allowance_s" in info.value.message
 
 
 def _flag(command: list[str], flag: str) -> str | None:

@@ -141,7 +141,7 @@ def test_smoke_job_args_run_with_a_file_profile_and_its_overrides(tmp_path: Path
         "-p",
         PATH_IN_JOB,
         "--wait-ready",
-        "7200s",
+        "7610s",  # the built-in's start-up budget (tests/profile/test_startup_budget.py)
         "-o",
         "json",
     ]

@@ -132,7 +132,7 @@ def test_pod_placement_probes_and_volumes() -> None:
     leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     startup = leader["startupProbe"]
     assert startup["httpGet"] == {"path": "/health", "port": "http"}
-    assert startup["periodSeconds"] * startup["failureThreshold"] == 7200
+    assert startup["periodSeconds"] * startup["failureThreshold"] == load_profile(K3).startup_budget.total_s == 7610
     assert leader["readinessProbe"]["httpGet"]["path"] == "/health"
     assert leader["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
 
@@ -175,7 +175,7 @@ def test_objects_reference_each_other_consistently() -> None:
         "-p",
         "/etc/k3deploy/profile.yaml",
         "--wait-ready",
-        "7200s",
+        "7610s",
         "-o",
         "json",
     ]
@@ -355,7 +355,7 @@ def test_strings_with_characters_yaml_does_not_take_raw_render_exactly() -> None
 
 def test_the_smoke_job_waits_for_health_and_its_deadline_covers_the_wait() -> None:
     """An Argo CD PostSync hook can start before the model has loaded: the Job waits, within its own deadline."""
-    for sets, ready_s in (([], 7200), (["smoke.ready_timeout_s=600", "smoke.overall_timeout_s=900"], 600)):
+    for sets, ready_s in (([], 7610), (["smoke.ready_timeout_s=600", "smoke.overall_timeout_s=900"], 600)):
         job = _objects(sets)[f"Job/{K3}-smoke"]
         args = job["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[args.index("--wait-ready") + 1] == f"{ready_s}s"
