@@ -153,7 +153,7 @@ def test_a_namespace_made_beforehand_warns_and_the_hints_command_labels_it(deplo
     argv = [kubectl, "--kubeconfig", str(deploy.plane.admin_kubeconfig), *shlex.split(result.hint)[1:]]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    labels = deploy.get("namespaces", deploy.namespace)["metadata"]["labels"]
+    labels = deploy.plane.api.get(f"/api/v1/namespaces/{deploy.namespace}")["metadata"]["labels"]
     assert {ENFORCE: "baseline", WARN: "baseline", AUDIT: "baseline"}.items() <= labels.items()
     after = _preflight(deploy)["k8s.pod_security"]
     assert after.status is Status.PASS and after.measured == "enforce=baseline, warn=baseline, audit=baseline"
