@@ -292,6 +292,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "prefetch_node_selector": prefetch_node_selector(profile),
         "job_node_selector": dict(sorted(kube.job_node_selector.items())),
         "job_tolerations": [t.manifest() for t in kube.job_tolerations],
+        "prefetch_tolerations": prefetch_tolerations(profile),
         "prefetch_gid": kube.prefetch_gid,
         "scan_skips": {
             "prefetch": job_skips(prefetch_image(profile)),
@@ -360,6 +361,17 @@ def prefetch_node_selector(profile: Profile) -> dict[str, str]:
     if kube.prefetch_image is None:
         selector.setdefault("kubernetes.io/arch", profile.vllm.image_arch)
     return dict(sorted(selector.items()))
+
+
+def prefetch_tolerations(profile: Profile) -> list[dict[str, Any]]:
+    """kubernetes.job_tolerations, plus the GPU pods' tolerations while the prefetch runs the vLLM image: that image
+    is built for the trays' architecture, and a cluster whose CPU nodes are of another one (x86 system nodes beside
+    arm64 GB300 trays) can place it only on a tray, where it requests no GPU and runs before the group does."""
+    kube = profile.kubernetes
+    tolerations = [t.manifest() for t in kube.job_tolerations]
+    if kube.prefetch_image is None:
+        tolerations += [t for t in (t.manifest() for t in kube.tolerations) if t not in tolerations]
+    return tolerations
 
 
 def compile_cache_env(profile: Profile) -> list[dict[str, str]]:

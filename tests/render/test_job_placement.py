@@ -1,6 +1,6 @@
 """Where the set's pods that need no GPU land: the prefetch and smoke Jobs and the endpoint picker take
 `kubernetes.job_tolerations` and `kubernetes.job_node_selector` (a tainted CPU or system pool); the GPU pods keep
-theirs. The prefetch, which runs the vLLM image, also selects that image's architecture."""
+theirs. The prefetch, which runs the vLLM image, also selects that image's architecture and tolerates the trays."""
 
 from __future__ import annotations
 
@@ -32,8 +32,14 @@ def _pods(sets: list[str]) -> dict[str, dict[str, Any]]:
 
 def test_the_pods_that_need_no_gpu_take_the_job_placement() -> None:
     pods = _pods([*POOL, *PLACED])
-    for component in ("prefetch", "smoke", "endpoint-picker"):
+    for component in ("smoke", "endpoint-picker"):
         assert pods[component]["tolerations"] == [TOLERATION], component
+    # The prefetch runs the (arm64) vLLM image: it also tolerates the GPU trays, where it may have to run.
+    assert pods["prefetch"]["tolerations"] == [
+        TOLERATION,
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    for component in ("prefetch", "smoke", "endpoint-picker"):
         assert pods[component]["nodeSelector"]["node-role.example.com/cpu"] == "true", component
     assert pods["prefetch"]["nodeSelector"]["kubernetes.io/arch"] == "arm64"
     # The node-preflight Job runs on the GPU nodes: the GPU placement, not the job one.
@@ -48,4 +54,7 @@ def test_by_default_they_carry_no_placement_but_the_prefetchs_arch() -> None:
     pods = _pods(POOL)
     for component in ("smoke", "endpoint-picker"):
         assert "tolerations" not in pods[component] and "nodeSelector" not in pods[component]
-    assert "tolerations" not in pods["prefetch"] and pods["prefetch"]["nodeSelector"] == {"kubernetes.io/arch": "arm64"}
+    assert pods["prefetch"]["nodeSelector"] == {"kubernetes.io/arch": "arm64"}
+    assert pods["prefetch"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    own = _pods([*POOL, "kubernetes.prefetch_image=registry.example/hub-client:1"])["prefetch"]
+    assert "tolerations" not in own and "nodeSelector" not in own  # its own image: any CPU node

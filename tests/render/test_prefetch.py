@@ -70,7 +70,7 @@ def test_it_runs_the_vllm_image_with_nothing_installed_and_xet_at_full_speed() -
     assert pod["nodeSelector"] == {"kubernetes.io/arch": "arm64"}  # the vLLM image's architecture
     own = _prefetch(["kubernetes.prefetch_image=registry.example/hub-client:1@sha256:" + "a" * 64])
     assert own["containers"][0]["image"].startswith("registry.example/hub-client:1@")
-    assert "nodeSelector" not in own
+    assert "nodeSelector" not in own and "tolerations" not in own
 
 
 def test_default_writer_is_the_nfs_squashed_identity_and_a_field() -> None:
