@@ -5,6 +5,7 @@ from __future__ import annotations
 from k3deploy.pod_volumes import claim_names, mounts_claims, pod_specs
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import rendered_objects
+from tests.render.sets import builtin_prefetch
 
 
 def _volumes(*claims: str) -> dict:
@@ -41,4 +42,4 @@ def test_the_rendered_serving_group_and_prefetch_job_mount_the_weight_cache() ->
     objects = rendered_objects(load_profile("kimi-k3-gb300-tp16"))
     mounting = sorted(o["kind"] + "/" + o["metadata"]["name"] for o in objects if mounts_claims([o]))
     assert "LeaderWorkerSet/kimi-k3-gb300-tp16" in mounting
-    assert "Job/kimi-k3-gb300-tp16-prefetch" in mounting
+    assert f"Job/{builtin_prefetch('kimi-k3-gb300-tp16')}" in mounting

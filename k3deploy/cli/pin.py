@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from k3deploy.cli.app import ProfileOpt, SetOpt, app
 from k3deploy.console import err
+
+if TYPE_CHECKING:
+    from k3deploy.pin.image_vllm import ImageVllm
 
 
 @app.command()
@@ -43,7 +46,7 @@ def pin(
     deadline = Deadline(parse_duration(timeout, "--timeout"))
     mirrors = load_profile(profile, list(set_ or [])).kubernetes.registry_mirrors
     with RegistryClient(mirrors=mirrors, deadline=deadline) as registry, HubClient(deadline=deadline) as hub:
-        outcome = pin_profile(profile, list(set_ or []), registry, hub)
+        outcome = pin_profile(profile, list(set_ or []), registry, hub, deadline)
     write_pinned(outcome.text, out)
     if not outcome.rows:
         err.print(
@@ -54,5 +57,13 @@ def pin(
     for row in outcome.rows:
         change = f"{row.before} -> {row.after}" if row.before != row.after else f"{row.after} (unchanged)"
         err.print(f"{row.field}: {change}  [{row.note}]", markup=False, highlight=False)
+    if outcome.vllm is not None:
+        _say_vllm(outcome.vllm)
     if output not in (None, "-"):
         err.print(f"wrote the pinned profile to {output}", markup=False, highlight=False)
+
+
+def _say_vllm(found: ImageVllm) -> None:
+    """Which vLLM the image runs, and a warning when it is not the one the rendered flags were checked against."""
+    for line in found.lines():
+        err.print(line, markup=False, highlight=False)

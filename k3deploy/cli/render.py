@@ -76,6 +76,17 @@ def plan(
         trapped = traps(prof, placement)
     if output is not OutputFormat.table:
         payload = json.loads(result.model_dump_json())
+        if prof.on_kubernetes:
+            budget = prof.startup_budget
+            payload["startup_budget"] = {
+                "total_s": budget.total_s,
+                "read_s": budget.read_s,
+                "weight_bytes": budget.weight_bytes,
+                "read_mb_s": budget.read_mb_s,
+                "compile_allowance_s": budget.compile_allowance_s,
+                "override_s": budget.override_s,
+                "parts": budget.parts(),
+            }
         if cache is not None:
             payload["weight_cache"] = {
                 **cache.model_dump(),
@@ -97,6 +108,9 @@ def plan(
             err.print(f"weight cache: {cache_note(cache)}", markup=False, highlight=False)
         if loading is not None:
             err.print(load_note(loading), markup=False, highlight=False)
+        if prof.on_kubernetes:
+            for line in prof.startup_budget.parts():
+                err.print(f"start-up budget: {line}", markup=False, highlight=False)
         if placement is not None:
             # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
             from k3deploy.cli.placement_view import placement_table
@@ -208,9 +222,11 @@ def render(
     In a directory, k3deploy replaces and removes only files it wrote itself (recorded in .k3deploy-render.json).
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.pin.floating import refuse_floating
     from k3deploy.render.write import render_to
 
     prof = get_profile(profile, set_)
+    refuse_floating(prof)
     rendering = render_for(prof)
     render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)
     if prof.on_kubernetes:
@@ -226,15 +242,9 @@ def render_warnings(prof: Profile) -> list[str]:
 
     lines = [
         f"{field.field} {field.value} floats until pinned: `k3deploy pin` resolves it"
-        + (" (preflight FAILs it in production)" if prof.production else "")
         for field in floating_fields(prof)
     ]
     kube = prof.kubernetes
-    if kube.routing == "inference-pool" and kube.network_policy and kube.gateway_namespace is None:
-        lines.append(
-            "kubernetes.gateway_namespace is unset: the NetworkPolicies admit only the set's own namespace to the "
-            "endpoint picker and the API; name the namespace the Gateway's proxies run in"
-        )
     if kube.node_preflight_job and kube.clique is None and not kube.node_preflight_hosts:
         anyway = " (the serving pods' gpu-check init container checks their own GPUs anyway)" if kube.gpu_check else ""
         lines.append(

@@ -22,7 +22,7 @@ GPU_WINDOW = "10m"
 
 def availability_alerts(profile: Profile, scope: Scope) -> list[Alert]:
     """The serving leader not Ready, the engine's series gone, no served request while requests come."""
-    name, budget = profile.name, profile.kubernetes.startup_probe_budget_s
+    name, budget = profile.name, profile.startup_budget.total_s
     return [
         Alert(
             "K3DeployLeaderNotReady",

@@ -55,6 +55,7 @@ class Manifest(_Answer):
     media_type: str | None = Field(default=None, alias="mediaType")
     manifests: list[Descriptor] | None = None
     config: Descriptor | None = None
+    layers: list[Descriptor] | None = None
 
 
 class ImageConfig(AnswerPlatform):

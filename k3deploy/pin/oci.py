@@ -134,6 +134,8 @@ class ImageResolution:
     platforms: list[Platform] = field(default_factory=list)
     #: For an index: the digest of the nodes' platform image, fetched and verified; None when not asked or absent.
     platform_digest: str | None = None
+    #: Layer blobs (digest, media type) of the nodes' image, bottom first; empty when it was not fetched.
+    layers: tuple[tuple[str, str], ...] = ()
 
     @property
     def pinned(self) -> str:

@@ -18,9 +18,11 @@ Where requests go (the registry, or a mirror from `K3DEPLOY_REGISTRY_URL` or the
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -110,12 +112,42 @@ class RegistryClient:
             )
         if kind not in INDEX_TYPES:
             platforms = self._config_platforms(ref, loc, body)
-            return ImageResolution(ref=ref, digest=digest, media_type=kind, platforms=platforms)
+            return ImageResolution(ref=ref, digest=digest, media_type=kind, platforms=platforms, layers=_layers(body))
         child = platform_entry(body, arch) if arch else None
-        child_digest = self._verify_child(ref, loc, child, arch or "") if child else None
+        child_digest, layers = self._verify_child(ref, loc, child, arch or "") if child else (None, ())
         return ImageResolution(
-            ref=ref, digest=digest, media_type=kind, platforms=index_platforms(body), platform_digest=child_digest
+            ref=ref,
+            digest=digest,
+            media_type=kind,
+            platforms=index_platforms(body),
+            platform_digest=child_digest,
+            layers=layers,
         )
+
+    def blob_stream(self, image: str, digest: str, deadline: Deadline) -> BlobReader:
+        """A reader of one blob of `image`'s repository, streamed within `deadline`; its sha256 is checked when it
+        has been read to the end (`BlobReader.verify`). CheckFailed/EnvironmentProblem as for manifests."""
+        ref = parse_image(image)
+        loc = locate(ref, self._mirrors, os.environ.get(REGISTRY_URL_ENV))
+        digest = checked_digest(digest, f"{loc.host}: a layer of {image}")
+        url = f"{loc.base}/v2/{loc.repository}/blobs/{digest}"
+        headers = {}
+        key = f"{loc.host}/{loc.repository}"
+        if key in self._auth:  # the token the manifests were read with
+            headers["Authorization"] = self._auth[key]
+        left = deadline.remaining()
+        timeout = httpx.Timeout(self._timeout_s if left is None else max(0.05, min(self._timeout_s, left)))
+        try:
+            request = self._http.build_request("GET", url, headers=headers, timeout=timeout)
+            response = self._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _unreachable(loc.host, exc) from exc
+        if response.status_code != 200:
+            response.close()
+            raise CheckFailed(
+                f"registry {loc.host} has no blob {digest} of {loc.repository} (HTTP {response.status_code})"
+            )
+        return BlobReader(response, digest, deadline)
 
     def _manifest(self, ref: ImageRef, loc: Location, reference: str, expected: str | None) -> tuple[bytes, str, str]:
         """(bytes, Content-Type, digest) of one manifest, its digest checked against the header and `expected`."""
@@ -136,8 +168,11 @@ class RegistryClient:
             )
         return data, response.headers.get("Content-Type", ""), digest
 
-    def _verify_child(self, ref: ImageRef, loc: Location, entry: Descriptor, arch: str) -> str:
-        """Fetch the index entry's image manifest by digest; check its digest, size, type and config platform."""
+    def _verify_child(
+        self, ref: ImageRef, loc: Location, entry: Descriptor, arch: str
+    ) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """Fetch the index entry's image manifest by digest; check its digest, size, type and config platform.
+        Its digest and its layers."""
         digest = checked_digest(entry.digest, f"{loc.host}: the linux/{arch} entry of {ref.original}")
         try:
             data, content_type, _ = self._manifest(ref, loc, digest, digest)
@@ -169,7 +204,7 @@ class RegistryClient:
                 f"{ref.original}: the image its index lists as linux/{arch} is built for {platforms[0]}",
                 hint="the index is mislabelled; rebuild it, or choose another tag",
             )
-        return digest
+        return digest, _layers(manifest)
 
     def _config_platforms(self, ref: ImageRef, loc: Location, manifest: Manifest) -> list[Platform]:
         if manifest.config is None or manifest.config.digest is None:
@@ -281,6 +316,54 @@ class RegistryClient:
             raise _unreachable(loc.host, exc) from None
         except httpx.HTTPError as exc:
             raise _unreachable(loc.host, exc) from exc
+
+
+class BlobReader(io.RawIOBase):
+    """A streamed blob as a binary file (what tarfile reads), hashing what passes; bounded by a Deadline."""
+
+    def __init__(self, response: httpx.Response, digest: str, deadline: Deadline) -> None:
+        super().__init__()
+        self._response, self._digest, self._deadline = response, digest, deadline
+        self._chunks = response.iter_raw()
+        self._pending = b""
+        self._sha = hashlib.sha256()
+        self._done = False
+
+    def readable(self) -> bool:
+        """A reader."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Fill `buffer` from the stream; 0 at its end. TimeoutError once the deadline has passed."""
+        left = self._deadline.remaining()
+        if left is not None and left <= 0:
+            raise TimeoutError(f"the {self._deadline.seconds:g} s budget ran out while reading blob {self._digest}")
+        while not self._pending and not self._done:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                self._done = True
+            self._sha.update(self._pending)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def verify(self) -> bool:
+        """Read the rest and say whether the whole blob's sha256 is its digest."""
+        while self.readinto(bytearray(1 << 20)):
+            pass
+        return "sha256:" + self._sha.hexdigest() == self._digest
+
+    def close(self) -> None:
+        """Close the response."""
+        self._response.close()
+        super().close()
+
+
+def _layers(manifest: Manifest) -> tuple[tuple[str, str], ...]:
+    """(digest, media type) of each layer of an image manifest, bottom first."""
+    return tuple((str(layer.digest), layer.media_type or "") for layer in manifest.layers or [])
 
 
 def _unreachable(host: str, exc: Exception) -> EnvironmentProblem:

@@ -15,10 +15,12 @@ from pydantic import ValidationError
 
 from k3deploy.errors import CheckFailed, ProfileError
 from k3deploy.fileio.write import OutputFile, check_output, write_output
+from k3deploy.kube.deadline import Deadline
 from k3deploy.pin import roundtrip
 from k3deploy.pin.floating import Pinnable, node_arch, pinnable_fields
 from k3deploy.pin.hub import HubClient
-from k3deploy.pin.oci import runs_on
+from k3deploy.pin.image_vllm import ImageVllm, find_vllm, scan_deadline
+from k3deploy.pin.oci import ImageResolution, runs_on
 from k3deploy.pin.registry import RegistryClient
 from k3deploy.profile.load import ProfileRefs, load_profile, load_raw
 from k3deploy.profile.model import Profile
@@ -44,6 +46,8 @@ class PinOutcome:
     data: dict[str, Any]
     text: str
     rows: list[PinRow]
+    #: The vLLM inside the resolved vllm.image (None when the profile names no image to pin).
+    vllm: ImageVllm | None = None
 
 
 def _set(data: dict[str, Any], dotted: str, value: str) -> None:
@@ -54,7 +58,7 @@ def _set(data: dict[str, Any], dotted: str, value: str) -> None:
     node[leaf] = value
 
 
-def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> PinRow:
+def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> tuple[PinRow, ImageResolution]:
     resolved = registry.resolve(item.value or "", arch=arch)
     listed = ", ".join(str(p) for p in resolved.platforms) or "no platform"
     if not runs_on(resolved.platforms, arch):
@@ -67,7 +71,7 @@ def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> PinRow:
         note = f"index: {listed}; linux/{arch} image {resolved.platform_digest} verified"
     else:
         note = f"single-platform image: {listed}"
-    return PinRow(item.field, item.value, resolved.pinned, note)
+    return PinRow(item.field, item.value, resolved.pinned, note), resolved
 
 
 def _pin_revision(item: Pinnable, data: dict[str, Any], hub: HubClient) -> PinRow:
@@ -79,22 +83,31 @@ def _pin_revision(item: Pinnable, data: dict[str, Any], hub: HubClient) -> PinRo
     return PinRow(item.field, item.value, resolved.sha, note)
 
 
-def pin_profile(ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub: HubClient) -> PinOutcome:
-    """Resolve the floating versions of profile `ref` (with `sets` applied); exit 1 when an image cannot run on the nodes."""
+def pin_profile(
+    ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub: HubClient, deadline: Deadline | None = None
+) -> PinOutcome:
+    """Resolve the floating versions of profile `ref` (with `sets` applied); exit 1 when an image cannot run on the
+    nodes. Then read which vLLM the resolved vllm.image carries (within what is left of `deadline`)."""
     profile = load_profile(ref, sets)
     _, origin = load_raw(ref, sets)
     data = roundtrip.document(ref, sets)
     arch = node_arch(profile)
     rows = []
+    vllm: ImageVllm | None = None
+    vllm_image: tuple[str, ImageResolution] | None = None
     for item in pinnable_fields(profile):
         if item.kind == "image":
-            row = _pin_image(item, arch, registry)
+            row, resolved = _pin_image(item, arch, registry)
+            if item.field == "vllm.image":
+                vllm_image = (row.after, resolved)
         elif item.pinned:
             row = PinRow(item.field, item.value, item.value or "", "already a commit")
         else:
             row = _pin_revision(item, data, hub)
         _set(data, item.field, row.after)
         rows.append(row)
+    if vllm_image is not None:  # after every field is pinned: the scan never takes their time
+        vllm = find_vllm(registry, vllm_image[0], vllm_image[1], scan_deadline(deadline))
     try:
         Profile.model_validate(data)
     except ValidationError as exc:  # a resolved value the model refuses is a bug here, not the user's
@@ -105,7 +118,7 @@ def pin_profile(ref: ProfileRefs, sets: list[str], registry: RegistryClient, hub
     # The profile as written: its comments and key order kept, only the pinned values (and --sets) changed.
     body = roundtrip.dump(data, skip_first_line=HEADER)
     text = f"{HEADER} from {origin}.\n{body}"
-    return PinOutcome(data=data, text=text, rows=rows)
+    return PinOutcome(data=data, text=text, rows=rows, vllm=vllm)
 
 
 def check_pinned_output(output: str | None, *, force: bool = False) -> OutputFile | None:

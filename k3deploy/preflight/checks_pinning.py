@@ -8,17 +8,12 @@ the way to rehearse without the internet `pin` needs, `--set production=false`, 
 
 from __future__ import annotations
 
-from k3deploy.pin.floating import node_arch, pinnable_fields
+from k3deploy.pin.floating import node_arch, pin_command, pinnable_fields
 from k3deploy.pin.oci import ImageResolution, runs_on
-from k3deploy.profile.load import builtin_names
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult, Status
 
-
-def pin_command(profile: Profile) -> str:
-    """The exact `k3deploy pin` command for this profile (a file path stands in for a profile not built in)."""
-    name = profile.name if profile.name in builtin_names() else "PROFILE.yaml"
-    return f"k3deploy pin -p {name} -o pinned.yaml"
+__all__ = ["image_platform_check", "pin_command", "pinning_checks"]
 
 
 def pinning_checks(profile: Profile) -> list[CheckResult]:

@@ -42,6 +42,20 @@ def set_violations(objects: Sequence[dict[str, Any]], level: str) -> list[str]:
     return found
 
 
+def rendered_level(objects: Sequence[dict[str, Any]]) -> str:
+    """The enforce level the set's own Namespace carries (kubernetes.pod_security_level; baseline if none)."""
+    for obj in objects:
+        if obj.get("kind") == "Namespace":
+            return str(((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_PREFIX + "enforce", "baseline"))
+    return "baseline"
+
+
+def label_command(namespace: str, level: str) -> str:
+    """The `kubectl label` command that gives a Namespace the set's Pod Security labels."""
+    labels = " ".join(f"{LABEL_PREFIX}{mode}={level}" for mode in MODES)
+    return f"kubectl label namespace {namespace} --overwrite {labels}"
+
+
 def pod_security_check(facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -> CheckResult:
     """k8s.pod_security: FAIL when the enforce level would reject a pod of the set, WARN when only warn would object."""
     name, ns = "k8s.pod_security", facts.namespace
@@ -49,10 +63,25 @@ def pod_security_check(facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -
     measured = ", ".join(f"{mode}={level}" for mode, level in levels.items()) or "no Pod Security labels"
     target = "a level that admits the set (baseline: the serving pods run as root)"
     default = "the API server's default level applies (privileged unless its AdmissionConfiguration sets one)"
-    if "enforce" not in levels and "warn" not in levels:
-        where = f"namespace {ns}" if facts.namespace_exists else f"namespace {ns} (to be created by `up`)"
+    if facts.namespace_exists and "enforce" not in levels:
+        # A Namespace made beforehand is never applied over (rollout/ownership.py): the labels k3deploy renders
+        # on its own Namespace never reach it, and a cluster defaulting to restricted rejects the serving pods.
         return CheckResult(
-            name=name, status=Status.PASS, measured=measured, target=target, detail=f"{where}: {default}"
+            name=name,
+            status=Status.WARN,
+            measured=measured,
+            target=target,
+            detail=f"namespace {ns} was made beforehand without {LABEL_PREFIX}enforce: {default}, and a cluster "
+            "defaulting to restricted rejects the serving pods (they run as root)",
+            hint=label_command(ns, rendered_level(objects)),
+        )
+    if "enforce" not in levels and "warn" not in levels:
+        return CheckResult(
+            name=name,
+            status=Status.PASS,
+            measured=measured,
+            target=target,
+            detail=f"namespace {ns} (to be created by `up`, with the set's Pod Security labels)",
         )
     for mode, status in (("enforce", Status.FAIL), ("warn", Status.WARN)):
         level = levels.get(mode)

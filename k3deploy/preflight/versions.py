@@ -18,7 +18,8 @@ Each requirement names the upstream source it was read from:
 
 The DRA driver moved from NVIDIA's calendar versions (v25.3.0 .. v25.12.0, chart `nvidia-dra-driver-gpu`, image
 nvcr.io/nvidia/k8s-dra-driver-gpu) to `dra-driver-nvidia-gpu` (chart and image registry.k8s.io/dra-driver-nvidia/
-dra-driver-nvidia-gpu) versioned from v0.4.0; a v0.x of the renamed driver is newer than every v25.x.
+dra-driver-nvidia-gpu) versioned from v0.4.0 (RENAMED_DRA_FIRST, which `kubernetes.dra_driver_version` names as
+its start too); a v0.x of the renamed driver is newer than every v25.x.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from k3deploy.profile.kubernetes_spec import RENAMED_DRA_FIRST
 from k3deploy.report.model import CheckResult, Status
 
 LWS = "lws"
@@ -62,7 +64,8 @@ def parse_version(text: str | None) -> tuple[int, int, int] | None:
 def _order(component: str, version: tuple[int, int, int]) -> tuple[int, ...]:
     """Sort key: the renamed DRA driver's v0.x comes after NVIDIA's calendar versions."""
     if component == DRA:
-        return (0 if version[0] >= 25 else 1, *version)
+        # Calendar releases (v25.x) first, then the renamed driver from RENAMED_DRA_FIRST on.
+        return (0 if version[0] >= 25 or version < RENAMED_DRA_FIRST else 1, *version)
     return version
 
 

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 import k3deploy
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.names import (
+    Cidr,
     ConfigKey,
     DNSLabel,
     DNSSubdomain,
@@ -80,6 +81,11 @@ _REGISTRY_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-
 _VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
 
 
+#: The first release of the DRA driver under its new name (dra-driver-nvidia-gpu); preflight/versions.py orders it
+#: after every calendar release (v25.x) of nvidia-dra-driver-gpu.
+RENAMED_DRA_FIRST = (0, 4, 0)
+
+
 def release_version(value: str) -> tuple[int, int, int]:
     """(major, minor, patch) of a release version such as 'v0.10.0' or '25.8.1' (pre-release suffix ignored)."""
     core = re.split(r"[-+]", value.lstrip("v"), maxsplit=1)[0].split(".")
@@ -127,12 +133,9 @@ class KubernetesSpec(_Strict):
     )
     https_proxy: HttpUrl | None = Field(
         None,
-        description="Proxy the prefetch downloads and installs its Hub client through (HTTPS_PROXY and HTTP_PROXY).",
+        description="Proxy the prefetch downloads through (HTTPS_PROXY and HTTP_PROXY).",
     )
     no_proxy: str | None = Field(None, description="NO_PROXY of the prefetch, with https_proxy.")
-    pip_index_url: HttpUrl | None = Field(
-        None, description="Package index the prefetch installs its pinned Hub client from (PIP_INDEX_URL; null: PyPI)."
-    )
     storage_class: DNSSubdomain | None = None
     model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
@@ -146,7 +149,12 @@ class KubernetesSpec(_Strict):
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     clique_label: LabelKey = "nvidia.com/gpu.clique"
     compute_domain: bool = True
-    startup_probe_budget_s: int = Field(7200, gt=0)
+    startup_probe_budget_s: int | None = Field(
+        None,
+        gt=0,
+        description="Seconds the serving pods get to load and compile (startup probe, VLLM_ENGINE_READY_TIMEOUT_S); "
+        "null: derived from storage.read_mb_s, the checkpoint's size and storage.compile_allowance_s (`k3deploy plan`).",
+    )
     rollout_timeout_s: int = Field(10800, gt=0)
     unschedulable_grace_s: int = Field(
         120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails."
@@ -197,7 +205,14 @@ class KubernetesSpec(_Strict):
         None,
         description="Namespace the Gateway's proxies run in (routing: inference-pool), which the NetworkPolicies admit "
         "to the endpoint picker's ext-proc port and the API port. Not always the Gateway's own: Envoy Gateway runs "
-        "them in envoy-gateway-system by default. null: the set's own namespace only.",
+        "them in envoy-gateway-system by default. With routing inference-pool and NetworkPolicies on, render refuses "
+        "a profile that names neither it nor api_cidrs (the Gateway could reach nothing).",
+    )
+    api_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description="IP networks (ipBlock CIDRs) the NetworkPolicies admit to the API port and the endpoint picker's "
+        "ext-proc port: for clients and gateways whose data plane is not pods (a cloud load balancer, a node-level "
+        "proxy), which no namespaceSelector matches.",
     )
     serving_egress_cidrs: list[str] = Field(
         default_factory=list,
@@ -219,7 +234,12 @@ class KubernetesSpec(_Strict):
         description="The k3deploy image the smoke and node-preflight Jobs run; default: the image of this k3deploy "
         "version (what the release workflow publishes).",
     )
-    prefetch_image: PinnedImage = "python:3.12-slim"
+    prefetch_image: PinnedImage | None = Field(
+        None,
+        description="Image of the weight-prefetch Job; null: the vLLM image (vllm.image), which the nodes pull anyway "
+        "and which carries python3 and huggingface_hub, so nothing is installed at run time. Another image must carry "
+        "both.",
+    )
     priority_class: DNSSubdomain | None = Field(
         None,
         description="priorityClassName of the serving pods (a group that waits an hour to load should not be the "
@@ -264,12 +284,23 @@ class KubernetesSpec(_Strict):
     )
     prefetch_uid: int = Field(
         65534,
-        ge=1,
+        ge=0,
         description="UID the prefetch Job writes the weight cache as. Default nobody (65534): what NFS root-squash maps "
         "root to, so an export prepared for squashed writers (owned by nobody:nogroup) takes it; most ReadWriteMany "
-        "drivers apply no fsGroup. Set the volume owner's UID otherwise.",
+        "drivers apply no fsGroup. Set the volume owner's UID otherwise; 0 for a root-owned export without root "
+        "squash (the Job then meets Pod Security baseline, which the set's Namespace enforces, not restricted).",
     )
-    prefetch_gid: int = Field(65534, ge=1, description="GID (and fsGroup) the prefetch Job writes the weight cache as.")
+    prefetch_gid: int = Field(65534, ge=0, description="GID (and fsGroup) the prefetch Job writes the weight cache as.")
+    job_tolerations: list[Toleration] = Field(
+        default_factory=list,
+        description="Tolerations of the set's pods that need no GPU: the prefetch and smoke Jobs and the endpoint "
+        "picker (e.g. a tainted CPU or system pool).",
+    )
+    job_node_selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        description="nodeSelector of the prefetch and smoke Jobs and the endpoint picker. The prefetch also selects "
+        "kubernetes.io/arch = vllm.image_arch while it runs the vLLM image.",
+    )
     cpu_request: Quantity = "32"
     memory_request: Quantity = "512Gi"
     # Placement and the cluster's installed controllers (what the set is rendered for).
@@ -290,8 +321,10 @@ class KubernetesSpec(_Strict):
     )
     dra_driver_version: str = Field(
         "0.4.0",
-        description="NVIDIA DRA driver (dra-driver-nvidia-gpu) release installed: from 0.2 (25.8) ComputeDomain numNodes is 0 "
-        "(IMEX daemons with DNS names); older releases need numNodes = parallel.nodes.",
+        description="NVIDIA DRA driver release installed: the renamed dra-driver-nvidia-gpu (registry.k8s.io/"
+        "dra-driver-nvidia), versioned from v0.4.0, or one of NVIDIA's calendar releases before it (nvidia-dra-driver-gpu "
+        "25.3, 25.8, 25.12). From 25.8 (and every v0.4.0+) ComputeDomain numNodes is 0 (IMEX daemons with DNS names); "
+        "25.3 needs numNodes = parallel.nodes. 0.1 to 0.3 name no release and are refused.",
     )
     pdb_max_unavailable: int = Field(
         1,
@@ -401,4 +434,16 @@ class KubernetesSpec(_Strict):
     def _is_release_version(cls, value: str) -> str:
         if not _VERSION.match(value):
             raise ValueError(f"{value!r} is not a release version such as 0.10.0")
+        return value
+
+    @field_validator("dra_driver_version")
+    @classmethod
+    def _is_a_dra_release(cls, value: str) -> str:
+        # k3deploy.preflight.versions: the renamed driver starts at v0.4.0; 0.1-0.3 are only the SemVer names
+        # featuregates.go gives the calendar releases 25.3, 25.8 and 25.12.
+        if release_version(value) < RENAMED_DRA_FIRST:
+            raise ValueError(
+                f"{value!r} is no DRA driver release: the renamed dra-driver-nvidia-gpu starts at v0.4.0, "
+                "and the calendar releases before it are 25.3, 25.8 and 25.12"
+            )
         return value

@@ -20,6 +20,7 @@ from k3deploy.profile.names import (
     PinnedImage,
     check_dns_label,
 )
+from k3deploy.profile.startup import StartupBudget, StorageSpec
 
 __all__ = ["IMAGE_REPOSITORY", "release_version"]  # re-exported: they were defined here before the split
 
@@ -202,7 +203,7 @@ DERIVED_ENV = {
     "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "vllm.nccl_heartbeat_timeout_s",
 }
 #: Derived for the pods of target kubernetes only (the local target keeps whatever vllm.env says).
-DERIVED_KUBE_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "kubernetes.startup_probe_budget_s"}
+DERIVED_KUBE_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "storage.read_mb_s and storage.compile_allowance_s"}
 #: vLLM flags k3deploy renders from a field.
 DERIVED_FLAGS = {
     "--distributed-timeout-seconds": "distributed_timeout_s",
@@ -349,7 +350,7 @@ class SmokeSpec(_Strict):
         le=7 * 24 * 3600,
         description="How long smoke waits for /health to answer 200 before it judges liveness (not counted in "
         "overall_timeout_s); null: judge at once. The in-cluster smoke Job waits "
-        "kubernetes.startup_probe_budget_s when null: Argo CD can run it while the model still loads.",
+        "the start-up budget when null (storage, `k3deploy plan`): Argo CD can run it while the model still loads.",
     )
 
 
@@ -396,6 +397,10 @@ class Profile(_Strict):
     )
     vllm: VllmSpec
     kubernetes: KubernetesSpec = Field(default_factory=KubernetesSpec)
+    storage: StorageSpec = Field(
+        default_factory=StorageSpec,
+        description="How fast the pods read the weight cache: the start-up budget is derived from it (`k3deploy plan`).",
+    )
     local: LocalSpec = Field(default_factory=LocalSpec)
     smoke: SmokeSpec = Field(default_factory=SmokeSpec)
     targets: TargetsSpec = Field(default_factory=TargetsSpec)
@@ -408,6 +413,17 @@ class Profile(_Strict):
         if reason is not None:
             raise ValueError(reason)
         return value
+
+    @property
+    def startup_budget(self) -> StartupBudget:
+        """The serving pods' start-up budget (startup probe, VLLM_ENGINE_READY_TIMEOUT_S) and its parts."""
+        draft = self.speculative.draft_bytes if self.speculative is not None else 0
+        return StartupBudget(
+            weight_bytes=self.model.checkpoint_bytes + draft,
+            read_mb_s=self.storage.read_mb_s,
+            compile_allowance_s=self.storage.compile_allowance_s,
+            override_s=self.kubernetes.startup_probe_budget_s,
+        )
 
     @property
     def on_kubernetes(self) -> bool:

@@ -213,6 +213,18 @@ def check_http_url(value: str) -> str:
     return value
 
 
+def check_cidr(value: str) -> str:
+    """An IPv4 or IPv6 network in CIDR notation with no host bits set, as a NetworkPolicy ipBlock takes it
+    (k8s.io/kubernetes pkg/apis/networking/validation ValidateIPBlock; the API server warns on host bits, refused here)."""
+    try:
+        network = ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a CIDR such as 10.0.0.0/16 ({exc})") from None
+    if str(network) != value:
+        raise ValueError(f"{value!r} is not in canonical form: write {network}")
+    return value
+
+
 def _number_as_text(value: object) -> object:
     """YAML reads `cpu_request: 32` as an int; Kubernetes takes a number for a quantity too (int-or-string)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -240,3 +252,5 @@ PinnedImage = Annotated[str, AfterValidator(check_pinned_image)]
 """A container image reference with a tag or a digest."""
 HttpUrl = Annotated[str, AfterValidator(check_http_url)]
 """An http(s) URL that can be connected to (valid port and IPv6 literal)."""
+Cidr = Annotated[str, AfterValidator(check_cidr)]
+"""An IP network in CIDR notation (a NetworkPolicy ipBlock)."""

@@ -199,5 +199,5 @@ def serve_env(profile: Profile) -> dict[str, str]:
         if chosen is not None:
             env[key] = str(chosen)
     if profile.on_kubernetes:
-        env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(profile.kubernetes.startup_probe_budget_s)
+        env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(profile.startup_budget.total_s)
     return dict(sorted(env.items()))

@@ -20,7 +20,8 @@ LWS_RECREATE_AFTER_START_POLICY = (0, 9, 0)
 LWS_RECREATE_AFTER_START_ANNOTATED = (0, 8, 0)
 #: DRA driver release from which IMEXDaemonsWithDNSNames is on by default (Beta), so ComputeDomain numNodes 0
 #: releases pods as soon as their local IMEX daemon runs (k8s-dra-driver-gpu pkg/featuregates/featuregates.go:
-#: 25.8 in the calendar scheme, 0.2 in SemVer). Before it numNodes must be the number of nodes joining.
+#: 25.8 in the calendar scheme, which featuregates.go calls 0.2; the renamed driver's first release is v0.4.0, so a
+#: profile never names 0.1-0.3: KubernetesSpec refuses them). Before it numNodes must be the number of nodes joining.
 DRA_DNS_NAMES = (0, 2, 0)
 #: The driver's calendar releases and their SemVer equivalents (the comment above defaultFeatureGates in
 #: featuregates.go: ~25.3 -> 0.1, ~25.8 -> 0.2, ~25.12 -> 0.3, ~26.4 -> 0.4).
@@ -70,7 +71,7 @@ def compute_domain_num_nodes(profile: Profile) -> int:
         return 0
     if profile.parallel.replicas > 1 and profile.kubernetes.compute_domain:
         raise ProfileError(
-            f"parallel.replicas {profile.parallel.replicas} needs NVIDIA DRA driver >= 25.8 (0.2); kubernetes.dra_driver_version "
+            f"parallel.replicas {profile.parallel.replicas} needs NVIDIA DRA driver >= 25.8 (or the renamed v0.4.0+); kubernetes.dra_driver_version "
             f"is {profile.kubernetes.dra_driver_version}, whose ComputeDomain puts every group's nodes into one IMEX domain",
             hint="upgrade the DRA driver and set kubernetes.dra_driver_version, or deploy one group per profile",
         )

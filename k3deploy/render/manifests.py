@@ -24,6 +24,7 @@ from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
+from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.gpu_check import gpu_check_context
@@ -43,8 +44,6 @@ from k3deploy.render.templating import render_template
 MANAGED_BY = "k3deploy"
 #: Name of the pod-level claim on the ComputeDomain's IMEX channel.
 CHANNEL_CLAIM = "compute-domain-channel"
-#: Probe period of the leader's startup probe; the failure threshold spreads the profile's budget over it.
-STARTUP_PROBE_PERIOD_S = 10
 #: LWS labels its pods with these; the Service and the PDB select on them.
 #: Where the smoke Job mounts the profile ConfigMap, and the one key it holds.
 PROFILE_MOUNT_DIR = "/etc/k3deploy"
@@ -73,8 +72,8 @@ SMOKE_COMPONENT = "smoke"
 #: The node-preflight Job gives up after this (an image pull and a few NVML queries take a minute): a pod
 #: that cannot be placed must fail the PreSync hook, not hold the sync forever.
 NODE_PREFLIGHT_DEADLINE_S = 900
-#: The Hub client the prefetch Job installs: pinned, so a new release cannot change the download under a pinned set.
-PREFETCH_HUB_REQUIREMENT = "huggingface_hub==2.4.0"
+#: Longest Job name: the Job controller copies it into the `batch.kubernetes.io/job-name` label of its pods.
+PREFETCH_NAME_MAX = 63
 #: Argo CD sync options of the weight cache: neither pruned nor deleted with the Application (1.5 TB re-download);
 #: gitops-engine pkg/sync/common/types.go SyncOptionDisablePrune / SyncOptionDisableDeletion.
 KEEP_SYNC_OPTIONS = "Prune=false,Delete=false"
@@ -176,7 +175,7 @@ def set_position(kind: str, component: str | None) -> int | None:
 def smoke_ready_s(profile: Profile) -> int:
     """How long the in-cluster smoke Job waits for /health: the profile's bound, else the startup probe's budget
     (an Argo CD PostSync hook can start while the model still loads: Argo CD knows no LeaderWorkerSet health)."""
-    return math.ceil(profile.smoke.ready_timeout_s or profile.kubernetes.startup_probe_budget_s)
+    return math.ceil(profile.smoke.ready_timeout_s or profile.startup_budget.total_s)
 
 
 def service_url(profile: Profile) -> str:
@@ -244,6 +243,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "model_cache": model_cache_name(profile),
             "compute_domain": f"{name}-compute-domain",
             "channel_template": f"{name}-compute-domain-channel",
+            # build() appends the hash of the Job's spec (prefetch_job_name).
             "prefetch": f"{name}-prefetch",
             "smoke": f"{name}-smoke",
             "node_preflight": f"{name}-node-preflight",
@@ -261,6 +261,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "network": {
             "api_namespaces": api_namespaces(profile),
             "gateway_namespace": kube.gateway_namespace,
+            "api_cidrs": list(kube.api_cidrs),
             "monitoring_namespace": kube.monitoring_namespace,
             "group_selector": {"app.kubernetes.io/instance": name, COMPONENT_LABEL: "server"},
             "namespace_label": NAMESPACE_NAME_LABEL,
@@ -275,9 +276,11 @@ def context(profile: Profile) -> dict[str, Any]:
         "server_env": server_env,
         "prefetch_env": [
             {"name": "HF_HOME", "value": hf_env["HF_HOME"]},
-            # The root filesystem is read-only: pip and Python write under HOME and /tmp (emptyDirs).
+            # The Xet client's high-performance mode: the download uses the pod's CPUs and bandwidth.
+            {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
+            # The root filesystem is read-only: Python writes under HOME and /tmp (emptyDirs).
             {"name": "HOME", "value": "/tmp"},
-            {"name": "K3DEPLOY_HUB_REQUIREMENT", "value": PREFETCH_HUB_REQUIREMENT},
+            {"name": "K3DEPLOY_CACHE_ROOT", "value": kube.model_cache_path},
             {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
             {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
             *compile_cache_env(profile),
@@ -288,9 +291,14 @@ def context(profile: Profile) -> dict[str, Any]:
         "hf_token": {"mount_dir": HF_TOKEN_MOUNT_DIR, "file": HF_TOKEN_FILE},
         "job_uid": JOB_UID,
         "prefetch_uid": kube.prefetch_uid,
+        "prefetch_image": prefetch_image(profile),
+        "prefetch_node_selector": prefetch_node_selector(profile),
+        "job_node_selector": dict(sorted(kube.job_node_selector.items())),
+        "job_tolerations": [t.manifest() for t in kube.job_tolerations],
+        "prefetch_tolerations": prefetch_tolerations(profile),
         "prefetch_gid": kube.prefetch_gid,
         "scan_skips": {
-            "prefetch": job_skips(kube.prefetch_image),
+            "prefetch": job_skips(prefetch_image(profile)),
             "smoke": job_skips(kube.smoke_image),
             "leader": serving_skips(profile, "leader"),
             "worker": serving_skips(profile, "worker"),
@@ -298,7 +306,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "node_selector": dict(sorted(node_selector.items())),
         "gpus": str(profile.parallel.gpus_per_node),
         "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,
-        "startup_failure_threshold": math.ceil(kube.startup_probe_budget_s / STARTUP_PROBE_PERIOD_S),
+        "startup_failure_threshold": profile.startup_budget.probe_failures,
         "endpoint": service_url(profile),
         "profile_yaml": dumped,
         "profile_key": PROFILE_KEY,
@@ -334,6 +342,41 @@ def pod_security_labels(profile: Profile) -> dict[str, str]:
     return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
 
 
+def prefetch_job_name(name: str, spec: dict[str, Any]) -> str:
+    """`<name>-prefetch-<hash of the name and the Job's spec>`: a Job's pod template cannot change, so new revisions
+    or a new image are a new Job (Argo CD and Flux create it and prune the old, with no immutable-field error) while
+    an unchanged one is left as it is, never re-run. At most 63 characters (the Job controller labels its pods with
+    the name); a long name is cut before the hash."""
+    digest = hashlib.sha256(f"{name}\n{canonical_json(spec)}".encode()).hexdigest()[:8]
+    return f"{f'{name}-prefetch'[: PREFETCH_NAME_MAX - len(digest) - 1].rstrip('-')}-{digest}"
+
+
+def prefetch_image(profile: Profile) -> str:
+    """The prefetch Job's image: kubernetes.prefetch_image, else the vLLM image (python3 and huggingface_hub inside)."""
+    return profile.kubernetes.prefetch_image or profile.vllm.image
+
+
+def prefetch_node_selector(profile: Profile) -> dict[str, str]:
+    """kubernetes.job_node_selector, plus the vLLM image's architecture while the prefetch runs that image (an
+    arm64-only image must not land on an amd64 CPU node)."""
+    kube = profile.kubernetes
+    selector = dict(kube.job_node_selector)
+    if kube.prefetch_image is None:
+        selector.setdefault("kubernetes.io/arch", profile.vllm.image_arch)
+    return dict(sorted(selector.items()))
+
+
+def prefetch_tolerations(profile: Profile) -> list[dict[str, Any]]:
+    """kubernetes.job_tolerations, plus the GPU pods' tolerations while the prefetch runs the vLLM image: that image
+    is built for the trays' architecture, and a cluster whose CPU nodes are of another one (x86 system nodes beside
+    arm64 GB300 trays) can place it only on a tray, where it requests no GPU and runs before the group does."""
+    kube = profile.kubernetes
+    tolerations = [t.manifest() for t in kube.job_tolerations]
+    if kube.prefetch_image is None:
+        tolerations += [t for t in (t.manifest() for t in kube.tolerations) if t not in tolerations]
+    return tolerations
+
+
 def compile_cache_env(profile: Profile) -> list[dict[str, str]]:
     """K3DEPLOY_COMPILE_CACHE for the prefetch, which makes the compile cache's folder writable by every UID (the
     serving pods run as root, which an NFS export may squash) before it writes the marker the group waits for."""
@@ -342,10 +385,10 @@ def compile_cache_env(profile: Profile) -> list[dict[str, str]]:
 
 
 def site_env(profile: Profile) -> list[dict[str, str]]:
-    """The prefetch's reach into a site's network: a Hub mirror, a proxy (both spellings: pip and the Hub client's
-    HTTP stack read either) and a package index; none by default."""
+    """The prefetch's reach into a site's network: a Hub mirror and a proxy (both spellings: the Hub client's HTTP
+    stack reads either); none by default."""
     kube = profile.kubernetes
-    env: dict[str, str | None] = {"HF_ENDPOINT": kube.hf_endpoint, "PIP_INDEX_URL": kube.pip_index_url}
+    env: dict[str, str | None] = {"HF_ENDPOINT": kube.hf_endpoint}
     if kube.https_proxy is not None:
         for key in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
             env[key] = kube.https_proxy
@@ -392,6 +435,8 @@ def build(profile: Profile) -> list[Manifest]:
             raise ValueError(f"template {entry.template} did not render the {entry.kind} ({entry.component}) SET names")
         if obj["kind"] == "LeaderWorkerSet":
             patch_serving_pods(obj, profile)
+        if entry.component == PREFETCH_COMPONENT:
+            obj["metadata"]["name"] = prefetch_job_name(profile.name, obj["spec"])
         if obj["kind"] in _WORKLOAD_KINDS and floating:
             obj["metadata"].setdefault("annotations", {})[FLOATING_ANNOTATION] = floating
         manifests.append(Manifest(entry.order, obj))

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from k3deploy.errors import ProfileError
 from k3deploy.lws import NAME_LABEL as LWS_NAME_LABEL
 from k3deploy.lws import WORKER_INDEX_LABEL as LWS_WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
@@ -94,8 +95,25 @@ def epp_args(profile: Profile) -> list[str]:
     ]
 
 
+def check_gateway_reach(profile: Profile) -> None:
+    """Refuse (exit 2) an inference-pool set whose NetworkPolicies admit no Gateway: with neither
+    kubernetes.gateway_namespace nor kubernetes.api_cidrs only the set's own namespace reaches the endpoint picker
+    and the API, so a Gateway elsewhere gets no route and every request through it fails."""
+    kube = profile.kubernetes
+    if kube.routing != "inference-pool" or not kube.network_policy:
+        return
+    if kube.gateway_namespace is None and not kube.api_cidrs:
+        raise ProfileError(
+            "kubernetes.routing is inference-pool but kubernetes.gateway_namespace and kubernetes.api_cidrs are unset: "
+            "the NetworkPolicies would admit no Gateway to the endpoint picker and the API",
+            hint="set kubernetes.gateway_namespace to the namespace the Gateway's proxies run in (the set's own "
+            f"namespace {kube.namespace} if they run there), or kubernetes.api_cidrs for a data plane that is not pods",
+        )
+
+
 def routing_context(profile: Profile) -> dict[str, Any]:
-    """Every value the routing templates use."""
+    """Every value the routing templates use (after check_gateway_reach)."""
+    check_gateway_reach(profile)
     return {
         "leader_selector": leader_selector(profile),
         "pool_name": pool_name(profile),

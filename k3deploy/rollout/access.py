@@ -134,6 +134,9 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
     if isinstance(step, Remove):
         removed = [o for o in step.objects if o["kind"] not in step.keep]
         out = [a for o in removed for a in _kind(o["apiVersion"], o["kind"], ("get", "delete"))]
+        if any(o["kind"] == "Job" for o in removed):
+            # `down` finds the release's prefetch Jobs by label (rollout/prefetch_jobs.py): their names hash their spec.
+            out += _kind("batch/v1", "Job", ("list",))
         if any(o["kind"] == "Namespace" for o in removed):
             # A Namespace is deleted only when it holds nothing k3deploy did not create (targets/kubernetes/history.py).
             out += [Access("list", plural(kind)) for kind in HELD_KINDS]

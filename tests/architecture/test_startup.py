@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT
 
 # -- start-up ---------------------------------------------------------------------------------------------------
 
@@ -139,7 +139,7 @@ def test_help_loads_no_more_than_the_start_up() -> None:
 
 
 def test_render_loads_no_http_or_cluster_client_nor_the_targets_rollout() -> None:
-    loaded = _loaded_after("render", "-p", "kimi-k3-gb300-tp16")
+    loaded = _loaded_after("render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS)
     assert {"jinja2", "k3deploy.render.manifests", "k3deploy.targets.kubernetes.render"} <= loaded  # it did render
     assert loaded & set(RENDER_FORBIDDEN) == set()
     assert _within(loaded, RENDER_FORBIDDEN_K3DEPLOY) == set()

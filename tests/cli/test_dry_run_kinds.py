@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from k3deploy.cli import _dry_run_args
-from tests.conftest import run_cli
+from tests.conftest import EXAMPLE_SETS, run_cli
 
 PROFILE = "kimi-k3-gb300-tp16"
 
@@ -32,10 +32,12 @@ def test_a_bare_dry_run_means_server_and_never_swallows_the_next_option(given: l
 def test_client_dry_run_renders_the_set_and_sends_nothing(tmp_path: Path) -> None:
     """No kubeconfig that works, yet exit 0: the client kind never reaches for the API server."""
     missing = tmp_path / "no-such-kubeconfig"
-    done = run_cli("apply", "-p", PROFILE, "--kubeconfig", str(missing), "--dry-run", "client", "-o", "json")
+    done = run_cli(
+        "apply", "-p", PROFILE, *EXAMPLE_SETS, "--kubeconfig", str(missing), "--dry-run", "client", "-o", "json"
+    )
     assert done.returncode == 0, done.stderr
     sent = json.loads(done.stdout)
-    rendered = run_cli("render", "-p", PROFILE, "-o", "-")
+    rendered = run_cli("render", "-p", PROFILE, *EXAMPLE_SETS, "-o", "-")
     assert rendered.returncode == 0, rendered.stderr
     assert sent == [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
     assert f"dry run (client): {len(sent)} objects rendered, nothing sent to the API server" in done.stderr

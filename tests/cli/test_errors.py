@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, cli_env, run_cli
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, cli_env, run_cli
 
 K3 = "kimi-k3-gb300-tp16"
 
@@ -37,7 +37,7 @@ def _with_closed_stdout(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     "args",
     [
-        ["render", "-p", K3, "-o", "-"],  # sys.stdout
+        ["render", "-p", K3, *EXAMPLE_SETS, "-o", "-"],  # sys.stdout
         ["plan", "-p", K3, "-o", "json"],  # rich print_json
         ["profiles"],  # a rich table
         ["schema"],  # typer.echo
@@ -52,7 +52,7 @@ def test_a_broken_pipe_ends_quietly(args: list[str]) -> None:
 
 def test_the_shell_pipeline_to_head_prints_the_first_line_only(tmp_path: Path) -> None:
     result = subprocess.run(
-        f"{sys.executable} -m k3deploy render -p {K3} -o - | head -1",
+        f"{sys.executable} -m k3deploy render -p {K3} --set production=false -o - | head -1",
         shell=True,
         capture_output=True,
         text=True,
@@ -107,4 +107,4 @@ def test_plan_exits_1_with_the_plan_when_the_weights_do_not_fit() -> None:
     assert json.loads(result.stdout)["fits"] is False
     assert result.stderr.splitlines()[0].startswith(f"error: plan for {K3!r} does not fit: weights do not fit")
     # The other commands still refuse such a profile as invalid (exit 2): nothing is deployed that cannot load.
-    assert run_cli("render", "-p", K3, "--set", "model.checkpoint_bytes=9000000000000").returncode == 2
+    assert run_cli("render", "-p", K3, *EXAMPLE_SETS, "--set", "model.checkpoint_bytes=9000000000000").returncode == 2

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import run_cli, run_cli_process
+from tests.conftest import EXAMPLE_SETS, run_cli, run_cli_process
 
 K3 = "kimi-k3-gb300-tp16"
 
@@ -27,7 +27,7 @@ K3 = "kimi-k3-gb300-tp16"
         ["smoke", "--endpoint", "notaurl"],
         ["render", "-p", K3, "--set", "no_such.field=1"],
         ["plan", "-p", K3, "--set", "model.checkpoint_bytes=9000000000000", "-o", "json"],
-        ["render", "-p", K3, "-o", "-"],
+        ["render", "-p", K3, *EXAMPLE_SETS, "-o", "-"],
         ["profiles"],
     ],
     ids=["version", "bare", "bad-flag", "bad-endpoint", "bad-profile", "plan-exit-1", "render-stdout", "profiles"],
@@ -56,7 +56,7 @@ def test_what_other_threads_print_meanwhile_is_not_the_commands_output() -> None
     thread = threading.Thread(target=chatter, daemon=True)
     thread.start()
     try:
-        result = run_cli("render", "-p", K3, "-o", "-")
+        result = run_cli("render", "-p", K3, *EXAMPLE_SETS, "-o", "-")
     finally:
         stop.set()
         thread.join()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.conftest import REPO_ROOT, cli_env, run_cli, run_cli_process, venv_tool
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, cli_env, run_cli, run_cli_process, venv_tool
 
 
 def test_debug_keeps_the_usage_exit_code_of_a_k3deploy_error() -> None:
@@ -59,11 +59,13 @@ def test_the_console_script_is_the_same_entry_point() -> None:
 
 
 def test_a_process_writes_data_to_stdout_and_messages_to_stderr() -> None:
-    data = run_cli_process("render", "-p", "kimi-k3-gb300-tp16", "-o", "-")
+    data = run_cli_process("render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "-o", "-")
     assert (
         data.returncode == 0
         and data.stdout.startswith(("---", "apiVersion:", "#"))
         and "apiVersion:" not in data.stderr
     )
-    refused = run_cli_process("render", "-p", "kimi-k3-gb300-tp16", "--set", "no_such.field=1", "-o", "-")
+    refused = run_cli_process(
+        "render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "--set", "no_such.field=1", "-o", "-"
+    )
     assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.startswith("error: ")

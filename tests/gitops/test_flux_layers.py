@@ -16,6 +16,7 @@ from k3deploy.render.output_dir import write_set
 from k3deploy.render.write import files_of
 from tests.conftest import REPO_ROOT, venv_tool
 from tests.gitops.test_flux_timing import K3, layers
+from tests.render.sets import builtin_prefetch
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +45,7 @@ def _layer(tmp: Path, folder: Path, name: str) -> list[tuple[str, str]]:
     return _objects(overlay)
 
 
-@pytest.mark.parametrize("sets", [[], ["kubernetes.routing=inference-pool"]], ids=["service", "inference-pool"])
+@pytest.mark.parametrize("sets", [[], ["kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=envoy-gateway-system"]], ids=["service", "inference-pool"])
 def test_the_layers_partition_the_set(tmp_path: Path, sets: list[str]) -> None:
     folder = REPO_ROOT / "manifests" / K3
     if sets:
@@ -54,7 +55,7 @@ def test_the_layers_partition_the_set(tmp_path: Path, sets: list[str]) -> None:
     parts = {name: _layer(tmp_path, folder, name) for name in ("cache", "serving", "smoke")}
     assert sorted(sum(parts.values(), [])) == sorted(everything)  # each object in exactly one layer
     assert {"PersistentVolumeClaim", "Job", "Namespace"} <= {kind for kind, _ in parts["cache"]}
-    assert ("Job", f"{K3}-prefetch") in parts["cache"] and ("Job", f"{K3}-node-preflight") in parts["cache"]
+    assert ("Job", builtin_prefetch(K3, sets)) in parts["cache"] and ("Job", f"{K3}-node-preflight") in parts["cache"]
     assert ("LeaderWorkerSet", K3) in parts["serving"] and ("ComputeDomain", f"{K3}-compute-domain") in parts["serving"]
     assert parts["smoke"] == [("Job", f"{K3}-smoke")]
     if sets:

@@ -42,10 +42,11 @@ def _deadline(kind: str, component: str) -> int:
 
 
 def test_each_layer_waits_for_its_part_of_a_first_sync() -> None:
-    kube = load_profile(K3).kubernetes
+    profile = load_profile(K3)
+    kube = profile.kubernetes
     timeout = {name: parse_duration(doc["spec"]["timeout"]) for name, doc in layers().items()}
     # The download (6 h) and the node check before it: a layer that gave up first would fail a sync still downloading.
     assert timeout["cache"] >= kube.prefetch_timeout_s + _deadline("Job", "node-preflight")
-    assert timeout["serving"] >= max(kube.startup_probe_budget_s, kube.rollout_timeout_s)
+    assert timeout["serving"] >= max(profile.startup_budget.total_s, kube.rollout_timeout_s)
     # The smoke Job starts once serving is Ready; Flux must not give up before the Job's own deadline says why.
     assert timeout["smoke"] >= _deadline("Job", "smoke")

@@ -22,7 +22,7 @@ VARIANTS = (
     [],
     ["targets.decode_tok_s=null", "targets.min_acceptance_length=null"],
     ["speculative=null"],
-    ["kubernetes.routing=inference-pool"],
+    ["kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=envoy-gateway-system"],
     ["targets.ttft_p99_s=null", "targets.tpot_p99_s=null", "kubernetes.dcgm_labels.hostname=node"],
 )
 

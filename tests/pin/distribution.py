@@ -11,6 +11,7 @@ Content goes in through the registry API, as `docker push`/`oras push` do: blobs
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import secrets
 import signal
 import ssl
 import subprocess
+import tarfile
 import time
 from pathlib import Path
 
@@ -49,6 +51,17 @@ def registry_binary() -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def tar_gz(files: dict[str, bytes]) -> bytes:
+    """A gzip-compressed tar archive of `files` (path -> content): an image layer."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path, content in files.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
 
 
 def digest_of(data: bytes) -> str:
@@ -198,28 +211,53 @@ class Distribution:
         return digest
 
     def push_image(
-        self, name: str, tag: str | None, arch: str, media_type: str = OCI_MANIFEST, os_name: str = "linux"
+        self,
+        name: str,
+        tag: str | None,
+        arch: str,
+        media_type: str = OCI_MANIFEST,
+        os_name: str = "linux",
+        vllm_version: str | None = None,
     ) -> str:
         """A single-platform image: a config blob naming the platform, one layer, the manifest; return its digest.
 
         The manifest itself names no platform: only its config blob does (as `docker build` without buildx pushes).
+        With `vllm_version`, the image is shaped like a vLLM image: its config carries the Ubuntu base's
+        `org.opencontainers.image.version` label, and its layers are gzip tar archives, the top one holding vLLM's
+        wheel metadata where pip installs it (`.../dist-packages/vllm-<version>.dist-info/METADATA`).
         """
-        config = json.dumps(
-            {"architecture": arch, "os": os_name, "rootfs": {"type": "layers", "diff_ids": []}}
-        ).encode()
-        layer = f"layer of {name} for {os_name}/{arch}".encode()
+        image_config: dict = {"architecture": arch, "os": os_name, "rootfs": {"type": "layers", "diff_ids": []}}
+        layers = [f"layer of {name} for {os_name}/{arch}".encode()]
+        if vllm_version is not None:
+            image_config["config"] = {"Labels": {"org.opencontainers.image.version": "24.04"}}
+            site = "usr/local/lib/python3.12/dist-packages"
+            layers = [
+                tar_gz({"usr/lib/os-release": b"NAME=Ubuntu\n"}),
+                tar_gz(
+                    {
+                        f"{site}/vllm/__init__.py": b"",
+                        f"{site}/vllm-{vllm_version}.dist-info/METADATA": (
+                            f"Metadata-Version: 2.1\nName: vllm\nVersion: {vllm_version}\n\nvLLM\n".encode()
+                        ),
+                    }
+                ),
+                tar_gz({"etc/motd": b"vllm image\n"}),
+            ]
+        config = json.dumps(image_config).encode()
         config_digest = self.push_blob(name, config)
-        layer_digest = self.push_blob(name, layer)
         layer_type = (
             "application/vnd.oci.image.layer.v1.tar+gzip"
             if media_type == OCI_MANIFEST
             else "application/vnd.docker.image.rootfs.diff.tar.gzip"
         )
+        layer_entries = []
+        for layer in layers:
+            layer_entries.append({"mediaType": layer_type, "digest": self.push_blob(name, layer), "size": len(layer)})
         body = {
             "schemaVersion": 2,
             "mediaType": media_type,
             "config": {"mediaType": _CONFIG_TYPES[media_type], "digest": config_digest, "size": len(config)},
-            "layers": [{"mediaType": layer_type, "digest": layer_digest, "size": len(layer)}],
+            "layers": layer_entries,
         }
         return self.push_manifest(name, tag or "", media_type, body)
 
@@ -231,6 +269,7 @@ class Distribution:
         media_type: str = OCI_INDEX,
         attestation: bool = True,
         missing: tuple[str, ...] = (),
+        vllm_version: str | None = None,
     ) -> str:
         """An OCI index (or Docker manifest list) over one image per arch; return its digest.
 
@@ -244,7 +283,7 @@ class Distribution:
                 body = json.dumps({"schemaVersion": 2, "mediaType": child_type, "arch": arch}, indent=3).encode()
                 child, size = digest_of(body), len(body)
             else:
-                child = self.push_image(name, None, arch, child_type)
+                child = self.push_image(name, None, arch, child_type, vllm_version=vllm_version)
                 size = self.sizes[child]
             platform = {"architecture": arch, "os": "linux", **({"variant": "v8"} if arch == "arm64" else {})}
             entries.append({"mediaType": child_type, "digest": child, "size": size, "platform": platform})

@@ -1,4 +1,6 @@
-"""A Hugging Face Hub API stand-in on 127.0.0.1: `GET /api/models/{repo_id}/revision/{revision}` only.
+"""A Hugging Face Hub API stand-in on 127.0.0.1: `GET /api/models/{repo_id}/revision/{revision}`, and the file
+listing `GET /api/models/{repo_id}/tree/{commit}` (hf_api.py `list_repo_tree`, what `snapshot_download` asks for
+a commit's files: `path`, `size` and `oid` of each); it serves no file (a download that is not in the cache fails).
 
 Imitates what huggingface_hub relies on (hf_api.py `model_info`, utils/_http.py `hf_raise_for_status`):
 - the revision is one URL-quoted path segment (`refs%2Fpr%2F1`); an unquoted `/` in it does not route (404);
@@ -25,6 +27,7 @@ from urllib.parse import unquote, urlsplit
 from tests.pin.serving import Serving
 
 _ROUTE = re.compile(r"^/api/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)/revision/(?P<rev>[^/]+)$")
+_TREE = re.compile(r"^/api/models/(?P<org>[\w.-]+)/(?P<name>[\w.-]+)/tree/(?P<rev>[0-9a-f]{40})$")
 
 
 @dataclass
@@ -36,6 +39,8 @@ class HubModel:
     readers: set[str] = field(default_factory=set)
     #: Gated: only tokens in `readers` may read it; the others are told so, not that it is missing.
     gated: bool = False
+    #: Path -> size of every file of every commit (the tree listing).
+    files: dict[str, int] = field(default_factory=lambda: {"config.json": 2})
 
 
 class Hub(Serving):
@@ -72,11 +77,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_list(self, body: list[dict]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
         """The model-info-at-revision route."""
         hub: Hub = self.server.owner  # type: ignore[attr-defined]
         raw_path = urlsplit(self.path).path
         hub.requests.append((raw_path, dict(self.headers.items())))
+        tree = _TREE.match(raw_path)
+        if tree:
+            model = self.server.owner.models.get(f"{tree['org']}/{tree['name']}")  # type: ignore[attr-defined]
+            if model is None or model.private or model.gated or tree["rev"] not in model.refs.values():
+                return self._send(404, {"error": "Not found"}, {"X-Error-Code": "RevisionNotFound"})
+            listing = [{"type": "file", "path": p, "size": n, "oid": "0" * 40} for p, n in sorted(model.files.items())]
+            return self._send_list(listing)
         match = _ROUTE.match(raw_path)
         if not match:
             return self._send(404, {"error": "Sorry, we can't find the page you are looking for."})

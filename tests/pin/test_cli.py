@@ -23,6 +23,8 @@ SMOKE = "ghcr.io/k3deploy/k3deploy:0.1.0"
 PREFETCH = "python:3.12-slim"
 EPP = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
 POOL = "kubernetes.routing=inference-pool"
+#: The prefetch runs vllm.image unless a profile names its own image: these tests name one, a single-arch image.
+OWN_PREFETCH = f"kubernetes.prefetch_image={PREFETCH}"
 
 
 def _publish(registry: Distribution, vllm_arches: list[str], prefix: dict[str, str] | None = None) -> dict[str, str]:
@@ -44,7 +46,7 @@ def test_pin_writes_the_profile_with_digests_and_commits(
 ) -> None:
     digests = _publish(registry, ["amd64", "arm64"])
     out = tmp_path / "pinned.yaml"
-    sets = ["vllm.max_num_seqs=64", POOL]
+    sets = ["vllm.max_num_seqs=64", POOL, OWN_PREFETCH]
     result = run_cli("pin", "-p", PROFILE, *[a for s in sets for a in ("--set", s)], "-o", str(out), env=pin_env)
     assert result.returncode == 0, result.stderr
     pinned = yaml.safe_load(out.read_text())
@@ -84,7 +86,7 @@ def test_pin_reads_every_image_from_the_profiles_mirrors(
     monkeypatch.delenv("K3DEPLOY_REGISTRY_URL")
     mirrors = f"kubernetes.registry_mirrors={{docker.io: '{registry.url}/hub', ghcr.io: '{registry.url}/ghcr'}}"
     env = {"HF_ENDPOINT": pin_env["HF_ENDPOINT"]}
-    result = run_cli("pin", "-p", PROFILE, "--set", mirrors, "--set", POOL, env=env)
+    result = run_cli("pin", "-p", PROFILE, "--set", mirrors, "--set", POOL, "--set", OWN_PREFETCH, env=env)
     assert result.returncode == 0, result.stderr
     pinned = yaml.safe_load(result.stdout)
     assert pinned["vllm"]["image"] == f"{VLLM}@{digests['vllm']}"  # the upstream name, the mirror's digest
@@ -129,7 +131,7 @@ def test_image_without_the_nodes_platform_fails(
 def test_single_platform_image_of_another_arch_fails(pin_env: dict[str, str], registry: Distribution) -> None:
     _publish(registry, ["arm64"])
     registry.push_image("library/python", "3.12-slim", "amd64", DOCKER_MANIFEST)  # the tag moves to an amd64 image
-    result = run_cli("pin", "-p", PROFILE, env=pin_env)
+    result = run_cli("pin", "-p", PROFILE, "--set", OWN_PREFETCH, env=pin_env)
     assert result.returncode == 1
     assert "kubernetes.prefetch_image python:3.12-slim is built for linux/amd64" in result.stderr
     assert "a single-platform image, not linux/arm64" in result.stderr

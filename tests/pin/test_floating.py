@@ -12,7 +12,9 @@ GB300 = "kimi-k3-gb300-tp16"
 
 def test_every_image_of_the_set_is_pinnable_and_the_endpoint_picker_only_when_rendered() -> None:
     images = [f.field for f in pinnable_fields(load_profile(GB300)) if f.kind == "image"]
-    assert images == ["vllm.image", "kubernetes.smoke_image", "kubernetes.prefetch_image"]
+    assert images == ["vllm.image", "kubernetes.smoke_image"]  # the prefetch runs vllm.image
+    own = load_profile(GB300, ["kubernetes.prefetch_image=python:3.12-slim"])
+    assert [f.field for f in pinnable_fields(own) if f.kind == "image"][-1] == "kubernetes.prefetch_image"
     pool = load_profile(GB300, ["kubernetes.routing=inference-pool"])
     assert [f.field for f in pinnable_fields(pool) if f.kind == "image"][-1] == "kubernetes.epp_image"
 

@@ -43,6 +43,8 @@ def facts(nodes: list[NodeFacts], **changes: object) -> ClusterFacts:
         nodes=nodes,
         namespace="kimi-k3",
         namespace_exists=True,
+        # As k3deploy labels its own Namespace (a user's made beforehand without them WARNs: test_pod_security_admission).
+        namespace_labels={f"pod-security.kubernetes.io/{mode}": "baseline" for mode in ("enforce", "warn", "audit")},
         secret_name="hf-token",
         secret_keys=["token"],
         storage_classes=["local-nvme"],

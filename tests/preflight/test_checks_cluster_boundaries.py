@@ -38,7 +38,7 @@ def profile(*sets: str) -> Profile:
 
 
 HOST_IMEX = profile("kubernetes.compute_domain=false")
-POOL = profile("kubernetes.routing=inference-pool")
+POOL = profile("kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=envoy-gateway-system")
 NO_NVLINK = profile("hardware.nvlink_domain=false", "kubernetes.compute_domain=false")
 TWO = profile("parallel.replicas=2")
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from k3deploy.preflight.versions import DRA, LWS, at_least, installed_versions, required_versions, version_checks
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
@@ -72,3 +74,25 @@ def test_installed_versions_from_images_and_helm_labels() -> None:
         "nvcr.io/nvidia/k8s-dra-driver-gpu@sha256:" + "0" * 64, {"helm.sh/chart": "nvidia-dra-driver-gpu-25.3.2"}
     )
     assert installed_versions([pinned]) == {DRA: "25.3.2"}
+
+
+def test_the_profile_field_and_the_version_order_agree_where_the_renamed_driver_starts() -> None:
+    from k3deploy.preflight import versions
+    from k3deploy.profile.kubernetes_spec import RENAMED_DRA_FIRST, KubernetesSpec
+
+    description = KubernetesSpec.model_fields["dra_driver_version"].description or ""
+    assert "from v0.4.0" in description and "dra-driver-nvidia-gpu" in description
+    assert "versioned from v0.4.0" in (versions.__doc__ or "") and RENAMED_DRA_FIRST == (0, 4, 0)
+    # Every calendar release comes before the renamed driver's first, and none after.
+    assert versions.at_least(versions.DRA, "v0.4.0", "v25.12.0")
+    assert not versions.at_least(versions.DRA, "v25.12.0", "v0.4.0")
+    assert versions.at_least(versions.DRA, "v0.4.0", "v25.8.0")  # numNodes 0 holds on the renamed driver
+
+
+@pytest.mark.parametrize("version", ["0.1.0", "0.2.0", "v0.3.9"])
+def test_a_renamed_driver_version_before_its_first_release_is_refused(version: str) -> None:
+    from k3deploy.errors import ProfileError
+    from k3deploy.profile import load_profile
+
+    with pytest.raises(ProfileError, match=r"starts at v0\.4\.0"):
+        load_profile("kimi-k3-gb300-tp16", [f"kubernetes.dra_driver_version={version}"])

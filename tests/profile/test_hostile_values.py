@@ -10,7 +10,7 @@ import pytest
 from k3deploy.errors import ProfileError
 from k3deploy.profile import load_profile
 from k3deploy.targets import target_for
-from tests.conftest import run_cli
+from tests.conftest import EXAMPLE_SETS, run_cli
 
 K3 = "kimi-k3-gb300-tp16"
 
@@ -68,7 +68,7 @@ def test_a_number_for_a_text_field_in_a_file_is_still_refused(tmp_path: Path) ->
 
 def test_the_cli_prints_one_error_and_one_hint_for_each() -> None:
     for item in ["a" + ".a" * 3000 + "=1", "speculative.extra.k=!!binary aGVsbG8="]:
-        result = run_cli("render", "-p", K3, "--set", item, "-o", "-")
+        result = run_cli("render", "-p", K3, *EXAMPLE_SETS, "--set", item, "-o", "-")
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 2 and len(lines) == 2, result.stderr
         assert lines[0].startswith("error: ") and "unexpected" not in lines[0] and lines[1].startswith("hint: ")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from k3deploy.profile.load import MAX_DEPTH, MAX_PROFILE_BYTES
-from tests.conftest import REPO_ROOT, run_cli
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, run_cli
 
 BUILTIN = REPO_ROOT / "k3deploy" / "profile" / "builtin" / "kimi-k3-gb300-tp16.yaml"
 #: Nine levels of nine-fold aliases: 9^9 (387 million) list items once expanded, 1 KB of YAML.
@@ -39,7 +39,14 @@ def test_alias_bomb_in_a_free_form_field_of_a_file_is_refused(tmp_path: Path) ->
 
 def test_alias_in_a_set_value_is_refused() -> None:
     result = run_cli(
-        "render", "-p", "kimi-k3-gb300-tp16", "--set", "vllm.attention_config={a: &x [1, 2], b: *x}", "-o", "-"
+        "render",
+        "-p",
+        "kimi-k3-gb300-tp16",
+        *EXAMPLE_SETS,
+        "--set",
+        "vllm.attention_config={a: &x [1, 2], b: *x}",
+        "-o",
+        "-",
     )
     _one_error(result, "error: --set vllm.attention_config: YAML anchors and aliases are not accepted")
 
@@ -66,7 +73,9 @@ def test_deep_nesting_is_refused(tmp_path: Path, style: str) -> None:
 
 def test_nesting_within_the_bound_is_accepted() -> None:
     nested = "{a: " * (MAX_DEPTH - 3) + "1" + "}" * (MAX_DEPTH - 3)
-    result = run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", f"speculative.extra={nested}", "-o", "-")
+    result = run_cli(
+        "render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "--set", f"speculative.extra={nested}", "-o", "-"
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -92,10 +101,10 @@ def test_a_directory_as_profile_is_a_usage_error(tmp_path: Path) -> None:
 def test_text_that_is_not_unicode_is_a_usage_error_naming_the_field() -> None:
     # A YAML escape for a lone surrogate, and command-line bytes that are not UTF-8 (kept as surrogate escapes).
     _one_error(
-        run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", 'description="\\ud800"', "-o", "-"),
+        run_cli("render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "--set", 'description="\\ud800"', "-o", "-"),
         "description: not valid Unicode text",
     )
     _one_error(
-        run_cli("render", "-p", "kimi-k3-gb300-tp16", "--set", "vllm.env.X=\udcff", "-o", "-"),
+        run_cli("render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "--set", "vllm.env.X=\udcff", "-o", "-"),
         "vllm.env.X: not valid Unicode text",
     )

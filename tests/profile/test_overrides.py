@@ -10,7 +10,7 @@ from k3deploy.errors import ProfileError
 from k3deploy.profile import load_profile
 from k3deploy.profile.load import load_raw
 from k3deploy.profile.overrides import apply_overrides, key_path, merge
-from tests.conftest import run_cli
+from tests.conftest import EXAMPLE_SETS, run_cli
 
 
 def test_merge_goes_key_by_key_and_replaces_lists_whole() -> None:
@@ -52,6 +52,6 @@ def test_later_profiles_win_key_by_key_and_sets_win_over_all(tmp_path: Path) -> 
 def test_the_cli_layers_repeated_profiles(tmp_path: Path) -> None:
     site = tmp_path / "site.yaml"
     site.write_text("vllm:\n  port: 18600\n")
-    result = run_cli("render", "-p", "kimi-k3-gb300-tp16", "-p", str(site), "-o", "-")
+    result = run_cli("render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "-p", str(site), "-o", "-")
     assert result.returncode == 0, result.stderr
     assert "containerPort: 18600" in result.stdout and "containerPort: 8000" not in result.stdout

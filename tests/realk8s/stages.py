@@ -26,6 +26,16 @@ NEVER_READY_IMAGE = "registry.invalid/realk8s/never-ready:probe-fails"
 #: A pod with a container of this image stays ContainerCreating for SLOW_READY_S, then runs Ready (a large image).
 SLOW_READY_IMAGE = "registry.invalid/realk8s/slow:ready-after-20s"
 SLOW_READY_S = 20
+#: An ordinary image for the prefetch Job while a test gives the serving pods a fault image: the prefetch runs
+#: vllm.image by default, so the fault would hit it first.
+PREFETCH_IMAGE = "vllm/vllm-openai:kimi-k3"
+
+
+def serving_image(image: str) -> tuple[str, ...]:
+    """`--set`s that give only the serving pods `image` (the prefetch keeps PREFETCH_IMAGE)."""
+    return ("--set", f"vllm.image={image}", "--set", f"kubernetes.prefetch_image={PREFETCH_IMAGE}")
+
+
 #: Set by the DRA driver stand-in (tests/realk8s/dra.py) once a pod's IMEX channels are ready.
 IMEX_READY_ANNOTATION = "realk8s.k3deploy/imex-channels-ready"
 

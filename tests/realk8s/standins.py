@@ -11,10 +11,10 @@ from tests.realk8s.realnode import REAL_NODE_KEY
 
 #: A busybox image under a name no registry serves: nothing can be pulled in its place (`IfNotPresent`).
 BUSYBOX = "localhost/realk8s/busybox:1"
-#: The prefetch Job's image: its shell script runs for real (busybox's sh), `pip` and `python` are stand-ins that
-#: record what they were asked and succeed, since nothing can be downloaded here.
-PYTHON = "python:3.12-slim"
-_RECORD = b'#!/bin/sh\necho "$(basename "$0") $*"\n[ "$(basename "$0")" = python ] && cat >/dev/null\nexit 0\n'
+#: The vLLM image, as the prefetch Job runs it: its shell script runs for real (busybox's sh), `python3` is a
+#: stand-in that records what it was asked and succeeds, since nothing can be downloaded here.
+VLLM = "vllm/vllm-openai:kimi-k3"
+_RECORD = b'#!/bin/sh\necho "$(basename "$0") $*"\n[ "$(basename "$0")" = python3 ] && cat >/dev/null\nexit 0\n'
 #: k3deploy's own image (ENTRYPOINT k3deploy): the stand-in reports what the kubelet gave the container, one
 #: `key value` line each: its uid and gid, its capabilities and no_new_privs and seccomp mode (/proc/self/status),
 #: and for each path given in $K3DEPLOY_STANDIN_PATHS whether a file can be written there (`ok`, or the error).
@@ -31,11 +31,7 @@ done
 """
 STANDIN_IMAGES = [
     Image(BUSYBOX),
-    Image(
-        PYTHON,
-        env=("PATH=/usr/local/bin:/bin",),
-        files={"/usr/local/bin/pip": _RECORD, "/usr/local/bin/python": _RECORD},
-    ),
+    Image(VLLM, env=("PATH=/usr/local/bin:/bin",), files={"/usr/local/bin/python3": _RECORD}),
     Image(K3DEPLOY, entrypoint=("/usr/local/bin/k3deploy",), cmd=(), files={"/usr/local/bin/k3deploy": _REPORT}),
 ]
 

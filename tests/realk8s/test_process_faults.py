@@ -76,10 +76,13 @@ def test_a_rollout_waits_while_the_lws_controller_is_down_and_completes_when_it_
     lone_plane.processes["lws-controller"].kill()  # a crash: its webhooks (failurePolicy Fail) refuse LWS writes
     with ThreadPoolExecutor(1) as pool:
         future = pool.submit(run_cli_process, *_args(lone_plane, namespace, "apply", "--timeout", "120s"), timeout=300)
-        prefetch = resource_path("batch/v1", "jobs", namespace, f"{LWS}-prefetch")
+        jobs = resource_path("batch/v1", "jobs", namespace)
         wait_until(
             "the prefetch Job to complete",
-            lambda: (api.find(prefetch) or {}).get("status", {}).get("succeeded") == 1,
+            lambda: any(
+                j["metadata"]["name"].startswith(f"{LWS}-prefetch-") and j.get("status", {}).get("succeeded") == 1
+                for j in (api.find(jobs) or {}).get("items", [])
+            ),
             120,
         )
         # k3deploy applies the LeaderWorkerSet next: the API server cannot call its webhook, k3deploy retries.

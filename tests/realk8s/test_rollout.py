@@ -70,7 +70,8 @@ def test_apply_then_status_then_down_on_the_real_plane(realk8s: Plane) -> None:
     # Provisioned for the claim (the stand-in CSI driver) and bound by the real PV controller.
     assert claim["spec"]["volumeName"] == f"pvc-{claim['metadata']['uid']}"
     jobs = {j["metadata"]["name"]: j for j in api.get(resource_path("batch/v1", "jobs", namespace))["items"]}
-    assert jobs[f"{LWS}-prefetch"]["status"].get("succeeded") == 1
+    (prefetch,) = [job for name, job in jobs.items() if name.startswith(f"{LWS}-prefetch-")]
+    assert prefetch["status"].get("succeeded") == 1
 
     state = k3(realk8s, namespace, "status", "-o", "json")
     assert state.returncode == 0, state.stderr

@@ -15,7 +15,7 @@ from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import resource_path
 from tests.realk8s.cluster_fixtures import QUICK, UP
 from tests.realk8s.plane import Plane
-from tests.realk8s.stages import CRASH_LOOP_IMAGE, PULL_FAILS_IMAGE
+from tests.realk8s.stages import CRASH_LOOP_IMAGE, PULL_FAILS_IMAGE, serving_image
 from tests.realk8s.test_rollout import LWS, k3
 from tests.smoke.scripted_server import Script, scripted_server
 
@@ -90,7 +90,7 @@ def test_an_upgrade_whose_image_never_pulls_rolls_back_through_the_real_controll
     path = resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)
     before = realk8s.api.get(path)["spec"]["leaderWorkerTemplate"]
 
-    upgrade = k3(realk8s, namespace, "up", *quick, "--yes", "--set", f"vllm.image={PULL_FAILS_IMAGE}")
+    upgrade = k3(realk8s, namespace, "up", *quick, "--yes", *serving_image(PULL_FAILS_IMAGE))
     assert upgrade.returncode == 1, upgrade.stderr
     assert "ImagePullBackOff" in upgrade.stderr, upgrade.stderr
     assert "==> rollback (revision 1) because wait failed" in upgrade.stderr, upgrade.stderr
@@ -121,15 +121,14 @@ def test_a_crash_looping_first_install_is_diagnosed_with_its_log_and_removed(rea
     }
     api.create(resource_path("kwok.x-k8s.io/v1alpha1", "logs", namespace), logs)
 
-    result = k3(
-        realk8s, namespace, "up", "--skip-preflight", "--skip-smoke", *UP, "--set", f"vllm.image={CRASH_LOOP_IMAGE}"
-    )
+    result = k3(realk8s, namespace, "up", "--skip-preflight", "--skip-smoke", *UP, *serving_image(CRASH_LOOP_IMAGE))
     assert result.returncode == 1, result.stderr
     assert "CrashLoopBackOff" in result.stderr, result.stderr
     assert "RuntimeError: CUDA error: out of memory" in result.stderr
     assert "==> rollback (first install) because wait failed" in result.stderr
     assert api.find(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)) is None
-    assert api.find(resource_path("batch/v1", "jobs", namespace, f"{LWS}-prefetch")) is None
+    jobs = api.get(resource_path("batch/v1", "jobs", namespace))["items"]
+    assert not [j for j in jobs if j["metadata"]["name"].startswith(f"{LWS}-prefetch-")]
     assert api.find(resource_path("v1", "services", namespace, f"{LWS}-api")) is None
     # The weights are kept (and so is their namespace).
     assert api.find(resource_path("v1", "persistentvolumeclaims", namespace, f"{LWS}-model-cache")) is not None
@@ -140,7 +139,7 @@ def test_a_crash_looping_first_install_is_diagnosed_with_its_log_and_removed(rea
 def test_no_rollback_leaves_the_failed_revision_live(realk8s: Plane) -> None:
     namespace = f"k3-{uuid.uuid4().hex[:8]}"
     quick = QUICK
-    result = k3(realk8s, namespace, "up", *quick, "--no-rollback", "--set", f"vllm.image={PULL_FAILS_IMAGE}")
+    result = k3(realk8s, namespace, "up", *quick, "--no-rollback", *serving_image(PULL_FAILS_IMAGE))
     assert result.returncode == 1, result.stderr
     assert "rollback: skipped (--no-rollback)" in result.stderr
     live = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))

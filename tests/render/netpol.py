@@ -35,8 +35,8 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 @dataclass(frozen=True)
 class Pod:
-    """A pod as policies see it: namespace and labels. `external` marks a peer outside the cluster (the Hub, or a
-    site's mirror at `ip`)."""
+    """A pod as policies see it: namespace and labels. `external` marks a peer outside the cluster (the Hub, a
+    site's mirror, a cloud load balancer), known only by `ip`."""
 
     namespace: str
     labels: dict[str, str]

@@ -10,7 +10,7 @@ from k3deploy.profile import builtin_names, load_profile
 from k3deploy.targets import render_for
 
 K3 = "kimi-k3-gb300-tp16"
-SCALED = ("parallel.replicas=2", "kubernetes.routing=inference-pool")
+SCALED = ("parallel.replicas=2", "kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=gateway")
 RENDERS: list[tuple[str, tuple[str, ...]]] = [(name, ()) for name in builtin_names()] + [(K3, SCALED)]
 
 

@@ -14,8 +14,10 @@ import pytest
 from k3deploy.profile import builtin_names, load_profile
 from k3deploy.render.manifests import build
 from tests.render.argocd_order import WAVE, check, needs, schedule
+from tests.render.sets import builtin_prefetch, prefetch_name
 
 K3 = "kimi-k3-gb300-tp16"
+PREFETCH = builtin_prefetch(K3)
 KUBE_PROFILES = [name for name in builtin_names() if load_profile(name).target == "kubernetes"]
 VARIANTS = [
     [],
@@ -23,7 +25,7 @@ VARIANTS = [
     ["kubernetes.compute_domain=false", "kubernetes.service_monitor=false"],
     ["kubernetes.hf_token_secret=null"],
     ["kubernetes.node_preflight_hosts=[gb300-a,gb300-b,gb300-c,gb300-d,gb300-e]"],
-    ["parallel.replicas=2", "kubernetes.routing=inference-pool"],
+    ["parallel.replicas=2", "kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=envoy-gateway-system"],
 ]
 
 
@@ -54,9 +56,7 @@ def test_the_prefetch_job_would_deadlock_with_its_service_account_in_wave_0() ->
     account = next(o for o in objects if o["kind"] == "ServiceAccount")
     del account["metadata"]["annotations"][WAVE]
     problems = [str(p) for p in check(objects, _external(K3, []))]
-    assert problems == [
-        f"Job/{K3}-prefetch needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 2)"
-    ]
+    assert problems == [f"Job/{PREFETCH} needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 2)"]
 
 
 def test_a_pvc_a_wave_before_its_first_consumer_would_never_bind_with_wait_for_first_consumer() -> None:
@@ -71,7 +71,7 @@ def test_a_secret_outside_the_set_is_a_problem_unless_declared_external() -> Non
     # The Hub token's volume is optional (Kimi K3 is public): only a Secret a pod cannot start without counts.
     assert check(_objects(K3, [])) == []
     objects = _objects(K3, ['kubernetes.image_pull_secrets=["mirror-pull"]'])
-    assert f"Job/{K3}-prefetch needs Secret/mirror-pull: not in the set and not provided outside it" in [
+    assert f"Job/{prefetch_name(objects)} needs Secret/mirror-pull: not in the set and not provided outside it" in [
         str(p) for p in check(objects)
     ]
 
@@ -88,7 +88,7 @@ def test_order_follows_gitops_engine() -> None:
         ("Sync", -1, f"NetworkPolicy/{K3}-server"),
         ("Sync", -1, "ServiceAccount/k3deploy"),
         ("Sync", -1, f"PersistentVolumeClaim/{K3}-model-cache"),
-        ("Sync", -1, f"Job/{K3}-prefetch"),
+        ("Sync", -1, f"Job/{PREFETCH}"),
         # Custom resources rank after every known kind, then by name.
         ("Sync", -1, f"ComputeDomain/{K3}-compute-domain"),
         ("Sync", 0, f"PodDisruptionBudget/{K3}"),
@@ -106,6 +106,6 @@ def test_serving_pods_need_no_secret() -> None:
     objects = {_key(o): o for o in _objects(K3, [])}
     assert not [n for n in needs(objects[f"LeaderWorkerSet/{K3}"]) if n[0] == "Secret"]
     # The prefetch mounts the token optionally: it starts without the Secret (anonymous download).
-    volume = next(v for v in objects[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["volumes"] if "secret" in v)
+    volume = next(v for v in objects[f"Job/{PREFETCH}"]["spec"]["template"]["spec"]["volumes"] if "secret" in v)
     assert volume["secret"] == {**volume["secret"], "secretName": "hf-token", "optional": True}
-    assert ("Secret", "hf-token") not in needs(objects[f"Job/{K3}-prefetch"])
+    assert ("Secret", "hf-token") not in needs(objects[f"Job/{PREFETCH}"])

@@ -82,7 +82,7 @@ def test_a_backend_named_in_vllm_env_is_kept() -> None:
 def test_the_engine_ready_timeout_is_set_for_pods_only_and_the_env_is_sorted() -> None:
     k3 = load_profile(K3)
     env = serve_env(k3)
-    assert env["VLLM_ENGINE_READY_TIMEOUT_S"] == str(k3.kubernetes.startup_probe_budget_s)
+    assert env["VLLM_ENGINE_READY_TIMEOUT_S"] == str(k3.startup_budget.total_s)
     assert list(env) == sorted(env)
     assert "VLLM_ENGINE_READY_TIMEOUT_S" not in serve_env(load_profile("local-cpu"))
 

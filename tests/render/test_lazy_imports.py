@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT, cli_env
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, cli_env
 
 
 def _imported_modules(*args: str) -> set[str]:
@@ -37,7 +37,7 @@ def test_the_detector_sees_kubernetes_when_it_is_imported() -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["--help"], ["render", "-p", "kimi-k3-gb300-tp16", "-o", "-"]], ids=["help", "render"]
+    "args", [["--help"], ["render", "-p", "kimi-k3-gb300-tp16", *EXAMPLE_SETS, "-o", "-"]], ids=["help", "render"]
 )
 def test_cli_does_not_import_kubernetes(args: list[str]) -> None:
     modules = _imported_modules("-m", "k3deploy", *args)

@@ -22,7 +22,7 @@ from k3deploy.render.network import (
     VLLM_DEFAULT_MASTER_PORT,
     master_port,
 )
-from tests.conftest import run_cli
+from tests.conftest import EXAMPLE_SETS, run_cli
 from tests.render.netpol import Pod, allowed
 
 K3 = "kimi-k3-gb300-tp16"
@@ -175,7 +175,14 @@ def test_a_single_node_group_opens_no_internal_ports() -> None:
 
 def test_a_master_port_that_is_no_port_is_a_profile_error(tmp_path: Path) -> None:
     result = run_cli(
-        "render", "-p", K3, "--set", 'vllm.extra_args=["--master-port", "http"]', "-o", str(tmp_path / "out")
+        "render",
+        "-p",
+        K3,
+        *EXAMPLE_SETS,
+        "--set",
+        'vllm.extra_args=["--master-port", "http"]',
+        "-o",
+        str(tmp_path / "out"),
     )
     assert result.returncode == 2, result.stderr
     first = result.stderr.splitlines()[0]  # refused as the profile loads (profile/flags.py), blamed on the --set

@@ -13,10 +13,11 @@ import yaml
 from k3deploy.profile import load_profile
 from k3deploy.profile.names import quantity_bytes
 from k3deploy.render.manifests import build
-from tests.conftest import REPO_ROOT, run_cli
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, run_cli
 from tests.preflight.fake_nvml import gb300_node
 from tests.preflight.test_cli_node import FITS_HERE, use_fake_nvml
 from tests.render.kube_schemas import K8S_VERSION
+from tests.render.sets import prefetch_name
 
 K3 = "kimi-k3-gb300-tp16"
 JOB = f"Job/{K3}-node-preflight"
@@ -34,7 +35,7 @@ def _pod(objs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_job_comes_right_after_the_profile_configmap_and_is_committed() -> None:
-    manifests = build(load_profile(K3))
+    manifests = build(load_profile(K3, ["production=false"]))  # what the committed example set is rendered from
     keys = [f"{m.kind}/{m.name}" for m in manifests]
     assert keys[keys.index(PROFILE_MAP) + 1] == JOB
     job = next(m for m in manifests if f"{m.kind}/{m.name}" == JOB)
@@ -201,7 +202,7 @@ def test_argo_runs_it_before_the_sync_after_its_profile() -> None:
 def test_node_preflight_job_false_removes_it_and_the_profile_is_a_plain_object_again() -> None:
     objs = _objects(["kubernetes.node_preflight_job=false"])
     assert JOB not in objs
-    assert [k for k in objs if k.startswith("Job/")] == [f"Job/{K3}-prefetch", f"Job/{K3}-smoke"]
+    assert [k for k in objs if k.startswith("Job/")] == [f"Job/{prefetch_name(objs.values())}", f"Job/{K3}-smoke"]
     assert "annotations" not in objs[PROFILE_MAP]["metadata"]
     kube = load_profile(K3).kubernetes
     assert kube.node_preflight_job is True and kube.gpu_check is True
@@ -261,8 +262,8 @@ def test_under_gitops_the_job_checks_the_clique_the_group_is_pinned_to() -> None
 
 
 def test_render_warns_about_an_unpinned_job_and_names_gpu_check_only_when_it_is_on(tmp_path: Path) -> None:
-    on = run_cli("render", "-p", K3, "-o", str(tmp_path / "on"))
-    off = run_cli("render", "-p", K3, "--set", "kubernetes.gpu_check=false", "-o", str(tmp_path / "off"))
+    on = run_cli("render", "-p", K3, *EXAMPLE_SETS, "-o", str(tmp_path / "on"))
+    off = run_cli("render", "-p", K3, *EXAMPLE_SETS, "--set", "kubernetes.gpu_check=false", "-o", str(tmp_path / "off"))
     assert on.returncode == off.returncode == 0, on.stderr + off.stderr
     [warned_on] = [line for line in on.stderr.splitlines() if "node-preflight Job checks any" in line]
     [warned_off] = [line for line in off.stderr.splitlines() if "node-preflight Job checks any" in line]

@@ -15,7 +15,7 @@ import pytest
 
 from k3deploy.render import output_dir
 from k3deploy.render.output_dir import RECORD
-from tests.conftest import REPO_ROOT, cli_env, run_cli
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, cli_env, run_cli
 
 K3 = "kimi-k3-gb300-tp16"
 LWS = f"10-leaderworkerset-{K3}.yaml"
@@ -35,7 +35,7 @@ def _snapshot(folder: Path) -> dict[str, bytes | str]:
 
 
 def _render(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("render", "-p", K3, "-o", str(folder), *extra)
+    return run_cli("render", "-p", K3, *EXAMPLE_SETS, "-o", str(folder), *extra)
 
 
 def _refused(result: subprocess.CompletedProcess[str], text: str) -> None:
@@ -132,7 +132,19 @@ def test_a_write_that_fails_midway_leaves_the_previous_set_untouched(tmp_path: P
         resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
 
     result = subprocess.run(
-        [sys.executable, "-m", "k3deploy", "render", "-p", K3, "--set", "vllm.max_num_seqs=64", "-o", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "k3deploy",
+            "render",
+            "-p",
+            K3,
+            *EXAMPLE_SETS,
+            "--set",
+            "vllm.max_num_seqs=64",
+            "-o",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -151,7 +163,9 @@ def test_a_swap_interrupted_half_way_is_accepted_by_the_next_render(tmp_path: Pa
     from k3deploy.render.write import files_of
 
     assert _render(tmp_path).returncode == 0
-    new = files_of(build(load_profile(K3, ["vllm.max_num_seqs=64", "kubernetes.service_monitor=false"])))
+    new = files_of(
+        build(load_profile(K3, ["production=false", "vllm.max_num_seqs=64", "kubernetes.service_monitor=false"]))
+    )
     real_replace, calls = os.replace, []
 
     def replace_then_die(*args, **kwargs):

@@ -26,7 +26,9 @@ COMMIT = "c" * 40
 
 
 def _container() -> dict[str, Any]:
-    job = next(m.obj for m in build(load_profile(K3, [])) if m.kind == "Job" and m.name.endswith("-prefetch"))
+    job = next(
+        m.obj for m in build(load_profile(K3, ["production=false"])) if m.kind == "Job" and "-prefetch-" in m.name
+    )
     return dict(job["spec"]["template"]["spec"]["containers"][0])
 
 

@@ -19,10 +19,13 @@ from k3deploy.render.output_dir import RECORD, record_text
 from k3deploy.render.templating import render_template, template_dirs
 from k3deploy.render.write import files_of, stream_of
 from k3deploy.targets.local.launch import plan_launch
-from tests.conftest import REPO_ROOT, run_cli
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, run_cli
+from tests.preflight.test_checks_pinning import PINNED
 from tests.profile.test_profile import BAD
+from tests.render.sets import builtin_prefetch
 
 K3 = "kimi-k3-gb300-tp16"
+PREFETCH = builtin_prefetch(K3)
 KUBE_PROFILES = [name for name in builtin_names() if load_profile(name).target == "kubernetes"]
 
 
@@ -44,12 +47,12 @@ def test_every_kubernetes_builtin_has_committed_manifests() -> None:
 def test_render_reproduces_the_committed_manifests(name: str, tmp_path: Path) -> None:
     committed = _read_dir(REPO_ROOT / "manifests" / name)
     for attempt in ("first", "second"):
-        result = run_cli("render", "-p", name, "-o", str(tmp_path / attempt))
+        result = run_cli("render", "-p", name, *EXAMPLE_SETS, "-o", str(tmp_path / attempt))
         assert result.returncode == 0, result.stderr
         assert _read_dir(tmp_path / attempt) == committed, (
             f"manifests/{name} drifted: re-run k3deploy render -p {name} -o manifests/{name}"
         )
-    stream = run_cli("render", "-p", name, "-o", "-")
+    stream = run_cli("render", "-p", name, *EXAMPLE_SETS, "-o", "-")
     assert stream.returncode == 0, stream.stderr
     resources = yaml.safe_load(committed["kustomization.yaml"])["resources"]
     assert sorted(resources) == sorted(set(committed) - {"kustomization.yaml", RECORD})
@@ -130,7 +133,7 @@ def test_pod_placement_probes_and_volumes() -> None:
     leader = _lws(objs)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     startup = leader["startupProbe"]
     assert startup["httpGet"] == {"path": "/health", "port": "http"}
-    assert startup["periodSeconds"] * startup["failureThreshold"] == 7200
+    assert startup["periodSeconds"] * startup["failureThreshold"] == load_profile(K3).startup_budget.total_s == 7610
     assert leader["readinessProbe"]["httpGet"]["path"] == "/health"
     assert leader["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
 
@@ -153,7 +156,7 @@ def test_objects_reference_each_other_consistently() -> None:
     assert monitor["spec"]["endpoints"][0]["port"] == "http" and monitor["spec"]["endpoints"][0]["path"] == "/metrics"
     pdb = objs[f"PodDisruptionBudget/{K3}"]
     assert pdb["spec"]["selector"]["matchLabels"] == {"leaderworkerset.sigs.k8s.io/name": K3}
-    prefetch = objs[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]
+    prefetch = objs[f"Job/{PREFETCH}"]["spec"]["template"]["spec"]
     fetch_env = {e["name"]: e.get("value") for e in prefetch["containers"][0]["env"]}
     assert json.loads(fetch_env["K3DEPLOY_PREFETCH"]) == [
         ["moonshotai/Kimi-K3", "main"],
@@ -173,7 +176,7 @@ def test_objects_reference_each_other_consistently() -> None:
         "-p",
         "/etc/k3deploy/profile.yaml",
         "--wait-ready",
-        "7200s",
+        "7610s",
         "-o",
         "json",
     ]
@@ -212,7 +215,7 @@ def test_hf_token_only_as_secret_ref() -> None:
     # Never an environment variable (it would show in `kubectl describe` and every child process).
     assert not [e for obj in objs.values() for e in envs(obj) if "valueFrom" in e and "secretKeyRef" in e["valueFrom"]]
     # Only the prefetch downloads; the serving pods run offline and do not depend on the Secret.
-    prefetch = objs[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]
+    prefetch = objs[f"Job/{PREFETCH}"]["spec"]["template"]["spec"]
     secrets = [v for obj in objs.values() for v in json.dumps(obj).split('"secretName"')[1:]]
     assert len(secrets) == 1
     volume = next(v for v in prefetch["volumes"] if "secret" in v)
@@ -233,7 +236,7 @@ def test_huggingface_hub_reads_the_token_file_the_prefetch_names(tmp_path: Path)
 
     env = {
         e["name"]: e.get("value")
-        for e in _objects()[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["containers"][0]["env"]
+        for e in _objects()[f"Job/{PREFETCH}"]["spec"]["template"]["spec"]["containers"][0]["env"]
     }
     token = tmp_path / "token"
     token.write_text("hf_k3deploy_test_token\n")
@@ -266,9 +269,11 @@ def test_optional_objects_follow_the_profile() -> None:
 
 
 def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
-    assert run_cli("render", "-p", K3, "-o", str(tmp_path)).returncode == 0
+    assert run_cli("render", "-p", K3, *EXAMPLE_SETS, "-o", str(tmp_path)).returncode == 0
     (tmp_path / "README.md").write_text("mine\n")
-    result = run_cli("render", "-p", K3, "--set", "kubernetes.service_monitor=false", "-o", str(tmp_path))
+    result = run_cli(
+        "render", "-p", K3, *EXAMPLE_SETS, "--set", "kubernetes.service_monitor=false", "-o", str(tmp_path)
+    )
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
@@ -278,7 +283,7 @@ def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
 def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
     target = tmp_path / "file"
     target.write_text("x")
-    result = run_cli("render", "-p", K3, "-o", str(target))
+    result = run_cli("render", "-p", K3, *EXAMPLE_SETS, "-o", str(target))
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == f"error: --output {str(target)!r} exists and is not a directory"
 
@@ -315,7 +320,8 @@ def test_local_profile_renders_the_argv_and_env_the_local_target_launches(tmp_pa
 
 @pytest.mark.parametrize(("sets", "expected"), BAD)
 def test_bad_profile_render_exits_2_with_one_line_naming_the_field(sets: list[str], expected: str) -> None:
-    args = [a for s in sets for a in ("--set", s)]
+    # Pinned, so production's own refusals (a test-only setting) are what is left to refuse.
+    args = [a for s in [*PINNED, *sets] for a in ("--set", s)]
     result = run_cli("render", "-p", K3, *args, "-o", "-")
     assert result.returncode == 2
     assert result.stdout == ""
@@ -351,7 +357,7 @@ def test_strings_with_characters_yaml_does_not_take_raw_render_exactly() -> None
 
 def test_the_smoke_job_waits_for_health_and_its_deadline_covers_the_wait() -> None:
     """An Argo CD PostSync hook can start before the model has loaded: the Job waits, within its own deadline."""
-    for sets, ready_s in (([], 7200), (["smoke.ready_timeout_s=600", "smoke.overall_timeout_s=900"], 600)):
+    for sets, ready_s in (([], 7610), (["smoke.ready_timeout_s=600", "smoke.overall_timeout_s=900"], 600)):
         job = _objects(sets)[f"Job/{K3}-smoke"]
         args = job["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[args.index("--wait-ready") + 1] == f"{ready_s}s"

@@ -16,14 +16,18 @@ import yaml
 
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
-from tests.conftest import run_cli, venv_tool
+from tests.conftest import EXAMPLE_SETS, run_cli, venv_tool
 from tests.render.kube_schemas import K8S_VERSION, crd_schema, validator
 from tests.render.test_pod_security import BASELINE, RESTRICTED
 from tests.support import crds
 from tests.support.selectors import match_label_selector
 
 K3 = "kimi-k3-gb300-tp16"
-SCALED = ["parallel.replicas=2", "kubernetes.routing=inference-pool"]
+SCALED = [
+    "parallel.replicas=2",
+    "kubernetes.routing=inference-pool",
+    "kubernetes.gateway_namespace=envoy-gateway-system",
+]
 ANTI = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -74,12 +78,21 @@ def test_one_compute_domain_serves_every_group() -> None:
 
 
 def test_replicas_on_a_driver_without_per_clique_imex_domains_is_refused() -> None:
-    done = run_cli("render", "-p", K3, "--set", "parallel.replicas=2", "--set", "kubernetes.dra_driver_version=25.3.2")
+    done = run_cli(
+        "render",
+        "-p",
+        K3,
+        *EXAMPLE_SETS,
+        "--set",
+        "parallel.replicas=2",
+        "--set",
+        "kubernetes.dra_driver_version=25.3.2",
+    )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert lines[0].startswith("error: parallel.replicas 2 needs NVIDIA DRA driver >= 25.8 (0.2)")
+    assert lines[0].startswith("error: parallel.replicas 2 needs NVIDIA DRA driver >= 25.8 (or the renamed v0.4.0+)")
     assert lines[1].startswith("hint: upgrade the DRA driver")
-    one = run_cli("render", "-p", K3, "--set", "kubernetes.dra_driver_version=25.3.2")
+    one = run_cli("render", "-p", K3, *EXAMPLE_SETS, "--set", "kubernetes.dra_driver_version=25.3.2")
     assert one.returncode == 0, one.stderr
 
 
@@ -169,13 +182,13 @@ def test_the_scaled_gitops_folder_builds_with_kubectl_kustomize(tmp_path: Path) 
     if not kubectl:
         pytest.skip("kubectl not installed (bash .ci/setup puts one in .venv/bin)")
     folder = tmp_path / "deploy"
-    done = run_cli("render", "-p", K3, *[a for s in SCALED for a in ("--set", s)], "-o", str(folder))
+    done = run_cli("render", "-p", K3, *EXAMPLE_SETS, *[a for s in SCALED for a in ("--set", s)], "-o", str(folder))
     assert done.returncode == 0, done.stderr
     built = subprocess.run(
         [kubectl, "kustomize", str(folder)], capture_output=True, text=True, timeout=120, check=False
     )
     assert built.returncode == 0, built.stderr
     objects = [doc for doc in yaml.safe_load_all(built.stdout) if doc is not None]
-    assert objects == _set(*SCALED)
+    assert objects == _set(*SCALED, "production=false")
     assert _one(objects, "LeaderWorkerSet")["spec"]["replicas"] == 2
     assert {"InferencePool", "Deployment"} <= {o["kind"] for o in objects}

@@ -14,6 +14,7 @@ from k3deploy.render.manifests import build
 from k3deploy.render.pod_security import violations
 from k3deploy.render.serving_pods import compile_cache_key, merge_patch
 from tests.render.kube_schemas import K8S_VERSION, STRUCTURAL, crd_schema, validator
+from tests.render.sets import prefetch_name
 from tests.support import crds
 
 K3 = "kimi-k3-gb300-tp16"
@@ -107,7 +108,7 @@ def test_the_compile_cache_is_on_the_pvc_per_image_digest_set_group_and_rank() -
         assert env["TRITON_CACHE_DIR"]["value"].startswith(cache["mountPath"])
         # FlashInfer's workspace base also holds the image's pre-seeded cubins: it stays where the image put it.
         assert "FLASHINFER_WORKSPACE_BASE" not in env and "FLASHINFER_CUBIN_DIR" not in env
-    prefetch = objs[f"Job/{K3}-prefetch"]["spec"]["template"]["spec"]["containers"][0]
+    prefetch = objs[f"Job/{prefetch_name(objs.values())}"]["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e["value"] for e in prefetch["env"]}
     assert env["K3DEPLOY_COMPILE_CACHE"] == f"/models/.k3deploy/compile-cache/{key}"
     assert 'chmod 1777 "$K3DEPLOY_COMPILE_CACHE"' in prefetch["args"][0]

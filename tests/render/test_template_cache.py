@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 
 from k3deploy.render.template_cache import FOLDER, bytecode_cache, cache_root
-from tests.conftest import REPO_ROOT, run_cli_process
+from tests.conftest import EXAMPLE_SETS, REPO_ROOT, run_cli_process
 
 K3 = "kimi-k3-gb300-tp16"
 
@@ -27,7 +27,9 @@ def test_render_with_a_cold_and_a_warm_cache_writes_the_committed_manifests(tmp_
     committed = {p.name: p.read_bytes() for p in (REPO_ROOT / "manifests" / K3).iterdir()}
     for run in ("cold", "warm"):
         out = tmp_path / run
-        result = run_cli_process("render", "-p", K3, "-o", str(out), env=env)  # its own process: a fresh environment()
+        result = run_cli_process(
+            "render", "-p", K3, *EXAMPLE_SETS, "-o", str(out), env=env
+        )  # its own process: a fresh environment()
         assert result.returncode == 0, result.stderr
         assert {p.name: p.read_bytes() for p in out.iterdir()} == committed
         if run == "cold":

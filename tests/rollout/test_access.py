@@ -85,7 +85,7 @@ def test_waited_kinds_are_listed_and_watched_and_a_leader_worker_set_brings_its_
 def test_switching_a_feature_off_drops_its_kinds_and_routing_adds_its_own() -> None:
     off = {a.resource for a in command_access(rendered_objects(load_profile(K3, ["kubernetes.monitoring=false"])))}
     assert "prometheusrules" not in off
-    pool = load_profile(K3, ["kubernetes.routing=inference-pool"])
+    pool = load_profile(K3, ["kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=envoy-gateway-system"])
     resources = {(a.resource, a.group) for a in command_access(rendered_objects(pool))}
     assert {("inferencepools", "inference.networking.k8s.io"), ("deployments", "apps")} <= resources
     assert {("roles", "rbac.authorization.k8s.io"), ("rolebindings", "rbac.authorization.k8s.io")} <= resources

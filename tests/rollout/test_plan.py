@@ -14,6 +14,7 @@ from k3deploy.render.manifests import build as render
 from k3deploy.rollout import plan as p
 from k3deploy.rollout import steps as st
 from k3deploy.rollout.colours import lws_of
+from tests.render.sets import prefetch_name
 from tests.rollout.recorded.replay import recorded
 
 PROFILE = "kimi-k3-gb300-tp16"
@@ -53,7 +54,7 @@ def test_a_first_install_applies_phase_by_phase_waits_then_applies_the_smoke_hoo
     # The node-preflight and prefetch Jobs are waited before what follows them; the smoke Job is not applied yet.
     assert [keys(s.objects)[-1] for s in applies if s.waited] == [
         f"Job/{PROFILE}-node-preflight",
-        f"Job/{PROFILE}-prefetch",
+        f"Job/{prefetch_name(objects)}",
     ]
     assert f"Job/{PROFILE}-smoke" not in [k for s in applies for k in keys(s.objects)]
     assert sum(len(s.objects) for s in applies) == len(objects) - 1
@@ -64,7 +65,7 @@ def test_a_first_install_applies_phase_by_phase_waits_then_applies_the_smoke_hoo
         f"Service/{PROFILE}-api",
         f"PodDisruptionBudget/{PROFILE}",
     ]
-    assert f"Job/{PROFILE}-prefetch" not in keys(wait.objects)
+    assert f"Job/{prefetch_name(objects)}" not in keys(wait.objects)
     assert isinstance(hook, st.Apply) and keys(hook.objects) == [f"Job/{PROFILE}-smoke"] and hook.report
     assert isinstance(record, st.RecordRevision) and record.objects == objects == plan.objects
     assert not any(isinstance(s, st.SmokeGroup) for s in plan.steps) and plan.blue_green is None

@@ -92,7 +92,7 @@ def outage_question(api: KubePort, profile: Profile, rendered: list[KubeObject])
     live = _live_lws(api, lws) if lws is not None else None
     if live is None or lws is None or not template_changes(api, live, lws) or has_room(api, profile):
         return None
-    budget = profile.kubernetes.startup_probe_budget_s
+    budget = profile.startup_budget.total_s
     return (
         f"no second NVLink clique has {profile.parallel.nodes} free trays for a new group beside "
         f"{live['metadata']['name']}: the change replaces the only group in place, an outage of about the model's "
@@ -116,7 +116,7 @@ def in_place_question(api: KubePort, profile: Profile, rendered: list[KubeObject
     return (
         f"the change replaces the only group of LeaderWorkerSet {live['metadata']['name']} in place (one replica, "
         "maxSurge 0): the endpoint serves nothing until the new group has loaded the weights (up to the startup "
-        f"budget, {profile.kubernetes.startup_probe_budget_s}s). Go ahead?"
+        f"budget, {profile.startup_budget.total_s}s). Go ahead?"
     )
 
 

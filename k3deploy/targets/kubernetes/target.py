@@ -42,6 +42,7 @@ from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
 from k3deploy.targets.kubernetes import bluegreen_repair as repair
 from k3deploy.targets.kubernetes.apply import apply_object
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
+from k3deploy.targets.kubernetes.prefetch_jobs import stale_prefetch_jobs
 from k3deploy.targets.kubernetes.render import render as render_set
 from k3deploy.targets.kubernetes.runner import Runner
 from k3deploy.targets.kubernetes.status import describe
@@ -334,7 +335,8 @@ class KubernetesTarget(Target):
         blue-green's other group and previews), then wait for the pods to go (rollout/undo.py `teardown`); the weight
         PVC and the namespace stay unless `purge`; what k3deploy did not create always stays, and is named."""
         live = bluegreen.as_live(self.api, profile, list(objects))
-        return undo.teardown(live, bluegreen.leftovers(self.api, profile, live), purge, profile.name)
+        stale = stale_prefetch_jobs(self.api, profile.name, profile.kubernetes.namespace, live)
+        return undo.teardown(live, [*bluegreen.leftovers(self.api, profile, live), *stale], purge, profile.name)
 
     def leader_backends(self, profile: Profile) -> dict[str, str]:
         """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""

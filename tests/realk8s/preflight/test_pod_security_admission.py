@@ -6,6 +6,8 @@ real ones): it rejects exactly the pods preflight said it would, and admits k3de
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build, rendered_objects
 from k3deploy.report.model import CheckResult, Status
 from k3deploy.rollout.access import command_access
-from tests.conftest import run_cli
+from tests.conftest import run_cli, venv_tool
 from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import wait_until
 from tests.realk8s.cluster_fixtures import LWS, NO_DRA, PROFILE, Deployment
@@ -118,7 +120,7 @@ def test_restricted_enforce_is_what_preflight_says_and_what_the_real_admission_d
         ({ENFORCE: "baseline"}, Status.PASS, "enforce=baseline"),
         ({ENFORCE: "privileged", AUDIT: "restricted"}, Status.PASS, "enforce=privileged, audit=restricted"),
         ({ENFORCE: "baseline", WARN: "restricted"}, Status.WARN, "enforce=baseline, warn=restricted"),
-        ({}, Status.PASS, "no Pod Security labels"),
+        ({}, Status.WARN, "no Pod Security labels"),  # made beforehand: k3deploy never labels it
     ],
 )
 def test_the_namespace_level_decides(deploy: Deployment, labels: dict[str, str], status: Status, measured: str) -> None:
@@ -132,3 +134,26 @@ def test_the_namespace_level_decides(deploy: Deployment, labels: dict[str, str],
 def test_a_namespace_up_will_create_has_the_clusters_default(deploy: Deployment) -> None:
     result = _preflight(deploy)["k8s.pod_security"]
     assert result.status is Status.PASS and "to be created by `up`" in result.detail
+
+
+def test_a_namespace_made_beforehand_warns_and_the_hints_command_labels_it(deploy: Deployment) -> None:
+    kubectl = venv_tool("kubectl")
+    if not kubectl:
+        pytest.skip("kubectl not installed (bash .ci/setup puts one in .venv/bin)")
+    deploy.create_namespace()  # as the README's first step does, before `up`
+    result = _preflight(deploy)["k8s.pod_security"]
+    assert (
+        result.status is Status.WARN and "made beforehand without pod-security.kubernetes.io/enforce" in result.detail
+    )
+    assert result.hint == (
+        f"kubectl label namespace {deploy.namespace} --overwrite pod-security.kubernetes.io/enforce=baseline "
+        "pod-security.kubernetes.io/warn=baseline pod-security.kubernetes.io/audit=baseline"
+    )
+    # The hint is a command that works: run it as given against the real API server.
+    argv = [kubectl, "--kubeconfig", str(deploy.plane.admin_kubeconfig), *shlex.split(result.hint)[1:]]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    labels = deploy.plane.api.get(f"/api/v1/namespaces/{deploy.namespace}")["metadata"]["labels"]
+    assert {ENFORCE: "baseline", WARN: "baseline", AUDIT: "baseline"}.items() <= labels.items()
+    after = _preflight(deploy)["k8s.pod_security"]
+    assert after.status is Status.PASS and after.measured == "enforce=baseline, warn=baseline, audit=baseline"

@@ -47,13 +47,14 @@ def test_dry_run_then_apply_in_dependency_order_then_reruns_diffs_and_the_in_pla
     assert lines == [f"{object_key(obj)} created" for obj in rendered]
     keys = [line.rsplit(" ", 1)[0] for line in lines]
     assert keys[0] == f"Namespace/{ns}" and keys[-1] == f"{ns}/Job/{LWS}-smoke"
+    prefetch = next(key for key in keys if key.startswith(f"{ns}/Job/{LWS}-prefetch-"))
     assert (
         keys.index(f"{ns}/PersistentVolumeClaim/{LWS}-model-cache")
-        < keys.index(f"{ns}/Job/{LWS}-prefetch")
+        < keys.index(prefetch)
         < keys.index(f"{ns}/LeaderWorkerSet/{LWS}")
     )
     # The prefetch Job finished before the LeaderWorkerSet existed.
-    prefetch_done = first.stderr.index(f"Job/{LWS}-prefetch: Complete")
+    prefetch_done = first.stderr.index(f"{prefetch.split('/', 1)[1]}: Complete")
     assert prefetch_done < first.stderr.index(f"LeaderWorkerSet/{LWS} created")
     lws = deploy.get("leaderworkersets", LWS)
     assert lws is not None
@@ -91,7 +92,7 @@ def test_dry_run_then_apply_in_dependency_order_then_reruns_diffs_and_the_in_pla
     assert refused.returncode == 2, refused.stderr
     assert refused.stderr.splitlines() == [
         f"error: the change replaces the only group of LeaderWorkerSet {LWS} in place (one replica, maxSurge 0): the "
-        "endpoint serves nothing until the new group has loaded the weights (up to the startup budget, 7200s): "
+        "endpoint serves nothing until the new group has loaded the weights (up to the startup budget, 7610s): "
         "refused without --yes (stdin is not a terminal, so nobody can confirm)",
         "hint: re-run with --yes to accept the outage, or `up --strategy blue-green` with a second free clique",
     ]

@@ -25,13 +25,13 @@ from tests.realk8s.cluster_fixtures import (
     SliceRecorder,
     ready_endpoints,
 )
-from tests.realk8s.stages import CRASH_LOOP_IMAGE
+from tests.realk8s.stages import CRASH_LOOP_IMAGE, serving_image
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 BLUE, GREEN = LWS, f"{LWS}-green"
 BLUE_GREEN = ("--strategy", "blue-green", *NEW_IMAGE)
-CRASHING_GREEN = ("--strategy", "blue-green", "--set", f"vllm.image={CRASH_LOOP_IMAGE}")
+CRASHING_GREEN = ("--strategy", "blue-green", *serving_image(CRASH_LOOP_IMAGE))
 LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
 #: 10 ms between chunks: on a loaded host the 2 ms default lets the client read whole streams in bursts, which smoke
 #: rightly calls a WARN (a starved server); these tests are about the switch, not the server's pace.
@@ -183,7 +183,7 @@ def test_without_a_second_free_clique_blue_green_asks_on_a_terminal_and_needs_ye
     assert done.stderr.endswith(
         "not confirmed; nothing was changed\nhint: re-run and answer y, or pass --yes to go ahead without being asked\n"
     ), done.stderr
-    assert "an outage of about the model's load time (up to the startup budget, 7200s). Go ahead? [y/N]" in done.stderr
+    assert "an outage of about the model's load time (up to the startup budget, 7610s). Go ahead? [y/N]" in done.stderr
     blue = deploy.get("leaderworkersets", BLUE)
     assert blue is not None and "kimi-k3-next" not in json.dumps(blue["spec"])
 

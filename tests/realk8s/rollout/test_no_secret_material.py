@@ -117,5 +117,6 @@ def test_a_token_goes_through_up_and_comes_out_nowhere(
 
     # The canary was really on the way: the Secret holds it and the prefetch names that Secret.
     assert leaks(json.dumps(deploy.get("secrets", "hf-token")))
-    assert '"secretName": "hf-token"' in written[f"jobs/{PROFILE}-prefetch"]
+    (prefetch,) = [text for key, text in written.items() if key.startswith(f"jobs/{PROFILE}-prefetch-")]
+    assert '"secretName": "hf-token"' in prefetch
     assert {name: leaks(text) for name, text in outputs.items() if leaks(text)} == {}

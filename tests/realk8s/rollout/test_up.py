@@ -17,7 +17,7 @@ from tests.preflight.test_checks_pinning import PINNED
 from tests.realk8s.client import wait_until
 from tests.realk8s.cluster_fixtures import LWS, NO_DRA, PROFILE, QUICK, UP, Deployment
 from tests.realk8s.objects import clique_ids
-from tests.realk8s.stages import SLOW_READY_IMAGE
+from tests.realk8s.stages import SLOW_READY_IMAGE, serving_image
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
@@ -185,7 +185,7 @@ def test_down_keeps_the_weights_and_purge_removes_them(deploy: Deployment) -> No
 
 def test_ctrl_c_mid_wait_stops_cleanly_and_a_rerun_completes(deploy: Deployment) -> None:
     # The serving image takes a while to start (KWOK Stage realk8s-slow-ready): Ctrl-C lands mid-wait.
-    slow = (*QUICK, "--set", f"vllm.image={SLOW_READY_IMAGE}")
+    slow = (*QUICK, *serving_image(SLOW_READY_IMAGE))
     config = deploy.plane.admin_kubeconfig
     assert config is not None
     args = [sys.executable, "-m", "k3deploy", "up", "-p", PROFILE, "--kubeconfig", str(config)]

@@ -4,10 +4,12 @@ resourceclaim and garbage collector controllers)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.realk8s.cluster_fixtures import LWS, TIMEOUT, UNSCHEDULABLE_GRACE, Deployment
-from tests.realk8s.stages import CRASH_LOOP_IMAGE, EXITS_IMAGE, NEVER_READY_IMAGE, PULL_FAILS_IMAGE
+from tests.realk8s.stages import CRASH_LOOP_IMAGE, EXITS_IMAGE, NEVER_READY_IMAGE, PULL_FAILS_IMAGE, serving_image
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 #: The last GB300 tray of each of the plane's three cliques of four (tests/realk8s/objects.gb300_nodes).
@@ -32,7 +34,7 @@ def test_not_enough_gpus_in_one_clique_is_unschedulable_with_the_scheduler_messa
 
 
 def test_image_pull_failure_fails_fast(deploy: Deployment) -> None:
-    result = deploy.k3("apply", *TIMEOUT, "--set", f"vllm.image={PULL_FAILS_IMAGE}")
+    result = deploy.k3("apply", *TIMEOUT, *serving_image(PULL_FAILS_IMAGE))
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
     assert "  reason: ImagePullBackOff\n" in block
@@ -42,7 +44,7 @@ def test_image_pull_failure_fails_fast(deploy: Deployment) -> None:
 
 def test_crash_loop_shows_the_crashed_containers_log(deploy: Deployment) -> None:
     deploy.logs(["vllm"], ["Loading safetensors shard 12/96", "RuntimeError: NCCL error: unhandled cuda error"])
-    result = deploy.k3("apply", *TIMEOUT, "--set", f"vllm.image={CRASH_LOOP_IMAGE}")
+    result = deploy.k3("apply", *TIMEOUT, *serving_image(CRASH_LOOP_IMAGE))
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
     assert "  reason: CrashLoop" in block
@@ -57,14 +59,14 @@ def test_prefetch_job_failure_stops_before_the_leaderworkerset(deploy: Deploymen
     result = deploy.k3("apply", *TIMEOUT, "--set", f"kubernetes.prefetch_image={CRASH_LOOP_IMAGE}")
     assert result.returncode == 1, result.stderr
     block = diagnosis(result.stderr)
-    assert block.startswith(f"failed: Job/{LWS}-prefetch\n  reason: BackoffLimitExceeded\n")
+    assert re.match(rf"failed: Job/{LWS}-prefetch-[0-9a-f]{{8}}\n  reason: BackoffLimitExceeded\n", block), block
     assert "    | huggingface_hub.errors.GatedRepoError: 401\n" in block
     assert deploy.get("leaderworkersets", LWS) is None
 
-    # Once the cause is fixed, a re-run replaces the failed Job instead of waiting on it forever.
+    # Once the cause is fixed (another image: another spec, so another Job), a re-run completes the download.
     rerun = deploy.k3("apply", *TIMEOUT)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{deploy.namespace}/Job/{LWS}-prefetch replaced" in rerun.stderr
+    assert re.search(rf"{deploy.namespace}/Job/{LWS}-prefetch-[0-9a-f]{{8}} created", rerun.stderr), rerun.stderr
 
 
 def test_failing_node_preflight_pod_stops_before_the_weight_cache_with_its_report(deploy: Deployment) -> None:
@@ -82,12 +84,12 @@ def test_failing_node_preflight_pod_stops_before_the_weight_cache_with_its_repor
     assert "    | error: preflight failed 1 check(s): fabric.state\n" in block
     # Nothing after it was applied: no weight cache, no download, no serving group.
     assert deploy.get("persistentvolumeclaims", f"{LWS}-model-cache") is None
-    assert deploy.get("jobs", f"{LWS}-prefetch") is None
+    assert not [j for j in deploy.list("jobs") if j["metadata"]["name"].startswith(f"{LWS}-prefetch-")]
     assert deploy.get("leaderworkersets", LWS) is None
 
 
 def test_deadline_exceeded_exits_3_with_what_was_pending(deploy: Deployment) -> None:
-    result = deploy.k3("apply", "--timeout", "60s", "--set", f"vllm.image={NEVER_READY_IMAGE}")
+    result = deploy.k3("apply", "--timeout", "60s", *serving_image(NEVER_READY_IMAGE))
     assert result.returncode == 3, result.stderr
     assert f"error: LeaderWorkerSet/{LWS} not ready before the deadline (60s)" in result.stderr
     assert f"failed: LeaderWorkerSet/{LWS}" in result.stderr
