@@ -29,12 +29,42 @@ for path in $K3DEPLOY_STANDIN_PATHS; do
   else echo "write $path ${out##*: }"; fi
 done
 """
+#: The serving image (vllm/vllm-openai): `python3` stands in for the gpu-check init container (NVML needs a GPU; it
+#: reports what the kubelet gave it and exits 0), `vllm` reports the same plus whether /models and $VLLM_CACHE_ROOT
+#: take a file, then serves `/health` with busybox httpd on `--port` (logging each request, so the kubelet's probes
+#: show in its log), or sleeps under `--headless` as a worker that serves no HTTP does.
+VLLM = "vllm/vllm-openai:kimi-k3"
+_STATUS = b"""echo "uid $(id -u)"
+echo "gid $(id -g)"
+echo "gpus ${NVIDIA_VISIBLE_DEVICES:-none}"
+grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | sed 's/:\t*/ /'
+"""
+_GPU_CHECK = b'#!/bin/sh\necho "args $*"\n' + _STATUS
+_VLLM = (
+    b'#!/bin/sh\necho "args $*"\n'
+    + _STATUS
+    + b"""for path in /models "$VLLM_CACHE_ROOT"; do
+  mkdir -p "$path" 2>/dev/null
+  if out=$(touch "$path/.standin-write" 2>&1); then echo "write $path ok"; rm -f "$path/.standin-write"
+  else echo "write $path ${out##*: }"; fi
+done
+case " $* " in *" --headless "*) exec sleep 3600 ;; esac
+port=8000; previous=
+for arg in "$@"; do [ "$previous" = --port ] && port=$arg; previous=$arg; done
+exec httpd -f -vv -p "$port" -h /srv/standin
+"""
+)
 STANDIN_IMAGES = [
     Image(BUSYBOX),
     Image(
         PYTHON,
         env=("PATH=/usr/local/bin:/bin",),
         files={"/usr/local/bin/pip": _RECORD, "/usr/local/bin/python": _RECORD},
+    ),
+    Image(
+        VLLM,
+        env=("PATH=/usr/local/bin:/bin",),
+        files={"/usr/local/bin/python3": _GPU_CHECK, "/usr/local/bin/vllm": _VLLM, "/srv/standin/health": b"ok\n"},
     ),
     Image(K3DEPLOY, entrypoint=("/usr/local/bin/k3deploy",), cmd=(), files={"/usr/local/bin/k3deploy": _REPORT}),
 ]
