@@ -11,10 +11,6 @@ from tests.realk8s.realnode import REAL_NODE_KEY
 
 #: A busybox image under a name no registry serves: nothing can be pulled in its place (`IfNotPresent`).
 BUSYBOX = "localhost/realk8s/busybox:1"
-#: The vLLM image, as the prefetch Job runs it: its shell script runs for real (busybox's sh), `python3` is a
-#: stand-in that records what it was asked and succeeds, since nothing can be downloaded here.
-VLLM = "vllm/vllm-openai:kimi-k3"
-_RECORD = b'#!/bin/sh\necho "$(basename "$0") $*"\n[ "$(basename "$0")" = python3 ] && cat >/dev/null\nexit 0\n'
 #: k3deploy's own image (ENTRYPOINT k3deploy): the stand-in reports what the kubelet gave the container, one
 #: `key value` line each: its uid and gid, its capabilities and no_new_privs and seccomp mode (/proc/self/status),
 #: and for each path given in $K3DEPLOY_STANDIN_PATHS whether a file can be written there (`ok`, or the error).
@@ -29,9 +25,39 @@ for path in $K3DEPLOY_STANDIN_PATHS; do
   else echo "write $path ${out##*: }"; fi
 done
 """
+#: The serving image (vllm/vllm-openai), which the prefetch Job runs too: `python3` stands in for the gpu-check init
+#: container (NVML needs a GPU; it reports what the kubelet gave it and exits 0) and for the prefetch's download (a
+#: script on stdin, `python3 -`, read and not run: nothing can be downloaded here; the prefetch's shell runs for real), `vllm` reports the same plus whether /models and $VLLM_CACHE_ROOT
+#: take a file, then serves `/health` with busybox httpd on `--port` (logging each request, so the kubelet's probes
+#: show in its log), or sleeps under `--headless` as a worker that serves no HTTP does.
+VLLM = "vllm/vllm-openai:kimi-k3"
+_STATUS = b"""echo "uid $(id -u)"
+echo "gid $(id -g)"
+echo "gpus ${NVIDIA_VISIBLE_DEVICES:-none}"
+grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | sed 's/:\t*/ /'
+"""
+_PYTHON3 = b'#!/bin/sh\necho "args $*"\n' + _STATUS + b'[ "$1" = - ] && cat >/dev/null\nexit 0\n'
+_VLLM = (
+    b'#!/bin/sh\necho "args $*"\n'
+    + _STATUS
+    + b"""for path in /models "$VLLM_CACHE_ROOT"; do
+  mkdir -p "$path" 2>/dev/null
+  if out=$(touch "$path/.standin-write" 2>&1); then echo "write $path ok"; rm -f "$path/.standin-write"
+  else echo "write $path ${out##*: }"; fi
+done
+case " $* " in *" --headless "*) exec sleep 3600 ;; esac
+port=8000; previous=
+for arg in "$@"; do [ "$previous" = --port ] && port=$arg; previous=$arg; done
+exec httpd -f -vv -p "$port" -h /srv/standin
+"""
+)
 STANDIN_IMAGES = [
     Image(BUSYBOX),
-    Image(VLLM, env=("PATH=/usr/local/bin:/bin",), files={"/usr/local/bin/python3": _RECORD}),
+    Image(
+        VLLM,
+        env=("PATH=/usr/local/bin:/bin",),
+        files={"/usr/local/bin/python3": _PYTHON3, "/usr/local/bin/vllm": _VLLM, "/srv/standin/health": b"ok\n"},
+    ),
     Image(K3DEPLOY, entrypoint=("/usr/local/bin/k3deploy",), cmd=(), files={"/usr/local/bin/k3deploy": _REPORT}),
 ]
 
