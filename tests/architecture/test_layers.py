@@ -82,6 +82,9 @@ PURE_MODULES = [
     "observe/alerts_health.py",
     "observe/promql_health.py",
     "observe/watch_figures.py",
+    "fault_guard/decide.py",
+    "fault_guard/signals.py",
+    "profile/guard_spec.py",
 ]
 
 
