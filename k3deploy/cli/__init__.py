@@ -31,7 +31,7 @@ EXIT_BROKEN_PIPE = 141
 from k3deploy.cli import completion as _completion  # noqa: E402
 from k3deploy.cli import render as _render  # noqa: E402,F401
 
-_OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout", "pin", "bench", "watch")
+_OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout", "pin", "bench", "watch", "guard")
 for _name in _OPTIONAL_COMMAND_MODULES:
     try:
         __import__(f"k3deploy.cli.{_name}")

@@ -147,6 +147,20 @@ class KubeApi:
         path = rest_path(api_version, plural, name, namespace)
         return self.request("GET", path, action, query=query, missing_ok=missing_ok, look=True)
 
+    def pod_http_ok(self, namespace: str, pod: str, port: int, path: str, *, timeout_s: float = 5.0) -> bool:
+        """GET `path` on a pod's port through the API server's pod proxy (`pods/proxy`), once: True on a 2xx
+        answer, False on any other answer or none within `timeout_s` (a probe: its failure is the finding)."""
+        proxied = rest_path("v1", "pods", f"{pod}:{port}", namespace) + "/proxy/" + path.lstrip("/")
+        try:
+            request = self.client.param_serialize(
+                "GET", proxied, auth_settings=["BearerToken"], header_params={"Accept": "*/*"}
+            )
+            response = self.client.call_api(*request, _request_timeout=(timeout_s, timeout_s))
+            response.read()
+        except Exception:
+            return False
+        return 200 <= int(response.status) <= 299
+
     def server_version(self) -> str:
         """The API server's gitVersion (`v1.34.1`), under the look policy."""
         return str(self.request("GET", "/version", "read the server version", look=True)["gitVersion"])
@@ -254,8 +268,11 @@ class KubeApi:
         ).to_dict()
         return list(result.get("items") or []), str(result.get("metadata", {}).get("resourceVersion", ""))
 
-    def apply(self, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False) -> dict[str, Any]:
-        """Server-side apply with field manager `k3deploy`; a KubeError (status, reason, Status body) on refusal."""
+    def apply(
+        self, obj: dict[str, Any], *, force: bool = False, dry_run: bool = False, manager: str = FIELD_MANAGER
+    ) -> dict[str, Any]:
+        """Server-side apply with field manager `manager` (`k3deploy`); a KubeError (status, reason, Status body)
+        on refusal."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
         return self._call(
@@ -265,7 +282,7 @@ class KubeApi:
             body=obj,
             name=meta.get("name"),
             namespace=meta.get("namespace") if res.namespaced else None,
-            field_manager=FIELD_MANAGER,
+            field_manager=manager,
             force_conflicts=force,
             dry_run="All" if dry_run else None,
         ).to_dict()
