@@ -7,7 +7,9 @@ Three documented inputs, each with its source:
   status, one entry per node running the domain's IMEX daemon: api/nvidia.com/resource/v1beta1/computedomain.go
   ComputeDomainNode.Status, "Ready" or "NotReady");
 - a leader whose /health fails while every pod of its group is Running and started (its startup probe passed), so
-  a model still loading is never taken for a fault.
+  a model still loading is never taken for a fault: as the kubelet sees it, the leader's readiness probe (GET
+  /health, templates/leaderworkerset.yaml.j2) failing, its Ready condition False. The kubelet probes from the
+  node, so no network policy or API-server proxy stands between guard and the answer.
 """
 
 from __future__ import annotations
@@ -57,6 +59,18 @@ def group_started(pods: Iterable[Mapping[str, Any]]) -> bool:
         if not containers or not all(c.get("started") is True for c in containers):
             return False
     return True
+
+
+def leader_unready(pods: Iterable[Mapping[str, Any]], leader: str) -> bool:
+    """The group is started (`group_started`) and its leader pod `leader` reports Ready False."""
+    listed = list(pods)
+    if not group_started(listed):
+        return False
+    for pod in listed:
+        if (pod.get("metadata") or {}).get("name") == leader:
+            conditions = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or []}
+            return conditions.get("Ready") == "False"
+    return False
 
 
 def cordoned(node: Mapping[str, Any]) -> bool:

@@ -2,7 +2,7 @@
 
 Everything through the one `KubeApi` of the command: Nodes and Pods (all namespaces: a tray that holds another
 workload's GPU pod has no room), the release's ComputeDomains when the profile renders one, and each started
-group's leader /health through the API server's pod proxy when `guard.leader_health` is on.
+group's leader readiness (its /health probe, as the kubelet reports it) when `guard.leader_health` is on.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from k3deploy.fault_guard.decide import Group, Snapshot, Tray
-from k3deploy.fault_guard.signals import compute_domain_faults, condition_faults, cordoned, group_started
+from k3deploy.fault_guard.signals import compute_domain_faults, condition_faults, cordoned, leader_unready
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.preflight.facts import GPU_RESOURCE, pod_request
@@ -111,13 +111,15 @@ def read(api: KubeApi, profile: Profile, namespace: str, now: float) -> Observed
     groups = []
     for index, members in sorted(pods.items()):
         on = tuple(sorted({n for p in members if (n := (p.get("spec") or {}).get("nodeName"))}))
-        leader_bad = False
-        if guard.leader_health and group_started(members):
-            leader = next(
-                (p for p in members if (p["metadata"].get("labels") or {}).get(WORKER_INDEX_LABEL) == "0"), None
-            )
-            if leader is not None:
-                leader_bad = not api.pod_http_ok(namespace, leader["metadata"]["name"], profile.vllm.port, "/health")
+        leader = next(
+            (
+                p["metadata"]["name"]
+                for p in members
+                if (p["metadata"].get("labels") or {}).get(WORKER_INDEX_LABEL) == "0"
+            ),
+            "",
+        )
+        leader_bad = guard.leader_health and leader_unready(members, leader)
         groups.append(
             Group(index, tuple(sorted(p["metadata"]["name"] for p in members)), on, leader_unhealthy=leader_bad)
         )

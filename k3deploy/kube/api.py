@@ -147,20 +147,6 @@ class KubeApi:
         path = rest_path(api_version, plural, name, namespace)
         return self.request("GET", path, action, query=query, missing_ok=missing_ok, look=True)
 
-    def pod_http_ok(self, namespace: str, pod: str, port: int, path: str, *, timeout_s: float = 5.0) -> bool:
-        """GET `path` on a pod's port through the API server's pod proxy (`pods/proxy`), once: True on a 2xx
-        answer, False on any other answer or none within `timeout_s` (a probe: its failure is the finding)."""
-        proxied = rest_path("v1", "pods", f"{pod}:{port}", namespace) + "/proxy/" + path.lstrip("/")
-        try:
-            request = self.client.param_serialize(
-                "GET", proxied, auth_settings=["BearerToken"], header_params={"Accept": "*/*"}
-            )
-            response = self.client.call_api(*request, _request_timeout=(timeout_s, timeout_s))
-            response.read()
-        except Exception:
-            return False
-        return 200 <= int(response.status) <= 299
-
     def server_version(self) -> str:
         """The API server's gitVersion (`v1.34.1`), under the look policy."""
         return str(self.request("GET", "/version", "read the server version", look=True)["gitVersion"])

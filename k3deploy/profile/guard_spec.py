@@ -40,8 +40,9 @@ class GuardSpec(_Strict):
     )
     leader_health: bool = Field(
         True,
-        description="A group whose leader's /health fails while every pod of the group is Running and started "
-        "(its startup probe passed) is restarted (no tray is cordoned for it).",
+        description="A group whose leader's /health fails (its readiness probe, as the kubelet reports it: Ready "
+        "False) while every pod of the group is Running and started (its startup probe passed) is restarted "
+        "(no tray is cordoned for it).",
     )
     max_cordons_per_hour: int = Field(
         2,

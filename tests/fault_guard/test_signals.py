@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from k3deploy.fault_guard.signals import compute_domain_faults, condition_faults, cordoned, group_started
+from k3deploy.fault_guard.signals import (
+    compute_domain_faults,
+    condition_faults,
+    cordoned,
+    group_started,
+    leader_unready,
+)
 from k3deploy.profile.guard_spec import DEFAULT_FAULT_CONDITIONS
 
 
@@ -74,3 +80,21 @@ def test_cordoned_reads_spec_unschedulable() -> None:
     assert cordoned(node(unschedulable=True))
     assert not cordoned(node(unschedulable=False))
     assert not cordoned(node())
+
+
+def _leader(ready: str, *, started: bool = True) -> dict[str, Any]:
+    pod = _pod(started=started)
+    pod["metadata"]["name"] = "k3-0"
+    pod["status"]["conditions"] = [{"type": "Ready", "status": ready}]
+    return pod
+
+
+def test_a_started_group_whose_leader_is_not_ready_has_an_unhealthy_leader() -> None:
+    worker = _pod()
+    assert leader_unready([_leader("False"), worker], "k3-0")
+    assert not leader_unready([_leader("True"), worker], "k3-0")
+    # Still loading (startup probe not passed): not a fault.
+    assert not leader_unready([_leader("False", started=False), worker], "k3-0")
+    # A worker not running yet: the group is not started.
+    assert not leader_unready([_leader("False"), _pod(phase="Pending")], "k3-0")
+    assert not leader_unready([_leader("False"), worker], "k3-9")
