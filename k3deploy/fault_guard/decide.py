@@ -10,7 +10,8 @@ cordoned yet, delete its pods so LeaderWorkerSet recreates the group elsewhere),
   such room is never taken away, the group then *waits* with an alert instead (deleting it could only leave it Pending);
 
 and `confirm` keeps only what a second, later snapshot still shows (a tray healthy again by then is left alone).
-A leader whose /health fails while its group is started makes the group act with nothing to cordon (a restart).
+A leader whose /health fails while its group is started makes the group act with nothing to cordon (a restart), as
+does a group stranded in a clique too small for it (`stranded_in`).
 Nothing here ever uncordons.
 """
 
@@ -25,6 +26,7 @@ HOUR_S = 3600.0
 #: Reasons, as the `reason` label of k3deploy_guard_actions_total and Events say them.
 REASON_TRAY = "TrayUnhealthy"
 REASON_LEADER = "LeaderUnhealthy"
+REASON_STRANDED = "GroupStranded"
 REASON_RATE = "RateLimited"
 REASON_NO_ROOM = "NoCliqueWithRoom"
 
@@ -54,6 +56,8 @@ class Group:
     trays: tuple[str, ...]
     #: Its leader's /health failed while every pod of it was Running and started.
     leader_unhealthy: bool = False
+    #: Some of its pods cannot be scheduled (PodScheduled False, Unschedulable).
+    unschedulable: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,10 +84,14 @@ class Decision:
     #: Why it waits (None when it acts).
     why_waiting: str | None = None
     leader_unhealthy: bool = False
+    #: The clique its placed pods hold has no room for the whole group: the rest can never be scheduled there.
+    stranded: str | None = None
 
     def describe(self) -> str:
         """One line: what and why."""
         where = "; ".join(f"{tray}: {', '.join(why)}" for tray, why in sorted(self.sick.items()))
+        if not where and self.stranded:
+            where = f"stranded in clique {self.stranded}, which has no room for the whole group"
         cause = where or "its leader's /health fails while every pod is started"
         if self.verdict == "wait":
             return f"group {self.group}: {cause}; waiting: {self.why_waiting}"
@@ -107,6 +115,20 @@ def room_by_clique(snapshot: Snapshot, group: Group, cordon: Iterable[str]) -> d
     return room
 
 
+def stranded_in(snapshot: Snapshot, group: Group) -> str | None:
+    """The clique holding the group's placed pods when some of its pods cannot be scheduled and that clique has no
+    room for the whole group: the pod affinity keeps the rest to that clique, so they never will be. The scheduler
+    places a group's pods one at a time (no gang admission), so a recreated group's leader can land in a clique
+    too small for it (the one a sick tray was just cordoned in); deleting the group again lets it land elsewhere."""
+    if not group.unschedulable:
+        return None
+    cliques = {snapshot.trays[t].clique for t in group.trays if t in snapshot.trays}
+    if len(cliques) != 1:
+        return None
+    [clique] = cliques
+    return clique if room_by_clique(snapshot, group, ()).get(clique, 0) < snapshot.group_size else None
+
+
 def decide(snapshot: Snapshot, max_cordons_per_hour: int) -> list[Decision]:
     """A decision for every group with a sick tray or an unhealthy leader, by group index."""
     decisions: list[Decision] = []
@@ -118,7 +140,8 @@ def decide(snapshot: Snapshot, max_cordons_per_hour: int) -> list[Decision]:
             for name in sorted(set(group.trays))
             if name in snapshot.trays and snapshot.trays[name].faults
         }
-        if not sick and not group.leader_unhealthy:
+        stranded = None if sick else stranded_in(snapshot, group)
+        if not sick and not group.leader_unhealthy and stranded is None:
             continue
         cordon = tuple(name for name in sick if not snapshot.trays[name].cordoned)
         leader = group.leader_unhealthy
@@ -127,19 +150,33 @@ def decide(snapshot: Snapshot, max_cordons_per_hour: int) -> list[Decision]:
                 f"guard.max_cordons_per_hour is {max_cordons_per_hour} and {spent + planned} tray(s) were cordoned "
                 f"by guard in the last hour; {len(cordon)} more would pass it"
             )
-            decisions.append(Decision(group.index, "wait", REASON_RATE, sick, why_waiting=why, leader_unhealthy=leader))
+            decisions.append(
+                Decision(
+                    group.index, "wait", REASON_RATE, sick, why_waiting=why, leader_unhealthy=leader, stranded=stranded
+                )
+            )
             continue
         room = room_by_clique(snapshot, group, cordon)
         if not any(free >= snapshot.group_size for free in room.values()):
             counts = ", ".join(f"{clique} {free}" for clique, free in sorted(room.items())) or "no trays"
             why = f"no clique would keep room for a group of {snapshot.group_size} trays (free trays: {counts})"
             decisions.append(
-                Decision(group.index, "wait", REASON_NO_ROOM, sick, why_waiting=why, leader_unhealthy=leader)
+                Decision(
+                    group.index,
+                    "wait",
+                    REASON_NO_ROOM,
+                    sick,
+                    why_waiting=why,
+                    leader_unhealthy=leader,
+                    stranded=stranded,
+                )
             )
             continue
         planned += len(cordon)
-        reason = REASON_TRAY if sick else REASON_LEADER
-        decisions.append(Decision(group.index, "act", reason, sick, cordon=cordon, leader_unhealthy=leader))
+        reason = REASON_TRAY if sick else REASON_LEADER if leader else REASON_STRANDED
+        decisions.append(
+            Decision(group.index, "act", reason, sick, cordon=cordon, leader_unhealthy=leader, stranded=stranded)
+        )
     return decisions
 
 
@@ -157,10 +194,11 @@ def confirm(first: Iterable[Decision], second: Iterable[Decision]) -> list[Decis
             continue
         sick = {tray: why for tray, why in now.sick.items() if tray in before.sick}
         leader = now.leader_unhealthy and before.leader_unhealthy
-        if not sick and not leader:
+        stranded = now.stranded if now.stranded and now.stranded == before.stranded else None
+        if not sick and not leader and not stranded:
             continue
         cordon = tuple(tray for tray in now.cordon if tray in sick)
-        reason = REASON_TRAY if sick else REASON_LEADER
+        reason = REASON_TRAY if sick else REASON_LEADER if leader else REASON_STRANDED
         out.append(
             Decision(
                 group=now.group,
@@ -169,6 +207,7 @@ def confirm(first: Iterable[Decision], second: Iterable[Decision]) -> list[Decis
                 sick=sick,
                 cordon=cordon,
                 leader_unhealthy=leader,
+                stranded=None if sick else stranded,
             )
         )
     return out

@@ -73,6 +73,18 @@ def leader_unready(pods: Iterable[Mapping[str, Any]], leader: str) -> bool:
     return False
 
 
+def unschedulable(pods: Iterable[Mapping[str, Any]]) -> bool:
+    """Some pod (not being deleted) is not scheduled and the scheduler says why: PodScheduled False, Unschedulable."""
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp") or (pod.get("spec") or {}).get("nodeName"):
+            continue
+        for cond in (pod.get("status") or {}).get("conditions") or []:
+            scheduled = (cond.get("type"), cond.get("status"), cond.get("reason"))
+            if scheduled == ("PodScheduled", "False", "Unschedulable"):
+                return True
+    return False
+
+
 def cordoned(node: Mapping[str, Any]) -> bool:
     """The node is marked unschedulable (cordoned by anyone: guard, NVSentinel, a person)."""
     return bool((node.get("spec") or {}).get("unschedulable"))

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from k3deploy.fault_guard.decide import Group, Snapshot, Tray
-from k3deploy.fault_guard.signals import compute_domain_faults, condition_faults, cordoned, leader_unready
+from k3deploy.fault_guard.signals import (
+    compute_domain_faults,
+    condition_faults,
+    cordoned,
+    leader_unready,
+    unschedulable,
+)
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.preflight.facts import GPU_RESOURCE, pod_request
@@ -121,7 +127,13 @@ def read(api: KubeApi, profile: Profile, namespace: str, now: float) -> Observed
         )
         leader_bad = guard.leader_health and leader_unready(members, leader)
         groups.append(
-            Group(index, tuple(sorted(p["metadata"]["name"] for p in members)), on, leader_unhealthy=leader_bad)
+            Group(
+                index,
+                tuple(sorted(p["metadata"]["name"] for p in members)),
+                on,
+                leader_unhealthy=leader_bad,
+                unschedulable=unschedulable(members),
+            )
         )
     snapshot = Snapshot(trays=trays, groups=tuple(groups), group_size=profile.parallel.nodes, now=now)
     return Observed(snapshot=snapshot, nodes=nodes, pods=pods, domains=domains)

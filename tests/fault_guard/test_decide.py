@@ -9,6 +9,7 @@ from k3deploy.fault_guard.decide import (
     REASON_LEADER,
     REASON_NO_ROOM,
     REASON_RATE,
+    REASON_STRANDED,
     REASON_TRAY,
     Group,
     Snapshot,
@@ -17,6 +18,7 @@ from k3deploy.fault_guard.decide import (
     decide,
     recent_cordons,
     room_by_clique,
+    stranded_in,
     unhealthy_trays,
 )
 
@@ -155,3 +157,34 @@ def test_confirm_lets_a_wait_of_the_second_read_stand() -> None:
 def test_unhealthy_trays_counts_sick_trays_under_the_groups_only() -> None:
     trays = sick(sick(cluster(), "a1"), "c3")
     assert unhealthy_trays(snap(trays)) == 1
+
+
+def test_a_group_stranded_in_a_clique_too_small_for_it_is_deleted_again_to_land_elsewhere() -> None:
+    trays = cluster()
+    trays["a3"] = dataclasses.replace(trays["a3"], cordoned=True, guard_cordoned_at=NOW - 30)
+    stuck = (Group(0, ("p0", "p1", "p2", "p3"), ("a0", "a1", "a2"), unschedulable=True),)
+    assert stranded_in(snap(trays, stuck), stuck[0]) == "a"
+    [d] = decide(snap(trays, stuck), 0)
+    assert (d.verdict, d.reason, d.cordon, d.stranded) == ("act", REASON_STRANDED, (), "a")
+    assert d.describe() == "group 0: stranded in clique a, which has no room for the whole group; delete its pods"
+    assert confirm([d], decide(snap(trays, stuck), 0)) == [d]
+    # Placed again and scheduled: nothing more to do.
+    assert confirm([d], decide(snap(trays, (dataclasses.replace(stuck[0], unschedulable=False),)), 0)) == []
+
+
+def test_a_group_waiting_in_a_clique_with_room_is_not_stranded() -> None:
+    waiting = Group(0, ("p0", "p1"), ("a0",), unschedulable=True)
+    assert stranded_in(snap(cluster(), (waiting,)), waiting) is None
+    assert decide(snap(cluster(), (waiting,)), 0) == []
+    # Nothing placed yet, or placed across cliques: no clique to call too small.
+    assert (
+        stranded_in(snap(cluster(), (Group(0, ("p0",), (), unschedulable=True),)), Group(0, ("p0",), (), True)) is None
+    )
+
+
+def test_a_stranded_group_with_nowhere_else_to_go_waits() -> None:
+    trays = cluster(1)
+    trays["a3"] = dataclasses.replace(trays["a3"], cordoned=True)
+    stuck = (Group(0, ("p0",), ("a0", "a1", "a2"), unschedulable=True),)
+    [d] = decide(snap(trays, stuck), 0)
+    assert (d.verdict, d.reason, d.stranded) == ("wait", REASON_NO_ROOM, "a")

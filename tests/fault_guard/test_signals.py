@@ -10,6 +10,7 @@ from k3deploy.fault_guard.signals import (
     cordoned,
     group_started,
     leader_unready,
+    unschedulable,
 )
 from k3deploy.profile.guard_spec import DEFAULT_FAULT_CONDITIONS
 
@@ -98,3 +99,23 @@ def test_a_started_group_whose_leader_is_not_ready_has_an_unhealthy_leader() -> 
     # A worker not running yet: the group is not started.
     assert not leader_unready([_leader("False"), _pod(phase="Pending")], "k3-0")
     assert not leader_unready([_leader("False"), worker], "k3-9")
+
+
+def test_a_pod_the_scheduler_cannot_place_makes_the_group_unschedulable() -> None:
+    placed = _pod()
+    placed["spec"] = {"nodeName": "a0"}
+    pending = {
+        "metadata": {"name": "w"},
+        "spec": {},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/14 nodes"}
+            ],
+        },
+    }
+    assert unschedulable([placed, pending])
+    assert not unschedulable([placed])
+    # Not yet looked at by the scheduler, or being deleted: not counted.
+    assert not unschedulable([{"metadata": {"name": "w"}, "spec": {}, "status": {"phase": "Pending"}}])
+    assert not unschedulable([{**pending, "metadata": {"name": "w", "deletionTimestamp": "2026-01-01T00:00:00Z"}}])
