@@ -69,7 +69,8 @@ def guard(
             from prometheus_client import start_http_server
 
             start_http_server(metrics_port, registry=g.metrics.registry)
-        run_forever(g, interval_s)
+        run_forever(g, interval_s, deadline.expired)
+        return
     report = g.run_pass()
     if output is not OutputFormat.table:
         print_data(report.to_dict(), output)

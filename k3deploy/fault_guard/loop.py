@@ -172,12 +172,13 @@ class Guard:
         )
 
 
-def run_forever(g: Guard, interval_s: float) -> None:
-    """Passes every `interval_s` until interrupted; a pass that fails on the API is said and the next one tries
-    again (a controller outlives a restarting API server)."""
-    while True:
+def run_forever(g: Guard, interval_s: float, done: Callable[[], bool]) -> None:
+    """Passes every `interval_s` until interrupted or `done()` (the command's --timeout passed); a pass that fails on
+    the API is said and the next one tries again (a controller outlives a restarting API server)."""
+    while not done():
         try:
             g.run_pass()
         except K3DeployError as exc:
             g.say(f"pass failed: {exc}")
-        g.sleep(interval_s)
+        if not done():
+            g.sleep(interval_s)
