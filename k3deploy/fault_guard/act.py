@@ -2,9 +2,8 @@
 
 Every call through the command's `KubeApi`. A cordon is a server-side apply of the node's `spec.unschedulable` and
 guard's three annotations (snapshot.py CORDONED_AT, CORDON_REASON, CORDONED_BY) under a field manager of guard's
-own, made only when the node, read again just before, is still not cordoned. The group's pods are deleted so the
-LeaderWorkerSet controller recreates the group (its RecreateGroupOnPodRestart policy), and the scheduler places it
-on trays with room. Events go on the LeaderWorkerSet, as a controller's do.
+own, made only when the node, read again just before, is still not cordoned. The group is deleted through its leader
+(`delete_group`) so the LeaderWorkerSet controller recreates it, and the scheduler places it on trays with room. Events go on the LeaderWorkerSet, as a controller's do.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from k3deploy.fault_guard.evidence_file import write_new
 from k3deploy.fault_guard.snapshot import CORDON_REASON, CORDONED_AT, CORDONED_BY, Observed
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import API_VERSION as LWS_API
+from k3deploy.lws import WORKER_INDEX_LABEL
 
 #: The field manager of guard's cordons, and the component its Events name.
 GUARD = "k3deploy-guard"
@@ -88,8 +88,19 @@ def cordon(api: KubeApi, node: str, reason: str, by: str, now: float) -> bool:
     return True
 
 
-def delete_pods(api: KubeApi, namespace: str, names: list[str]) -> list[str]:
-    """Delete the pods (those still there); the names deleted."""
+def delete_group(api: KubeApi, namespace: str, pods: list[dict[str, Any]]) -> list[str]:
+    """Delete the group through its leader, in the foreground: the leader pod goes only once its worker StatefulSet
+    and their pods are gone, so the leader's StatefulSet recreates it when no pod of the group is left. Deleting
+    every pod at once let the worker StatefulSet, still owned by the terminating leader, recreate workers in the old
+    clique, and the new leader's pod affinity (one clique per group key) then held the group there. Without a leader,
+    the pods there are are deleted. The names of the group's pods deleted (with the leader's, its workers')."""
+    names = sorted(p["metadata"]["name"] for p in pods)
+    leader = next(
+        (p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(WORKER_INDEX_LABEL) == "0"),
+        None,
+    )
+    if leader is not None:
+        return names if api.delete("v1", "Pod", leader, namespace, propagation="Foreground") else []
     return [name for name in names if api.delete("v1", "Pod", name, namespace)]
 
 

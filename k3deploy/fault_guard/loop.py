@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from k3deploy.errors import K3DeployError
-from k3deploy.fault_guard.act import cordon, delete_pods, event, keep_evidence
+from k3deploy.fault_guard.act import cordon, delete_group, event, keep_evidence
 from k3deploy.fault_guard.decide import Decision, confirm, decide, unhealthy_trays
 from k3deploy.fault_guard.metrics import GuardMetrics
 from k3deploy.fault_guard.snapshot import read
@@ -154,8 +154,7 @@ class Guard:
                 report.cordoned.append(tray)
                 self.metrics.count("cordon", decision.reason)
                 self.say(f"cordoned {tray}: {why}")
-        pods = sorted(p["metadata"]["name"] for p in observed.pods.get(decision.group, []))
-        gone = delete_pods(self.api, self.namespace, pods)
+        gone = delete_group(self.api, self.namespace, observed.pods.get(decision.group, []))
         report.deleted += gone
         self.metrics.count("delete_pods", decision.reason)
         self.say(f"deleted the pods of group {decision.group}: {', '.join(gone) or 'none left'}")
