@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 from k3deploy.fault_guard.decide import (
-    HOUR_S,
     REASON_LEADER,
     REASON_NO_ROOM,
     REASON_RATE,
@@ -63,7 +62,7 @@ def test_a_tray_already_cordoned_is_not_cordoned_again_but_the_group_still_moves
 def test_the_rate_limit_counts_guards_cordons_of_the_last_hour() -> None:
     trays = cluster()
     trays["c0"] = dataclasses.replace(trays["c0"], cordoned=True, guard_cordoned_at=NOW - 60)
-    trays["c1"] = dataclasses.replace(trays["c1"], cordoned=True, guard_cordoned_at=NOW - HOUR_S - 1)
+    trays["c1"] = dataclasses.replace(trays["c1"], cordoned=True, guard_cordoned_at=NOW - 3601)
     assert recent_cordons(trays.values(), NOW) == 1
     [d] = decide(snap(sick(trays, "a1")), 1)
     assert (d.verdict, d.reason, d.cordon) == ("wait", REASON_RATE, ())
