@@ -119,3 +119,9 @@ def test_a_pod_the_scheduler_cannot_place_makes_the_group_unschedulable() -> Non
     # Not yet looked at by the scheduler, or being deleted: not counted.
     assert not unschedulable([{"metadata": {"name": "w"}, "spec": {}, "status": {"phase": "Pending"}}])
     assert not unschedulable([{**pending, "metadata": {"name": "w", "deletionTimestamp": "2026-01-01T00:00:00Z"}}])
+
+
+def test_a_placed_pod_is_not_unschedulable_whatever_its_condition_says() -> None:
+    stale = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    placed = {"metadata": {"name": "w"}, "spec": {"nodeName": "a0"}, "status": {"conditions": [stale]}}
+    assert not unschedulable([placed])
