@@ -31,7 +31,7 @@ EXIT_BROKEN_PIPE = 141
 from k3deploy.cli import completion as _completion  # noqa: E402
 from k3deploy.cli import render as _render  # noqa: E402,F401
 
-_OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout", "pin", "bench", "watch", "stage")
+_OPTIONAL_COMMAND_MODULES = ("smoke", "preflight", "rollout", "pin", "bench", "watch", "stage", "guard")
 for _name in _OPTIONAL_COMMAND_MODULES:
     try:
         __import__(f"k3deploy.cli.{_name}")
@@ -111,6 +111,8 @@ def _forget_unhandled_interrupt() -> None:
 
 
 DRY_RUN_KINDS = ("none", "client", "server")
+#: Commands whose --dry-run takes a kind (kubectl's); elsewhere (`guard --dry-run`) it is a plain flag.
+DRY_RUN_KIND_COMMANDS = ("apply",)
 
 
 def _dry_run_args(args: list[str]) -> list[str]:
@@ -120,6 +122,8 @@ def _dry_run_args(args: list[str]) -> list[str]:
     it is another option: `--dry-run --kubeconfig x` would read '--kubeconfig' as the kind), so a bare flag is
     given its value here.
     """
+    if not args or args[0] not in DRY_RUN_KIND_COMMANDS:
+        return args
     fixed: list[str] = []
     words = iter(range(len(args)))
     for i in words:

@@ -262,8 +262,11 @@ class KubeApi:
         ).to_dict()
         return list(result.get("items") or []), str(result.get("metadata", {}).get("resourceVersion", ""))
 
-    def apply(self, obj: KubeObject, *, force: bool = False, dry_run: bool = False) -> KubeObject:
-        """Server-side apply with field manager `k3deploy`; a KubeError (status, reason, Status body) on refusal."""
+    def apply(
+        self, obj: KubeObject, *, force: bool = False, dry_run: bool = False, manager: str = FIELD_MANAGER
+    ) -> KubeObject:
+        """Server-side apply with field manager `manager` (`k3deploy`); a KubeError (status, reason, Status body)
+        on refusal."""
         res = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata", {})
         done = self._call(
@@ -273,7 +276,7 @@ class KubeApi:
             body=obj,
             name=meta.get("name"),
             namespace=meta.get("namespace") if res.namespaced else None,
-            field_manager=FIELD_MANAGER,
+            field_manager=manager,
             force_conflicts=force,
             dry_run="All" if dry_run else None,
         )

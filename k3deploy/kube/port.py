@@ -62,8 +62,11 @@ class KubePort(Protocol):
         """The objects of a kind and the list's resourceVersion."""
         ...
 
-    def apply(self, obj: KubeObject, *, force: bool = False, dry_run: bool = False) -> KubeObject:
-        """Server-side apply as k3deploy's field manager: the object as the server stored (or would store) it."""
+    def apply(
+        self, obj: KubeObject, *, force: bool = False, dry_run: bool = False, manager: str = "k3deploy"
+    ) -> KubeObject:
+        """Server-side apply as field manager `manager` (k3deploy's own by default): the object as the server stored
+        (or would store) it."""
         ...
 
     def create(self, obj: KubeObject) -> KubeObject:

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from k3deploy.lws import name_length_reason
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.flags import check_extra_args
+from k3deploy.profile.guard_spec import GuardSpec
 from k3deploy.profile.kubernetes_spec import IMAGE_REPOSITORY, KubernetesSpec, release_version
 from k3deploy.profile.names import (
     EnvName,
@@ -404,6 +405,7 @@ class Profile(_Strict):
     local: LocalSpec = Field(default_factory=LocalSpec)
     smoke: SmokeSpec = Field(default_factory=SmokeSpec)
     targets: TargetsSpec = Field(default_factory=TargetsSpec)
+    guard: GuardSpec = Field(default_factory=GuardSpec)
 
     @field_validator("name")
     @classmethod

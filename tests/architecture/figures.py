@@ -42,6 +42,7 @@ STAGES: list[set[str]] = [
     {"observe"},
     {"render"},
     {"preflight"},
+    {"fault_guard"},
     {"rollout"},
     {"smoke", "bench"},
     {"targets"},

@@ -79,6 +79,9 @@ PURE_MODULES = [
     "stage/plan.py",
     "stage/record.py",
     "stage/throttle.py",
+    "fault_guard/decide.py",
+    "fault_guard/signals.py",
+    "profile/guard_spec.py",
 ]
 
 

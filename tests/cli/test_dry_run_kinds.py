@@ -23,6 +23,8 @@ PROFILE = "kimi-k3-gb300-tp16"
         (["apply", "--dry-run=none"], ["apply", "--dry-run=none"]),
         (["apply", "--dry-run", "-p", "client"], ["apply", "--dry-run=server", "-p", "client"]),
         (["apply", "--", "--dry-run"], ["apply", "--", "--dry-run"]),
+        # guard's --dry-run is a plain flag: left as it is.
+        (["guard", "--dry-run", "--once"], ["guard", "--dry-run", "--once"]),
     ],
 )
 def test_a_bare_dry_run_means_server_and_never_swallows_the_next_option(given: list[str], spelt: list[str]) -> None:

@@ -1,0 +1,85 @@
+"""The `guard` command: one release's NVL72 fault guard, a pass (`--once`) or the loop, from a workstation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
+from k3deploy.cli.output import print_data
+from k3deploy.cli.rollout import ContextOpt, KubeconfigOpt, NamespaceOpt, StatusTimeoutOpt, _load
+from k3deploy.console import err, out
+from k3deploy.duration import parse_duration
+from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.kube.deadline import Deadline
+from k3deploy.kube.options import KubeOptions
+
+
+@app.command()
+def guard(
+    profile: ProfileOpt = None,
+    set_: SetOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    once: Annotated[bool, typer.Option("--once", help="One pass, then exit (1 when a fault is held).")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what it would do; change nothing, write no evidence.")
+    ] = False,
+    evidence_dir: Annotated[
+        Path, typer.Option("--evidence-dir", help="Folder of the evidence bundles (made when missing).")
+    ] = Path("k3deploy-evidence"),
+    interval: Annotated[str, typer.Option("--interval", help="Time between passes of the loop, e.g. 30s.")] = "30s",
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", help="Serve the guard's metrics on this port (the loop only).")
+    ] = None,
+    timeout: StatusTimeoutOpt = None,
+    output: FormatOpt = OutputFormat.table,
+) -> None:
+    """Move a serving group off a sick NVL72 tray: keep the evidence, cordon the tray, delete the group's pods.
+
+    A controller: it acts without asking, so look first with --dry-run. It never uncordons.
+    """
+    # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.fault_guard.loop import Guard, run_forever
+    from k3deploy.kube.api import KubeApi
+
+    interval_s = parse_duration(interval, "--interval") or 30.0
+    if metrics_port is not None and (once or not 0 < metrics_port < 65536):
+        raise UsageError("--metrics-port is a port (1-65535) of the loop", hint="drop --once to run the loop")
+    prof = _load(profile, set_, namespace)
+    if not prof.on_kubernetes:
+        raise UsageError(
+            f"profile {prof.name} does not run on Kubernetes: guard watches a release's serving groups on a cluster",
+            hint="pass a Kubernetes profile, e.g. -p kimi-k3-gb300-tp16",
+        )
+    ns = prof.kubernetes.namespace
+    deadline = Deadline(parse_duration(timeout), flag="--timeout")
+    api = KubeApi(KubeOptions(kubeconfig, context, namespace, deadline))
+
+    def say(line: str) -> None:
+        err.print(f"guard: {line}", markup=False, highlight=False)
+
+    g = Guard(api=api, profile=prof, namespace=ns, evidence_dir=evidence_dir, dry_run=dry_run, say=say)
+    if not once:
+        if metrics_port is not None:
+            # Loaded for the loop's metrics endpoint only.
+            from prometheus_client import start_http_server
+
+            start_http_server(metrics_port, registry=g.metrics.registry)
+        run_forever(g, interval_s, deadline.expired)
+        return
+    report = g.run_pass()
+    if output is not OutputFormat.table:
+        print_data(report.to_dict(), output)
+    else:
+        lines = [d.describe() for d in report.decided] or ["no sick tray under a serving group"]
+        for line in lines:
+            out.print(("dry run: " if dry_run else "") + line, markup=False, highlight=False)
+    if report.held:
+        raise CheckFailed(
+            f"guard holds {len(report.held)} fault(s) it cannot act on",
+            hint="see the README's 'NVL72 faults' runbook: free a clique or raise guard.max_cordons_per_hour",
+        )

@@ -1,0 +1,184 @@
+"""One pass of `k3deploy guard` (`--once`), and the loop of passes: read, decide, read again, act, report.
+
+A pass is level-triggered: it reads the whole state each time (Nodes, Pods, ComputeDomains) and keeps nothing
+between passes but the Events it already sent, so a restarted guard picks up where the cluster is. The rate limit's
+memory is on the nodes themselves (guard's cordon annotation). A poll, not a watch: the official client's watch
+would save reads, but a pass needs every object of three kinds at once and the decision must see them together;
+every `guard.confirm_after_s` the state is read again anyway. kopf would bring a framework for one loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from k3deploy.errors import K3DeployError
+from k3deploy.fault_guard.act import cordon, delete_group, event, keep_evidence
+from k3deploy.fault_guard.decide import Decision, confirm, decide, unhealthy_trays
+from k3deploy.fault_guard.metrics import GuardMetrics
+from k3deploy.fault_guard.snapshot import read
+from k3deploy.kobject import KubeObject
+from k3deploy.kube.api import KubeApi
+from k3deploy.lws import API_VERSION as LWS_API
+from k3deploy.profile.model import Profile
+
+
+@dataclass
+class PassReport:
+    """What one pass saw and did."""
+
+    seen: list[Decision] = field(default_factory=list)
+    decided: list[Decision] = field(default_factory=list)
+    cordoned: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    unhealthy_trays: int = 0
+    dry_run: bool = False
+
+    @property
+    def held(self) -> list[Decision]:
+        """Faults guard holds and cannot act on."""
+        return [d for d in self.decided if d.verdict == "wait"]
+
+    def to_dict(self) -> KubeObject:
+        """The report as `-o json` prints it."""
+
+        def one(d: Decision) -> KubeObject:
+            return {
+                "group": d.group,
+                "verdict": d.verdict,
+                "reason": d.reason,
+                "summary": d.describe(),
+                "sick": {t: list(w) for t, w in d.sick.items()},
+                "cordon": list(d.cordon),
+                "waiting": d.why_waiting,
+            }
+
+        return {
+            "dry_run": self.dry_run,
+            "unhealthy_trays": self.unhealthy_trays,
+            "seen": [one(d) for d in self.seen],
+            "decisions": [one(d) for d in self.decided],
+            "cordoned": self.cordoned,
+            "deleted_pods": self.deleted,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass
+class Guard:
+    """One release's guard: its connection, settings, metrics, and the waits it already announced."""
+
+    api: KubeApi
+    profile: Profile
+    namespace: str
+    evidence_dir: Path
+    dry_run: bool = False
+    metrics: GuardMetrics = field(default_factory=GuardMetrics)
+    say: Callable[[str], None] = print
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    announced: dict[int, str] = field(default_factory=dict)
+
+    def run_pass(self) -> PassReport:
+        """Read, decide; when something is to be done, wait `confirm_after_s`, read again and do what still holds."""
+        guard = self.profile.guard
+        first = read(self.api, self.profile, self.namespace, self.clock())
+        report = PassReport(dry_run=self.dry_run, unhealthy_trays=unhealthy_trays(first.snapshot))
+        report.seen = decide(first.snapshot, guard.max_cordons_per_hour)
+        self.metrics.unhealthy_trays.set(report.unhealthy_trays)
+        observed, decided = first, report.seen
+        if any(d.verdict == "act" for d in report.seen):
+            for d in report.seen:
+                self.say(f"seen: {d.describe()}")
+            self.say(f"reading again in {guard.confirm_after_s:g}s before acting")
+            self.sleep(guard.confirm_after_s)
+            observed = read(self.api, self.profile, self.namespace, self.clock())
+            decided = confirm(report.seen, decide(observed.snapshot, guard.max_cordons_per_hour))
+            if not any(d.verdict == "act" for d in decided):
+                self.say("no action: the fault cleared before guard acted")
+        report.decided = decided
+        self.metrics.held_faults.set(len(report.held))
+        lws = None if self.dry_run else self.api.get(LWS_API, "LeaderWorkerSet", self.profile.name, self.namespace)
+        for decision in decided:
+            if decision.verdict == "wait":
+                self._wait(decision, lws)
+            else:
+                self._act(decision, observed, lws, report)
+        self.announced = {g: m for g, m in self.announced.items() if g in {d.group for d in report.held}}
+        return report
+
+    def _wait(self, decision: Decision, lws: KubeObject | None) -> None:
+        message = decision.describe()
+        self.say(("would alert: " if self.dry_run else "alert: ") + message)
+        if self.dry_run or self.announced.get(decision.group) == message:
+            return
+        self.metrics.count("wait", decision.reason)
+        event(
+            self.api,
+            lws,
+            self.namespace,
+            self.profile.name,
+            reason=decision.reason,
+            message=message,
+            warning=True,
+            now=self.clock(),
+        )
+        self.announced[decision.group] = message
+
+    def _act(self, decision: Decision, observed: Any, lws: KubeObject | None, report: PassReport) -> None:
+        guard = self.profile.guard
+        if self.dry_run:
+            self.say(f"would: {decision.describe()}")
+            return
+        path = keep_evidence(
+            self.api,
+            observed,
+            decision,
+            release=self.profile.name,
+            namespace=self.namespace,
+            folder=self.evidence_dir,
+            tail_lines=guard.log_tail_lines,
+            max_bytes=guard.evidence_max_bytes,
+        )
+        report.evidence.append(str(path))
+        self.metrics.count("evidence", decision.reason)
+        self.say(f"evidence of group {decision.group}: {path}")
+        by = f"k3deploy guard of {self.namespace}/{self.profile.name}"
+        now = self.clock()
+        for tray in decision.cordon:
+            why = f"group {decision.group}: " + ", ".join(decision.sick.get(tray, ()))
+            if cordon(self.api, tray, why, by, now):
+                report.cordoned.append(tray)
+                self.metrics.count("cordon", decision.reason)
+                self.say(f"cordoned {tray}: {why}")
+        gone = delete_group(self.api, self.namespace, observed.pods.get(decision.group, []))
+        report.deleted += gone
+        self.metrics.count("delete_pods", decision.reason)
+        self.say(f"deleted the pods of group {decision.group}: {', '.join(gone) or 'none left'}")
+        message = f"{decision.describe()} (evidence: {path.name})"
+        event(
+            self.api,
+            lws,
+            self.namespace,
+            self.profile.name,
+            reason=decision.reason,
+            message=message,
+            warning=True,
+            now=now,
+        )
+
+
+def run_forever(g: Guard, interval_s: float, done: Callable[[], bool]) -> None:
+    """Passes every `interval_s` until interrupted or `done()` (the command's --timeout passed); a pass that fails on
+    the API is said and the next one tries again (a controller outlives a restarting API server)."""
+    while not done():
+        try:
+            g.run_pass()
+        except K3DeployError as exc:
+            g.say(f"pass failed: {exc}")
+        if not done():
+            g.sleep(interval_s)

@@ -1,0 +1,1 @@
+"""Tests of k3deploy/fault_guard/."""
