@@ -49,8 +49,9 @@ def unattributable(client_tokens: int, delta: MetricsDelta) -> str | None:
     return None
 
 
-def impossible(spec: SpecDecodeDelta, client_tokens: int, num_speculative_tokens: int | None) -> str | None:
-    """Why the spec-decode counts cannot be true; None when they are within their bounds."""
+def impossible(spec: SpecDecodeDelta, client_tokens: float | None, num_speculative_tokens: int | None) -> str | None:
+    """Why the spec-decode counts cannot be true; None when they are within their bounds. `client_tokens` bounds
+    the rounds (None: unknown, that bound is skipped); a server-wide generation-token delta bounds them as well."""
     length, rate = spec.mean_acceptance_length, spec.acceptance_rate
     if num_speculative_tokens is not None and length is not None and length > 1 + num_speculative_tokens + EPSILON:
         return f"mean acceptance length {length:g} exceeds 1 + num_speculative_tokens = {1 + num_speculative_tokens}"
@@ -60,10 +61,10 @@ def impossible(spec: SpecDecodeDelta, client_tokens: int, num_speculative_tokens
         )
     if spec.accepted_tokens > spec.draft_tokens + EPSILON:
         return f"{spec.accepted_tokens:g} accepted tokens exceed the {spec.draft_tokens:g} drafted"
-    if spec.drafts + spec.accepted_tokens > client_tokens + EPSILON:
+    if client_tokens is not None and spec.drafts + spec.accepted_tokens > client_tokens + EPSILON:
         return (
-            f"{spec.drafts:g} drafts + {spec.accepted_tokens:g} accepted tokens exceed the {client_tokens} tokens "
-            "the client streamed (each round emits one token plus those it accepts)"
+            f"{spec.drafts:g} drafts + {spec.accepted_tokens:g} accepted tokens exceed the {client_tokens:g} tokens "
+            "streamed (each round emits one token plus those it accepts)"
         )
     return None
 

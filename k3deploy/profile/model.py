@@ -335,6 +335,12 @@ class SmokeSpec(_Strict):
         "prompts is not the published benchmark (`k3deploy bench` on SPEED-Bench judges that figure). 0: the target itself.",
     )
     tier: Literal["low_entropy", "high_entropy", "all"] = "low_entropy"
+    require_attribution: bool = Field(
+        False,
+        description="FAIL the speculative check when the server's counters cannot be tied to smoke's own requests "
+        "(other traffic moved them). false: such a figure is reported unattributable with a WARN and never rolls a "
+        "group back; correctness and liveness still gate.",
+    )
     request_timeout_s: float = Field(600, gt=0)
     overall_timeout_s: float = Field(3600, gt=0)
     ready_timeout_s: float | None = Field(

@@ -222,6 +222,7 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
             report.summary,
             client_tokens=sum(r.completion_tokens or 0 for r in state.phase("measured")),
             num_speculative_tokens=profile.speculative.num_speculative_tokens if profile.speculative else None,
+            require_attribution=profile.smoke.require_attribution,
         )
     )
     out.append(
