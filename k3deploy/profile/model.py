@@ -201,6 +201,7 @@ DERIVED_KUBE_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "kubernetes.startup_probe_bud
 DERIVED_FLAGS = {
     "--distributed-timeout-seconds": "distributed_timeout_s",
     "--disable-custom-all-reduce": "disable_custom_all_reduce",
+    "--per-request-spec-decode-metrics": "per_request_spec_decode_metrics",
 }
 
 
@@ -227,6 +228,12 @@ class VllmSpec(_Strict):
     enable_prefix_caching: bool | None = None
     enforce_eager: bool = False
     attention_config: dict[str, Any] | None = None
+    per_request_spec_decode_metrics: Literal["none", "summary", "detailed"] = Field(
+        "none",
+        description="--per-request-spec-decode-metrics (vllm.config.observability, experimental): each response "
+        "carries its own acceptance counts, so smoke judges acceptance from its own requests, which no other "
+        "traffic can move. Needs speculative decoding.",
+    )
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
     env: dict[EnvName, str] = Field(default_factory=dict)
     # Multi-node collectives; null means the default k3deploy derives from the parallel layout (see argv.py).
@@ -430,6 +437,9 @@ class Profile(_Strict):
             raise ValueError(
                 "speculative.rejection_sample_method 'synthetic' is a test mode; a production profile must use 'block' or 'standard'"
             )
+        if self.vllm.per_request_spec_decode_metrics != "none" and self.speculative is None:
+            # vLLM refuses it at start-up (vllm/config/vllm.py); say so before a 16-GPU group loads.
+            raise ValueError("vllm.per_request_spec_decode_metrics requires a speculative section")
         reason = name_length_reason(self.name, par.replicas)
         if reason is not None:
             raise ValueError(reason)

@@ -368,6 +368,6 @@ def _judge_unattributed(
         target=target,
         detail=f"acceptance unattributable: {foreign}{shown}",
         hint="other traffic moved the counters (a leader already serving, or several groups behind one URL): "
-        "serve with --per-request-spec-decode-metrics (serving.per_request_spec_decode_metrics) to judge each "
+        "serve with --per-request-spec-decode-metrics (vllm.per_request_spec_decode_metrics) to judge each "
         "request by its own figures, smoke one group's leader, or set smoke.require_attribution: true to FAIL",
     )
