@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from k3deploy.measure.attribution import impossible, stream_contradicts, unattributable
 from k3deploy.report.model import CheckResult, Status
-from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
+from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary, SpecDecodeDelta
 
 LIVENESS = "liveness"
 CORRECTNESS = "correctness"
@@ -151,6 +151,7 @@ def judge_speculative(
     client_tokens: int | None = None,
     num_speculative_tokens: int | None = None,
     require_attribution: bool = False,
+    per_request: tuple[SpecDecodeDelta, int] | None = None,
 ) -> CheckResult:
     """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates).
 
@@ -158,7 +159,10 @@ def judge_speculative(
     its counts possible (measure/attribution.py). A delta other traffic moved (a leader already serving users, two
     groups behind one URL) is no evidence either way: WARN, never a PASS of its figure and never a FAIL that rolls
     a healthy group back, unless `require_attribution` (smoke.require_attribution) asks for the strict FAIL.
-    Counters no server can produce and a stream that contradicts them FAIL in both cases."""
+    Counters no server can produce and a stream that contradicts them FAIL in both cases.
+
+    `per_request` (measure/per_request.py `own_acceptance`: the responses' own counts and the tokens they streamed)
+    is judged in place of /metrics: it is attributable by construction."""
     target = f">= {min_length}" if min_length is not None else ("drafts > 0" if expected else None)
     if summary is None or summary.overall.requests == summary.overall.failed:
         return CheckResult(
@@ -167,6 +171,8 @@ def judge_speculative(
             target=target,
             detail="no measured request succeeded; acceptance cannot be judged",
         )
+    if expected and per_request is not None:
+        return _judge_own(per_request, min_length, summary, target, num_speculative_tokens)
     if delta is None or not delta.available:
         why = delta.error if delta is not None and delta.error else "/metrics was not read"
         if not expected:
@@ -371,3 +377,53 @@ def _judge_unattributed(
         "serve with --per-request-spec-decode-metrics (vllm.per_request_spec_decode_metrics) to judge each "
         "request by its own figures, smoke one group's leader, or set smoke.require_attribution: true to FAIL",
     )
+
+
+def _judge_own(
+    per_request: tuple[SpecDecodeDelta, int],
+    min_length: float | None,
+    summary: SmokeSummary,
+    target: str | None,
+    num_speculative_tokens: int | None,
+) -> CheckResult:
+    """The speculative check from the responses' own counts: bounded as the /metrics figure is (steps plus
+    accepted within the tokens these requests streamed, length within 1 + num_speculative_tokens) and witnessed
+    by the same streams."""
+    spec, streamed = per_request
+    source = f"from the {streamed} tokens' own responses (per-request spec-decode metrics)"
+    length = spec.mean_acceptance_length
+    if spec.drafts <= 0 or length is None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=0,
+            target=target,
+            detail=f"{NOT_ACTIVE}: 0 verify steps {source}",
+            hint="check --speculative-config in the server's argv and its start-up log",
+        )
+    bad = impossible(spec, streamed, num_speculative_tokens)
+    chunk = summary.overall.tokens_per_chunk
+    contradicted = bad or stream_contradicts(length, chunk.mean, chunk.p90)
+    if contradicted is not None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"impossible per-request spec-decode counts: {contradicted}",
+            hint="a proxy rewrites the responses' metrics.speculative_decoding, or the server is not vLLM",
+        )
+    detail = (
+        f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {spec.drafts:g} verify "
+        f"steps) {source}"
+    )
+    if min_length is not None and length < min_length:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"mean acceptance length {length:.3f} is below the minimum {min_length}; " + detail,
+            hint="check the draft model and its revision, temperature, and that the prompts suit the tier",
+        )
+    return CheckResult(name=SPECULATIVE, status=Status.PASS, measured=length, target=target, detail=detail)
