@@ -58,8 +58,9 @@ def read_spec_decode(data: bytes) -> RequestSpecDecode | None:
     )
 
 
-def own_acceptance(records: Sequence[RequestRecord]) -> tuple[SpecDecodeDelta, int] | None:
-    """The summed per-request counts of the successful `records` and the tokens they streamed, or None unless
+def own_acceptance(records: Sequence[RequestRecord]) -> tuple[SpecDecodeDelta, int, int] | None:
+    """The summed per-request counts of the successful `records`, the tokens they streamed and how many they
+    are, or None unless
     every one of them carries its own counts (a server without the flag, or one of several leaders without it,
     leaves the figure to /metrics)."""
     ok = [r for r in records if r.ok]
@@ -69,4 +70,4 @@ def own_acceptance(records: Sequence[RequestRecord]) -> tuple[SpecDecodeDelta, i
     figures = spec_decode_figures(
         sum(s.steps for s in own), sum(s.drafted for s in own), sum(s.accepted for s in own), {}
     )
-    return figures, sum(r.completion_tokens or 0 for r in ok)
+    return figures, sum(r.completion_tokens or 0 for r in ok), len(ok)

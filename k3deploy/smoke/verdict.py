@@ -151,7 +151,7 @@ def judge_speculative(
     client_tokens: int | None = None,
     num_speculative_tokens: int | None = None,
     require_attribution: bool = False,
-    per_request: tuple[SpecDecodeDelta, int] | None = None,
+    per_request: tuple[SpecDecodeDelta, int, int] | None = None,
 ) -> CheckResult:
     """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates).
 
@@ -161,7 +161,7 @@ def judge_speculative(
     a healthy group back, unless `require_attribution` (smoke.require_attribution) asks for the strict FAIL.
     Counters no server can produce and a stream that contradicts them FAIL in both cases.
 
-    `per_request` (measure/per_request.py `own_acceptance`: the responses' own counts and the tokens they streamed)
+    `per_request` (measure/per_request.py `own_acceptance`: the responses' own counts, the tokens and requests)
     is judged in place of /metrics: it is attributable by construction."""
     target = f">= {min_length}" if min_length is not None else ("drafts > 0" if expected else None)
     if summary is None or summary.overall.requests == summary.overall.failed:
@@ -225,7 +225,12 @@ def judge_speculative(
             f"({spec.accepted_tokens if spec else None} accepted / {drafts} drafts)",
             hint="read the server's /metrics: its spec-decode counters are not usable counts",
         )
-    bad = impossible(spec, client_tokens, num_speculative_tokens) if expected and client_tokens is not None else None
+    measured_requests = summary.overall.requests
+    bad = (
+        impossible(spec, client_tokens, num_speculative_tokens, measured_requests)
+        if expected and client_tokens is not None
+        else None
+    )
     if bad is not None:
         return CheckResult(
             name=SPECULATIVE,
@@ -344,8 +349,8 @@ def _judge_unattributed(
     smoke's own streams contradict, still FAILs; anything else is reported, unjudged, with a WARN."""
     spec = delta.spec_decode
     length = spec.mean_acceptance_length if spec is not None else None
-    # The server's own generation delta bounds its rounds whoever sent the requests.
-    bad = impossible(spec, delta.generation_tokens, num_speculative_tokens) if spec is not None else None
+    # Other requests' rounds are in the counts, and how many requests there were is unknown: no round bound.
+    bad = impossible(spec, None, num_speculative_tokens) if spec is not None else None
     if bad is not None:
         return CheckResult(
             name=SPECULATIVE,
@@ -380,7 +385,7 @@ def _judge_unattributed(
 
 
 def _judge_own(
-    per_request: tuple[SpecDecodeDelta, int],
+    per_request: tuple[SpecDecodeDelta, int, int],
     min_length: float | None,
     summary: SmokeSummary,
     target: str | None,
@@ -389,7 +394,7 @@ def _judge_own(
     """The speculative check from the responses' own counts: bounded as the /metrics figure is (steps plus
     accepted within the tokens these requests streamed, length within 1 + num_speculative_tokens) and witnessed
     by the same streams."""
-    spec, streamed = per_request
+    spec, streamed, requests = per_request
     source = f"from the {streamed} tokens' own responses (per-request spec-decode metrics)"
     length = spec.mean_acceptance_length
     if spec.drafts <= 0 or length is None:
@@ -401,7 +406,7 @@ def _judge_own(
             detail=f"{NOT_ACTIVE}: 0 verify steps {source}",
             hint="check --speculative-config in the server's argv and its start-up log",
         )
-    bad = impossible(spec, streamed, num_speculative_tokens)
+    bad = impossible(spec, streamed, num_speculative_tokens, requests)
     chunk = summary.overall.tokens_per_chunk
     contradicted = bad or stream_contradicts(length, chunk.mean, chunk.p90)
     if contradicted is not None:

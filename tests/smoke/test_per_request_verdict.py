@@ -17,7 +17,7 @@ FOREIGN = MetricsDelta(
 
 
 def _own(steps: int, accepted: int, streamed: int = 64, k: int = 3) -> tuple:
-    return spec_decode_figures(steps, steps * k, accepted, {}), streamed
+    return spec_decode_figures(steps, steps * k, accepted, {}), streamed, 1
 
 
 def test_own_counts_pass_where_metrics_are_unattributable_or_missing() -> None:
@@ -47,7 +47,7 @@ def test_own_counts_no_server_can_produce_fail() -> None:
     rounds = judge_speculative(True, 2.0, None, SUMMARY, per_request=_own(30, 60, streamed=64))
     assert rounds.status is Status.FAIL and "exceed the 64 tokens streamed" in rounds.detail
     drafted = spec_decode_figures(10, 5, 20, {})  # 20 accepted of 5 drafted
-    rate = judge_speculative(True, 2.0, None, SUMMARY, per_request=(drafted, 64))
+    rate = judge_speculative(True, 2.0, None, SUMMARY, per_request=(drafted, 64, 1))
     assert rate.status is Status.FAIL and "acceptance rate 4 exceeds 1" in rate.detail
 
 

