@@ -250,7 +250,7 @@ def spec_problems(cells: Sequence[CellFigures], num_speculative_tokens: int | No
         spec = c.server.spec_decode if c.server is not None and c.server.available else None
         if spec is None or spec.drafts <= 0:
             continue
-        why = impossible(spec, c.completion_tokens, num_speculative_tokens) or stream_contradicts(
+        why = impossible(spec, c.completion_tokens, num_speculative_tokens, c.requests) or stream_contradicts(
             spec.mean_acceptance_length, c.tokens_per_chunk.mean, c.tokens_per_chunk.p90
         )
         if why is not None:

@@ -11,8 +11,9 @@ import itertools
 from dataclasses import dataclass, field
 
 from k3deploy.errors import ChunkFormatError
+from k3deploy.measure.per_request import read_spec_decode
 from k3deploy.measure.sse import chunk_fields, scan_events
-from k3deploy.report.smoke import RequestRecord, Tier
+from k3deploy.report.smoke import RequestRecord, RequestSpecDecode, Tier
 
 #: Characters of a kept answer (correctness probes): a right answer is a few hundred; the rest is not judged.
 MAX_TEXT_CHARS = 32 * 1024
@@ -72,6 +73,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
     total: int | None = None
     prompt_tokens: int | None = None
     finish: str | None = None
+    own_spec: RequestSpecDecode | None = None
     done = False
     # The client's per-token cost is this loop: locals only, one tuple per chunk, no object per event.
     for stamp, payloads, _event in scan_events(reads, malformed):
@@ -100,7 +102,11 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
                         deltas.append(None)
                 continue
             total = completion
-            if not has_choices:
+            if not has_choices:  # the final usage chunk: where vLLM puts the request's own spec-decode counts
+                try:
+                    own_spec = read_spec_decode(data) or own_spec
+                except ChunkFormatError as exc:
+                    malformed.append(str(exc))
                 continue
             answers.append(answer)
             delta = completion - seen_tokens
@@ -147,6 +153,7 @@ def build_record(raw: RawStream, spec: RequestSpec) -> RequestRecord:
         malformed_lines=len(malformed),
         # The answer only (content): reasoning is not what a correctness probe judges.
         text="".join(answers)[:MAX_TEXT_CHARS] if spec.keep_text else None,
+        spec_decode=own_spec,
     )
     return record.model_copy(update=_timings(record))
 

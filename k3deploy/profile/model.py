@@ -209,6 +209,7 @@ DERIVED_KUBE_ENV = {"VLLM_ENGINE_READY_TIMEOUT_S": "storage.read_mb_s and storag
 DERIVED_FLAGS = {
     "--distributed-timeout-seconds": "distributed_timeout_s",
     "--disable-custom-all-reduce": "disable_custom_all_reduce",
+    "--per-request-spec-decode-metrics": "per_request_spec_decode_metrics",
 }
 
 
@@ -235,6 +236,12 @@ class VllmSpec(_Strict):
     enable_prefix_caching: bool | None = None
     enforce_eager: bool = False
     attention_config: dict[str, Any] | None = None
+    per_request_spec_decode_metrics: Literal["none", "summary", "detailed"] = Field(
+        "none",
+        description="--per-request-spec-decode-metrics (vllm.config.observability, experimental): each response "
+        "carries its own acceptance counts, so smoke judges acceptance from its own requests, which no other "
+        "traffic can move. Needs speculative decoding.",
+    )
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM serve arguments, passed verbatim.")
     env: dict[EnvName, str] = Field(default_factory=dict)
     # Multi-node collectives; null means the default k3deploy derives from the parallel layout (see argv.py).
@@ -343,6 +350,12 @@ class SmokeSpec(_Strict):
         "prompts is not the published benchmark (`k3deploy bench` on SPEED-Bench judges that figure). 0: the target itself.",
     )
     tier: Literal["low_entropy", "high_entropy", "all"] = "low_entropy"
+    require_attribution: bool = Field(
+        False,
+        description="FAIL the speculative check when the server's counters cannot be tied to smoke's own requests "
+        "(other traffic moved them). false: such a figure is reported unattributable with a WARN and never rolls a "
+        "group back; correctness and liveness still gate.",
+    )
     request_timeout_s: float = Field(600, gt=0)
     overall_timeout_s: float = Field(3600, gt=0)
     ready_timeout_s: float | None = Field(
@@ -448,6 +461,9 @@ class Profile(_Strict):
             raise ValueError(
                 "speculative.rejection_sample_method 'synthetic' is a test mode; a production profile must use 'block' or 'standard'"
             )
+        if self.vllm.per_request_spec_decode_metrics != "none" and self.speculative is None:
+            # vLLM refuses it at start-up (vllm/config/vllm.py); say so before a 16-GPU group loads.
+            raise ValueError("vllm.per_request_spec_decode_metrics requires a speculative section")
         reason = name_length_reason(self.name, par.replicas)
         if reason is not None:
             raise ValueError(reason)

@@ -143,6 +143,8 @@ def serve_args(profile: Profile, *, role: Role, host: str | None = None) -> list
         args += ["--attention-config", canonical_json(vllm.attention_config)]
     if profile.speculative is not None:
         args += ["--speculative-config", canonical_json(profile.speculative.config())]
+    if vllm.per_request_spec_decode_metrics != "none":
+        args += ["--per-request-spec-decode-metrics", vllm.per_request_spec_decode_metrics]
     if model.tool_call_parser:
         args += ["--tool-call-parser", model.tool_call_parser]
     if model.reasoning_parser:

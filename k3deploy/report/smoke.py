@@ -26,6 +26,16 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class RequestSpecDecode(_Model):
+    """One response's own speculative-decoding counts (vLLM's `--per-request-spec-decode-metrics`, the final chunk's
+    `metrics.speculative_decoding`, vllm/entrypoints/generate/base/protocol.py SpeculativeDecodingMetrics)."""
+
+    steps: int = Field(ge=0, description="Verify steps of this request (num_spec_steps).")
+    drafted: int = Field(ge=0, description="Draft tokens proposed (num_draft_tokens).")
+    accepted: int = Field(ge=0, description="Draft tokens accepted (num_accepted_draft_tokens), the bonus not counted.")
+    num_spec_tokens: int = Field(ge=0, description="The server's num_speculative_tokens.")
+
+
 class RequestRecord(_Model):
     """One streamed request: raw stamps and what follows from them."""
 
@@ -63,6 +73,9 @@ class RequestRecord(_Model):
         False, description="Chunks arrived in bursts (buffering proxy, starved API server): decode rate unknowable."
     )
     text: str | None = Field(None, description="The answer; kept for correctness probes only.")
+    spec_decode: RequestSpecDecode | None = Field(
+        None, description="The server's per-request spec-decode counts, when it serves with them."
+    )
 
 
 class Stats(_Model):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from k3deploy.errors import EndpointError
 from k3deploy.measure import metrics, summary
 from k3deploy.measure.dispatch import dispatch
+from k3deploy.measure.per_request import own_acceptance
 from k3deploy.measure.record import RequestSpec, build_record
 from k3deploy.measure.request import normalize_endpoint, request_body
 from k3deploy.measure.window import measure_window
@@ -222,6 +223,8 @@ def _checks(profile: Profile, state: _State, report: SmokeReport) -> list[CheckR
             report.summary,
             client_tokens=sum(r.completion_tokens or 0 for r in state.phase("measured")),
             num_speculative_tokens=profile.speculative.num_speculative_tokens if profile.speculative else None,
+            require_attribution=profile.smoke.require_attribution,
+            per_request=own_acceptance(state.phase("measured")),
         )
     )
     out.append(

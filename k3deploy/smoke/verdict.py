@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from k3deploy.measure.attribution import impossible, stream_contradicts, unattributable
 from k3deploy.report.model import CheckResult, Status
-from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary
+from k3deploy.report.smoke import MetricsDelta, RequestRecord, SmokeSummary, SpecDecodeDelta
 
 LIVENESS = "liveness"
 CORRECTNESS = "correctness"
@@ -150,11 +150,19 @@ def judge_speculative(
     *,
     client_tokens: int | None = None,
     num_speculative_tokens: int | None = None,
+    require_attribution: bool = False,
+    per_request: tuple[SpecDecodeDelta, int, int] | None = None,
 ) -> CheckResult:
     """Drafts happened and the mean acceptance length reaches the minimum (when the profile speculates).
 
     With `client_tokens` (what the measured requests streamed, failed ones included) the delta must be theirs and
-    its counts possible (measure/attribution.py); a figure that is not is a FAIL, never a PASS."""
+    its counts possible (measure/attribution.py). A delta other traffic moved (a leader already serving users, two
+    groups behind one URL) is no evidence either way: WARN, never a PASS of its figure and never a FAIL that rolls
+    a healthy group back, unless `require_attribution` (smoke.require_attribution) asks for the strict FAIL.
+    Counters no server can produce and a stream that contradicts them FAIL in both cases.
+
+    `per_request` (measure/per_request.py `own_acceptance`: the responses' own counts, the tokens and requests)
+    is judged in place of /metrics: it is attributable by construction."""
     target = f">= {min_length}" if min_length is not None else ("drafts > 0" if expected else None)
     if summary is None or summary.overall.requests == summary.overall.failed:
         return CheckResult(
@@ -163,6 +171,8 @@ def judge_speculative(
             target=target,
             detail="no measured request succeeded; acceptance cannot be judged",
         )
+    if expected and per_request is not None:
+        return _judge_own(per_request, min_length, summary, target, num_speculative_tokens)
     if delta is None or not delta.available:
         why = delta.error if delta is not None and delta.error else "/metrics was not read"
         if not expected:
@@ -178,6 +188,8 @@ def judge_speculative(
         )
     if expected and client_tokens is not None:
         foreign = unattributable(client_tokens, delta)
+        if foreign is not None and not require_attribution:
+            return _judge_unattributed(foreign, delta, summary, target, num_speculative_tokens)
         if foreign is not None:
             return CheckResult(
                 name=SPECULATIVE,
@@ -213,7 +225,12 @@ def judge_speculative(
             f"({spec.accepted_tokens if spec else None} accepted / {drafts} drafts)",
             hint="read the server's /metrics: its spec-decode counters are not usable counts",
         )
-    bad = impossible(spec, client_tokens, num_speculative_tokens) if expected and client_tokens is not None else None
+    measured_requests = summary.overall.requests
+    bad = (
+        impossible(spec, client_tokens, num_speculative_tokens, measured_requests)
+        if expected and client_tokens is not None
+        else None
+    )
     if bad is not None:
         return CheckResult(
             name=SPECULATIVE,
@@ -323,3 +340,95 @@ def judge_decode_target(
         target=target,
         detail=f"{metric} {measured:.2f} >= {target:g}{extra}",
     )
+
+
+def _judge_unattributed(
+    foreign: str, delta: MetricsDelta, summary: SmokeSummary, target: str | None, num_speculative_tokens: int | None
+) -> CheckResult:
+    """The speculative check when other traffic shares the counters: what no server can produce, or what the
+    smoke's own streams contradict, still FAILs; anything else is reported, unjudged, with a WARN."""
+    spec = delta.spec_decode
+    length = spec.mean_acceptance_length if spec is not None else None
+    # Other requests' rounds are in the counts, and how many requests there were is unknown: no round bound.
+    bad = impossible(spec, None, num_speculative_tokens) if spec is not None else None
+    if bad is not None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"impossible spec-decode counters: {bad}",
+            hint="read the server's /metrics: a proxy or exporter rewrites the vllm:spec_decode_* counters",
+        )
+    chunk = summary.overall.tokens_per_chunk
+    contradicted = stream_contradicts(length, chunk.mean, chunk.p90) if spec is not None and spec.drafts > 0 else None
+    if contradicted is not None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"acceptance the stream contradicts: {contradicted}",
+            hint="read /metrics from the server that answered (one group's leader); a proxy or exporter may "
+            "rewrite the vllm:spec_decode_* counters",
+        )
+    shown = f"; the server-wide mean acceptance length {length:.3f} is reported, not judged" if length else ""
+    return CheckResult(
+        name=SPECULATIVE,
+        status=Status.WARN,
+        target=target,
+        detail=f"acceptance unattributable: {foreign}{shown}",
+        hint="other traffic moved the counters (a leader already serving, or several groups behind one URL): "
+        "serve with --per-request-spec-decode-metrics (vllm.per_request_spec_decode_metrics) to judge each "
+        "request by its own figures, smoke one group's leader, or set smoke.require_attribution: true to FAIL",
+    )
+
+
+def _judge_own(
+    per_request: tuple[SpecDecodeDelta, int, int],
+    min_length: float | None,
+    summary: SmokeSummary,
+    target: str | None,
+    num_speculative_tokens: int | None,
+) -> CheckResult:
+    """The speculative check from the responses' own counts: bounded as the /metrics figure is (steps plus
+    accepted within the tokens these requests streamed, length within 1 + num_speculative_tokens) and witnessed
+    by the same streams."""
+    spec, streamed, requests = per_request
+    source = f"from the {streamed} tokens' own responses (per-request spec-decode metrics)"
+    length = spec.mean_acceptance_length
+    if spec.drafts <= 0 or length is None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=0,
+            target=target,
+            detail=f"{NOT_ACTIVE}: 0 verify steps {source}",
+            hint="check --speculative-config in the server's argv and its start-up log",
+        )
+    bad = impossible(spec, streamed, num_speculative_tokens, requests)
+    chunk = summary.overall.tokens_per_chunk
+    contradicted = bad or stream_contradicts(length, chunk.mean, chunk.p90)
+    if contradicted is not None:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"impossible per-request spec-decode counts: {contradicted}",
+            hint="a proxy rewrites the responses' metrics.speculative_decoding, or the server is not vLLM",
+        )
+    detail = (
+        f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {spec.drafts:g} verify "
+        f"steps) {source}"
+    )
+    if min_length is not None and length < min_length:
+        return CheckResult(
+            name=SPECULATIVE,
+            status=Status.FAIL,
+            measured=length,
+            target=target,
+            detail=f"mean acceptance length {length:.3f} is below the minimum {min_length}; " + detail,
+            hint="check the draft model and its revision, temperature, and that the prompts suit the tier",
+        )
+    return CheckResult(name=SPECULATIVE, status=Status.PASS, measured=length, target=target, detail=detail)

@@ -62,6 +62,7 @@ PURE_MODULES = [
     "measure/arrivals.py",
     "bench/html_report.py",
     "measure/metrics.py",
+    "measure/per_request.py",
     "smoke/verdict.py",
     "smoke/headline.py",
     "targets/local/launch.py",

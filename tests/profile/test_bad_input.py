@@ -103,3 +103,15 @@ def test_extra_args_keep_a_master_port_and_other_flags(args: list[str]) -> None:
     profile = load_profile(K3, [f"vllm.extra_args=[{quoted}]"])
     rendered = serve_args(profile, role="leader")
     assert rendered[-len(args) :] == args
+
+
+def test_per_request_spec_decode_metrics_need_speculative_decoding_and_one_source() -> None:
+    with pytest.raises(ProfileError, match="per_request_spec_decode_metrics requires a speculative section"):
+        load_profile(K3, ["vllm.per_request_spec_decode_metrics=summary", "speculative=null"])
+    with pytest.raises(ProfileError, match=r"rendered from vllm\.per_request_spec_decode_metrics"):
+        load_profile(K3, ["vllm.extra_args=[--per-request-spec-decode-metrics, summary]"])
+    with pytest.raises(ProfileError):
+        load_profile(K3, ["vllm.per_request_spec_decode_metrics=everything"])
+    on = load_profile(K3, ["vllm.per_request_spec_decode_metrics=summary"])
+    args = serve_args(on, role="leader")
+    assert args[args.index("--per-request-spec-decode-metrics") + 1] == "summary"

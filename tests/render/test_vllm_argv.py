@@ -135,3 +135,20 @@ def test_the_network_policys_master_port_is_the_one_vllm_parses(parsers: Parsers
     for extra in (["--master-port", "29600"], ["--master-port=29600"]):
         moved = base.model_copy(update={"vllm": base.vllm.model_copy(update={"extra_args": extra})})
         assert parsers.serve([*worker, *extra]).master_port == master_port(moved) == 29600
+
+
+def test_per_request_spec_decode_metrics_render_and_parse(parsers: Parsers) -> None:
+    from vllm.config import ObservabilityConfig
+
+    plain = _pod_commands()["leader"]
+    assert "--per-request-spec-decode-metrics" not in plain
+    assert parsers.serve(plain).per_request_spec_decode_metrics == "none"
+    for level in ("summary", "detailed"):
+        profile = load_profile(K3, [f"vllm.per_request_spec_decode_metrics={level}"])
+        lws = yaml.safe_load(files_of(build(profile))[f"10-leaderworkerset-{K3}.yaml"])
+        spec = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+        command = [LWS_VALUES.get(arg, arg) for arg in spec["containers"][0]["command"]]
+        args = parsers.serve(command)
+        assert args.per_request_spec_decode_metrics == level
+        # The parsed value is one vLLM's config takes (a Literal it validates).
+        assert ObservabilityConfig(per_request_spec_decode_metrics=args.per_request_spec_decode_metrics)

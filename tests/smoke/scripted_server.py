@@ -60,6 +60,10 @@ class Script:
     #: Tokens the scripted "model" writes before its end-of-sequence token, honoured unless the request sets
     #: ignore_eos (a real model's answer ends when it has said what it has to say).
     eos_after: int = 12
+    #: vLLM's --per-request-spec-decode-metrics level: "summary" or "detailed" put the request's own counts in the
+    #: final usage chunk (`metrics.speculative_decoding`, vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict),
+    #: one verify step per chunk after the first as the counters; `spec_override` rewrites them there too.
+    per_request_spec: str = "none"
 
 
 @dataclass
@@ -331,6 +335,31 @@ class _Handler(BaseHTTPRequestHandler):
                 for pos in range(k - 1):
                     counters.per_pos[pos] = counters.per_pos.get(pos, 0) + 1
 
+    def _own_spec(self, chunks: list[str]) -> dict:
+        """The request's `metrics.speculative_decoding` as vLLM's to_dict builds it."""
+        script, k = self.server.script, self.server.script.num_speculative_tokens
+        accepted_per_step = [len(text.split()) - 1 for text in chunks[1:]]
+        if script.spec_override is not None:
+            steps, accepted = script.spec_override
+            accepted_per_step = [accepted // steps] * steps if steps else []
+        histogram = [0] * (k + 1)
+        for j in accepted_per_step:
+            histogram[min(j, k)] += 1
+        steps, accepted, drafted = len(accepted_per_step), sum(accepted_per_step), k * len(accepted_per_step)
+        out: dict = {
+            "mean_acceptance_length": 1.0 + accepted / steps if steps else 1.0,
+            "draft_acceptance_rate": accepted / drafted if drafted else 0.0,
+            "acceptance_histogram": histogram,
+            "num_spec_steps": steps,
+            "num_accepted_draft_tokens": accepted,
+            "num_draft_tokens": drafted,
+            "num_spec_tokens": k,
+        }
+        if script.per_request_spec == "detailed":
+            out["per_step_accepted"] = accepted_per_step
+            out["per_step_drafted"] = [k] * steps
+        return out
+
     def _whole(self, body: dict, prompt: str, chat: bool) -> None:
         """A `stream: false` answer: one JSON body with the whole text, its finish reason and its usage."""
         chunks, finish = self._plan(body, prompt)
@@ -388,6 +417,8 @@ class _Handler(BaseHTTPRequestHandler):
         if include_usage:
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
             final = {"id": "x", "object": "chunk", "model": MODEL, "choices": [], "usage": usage}
+            if script.per_request_spec != "none" and (body.get("n") or 1) == 1:
+                final["metrics"] = {"speculative_decoding": self._own_spec(chunks)}
             self._write(f"data: {json.dumps(final)}\n\n")
         self._write("data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
