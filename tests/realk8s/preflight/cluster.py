@@ -103,7 +103,10 @@ def gpu_pod(
 
 
 def _namespace(plane: Plane, name: str) -> None:
-    plane.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    """The release's namespace made beforehand, labelled as the README's first step labels it (baseline)."""
+    labels = {f"pod-security.kubernetes.io/{mode}": "baseline" for mode in ("enforce", "warn", "audit")}
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    plane.api.create("/api/v1/namespaces", body)
     wait_until(
         f"the default ServiceAccount of {name}",
         lambda: plane.api.find(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
