@@ -22,10 +22,17 @@ MIN_OUTPUT = 16
 TEMPLATE_TOKENS = 64
 
 
+#: UTF-8 bytes per token assumed for smoke's prompts: byte-level BPE vocabularies average about 4 on English text;
+#: 2 leaves twice that margin. One byte per token (the strict bound) capped a 1,024-token rehearsal model's 384
+#: output tokens to 263 though its longest prompt is under 200 tokens; the server itself refuses only a max_tokens
+#: above max_model_len, and the margin keeps a measured request from being cut short.
+BYTES_PER_TOKEN = 2
+
+
 def prompt_allowance(prompts: list[str]) -> int:
-    """An upper bound on the tokens of the longest prompt: its UTF-8 bytes (a byte-level BPE token spans at
-    least one byte) plus the chat template's."""
-    return max((len(p.encode("utf-8")) for p in prompts), default=0) + TEMPLATE_TOKENS
+    """An estimate, with margin, of the tokens of the longest prompt (its UTF-8 bytes over BYTES_PER_TOKEN) plus
+    the chat template's."""
+    return max((len(p.encode("utf-8")) for p in prompts), default=0) // BYTES_PER_TOKEN + TEMPLATE_TOKENS
 
 
 @dataclass(frozen=True)

@@ -107,12 +107,15 @@ class _Run:
         )
         if alive:
             smoke = self.profile.smoke
-            texts = [p.prompt for p in correctness.PROBES] + [p.text for p in prompts.load_prompts()]
+            # Only what this run sends: its tier's prompts (as many as the measured phase and the sweep take), and
+            # the correctness probes with their budget only when the profile asks for them.
+            sent = prompts.select(smoke.tier, max(smoke.requests + 1, *smoke.concurrency))
+            probes = [p.prompt for p in correctness.PROBES] if smoke.correctness else []
             self.state.context = fit_context(
                 self.client.max_model_len.get(self.profile.model.served_name),
                 smoke.output_tokens,
-                smoke.correctness_max_tokens,
-                prompt_allowance(texts),
+                smoke.correctness_max_tokens if smoke.correctness else 0,
+                prompt_allowance(probes + [p.text for p in sent]),
             )
             if self.state.context.check is not None:
                 self.say(f"{CONTEXT}: {self.state.context.check.detail}")

@@ -40,6 +40,7 @@ from typing import Any, Self
 
 from tests.realk8s.client import Api, ApiError, resource_path, wait_until
 from tests.realk8s.poller import Poller
+from tests.realk8s.realnode import REAL_NODE_KEY
 from tests.realk8s.stages import IMEX_READY_ANNOTATION
 
 GPU_DRIVER = "gpu.nvidia.com"
@@ -245,7 +246,8 @@ class DraDriver(Poller):
     def _publish(self, nodes: dict[str, dict[str, Any]]) -> None:
         for node in nodes.values():
             labels = node["metadata"].get("labels") or {}
-            if labels.get("nvidia.com/gpu.present") != "true" or node["metadata"]["uid"] in self._published:
+            gpu_node = labels.get("nvidia.com/gpu.present") == "true" or labels.get(REAL_NODE_KEY) == "true"
+            if not gpu_node or node["metadata"]["uid"] in self._published:
                 continue
             for obj in (gpu_slice(node), compute_domain_slice(node)):
                 self.api.apply(resource_path(RESOURCE, "resourceslices", name=obj["metadata"]["name"]), obj)

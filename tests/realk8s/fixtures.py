@@ -37,14 +37,17 @@ def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
         yield plane
 
 
-@pytest.fixture(scope="session")
-def real_node(realk8s: Plane) -> RealNode:
+@pytest.fixture(scope="module")
+def real_node(realk8s: Plane) -> Iterator[RealNode]:
     """One real kubelet node on the session's plane (tests/realk8s/realnode.py) with the stand-in images imported,
-    started by the first test that asks and stopped with the plane. Without its binaries the test skips, and fails
-    under CI=true."""
+    for the tests of one module, then stopped and its Node deleted: a node with allocatable nvidia.com/gpu but no
+    GPU Feature Discovery labels FAILs the preflight of the GB300 releases later tests deploy on the same plane.
+    Without its binaries the test skips, and fails under CI=true."""
     try:
-        return realk8s.add_real_node(images=STANDIN_IMAGES)
+        node = realk8s.add_real_node(images=STANDIN_IMAGES)
     except BinariesMissing as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"realk8s tier under CI=true: {exc}", pytrace=False)
         pytest.skip(str(exc))
+    yield node
+    node.stop()

@@ -199,9 +199,11 @@ class RealNode:
             f"--cert-dir={d / 'pki'}",
             f"--hostname-override={self.name}",
             "--cloud-provider=external",
-            # gpu.present: tests/realk8s/dra.py publishes the node's gpu.nvidia.com and compute-domain.nvidia.com
-            # ResourceSlices, whose channel claims the DRA plugin stand-in prepares.
-            f"--node-labels={REAL_NODE_KEY}=true,nvidia.com/gpu.present=true",
+            # tests/realk8s/dra.py publishes a real node's gpu.nvidia.com and compute-domain.nvidia.com ResourceSlices
+            # (whose channel claims the DRA plugin stand-in prepares) by this label. Not nvidia.com/gpu.present: a
+            # GPU node without GPU Feature Discovery's labels FAILs preflight, and the real nodes join a plane that
+            # later tests deploy GB300 releases on.
+            f"--node-labels={REAL_NODE_KEY}=true",
             "--v=2",
         ]
 

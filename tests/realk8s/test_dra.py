@@ -13,6 +13,7 @@ from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.dra import CD_API, CD_DRIVER, CD_LABEL, FINALIZER, GPU_DRIVER, RESOURCE
 from tests.realk8s.objects import GPU_TAINT
 from tests.realk8s.plane import Plane
+from tests.realk8s.realnode import REAL_NODE_KEY
 from tests.realk8s.stages import IMEX_READY_ANNOTATION
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
@@ -55,6 +56,7 @@ def test_the_driver_publishes_its_classes_and_one_slice_per_driver_and_gpu_node(
         n["metadata"]["name"]
         for n in api.get("/api/v1/nodes")["items"]
         if n["metadata"]["labels"].get("nvidia.com/gpu.present") == "true"
+        or n["metadata"]["labels"].get(REAL_NODE_KEY) == "true"  # a real node the session joined, if any
     ]
     for driver, devices in ((GPU_DRIVER, ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]), (CD_DRIVER, ["channel-0", "daemon-0"])):
         mine = {s["spec"]["nodeName"]: s for s in slices if s["spec"]["driver"] == driver}
