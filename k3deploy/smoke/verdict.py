@@ -231,27 +231,10 @@ def judge_speculative(
         if expected and client_tokens is not None
         else None
     )
-    if bad is not None:
-        return CheckResult(
-            name=SPECULATIVE,
-            status=Status.FAIL,
-            measured=length,
-            target=target,
-            detail=f"impossible spec-decode counters: {bad}",
-            hint="read the server's /metrics: a proxy or exporter rewrites the vllm:spec_decode_* counters",
-        )
+    refuted = _refuted(bad, length, target, summary, witness=expected)
+    if refuted is not None:
+        return refuted
     chunk = summary.overall.tokens_per_chunk.mean
-    contradicted = stream_contradicts(length, chunk, summary.overall.tokens_per_chunk.p90) if expected else None
-    if contradicted is not None:
-        return CheckResult(
-            name=SPECULATIVE,
-            status=Status.FAIL,
-            measured=length,
-            target=target,
-            detail=f"acceptance the stream contradicts: {contradicted}",
-            hint="read /metrics from the server that answered (one group's leader); a proxy or exporter may "
-            "rewrite the vllm:spec_decode_* counters",
-        )
     positions = ", ".join(f"{p}: {r:.2f}" for p, r in spec.per_position_rates.items())
     detail = (
         f"mean acceptance length {length:.3f} (1 + {spec.accepted_tokens:g} accepted / {drafts:g} drafts), "
@@ -342,15 +325,12 @@ def judge_decode_target(
     )
 
 
-def _judge_unattributed(
-    foreign: str, delta: MetricsDelta, summary: SmokeSummary, target: str | None, num_speculative_tokens: int | None
-) -> CheckResult:
-    """The speculative check when other traffic shares the counters: what no server can produce, or what the
-    smoke's own streams contradict, still FAILs; anything else is reported, unjudged, with a WARN."""
-    spec = delta.spec_decode
-    length = spec.mean_acceptance_length if spec is not None else None
-    # Other requests' rounds are in the counts, and how many requests there were is unknown: no round bound.
-    bad = impossible(spec, None, num_speculative_tokens) if spec is not None else None
+def _refuted(
+    bad: str | None, length: float | None, target: str | None, summary: SmokeSummary, *, witness: bool
+) -> CheckResult | None:
+    """The speculative FAIL that holds whoever else shares the counters: counters no server can produce (`bad`,
+    from `impossible`), or, when `witness`, an acceptance length the smoke's own streams contradict; None when
+    neither."""
     if bad is not None:
         return CheckResult(
             name=SPECULATIVE,
@@ -361,7 +341,7 @@ def _judge_unattributed(
             hint="read the server's /metrics: a proxy or exporter rewrites the vllm:spec_decode_* counters",
         )
     chunk = summary.overall.tokens_per_chunk
-    contradicted = stream_contradicts(length, chunk.mean, chunk.p90) if spec is not None and spec.drafts > 0 else None
+    contradicted = stream_contradicts(length, chunk.mean, chunk.p90) if witness else None
     if contradicted is not None:
         return CheckResult(
             name=SPECULATIVE,
@@ -372,6 +352,21 @@ def _judge_unattributed(
             hint="read /metrics from the server that answered (one group's leader); a proxy or exporter may "
             "rewrite the vllm:spec_decode_* counters",
         )
+    return None
+
+
+def _judge_unattributed(
+    foreign: str, delta: MetricsDelta, summary: SmokeSummary, target: str | None, num_speculative_tokens: int | None
+) -> CheckResult:
+    """The speculative check when other traffic shares the counters: what no server can produce, or what the
+    smoke's own streams contradict, still FAILs; anything else is reported, unjudged, with a WARN."""
+    spec = delta.spec_decode
+    length = spec.mean_acceptance_length if spec is not None else None
+    # Other requests' rounds are in the counts, and how many requests there were is unknown: no round bound.
+    bad = impossible(spec, None, num_speculative_tokens) if spec is not None else None
+    refuted = _refuted(bad, length, target, summary, witness=spec is not None and spec.drafts > 0)
+    if refuted is not None:
+        return refuted
     shown = f"; the server-wide mean acceptance length {length:.3f} is reported, not judged" if length else ""
     return CheckResult(
         name=SPECULATIVE,
