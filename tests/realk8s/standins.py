@@ -4,8 +4,10 @@ on a real one."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from tests.realk8s.client import Api, resource_path
 from tests.realk8s.ociimage import Image
 from tests.realk8s.realnode import REAL_NODE_KEY
 
@@ -88,3 +90,30 @@ def container(name: str, script: str, **fields: Any) -> dict[str, Any]:
         "command": ["/bin/sh", "-c", script],
         **fields,
     }
+
+
+def bind_claim(api: Api, claim: dict[str, Any], namespace: str, export: Path) -> str:
+    """Create the rendered weight claim `claim` in `namespace`, bound to a new hostPath PersistentVolume on the
+    folder `export` (a stand-in for the shared export); the volume's name, which the caller deletes."""
+    pv_name = f"{namespace}-model-cache"
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": claim["spec"]["resources"]["requests"],
+            "accessModes": claim["spec"]["accessModes"],
+            "storageClassName": "",
+            "hostPath": {"path": str(export), "type": "Directory"},
+            "claimRef": {"namespace": namespace, "name": claim["metadata"]["name"]},
+        },
+    }
+    api.create("/api/v1/persistentvolumes", volume)
+    claim = {**claim, "metadata": {**claim["metadata"], "namespace": namespace}}
+    claim["spec"] = {**claim["spec"], "volumeName": pv_name, "storageClassName": ""}
+    try:
+        api.create(resource_path("v1", "persistentvolumeclaims", namespace), claim)
+    except BaseException:
+        api.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")
+        raise
+    return pv_name

@@ -16,7 +16,7 @@ from tests.realk8s.binaries import REPO_ROOT
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
 from tests.realk8s.realnode import RealNode
-from tests.realk8s.standins import on_real_node
+from tests.realk8s.standins import bind_claim, on_real_node
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
 
@@ -42,24 +42,8 @@ def test_the_rendered_prefetch_job_writes_the_marker_on_a_real_kubelet(
     export = tmp_path / "export"
     export.mkdir()
     export.chmod(0o777)  # a shared export writable by the prefetch's uid (fsGroup is not applied to it)
-    pv_name = f"{namespace}-model-cache"
-    volume = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": pv_name},
-        "spec": {
-            "capacity": claim["spec"]["resources"]["requests"],
-            "accessModes": claim["spec"]["accessModes"],
-            "storageClassName": "",
-            "hostPath": {"path": str(export), "type": "Directory"},
-            "claimRef": {"namespace": namespace, "name": claim["metadata"]["name"]},
-        },
-    }
-    realk8s.api.create("/api/v1/persistentvolumes", volume)
+    pv_name = bind_claim(realk8s.api, claim, namespace, export)
     try:
-        claim["metadata"]["namespace"] = namespace
-        claim["spec"] |= {"volumeName": pv_name, "storageClassName": ""}
-        realk8s.api.create(resource_path("v1", "persistentvolumeclaims", namespace), claim)
         account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "k3deploy"}}
         realk8s.api.create(resource_path("v1", "serviceaccounts", namespace), account)
         job["metadata"]["namespace"] = namespace

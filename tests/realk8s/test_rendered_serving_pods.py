@@ -25,7 +25,7 @@ from tests.realk8s.binaries import REPO_ROOT
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
 from tests.realk8s.realnode import RealNode
-from tests.realk8s.standins import on_real_node
+from tests.realk8s.standins import bind_claim, on_real_node
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
 
@@ -68,24 +68,7 @@ def _objects(plane: Plane, namespace: str, lws: dict[str, Any], export: Path) ->
     }
     plane.api.create(resource_path(RESOURCE, "resourceclaimtemplates", namespace), template)
     claim = _rendered("04-persistentvolumeclaim-kimi-k3-gb300-tp16-model-cache.yaml")
-    pv_name = f"{namespace}-model-cache"
-    volume = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": pv_name},
-        "spec": {
-            "capacity": claim["spec"]["resources"]["requests"],
-            "accessModes": claim["spec"]["accessModes"],
-            "storageClassName": "",
-            "hostPath": {"path": str(export), "type": "Directory"},
-            "claimRef": {"namespace": namespace, "name": claim["metadata"]["name"]},
-        },
-    }
-    plane.api.create("/api/v1/persistentvolumes", volume)
-    claim["metadata"]["namespace"] = namespace
-    claim["spec"] |= {"volumeName": pv_name, "storageClassName": ""}
-    plane.api.create(resource_path("v1", "persistentvolumeclaims", namespace), claim)
-    return pv_name
+    return bind_claim(plane.api, claim, namespace, export)
 
 
 def _pod(lws: dict[str, Any], role: str, index: int, namespace: str) -> dict[str, Any]:
