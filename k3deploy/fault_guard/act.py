@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import datetime
 import socket
-from pathlib import Path
+from collections.abc import Callable
 
 from k3deploy.fault_guard.decide import Decision
 from k3deploy.fault_guard.evidence import bounded, build_bundle, bundle_name
-from k3deploy.fault_guard.evidence_file import write_new
 from k3deploy.fault_guard.snapshot import CORDON_REASON, CORDONED_AT, CORDONED_BY, Observed
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
@@ -39,11 +38,12 @@ def keep_evidence(
     *,
     release: str,
     namespace: str,
-    folder: Path,
+    store: Callable[[str, bytes], str],
     tail_lines: int,
     max_bytes: int,
-) -> Path:
-    """Write the group's evidence bundle under `folder` (a new file) and return its path."""
+) -> str:
+    """Build the group's evidence bundle and keep it with `store(name, data)` (a new file under --evidence-dir, or a
+    new ConfigMap: never one that exists); where it went, as `store` says it."""
     pods = observed.pods.get(decision.group, [])
     logs: dict[tuple[str, str, bool], str] = {}
     for pod in pods:
@@ -66,7 +66,7 @@ def keep_evidence(
         nodes=[observed.nodes[t] for t in sorted(n for n in trays if n in observed.nodes)],
     )
     name = bundle_name(release, decision.group, observed.snapshot.now)
-    return write_new(folder, name, bounded(bundle, max_bytes))
+    return store(name, bounded(bundle, max_bytes))
 
 
 def cordon(api: KubeApi, node: str, reason: str, by: str, now: float) -> bool:

@@ -9,7 +9,6 @@ Grafana dashboard ConfigMap, PrometheusRule, smoke Job) and gives each file its 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,8 +18,6 @@ import yaml
 
 from k3deploy.errors import ProfileError
 from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
-from k3deploy.observe.alerts import rule_groups
-from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
@@ -28,6 +25,8 @@ from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.gpu_check import gpu_check_context
+from k3deploy.render.guard import GUARD_COMPONENT, guard_context
+from k3deploy.render.monitoring import monitoring_context
 from k3deploy.render.network import (
     DNS_PORT,
     NAMESPACE_NAME_LABEL,
@@ -77,9 +76,6 @@ PREFETCH_NAME_MAX = 63
 #: Argo CD sync options of the weight cache: neither pruned nor deleted with the Application (1.5 TB re-download);
 #: gitops-engine pkg/sync/common/types.go SyncOptionDisablePrune / SyncOptionDisableDeletion.
 KEEP_SYNC_OPTIONS = "Prune=false,Delete=false"
-#: The label Grafana's dashboard sidecar selects ConfigMaps on (grafana/helm-charts charts/grafana values.yaml
-#: sidecar.dashboards.label / labelValue defaults).
-GRAFANA_DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 
 
 @dataclass(frozen=True)
@@ -119,6 +115,10 @@ class SetEntry:
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
+_GUARD: Callable[[Profile], bool] = lambda p: p.kubernetes.guard  # noqa: E731
+_GUARD_POLICY: Callable[[Profile], bool] = lambda p: (  # noqa: E731
+    p.kubernetes.guard and p.kubernetes.network_policy and p.kubernetes.monitoring_namespace is not None
+)
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -158,6 +158,21 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(17, "epp-deployment.yaml.j2", "Deployment", "endpoint-picker", _POOL),
     SetEntry(17, "epp-service.yaml.j2", "Service", "endpoint-picker", _POOL),
     SetEntry(18, "inferencepool.yaml.j2", "InferencePool", "inference-pool", _POOL),
+    # kubernetes.guard (render/guard.py): `k3deploy guard` in the cluster, once the group it watches is there.
+    SetEntry(1, "networkpolicy-guard.yaml.j2", "NetworkPolicy", "network", _GUARD_POLICY),
+    SetEntry(19, "guard-serviceaccount.yaml.j2", "ServiceAccount", GUARD_COMPONENT, _GUARD),
+    SetEntry(19, "guard-role.yaml.j2", "Role", GUARD_COMPONENT, _GUARD),
+    SetEntry(19, "guard-rolebinding.yaml.j2", "RoleBinding", GUARD_COMPONENT, _GUARD),
+    SetEntry(19, "guard-clusterrole.yaml.j2", "ClusterRole", GUARD_COMPONENT, _GUARD),
+    SetEntry(19, "guard-clusterrolebinding.yaml.j2", "ClusterRoleBinding", GUARD_COMPONENT, _GUARD),
+    SetEntry(19, "guard-deployment.yaml.j2", "Deployment", GUARD_COMPONENT, _GUARD),
+    SetEntry(
+        19,
+        "guard-podmonitor.yaml.j2",
+        "PodMonitor",
+        GUARD_COMPONENT,
+        lambda p: p.kubernetes.guard and p.kubernetes.service_monitor,
+    ),
     SetEntry(20, "smoke-job.yaml.j2", "Job", SMOKE_COMPONENT, _ALWAYS),
 )
 
@@ -328,8 +343,10 @@ def context(profile: Profile) -> dict[str, Any]:
         "compute_domain_num_nodes": compute_domain_num_nodes(profile),
         "keep_sync_options": KEEP_SYNC_OPTIONS,
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
-        **_monitoring(profile, labels),
+        **monitoring_context(profile, labels),
         **routing_context(profile),
+        **guard_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}"),
+        "guard_monitor_labels": {**labels(GUARD_COMPONENT), **kube.service_monitor_labels},
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
     }
 
@@ -395,21 +412,6 @@ def site_env(profile: Profile) -> list[dict[str, str]]:
         if kube.no_proxy:
             env["NO_PROXY"] = env["no_proxy"] = kube.no_proxy
     return [{"name": key, "value": value} for key, value in sorted(env.items()) if value is not None]
-
-
-def _monitoring(profile: Profile, labels: Callable[[str], dict[str, str]]) -> dict[str, Any]:
-    """Context of the dashboard ConfigMap and the PrometheusRule (built only when they are rendered)."""
-    if not profile.kubernetes.monitoring_on:
-        return {}
-    kube = profile.kubernetes
-    return {
-        "dashboard_namespace": kube.grafana_dashboard_namespace or kube.namespace,
-        "dashboard_labels": {**labels("dashboard"), **GRAFANA_DASHBOARD_LABEL},
-        "dashboard_key": f"{profile.name}.json",
-        "dashboard_json": json.dumps(dashboard_json(profile), indent=2, sort_keys=True) + "\n",
-        "alert_labels": {**labels("alerts"), **kube.service_monitor_labels},
-        "alert_groups": rule_groups(profile),
-    }
 
 
 def build(profile: Profile) -> list[Manifest]:
