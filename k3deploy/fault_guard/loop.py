@@ -114,7 +114,7 @@ class Guard:
             self.say("no action: another guard took the lease over meanwhile")
             decided = [d for d in decided if d.verdict == "wait"]
         report.decided = decided
-        self.metrics.held_faults.set(len(report.held))
+        self.metrics.held(d.reason for d in report.held)
         lws = None if self.dry_run else self.api.get(LWS_API, "LeaderWorkerSet", self.profile.name, self.namespace)
         for decision in decided:
             if decision.verdict == "wait":
