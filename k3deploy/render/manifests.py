@@ -38,6 +38,7 @@ from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
 from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
 from k3deploy.render.templating import render_template
+from k3deploy.render.worker_probe import worker_probe
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
 MANAGED_BY = "k3deploy"
@@ -346,6 +347,7 @@ def context(profile: Profile) -> dict[str, Any]:
         **monitoring_context(profile, labels),
         **routing_context(profile),
         **guard_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}"),
+        "worker_probe": worker_probe(profile),
         "guard_monitor_labels": {**labels(GUARD_COMPONENT), **kube.service_monitor_labels},
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
     }
