@@ -1,7 +1,7 @@
 """What `k3deploy guard` does on the cluster, in its order: keep the evidence, cordon, delete the group's pods, say it.
 
 Every call through the command's `KubeApi`. A cordon is a server-side apply of the node's `spec.unschedulable` and
-guard's three annotations (snapshot.py CORDONED_AT, CORDON_REASON, CORDONED_BY) under a field manager of guard's
+guard's three annotations (signals.py CORDONED_AT, CORDON_REASON, CORDONED_BY) under a field manager of guard's
 own, made only when the node, read again just before, is still not cordoned. The group is deleted through its leader
 (`delete_group`) so the LeaderWorkerSet controller recreates it, and the scheduler places it on trays with room. Events go on the LeaderWorkerSet, as a controller's do.
 """
@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from k3deploy.fault_guard.decide import Decision
 from k3deploy.fault_guard.evidence import bounded, build_bundle, bundle_name
-from k3deploy.fault_guard.snapshot import CORDON_REASON, CORDONED_AT, CORDONED_BY, Observed
+from k3deploy.fault_guard.signals import CORDON_REASON, CORDONED_AT, CORDONED_BY
+from k3deploy.fault_guard.snapshot import Observed
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import API_VERSION as LWS_API

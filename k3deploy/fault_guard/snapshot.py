@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from k3deploy.fault_guard.decide import Group, Snapshot, Tray
 from k3deploy.fault_guard.signals import (
+    CD_API,
+    CORDONED_AT,
     compute_domain_faults,
     condition_faults,
     cordoned,
@@ -24,12 +26,6 @@ from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.preflight.facts import GPU_RESOURCE, pod_request
 from k3deploy.profile.model import Profile
 
-#: The annotations guard leaves on a node it cordons: when (RFC 3339, UTC), why, and by whom.
-CORDONED_AT = "k3deploy/guard-cordoned-at"
-CORDON_REASON = "k3deploy/guard-reason"
-CORDONED_BY = "k3deploy/guard-cordoned-by"
-#: The ComputeDomain API of the NVIDIA DRA driver.
-CD_API = "resource.nvidia.com/v1beta1"
 #: The clique of a tray without the profile's clique label.
 NO_CLIQUE = "(no clique)"
 
