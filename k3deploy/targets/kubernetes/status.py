@@ -119,3 +119,16 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         },
         "smoke": newest.get("smoke") if newest else None,
     }
+
+
+def read_groups(api: KubePort, profile: Profile) -> list[dict[str, Any]]:
+    """The release's groups as `status` shows them (`group_health`): its LeaderWorkerSet's pods (not being deleted),
+    their Nodes and its ComputeDomain, read now (`watch --groups`, every interval)."""
+    namespace = profile.kubernetes.namespace
+    items, _ = api.list("v1", "Pod", namespace, label_selector=f"{NAME_LABEL}={profile.name}")
+    live = [p for p in items if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    nodes: dict[str, KubeObject | None] = {}
+    for pod in live:
+        if name := (pod.get("spec") or {}).get("nodeName"):
+            _node(api, name, nodes)
+    return group_health(live, nodes, _domains(api, profile), profile.guard.fault_conditions)

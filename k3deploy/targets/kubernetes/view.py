@@ -36,10 +36,7 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
             pod["phase"],
             str(pod["restarts"]),
         )
-    groups = Table("GROUP", "COMPUTEDOMAIN", "TRAYS", box=None)
-    for group in report.get("groups", []):
-        trays = "\n".join(tray_text(t) for t in group["trays"]) or "-"
-        groups.add_row(str(group["group"]), domain_text(group.get("compute_domain")), _text(trays))
+    groups = groups_table(report.get("groups") or [])
     revision = report.get("revision") or {}
     smoke = report.get("smoke")
     state = "ready" if report.get("ready") else ("not ready" if report.get("deployed") else "not deployed")
@@ -56,6 +53,16 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
         *_blue_green_lines(report.get("blue_green") or {}),
     )
+
+
+def groups_table(groups: list[dict[str, Any]]) -> Table:
+    """Each serving group's ComputeDomain state and its trays' health, a line per tray (fault_guard/health.py rows);
+    `status` and `watch --groups` show it."""
+    table = Table("GROUP", "COMPUTEDOMAIN", "TRAYS", box=None)
+    for group in groups:
+        trays = "\n".join(tray_text(t) for t in group["trays"]) or "-"
+        table.add_row(str(group["group"]), domain_text(group.get("compute_domain")), _text(trays))
+    return table
 
 
 def _blue_green_lines(state: dict[str, Any]) -> list[Text]:
