@@ -14,17 +14,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import K3DeployError, ScrapeError
 from k3deploy.fault_guard.act import cordon, delete_group, event, keep_evidence
 from k3deploy.fault_guard.decide import Decision, confirm, decide, unhealthy_trays
 from k3deploy.fault_guard.evidence_configmap import CONFIGMAP_MAX_BYTES, write_configmap
 from k3deploy.fault_guard.evidence_file import write_new
 from k3deploy.fault_guard.metrics import GuardMetrics
+from k3deploy.fault_guard.prometheus_signal import faults_from, queries
 from k3deploy.fault_guard.snapshot import Observed, read
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import API_VERSION as LWS_API
+from k3deploy.observe.watch_sources import PrometheusSource
 from k3deploy.profile.model import Profile
+
+#: Seconds one query of the Prometheus signal may take (the server's own evaluation timeout too).
+PROMETHEUS_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -96,7 +101,7 @@ class Guard:
     def run_pass(self) -> PassReport:
         """Read, decide; when something is to be done, wait `confirm_after_s`, read again and do what still holds."""
         guard = self.profile.guard
-        first = read(self.api, self.profile, self.namespace, self.clock())
+        first = read(self.api, self.profile, self.namespace, self.clock(), self._prometheus_faults())
         report = PassReport(dry_run=self.dry_run, unhealthy_trays=unhealthy_trays(first.snapshot))
         report.seen = decide(first.snapshot, guard.max_cordons_per_hour)
         self.metrics.unhealthy_trays.set(report.unhealthy_trays)
@@ -106,7 +111,7 @@ class Guard:
                 self.say(f"seen: {d.describe()}")
             self.say(f"reading again in {guard.confirm_after_s:g}s before acting")
             self.sleep(guard.confirm_after_s)
-            observed = read(self.api, self.profile, self.namespace, self.clock())
+            observed = read(self.api, self.profile, self.namespace, self.clock(), self._prometheus_faults())
             decided = confirm(report.seen, decide(observed.snapshot, guard.max_cordons_per_hour))
             if not any(d.verdict == "act" for d in decided):
                 self.say("no action: the fault cleared before guard acted")
@@ -123,6 +128,21 @@ class Guard:
                 self._act(decision, observed, lws, report)
         self.announced = {g: m for g, m in self.announced.items() if g in {d.group for d in report.held}}
         return report
+
+    def _prometheus_faults(self) -> dict[str, list[str]]:
+        """The Prometheus signal's faults by tray (guard.prometheus; none when it is unset or cannot be read)."""
+        url = self.profile.guard.prometheus
+        if url is None:
+            return {}
+        source = PrometheusSource(str(url), {}, timeout_s=PROMETHEUS_TIMEOUT_S)
+        try:
+            answers = {name: source.query(expr) for name, expr in queries(self.profile).items()}
+        except ScrapeError as exc:
+            self.say(f"Prometheus signal not read this pass: {exc.message}")
+            return {}
+        finally:
+            source.close()
+        return faults_from(answers, self.profile)
 
     def _wait(self, decision: Decision, lws: KubeObject | None) -> None:
         message = decision.describe()

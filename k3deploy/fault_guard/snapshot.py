@@ -8,6 +8,7 @@ group's leader readiness (its /health probe, as the kubelet reports it) when `gu
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from k3deploy.fault_guard.decide import Group, Snapshot, Tray
@@ -61,8 +62,11 @@ def _gpus(node: KubeObject) -> int:
     return int(value) if str(value).isdigit() else 0
 
 
-def read(api: KubeApi, profile: Profile, namespace: str, now: float) -> Observed:
-    """Read the cluster once: trays (GPU nodes), the release's groups, the ComputeDomains, leaders' health."""
+def read(
+    api: KubeApi, profile: Profile, namespace: str, now: float, extra: Mapping[str, list[str]] | None = None
+) -> Observed:
+    """Read the cluster once: trays (GPU nodes), the release's groups, the ComputeDomains, leaders' health; `extra`
+    adds faults by tray from outside the cluster (the Prometheus signal, prometheus_signal.py)."""
     guard, kube = profile.guard, profile.kubernetes
     lws = profile.name
     nodes_listed, _ = api.list("v1", "Node")
@@ -100,7 +104,7 @@ def read(api: KubeApi, profile: Profile, namespace: str, now: float) -> Observed
             continue
         name = meta["name"]
         nodes[name] = node
-        faults = condition_faults(node, guard.fault_conditions) + cd_faults.get(name, [])
+        faults = condition_faults(node, guard.fault_conditions) + cd_faults.get(name, []) + (extra or {}).get(name, [])
         trays[name] = Tray(
             name=name,
             clique=(meta.get("labels") or {}).get(kube.clique_label) or NO_CLIQUE,
