@@ -25,16 +25,19 @@ from k3deploy.redact import redact_text, redact_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
 
     from rich.console import RenderableType
 
+    from k3deploy.fault_guard.health import GroupHealth
     from k3deploy.profile.model import Profile
 
+    #: A read of the groups: the rows (the last good ones after a failure) and why the read failed (None: it did not).
+    GroupsRead = tuple[list[GroupHealth], str | None]
 
-def _group_reader(profile: Profile, kubeconfig: str | None, context: str | None) -> Callable[[], dict[str, Any]]:
-    """`watch --groups`: a read of the release's groups (targets/kubernetes/status.py read_groups) each interval, as
-    `{"groups": [...], "groups_error": None}`; a failed read keeps the last rows and says why."""
+
+def _group_reader(profile: Profile, kubeconfig: str | None, context: str | None) -> Callable[[], GroupsRead]:
+    """`watch --groups`: a read of the release's groups (targets/kubernetes/status.py read_groups) each interval; a
+    failed read keeps the last rows and says why."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.errors import K3DeployError
     from k3deploy.kube.api import KubeApi
@@ -43,31 +46,32 @@ def _group_reader(profile: Profile, kubeconfig: str | None, context: str | None)
     from k3deploy.targets.kubernetes.status import read_groups
 
     api = KubeApi(KubeOptions(kubeconfig, context, profile.kubernetes.namespace, Deadline(None)))
-    last: list[dict[str, Any]] = []
+    last: list[GroupHealth] = []
 
-    def read() -> dict[str, Any]:
+    def read() -> GroupsRead:
         nonlocal last
         try:
             last = read_groups(api, profile)
         except K3DeployError as exc:
-            return {"groups": last, "groups_error": exc.message}
-        return {"groups": last, "groups_error": None}
+            return last, exc.message
+        return last, None
 
     return read
 
 
-def _with_groups(figures: RenderableType, read: dict[str, Any]) -> RenderableType:
+def _with_groups(figures: RenderableType, read: GroupsRead) -> RenderableType:
     """The figures, then the groups' table (and why the last read failed)."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from rich.console import Group
     from rich.text import Text
 
-    from k3deploy.console import safe_text
-    from k3deploy.targets.kubernetes.view import groups_table
+    from k3deploy.console import safe_text  # (as above)
+    from k3deploy.targets.kubernetes.view import groups_table  # (as above)
 
-    parts: list[RenderableType] = [figures, groups_table(read["groups"]) if read["groups"] else Text("no serving pods")]
-    if read["groups_error"]:
-        parts.append(Text(f"reading the groups failed: {safe_text(read['groups_error'])}", style="yellow"))
+    rows, error = read
+    parts: list[RenderableType] = [figures, groups_table(rows) if rows else Text("no serving pods")]
+    if error:
+        parts.append(Text(f"reading the groups failed: {safe_text(error)}", style="yellow"))
     return Group(*parts)
 
 
@@ -222,7 +226,9 @@ def watch(
                 if not tick.baseline:
                     line = json_line(tick, source.kind, source.url, prof.targets)
                     if read_groups is not None:
-                        line = json.dumps({**json.loads(line), **read_groups()}, separators=(",", ":"))
+                        rows, error = read_groups()
+                        doc = {**json.loads(line), "groups": rows, "groups_error": error}
+                        line = json.dumps(doc, separators=(",", ":"))
                     # -o yaml: a stream of YAML documents, one per interval, as -o json gives one line each.
                     typer.echo(
                         line if output is OutputFormat.json else as_yaml(json.loads(line), document=True).rstrip("\n")

@@ -10,14 +10,41 @@ many of the group's trays it lists as Ready.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypedDict
 
 from k3deploy.fault_guard.signals import CD_NODE_READY, CORDONED_AT, compute_domain_faults, condition_faults, cordoned
 from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_INDEX_LABEL
 
 
-def _domain_state(domains: list[KubeObject], trays: list[str]) -> dict[str, Any] | None:
+class DomainState(TypedDict):
+    """The ComputeDomain as a group sees it."""
+
+    name: str | None
+    status: str
+    trays_ready: int
+    trays: int
+
+
+class TrayHealth(TypedDict, total=False):
+    """One tray of a group: `healthy`, `sick` (with why) or `unknown`; cordoned by anyone, by guard."""
+
+    node: str
+    health: str
+    faults: list[str]
+    cordoned: bool | None
+    guard_cordoned: bool
+
+
+class GroupHealth(TypedDict):
+    """One serving group: its index, its ComputeDomain's state (None without one) and its trays."""
+
+    group: str
+    compute_domain: DomainState | None
+    trays: list[TrayHealth]
+
+
+def _domain_state(domains: list[KubeObject], trays: list[str]) -> DomainState | None:
     """The ComputeDomain's state and how many of `trays` it lists Ready (None without a ComputeDomain)."""
     if not domains:
         return None
@@ -37,7 +64,7 @@ def group_health(
     nodes: Mapping[str, KubeObject | None],
     domains: Iterable[KubeObject],
     fault_conditions: Iterable[str],
-) -> list[dict[str, Any]]:
+) -> list[GroupHealth]:
     """One row per group of `pods` (by group index): its ComputeDomain state and each of its trays' health; a tray
     whose Node could not be read is `unknown`."""
     listed_domains = list(domains)
@@ -51,10 +78,10 @@ def group_health(
             placed = by_group.setdefault(index, set())
             if node:
                 placed.add(node)
-    rows = []
+    rows: list[GroupHealth] = []
     for index in sorted(by_group, key=lambda i: (len(i), i)):
         trays = sorted(by_group[index])
-        health: list[dict[str, Any]] = []
+        health: list[TrayHealth] = []
         for tray in trays:
             node = nodes.get(tray)
             if node is None:
@@ -75,7 +102,7 @@ def group_health(
     return rows
 
 
-def tray_text(tray: Mapping[str, Any]) -> str:
+def tray_text(tray: TrayHealth) -> str:
     """One tray in a line: `node healthy`, `node sick (why; why) cordoned by guard`, `node unknown`."""
     text = f"{tray['node']} {tray['health']}"
     if tray.get("faults"):
@@ -85,7 +112,7 @@ def tray_text(tray: Mapping[str, Any]) -> str:
     return text
 
 
-def domain_text(state: Mapping[str, Any] | None) -> str:
+def domain_text(state: DomainState | None) -> str:
     """The ComputeDomain column: `Ready (4/4 trays Ready)`, or `-` without one."""
     if state is None:
         return "-"

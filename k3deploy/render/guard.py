@@ -8,6 +8,8 @@ more: the rules are in templates/guard-role.yaml.j2 and guard-clusterrole.yaml.j
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from k3deploy.profile.model import Profile
 
 #: Port of the guard's metrics (k3deploy_guard_*), scraped by its PodMonitor.
@@ -16,6 +18,23 @@ METRICS_PORT = 9400
 INTERVAL_S = 30
 #: The component label of the guard's objects.
 GUARD_COMPONENT = "guard"
+
+
+def wanted(profile: Profile) -> bool:
+    """The guard's objects are rendered (kubernetes.guard)."""
+    return profile.kubernetes.guard
+
+
+def monitor_wanted(profile: Profile) -> bool:
+    """Its PodMonitor too: where the set has a ServiceMonitor (the same Prometheus Operator)."""
+    return profile.kubernetes.guard and profile.kubernetes.service_monitor
+
+
+def policy_wanted(profile: Profile) -> bool:
+    """Its NetworkPolicy, opening the metrics port to Prometheus: where the set has NetworkPolicies and a
+    monitoring namespace."""
+    kube = profile.kubernetes
+    return kube.guard and kube.network_policy and kube.monitoring_namespace is not None
 
 
 def guard_name(profile: Profile) -> str:
@@ -33,8 +52,10 @@ def guard_lease(profile: Profile) -> str:
     return f"{profile.name}-k3deploy-guard"
 
 
-def guard_context(profile: Profile, profile_path: str) -> dict[str, dict[str, object]]:
-    """The templates' `guard` values (empty when kubernetes.guard is off)."""
+def guard_context(
+    profile: Profile, profile_path: str, labels: Callable[[str], dict[str, str]]
+) -> dict[str, dict[str, object]]:
+    """The templates' `guard` values (empty when kubernetes.guard is off); `labels` gives a component's labels."""
     if not profile.kubernetes.guard:
         return {}
     reads_domains = profile.kubernetes.compute_domain and profile.guard.compute_domain
@@ -45,6 +66,8 @@ def guard_context(profile: Profile, profile_path: str) -> dict[str, dict[str, ob
             "lease": guard_lease(profile),
             "metrics_port": METRICS_PORT,
             "compute_domains": reads_domains,
+            # A Prometheus selects PodMonitors on the ServiceMonitor's labels (kubernetes.service_monitor_labels).
+            "monitor_labels": {**labels(GUARD_COMPONENT), **profile.kubernetes.service_monitor_labels},
             "args": [
                 "guard",
                 "-p",

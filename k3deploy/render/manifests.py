@@ -22,10 +22,10 @@ from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
+from k3deploy.render import guard
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.gpu_check import gpu_check_context
-from k3deploy.render.guard import GUARD_COMPONENT, guard_context
 from k3deploy.render.monitoring import monitoring_context
 from k3deploy.render.network import (
     DNS_PORT,
@@ -116,10 +116,7 @@ class SetEntry:
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
-_GUARD: Callable[[Profile], bool] = lambda p: p.kubernetes.guard  # noqa: E731
-_GUARD_POLICY: Callable[[Profile], bool] = lambda p: (  # noqa: E731
-    p.kubernetes.guard and p.kubernetes.network_policy and p.kubernetes.monitoring_namespace is not None
-)
+GUARD = guard.GUARD_COMPONENT
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -160,20 +157,14 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(17, "epp-service.yaml.j2", "Service", "endpoint-picker", _POOL),
     SetEntry(18, "inferencepool.yaml.j2", "InferencePool", "inference-pool", _POOL),
     # kubernetes.guard (render/guard.py): `k3deploy guard` in the cluster, once the group it watches is there.
-    SetEntry(1, "networkpolicy-guard.yaml.j2", "NetworkPolicy", "network", _GUARD_POLICY),
-    SetEntry(19, "guard-serviceaccount.yaml.j2", "ServiceAccount", GUARD_COMPONENT, _GUARD),
-    SetEntry(19, "guard-role.yaml.j2", "Role", GUARD_COMPONENT, _GUARD),
-    SetEntry(19, "guard-rolebinding.yaml.j2", "RoleBinding", GUARD_COMPONENT, _GUARD),
-    SetEntry(19, "guard-clusterrole.yaml.j2", "ClusterRole", GUARD_COMPONENT, _GUARD),
-    SetEntry(19, "guard-clusterrolebinding.yaml.j2", "ClusterRoleBinding", GUARD_COMPONENT, _GUARD),
-    SetEntry(19, "guard-deployment.yaml.j2", "Deployment", GUARD_COMPONENT, _GUARD),
-    SetEntry(
-        19,
-        "guard-podmonitor.yaml.j2",
-        "PodMonitor",
-        GUARD_COMPONENT,
-        lambda p: p.kubernetes.guard and p.kubernetes.service_monitor,
-    ),
+    SetEntry(1, "networkpolicy-guard.yaml.j2", "NetworkPolicy", "network", guard.policy_wanted),
+    SetEntry(19, "guard-serviceaccount.yaml.j2", "ServiceAccount", GUARD, guard.wanted),
+    SetEntry(19, "guard-role.yaml.j2", "Role", GUARD, guard.wanted),
+    SetEntry(19, "guard-rolebinding.yaml.j2", "RoleBinding", GUARD, guard.wanted),
+    SetEntry(19, "guard-clusterrole.yaml.j2", "ClusterRole", GUARD, guard.wanted),
+    SetEntry(19, "guard-clusterrolebinding.yaml.j2", "ClusterRoleBinding", GUARD, guard.wanted),
+    SetEntry(19, "guard-deployment.yaml.j2", "Deployment", GUARD, guard.wanted),
+    SetEntry(19, "guard-podmonitor.yaml.j2", "PodMonitor", GUARD, guard.monitor_wanted),
     SetEntry(20, "smoke-job.yaml.j2", "Job", SMOKE_COMPONENT, _ALWAYS),
 )
 
@@ -346,9 +337,8 @@ def context(profile: Profile) -> dict[str, Any]:
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
         **monitoring_context(profile, labels),
         **routing_context(profile),
-        **guard_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}"),
+        **guard.guard_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}", labels),
         "worker_probe": worker_probe(profile),
-        "guard_monitor_labels": {**labels(GUARD_COMPONENT), **kube.service_monitor_labels},
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
     }
 

@@ -108,6 +108,15 @@ def sa_kubeconfig(deploy: Deployment, path: Path) -> Path:
 
 def test_the_guards_rbac_is_the_least_that_works_and_its_loop_acts_on_it(deploy: Deployment, tmp_path: Path) -> None:
     before = applied(deploy, *ON)
+    cluster = f"k3deploy-guard-{deploy.namespace}-{LWS}"
+    rbac = "rbac.authorization.k8s.io/v1"
+    scoped = [
+        resource_path(rbac, "clusterrolebindings", name=cluster),
+        resource_path(rbac, "clusterroles", name=cluster),
+    ]
+    for path in scoped:  # cluster-scoped: the namespace's deletion does not take them (`down` below does)
+        deploy.on_teardown(lambda p=path: deploy.plane.api.delete(p))
+    assert all(deploy.plane.api.find(path) is not None for path in scoped)
     assert SA in {o["metadata"]["name"] for o in deploy.list("serviceaccounts")}
     assert SA in {o["metadata"]["name"] for o in deploy.list("roles")}
 
@@ -141,6 +150,11 @@ def test_the_guards_rbac_is_the_least_that_works_and_its_loop_acts_on_it(deploy:
     assert not {p["metadata"]["uid"] for p in group_pods(deploy).values()} & {
         p["metadata"]["uid"] for p in before.values()
     }
+
+    # `down` removes what k3deploy created outside the namespace too.
+    down = deploy.k3("down", "--yes", "--timeout", "120s", *ON)
+    assert down.returncode == 0, down.stderr
+    assert all(deploy.plane.api.find(path) is None for path in scoped)
 
 
 def test_a_guard_that_does_not_hold_the_lease_does_not_act(deploy: Deployment) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import K3DeployError
-from k3deploy.fault_guard.health import group_health
+from k3deploy.fault_guard.health import GroupHealth, group_health
 from k3deploy.fault_guard.signals import CD_API
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
@@ -121,7 +121,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
     }
 
 
-def read_groups(api: KubePort, profile: Profile) -> list[dict[str, Any]]:
+def read_groups(api: KubePort, profile: Profile) -> list[GroupHealth]:
     """The release's groups as `status` shows them (`group_health`): its LeaderWorkerSet's pods (not being deleted),
     their Nodes and its ComputeDomain, read now (`watch --groups`, every interval)."""
     namespace = profile.kubernetes.namespace

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import safe_text
-from k3deploy.fault_guard.health import domain_text, tray_text
+from k3deploy.fault_guard.health import GroupHealth, domain_text, tray_text
 from k3deploy.profile.model import Profile
 
 
@@ -55,7 +55,7 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
     )
 
 
-def groups_table(groups: list[dict[str, Any]]) -> Table:
+def groups_table(groups: list[GroupHealth]) -> Table:
     """Each serving group's ComputeDomain state and its trays' health, a line per tray (fault_guard/health.py rows);
     `status` and `watch --groups` show it."""
     table = Table("GROUP", "COMPUTEDOMAIN", "TRAYS", box=None)
