@@ -179,4 +179,17 @@ def test_a_guard_that_does_not_hold_the_lease_does_not_act(deploy: Deployment) -
     assert loop.returncode == 0, loop.stderr
     assert f"guard: standing by: {leader} leads" in loop.stderr
     assert "leading" not in loop.stderr
-    assert deploy.get("leases", f"{LWS}-k3deploy-guard")["spec"]["holderIdentity"] == leader
+    held = deploy.get("leases", f"{LWS}-k3deploy-guard")
+    assert held is not None and held["spec"]["holderIdentity"] == leader
+
+    # The leader stops renewing: once its lease lapses the next guard takes it over, acts, and frees it.
+    lapsed = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+    held["spec"]["renewTime"] = lapsed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    deploy.plane.api.request(
+        "PUT", resource_path("coordination.k8s.io/v1", "leases", deploy.namespace, f"{LWS}-k3deploy-guard"), json=held
+    )
+    taken = deploy.k3("guard", "--once", *RUN)
+    assert taken.returncode == 0, taken.stderr
+    after = deploy.get("leases", f"{LWS}-k3deploy-guard")
+    assert after is not None and after["spec"].get("holderIdentity") is None
+    assert after["spec"]["leaseTransitions"] == 1
