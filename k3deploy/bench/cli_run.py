@@ -43,6 +43,7 @@ class Request:
     num_prompts: int | None = None
     output_tokens: int | None = None
     temperature: float | None = None
+    top_p: float | None = None
     label: str | None = None
     ab: bool = False
     sweep: str | None = None
@@ -66,6 +67,8 @@ def profile_sets(request: Request) -> list[str]:
     sets = list(request.sets)
     if request.temperature is not None:
         sets.append(f"smoke.temperature={request.temperature}")
+    if request.top_p is not None:
+        sets.append(f"smoke.top_p={request.top_p}")
     return sets
 
 

@@ -25,6 +25,7 @@ LIKE_FOR_LIKE = (
     ("prompt_set_sha256", "prompt set"),
     ("output_tokens", "output length"),
     ("temperature", "temperature"),
+    ("top_p", "top_p"),
 )
 
 

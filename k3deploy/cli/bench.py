@@ -65,6 +65,10 @@ def bench(
         float | None,
         typer.Option("--temperature", min=0.0, help="Sampling temperature (default smoke.temperature, 0)."),
     ] = None,
+    top_p: Annotated[
+        float | None,
+        typer.Option("--top-p", min=0.0, max=1.0, help="top_p of the requests (default smoke.top_p: the server's)."),
+    ] = None,
     label: Annotated[str | None, typer.Option("--label", help="Name of this run in reports and comparisons.")] = None,
     ab: Annotated[
         bool, typer.Option("--ab", help="Local target: serve without speculation, then with it; print the speedup.")
@@ -157,6 +161,7 @@ def bench(
         num_prompts=num_prompts,
         output_tokens=output_tokens,
         temperature=temperature,
+        top_p=top_p,
         label=label,
         ab=ab,
         sweep=sweep,

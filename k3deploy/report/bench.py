@@ -214,6 +214,7 @@ class BenchSettings(_Model):
     prompts_per_category: int | None
     output_tokens: int
     temperature: float
+    top_p: float | None = Field(None, description="top_p of the requests (null: the server's default, 1.0).")
     api: str
     ignore_eos: bool = True
     concurrency: list[int]

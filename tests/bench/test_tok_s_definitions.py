@@ -90,13 +90,19 @@ def test_bench_json_and_compare_json_carry_both(tmp_path: Path) -> None:
                 "16",
                 "--label",
                 name,
+                "--top-p",
+                "0.95",
                 "--report",
                 str(path),
             )
+            sent = [b for b in srv.bodies if b.get("max_tokens") == 16]
         assert result.returncode == 0, result.stderr
+        assert sent and all(b["top_p"] == 0.95 for b in sent)
         assert "OUTPUT TOK/S incl. TTFT" in result.stderr
         paths.append(path)
-    overall = BenchReport.load(paths[0]).overall[0]
+    report = BenchReport.load(paths[0])
+    assert report.settings.top_p == 0.95  # the published method's top_p, sent and recorded
+    overall = report.overall[0]
     assert overall.output_tok_s is not None and overall.output_tok_s > 0 and overall.decode_tok_s.median
     result = run_cli("bench", "compare", *map(str, paths), "-o", "json")
     assert result.returncode == 0, result.stderr
