@@ -17,10 +17,14 @@ from k3deploy.bench.bounds import check_lengths, check_rates
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.latency import parse_goodput, parse_percentiles
 from k3deploy.bench.load import load_model
+from k3deploy.bench.push import gateway_url, push
 from k3deploy.bench.random_dataset import CATEGORY, random_dataset
+from k3deploy.bench.report_configmap import keep, parse_ref
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
 from k3deploy.errors import UsageError
+from k3deploy.kube.options import KubeOptions
+from k3deploy.observe.canary_series import grouping_key, samples
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
@@ -60,6 +64,9 @@ class Request:
     random_range_ratio: float = 0.0
     seed: int = 0
     tokenizer: str | None = None
+    push: str | None = None
+    report_configmap: str | None = None
+    group: int = 0
 
 
 def profile_sets(request: Request) -> list[str]:
@@ -180,7 +187,34 @@ def run(request: Request) -> list[BenchReport]:
             hint="k3deploy bench --endpoint http://10.0.0.5:8000",
         )
     profile = load_profile(request.profile, profile_sets(request))
+    if request.push is not None:
+        gateway_url(request.push, profile)  # a bad --push is refused before the run, not after it
+    if request.report_configmap is not None:
+        parse_ref(request.report_configmap)
     return [bench_endpoint(request, profile, request.endpoint, request.label or "run")]
+
+
+def keep_run(request: Request, report: BenchReport) -> None:
+    """Keep the run's report in --report-configmap (in-cluster: the pod's own service account)."""
+    assert request.report_configmap is not None
+    from k3deploy.kube.api import KubeApi  # the kubernetes client loads only for this flag
+
+    profile = load_profile(request.profile, profile_sets(request))
+    api = KubeApi(KubeOptions())
+    try:
+        keep(api, request.report_configmap, report, profile.observe.canary.report_max_bytes)
+    finally:
+        api.close()
+
+
+def push_run(request: Request, report: BenchReport) -> str:
+    """Push the run's canary series to --push's Pushgateway; the gateway's URL."""
+    assert request.push is not None
+    profile = load_profile(request.profile, profile_sets(request))
+    url = gateway_url(request.push, profile)
+    finished = report.finished_at or report.started_at
+    push(url, samples(report, finished.timestamp()), grouping_key(profile, request.group))
+    return url
 
 
 def report_paths(path: Path, labels: list[str]) -> list[Path]:
