@@ -4,14 +4,17 @@ acceptance under its floor fires; thresholds come from the profile."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from k3deploy.observe.alert_rule import runbook_anchor
 from k3deploy.observe.canary_rules import RATIO, SLOW_RUNS, canary_group, drift_bound, duration, floors
 from k3deploy.profile.load import load_profile
 from k3deploy.render.manifests import build
+from tests.conftest import REPO_ROOT
 from tests.observe.promtool import K3, Case, Fired, check_rules, run_rule_tests
 
 #: An hourly canary (P = 1h) on the built-in profile: drift under 370 x (1 - 0.1) = 333 tok/s.
@@ -127,3 +130,19 @@ def test_the_drift_case_would_catch_a_rule_that_fires_on_one_slow_run(tmp_path: 
             rule["expr"] = rule["expr"].split(" + ")[0] + " * 2"
     result = run_rule_tests(groups, [CASES[0]], tmp_path)
     assert result.returncode != 0
+
+
+def test_every_canary_alert_links_a_readme_runbook() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^#### Runbook: (\w+)$", readme, re.MULTILINE))
+    names = {r["alert"] for r in _groups()[0]["rules"] if "alert" in r}
+    assert names == {
+        "K3DeployCanaryDecodeDrift",
+        "K3DeployCanaryStale",
+        "K3DeployCanaryAbsent",
+        "K3DeployCanaryAcceptanceLow",
+    }
+    assert names <= headings
+    for rule in _groups()[0]["rules"]:
+        if "alert" in rule:
+            assert rule["annotations"]["runbook_url"].endswith("#" + runbook_anchor(rule["alert"]))
