@@ -52,7 +52,8 @@ def test_bench_push_puts_the_canary_series_in_prometheus(vllm_spec_server: str, 
         assert result.returncode == 0, result.stderr
         report = BenchReport.load(report_file)
         overall = report.overall[0]
-        wait_for(prom, f"count({{{KEY}}})", 8)  # 5 run-wide series + 2 acceptance + the success stamp
+        # Requests, failed, decode, output, TTFT; acceptance of two categories; the success stamp.
+        wait_for(prom, f'count({{__name__=~"k3deploy_canary_.+",{KEY}}})', 8)
         got = {
             name: query(prom, f"{name}{{{KEY}}}")
             for name in (series.DECODE, series.OUTPUT, series.TTFT, series.FAILED, series.LAST_SUCCESS)
