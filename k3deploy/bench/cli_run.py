@@ -19,11 +19,11 @@ from k3deploy.bench.latency import parse_goodput, parse_percentiles
 from k3deploy.bench.load import load_model
 from k3deploy.bench.push import gateway_url, push
 from k3deploy.bench.random_dataset import CATEGORY, random_dataset
-from k3deploy.bench.report_configmap import keep, parse_ref
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
 from k3deploy.errors import UsageError
 from k3deploy.kube.options import KubeOptions
+from k3deploy.observe.canary_report import keep, parse_ref
 from k3deploy.observe.canary_series import grouping_key, samples
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs

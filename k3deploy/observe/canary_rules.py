@@ -11,8 +11,6 @@ each holds the last run's figure until the next run replaces it. With P the sche
 
 from __future__ import annotations
 
-from typing import Any
-
 from k3deploy.observe import canary_series as series
 from k3deploy.observe.alert_rule import Alert
 from k3deploy.profile.model import Profile
@@ -52,7 +50,7 @@ def _selector(profile: Profile, **extra: str) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
 
 
-def recording_rules(profile: Profile) -> list[dict[str, Any]]:
+def recording_rules(profile: Profile) -> list[dict[str, object]]:
     """The slow-run count and the ratio to the target (empty without a decode target)."""
     bound, target = drift_bound(profile), profile.targets.decode_tok_s
     if bound is None or target is None:
@@ -129,9 +127,9 @@ def canary_alerts(profile: Profile) -> list[Alert]:
     return out
 
 
-def canary_group(profile: Profile) -> dict[str, Any] | None:
+def canary_group(profile: Profile) -> dict[str, object] | None:
     """The canary's rule group; None when the canary is off."""
     if not profile.observe.canary.enabled:
         return None
-    rules = recording_rules(profile) + [alert.rule() for alert in canary_alerts(profile)]
+    rules: list[dict[str, object]] = [*recording_rules(profile), *(alert.rule() for alert in canary_alerts(profile))]
     return {"name": f"k3deploy.{profile.name}.canary", "rules": rules}

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from k3deploy.profile.model import Profile
 from k3deploy.report.bench import BenchReport, CellFigures
 
+#: The key of the canary's report ConfigMap that holds its last JSON report (observe/canary_report.py).
+REPORT_KEY = "report.json"
 #: The Pushgateway job of every canary push.
 JOB = "k3deploy-canary"
 PREFIX = "k3deploy_canary_"

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from k3deploy.observe import canary_series as series
 from k3deploy.observe.canary_rules import drift_bound, floors
@@ -29,9 +28,9 @@ class CanaryRun:
     failed: int = 0
     verdict: str = "ok"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """JSON-able (`status -o json`, `watch -o json`)."""
-        out = asdict(self)
+        out: dict[str, object] = asdict(self)
         out["finished_at"] = self.finished_at.isoformat() if self.finished_at else None
         out["line"] = line(self)
         return out

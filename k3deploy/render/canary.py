@@ -10,17 +10,15 @@ report's `settings.prompt_set_sha256`.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from k3deploy import __version__, prompts
 from k3deploy.lws import leader_url
+from k3deploy.observe.canary_series import REPORT_KEY
 from k3deploy.profile.model import Profile
 
 #: Where the CronJob's pod mounts the dataset ConfigMap, and its one key.
 DATASET_MOUNT_DIR = "/etc/k3deploy-canary"
 DATASET_KEY = "prompts.jsonl"
-#: The report ConfigMap's key `k3deploy bench --report-configmap` writes (and `status`/`watch` read).
-REPORT_KEY = "report.json"
 #: Annotations recording the dataset's revision.
 DATASET_ANNOTATIONS = ("k3deploy/dataset", "k3deploy/dataset-sha256", "k3deploy/rendered-by")
 #: The component label of the canary's objects.
@@ -80,7 +78,7 @@ def bench_args(profile: Profile, profile_path: str) -> list[str]:
     ]
 
 
-def canary_context(profile: Profile, profile_path: str) -> dict[str, Any]:
+def canary_context(profile: Profile, profile_path: str) -> dict[str, object]:
     """Every value the canary's templates use ({} when the canary is off)."""
     canary = profile.observe.canary
     if not canary.enabled:

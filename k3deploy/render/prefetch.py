@@ -16,7 +16,7 @@ from k3deploy.render.serving_pods import compile_cache
 PREFETCH_NAME_MAX = 63
 
 
-def prefetch_job_name(name: str, spec: dict[str, Any]) -> str:
+def prefetch_job_name(name: str, spec: object) -> str:
     """`<name>-prefetch-<hash of the name and the Job's spec>`: a Job's pod template cannot change, so new revisions
     or a new image are a new Job (Argo CD and Flux create it and prune the old, with no immutable-field error) while
     an unchanged one is left as it is, never re-run. At most 63 characters (the Job controller labels its pods with

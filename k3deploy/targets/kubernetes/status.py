@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from k3deploy.bench.report_configmap import read
 from k3deploy.errors import K3DeployError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
+from k3deploy.observe.canary_report import read
 from k3deploy.observe.canary_status import from_report
 from k3deploy.profile.model import Profile
 from k3deploy.render.canary import canary_names
@@ -106,7 +106,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
     }
 
 
-def last_canary(api: KubePort, profile: Profile) -> dict[str, Any] | None:
+def last_canary(api: KubePort, profile: Profile) -> dict[str, object] | None:
     """The canary's last run from the report it keeps; None when it has not run yet or cannot be read."""
     try:
         report = read(api, profile.kubernetes.namespace, canary_names(profile.name)["report"])

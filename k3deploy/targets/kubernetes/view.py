@@ -48,19 +48,16 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
             f"previous {revision.get('previous') or '-'}"
         ),
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
-        *_canary_lines(report),
+        *(_canary_lines(report["canary"]) if "canary" in report else []),
         *_blue_green_lines(report.get("blue_green") or {}),
     )
 
 
-def _canary_lines(report: dict[str, Any]) -> list[Text]:
-    """The last canary run's line, when the profile runs the canary (the report then has the key)."""
-    if "canary" not in report:
-        return []
-    run = report["canary"]
+def _canary_lines(run: dict[str, object] | None) -> list[Text]:
+    """The last canary run's line (shown when the profile runs the canary: the status then has the key)."""
     if run is None:
         return [Text("last canary: none recorded")]
-    return [Text(safe_text(run["line"]), style="" if run.get("verdict") == "ok" else "yellow")]
+    return [Text(safe_text(str(run["line"])), style="" if run.get("verdict") == "ok" else "yellow")]
 
 
 def _blue_green_lines(state: dict[str, Any]) -> list[Text]:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from k3deploy.bench.report_configmap import keep, read
 from k3deploy.errors import KubeError
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
+from k3deploy.observe.canary_report import keep, read
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import COMPONENT_LABEL, build
 from tests.bench.test_ab import _report
