@@ -22,7 +22,7 @@ from k3deploy.bench.random_dataset import CATEGORY, random_dataset
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
 from k3deploy.errors import UsageError
-from k3deploy.kube.options import KubeOptions
+from k3deploy.kube.port import KubePort
 from k3deploy.observe.canary_report import keep, parse_ref
 from k3deploy.observe.canary_series import grouping_key, samples
 from k3deploy.profile import Profile, load_profile
@@ -194,17 +194,11 @@ def run(request: Request) -> list[BenchReport]:
     return [bench_endpoint(request, profile, request.endpoint, request.label or "run")]
 
 
-def keep_run(request: Request, report: BenchReport) -> None:
+def keep_run(request: Request, report: BenchReport, api: KubePort) -> None:
     """Keep the run's report in --report-configmap (in-cluster: the pod's own service account)."""
     assert request.report_configmap is not None
-    from k3deploy.kube.api import KubeApi  # the kubernetes client loads only for this flag
-
     profile = load_profile(request.profile, profile_sets(request))
-    api = KubeApi(KubeOptions())
-    try:
-        keep(api, request.report_configmap, report, profile.observe.canary.report_max_bytes)
-    finally:
-        api.close()
+    keep(api, request.report_configmap, report, profile.observe.canary.report_max_bytes)
 
 
 def push_run(request: Request, report: BenchReport) -> str:

@@ -227,7 +227,15 @@ def bench(
             output,
         )
     if report_configmap is not None and len(reports) == 1:
-        cli_run.keep_run(request, reports[0])
+        # The cluster client loads only for this flag (kubeconfig, else the pod's service account).
+        from k3deploy.kube.api import KubeApi
+        from k3deploy.kube.options import KubeOptions
+
+        api = KubeApi(KubeOptions())
+        try:
+            cli_run.keep_run(request, reports[0], api)
+        finally:
+            api.close()
     if push is not None:  # after the report is written: a gateway that is down loses no figures
         url = cli_run.push_run(request, reports[0])
         err.print(f"pushed to {redact_url(url)}", markup=False, highlight=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, UsageError
 from k3deploy.kube.port import KubePort
-from k3deploy.observe.canary_series import REPORT_KEY
+from k3deploy.profile.observe_spec import REPORT_KEY
 from k3deploy.report.bench import BenchReport
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from k3deploy.profile.model import Profile
-from k3deploy.report.bench import BenchReport, CellFigures
 
-#: The key of the canary's report ConfigMap that holds its last JSON report (observe/canary_report.py).
-REPORT_KEY = "report.json"
+if TYPE_CHECKING:  # `render` loads these names (the rules, the dashboard), never the report models
+    from k3deploy.report.bench import BenchReport, CellFigures
+
 #: The Pushgateway job of every canary push.
 JOB = "k3deploy-canary"
 PREFIX = "k3deploy_canary_"

@@ -13,6 +13,8 @@ from k3deploy import prompts
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.cron import longest_gap_s
 
+#: The key of the canary's report ConfigMap that holds its last JSON report (observe/canary_report.py writes it).
+REPORT_KEY = "report.json"
 #: The built-in subsets the canary's dataset ConfigMap is rendered from (bench's `--dataset builtin --subset`).
 CANARY_SUBSETS = ("qualitative", "throughput")
 

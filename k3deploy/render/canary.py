@@ -13,8 +13,8 @@ import json
 
 from k3deploy import __version__, prompts
 from k3deploy.lws import leader_url
-from k3deploy.observe.canary_series import REPORT_KEY
 from k3deploy.profile.model import Profile
+from k3deploy.profile.observe_spec import REPORT_KEY
 
 #: Where the CronJob's pod mounts the dataset ConfigMap, and its one key.
 DATASET_MOUNT_DIR = "/etc/k3deploy-canary"
