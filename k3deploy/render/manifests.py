@@ -166,14 +166,15 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(17, "epp-deployment.yaml.j2", "Deployment", "endpoint-picker", _POOL),
     SetEntry(17, "epp-service.yaml.j2", "Service", "endpoint-picker", _POOL),
     SetEntry(18, "inferencepool.yaml.j2", "InferencePool", "inference-pool", _POOL),
+    # observe.canary (render/canary.py): applied with the serving objects (the smoke phase is a hook `up --smoke
+    # in-cluster` never applies); its first run waits for its schedule, and a run that finds no leader fails.
+    SetEntry(19, "canary-serviceaccount.yaml.j2", "ServiceAccount", "canary", _CANARY),
+    SetEntry(19, "canary-role.yaml.j2", "Role", "canary", _CANARY),
+    SetEntry(19, "canary-rolebinding.yaml.j2", "RoleBinding", "canary", _CANARY),
+    SetEntry(19, "canary-dataset-configmap.yaml.j2", "ConfigMap", "canary-dataset", _CANARY),
+    SetEntry(19, "canary-report-configmap.yaml.j2", "ConfigMap", "canary-report", _CANARY),
+    SetEntry(19, "canary-cronjob.yaml.j2", "CronJob", "canary", _CANARY),
     SetEntry(20, "smoke-job.yaml.j2", "Job", SMOKE_COMPONENT, _ALWAYS),
-    # observe.canary (render/canary.py): scheduled after the smoke gate, never part of a rollout's waits.
-    SetEntry(21, "canary-serviceaccount.yaml.j2", "ServiceAccount", "canary", _CANARY),
-    SetEntry(21, "canary-role.yaml.j2", "Role", "canary", _CANARY),
-    SetEntry(21, "canary-rolebinding.yaml.j2", "RoleBinding", "canary", _CANARY),
-    SetEntry(21, "canary-dataset-configmap.yaml.j2", "ConfigMap", "canary-dataset", _CANARY),
-    SetEntry(21, "canary-report-configmap.yaml.j2", "ConfigMap", "canary-report", _CANARY),
-    SetEntry(22, "canary-cronjob.yaml.j2", "CronJob", "canary", _CANARY),
 )
 
 

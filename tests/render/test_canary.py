@@ -15,6 +15,7 @@ from k3deploy.bench.datasets import load_dataset, prompt_set_digest, select
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import COMPONENT_LABEL, build
 from k3deploy.render.pod_security import pod_templates, violations
+from k3deploy.rollout.order import phases
 from tests.bench.test_cli import assert_clean_error
 from tests.conftest import run_cli
 from tests.render.kube_schemas import K8S_VERSION
@@ -50,13 +51,16 @@ def _flag(args: list[str], name: str) -> str:
     return args[args.index(name) + 1]
 
 
-def test_the_canary_is_off_by_default_and_on_renders_its_objects_last() -> None:
+def test_the_canary_is_off_by_default_and_on_is_applied_with_the_serving_objects() -> None:
     off = [m.obj for m in build(load_profile(K3))]
     assert not [o for o in off if o["kind"] == "CronJob" or "canary" in o["metadata"]["name"]]
     manifests = build(load_profile(K3, ON))
-    tail = [(m.kind, m.obj["metadata"]["labels"][COMPONENT_LABEL]) for m in manifests[-len(CANARY_KINDS) :]]
-    assert tail == CANARY_KINDS
-    assert manifests[-1].filename == f"22-cronjob-{K3}-canary.yaml"
+    before_smoke = manifests[-len(CANARY_KINDS) - 1 : -1]
+    assert [(m.kind, m.obj["metadata"]["labels"][COMPONENT_LABEL]) for m in before_smoke] == CANARY_KINDS
+    assert before_smoke[-1].filename == f"19-cronjob-{K3}-canary.yaml"
+    # In the serving phase: `up --smoke in-cluster` never applies the smoke phase's objects (the smoke Job's hook).
+    named = {p.name: [o["kind"] for o in p.objects] for p in phases([m.obj for m in manifests])}
+    assert "CronJob" in named["serving"] and named["smoke"] == ["Job"]
 
 
 @pytest.mark.parametrize("sets", [[], ["observe.canary.time_zone=Europe/Paris", "kubernetes.job_tolerations=[]"]])
