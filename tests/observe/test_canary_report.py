@@ -4,12 +4,16 @@ API server with the canary's own token is tests/realk8s/render/test_canary.py.""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.observe.canary_report import bounded_json, parse_ref
 from k3deploy.report.bench import BenchReport, BenchRequest
 from tests.bench.test_ab import _report
+from tests.conftest import run_cli
 
 
 def _with_requests(n: int) -> BenchReport:
@@ -39,3 +43,18 @@ def test_the_reference_is_namespace_slash_name(ref: str) -> None:
     with pytest.raises(UsageError, match="is not NAMESPACE/NAME"):
         parse_ref(ref)
     assert parse_ref("kimi-k3/x-canary-report") == ("kimi-k3", "x-canary-report")
+
+
+def test_bench_compare_reads_kept_reports_saved_to_files(tmp_path: Path) -> None:
+    """What the README's `kubectl get configmap ... -o jsonpath='{.data.report\\.json}' > canary.json` saves."""
+    paths = []
+    for name, rate in (("before", 352.0), ("after", 301.0)):
+        report = _with_requests(400).model_copy(update={"label": name})
+        report.overall[0].decode_tok_s.median = rate
+        text = bounded_json(report, len(report.to_json().encode()) - 1)  # the slim form, requests dropped
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(text, encoding="utf-8")
+    result = run_cli("bench", "compare", *map(str, paths), "-o", "json")
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["rows"]
+    assert row["decode_tok_s"] == [352.0, 301.0]
