@@ -65,3 +65,10 @@ def name_length_reason(name: str, replicas: int, *, blue_green: bool = False) ->
         f"{name}{colour}-{max(replicas - 1, 0)} gives its pods a controller-revision-hash label of its name, '-' and a "
         f"{REVISION_HASH_MAX}-character hash, past the 63 characters a label value may have"
     )
+
+
+def leader_url(lws_name: str, namespace: str, group: int, port: int) -> str:
+    """A group's leader under the LWS headless Service (subdomainPolicy Shared: `<lws>-<group>.<lws>`,
+    kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go), reachable from inside the cluster: how the
+    per-group gates and the canary reach one leader, not the Service that spreads user traffic."""
+    return f"http://{lws_name}-{group}.{lws_name}.{namespace}.svc:{port}"

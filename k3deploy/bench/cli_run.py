@@ -17,10 +17,14 @@ from k3deploy.bench.bounds import check_lengths, check_rates
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.latency import parse_goodput, parse_percentiles
 from k3deploy.bench.load import load_model
+from k3deploy.bench.push import gateway_url, push
 from k3deploy.bench.random_dataset import CATEGORY, random_dataset
 from k3deploy.bench.runner import BenchOptions, BenchPlan, run_bench
 from k3deploy.console import err
 from k3deploy.errors import UsageError
+from k3deploy.kube.port import KubePort
+from k3deploy.observe.canary_report import keep, parse_ref
+from k3deploy.observe.canary_series import grouping_key, samples
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
@@ -43,6 +47,7 @@ class Request:
     num_prompts: int | None = None
     output_tokens: int | None = None
     temperature: float | None = None
+    top_p: float | None = None
     label: str | None = None
     ab: bool = False
     sweep: str | None = None
@@ -59,6 +64,9 @@ class Request:
     random_range_ratio: float = 0.0
     seed: int = 0
     tokenizer: str | None = None
+    push: str | None = None
+    report_configmap: str | None = None
+    group: int = 0
 
 
 def profile_sets(request: Request) -> list[str]:
@@ -66,6 +74,8 @@ def profile_sets(request: Request) -> list[str]:
     sets = list(request.sets)
     if request.temperature is not None:
         sets.append(f"smoke.temperature={request.temperature}")
+    if request.top_p is not None:
+        sets.append(f"smoke.top_p={request.top_p}")
     return sets
 
 
@@ -177,7 +187,28 @@ def run(request: Request) -> list[BenchReport]:
             hint="k3deploy bench --endpoint http://10.0.0.5:8000",
         )
     profile = load_profile(request.profile, profile_sets(request))
+    if request.push is not None:
+        gateway_url(request.push, profile)  # a bad --push is refused before the run, not after it
+    if request.report_configmap is not None:
+        parse_ref(request.report_configmap)
     return [bench_endpoint(request, profile, request.endpoint, request.label or "run")]
+
+
+def keep_run(request: Request, report: BenchReport, api: KubePort) -> None:
+    """Keep the run's report in --report-configmap (in-cluster: the pod's own service account)."""
+    assert request.report_configmap is not None
+    profile = load_profile(request.profile, profile_sets(request))
+    keep(api, request.report_configmap, report, profile.observe.canary.report_max_bytes)
+
+
+def push_run(request: Request, report: BenchReport) -> str:
+    """Push the run's canary series to --push's Pushgateway; the gateway's URL."""
+    assert request.push is not None
+    profile = load_profile(request.profile, profile_sets(request))
+    url = gateway_url(request.push, profile)
+    finished = report.finished_at or report.started_at
+    push(url, samples(report, finished.timestamp()), grouping_key(profile, request.group))
+    return url
 
 
 def report_paths(path: Path, labels: list[str]) -> list[Path]:

@@ -25,6 +25,7 @@ LIKE_FOR_LIKE = (
     ("prompt_set_sha256", "prompt set"),
     ("output_tokens", "output length"),
     ("temperature", "temperature"),
+    ("top_p", "top_p"),
 )
 
 
@@ -71,6 +72,13 @@ def _rate(cell: CellFigures | None) -> float | None:
     return cell.decode_tok_s.median if cell is not None else None
 
 
+def output_rate(cell: CellFigures | None) -> float | None:
+    """A cell's output tok/s (TTFT included); for a report written before the field, its output throughput."""
+    if cell is None:
+        return None
+    return cell.output_tok_s if cell.output_tok_s is not None else cell.throughput.output_throughput
+
+
 def _median(values: Sequence[float]) -> float | None:
     return percentile(values, 50) if values else None
 
@@ -97,6 +105,7 @@ def _row(category: str, level: int, rate: float | None, variants: list[list[Benc
         concurrency=level,
         request_rate=rate,
         decode_tok_s=medians,
+        output_tok_s=[_median([v for c in cs if (v := output_rate(c)) is not None]) for cs in cells],
         speedup=[_median(s) for s in samples],
         speedup_low=[min(s) if s else None for s in samples],
         speedup_high=[max(s) if s else None for s in samples],

@@ -19,7 +19,6 @@ writes `messages`. Such files are refused with the command that prepares the rea
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,10 +100,7 @@ class Dataset:
 
 def prompt_set_digest(prompts: list[BenchPrompt] | tuple[BenchPrompt, ...]) -> str:
     """sha256 over the ids, categories and texts, in order: two runs with the same digest sent the same prompts."""
-    h = hashlib.sha256()
-    for p in prompts:
-        h.update(json.dumps([p.id, p.category, p.text], ensure_ascii=False).encode("utf-8") + b"\n")
-    return h.hexdigest()
+    return builtin.set_digest((p.id, p.category, p.text) for p in prompts)
 
 
 def _bad(path: Path, line: int, why: str, hint: str) -> UsageError:

@@ -151,6 +151,7 @@ def cell_figures(
     lat = latency.latencies(timings, percentiles)
     span = window(requests)
     tokens = sum(r.completion_tokens or 0 for r in requests)
+    throughput = latency.throughput(timings, len(requests), duration_s, slo)
     return CellFigures(
         category=category,
         concurrency=point.concurrency,
@@ -160,12 +161,13 @@ def cell_figures(
         bursty=len(good) - len(timed),
         completion_tokens=tokens,
         decode_tok_s=stats([decode_figure(r) for r in good]),
+        output_tok_s=throughput.output_throughput,
         e2e_tok_s=stats([r.e2e_tok_s for r in good]),
         ttft_ms=lat.ttft_ms,
         tpot_ms=lat.tpot_ms,
         itl_ms=lat.itl_ms,
         e2el_ms=lat.e2el_ms,
-        throughput=latency.throughput(timings, len(requests), duration_s, slo),
+        throughput=throughput,
         tokens_per_chunk=stats([r.tokens_per_chunk for r in good]),
         window_s=span,
         aggregate_tok_s=tokens / span if span else None,

@@ -161,7 +161,7 @@ async def measure_async(
             measured: bool = True,
         ) -> figures.Sent:
             tokens = prompt.output_tokens or plan.output_tokens
-            path, body = request_body(profile, prompt.text, tokens, ignore_eos=True)
+            path, body = request_body(profile, prompt.text, tokens, ignore_eos=True, top_p=profile.smoke.top_p)
             spec = RequestSpec(index, "measured", prompt.id, tokens, None, point.concurrency)
             if options.on_send is not None and measured:
                 options.on_send(prompt.id)
@@ -263,6 +263,7 @@ def assemble(profile: Profile, plan: BenchPlan, passes: list[Measured]) -> Bench
             prompts_per_category=plan.per_category,
             output_tokens=plan.output_tokens,
             temperature=profile.smoke.temperature,
+            top_p=profile.smoke.top_p,
             api=profile.smoke.api,
             concurrency=sorted({p.concurrency for p in points}),
             load=plan.load,

@@ -13,6 +13,7 @@ from k3deploy.cli.output import print_json_text
 from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
 from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.redact import redact_url
 
 bench_app = typer.Typer(
     help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
@@ -64,6 +65,10 @@ def bench(
     temperature: Annotated[
         float | None,
         typer.Option("--temperature", min=0.0, help="Sampling temperature (default smoke.temperature, 0)."),
+    ] = None,
+    top_p: Annotated[
+        float | None,
+        typer.Option("--top-p", min=0.0, max=1.0, help="top_p of the requests (default smoke.top_p: the server's)."),
     ] = None,
     label: Annotated[str | None, typer.Option("--label", help="Name of this run in reports and comparisons.")] = None,
     ab: Annotated[
@@ -125,6 +130,25 @@ def bench(
     force: Annotated[
         bool, typer.Option("--force", help="Let --report/--html/--png replace files k3deploy did not write.")
     ] = False,
+    push: Annotated[
+        str | None,
+        typer.Option(
+            "--push",
+            metavar="URL|profile",
+            help="Push the run's canary series to this Prometheus Pushgateway (`profile`: observe.pushgateway_url).",
+        ),
+    ] = None,
+    report_configmap: Annotated[
+        str | None,
+        typer.Option(
+            "--report-configmap",
+            metavar="NAMESPACE/NAME",
+            help="Keep the JSON report in this existing ConfigMap (key report.json; the canary's last report).",
+        ),
+    ] = None,
+    group: Annotated[
+        int, typer.Option("--group", min=0, help="The serving group benched: a grouping key of --push.")
+    ] = 0,
 ) -> None:
     """Bench an endpoint per category, tier and concurrency. Exit 0 all requests ok, 1 a request failed or tokens
     disagree with the server's counters, 3 the endpoint cannot be reached."""
@@ -157,6 +181,7 @@ def bench(
         num_prompts=num_prompts,
         output_tokens=output_tokens,
         temperature=temperature,
+        top_p=top_p,
         label=label,
         ab=ab,
         sweep=sweep,
@@ -173,7 +198,12 @@ def bench(
         random_range_ratio=random_range_ratio,
         seed=seed,
         tokenizer=tokenizer,
+        push=push,
+        group=group,
+        report_configmap=report_configmap,
     )
+    if push is not None and (request.ab or request.sweep):
+        raise UsageError("--push pushes one run, not --ab or --sweep", hint="drop --push, or bench one --endpoint")
     outputs = outputs_of(
         request, report_file, html_file, png_file, csv_file, force=force
     )  # before the run: it takes minutes
@@ -196,6 +226,19 @@ def bench(
             else "[" + ",\n".join(r.model_dump_json(indent=1) for r in reports) + "]",
             output,
         )
+    if report_configmap is not None and len(reports) == 1:
+        # The cluster client loads only for this flag (kubeconfig, else the pod's service account).
+        from k3deploy.kube.api import KubeApi
+        from k3deploy.kube.options import KubeOptions
+
+        api = KubeApi(KubeOptions())
+        try:
+            cli_run.keep_run(request, reports[0], api)
+        finally:
+            api.close()
+    if push is not None:  # after the report is written: a gateway that is down loses no figures
+        url = cli_run.push_run(request, reports[0])
+        err.print(f"pushed to {redact_url(url)}", markup=False, highlight=False)
     problems = [w for r in reports for w in r.warnings]
     if problems:
         raise CheckFailed(

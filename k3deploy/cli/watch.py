@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from k3deploy.fault_guard.health import GroupHealth
+    from k3deploy.observe.canary_status import CanaryRun
     from k3deploy.profile.model import Profile
 
     #: A read of the groups: the rows (the last good ones after a failure) and why the read failed (None: it did not).
@@ -148,6 +149,27 @@ def _expressions(profile: Profile, window: str) -> dict[str, str]:
     return {figure.key: figure.expr(scope, window) for figure in FIGURES if figure.key in keys}
 
 
+def _canary_reader(profile: Profile, source: object) -> Callable[[], CanaryRun | None] | None:
+    """With --prometheus and observe.canary on: a reader of the canary's last run from its series (None: no canary
+    line, e.g. a /metrics source, which has no canary series)."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.errors import ScrapeError
+    from k3deploy.observe.canary_status import from_series, queries
+    from k3deploy.observe.watch_sources import PrometheusSource
+
+    if not isinstance(source, PrometheusSource) or not profile.observe.canary.enabled:
+        return None
+    wanted = queries(profile)
+
+    def read() -> CanaryRun | None:
+        try:
+            return from_series(profile, {key: source.query(expr) for key, expr in wanted.items()})
+        except ScrapeError:
+            return None  # the figures' own row says when Prometheus fails
+
+    return read
+
+
 @app.command()
 def watch(
     profile: ProfileOpt = None,
@@ -209,7 +231,8 @@ def watch(
     read_groups = _group_reader(prof, kubeconfig, context) if groups else None
 
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.observe.watch_loop import Source, ticks
+    from k3deploy.observe.canary_status import line as canary_line
+    from k3deploy.observe.watch_loop import Source, Tick, ticks
     from k3deploy.observe.watch_sources import MetricsSource, PrometheusSource
     from k3deploy.observe.watch_view import ViewState, json_line, render
 
@@ -220,14 +243,20 @@ def watch(
     else:
         source = MetricsSource(_metrics_base(prof, endpoint), timeout_s=timeout_s)
     stream = ticks(source, interval_s, count=count, for_s=for_s)
+    canary = _canary_reader(prof, source)
     try:
         if output is not OutputFormat.table:
             for tick in stream:
                 if not tick.baseline:
                     line = json_line(tick, source.kind, source.url, prof.targets)
+                    doc = json.loads(line)
                     if read_groups is not None:
                         rows, error = read_groups()
-                        doc = {**json.loads(line), "groups": rows, "groups_error": error}
+                        doc = {**doc, "groups": rows, "groups_error": error}
+                    if canary is not None:
+                        run = canary()
+                        doc = {**doc, "canary": run.as_dict() if run else None}
+                    if read_groups is not None or canary is not None:
                         line = json.dumps(doc, separators=(",", ":"))
                     # -o yaml: a stream of YAML documents, one per interval, as -o json gives one line each.
                     typer.echo(
@@ -239,19 +268,24 @@ def watch(
         def view() -> RenderableType:
             return render(state) if read_groups is None else _with_groups(render(state), read_groups())
 
+        def update(tick: Tick) -> None:
+            state.update(tick)
+            if canary is not None:
+                state.canary = canary_line(canary())
+
         if not is_interactive():
             for tick in stream:
                 if not tick.baseline:
-                    state.update(tick)
+                    update(tick)
                     err.print(view())
             return
         # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
         from rich.live import Live
 
-        state.update(next(stream))  # the first scrape, before the live view: a failure is only an error line
+        update(next(stream))  # the first scrape, before the live view: a failure is only an error line
         with Live(view(), console=err, auto_refresh=False, transient=False) as live:
             for tick in stream:
-                state.update(tick)
+                update(tick)
                 live.update(view(), refresh=True)
     except KeyboardInterrupt:
         from k3deploy import cli  # the entry point's record of a SIGTERM (loaded already: it runs this command)

@@ -13,6 +13,7 @@ from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
 from k3deploy.observe.alert_rule import RUNBOOK_BASE, Alert, runbook_anchor
 from k3deploy.observe.alerts_health import availability_alerts, gpu_alerts, guard_alerts, latency_alerts
+from k3deploy.observe.canary_rules import canary_group
 from k3deploy.observe.dashboard import KV_CACHE_LIMIT
 from k3deploy.observe.scope import profile_scope
 from k3deploy.profile.model import Profile
@@ -109,5 +110,7 @@ def alerts(profile: Profile) -> list[Alert]:
 
 
 def rule_groups(profile: Profile) -> list[dict[str, Any]]:
-    """spec.groups of the PrometheusRule."""
-    return [{"name": f"k3deploy.{profile.name}", "rules": [alert.rule() for alert in alerts(profile)]}]
+    """spec.groups of the PrometheusRule: the serving alerts, then the canary's rules when it is on."""
+    groups = [{"name": f"k3deploy.{profile.name}", "rules": [alert.rule() for alert in alerts(profile)]}]
+    canary = canary_group(profile)
+    return groups if canary is None else [*groups, canary]

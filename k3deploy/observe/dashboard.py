@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
+from k3deploy.observe.canary_dashboard import ROW_TITLE, canary_panels
+from k3deploy.observe.dashboard_model import PanelSpec, Threshold
 from k3deploy.observe.promql import FIGURES, Scope
 from k3deploy.observe.scope import profile_scope
 from k3deploy.profile.model import Profile
@@ -50,16 +51,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[Profile], str]], ...] = (
     ("dcgm_gpu_label", "DCGM GPU label", lambda p: p.kubernetes.dcgm_labels.gpu),
 )
 _LEGENDS = {"per_position_acceptance": "position {{position}}"}
-
-
-@dataclass(frozen=True)
-class PanelSpec:
-    """One panel: its title, unit (a Grafana unit id) and (legend, expression) queries for a scope and window."""
-
-    key: str
-    title: str
-    unit: str
-    queries: Callable[[Scope, str], list[tuple[str, str]]]
+__all__ = ["PanelSpec", "Threshold", "dashboard_json", "panel_specs", "thresholds"]
 
 
 def _quantiles(metric: str) -> Callable[[Scope, str], list[tuple[str, str]]]:
@@ -95,14 +87,6 @@ def panel_specs(profile: Profile) -> dict[str, PanelSpec]:
         legend = _LEGENDS.get(figure.key, gpu_legend if figure.key.startswith(("gpu_", "nvlink")) else figure.title)
         out[figure.key] = PanelSpec(figure.key, figure.title, figure.unit, _one(legend, figure.expr))
     return out | {spec.key: spec for spec in PANELS}
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """A target line on a panel: `value`, and whether figures below it (else above it) are bad."""
-
-    value: float
-    below_is_bad: bool
 
 
 def thresholds(profile: Profile) -> dict[str, Threshold]:
@@ -180,7 +164,11 @@ def dashboard_json(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> dic
         variables.append(variable)
     panels: list[dict[str, Any]] = []
     y = 0
-    for title, keys in ROWS:
+    canary = canary_panels(profile)
+    by_key |= {spec.key: spec for spec, _ in canary}
+    lines |= {spec.key: line for spec, line in canary if line is not None}
+    rows = (*ROWS, (ROW_TITLE, tuple(spec.key for spec, _ in canary))) if canary else ROWS
+    for title, keys in rows:
         # The SDK's Dashboard builder lays out a row's header across the grid, then its panels left to right.
         panels.append(
             {

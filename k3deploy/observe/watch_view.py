@@ -56,6 +56,8 @@ class ViewState:
     error_at: datetime | None = None
     failures: int = 0
     notes: list[str] = field(default_factory=list)
+    #: The last canary run's line (watch --prometheus with observe.canary on), else None.
+    canary: str | None = None
 
     def update(self, tick: Tick) -> None:
         """Take a tick in: new figures clear the error row, a failed scrape sets it (and keeps the figures)."""
@@ -111,6 +113,8 @@ def render(state: ViewState) -> RenderableType:
         )
     if state.figures is not None and state.figures.notes:
         parts.append(Text(safe_text("; ".join(state.figures.notes)), style="yellow"))
+    if state.canary is not None:
+        parts.append(Text(safe_text(state.canary), style="" if state.canary.endswith(" · ok") else "yellow"))
     return Group(*parts)
 
 

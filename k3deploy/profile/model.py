@@ -21,6 +21,7 @@ from k3deploy.profile.names import (
     PinnedImage,
     check_dns_label,
 )
+from k3deploy.profile.observe_spec import ObserveSpec
 from k3deploy.profile.startup import StartupBudget, StorageSpec
 
 __all__ = ["IMAGE_REPOSITORY", "release_version"]  # re-exported: they were defined here before the split
@@ -419,6 +420,7 @@ class Profile(_Strict):
     smoke: SmokeSpec = Field(default_factory=SmokeSpec)
     targets: TargetsSpec = Field(default_factory=TargetsSpec)
     guard: GuardSpec = Field(default_factory=GuardSpec)
+    observe: ObserveSpec = Field(default_factory=ObserveSpec)
 
     @field_validator("name")
     @classmethod
@@ -467,6 +469,8 @@ class Profile(_Strict):
         reason = name_length_reason(self.name, par.replicas)
         if reason is not None:
             raise ValueError(reason)
+        if self.observe.canary.enabled and (self.target != "kubernetes" or self.observe.pushgateway_url is None):
+            raise ValueError("observe.canary needs target 'kubernetes' and observe.pushgateway_url (where it pushes)")
         if self.target == "kubernetes" and self.hardware is None:
             raise ValueError("hardware is required for target 'kubernetes'")
         if self.target == "kubernetes":

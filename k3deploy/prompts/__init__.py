@@ -8,6 +8,9 @@ wraps a subset as a dataset (k3deploy.bench.datasets.load_builtin).
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -51,3 +54,12 @@ def subset(name: str) -> tuple[Prompt, ...]:
         for category, entries in categories.items()
         for n, entry in enumerate(entries, start=1)
     )
+
+
+def set_digest(rows: Iterable[tuple[str, str, str]]) -> str:
+    """sha256 over (id, category, text) of each prompt, in order: two runs with the same digest sent the same
+    prompts (bench records it as settings.prompt_set_sha256; the canary's dataset ConfigMap as its revision)."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(list(row), ensure_ascii=False).encode("utf-8") + b"\n")
+    return h.hexdigest()

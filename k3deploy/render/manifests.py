@@ -24,6 +24,7 @@ from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render import guard
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
+from k3deploy.render.canary import canary_context
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.gpu_check import gpu_check_context
 from k3deploy.render.monitoring import monitoring_context
@@ -33,6 +34,14 @@ from k3deploy.render.network import (
     api_namespaces,
     ephemeral_sysctls,
     group_ports,
+)
+from k3deploy.render.prefetch import (
+    compile_cache_env,
+    prefetch_image,
+    prefetch_job_name,
+    prefetch_node_selector,
+    prefetch_tolerations,
+    site_env,
 )
 from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
@@ -58,7 +67,7 @@ JOB_UID = 10001
 #: until `k3deploy pin`: `field=value, ...`; absent once all are pinned.
 FLOATING_ANNOTATION = "k3deploy/floating-versions"
 #: Kinds that carry it: what runs an image.
-_WORKLOAD_KINDS = {"LeaderWorkerSet", "Job", "Deployment"}
+_WORKLOAD_KINDS = {"LeaderWorkerSet", "Job", "Deployment", "CronJob"}
 # Where the prefetch Job finds the Hub token (a Secret volume), named to huggingface_hub by HF_TOKEN_PATH.
 HF_TOKEN_MOUNT_DIR = "/var/run/secrets/k3deploy/hf"
 HF_TOKEN_FILE = "token"
@@ -72,8 +81,6 @@ SMOKE_COMPONENT = "smoke"
 #: The node-preflight Job gives up after this (an image pull and a few NVML queries take a minute): a pod
 #: that cannot be placed must fail the PreSync hook, not hold the sync forever.
 NODE_PREFLIGHT_DEADLINE_S = 900
-#: Longest Job name: the Job controller copies it into the `batch.kubernetes.io/job-name` label of its pods.
-PREFETCH_NAME_MAX = 63
 #: Argo CD sync options of the weight cache: neither pruned nor deleted with the Application (1.5 TB re-download);
 #: gitops-engine pkg/sync/common/types.go SyncOptionDisablePrune / SyncOptionDisableDeletion.
 KEEP_SYNC_OPTIONS = "Prune=false,Delete=false"
@@ -117,6 +124,7 @@ class SetEntry:
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
 GUARD = guard.GUARD_COMPONENT
+_CANARY: Callable[[Profile], bool] = lambda p: p.observe.canary.enabled  # noqa: E731
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -165,6 +173,14 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(19, "guard-clusterrolebinding.yaml.j2", "ClusterRoleBinding", GUARD, guard.wanted),
     SetEntry(19, "guard-deployment.yaml.j2", "Deployment", GUARD, guard.wanted),
     SetEntry(19, "guard-podmonitor.yaml.j2", "PodMonitor", GUARD, guard.monitor_wanted),
+    # observe.canary (render/canary.py): applied with the serving objects (the smoke phase is a hook `up --smoke
+    # in-cluster` never applies); its first run waits for its schedule, and a run that finds no leader fails.
+    SetEntry(19, "canary-serviceaccount.yaml.j2", "ServiceAccount", "canary", _CANARY),
+    SetEntry(19, "canary-role.yaml.j2", "Role", "canary", _CANARY),
+    SetEntry(19, "canary-rolebinding.yaml.j2", "RoleBinding", "canary", _CANARY),
+    SetEntry(19, "canary-dataset-configmap.yaml.j2", "ConfigMap", "canary-dataset", _CANARY),
+    SetEntry(19, "canary-report-configmap.yaml.j2", "ConfigMap", "canary-report", _CANARY),
+    SetEntry(19, "canary-cronjob.yaml.j2", "CronJob", "canary", _CANARY),
     SetEntry(20, "smoke-job.yaml.j2", "Job", SMOKE_COMPONENT, _ALWAYS),
 )
 
@@ -339,6 +355,7 @@ def context(profile: Profile) -> dict[str, Any]:
         **routing_context(profile),
         **guard.guard_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}", labels),
         "worker_probe": worker_probe(profile),
+        **canary_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}"),
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
     }
 
@@ -349,61 +366,6 @@ def pod_security_labels(profile: Profile) -> dict[str, str]:
     serving pods meet (vllm/vllm-openai runs as root), so a cluster whose default is restricted still admits them."""
     level = profile.kubernetes.pod_security_level
     return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
-
-
-def prefetch_job_name(name: str, spec: dict[str, Any]) -> str:
-    """`<name>-prefetch-<hash of the name and the Job's spec>`: a Job's pod template cannot change, so new revisions
-    or a new image are a new Job (Argo CD and Flux create it and prune the old, with no immutable-field error) while
-    an unchanged one is left as it is, never re-run. At most 63 characters (the Job controller labels its pods with
-    the name); a long name is cut before the hash."""
-    digest = hashlib.sha256(f"{name}\n{canonical_json(spec)}".encode()).hexdigest()[:8]
-    return f"{f'{name}-prefetch'[: PREFETCH_NAME_MAX - len(digest) - 1].rstrip('-')}-{digest}"
-
-
-def prefetch_image(profile: Profile) -> str:
-    """The prefetch Job's image: kubernetes.prefetch_image, else the vLLM image (python3 and huggingface_hub inside)."""
-    return profile.kubernetes.prefetch_image or profile.vllm.image
-
-
-def prefetch_node_selector(profile: Profile) -> dict[str, str]:
-    """kubernetes.job_node_selector, plus the vLLM image's architecture while the prefetch runs that image (an
-    arm64-only image must not land on an amd64 CPU node)."""
-    kube = profile.kubernetes
-    selector = dict(kube.job_node_selector)
-    if kube.prefetch_image is None:
-        selector.setdefault("kubernetes.io/arch", profile.vllm.image_arch)
-    return dict(sorted(selector.items()))
-
-
-def prefetch_tolerations(profile: Profile) -> list[dict[str, Any]]:
-    """kubernetes.job_tolerations, plus the GPU pods' tolerations while the prefetch runs the vLLM image: that image
-    is built for the trays' architecture, and a cluster whose CPU nodes are of another one (x86 system nodes beside
-    arm64 GB300 trays) can place it only on a tray, where it requests no GPU and runs before the group does."""
-    kube = profile.kubernetes
-    tolerations = [t.manifest() for t in kube.job_tolerations]
-    if kube.prefetch_image is None:
-        tolerations += [t for t in (t.manifest() for t in kube.tolerations) if t not in tolerations]
-    return tolerations
-
-
-def compile_cache_env(profile: Profile) -> list[dict[str, str]]:
-    """K3DEPLOY_COMPILE_CACHE for the prefetch, which makes the compile cache's folder writable by every UID (the
-    serving pods run as root, which an NFS export may squash) before it writes the marker the group waits for."""
-    cache = compile_cache(profile)
-    return [] if cache is None else [{"name": "K3DEPLOY_COMPILE_CACHE", "value": cache["folder"]}]
-
-
-def site_env(profile: Profile) -> list[dict[str, str]]:
-    """The prefetch's reach into a site's network: a Hub mirror and a proxy (both spellings: the Hub client's HTTP
-    stack reads either); none by default."""
-    kube = profile.kubernetes
-    env: dict[str, str | None] = {"HF_ENDPOINT": kube.hf_endpoint}
-    if kube.https_proxy is not None:
-        for key in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
-            env[key] = kube.https_proxy
-        if kube.no_proxy:
-            env["NO_PROXY"] = env["no_proxy"] = kube.no_proxy
-    return [{"name": key, "value": value} for key, value in sorted(env.items()) if value is not None]
 
 
 def build(profile: Profile) -> list[Manifest]:

@@ -39,6 +39,9 @@ FORMULAS: dict[str, str] = {
     "chunk) / (t_last_chunk - t_first_chunk); median, p10, p90 over the successful requests; a bursty request "
     "(chunks arrived back to back) contributes its e2e_tok_s instead, a lower bound",
     "e2e_tok_s": "per request: completion_tokens / (t_last_chunk - t_send): prefill and queueing included",
+    "output_tok_s": "output tokens of the cell's completed requests / duration_s: vllm bench serve's output "
+    "throughput (its headline tok/s). Unlike decode_tok_s it includes TTFT (prefill) and, at concurrency 1, the "
+    "gaps between one request's end and the next's send",
     "tokens_per_chunk": "per request: completion_tokens / output chunks (cumulative usage per chunk); with speculative "
     "decoding one chunk is one verify step, so its mean cross-checks mean_acceptance_length",
     "aggregate_tok_s": "completion tokens of the cell's requests / (last output chunk - first send) of the cell",
@@ -150,7 +153,10 @@ class CellFigures(_Model):
     failed: int
     bursty: int = 0
     completion_tokens: int = Field(description="Sum over every request of the cell, failed ones included.")
-    decode_tok_s: Stats
+    decode_tok_s: Stats = Field(description="Per-request decode tok/s, TTFT excluded (what smoke's gate judges).")
+    output_tok_s: float | None = Field(
+        None, description="Output tok/s, TTFT included: vllm bench serve's output throughput (formulas.output_tok_s)."
+    )
     e2e_tok_s: Stats
     ttft_ms: Dist = Field(default_factory=lambda: Dist(count=0))
     tpot_ms: Dist = Field(default_factory=lambda: Dist(count=0))
@@ -208,6 +214,7 @@ class BenchSettings(_Model):
     prompts_per_category: int | None
     output_tokens: int
     temperature: float
+    top_p: float | None = Field(None, description="top_p of the requests (null: the server's default, 1.0).")
     api: str
     ignore_eos: bool = True
     concurrency: list[int]
@@ -304,12 +311,16 @@ class BenchReport(_Model):
 
 
 class SpeedupRow(BaseModel):
-    """One cell across runs: each run's median decode tok/s and its speedup over the first run."""
+    """One cell across runs: each run's median decode tok/s (TTFT excluded) and output tok/s (TTFT included), and
+    the speedup of decode tok/s over the first run."""
 
     category: str
     concurrency: int
     request_rate: float | None = None
     decode_tok_s: list[float | None]
+    output_tok_s: list[float | None] = Field(
+        default_factory=list, description="Per run, output tok/s (TTFT included); the median over its rounds."
+    )
     speedup: list[float | None]
     speedup_low: list[float | None] = []
     speedup_high: list[float | None] = []

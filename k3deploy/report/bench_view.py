@@ -62,10 +62,10 @@ def figures_table(report: BenchReport, point: Point) -> Table:
         "REQ",
         "FAIL",
         "TOKENS client/server",
-        "DECODE TOK/S med (p10..p90)",
+        "DECODE TOK/S excl. TTFT med (p10..p90)",
         "SPREAD",
         "REQ/S",
-        "OUT TOK/S",
+        "OUTPUT TOK/S incl. TTFT",
         "TOTAL TOK/S",
         *(["GOODPUT REQ/S"] if report.settings.goodput_slo_ms else []),
     )
@@ -79,7 +79,7 @@ def figures_table(report: BenchReport, point: Point) -> Table:
             _dist(cell.decode_tok_s),
             "-" if cell.spread is None else f"{100 * cell.spread:.0f} %",
             _num(t.request_throughput, 2),
-            _num(t.output_throughput),
+            _num(cell.output_tok_s if cell.output_tok_s is not None else t.output_throughput),
             _num(t.total_token_throughput),
             *([_num(t.request_goodput, 2)] if report.settings.goodput_slo_ms else []),
             style="bold" if cell.category == "overall" else None,
@@ -165,10 +165,13 @@ def compare_view(comparison: Comparison) -> Group:
     """Median decode tok/s of each run and its speedup over the first, beside the published references."""
     labels = comparison.labels
     table = _table(
-        "median decode tok/s per request, speedup over " + labels[0],
+        "median decode tok/s per request (TTFT excluded), speedup over "
+        + labels[0]
+        + "; output tok/s (TTFT included, as vllm bench serve)",
         "CATEGORY",
         "LOAD",
-        *[f"{label} TOK/S" for label in labels],
+        *[f"{label} DECODE TOK/S" for label in labels],
+        *[f"{label} OUTPUT TOK/S" for label in labels],
         *[f"{label} SPEEDUP" for label in labels[1:]],
         *[f"{label} ACCEPT LEN" for label in labels],
     )
@@ -177,6 +180,7 @@ def compare_view(comparison: Comparison) -> Group:
             row.category,
             str(row.concurrency) if row.request_rate is None else f"{row.request_rate:g}/s",
             *[_num(v) for v in row.decode_tok_s],
+            *[_num(v) for v in (row.output_tok_s or [None] * len(labels))],
             *[_speedup(row, i) for i in range(1, len(labels))],
             *[_num(v, 2) for v in row.mean_acceptance_length],
             style="bold" if row.category == "overall" else None,

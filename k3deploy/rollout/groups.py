@@ -10,7 +10,7 @@ import string
 
 from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
-from k3deploy.lws import NAME_LABEL
+from k3deploy.lws import NAME_LABEL, leader_url
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
 from k3deploy.profile.names import check_http_url
 from k3deploy.rollout.readiness import is_fatal, pod_problems, pod_ready
@@ -101,4 +101,4 @@ def group_endpoint(template: str | None, lws_name: str, namespace: str, group: i
     pod = leader_name(lws_name, group)
     if template:
         return template.format(pod=pod, lws=lws_name, group=group, namespace=namespace).rstrip("/")
-    return f"http://{pod}.{lws_name}.{namespace}.svc:{port}"
+    return leader_url(lws_name, namespace, group, port)

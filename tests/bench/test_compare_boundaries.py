@@ -21,6 +21,7 @@ def _with(report: BenchReport, **settings: object) -> BenchReport:
         ("prompt_set_sha256", "y" * 64, "prompt set differs: a has x, c has yyyyyyyyyyyy"),
         ("output_tokens", 16, "output length differs: a has 8, c has 16"),
         ("temperature", 0.5, "temperature differs: a has 0.0, c has 0.5"),
+        ("top_p", 0.95, "top_p differs: a has None, c has 0.95"),
     ],
 )
 def test_a_third_run_is_checked_like_for_like_too(setting: str, value: object, line: str) -> None:

@@ -26,17 +26,21 @@ STOP_GRACE_S = 10.0
 SCRAPE_INTERVAL = "1s"
 
 
-def scrape_config(targets: list[str], labels: Mapping[str, str]) -> dict[str, Any]:
-    """prometheus.yml: one job scraping `targets` (host:port) at /metrics with `labels` on every series."""
+def scrape_config(
+    targets: list[str], labels: Mapping[str, str], *, job: str = "vllm", honor_labels: bool = False
+) -> dict[str, Any]:
+    """prometheus.yml: one job scraping `targets` (host:port) at /metrics with `labels` on every series;
+    `honor_labels` keeps the scraped series' own job and instance (how a Pushgateway is scraped)."""
+    scrape: dict[str, Any] = {
+        "job_name": job,
+        "metrics_path": "/metrics",
+        "static_configs": [{"targets": targets, "labels": dict(labels)}],
+    }
+    if honor_labels:
+        scrape["honor_labels"] = True
     return {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
-        "scrape_configs": [
-            {
-                "job_name": "vllm",
-                "metrics_path": "/metrics",
-                "static_configs": [{"targets": targets, "labels": dict(labels)}],
-            }
-        ],
+        "scrape_configs": [scrape],
     }
 
 
@@ -54,14 +58,18 @@ def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> None
 
 
 @contextlib.contextmanager
-def start_prometheus(targets: list[str], labels: Mapping[str, str]) -> Iterator[str]:
+def start_prometheus(
+    targets: list[str], labels: Mapping[str, str], *, job: str = "vllm", honor_labels: bool = False
+) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 scraping `targets` until the block ends; yields its base URL."""
     binary = tool("prometheus")
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="k3deploy-prometheus-") as scratch:
         work = Path(scratch)
         config = work / "prometheus.yml"
-        config.write_text(yaml.safe_dump(scrape_config(targets, labels)), encoding="utf-8")
+        config.write_text(
+            yaml.safe_dump(scrape_config(targets, labels, job=job, honor_labels=honor_labels)), encoding="utf-8"
+        )
         log = work / "prometheus.log"
         with log.open("wb") as sink:
             proc = subprocess.Popen(

@@ -10,7 +10,10 @@ from k3deploy.fault_guard.signals import CD_API
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
+from k3deploy.observe.canary_report import read
+from k3deploy.observe.canary_status import from_report
 from k3deploy.profile.model import Profile
+from k3deploy.render.canary import canary_names
 from k3deploy.rollout.currency import prove_current
 from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, restarts
 from k3deploy.targets.kubernetes.history import read_history
@@ -118,6 +121,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
             "previous": previous["revision"] if previous else None,
         },
         "smoke": newest.get("smoke") if newest else None,
+        **({"canary": last_canary(api, profile)} if profile.observe.canary.enabled else {}),
     }
 
 
@@ -132,3 +136,12 @@ def read_groups(api: KubePort, profile: Profile) -> list[GroupHealth]:
         if name := (pod.get("spec") or {}).get("nodeName"):
             _node(api, name, nodes)
     return group_health(live, nodes, _domains(api, profile), profile.guard.fault_conditions)
+
+
+def last_canary(api: KubePort, profile: Profile) -> dict[str, object] | None:
+    """The canary's last run from the report it keeps; None when it has not run yet or cannot be read."""
+    try:
+        report = read(api, profile.kubernetes.namespace, canary_names(profile.name)["report"])
+    except K3DeployError:
+        report = None  # a user who may not read ConfigMaps still gets the rest of the status
+    return None if report is None else from_report(report, profile).as_dict()

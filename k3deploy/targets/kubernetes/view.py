@@ -51,6 +51,7 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
             f"previous {revision.get('previous') or '-'}"
         ),
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
+        *(_canary_lines(report["canary"]) if "canary" in report else []),
         *_blue_green_lines(report.get("blue_green") or {}),
     )
 
@@ -63,6 +64,13 @@ def groups_table(groups: list[GroupHealth]) -> Table:
         trays = "\n".join(tray_text(t) for t in group["trays"]) or "-"
         table.add_row(str(group["group"]), domain_text(group.get("compute_domain")), _text(trays))
     return table
+
+
+def _canary_lines(run: dict[str, object] | None) -> list[Text]:
+    """The last canary run's line (shown when the profile runs the canary: the status then has the key)."""
+    if run is None:
+        return [Text("last canary: none recorded")]
+    return [Text(safe_text(str(run["line"])), style="" if run.get("verdict") == "ok" else "yellow")]
 
 
 def _blue_green_lines(state: dict[str, Any]) -> list[Text]:

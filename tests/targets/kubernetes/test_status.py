@@ -19,6 +19,8 @@ from typing import Any
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
 from k3deploy.targets.kubernetes.status import describe
+from k3deploy.targets.kubernetes.view import kubernetes_status_view
+from tests.observe.test_canary_status import ON, _kept
 from tests.support.lws_revision import REVISION_KEY, new_revision
 
 PROFILE = "kimi-k3-gb300-tp16"
@@ -149,3 +151,26 @@ def test_a_v09_status_of_an_older_generation_is_progressing_by_its_own_observed_
     assert state["ready"] is False and (row["ready"], row["state"]) == (False, "Progressing")
     assert row["detail"].startswith("controller has not seen generation 2 yet")
     assert row["proof"] == "controller has not seen generation 2 yet (observedGeneration 1)"
+
+
+def test_status_shows_the_canarys_last_run_from_its_report_configmap() -> None:
+    profile = load_profile(PROFILE, ON)
+    lws = _lws_v08()
+    revision = new_revision(lws, 1, version="v0.8.0")
+    pods = _pods(revision["metadata"]["labels"][REVISION_KEY])
+    kept = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{PROFILE}-canary-report", "namespace": NAMESPACE},
+        "data": {"report.json": _kept(300.0, 4.7).to_json()},
+    }
+    state = describe(RecordedApi([lws, revision, *pods, kept]), profile, [lws], "")
+    assert state["canary"]["decode_tok_s"] == 300.0 and state["canary"]["verdict"] == "decode 300.0 < 333 tok/s"
+    shown = "\n".join(str(part) for part in kubernetes_status_view(state).renderables)
+    assert "last canary: 2026-12-01 06:17:42Z · decode 300.0 tok/s" in shown
+    # Not run yet: said so; canary off: no line at all.
+    empty = describe(RecordedApi([lws, revision, *pods]), profile, [lws], "")
+    assert empty["canary"] is None
+    assert "last canary: none recorded" in "\n".join(str(p) for p in kubernetes_status_view(empty).renderables)
+    off = describe(RecordedApi([lws, revision, *pods, kept]), load_profile(PROFILE), [lws], "")
+    assert "canary" not in off
