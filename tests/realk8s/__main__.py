@@ -60,18 +60,18 @@ def main(argv: list[str] | None = None) -> int:
         print("hint: e.g. --forward-pod-port 8000=127.0.0.1:8000", file=sys.stderr)
         return 2
     try:
+        crds.find()
+    except crds.CrdsMissing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("hint: bash .ci/fetch-crds fetches them from the Go modules of their pinned versions", file=sys.stderr)
+        return 3
+    try:
         binaries = find_binaries()
         if args.real_nodes:
             node_tools(binaries)
     except BinariesMissing as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("hint: bash .ci/build-realk8s && bash .ci/realnodes", file=sys.stderr)
-        return 3
-    try:
-        crds.find()
-    except crds.CrdsMissing as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        print("hint: bash .ci/fetch-crds fetches them from the Go modules of their pinned versions", file=sys.stderr)
         return 3
     stop = threading.Event()
 
