@@ -8,7 +8,6 @@ LeaderWorkerSet is ready, a rolling walk or a blue-green switch) and runs one st
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -149,10 +148,9 @@ class KubernetesTarget(Target):
     @contextlib.contextmanager
     def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[Held]:
         namespace = profile.kubernetes.namespace
-        # Taking the lease counts against --timeout (self.api); renewing and freeing it have their own deadline, so
-        # past --timeout the lease is still renewed and freed (each request keeps its timeouts).
+        # Taking, renewing and freeing the lease count against --timeout and its grace as every request does: with
+        # the API out of reach the command still ends by then (the lease then lapses by itself).
         api = self.api
-        free = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
         made = Held()
         if api.get("v1", "Namespace", namespace) is None:
             rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
@@ -165,7 +163,7 @@ class KubernetesTarget(Target):
             self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
             yield made
             return
-        with ReleaseLease(free, namespace, profile.name, identity(what), note=self.view.note, acquire_api=api).hold():
+        with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
             yield made
 
     def render(self, profile: Profile) -> Rendering:
