@@ -268,13 +268,17 @@ class KubernetesTarget(Target):
             message, hint = "--smoke in-cluster: the rendered set has no smoke Job", "drop --smoke in-cluster"
             # A group's gate that cannot run is an unreachable smoke (nothing rolled back); the final one, bad usage.
             raise SmokeUnreachable(message, hint=hint) if group is not None else UsageError(message, hint=hint)
-        # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
-        self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
+        # Bounded by the Job's own deadline (and a grace), and by what is left of --timeout when the command has one:
+        # --timeout bounds every wait of the command.
+        limit = in_cluster.job_bound_s(job)
+        if self.options.timeout_s is None:
+            self.deadline.restart(limit)
+        else:
+            limit = max(0.0, min(limit, self.deadline.remaining() or 0.0))
+        force = self.options.force_conflicts
         if group is not None:
-            return in_cluster.gate(
-                self.api, job, *group, profile.vllm.port, self.view.note, force=self.options.force_conflicts
-            )
-        return in_cluster.run(self.api, job, self.view.note, force=self.options.force_conflicts)
+            return in_cluster.gate(self.api, job, *group, profile.vllm.port, self.view.note, force=force, limit=limit)
+        return in_cluster.run(self.api, job, self.view.note, force=force, limit=limit)
 
     def endpoint(self, profile: Profile) -> str:
         """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
