@@ -52,6 +52,7 @@ def _kubernetes_endpoint(
         return None
     if profile.kubernetes.endpoint_override is not None:
         return str(profile.kubernetes.endpoint_override)
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.kube.options import KubeOptions
     from k3deploy.targets.kubernetes.forward import to_leader
 

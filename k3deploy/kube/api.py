@@ -100,7 +100,7 @@ class KubeApi:
         action: str,
         *,
         query: builtins.list[tuple[str, str]] | None = None,
-        body: dict[str, Any] | builtins.list[dict[str, Any]] | None = None,
+        body: KubeObject | builtins.list[KubeObject] | None = None,
         missing_ok: bool = False,
         look: bool = False,
         content_type: str = "application/json",

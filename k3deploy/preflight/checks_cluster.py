@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
@@ -188,7 +189,7 @@ def eligible_hosts(profile: Profile, nodes: list[NodeFacts]) -> list[str]:
     return sorted(name for names in trays.values() if len(names) >= profile.parallel.nodes for name in names)
 
 
-def _placement(profile: Profile, facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -> CheckResult:
+def _placement(profile: Profile, facts: ClusterFacts, objects: Sequence[KubeObject]) -> CheckResult:
     """Whether parallel.replicas groups of parallel.nodes trays fit, each inside one clique (preflight/placement.py),
     judged on the pods as rendered: a clique their nodeSelector pins them to is the only one they may use."""
     par, label = profile.parallel, profile.kubernetes.clique_label

@@ -256,7 +256,7 @@ class ReleaseLease:
         held, self._held = self._held, False
         if not held:
             return
-        patch: list[dict[str, Any]] = [
+        patch: list[KubeObject] = [
             {"op": "test", "path": "/spec/holderIdentity", "value": self.who},
             {"op": "replace", "path": "/spec/holderIdentity", "value": None},
             {"op": "replace", "path": "/spec/renewTime", "value": _micro(self.clock())},
