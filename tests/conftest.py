@@ -21,8 +21,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The settings the committed example set (manifests/) is rendered with: the built-in GB300 profile marked
 #: non-production, since `render` refuses a production profile's floating versions until `k3deploy pin` pins them.
 EXAMPLE_SETS = ("--set", "production=false")
-#: Upstream CRDs and reference data live beside the checkout, not in it.
-SHARED_DIR = REPO_ROOT.parent / "shared"
 #: Tests never reach a public registry: one a test does not start itself is a closed port on 127.0.0.1
 #: (preflight then reports the image platforms as unknown, a WARN).
 os.environ.setdefault("K3DEPLOY_REGISTRY_URL", "http://127.0.0.1:9")

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
 from k3deploy.cli.output import print_json_text
+from k3deploy.cli.rollout import ContextOpt, KubeconfigOpt, NamespaceOpt
 from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
 from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.redact import redact_url
+
+if TYPE_CHECKING:
+    from k3deploy.bench.cli_run import Request
 
 bench_app = typer.Typer(
     help="Measure an endpoint like the published benchmarks; `bench compare` sets runs side by side.",
@@ -32,6 +37,28 @@ HtmlOpt = Annotated[
 PngOpt = Annotated[
     Path | None, typer.Option("--png", help="Write the charts as PNG (needs the 'bench' extra: matplotlib).")
 ]
+
+
+def _kubernetes_endpoint(
+    request: Request, stack: contextlib.ExitStack, kubeconfig: str | None, context: str | None
+) -> str | None:
+    """Where to bench without --endpoint: a Kubernetes profile's endpoint_override, else its serving leader through
+    a port-forward held open by `stack` (targets/kubernetes/forward.py); None for any other profile."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.bench.cli_run import profile_sets
+    from k3deploy.profile import load_profile
+
+    profile = load_profile(request.profile, profile_sets(request))
+    if not profile.on_kubernetes:
+        return None
+    if profile.kubernetes.endpoint_override is not None:
+        return str(profile.kubernetes.endpoint_override)
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.kube.options import KubeOptions
+    from k3deploy.targets.kubernetes.forward import to_leader
+
+    options = KubeOptions(kubeconfig, context, profile.kubernetes.namespace)
+    return stack.enter_context(to_leader(options, profile, "bench")).url
 
 
 @bench_app.callback()
@@ -149,9 +176,15 @@ def bench(
     group: Annotated[
         int, typer.Option("--group", min=0, help="The serving group benched: a grouping key of --push.")
     ] = 0,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
 ) -> None:
     """Bench an endpoint per category, tier and concurrency. Exit 0 all requests ok, 1 a request failed or tokens
-    disagree with the server's counters, 3 the endpoint cannot be reached."""
+    disagree with the server's counters, 3 the endpoint cannot be reached.
+
+    A Kubernetes profile without --endpoint is benched on its serving leader through a port-forward, as `up` smokes
+    it (or on kubernetes.endpoint_override)."""
     if ctx.invoked_subcommand is not None:
         return
     # The bench stage (aiohttp, the datasets, charts) loads when the command runs: `k3deploy --help` stays light.
@@ -172,7 +205,7 @@ def bench(
     request = cli_run.Request(
         endpoint=endpoint,
         profile=profile,
-        sets=set_ or [],
+        sets=[*(set_ or []), *([f"kubernetes.namespace={namespace}"] if namespace else [])],
         api_key=api_key,
         dataset=dataset,
         subset=subset,
@@ -207,7 +240,10 @@ def bench(
     outputs = outputs_of(
         request, report_file, html_file, png_file, csv_file, force=force
     )  # before the run: it takes minutes
-    reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
+    with contextlib.ExitStack() as stack:
+        if not (request.endpoint or request.ab or request.sweep):
+            request.endpoint = _kubernetes_endpoint(request, stack, kubeconfig, context)
+        reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
     if len(reports) > 1:

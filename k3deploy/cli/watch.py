@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Annotated
 
@@ -76,8 +77,9 @@ def _with_groups(figures: RenderableType, read: GroupsRead) -> RenderableType:
     return Group(*parts)
 
 
-def _metrics_base(profile: Profile, endpoint: str | None) -> str:
-    """The vLLM base URL to scrape: --endpoint, else the local server's, else the profile's endpoint_override."""
+def _metrics_base(profile: Profile, endpoint: str | None) -> str | None:
+    """The vLLM base URL to scrape: --endpoint, else the local server's, else the profile's endpoint_override; None
+    for a Kubernetes deployment without either (the leader is reached through a port-forward)."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.measure.request import normalize_endpoint
 
@@ -90,15 +92,7 @@ def _metrics_base(profile: Profile, endpoint: str | None) -> str:
         return target_for(profile).endpoint(profile)
     if profile.kubernetes.endpoint_override is not None:
         return normalize_endpoint(str(profile.kubernetes.endpoint_override))
-    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.profile.object_names import api_service_name
-
-    port = profile.vllm.port
-    raise UsageError(
-        f"profile {profile.name} runs on Kubernetes: say where to read its figures",
-        hint=f"kubectl -n {profile.kubernetes.namespace} port-forward svc/{api_service_name(profile)} {port} "
-        f"and --endpoint http://127.0.0.1:{port}, or --prometheus http://<prometheus>:9090",
-    )
+    return None
 
 
 def _prometheus_url(value: str | None) -> str | None:
@@ -207,8 +201,9 @@ def watch(
     """Watch the running deployment: output and per-request decode tok/s, TTFT, queue, KV cache, prefix cache and
     draft acceptance, each against the profile's target, from counter deltas between scrapes.
 
-    `-o json` prints one JSON line per interval. Ends at Ctrl-C (exit 0), --count or --for; exit 3 when the
-    first scrape fails (a later failure shows a "scrape failed" row and watching goes on).
+    A Kubernetes profile without --endpoint or --prometheus is read from its serving leader through a port-forward,
+    as `up` smokes it. `-o json` prints one JSON line per interval. Ends at Ctrl-C (exit 0), --count or --for; exit 3
+    when the first scrape fails (a later failure shows a "scrape failed" row and watching goes on).
     """
     if endpoint is not None and prometheus is not None:
         raise UsageError(
@@ -220,16 +215,38 @@ def watch(
     assert interval_s is not None  # parse_duration returns None only for None
     prom_url = _prometheus_url(prometheus)
     rate_window = _window(window, prom_url)
-    prof = get_profile(
-        profile, [*(set_ or []), *([f"kubernetes.namespace={namespace}"] if namespace else [])], check_fit=False
-    )
+    sets = [*(set_ or []), *([f"kubernetes.namespace={namespace}"] if namespace else [])]
+    prof = get_profile(profile, sets, check_fit=False)
     if groups and not prof.on_kubernetes:
         raise UsageError(
             f"--groups reads a release's groups on a cluster; profile {prof.name} does not run on Kubernetes",
             hint="drop --groups, or pass a Kubernetes profile",
         )
     read_groups = _group_reader(prof, kubeconfig, context) if groups else None
+    with contextlib.ExitStack() as stack:
+        base = None if prom_url is not None else _metrics_base(prof, endpoint)
+        if prom_url is None and base is None:
+            # A Kubernetes deployment without --endpoint: its leader, through a port-forward kept open throughout.
+            from k3deploy.kube.options import KubeOptions
+            from k3deploy.targets.kubernetes.forward import to_leader
 
+            options = KubeOptions(kubeconfig, context, prof.kubernetes.namespace)
+            base = stack.enter_context(to_leader(options, prof, "watch")).url
+        _watch(prof, base, prom_url, rate_window, interval_s, count, for_s, output, read_groups)
+
+
+def _watch(
+    prof: Profile,
+    base: str | None,
+    prom_url: str | None,
+    rate_window: str,
+    interval_s: float,
+    count: int | None,
+    for_s: float | None,
+    output: OutputFormat,
+    read_groups: Callable[[], GroupsRead] | None,
+) -> None:
+    """Scrape `base`'s /metrics (or query `prom_url`) every interval and show each tick."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.observe.canary_status import line as canary_line
     from k3deploy.observe.watch_loop import Source, Tick, ticks
@@ -241,7 +258,8 @@ def watch(
     if prom_url is not None:
         source = PrometheusSource(prom_url, _expressions(prof, rate_window), timeout_s=timeout_s)
     else:
-        source = MetricsSource(_metrics_base(prof, endpoint), timeout_s=timeout_s)
+        assert base is not None  # the caller found it when not reading Prometheus
+        source = MetricsSource(base, timeout_s=timeout_s)
     stream = ticks(source, interval_s, count=count, for_s=for_s)
     canary = _canary_reader(prof, source)
     try:

@@ -100,9 +100,10 @@ class KubeApi:
         action: str,
         *,
         query: builtins.list[tuple[str, str]] | None = None,
-        body: dict[str, Any] | None = None,
+        body: KubeObject | builtins.list[KubeObject] | None = None,
         missing_ok: bool = False,
         look: bool = False,
+        content_type: str = "application/json",
     ) -> Any:
         """One request to `path` for raw JSON (no model objects, no discovery); None for a 404 when `missing_ok`;
         a KubeError (its `status` set) otherwise. `look`: under the look policy (LOOK_ATTEMPTS, LOOK_TIMEOUT), else
@@ -120,7 +121,7 @@ class KubeApi:
                 auth_settings=["BearerToken"],
                 header_params={
                     "Accept": "application/json",
-                    **({"Content-Type": "application/json"} if body is not None else {}),
+                    **({"Content-Type": content_type} if body is not None else {}),
                 },
             )
             response = self.client.call_api(*request, _request_timeout=timeout)

@@ -8,6 +8,8 @@ Sources, the first that names the image's registry winning:
 1. `K3DEPLOY_REGISTRY_URL`: one URL for every registry, or `registry=url` pairs separated by commas;
 2. the profile's `kubernetes.registry_mirrors` (registry -> URL);
 3. the registry itself, over https (http for a loopback registry).
+A mirror URL from the environment may carry `user:password@` (pin/credentials.py sends them; a profile's never
+does: profile/names.py refuses it); the Location keeps them apart from the base URL, which messages show.
 A digest is the sha256 of the manifest's bytes, so a digest read from a mirror is the upstream's: the pinned profile
 keeps naming the upstream image.
 """
@@ -15,7 +17,7 @@ keeps naming the upstream image.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from k3deploy.errors import UsageError
@@ -34,6 +36,8 @@ class Location:
     base: str
     repository: str
     mirror: str | None = None
+    #: `user:password` of the environment's mirror URL (sent as Basic credentials, never shown).
+    userinfo: str | None = field(default=None, repr=False)
 
     @property
     def host(self) -> str:
@@ -48,9 +52,9 @@ def registry_key(host: str) -> str:
 
 
 def split_mirror(url: str) -> tuple[str, str]:
-    """(base URL without path, repository prefix without slashes) of a mirror URL."""
+    """(base URL without path or userinfo, repository prefix without slashes) of a mirror URL."""
     parts = urlsplit(url.strip())
-    return f"{parts.scheme}://{parts.netloc}", parts.path.strip("/")
+    return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}", parts.path.strip("/")
 
 
 def parse_env(value: str) -> tuple[str | None, dict[str, str]]:
@@ -97,7 +101,10 @@ def locate(ref: ImageRef, profile_mirrors: Mapping[str, str], env_value: str | N
         _check_url(mirror, f"kubernetes.registry_mirrors ({key})")
     if mirror:
         base, prefix = split_mirror(mirror)
-        return Location(base, f"{prefix}/{ref.repository}" if prefix else ref.repository, mirror)
+        netloc = urlsplit(mirror.strip()).netloc
+        userinfo = netloc.rsplit("@", 1)[0] if "@" in netloc else None
+        repository = f"{prefix}/{ref.repository}" if prefix else ref.repository
+        return Location(base, repository, redact_url(mirror), userinfo)
     host = ref.api_host
     scheme = "http" if host.rsplit(":", 1)[0] in _LOCAL_HOSTS or host.startswith("[::1]") else "https"
     return Location(f"{scheme}://{host}", ref.repository)

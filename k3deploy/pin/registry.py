@@ -30,6 +30,7 @@ import httpx
 from k3deploy.errors import CheckFailed, EnvironmentProblem, ImageReferenceError, ProfileError, TooLarge
 from k3deploy.kube.deadline import Deadline
 from k3deploy.net.capped import get_capped
+from k3deploy.pin import credentials
 from k3deploy.pin.answers import Descriptor, ImageConfig, Manifest, TokenAnswer, checked_digest, parse_answer
 from k3deploy.pin.mirrors import REGISTRY_URL_ENV, Location, locate
 from k3deploy.pin.oci import (
@@ -60,7 +61,8 @@ _MAX_ERROR_BYTES = 64 * 1024
 
 
 class RegistryClient:
-    """An anonymous registry client with bounded timeouts; tokens are reused per realm, service and scope."""
+    """A registry client with bounded timeouts: anonymous, or with the credentials pin/credentials.py finds for a
+    host (the environment, the Docker config); tokens are reused per realm, service, scope and credentials."""
 
     def __init__(
         self,
@@ -75,7 +77,7 @@ class RegistryClient:
         self._http = httpx.Client(
             timeout=httpx.Timeout(timeout_s), follow_redirects=True, headers={"User-Agent": "k3deploy-pin"}
         )
-        self._tokens: dict[tuple[str, str | None, str | None], str] = {}
+        self._tokens: dict[tuple[str, str | None, str | None, str | None], str] = {}
         self._auth: dict[str, str] = {}
 
     def close(self) -> None:
@@ -234,10 +236,14 @@ class RegistryClient:
             sent["Authorization"] = self._auth[key]
         response, data = self._request(url, sent, loc, limit, what)
         if response.status_code == 401 and "Authorization" not in sent:
+            basic = credentials.lookup(loc.host, loc.userinfo)
             challenge = parse_bearer_challenge(response.headers.get("WWW-Authenticate", ""))
             if challenge is not None:
-                token = self._token(challenge, ref, loc)
+                token = self._token(challenge, ref, loc, basic)
                 self._auth[key] = f"Bearer {token}"
+            elif basic is not None:  # a Basic challenge (a plain htpasswd registry or mirror)
+                self._auth[key] = basic
+            if key in self._auth:
                 sent["Authorization"] = self._auth[key]
                 response, data = self._request(url, sent, loc, limit, what)
         if response.status_code == 200:
@@ -253,18 +259,22 @@ class RegistryClient:
                 + (" or not copied to the mirror yet)" if loc.mirror else " yet)"),
             )
         if response.status_code in (401, 403):
+            who = "the credentials given" if credentials.lookup(loc.host, loc.userinfo) else "anonymous access"
             raise CheckFailed(
-                f"registry {loc.host}{via} refused anonymous access to {where} ({reason})",
-                hint="the repository does not exist or is private; pin a public image or pull it into a registry you can read",
+                f"registry {loc.host}{via} refused {who} to {where} ({reason})",
+                hint="the repository does not exist or is private: give a reader's credentials in K3DEPLOY_REGISTRY_URL "
+                "or the Docker config (docker login), never in the profile",
             )
         raise EnvironmentProblem(
             f"registry {loc.host}{via} answered HTTP {response.status_code} for {where} ({reason})",
             hint=f"retry later, or point {REGISTRY_URL_ENV} at a mirror",
         )
 
-    def _token(self, challenge: BearerChallenge, ref: ImageRef, loc: Location) -> str:
+    def _token(self, challenge: BearerChallenge, ref: ImageRef, loc: Location, basic: str | None) -> str:
+        """A pull token from the challenge's realm: anonymous, or with the registry's Basic credentials as docker
+        sends them (pin/credentials.py)."""
         scope = challenge.scope or f"repository:{loc.repository}:pull"
-        cache = (challenge.realm, challenge.service, scope)
+        cache = (challenge.realm, challenge.service, scope, basic)
         if cache in self._tokens:
             return self._tokens[cache]
         params = {"scope": scope}
@@ -272,11 +282,14 @@ class RegistryClient:
             params["service"] = challenge.service
         parts = urlsplit(challenge.realm)
         realm = Location(f"{parts.scheme}://{parts.netloc}", "")
-        response, data = self._request(challenge.realm, {}, realm, _MAX_ERROR_BYTES, "token", params=params)
+        headers = {"Authorization": basic} if basic else {}
+        response, data = self._request(challenge.realm, headers, realm, _MAX_ERROR_BYTES, "token", params=params)
         if response.status_code != 200:
+            who = "a pull token for the credentials given" if basic else "an anonymous pull token"
             raise CheckFailed(
-                f"token server {realm.host} refused an anonymous pull token for {scope} (HTTP {response.status_code})",
-                hint="the repository is private or does not exist; pin a public image",
+                f"token server {realm.host} refused {who} for {scope} (HTTP {response.status_code})",
+                hint="the repository is private or does not exist: give a reader's credentials in K3DEPLOY_REGISTRY_URL "
+                "or the Docker config (docker login)",
             )
         answer = parse_answer(TokenAnswer, _json(data, ref, "token response"), f"token server {realm.host}'s answer")
         token = answer.token or answer.access_token

@@ -8,10 +8,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
-from k3deploy.preflight.placement import TRAP_CONSEQUENCE, Placement, place, trap_hint, traps, trays_by_clique
+from k3deploy.preflight.placement import (
+    TRAP_CONSEQUENCE,
+    Placement,
+    pinned_clique,
+    place,
+    trap_hint,
+    traps,
+    trays_by_clique,
+)
 from k3deploy.profile.model import HardwareSpec, Profile
 from k3deploy.report.model import CheckResult, Status, judged
 
@@ -176,14 +185,15 @@ def eligible_hosts(profile: Profile, nodes: list[NodeFacts]) -> list[str]:
     """Every node the scheduler may put a pod of a group on: the free trays of every clique that holds a whole
     group. The node-preflight Job checks exactly these (kubernetes.node_preflight_hosts), so whichever nodes the
     groups land on were checked; trays of a clique too small for a group can never run one and are left out."""
-    trays, _, _ = trays_by_clique(profile, nodes)
+    trays, _, _ = trays_by_clique(profile, nodes, pinned_clique(profile))
     return sorted(name for names in trays.values() if len(names) >= profile.parallel.nodes for name in names)
 
 
-def _placement(profile: Profile, facts: ClusterFacts) -> CheckResult:
-    """Whether parallel.replicas groups of parallel.nodes trays fit, each inside one clique (preflight/placement.py)."""
+def _placement(profile: Profile, facts: ClusterFacts, objects: Sequence[KubeObject]) -> CheckResult:
+    """Whether parallel.replicas groups of parallel.nodes trays fit, each inside one clique (preflight/placement.py),
+    judged on the pods as rendered: a clique their nodeSelector pins them to is the only one they may use."""
     par, label = profile.parallel, profile.kubernetes.clique_label
-    result = place(profile, facts.nodes)
+    result = place(profile, facts.nodes, objects=objects)
     nvlink = result.nvlink
     group = f"{par.nodes} nodes with {par.gpus_per_node} free nvidia.com/gpu" + (f" in one {label}" if nvlink else "")
     target = group if par.replicas == 1 else f"{par.replicas} groups of {group}"
@@ -408,7 +418,7 @@ def cluster_checks(profile: Profile, facts: ClusterFacts, objects: Sequence[dict
         _version(profile, facts),
         *_crds(profile, facts),
         _gfd(profile, facts),
-        _placement(profile, facts),
+        _placement(profile, facts, objects),
         _image_arch(profile, facts),
         *_runtime_class(profile, facts),
         _namespace(profile, facts),

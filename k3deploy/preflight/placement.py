@@ -10,8 +10,10 @@ clique holds no group (templates/leaderworkerset.yaml.j2); the count of groups t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from k3deploy.kobject import KubeObject
 from k3deploy.preflight.facts import NodeFacts, cpu_milli
 from k3deploy.profile.model import Profile
 from k3deploy.profile.names import quantity_bytes
@@ -104,10 +106,28 @@ def _short_of_cpu_or_memory(profile: Profile, node: NodeFacts) -> str | None:
     return None
 
 
+def pinned_clique(profile: Profile, objects: Sequence[KubeObject] = ()) -> str | None:
+    """The clique the serving pods are pinned to as rendered: the clique label in the LeaderWorkerSets' pod templates'
+    nodeSelector (every group's pods alike), else `kubernetes.clique` when nothing was rendered; None: any clique."""
+    label = profile.kubernetes.clique_label
+    for obj in objects:
+        if obj.get("kind") != "LeaderWorkerSet":
+            continue
+        template = (obj.get("spec") or {}).get("leaderWorkerTemplate") or {}
+        for pod in (template.get("leaderTemplate"), template.get("workerTemplate")):
+            selector = ((pod or {}).get("spec") or {}).get("nodeSelector") or {}
+            if label in selector:
+                return str(selector[label])
+        return None
+    return profile.kubernetes.clique
+
+
 def trays_by_clique(
-    profile: Profile, nodes: list[NodeFacts]
+    profile: Profile, nodes: list[NodeFacts], pinned: str | None = None
 ) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
-    """Free trays by clique, the other GPU nodes of each clique with why, and GPU nodes without a clique label."""
+    """Free trays by clique, the other GPU nodes of each clique with why, and GPU nodes without a clique label.
+
+    `pinned`: the one clique the pods may use (`pinned_clique`); the trays of every other are excluded."""
     label = profile.kubernetes.clique_label
     nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
     trays: dict[str, list[str]] = {}
@@ -116,6 +136,8 @@ def trays_by_clique(
     for node in [n for n in nodes if n.allocatable_gpus > 0]:
         why = exclusion(profile, node)
         clique = node.labels.get(label) if nvlink else ANY_CLIQUE
+        if why is None and pinned is not None and node.labels.get(label) != pinned:
+            why = f"the serving pods are pinned to {label}={pinned} (kubernetes.clique)"
         if clique is None:
             unassigned.append(f"{node.name}: {why or f'no {label} label'}")
         elif why is not None:
@@ -125,11 +147,14 @@ def trays_by_clique(
     return trays, excluded, unassigned
 
 
-def place(profile: Profile, nodes: list[NodeFacts], replicas: int | None = None) -> Placement:
-    """Deal `replicas` (default: parallel.replicas) groups to the cliques with the most free trays left."""
+def place(
+    profile: Profile, nodes: list[NodeFacts], replicas: int | None = None, objects: Sequence[KubeObject] = ()
+) -> Placement:
+    """Deal `replicas` (default: parallel.replicas) groups to the cliques with the most free trays left, only to the
+    clique the rendered `objects` pin the pods to when they pin one (`pinned_clique`)."""
     wanted = profile.parallel.replicas if replicas is None else replicas
     size = profile.parallel.nodes
-    trays, excluded, unassigned = trays_by_clique(profile, nodes)
+    trays, excluded, unassigned = trays_by_clique(profile, nodes, pinned_clique(profile, objects))
     names = sorted(set(trays) | set(excluded))
     groups: dict[str, list[int]] = {name: [] for name in names}
     free = {name: len(trays.get(name, [])) for name in names}

@@ -19,11 +19,11 @@ from k3deploy.profile.names import (
     ConfigKey,
     DNSLabel,
     DNSSubdomain,
-    HttpUrl,
     LabelKey,
     LabelValue,
     PinnedImage,
     PositiveQuantity,
+    ProfileUrl,
     Quantity,
 )
 from k3deploy.redact import redact_url
@@ -127,11 +127,11 @@ class KubernetesSpec(_Strict):
         description="Secret holding a Hub token for the prefetch (mounted optional: Kimi K3 is public, and a missing "
         "Secret does not hold the download).",
     )
-    hf_endpoint: HttpUrl | None = Field(
+    hf_endpoint: ProfileUrl | None = Field(
         None,
         description="HF_ENDPOINT of the prefetch: a Hub mirror for sites that cannot reach the Hub (null: the Hub).",
     )
-    https_proxy: HttpUrl | None = Field(
+    https_proxy: ProfileUrl | None = Field(
         None,
         description="Proxy the prefetch downloads through (HTTPS_PROXY and HTTP_PROXY).",
     )
@@ -159,7 +159,7 @@ class KubernetesSpec(_Strict):
     unschedulable_grace_s: int = Field(
         120, ge=0, description="How long a serving pod may stay unschedulable before the rollout fails."
     )
-    endpoint_override: HttpUrl | None = Field(
+    endpoint_override: ProfileUrl | None = Field(
         None, description="Base URL smoke uses instead of the Service's cluster DNS name (e.g. a port-forward)."
     )
     service_monitor: bool = True
@@ -363,7 +363,7 @@ class KubernetesSpec(_Strict):
         description="Image of the endpoint picker (routing: inference-pool); llm-d/llm-d-router, where the Gateway API "
         "Inference Extension's EPP is maintained.",
     )
-    registry_mirrors: dict[str, HttpUrl] = Field(
+    registry_mirrors: dict[str, ProfileUrl] = Field(
         default_factory=dict,
         description="Registry (docker.io, ghcr.io, host:port) -> the mirror that serves its images here, "
         "https://host[:port][/prefix] (the repository under prefix/): where `pin` and preflight read the images, as the "

@@ -213,6 +213,20 @@ def check_http_url(value: str) -> str:
     return value
 
 
+def check_profile_url(value: str) -> str:
+    """An http(s) URL as `check_http_url` takes it, without userinfo: a profile is written out by `pin` and carried
+    into the rendered profile ConfigMap, so it never holds a credential (the environment, a Docker config or a
+    Secret does)."""
+    check_http_url(value)
+    if "@" in urlsplit(value).netloc:
+        raise ValueError(
+            f"{redact_url(value)!r} carries credentials (user:password@), which a profile never holds: pin writes the "
+            "profile out and render carries it into a ConfigMap; give them through the environment "
+            "(K3DEPLOY_REGISTRY_URL) or a Docker config, and the nodes' through kubernetes.image_pull_secrets"
+        )
+    return value
+
+
 def check_cidr(value: str) -> str:
     """An IPv4 or IPv6 network in CIDR notation with no host bits set, as a NetworkPolicy ipBlock takes it
     (k8s.io/kubernetes pkg/apis/networking/validation ValidateIPBlock; the API server warns on host bits, refused here)."""
@@ -252,5 +266,7 @@ PinnedImage = Annotated[str, AfterValidator(check_pinned_image)]
 """A container image reference with a tag or a digest."""
 HttpUrl = Annotated[str, AfterValidator(check_http_url)]
 """An http(s) URL that can be connected to (valid port and IPv6 literal)."""
+ProfileUrl = Annotated[str, AfterValidator(check_profile_url)]
+"""An http(s) URL a profile holds: as HttpUrl, and without credentials."""
 Cidr = Annotated[str, AfterValidator(check_cidr)]
 """An IP network in CIDR notation (a NetworkPolicy ipBlock)."""

@@ -123,8 +123,6 @@ def copy_checkout(src: Path, dest: Path) -> None:
     for name in (".venv", ".venv-checkov"):
         if (src / name).exists():
             (dest / name).symlink_to(src / name)
-    if (src.parent / "shared").exists() and not (dest.parent / "shared").exists():
-        (dest.parent / "shared").symlink_to(src.parent / "shared")
 
 
 def session_command(python: str, tests: Sequence[str]) -> list[str]:

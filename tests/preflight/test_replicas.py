@@ -80,3 +80,25 @@ def test_cli_plan_cluster_needs_a_kubernetes_profile() -> None:
     done = run_cli("plan", "-p", "local-cpu", "--cluster")
     assert done.returncode == 2
     assert done.stderr.startswith("error: --cluster needs a kubernetes profile")
+
+
+def test_groups_the_render_pins_to_one_clique_are_judged_in_that_clique_only() -> None:
+    """`kubernetes.clique` pins every group's pods to one clique (the rendered nodeSelector). Before: placement dealt
+    the groups over every clique ("group 0 in clique A; group 1 in clique B", a PASS) and `up` ended Unschedulable."""
+    profile = load_profile(K3, ["parallel.replicas=2", f"kubernetes.clique={A}"])
+    objects = rendered_objects(profile)
+    lws = next(o for o in objects if o["kind"] == "LeaderWorkerSet")
+    assert lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelector"]["nvidia.com/gpu.clique"] == A
+    check = {r.name: r for r in cluster_checks(profile, facts(_nodes(busy_in_c=4)), objects)}["k8s.placement"]
+    assert check.status is Status.FAIL
+    assert check.measured == "1 of 2 groups fit"
+    assert check.detail.startswith(
+        f"clique {A} takes group 0 and lacks trays: 0 free tray(s), 4 short of a group of 4; "
+        f"clique {B} lacks trays: 0 free tray(s), 4 short of a group of 4"
+    ), check.detail
+    assert f"b0: the serving pods are pinned to nvidia.com/gpu.clique={A} (kubernetes.clique)" in check.detail
+    assert eligible_hosts(profile, _nodes()) == ["a0", "a1", "a2", "a3"]  # the node-preflight Job's hosts too
+    # one group pinned there fits
+    one = load_profile(K3, [f"kubernetes.clique={A}"])
+    fits = {r.name: r for r in cluster_checks(one, facts(_nodes()), rendered_objects(one))}["k8s.placement"]
+    assert fits.status is Status.PASS and fits.detail == f"the group fits in clique {A} on a0, a1, a2, a3"

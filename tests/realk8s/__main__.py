@@ -17,6 +17,7 @@ from tests.realk8s.binaries import BinariesMissing, find_binaries, node_tools
 from tests.realk8s.forwards import ForwardSpec, LeaderForwards
 from tests.realk8s.plane import Plane, PlaneOptions
 from tests.realk8s.standins import STANDIN_IMAGES
+from tests.support import crds
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the plane until a signal; exit 0 then, 2 on bad usage, 3 when the binaries are missing."""
+    """Run the plane until a signal; exit 0 then, 2 on bad usage, 3 when the binaries or the CRDs are missing."""
     args = _parser().parse_args(argv)
     if args.gb300_nodes < 1 or args.cliques < 1 or args.cliques > args.gb300_nodes:
         print("error: --gb300-nodes and --cliques must be >= 1, with no more cliques than nodes", file=sys.stderr)
@@ -58,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --forward-pod-port {exc}", file=sys.stderr)
         print("hint: e.g. --forward-pod-port 8000=127.0.0.1:8000", file=sys.stderr)
         return 2
+    try:
+        crds.find()
+    except crds.CrdsMissing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("hint: bash .ci/fetch-crds fetches them from the Go modules of their pinned versions", file=sys.stderr)
+        return 3
     try:
         binaries = find_binaries()
         if args.real_nodes:

@@ -53,6 +53,8 @@ class Faults:
         self.rules: list[Fault] = []
         #: Every request served, as "METHOD path?query", for tests that count retries.
         self.requests: list[str] = []
+        #: Every request whose upstream answer was relayed back, as "METHOD path?query", in the order they ended.
+        self.answered: list[str] = []
 
     def add(
         self,

@@ -117,6 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is not None:
                 self._inject(fault, watch)
             self._forward(method, body, fault, watch)
+            self.server.faults.answered.append(f"{method} {self.path}")
         except _Done:
             return
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):

@@ -19,6 +19,7 @@ from tests.realk8s.fault_fixtures import fault_proxy, lone_plane  # noqa: F401 -
 from tests.realk8s.plane import Plane, PlaneOptions
 from tests.realk8s.realnode import RealNode
 from tests.realk8s.standins import STANDIN_IMAGES
+from tests.support import crds
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +29,7 @@ def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     `realk8s.admin_kubeconfig` and `realk8s.user_kubeconfig` are written for the CLI under test.
     """
     binaries = binaries_or_skip()
+    crds.require()  # without the upstream CRDs: one line naming .ci/fetch-crds, not a start-up timeout
     directory = tmp_path_factory.mktemp("realk8s")
     # Three cliques: room for a blue-green second group or a surge beside two groups and what other tests left.
     plane = Plane(binaries, PlaneOptions(gb300_nodes=12, cliques=3, workdir=directory))

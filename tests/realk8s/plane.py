@@ -18,7 +18,7 @@ import httpx
 import yaml
 
 from tests.realk8s import objects
-from tests.realk8s.binaries import REPO_ROOT, Binaries, node_tools
+from tests.realk8s.binaries import Binaries, node_tools
 from tests.realk8s.certs import CertAuthority, CertPair, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.dra import DraDriver
@@ -26,10 +26,8 @@ from tests.realk8s.ociimage import Image
 from tests.realk8s.procs import Process, free_port
 from tests.realk8s.provisioner import DRIVER, Provisioner
 from tests.realk8s.realnode import RealNode
+from tests.support import crds
 
-#: The serving set's upstream CRDs and the control plane's own live beside the checkout (as tests/conftest.py's
-#: SHARED_DIR); the build directory holds the built releases' CRDs as a fallback for the control plane's.
-SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
 #: Users of the static token file: name -> groups. The admin is in system:masters; the test user and the deployer
 #: in no group (RBAC grants them nothing but discovery until a test binds roles: the user for the plane's own
 #: tests, the deployer for the CLI's); the components use the identities bootstrap RBAC binds.
@@ -133,6 +131,7 @@ class Plane:
         return path
 
     def _start(self) -> None:
+        crd_files = self._crd_files()  # before any process: without the CRDs the plane cannot serve the set
         self.dir = self.options.workdir or self._mkdtemp("realk8s-")
         (self.dir / "pki").mkdir(parents=True, exist_ok=True)
         (self.dir / "logs").mkdir(exist_ok=True)
@@ -146,7 +145,7 @@ class Plane:
         token_file.chmod(0o600)
         self._start_etcd()
         self._start_apiserver(ca, token_file)
-        self._install_crds()
+        self._install_crds(crd_files)
         self._start_controllers()
         self._start_kwok()
         self._start_lws(ca)
@@ -234,19 +233,15 @@ class Plane:
         self._wait(apiserver, "kube-apiserver /readyz", lambda: self.api.request("GET", "/readyz").status_code == 200)
 
     def _crd_files(self) -> list[Path]:
-        files = sorted(SHARED_CRDS.glob("*.yaml"))
-        control_plane = sorted((SHARED_CRDS / "control-plane").glob("*.yaml"))
-        if not control_plane:
-            control_plane = [
-                p for p in sorted((self.binaries.directory / "crds").glob("*.yaml")) if "leaderworkerset" not in p.name
-            ]
-        if not files:
-            files = sorted((self.binaries.directory / "crds").glob("leaderworkerset*.yaml"))
-        return files + control_plane
+        """The control plane's CRDs from the build (LWS's, those of the LWS release built, and KWOK's), the serving
+        set's other kinds from .ci/fetch-crds: nothing from beside the checkout."""
+        built = sorted((self.binaries.directory / "crds").glob("*.yaml"))
+        serving = crds.find()
+        return built + [serving / name for kind, name in crds.FILES.items() if kind != "LeaderWorkerSet"]
 
-    def _install_crds(self) -> None:
+    def _install_crds(self, files: list[Path]) -> None:
         names = []
-        for path in self._crd_files():
+        for path in files:
             for crd in yaml.safe_load_all(path.read_text()):
                 if not crd or crd.get("kind") != "CustomResourceDefinition":
                     continue

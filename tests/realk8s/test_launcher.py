@@ -5,6 +5,7 @@ is gone."""
 from __future__ import annotations
 
 import base64
+import os
 import signal
 import subprocess
 import sys
@@ -133,6 +134,28 @@ def test_the_launcher_refuses_more_cliques_than_nodes() -> None:
     assert done.returncode == 2
     assert done.stderr.splitlines()[0].startswith("error: ")
     assert done.stderr.splitlines()[1].startswith("hint: ")
+
+
+def test_the_launcher_without_the_upstream_crds_says_so_in_one_line(tmp_path: Path) -> None:
+    """A clone with nothing beside it and no fetched CRDs: exit 3 at once with `error:` + `hint:` naming
+    .ci/fetch-crds, not a start-up that times out waiting for the DRA stand-in's first pass."""
+    env = {**os.environ, "K3DEPLOY_TEST_CRDS": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.realk8s", "--kubeconfig", str(tmp_path / "kubeconfig")],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2, done.stderr
+    assert (
+        lines[0].startswith("error: the upstream CRDs are not in ") and "resource.nvidia.com_computedomains" in lines[0]
+    )
+    assert lines[1].startswith("hint: bash .ci/fetch-crds")
+    assert not (tmp_path / "kubeconfig").exists()
 
 
 def test_find_binaries_names_the_build_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

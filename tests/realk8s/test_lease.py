@@ -55,6 +55,7 @@ def test_a_held_lease_stops_up_naming_its_holder_and_a_lapsed_one_is_taken_over(
     assert live_lws(realk8s, namespace) is None  # nothing applied
     stale = lease(realk8s, namespace)
     stale["spec"]["renewTime"] = _micro(datetime.now(UTC) - timedelta(hours=1))
+    stale["spec"]["leaseDurationSeconds"] = 3  # watched that long for a renewal before it is taken over
     realk8s.api.request("PUT", resource_path(LEASES, "leases", namespace, f"{LWS}-k3deploy-lock"), json=stale)
     taken = up(realk8s, namespace, "--skip-smoke")
     assert taken.returncode == 0, taken.stderr

@@ -1,16 +1,22 @@
 """Where the upstream CustomResourceDefinitions of the kinds k3deploy renders are, for tests that hold rendered
-objects to their published schemas (LeaderWorkerSet, ComputeDomain, ServiceMonitor, PrometheusRule, InferencePool).
+objects to their published schemas (LeaderWorkerSet, ComputeDomain, ServiceMonitor, PrometheusRule, InferencePool)
+and for the realk8s plane, which serves them.
 
-The files are the projects' own (`../shared/crds` beside the checkout, or the folder K3DEPLOY_TEST_CRDS names); a
-test that needs them calls `require()`, which fails under CI=true and skips elsewhere.
+The files are the projects' own, fetched from the Go modules of pinned versions by `.ci/fetch-crds` into a cache
+outside the checkout (or the folder K3DEPLOY_TEST_CRDS names): nothing beside the checkout is read. A test that
+needs them calls `require()`, which fails with one line naming the command that fetches them.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FETCH_SCRIPT = REPO_ROOT / ".ci" / "fetch-crds"
 
 #: Upstream CRD file of each kind, as the projects publish them.
 FILES = {
@@ -22,18 +28,39 @@ FILES = {
 }
 
 
+class CrdsMissing(RuntimeError):
+    """The upstream CRDs are not fetched (run .ci/fetch-crds)."""
+
+
 def upstream_dir() -> Path:
-    """Where the upstream CRDs are: $K3DEPLOY_TEST_CRDS, else `shared/crds` beside the checkout."""
+    """Where the upstream CRDs are: $K3DEPLOY_TEST_CRDS, else the folder `.ci/fetch-crds` fills for this checkout's
+    script (an empty path when the script cannot be asked: `find()` then names the command)."""
     override = os.environ.get("K3DEPLOY_TEST_CRDS")
-    return Path(override) if override else Path(__file__).resolve().parents[2].parent / "shared" / "crds"
+    if override:
+        return Path(override)
+    try:
+        done = subprocess.run(
+            ["bash", str(FETCH_SCRIPT), "--print-dir"], capture_output=True, text=True, timeout=60, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return Path()
+    return Path(done.stdout.strip())
+
+
+def find() -> Path:
+    """The folder holding every upstream CRD file, or CrdsMissing naming what is missing and the command."""
+    found = upstream_dir()
+    missing = [name for name in FILES.values() if not (found / name).is_file()]
+    if missing:
+        raise CrdsMissing(
+            f"the upstream CRDs are not in {found} (missing: {', '.join(missing)}); run: bash .ci/fetch-crds"
+        )
+    return found
 
 
 def require() -> Path:
-    """The upstream CRD folder for a test that needs it: fail under CI=true when missing, else skip."""
-    found = upstream_dir()
-    if not all((found / name).is_file() for name in FILES.values()):
-        message = f"the upstream CRDs are not in {found} (set K3DEPLOY_TEST_CRDS or put them beside the checkout)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+    """The upstream CRD folder for a test that needs it; without it the test fails with one line (no traceback)."""
+    try:
+        return find()
+    except CrdsMissing as exc:
+        pytest.fail(str(exc), pytrace=False)

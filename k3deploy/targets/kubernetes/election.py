@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
-from k3deploy.kube.port import KubePort
+from k3deploy.kube.api import KubeApi
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, holder_of
 
 #: Seconds a guard standing by waits before it tries the lease again.
@@ -33,18 +33,18 @@ def guard_lease_name(release: str) -> str:
     return f"{release}-k3deploy-guard"
 
 
-def _lease(api: KubePort, namespace: str, release: str, who: str, say: Callable[[str], None]) -> ReleaseLease:
+def _lease(api: KubeApi, namespace: str, release: str, who: str, say: Callable[[str], None]) -> ReleaseLease:
     return ReleaseLease(api, namespace, release, who, note=say, name=guard_lease_name(release))
 
 
-def _holder(api: KubePort, namespace: str, release: str, who: str) -> str | None:
+def _holder(api: KubeApi, namespace: str, release: str, who: str) -> str | None:
     """Who else holds the guard lease now (None: it is free, lapsed or ours)."""
     live = api.get(LEASE_API, "Lease", guard_lease_name(release), namespace)
     holder = holder_of(live, datetime.now(UTC))
     return holder.identity if holder is not None and holder.identity != who else None
 
 
-def once(api: KubePort, namespace: str, release: str, who: str, work: Callable[[], T], say: Callable[[str], None]) -> T:
+def once(api: KubeApi, namespace: str, release: str, who: str, work: Callable[[], T], say: Callable[[str], None]) -> T:
     """`work()` while holding the guard lease; exit 3 naming the leader when another guard holds it."""
     other = _holder(api, namespace, release, who)
     if other is not None:
@@ -63,7 +63,7 @@ def _lost_of(lease: ReleaseLease) -> Callable[[], bool]:
 
 
 def lead(
-    api: KubePort,
+    api: KubeApi,
     namespace: str,
     release: str,
     who: str,

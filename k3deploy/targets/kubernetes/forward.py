@@ -6,6 +6,9 @@ script or CI outside the cluster.
 rolling upgrade and blue-green. Without either, the final smoke forwards to the first ready leader the API Service
 selects, and a per-group gate to that group's leader (`<lws>-<group>`). A forward that cannot be opened (RBAC, the
 pod gone, the API server unreachable) is a SmokeUnreachable (smoke/reach.py): the install is kept.
+
+`watch` and `bench` without `--endpoint` reach a Kubernetes deployment the same way (`to_leader`): a forward to the
+first ready leader the API Service selects, open for the whole command.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Protocol
 
-from k3deploy.errors import ForwardFailed, K3DeployError
+from k3deploy.errors import EnvironmentProblem, ForwardFailed, K3DeployError
+from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.port import KubePort
 from k3deploy.kube.portforward import PodPortForward
@@ -114,3 +118,36 @@ def reach(
         raise unreachable(message, None, by_hand(profile, None))
     with _forwarded(options.kube, profile, pod) as way:
         yield way
+
+
+@contextlib.contextmanager
+def to_leader(kube: KubeOptions, profile: Profile, command: str) -> Iterator[Reach]:
+    """A port-forward to the first ready leader the live API Service selects, for `command` (`watch`, `bench`)
+    without --endpoint, as `up`'s smoke reaches it; EnvironmentProblem (exit 3) when there is none or it cannot be
+    opened, with the by-hand way in the hint."""
+    namespace, port = profile.kubernetes.namespace, profile.vllm.port
+    hint = (
+        f"give --endpoint URL: e.g. `kubectl -n {namespace} port-forward svc/{api_service_name(profile)} "
+        f"{port}:{port}` and --endpoint http://127.0.0.1:{port}"
+    )
+    api: KubeApi | None = None
+    try:
+        api = KubeApi(kube)
+        pod = serving_leader(api, profile)
+    except K3DeployError as exc:
+        raise EnvironmentProblem(f"{command} could not find the leader to reach: {exc.message}", hint=hint) from None
+    finally:
+        if api is not None:
+            api.close()
+    if pod is None:
+        raise EnvironmentProblem(
+            f"{command}: Service {api_service_name(profile)} in {namespace} selects no ready leader pod", hint=hint
+        )
+    try:
+        forward = PodPortForward(kube, namespace, pod, port).open()
+    except ForwardFailed as exc:
+        raise EnvironmentProblem(f"{command} could not reach the leader: {exc.message}", hint=hint) from None
+    try:
+        yield Reach(forward.url, "port-forward", forward.target)
+    finally:
+        forward.close()

@@ -9,8 +9,11 @@ the new group's leader (`<leader>-smoke`) and pointed at the leader's cluster DN
 
 This module runs the Job and reads its log (the target's I/O); the pipeline judges what the log says
 (smoke/job_report.py `verdict`), as it judges a smoke run from here. A Job that cannot run (one k3deploy did not
-create is in the way, it is deleted while it runs, or it is not done by its own deadline) is a SmokeUnreachable
-(exit 3): the install is kept.
+create is in the way, it is deleted while it runs, its pod cannot start, or it is not done in time) is a
+SmokeUnreachable (exit 3): the install is kept. In time: by the Job's own activeDeadlineSeconds (and a grace), and
+by what is left of `--timeout` when the command has one. A pod whose container waits for a reason waiting does not
+clear (the image cannot be pulled, its configuration cannot be made) stops the wait at once, with that reason; every
+change of the pod's state is a progress line.
 """
 
 from __future__ import annotations
@@ -39,6 +42,16 @@ POLL_S = 1.0
 GRACE_S = 120.0
 #: Most bytes of the Job's log read (a report holds every chunk's stamps: a few MB for the largest smoke).
 LOG_LIMIT_BYTES = 64 * 1024 * 1024
+#: Container waiting reasons that waiting does not clear: the kubelet's image pull failures (pkg/kubelet/images
+#: ErrImagePull, ImagePullBackOff, InvalidImageName, ErrImageNeverPull) and a container it cannot make
+#: (kuberuntime CreateContainerConfigError: a missing Secret or ConfigMap key).
+STUCK_REASONS = (
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CreateContainerConfigError",
+)
 #: The label the Job controller puts on its pods (batch/v1, Kubernetes >= 1.27).
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 CONTAINER = "smoke"
@@ -82,24 +95,69 @@ def fresh_job(api: KubePort, job: KubeObject, note: Callable[[str], None], *, fo
     return created.obj
 
 
-def _wait(api: KubePort, job: KubeObject) -> KubeObject:
+def job_bound_s(job: KubeObject) -> float:
+    """How long the Job may take by its own deadline: activeDeadlineSeconds and a grace for the controller."""
+    return float((job.get("spec") or {}).get("activeDeadlineSeconds") or 0) + GRACE_S
+
+
+def stuck(pod: KubeObject) -> str | None:
+    """Why a pod's container cannot start, when it waits for a reason that waiting does not clear; else None."""
+    status = pod.get("status") or {}
+    for container in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in STUCK_REASONS:
+            said = f": {waiting['message']}" if waiting.get("message") else ""
+            return f"container {container.get('name')} {waiting['reason']}{said}"
+    return None
+
+
+def pod_state(pod: KubeObject) -> str:
+    """A pod's phase and, while a container waits, why (`Pending (ContainerCreating)`)."""
+    status = pod.get("status") or {}
+    waiting = [
+        str(((c.get("state") or {}).get("waiting") or {}).get("reason"))
+        for c in status.get("containerStatuses") or []
+        if ((c.get("state") or {}).get("waiting") or {}).get("reason")
+    ]
+    phase = str(status.get("phase") or "Pending")
+    return f"{phase} ({', '.join(waiting)})" if waiting else phase
+
+
+def _wait(api: KubePort, job: KubeObject, limit: float, note: Callable[[str], None]) -> KubeObject:
     meta = job["metadata"]
-    limit = float((job.get("spec") or {}).get("activeDeadlineSeconds") or 0) + GRACE_S
-    message = ""
+    message, seen = "", ""
 
     def finished() -> KubeObject | None:
-        nonlocal message
+        nonlocal message, seen
         live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
         if live is None:
             raise SmokeUnreachable(f"the smoke Job {object_key(job)} was deleted while it ran", hint=_hint(job))
         state = job_readiness(live)
         message = state.message
-        return live if state.ready or state.failed else None
+        if state.ready or state.failed:
+            return live
+        pod = _pod(api, live)
+        if pod is not None:
+            name = pod["metadata"]["name"]
+            why = stuck(pod)
+            if why is not None:
+                raise SmokeUnreachable(
+                    f"the smoke Job {object_key(job)} cannot start: pod {name} {why}",
+                    hint=f"check kubernetes.smoke_image and kubernetes.image_pull_secrets (`kubectl -n "
+                    f"{meta['namespace']} describe pod {name}`); the install is kept, so re-run `up` once it is "
+                    "fixed, or smoke from here with --endpoint URL",
+                )
+            now = f"pod {name} {pod_state(pod)}"
+            if now != seen:
+                note(f"    smoke Job {now}")
+                seen = now
+        return None
 
     done = poll(finished, time_left(time.monotonic() + limit), POLL_S)
     if done is None:
         raise SmokeUnreachable(
-            f"the smoke Job {object_key(job)} did not finish within {limit:g}s ({message})", hint=_hint(job)
+            f"the smoke Job {object_key(job)} did not finish within {limit:g}s ({message or seen or 'no pod yet'})",
+            hint=_hint(job),
         )
     return done
 
@@ -111,12 +169,15 @@ def _pod(api: KubePort, live: KubeObject) -> KubeObject | None:
     return pods[-1] if pods else None
 
 
-def run(api: KubePort, job: KubeObject, note: Callable[[str], None], *, force: bool = False) -> JobRun:
-    """Run the smoke Job afresh, wait for its end and read its log; SmokeUnreachable when it cannot run to its end."""
+def run(
+    api: KubePort, job: KubeObject, note: Callable[[str], None], *, force: bool = False, limit: float | None = None
+) -> JobRun:
+    """Run the smoke Job afresh, wait for its end (at most `limit` seconds, by default the Job's own bound) and read
+    its log; SmokeUnreachable when it cannot run to its end."""
     live = fresh_job(api, job, note, force=force)
     target = f"job/{live['metadata']['namespace']}/{live['metadata']['name']}"
     note(f"    smoke {Reach('', 'in-cluster', target).describe()}: waiting for it to finish")
-    done = _wait(api, live)
+    done = _wait(api, live, job_bound_s(live) if limit is None else limit, note)
     state = job_readiness(done)
     pod = _pod(api, done)
     text = ""
@@ -154,12 +215,13 @@ def gate(
     note: Callable[[str], None],
     *,
     force: bool = False,
+    limit: float | None = None,
 ) -> JobRun:
     """Smoke one new group from inside the cluster with the set's smoke Job `job` renamed after its leader (deleted
     afterwards); the run, judged by the pipeline as any smoke is."""
     one = gate_job(job, lws_name, group, port)
     meta = one["metadata"]
     try:
-        return run(api, one, note, force=force)
+        return run(api, one, note, force=force, limit=limit)
     finally:
         api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")

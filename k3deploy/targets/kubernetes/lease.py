@@ -1,14 +1,23 @@
 """One k3deploy command at a time per release on a cluster: a Lease (coordination.k8s.io/v1) held for the whole command.
 
 `<release>-k3deploy-lock` in the release's namespace names its holder (`user@host pid N`), when it took the lease and
-when it last renewed it. A command takes a free or expired lease (every write carries the resourceVersion it read,
+when it last renewed it. A command takes a free or lapsed lease (every write carries the resourceVersion it read,
 so of two racing commands one gets 409 and reads the winner), renews it every `renew_s` from a thread while it
 runs, and frees it (holderIdentity cleared) at the end. A second command finds it held and stops with exit 3 naming
-the holder; a holder that died leaves a lease that expires `duration_s` after its last renewal, and the next command
+the holder; a holder that died leaves a lease that lapses `duration_s` after its last renewal, and the next command
 takes it over.
 
-The lease's requests use a deadline of their own (unbounded; each request keeps its own timeouts), so a command
-past its --timeout still renews and frees it.
+Clocks: renewTime is written by the holder's clock, so it alone never decides a takeover. A lease its own
+timestamps call live is held; one they call lapsed is watched for its whole leaseDurationSeconds on this machine's
+monotonic clock, as client-go's leader election does (tools/leaderelection: observedTime), and taken over only if its
+resourceVersion did not change meanwhile: a holder whose clock is behind (or ours ahead) keeps its lease because it
+renews it.
+
+Ending: the lease's requests count against the command's deadline and its grace (kube/deadline.py), so `--timeout`
+bounds them too. At the end no renewal is sent any more, and the lease is freed by a JSON patch that first tests that
+we still hold it, with no resourceVersion: a renewal still in flight then either lands first (and the patch frees
+the lease after it) or lands after (and fails on its resourceVersion), so a renewal queued before the end never
+leaves the lease held.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import getpass
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,13 +35,15 @@ from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, KubeError
 from k3deploy.kobject import KubeObject
-from k3deploy.kube.port import KubePort
+from k3deploy.kube.api import KubeApi, rest_path
 
 LEASE_API = "coordination.k8s.io/v1"
 #: Seconds a lease lasts past its last renewal (what a crashed command leaves behind).
 DURATION_S = 60
 #: Seconds between two renewals.
 RENEW_S = 20.0
+#: Longest pause between two reads of a lease watched for a renewal.
+WATCH_POLL_S = 2.0
 
 
 def lease_name(release: str) -> str:
@@ -104,13 +116,12 @@ class ReleaseLease:
 
     def __init__(
         self,
-        api: KubePort,
+        api: KubeApi,
         namespace: str,
         release: str,
         who: str,
         *,
         note: Callable[[str], None] = lambda _msg: None,
-        acquire_api: KubePort | None = None,
         duration_s: int = DURATION_S,
         renew_s: float = RENEW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -119,9 +130,9 @@ class ReleaseLease:
         self.api, self.namespace, self.release, self.who = api, namespace, release, who
         self.name = name or lease_name(release)
         self.note, self.duration_s, self.renew_s, self.clock = note, duration_s, renew_s, clock
-        #: Taking the lease counts against the command's deadline (`acquire_api`); renewing and freeing it do not.
-        self.acquire_api = acquire_api if acquire_api is not None else api
         self._live: KubeObject | None = None
+        #: Whether the lease is ours: from the acquire until it is lost or freed.
+        self._held = False
         self._stop = threading.Event()
         self._lock = threading.Lock()
         #: Why the lease was lost while held (another command took it over), or None.
@@ -145,20 +156,50 @@ class ReleaseLease:
             },
         }
 
+    def _read(self) -> KubeObject | None:
+        return self.api.get(LEASE_API, "Lease", self.name, self.namespace)
+
+    def _watched(self, live: KubeObject) -> KubeObject | None:
+        """`live`, held by another and lapsed by its holder's timestamps, after a whole lease duration on this
+        machine's clock without a change; held_error naming the holder when it changed (it is renewed)."""
+        spec = live.get("spec") or {}
+        duration = float(spec.get("leaseDurationSeconds") or DURATION_S)
+        version = live["metadata"].get("resourceVersion")
+        self.note(
+            f"  lock: Lease/{self.name} of {spec.get('holderIdentity')} looks lapsed by its renewTime; watching it "
+            f"{duration:g} s for a renewal before taking it over (clocks differ between machines)"
+        )
+        until = time.monotonic() + duration
+        while (left := until - time.monotonic()) > 0:
+            time.sleep(min(WATCH_POLL_S, left))
+            current = self._read()
+            if current is None or current["metadata"].get("resourceVersion") != version:
+                who = ((current or {}).get("spec") or {}).get("holderIdentity")
+                if current is None or not who or who == self.who:
+                    return current  # freed or deleted meanwhile: the write below settles it
+                acquired = _parse((current.get("spec") or {}).get("acquireTime"))
+                raise held_error(self.release, self.namespace, Holder(str(who), acquired, None))
+        return live
+
     def acquire(self) -> None:
         """Take the lease, or raise (exit 3) naming who holds it."""
         for _ in range(3):
-            live = self.acquire_api.get(LEASE_API, "Lease", self.name, self.namespace)
+            live = self._read()
             holder = holder_of(live, self.clock())
             if holder is not None and holder.identity != self.who:
                 raise held_error(self.release, self.namespace, holder, self.name)
             spec = (live or {}).get("spec") or {}
-            if live is not None and spec.get("holderIdentity") and spec.get("holderIdentity") != self.who:
-                self.note(f"  lock: took over the lapsed lease of {spec['holderIdentity']}")
+            other = spec.get("holderIdentity")
+            if live is not None and other and other != self.who:
+                live = self._watched(live)
+                spec = (live or {}).get("spec") or {}
+                if spec.get("holderIdentity") == other:
+                    self.note(f"  lock: took over the lapsed lease of {other}")
             transitions = int(spec.get("leaseTransitions") or 0) + (1 if live is not None else 0)
             body = self._body(self.clock(), transitions, live)
             try:
-                self._live = self.acquire_api.create(body) if live is None else self.acquire_api.replace(body)
+                self._live = self.api.create(body) if live is None else self.api.replace(body)
+                self._held = True
                 return
             except KubeError as exc:
                 if exc.status != 409:
@@ -171,10 +212,11 @@ class ReleaseLease:
         )
 
     def renew(self) -> bool:
-        """Renew once; False (and `lost` set) when the lease is no longer ours."""
+        """Renew once; False (and `lost` set) when the lease is no longer ours, or the command has ended: no
+        renewal is sent after that."""
         with self._lock:
             live = self._live
-            if live is None:
+            if live is None or self._stop.is_set():
                 return False
             spec = live.get("spec") or {}
             acquired = _parse(spec.get("acquireTime")) or self.clock()
@@ -183,11 +225,10 @@ class ReleaseLease:
                 self._live = self.api.replace(body)
                 return True
             except KubeError as exc:
-                if exc.status in (404, 409):
-                    current = self.api.get(LEASE_API, "Lease", self.name, self.namespace)
-                    holder = holder_of(current, self.clock())
+                if exc.status in (404, 409) and not self._stop.is_set():
+                    holder = holder_of(self._read(), self.clock())
                     self.lost = f"taken over by {holder.identity}" if holder is not None else "lost"
-                    self._live = None
+                    self._live, self._held = None, False
                     return False
                 raise
 
@@ -195,25 +236,40 @@ class ReleaseLease:
         while not self._stop.wait(self.renew_s):
             try:
                 if not self.renew():
-                    self.note(f"  lock: Lease/{self.name} {self.lost}")
+                    if self.lost:
+                        self.note(f"  lock: Lease/{self.name} {self.lost}")
                     return
             except K3DeployError as exc:
+                if self._stop.is_set():
+                    return
                 # A failed renewal is retried at the next beat; the lease lasts duration_s past the last one.
                 self.note(f"  lock: renewing Lease/{self.name} failed: {exc.message}")
 
     def release_lease(self) -> None:
-        """Free the lease (holderIdentity cleared) when it is still ours; never raises."""
-        with self._lock:
-            live, self._live = self._live, None
-        if live is None:
+        """Stop renewing and free the lease when it is still ours; never raises.
+
+        A JSON patch that tests holderIdentity first, with no resourceVersion: it frees the lease whether a renewal
+        still in flight lands before it or not (one landing after fails on its resourceVersion)."""
+        self._stop.set()
+        held, self._held = self._held, False
+        if not held:
             return
-        spec = dict(live.get("spec") or {})
-        spec["holderIdentity"] = None
-        spec["renewTime"] = _micro(self.clock())
+        patch: list[KubeObject] = [
+            {"op": "test", "path": "/spec/holderIdentity", "value": self.who},
+            {"op": "replace", "path": "/spec/holderIdentity", "value": None},
+            {"op": "replace", "path": "/spec/renewTime", "value": _micro(self.clock())},
+        ]
         try:
-            self.api.replace({**live, "spec": spec})
+            self.api.request(
+                "PATCH",
+                rest_path(LEASE_API, "leases", self.name, self.namespace),
+                f"free Lease/{self.name}",
+                body=patch,
+                content_type="application/json-patch+json",
+            )
         except KubeError as exc:
-            if exc.status != 404:  # gone with its namespace (`down --purge`): nothing left to free
+            # 404: gone with its namespace (`down --purge`); 422: the test failed, the lease is someone else's now.
+            if exc.status not in (404, 422):
                 self.note(f"  lock: could not free Lease/{self.name} ({exc.message}); it lapses by itself")
         except K3DeployError as exc:
             self.note(f"  lock: could not free Lease/{self.name} ({exc.message}); it lapses by itself")
@@ -227,6 +283,6 @@ class ReleaseLease:
         try:
             yield
         finally:
-            self._stop.set()
-            beat.join(timeout=self.renew_s + 5)
+            # No wait for a renewal in flight: the release is right in either order, and the command's deadline
+            # bounds that renewal's request anyway.
             self.release_lease()

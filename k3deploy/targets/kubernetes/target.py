@@ -8,7 +8,6 @@ LeaderWorkerSet is ready, a rolling walk or a blue-green switch) and runs one st
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -149,10 +148,9 @@ class KubernetesTarget(Target):
     @contextlib.contextmanager
     def _leased(self, profile: Profile, what: str, objects: Objects) -> Iterator[Held]:
         namespace = profile.kubernetes.namespace
-        # Taking the lease counts against --timeout (self.api); renewing and freeing it have their own deadline, so
-        # past --timeout the lease is still renewed and freed (each request keeps its timeouts).
+        # Taking, renewing and freeing the lease count against --timeout and its grace as every request does: with
+        # the API out of reach the command still ends by then (the lease then lapses by itself).
         api = self.api
-        free = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
         made = Held()
         if api.get("v1", "Namespace", namespace) is None:
             rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
@@ -165,7 +163,7 @@ class KubernetesTarget(Target):
             self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
             yield made
             return
-        with ReleaseLease(free, namespace, profile.name, identity(what), note=self.view.note, acquire_api=api).hold():
+        with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
             yield made
 
     def render(self, profile: Profile) -> Rendering:
@@ -270,13 +268,17 @@ class KubernetesTarget(Target):
             message, hint = "--smoke in-cluster: the rendered set has no smoke Job", "drop --smoke in-cluster"
             # A group's gate that cannot run is an unreachable smoke (nothing rolled back); the final one, bad usage.
             raise SmokeUnreachable(message, hint=hint) if group is not None else UsageError(message, hint=hint)
-        # Bounded by the Job's own deadline (and a grace), not by what the rollout left of --timeout.
-        self.deadline.restart(float(job["spec"].get("activeDeadlineSeconds") or 0) + in_cluster.GRACE_S)
+        # Bounded by the Job's own deadline (and a grace), and by what is left of --timeout when the command has one:
+        # --timeout bounds every wait of the command.
+        limit = in_cluster.job_bound_s(job)
+        if self.options.timeout_s is None:
+            self.deadline.restart(limit)
+        else:
+            limit = max(0.0, min(limit, self.deadline.remaining() or 0.0))
+        force = self.options.force_conflicts
         if group is not None:
-            return in_cluster.gate(
-                self.api, job, *group, profile.vllm.port, self.view.note, force=self.options.force_conflicts
-            )
-        return in_cluster.run(self.api, job, self.view.note, force=self.options.force_conflicts)
+            return in_cluster.gate(self.api, job, *group, profile.vllm.port, self.view.note, force=force, limit=limit)
+        return in_cluster.run(self.api, job, self.view.note, force=force, limit=limit)
 
     def endpoint(self, profile: Profile) -> str:
         """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
