@@ -193,7 +193,7 @@ def said(part: Part, outcomes: list[StepOutcome]) -> str:
         return [o for step, o in done if isinstance(step, kind)]
 
     removed = [name for o in of(Remove) for name in o.removed]
-    kept = [name for o in of(Remove) for name in o.kept]
+    kept = [name for o in of(Remove) + of(Delete) for name in o.kept]
     restored = [a for o in of(Restore) for a in o.applied]
     if part.kind == WHOLE:
         return next((o.summary for o in reversed(outcomes) if o.summary is not None), "")
@@ -217,7 +217,7 @@ def said(part: Part, outcomes: list[StepOutcome]) -> str:
         again = f" ({len(restored)} of the previous revision's objects restored)" if restored else ""
         return (
             f"blue-green abandoned: new group removed ({', '.join(gone) or 'nothing left'}); {part.group} still "
-            f"serving{again}"
+            f"serving{again}{_kept_note(kept)}"
         )
     if part.kind == TEARDOWN:
         removed += [name for o in of(Delete) for name in o.removed]

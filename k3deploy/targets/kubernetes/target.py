@@ -193,7 +193,9 @@ class KubernetesTarget(Target):
         return bluegreen.in_place_question(self.api, profile, list(objects))
 
     def current_revision(self, profile: Profile) -> Revision | None:
-        """The last recorded revision of the set, or None on a first install."""
+        """The last recorded revision of the set, or None on a first install; a UsageError, before anything is
+        applied, when a ConfigMap k3deploy did not create holds the history's name."""
+        history.refuse_foreign_history(self.api, profile.kubernetes.namespace, profile.name)
         entries = history.read_history(self.api, profile.kubernetes.namespace, profile.name)
         if not entries:
             return None

@@ -10,7 +10,7 @@ import pytest
 
 from k3deploy.rollout.ownership import OWNER_ANNOTATION, OWNER_LABEL
 from tests.realk8s.client import wait_until
-from tests.realk8s.cluster_fixtures import LWS, QUICK, Deployment
+from tests.realk8s.cluster_fixtures import LWS, PROFILE, QUICK, Deployment
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 PVC = f"{LWS}-model-cache"
@@ -90,3 +90,81 @@ def test_purge_deletes_the_namespace_k3deploy_made_when_it_holds_only_its_own(de
     assert purge.returncode == 0, purge.stderr
     assert f"deleted Namespace/{deploy.namespace}" in purge.stderr
     wait_until("the real namespace controller to delete it", lambda: _namespace(deploy) is None, 180)
+
+
+def _users_objects(deploy: Deployment) -> None:
+    """What a user puts in the namespace between two `up`s: a Deployment, its Service and a RoleBinding."""
+    api = deploy.plane.api
+    labels = {"app": "web"}
+    container = {"name": "web", "image": "nginx:1.27"}
+    api.create(
+        deploy.path("deployments"),
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+            },
+        },
+    )
+    service = {"selector": labels, "ports": [{"port": 80}]}
+    api.create(
+        deploy.path("services"), {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": service}
+    )
+    rbac = "rbac.authorization.k8s.io"
+    api.create(
+        deploy.path("rolebindings"),
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "web"},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": deploy.namespace}],
+        },
+    )
+
+
+def test_purge_keeps_a_namespace_k3deploy_made_with_what_the_user_put_there_between_two_ups(
+    deploy: Deployment,
+) -> None:
+    """Before: "deleted Namespace/..." and the user's Deployment, Service and RoleBinding went with it."""
+    ns = deploy.namespace
+    assert deploy.k3("up", *QUICK).returncode == 0
+    assert deploy.k3("down", "--yes", "--timeout", "120s").returncode == 0
+    _users_objects(deploy)
+    again = deploy.k3("up", *QUICK)
+    assert again.returncode == 0, again.stderr
+    purge = deploy.k3("down", "--yes", "--purge", "--timeout", "120s")
+    assert purge.returncode == 0, purge.stderr
+    kept = next(line for line in purge.stderr.splitlines() if f"kept Namespace/{ns}: it holds" in line)
+    for name in ("Deployment/web", "Service/web", "RoleBinding/web"):
+        assert name in kept, kept
+    assert f"deleted Namespace/{ns}" not in purge.stderr
+    namespace = _namespace(deploy)
+    assert namespace is not None and namespace["metadata"].get("deletionTimestamp") is None
+    assert deploy.get("deployments", "web") is not None and deploy.get("services", "web") is not None
+    assert deploy.get("rolebindings", "web") is not None
+    # k3deploy's own objects went; what the namespace controller or the user made stays.
+    assert deploy.get("leaderworkersets", LWS) is None
+    left = deploy.get("persistentvolumeclaims", PVC)
+    assert left is None or left["metadata"].get("deletionTimestamp")
+
+
+def test_a_users_configmap_with_the_history_name_is_never_taken_over_nor_deleted(deploy: Deployment) -> None:
+    """Before: `up` wrote its history over the user's ConfigMap (marking it), and a plain `down` deleted it."""
+    history = f"{PROFILE}-k3deploy-revisions"
+    deploy.create_namespace()
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": history}, "data": {"mine": "yes"}}
+    deploy.plane.api.create(deploy.path("configmaps"), body)
+    up = deploy.k3("up", *QUICK)
+    assert up.returncode == 2, up.stderr
+    assert f"error: {deploy.namespace}/ConfigMap/{history} exists and k3deploy did not create it" in up.stderr
+    assert deploy.get("leaderworkersets", LWS) is None  # refused before anything was applied
+    down = deploy.k3("down", "--yes", "--timeout", "120s")
+    assert down.returncode == 0, down.stderr
+    assert f"kept {deploy.namespace}/ConfigMap/{history}: k3deploy did not create it" in down.stderr
+    left = deploy.get("configmaps", history)
+    assert left is not None and left["data"] == {"mine": "yes"} and not _marked(left)
