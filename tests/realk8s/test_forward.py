@@ -252,3 +252,22 @@ def test_blue_green_gates_the_new_group_with_its_own_smoke_job_in_cluster(realk8
     assert realk8s.api.find(resource_path("batch/v1", "jobs", namespace, f"{green}-0-smoke")) is None
     assert realk8s.api.find(resource_path("batch/v1", "jobs", namespace, f"{LWS}-smoke")) is not None
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+def test_smoke_in_cluster_without_a_log_keeps_a_good_upgrade_and_exits_3(realk8s: Plane) -> None:
+    """The smoke Job completes but no log of it can be read (no ClusterLogs: the real kube-apiserver answers the
+    log read with an error). Before: exit 2 and the good upgrade rolled back; no verdict is exit 3, install kept."""
+    namespace = _namespace(realk8s)
+    first = k3(realk8s, namespace, "up", *GATED, "--skip-smoke")
+    assert first.returncode == 0, first.stderr
+    new_image = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
+    result = k3(realk8s, namespace, "up", *GATED, *new_image, "--yes", "--smoke", "in-cluster")
+    assert result.returncode == 3, result.stderr
+    assert f"the smoke Job {namespace}/Job/{LWS}-smoke completed" in result.stderr
+    assert "without a smoke report in its log" in result.stderr
+    assert "not rolled back: the smoke could not test the server; the install is kept" in result.stderr
+    assert "==> rollback" not in result.stderr
+    live = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
+    image = live["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["image"]
+    assert image == "vllm/vllm-openai:kimi-k3-next"
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
