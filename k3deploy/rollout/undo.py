@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from k3deploy.lws import API_VERSION
+from k3deploy.rollout.colours import api_service_of
 from k3deploy.rollout.order import apply_order
 from k3deploy.rollout.ownership import KEPT_KINDS, history_name, identity
 from k3deploy.rollout.plan import BlueGreen, Plan, Strategy, reachable_plans, serving, switched
@@ -112,16 +113,25 @@ def restore(previous: list[Obj] | None, number: int | None, objects: list[Obj], 
 
 
 def abandon(bg: BlueGreen, previous: list[Obj] | None) -> Part:
-    """Remove the new group and its preview Service (the old group keeps serving); with `previous`, re-apply its
-    objects but its LeaderWorkerSet (which kept serving) and its Jobs (a Job re-applied from another template runs
-    again)."""
-    steps: list[Step] = []
-    if previous is not None:
-        steps.append(Restore([obj for obj in previous if obj.get("kind") not in ("LeaderWorkerSet", "Job")]))
-    steps.append(Delete(API_VERSION, "LeaderWorkerSet", bg.new, stage=ROLLBACK))
+    """Remove the new group (unless the API Service still selects it) and its preview Service (the old group keeps
+    serving); then, with `previous`, re-apply its objects but its LeaderWorkerSet (which kept serving) and its Jobs (a
+    Job re-applied from another template runs again). The removal comes first: a restore that fails (the API server
+    refusing the Service) must not leave the new group beside the old one."""
+    service = api_service_of(bg.old_objects, bg.old)
+    steps: list[Step] = [
+        Delete(
+            API_VERSION,
+            "LeaderWorkerSet",
+            bg.new,
+            stage=ROLLBACK,
+            unless_selected_by=service["metadata"]["name"] if service is not None else None,
+        )
+    ]
     if bg.preview:
         steps.append(Delete("v1", "Service", bg.preview["metadata"]["name"], stage=ROLLBACK))
     steps.append(WaitGone(bg.new, stage=ROLLBACK))
+    if previous is not None:
+        steps.append(Restore([obj for obj in previous if obj.get("kind") not in ("LeaderWorkerSet", "Job")]))
     return Part(ABANDON, steps, group=bg.old)
 
 
@@ -224,6 +234,24 @@ def said(part: Part, outcomes: list[StepOutcome]) -> str:
         note = ("" if part.purge else "; weight cache PVC kept (--purge deletes it)") + _kept_note(kept)
         return f"deleted {len(removed)} objects, pods gone{note}" if removed else f"nothing to delete{note}"
     raise ValueError(f"no words for an undo part of kind {part.kind!r}")
+
+
+#: How each kind of part is named when it stopped on an error (`stopped`).
+_DOING = {
+    FIRST_INSTALL: "removing the first install",
+    RESTORE: "restoring the previous revision",
+    ABANDON: "abandoning the blue-green",
+    TEARDOWN: "deleting",
+    WHOLE: "the rollback",
+}
+
+
+def stopped(part: Part, outcomes: list[StepOutcome], message: str) -> str:
+    """The line of a part that an error stopped after `outcomes`: what failed, and what it deleted and kept before."""
+    removed = [name for o in outcomes for name in o.removed]
+    kept = [name for o in outcomes for name in o.kept]
+    before = f"deleted before it: {', '.join(removed)}" if removed else "nothing deleted before it"
+    return f"{_DOING.get(part.kind, part.kind)} failed: {message} ({before}{_kept_note(kept)})"
 
 
 def summary(undo: Undo, outcomes: list[list[StepOutcome]]) -> str:
