@@ -74,6 +74,19 @@ def foreign_contents(
     )
 
 
+def occupants(listed: Sequence[tuple[str, list[KubeObject]]], ignore: frozenset[tuple[str, str]]) -> list[str]:
+    """`Kind/name` of every object in the namespace but what Kubernetes makes in each, what is being deleted and
+    the (kind, name) pairs in `ignore`: whoever made them, sorted."""
+    return sorted(
+        f"{kind}/{_meta(item).get('name')}"
+        for kind, items in listed
+        for item in items
+        if kind not in RECORD_KINDS
+        and (kind, _meta(item).get("name")) not in SYSTEM_OBJECTS | ignore
+        and not _meta(item).get("deletionTimestamp")
+    )
+
+
 def named(found: list[str]) -> str:
     """`found`, joined, at most MAX_NAMED of them named (the rest counted)."""
     shown = ", ".join(found[:MAX_NAMED])

@@ -30,6 +30,7 @@ from k3deploy.rollout.ownership import (
     owned_by,
     release_of,
 )
+from k3deploy.targets.kubernetes.listing import namespace_contents
 
 #: Revisions kept in the history ConfigMap (oldest dropped first); a set is ~20 KB, far below 1 MiB.
 HISTORY_LIMIT = 5
@@ -129,17 +130,10 @@ def _holds_foreign(api: KubePort, namespace_obj: KubeObject, gone: list[KubeObje
     """What the namespace holds that is not the release's (rollout/contents.py), which deleting it would delete too:
     every listable kind in it is listed; a namespace whose contents cannot be listed counts as holding something."""
     release, namespace = release_of(namespace_obj)
-    listed: list[tuple[str, list[KubeObject]]] = []
     try:
-        kinds = api.namespaced_kinds()
+        listed = namespace_contents(api, namespace)
     except K3DeployError as exc:
         return [f"objects that cannot be listed ({exc.message})"]
-    for api_version, kind, plural in kinds:
-        try:
-            found = api.look(f"list {plural}", api_version, plural, namespace=namespace) or {}
-        except K3DeployError as exc:
-            return [f"{plural} that cannot be listed ({exc.message})"]
-        listed.append((kind, list(found.get("items") or [])))
     return foreign_contents(listed, release, namespace, gone)
 
 

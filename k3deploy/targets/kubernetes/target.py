@@ -42,6 +42,7 @@ from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
 from k3deploy.targets.kubernetes import bluegreen_repair as repair
 from k3deploy.targets.kubernetes.apply import apply_object
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
+from k3deploy.targets.kubernetes.made import remove_if_unused
 from k3deploy.targets.kubernetes.prefetch_jobs import stale_prefetch_jobs
 from k3deploy.targets.kubernetes.render import render as render_set
 from k3deploy.targets.kubernetes.runner import Runner
@@ -154,8 +155,8 @@ class KubernetesTarget(Target):
         api = self.api
         free = KubeApi(dataclasses.replace(self.options.kube, deadline=Deadline()))
         made = Held()
+        rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
         if api.get("v1", "Namespace", namespace) is None:
-            rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
             if what == "down" or rendered is None:
                 yield made  # nothing there to change, or no namespace of k3deploy's to hold the lease in
                 return
@@ -164,9 +165,13 @@ class KubernetesTarget(Target):
         if not api.served(LEASE_API, "Lease"):
             self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
             yield made
-            return
-        with ReleaseLease(free, namespace, profile.name, identity(what), note=self.view.note, acquire_api=api).hold():
-            yield made
+        else:
+            lease = ReleaseLease(free, namespace, profile.name, identity(what), note=self.view.note, acquire_api=api)
+            with lease.hold():
+                yield made
+        if made.made and rendered is not None:
+            # A command that ended before it put anything there (preflight failed) leaves no namespace behind.
+            remove_if_unused(free, rendered, self.view.note)
 
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes/render.py)."""

@@ -168,3 +168,41 @@ def test_a_users_configmap_with_the_history_name_is_never_taken_over_nor_deleted
     assert f"kept {deploy.namespace}/ConfigMap/{history}: k3deploy did not create it" in down.stderr
     left = deploy.get("configmaps", history)
     assert left is not None and left["data"] == {"mine": "yes"} and not _marked(left)
+
+
+def test_an_up_that_fails_preflight_removes_the_namespace_and_lease_it_made(deploy: Deployment) -> None:
+    """`up -n NEW` makes NEW to hold its Lease first thing; before, a preflight FAIL left both behind."""
+    ns = deploy.namespace
+    # The profile's token Secret does not exist in the new namespace: preflight FAILs.
+    result = deploy.k3("up", "--skip-smoke", "--timeout", "120s")
+    assert result.returncode == 1, result.stderr
+    assert "FAIL preflight" in result.stderr, result.stderr
+    assert (
+        f"removed Lease/{PROFILE}-k3deploy-lock, Namespace/{ns}: this command made them and left nothing in them"
+        in result.stderr
+    ), result.stderr
+    namespace = _namespace(deploy)
+    assert namespace is None or namespace["metadata"].get("deletionTimestamp")
+
+
+def test_a_first_install_whose_apply_conflicts_on_a_users_claim_removes_what_it_created(deploy: Deployment) -> None:
+    """The user's weight claim asks for another size: the server-side apply conflicts on it. Before: exit 1 with
+    the objects applied before it left in place and no rollback."""
+    deploy.create_namespace()
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": PVC},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    deploy.plane.api.create(deploy.path("persistentvolumeclaims"), claim)
+    result = deploy.k3("up", *QUICK)
+    assert result.returncode == 1, result.stderr
+    assert f"PersistentVolumeClaim/{PVC}" in result.stderr and "conflict" in result.stderr.lower(), result.stderr
+    assert "==> rollback (first install) because apply failed" in result.stderr, result.stderr
+    assert "first install removed (" in result.stderr, result.stderr
+    # Nothing the run created is left; the user's claim and namespace are as they were.
+    for plural in ("configmaps", "serviceaccounts", "networkpolicies", "leaderworkersets", "services", "jobs"):
+        assert [o["metadata"]["name"] for o in deploy.list(plural) if _marked(o)] == [], plural
+    assert deploy.get("persistentvolumeclaims", PVC) is not None
+    assert not _marked(deploy.get("persistentvolumeclaims", PVC))
