@@ -29,9 +29,8 @@ from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.plan import Plan, apply_summary
-from k3deploy.rollout.steps import APPLY, WAIT, Apply, SmokeGroup, Step, StepOutcome
-from k3deploy.rollout.undo import Undo
-from k3deploy.rollout.undo import stopped as undo_stopped
+from k3deploy.rollout.steps import APPLY, WAIT, SmokeGroup, Step, StepOutcome
+from k3deploy.rollout.undo import Undo, began_writing
 from k3deploy.rollout.undo import summary as undo_summary
 from k3deploy.smoke.headline import headline
 from k3deploy.smoke.job_report import verdict as job_verdict
@@ -309,27 +308,21 @@ def _smoke(
 
 
 def _run_undo(profile: Profile, target: Target, undo: Undo, held: Held | None = None) -> str:
-    """Run a rollback's or teardown's steps in order, part by part (a part whose Guard stops it ends there); return
-    the line that says what they did (rollout/undo.py). A step that fails ends its part only: the next part still
-    runs (a failed restore does not keep the new group), and then the first error is raised, saying what every
-    part did."""
-    limit = target.default_timeout_s(profile)
-    lines, failure = [], None
+    """Run a rollback's or teardown's steps in order, part by part (a part whose Guard stops it ends there, as does
+    one whose step fails: the next part still runs); the line that says what they did (rollout/undo.py)."""
+    done: list[list[StepOutcome]] = []
+    failures: list[tuple[int, K3DeployError]] = []
     for part in undo.parts:
         outcomes: list[StepOutcome] = []
         try:
             for step in part.steps:
-                outcomes.append(target.run_step(profile, step, limit, held))
+                outcomes.append(target.run_step(profile, step, target.default_timeout_s(profile), held))
                 if outcomes[-1].stop:
                     break
         except K3DeployError as exc:
-            failure = failure or exc
-            lines.append(undo_stopped(part, outcomes, exc.message))
-            continue
-        lines.append(undo_summary(Undo([part]), [outcomes]))
-    if failure is not None:
-        raise K3DeployError("; ".join(lines), hint=failure.hint, exit_code=failure.exit_code)
-    return "; ".join(lines)
+            failures.append((len(done), exc))
+        done.append(outcomes)
+    return undo_summary(undo, done, failures)
 
 
 def _roll_back(
@@ -414,10 +407,11 @@ def _up(
     else:
         stages.skip("smoke", "--skip-smoke")
     _finish(summary, stages)
+    in_apply = stages.failed is not None and stages.failed.name == "apply"
     rollout_failed = stages.failed is not None and (
         stages.failed.name in ("wait", "smoke")
-        or (stages.failed.name == "apply" and (stages.unexpected or _is_rollout_failure(stages.error)))
-        or (stages.failed.name == "apply" and _first_install_applied(rollout))
+        or (in_apply and (stages.unexpected or isinstance(stages.error, RolloutFailed | RolloutTimeout)))
+        or (in_apply and rollout.previous is None and began_writing(rollout.begun))  # a first install's, half-made
     )
     if rollout_failed and isinstance(stages.error, SmokeUnreachable):
         # A smoke that never reached the server's checks says nothing against the new install (smoke/reach.py).
@@ -465,16 +459,6 @@ def _apply_stages(
         stages.skip("wait", "--no-wait")
     _finish(summary, stages)
     return summary
-
-
-def _first_install_applied(rollout: _Rollout) -> bool:
-    """A first install whose apply began writing (not a dry run): what it created before it failed (a user's PVC that
-    conflicts, a refused object) is removed as any failed first install is, not left half-made."""
-    return rollout.previous is None and any(isinstance(s, Apply) and not s.dry_run for s in rollout.begun)
-
-
-def _is_rollout_failure(exc: K3DeployError | None) -> bool:
-    return isinstance(exc, (RolloutFailed, RolloutTimeout))
 
 
 def _finish(summary: RunSummary, stages: _Stages) -> None:

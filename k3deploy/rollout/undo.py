@@ -18,8 +18,10 @@ restored, then the new group removed); a part's Guard that finds someone else's 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from k3deploy.errors import K3DeployError
 from k3deploy.lws import API_VERSION
 from k3deploy.rollout.colours import api_service_of
 from k3deploy.rollout.order import apply_order
@@ -28,6 +30,7 @@ from k3deploy.rollout.plan import BlueGreen, Plan, Strategy, reachable_plans, se
 from k3deploy.rollout.steps import (
     DOWN,
     ROLLBACK,
+    Apply,
     Begin,
     Delete,
     DownAll,
@@ -254,6 +257,22 @@ def stopped(part: Part, outcomes: list[StepOutcome], message: str) -> str:
     return f"{_DOING.get(part.kind, part.kind)} failed: {message} ({before}{_kept_note(kept)})"
 
 
-def summary(undo: Undo, outcomes: list[list[StepOutcome]]) -> str:
-    """The line a rollback or teardown ends with: each part's, joined (`outcomes`: each part's steps' outcomes)."""
-    return "; ".join(said(part, done) for part, done in zip(undo.parts, outcomes, strict=True))
+def summary(undo: Undo, outcomes: list[list[StepOutcome]], failures: Sequence[tuple[int, K3DeployError]] = ()) -> str:
+    """The line a rollback or teardown ends with: each part's, joined (`outcomes`: each part's steps' outcomes).
+    `failures`: (part index, error) of the parts a failed step ended (the later parts still ran): then the first
+    error is raised instead, its message that same line with each failed part saying what it did before."""
+    failed = dict(failures)
+    line = "; ".join(
+        stopped(part, done, failed[i].message) if i in failed else said(part, done)
+        for i, (part, done) in enumerate(zip(undo.parts, outcomes, strict=True))
+    )
+    if failures:
+        first = failures[0][1]
+        raise K3DeployError(line, hint=first.hint, exit_code=first.exit_code)
+    return line
+
+
+def began_writing(begun: Sequence[Step]) -> bool:
+    """Whether a rollout wrote to the cluster: an Apply (not a dry run) began. A first install that did and then
+    failed, in its apply too (a user's PVC it conflicts with), is removed as any failed first install is."""
+    return any(isinstance(step, Apply) and not step.dry_run for step in begun)

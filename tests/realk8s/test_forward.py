@@ -16,6 +16,7 @@ import pytest
 from k3deploy.profile import load_profile
 from k3deploy.smoke.runner import run_smoke
 from tests.conftest import run_cli
+from tests.integration.vllm_server import free_port
 from tests.realk8s import objects, stages
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.cluster_fixtures import GATED, NO_DRA, UP
@@ -154,6 +155,25 @@ def test_a_forward_denied_by_rbac_exits_3_and_keeps_the_first_install(
     admin = ("-p", PROFILE, "--kubeconfig", str(realk8s.admin_kubeconfig), "-n", namespace, *NO_DRA)
     again = run_cli("up", *admin, *GATED, *ON_VLLM, timeout=300)  # the same render as the kept install
     assert again.returncode == 0, again.stderr
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+def test_a_forward_that_connects_then_breaks_is_not_reached_exit_3_and_keeps_the_first_install(
+    realk8s: Plane,
+) -> None:
+    """Nothing listens behind the leader's port: the real API server's forward connects, then the stream ends before
+    any HTTP answer ("Server disconnected" on /health). Before: a failed liveness check, exit 1, the first install
+    removed."""
+    namespace = _namespace(realk8s)
+    _forward_leader(realk8s, namespace, f"http://127.0.0.1:{free_port()}")
+    result = k3(realk8s, namespace, "up", *GATED)
+    assert result.returncode == 3, result.stderr
+    assert "closed before any HTTP answer" in result.stderr, result.stderr
+    assert "rollback (first install)" not in result.stderr
+    assert "not rolled back: the smoke could not test the server; the install is kept" in result.stderr
+    hint = next(line for line in result.stderr.splitlines() if line.startswith("hint: "))
+    assert f"k3deploy smoke -p {PROFILE} --endpoint http://127.0.0.1:8000" in hint, hint
+    assert realk8s.api.find(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 
 

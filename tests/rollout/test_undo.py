@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from k3deploy.errors import K3DeployError
 from k3deploy.lws import NAME_LABEL
 from k3deploy.rollout import plan as p
 from k3deploy.rollout import steps as st
@@ -216,3 +217,21 @@ def test_a_summary_needs_the_outcomes_of_every_part() -> None:
     undo = u.undo(V1, 4, plan, plan.steps, [], "kimi")
     with pytest.raises(ValueError):
         u.summary(undo, [[st.StepOutcome()] * 6])
+
+
+def test_a_rollout_began_writing_once_an_apply_that_is_not_a_dry_run_began() -> None:
+    assert u.began_writing([st.Begin(st.APPLY), st.Apply([NS])])
+    assert not u.began_writing([st.Begin(st.APPLY), st.Apply([NS], dry_run=True), st.Diff([NS])])
+    assert not u.began_writing([])
+
+
+def test_a_failed_part_raises_the_first_error_with_what_every_part_did() -> None:
+    undo = u.undo(V1, 4, p.Plan([st.Switch(None, "kimi-green", "kimi-green-0")], V2, _blue_green()), [], [], "kimi")
+    refused = K3DeployError("apply Service/kimi: 503", hint="retry later", exit_code=3)
+    done = [[st.StepOutcome(), st.StepOutcome(removed=["LeaderWorkerSet/kimi-green"]), st.StepOutcome()]]
+    with pytest.raises(K3DeployError) as caught:
+        u.summary(undo, done, [(0, refused)])
+    assert caught.value.message == (
+        "abandoning the blue-green failed: apply Service/kimi: 503 (deleted before it: LeaderWorkerSet/kimi-green)"
+    )
+    assert (caught.value.hint, caught.value.exit_code) == ("retry later", 3)

@@ -91,7 +91,7 @@ def test_connection_refused_exits_3() -> None:
 
 
 @contextlib.contextmanager
-def _closing_server() -> Iterator[str]:
+def closing_server() -> Iterator[str]:
     """127.0.0.1 that accepts each connection, reads the request and closes without a byte of answer: what a
     port-forward gives when nothing listens behind the leader's port (the tunnel connects, then breaks)."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -121,7 +121,7 @@ def _closing_server() -> Iterator[str]:
 def test_a_connection_that_breaks_before_any_answer_is_unreachable_exit_3() -> None:
     """Before: "Server disconnected" on /health failed liveness (exit 1), so `up` judged the server and removed a
     first install; no HTTP answer at all means the server was not reached."""
-    with _closing_server() as url:
+    with closing_server() as url:
         report = smoke(url)
     assert exit_code(report) == 3, report.checks
     assert report.blocked_by == f"connection to {url}/health closed before any HTTP answer (Server disconnected)"
