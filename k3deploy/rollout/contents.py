@@ -5,8 +5,9 @@ release's: it carries the release's mark (rollout/ownership.py); or it has an ow
 an object or to one this removal has just deleted (the garbage collector takes it next: a pod of the release's
 LeaderWorkerSet, an EndpointSlice of its Service, a claim made for its pod); or it is what Kubernetes itself puts in
 every namespace (the `default` ServiceAccount, the `kube-root-ca.crt` ConfigMap, Events) or the Endpoints of one of
-the release's Services; or it is already being deleted. Anything else (a user's Deployment, Service, RoleBinding made
-there after `up`) is named, and the Namespace is kept.
+the release's Services; or it is already being deleted, or every owner it names is gone (the garbage collector deletes
+it next). Anything else (a user's Deployment, Service, RoleBinding made there after `up`) is named, and the Namespace
+is kept.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def _owners(obj: KubeObject) -> set[str]:
     return {str(ref.get("uid") or "") for ref in _meta(obj).get("ownerReferences") or []}
 
 
+def _orphaned(obj: KubeObject, kinds: set[str], present: set[str]) -> bool:
+    """Every owner of `obj` is of a kind listed in the namespace and no longer there: the garbage collector deletes it
+    (a worker pod whose StatefulSet went with the release's LeaderWorkerSet a moment ago)."""
+    refs = _meta(obj).get("ownerReferences") or []
+    return bool(refs) and all(ref.get("kind") in kinds and str(ref.get("uid") or "") not in present for ref in refs)
+
+
 def foreign_contents(
     listed: Sequence[tuple[str, list[KubeObject]]],
     release: str,
@@ -45,6 +53,8 @@ def foreign_contents(
     """`Kind/name` of what the namespace holds that is not `release`'s (`listed`: each listable kind with its items
     as the server listed them; `gone`: the objects this removal deleted, as they were read before), sorted."""
     ours = {_uid(obj) for obj in gone} - {""}
+    kinds = {kind for kind, _ in listed}
+    present = {_uid(item) for _, items in listed for item in items}
     services = {_meta(obj).get("name") for obj in gone if obj.get("kind") == "Service"}
     pending: list[tuple[str, KubeObject]] = []
     for kind, items in listed:
@@ -52,7 +62,7 @@ def foreign_contents(
             meta = _meta(item)
             if kind in RECORD_KINDS or (kind, meta.get("name")) in SYSTEM_OBJECTS:
                 continue
-            if meta.get("deletionTimestamp") or owned_by(item, release, namespace):
+            if meta.get("deletionTimestamp") or owned_by(item, release, namespace) or _orphaned(item, kinds, present):
                 ours.add(_uid(item))
                 services |= {meta.get("name")} if kind == "Service" else set()
                 continue

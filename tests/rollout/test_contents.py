@@ -56,6 +56,17 @@ def test_what_a_user_made_and_what_it_owns_is_named_even_beside_the_releases() -
     ]
 
 
+def test_an_object_whose_owners_are_all_gone_is_going_with_the_garbage_collector() -> None:
+    """The worker pods of a group whose StatefulSet (owned by the leader pod) went a moment ago: the garbage collector
+    deletes them next. An owner of a kind the namespace does not list (cluster-scoped) says nothing."""
+    worker = _obj("Pod", f"{RELEASE}-0-1", "u-w1", ("u-sts-gone",))
+    worker["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
+    held = _obj("ConfigMap", "held", "u-held", ("u-node",))
+    held["metadata"]["ownerReferences"][0]["kind"] = "Node"
+    listed = [("Pod", [worker]), ("StatefulSet", []), ("ConfigMap", [held])]
+    assert foreign_contents(listed, RELEASE, NS) == ["ConfigMap/held"]
+
+
 def test_an_object_already_being_deleted_is_not_a_reason_to_keep_the_namespace() -> None:
     going = _obj("Secret", "old", "u-s")
     going["metadata"]["deletionTimestamp"] = "2026-12-05T10:00:00Z"
