@@ -30,7 +30,7 @@ from k3deploy.report.model import CheckResult, Status, worst
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.plan import Plan, apply_summary
 from k3deploy.rollout.steps import APPLY, WAIT, SmokeGroup, Step, StepOutcome
-from k3deploy.rollout.undo import Undo
+from k3deploy.rollout.undo import Undo, began_writing
 from k3deploy.rollout.undo import summary as undo_summary
 from k3deploy.smoke.headline import headline
 from k3deploy.smoke.job_report import verdict as job_verdict
@@ -308,18 +308,21 @@ def _smoke(
 
 
 def _run_undo(profile: Profile, target: Target, undo: Undo, held: Held | None = None) -> str:
-    """Run a rollback's or teardown's steps in order, part by part (a part whose Guard stops it ends there); return
-    the line that says what they did (rollout/undo.py)."""
-    limit = target.default_timeout_s(profile)
-    done = []
+    """Run a rollback's or teardown's steps in order, part by part (a part whose Guard stops it ends there, as does
+    one whose step fails: the next part still runs); the line that says what they did (rollout/undo.py)."""
+    done: list[list[StepOutcome]] = []
+    failures: list[tuple[int, K3DeployError]] = []
     for part in undo.parts:
         outcomes: list[StepOutcome] = []
-        for step in part.steps:
-            outcomes.append(target.run_step(profile, step, limit, held))
-            if outcomes[-1].stop:
-                break
+        try:
+            for step in part.steps:
+                outcomes.append(target.run_step(profile, step, target.default_timeout_s(profile), held))
+                if outcomes[-1].stop:
+                    break
+        except K3DeployError as exc:
+            failures.append((len(done), exc))
         done.append(outcomes)
-    return undo_summary(undo, done)
+    return undo_summary(undo, done, failures)
 
 
 def _roll_back(
@@ -404,9 +407,11 @@ def _up(
     else:
         stages.skip("smoke", "--skip-smoke")
     _finish(summary, stages)
+    in_apply = stages.failed is not None and stages.failed.name == "apply"
     rollout_failed = stages.failed is not None and (
         stages.failed.name in ("wait", "smoke")
-        or (stages.failed.name == "apply" and (stages.unexpected or _is_rollout_failure(stages.error)))
+        or (in_apply and (stages.unexpected or isinstance(stages.error, RolloutFailed | RolloutTimeout)))
+        or (in_apply and rollout.previous is None and began_writing(rollout.begun))  # a first install's, half-made
     )
     if rollout_failed and isinstance(stages.error, SmokeUnreachable):
         # A smoke that never reached the server's checks says nothing against the new install (smoke/reach.py).
@@ -454,10 +459,6 @@ def _apply_stages(
         stages.skip("wait", "--no-wait")
     _finish(summary, stages)
     return summary
-
-
-def _is_rollout_failure(exc: K3DeployError | None) -> bool:
-    return isinstance(exc, (RolloutFailed, RolloutTimeout))
 
 
 def _finish(summary: RunSummary, stages: _Stages) -> None:

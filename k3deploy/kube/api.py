@@ -174,6 +174,25 @@ class KubeApi:
                 out.update(f"{r['name']}.{group['name']}" for r in found.get("resources") or [] if "/" not in r["name"])
         return sorted(out)
 
+    def namespaced_kinds(self) -> builtins.list[tuple[str, str, str]]:
+        """(apiVersion, kind, plural) of every resource the server serves inside a namespace that can be listed and
+        deleted (what the namespace controller deletes with a namespace), each group at its preferred version, from
+        the discovery documents, under the look policy."""
+        listed = self.request("GET", "/apis", "discover API groups", look=True)
+        versions = ["v1"] + [
+            str(group["preferredVersion"]["groupVersion"])
+            for group in listed.get("groups") or []
+            if (group.get("preferredVersion") or {}).get("groupVersion")
+        ]
+        out: builtins.list[tuple[str, str, str]] = []
+        for gv in versions:
+            found = self.request("GET", rest_path(gv), f"discover {gv}", missing_ok=True, look=True) or {}
+            for res in found.get("resources") or []:
+                verbs = set(res.get("verbs") or [])
+                if res.get("namespaced") and "/" not in res["name"] and {"list", "delete"} <= verbs:
+                    out.append((gv, str(res["kind"]), str(res["name"])))
+        return out
+
     def can_i(
         self, verb: str, resource: str, group: str = "", namespace: str | None = None, subresource: str = ""
     ) -> tuple[bool, str]:

@@ -3,8 +3,10 @@
 kubernetes/config/exec_provider.py starts the plugin with `subprocess.Popen(...)` and waits on `communicate()`
 with no timeout, so a plugin that hangs (an SSO prompt nobody answers, a metadata endpoint that never replies)
 holds `status --timeout 10s` for ever: `--timeout` must cover loading the credentials too. `install` gives that
-module a `subprocess` whose `Popen.communicate` waits at most what is left of the deadline (`EXEC_TIMEOUT_S`
-without one); past it the plugin (which this process started) is killed and the command ends with exit 3.
+module a `subprocess` whose `Popen` starts the plugin in a process group of its own and whose `communicate` waits at
+most what is left of the deadline (`EXEC_TIMEOUT_S` without one); past it that whole group (the plugin, which this
+process started, and whatever it started: a `sleep` a script left holding its stdout) is killed and the command ends
+with exit 3.
 The library also runs the plugin again when its token expires mid-command: the same bound applies then.
 kubernetes/config/kube_config.py `_load_from_exec_plugin` logs and swallows whatever the plugin run raises, so
 the timeout is also kept by the `loading` it ran inside (a context variable names that call's own `_Loading`,
@@ -16,7 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
+import os
+import signal
 import subprocess
 import types
 from collections.abc import Iterator
@@ -29,6 +34,8 @@ from k3deploy.kube.deadline import Deadline
 
 #: How long a plugin may run when the command has no deadline (kubectl has none; a hung one would hang us).
 EXEC_TIMEOUT_S = 60.0
+#: Seconds to collect a plugin's group once it was sent SIGKILL.
+REAP_S = 5.0
 
 
 class _Loading(logging.Filter):
@@ -63,9 +70,18 @@ def loading() -> Iterator[None]:
         raise this.timed_out[-1]
 
 
+def _end_group(leader: int) -> None:
+    """SIGKILL the process group `leader` leads, and so whatever the plugin started (a child holding its stdout would
+    keep `communicate()` waiting): the group is ours, made when this process started the plugin (`process_group=0`),
+    and its leader is not reaped yet, so its id cannot name another group."""
+    with contextlib.suppress(ProcessLookupError):  # every process of the group has ended
+        os.killpg(leader, signal.SIGKILL)
+
+
 def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
     class BoundedPopen(subprocess.Popen[Any]):
-        """Popen whose `communicate()` ends at the deadline, killing the plugin it started."""
+        """Popen that starts the plugin in a process group of its own and whose `communicate()` ends at the deadline,
+        ending that whole group."""
 
         def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:
             left = deadline.remaining()
@@ -73,12 +89,16 @@ def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
             try:
                 return super().communicate(input, timeout=bound if timeout is None else min(timeout, bound))
             except subprocess.TimeoutExpired:
-                self.kill()  # our own child: started by this Popen a moment ago
-                super().communicate()
+                _end_group(self.pid)
+                try:
+                    super().communicate(timeout=REAP_S)
+                except subprocess.TimeoutExpired:
+                    self.kill()
+                    self.wait(timeout=REAP_S)
                 within = f"the command's deadline of {deadline.seconds:g}s" if left is not None else f"{bound:g}s"
                 failure = ExecPluginTimeout(
                     f"the kubeconfig's exec credential plugin {self.args[0] if isinstance(self.args, list) else self.args!r} "
-                    f"did not finish within {within}",
+                    f"did not finish within {within}; it was ended with every process it started",
                     hint="run the plugin by hand to see what it waits for (a login prompt, a network call)"
                     + deadline.hint_tail(),
                 )
@@ -93,5 +113,7 @@ def _bounded_popen(deadline: Deadline) -> type[subprocess.Popen[Any]]:
 def install(deadline: Deadline) -> None:
     """Make kubernetes' exec provider run plugins under `deadline` (the last connect's deadline wins)."""
     bounded = types.SimpleNamespace(**{name: getattr(subprocess, name) for name in ("PIPE", "DEVNULL", "STDOUT")})
-    bounded.Popen = _bounded_popen(deadline)
+    # Each plugin in a process group of its own (not a session of its own: an interactive plugin keeps the
+    # terminal), so what it starts can be ended with it.
+    bounded.Popen = functools.partial(_bounded_popen(deadline), process_group=0)
     exec_provider.subprocess = bounded  # type: ignore[assignment]

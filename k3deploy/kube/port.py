@@ -36,6 +36,10 @@ class KubePort(Protocol):
         """`plural.group` of every top-level resource the server serves in `groups`."""
         ...
 
+    def namespaced_kinds(self) -> builtins.list[tuple[str, str, str]]:
+        """(apiVersion, kind, plural) of every listable, deletable resource served inside a namespace."""
+        ...
+
     def can_i(
         self, verb: str, resource: str, group: str = "", namespace: str | None = None, subresource: str = ""
     ) -> tuple[bool, str]:

@@ -79,6 +79,10 @@ def translate(exc: aiohttp.ClientError, url: str) -> EndpointError:
         if isinstance(exc.os_error, ConnectionRefusedError):
             return EndpointError("unreachable", f"cannot connect to {url}: connection refused (nothing listens there)")
         return EndpointError("unreachable", f"cannot connect to {url}: {reason}")
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        # Connected, then closed with no status line at all (a port-forward with nothing behind the pod's port):
+        # nothing answered, so nothing was judged.
+        return EndpointError("unreachable", f"connection to {url} closed before any HTTP answer ({reason})")
     if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
         return EndpointError("protocol", f"connection to {url} broke: {reason}")
     return EndpointError("protocol", f"{url}: {type(exc).__name__}: {reason}")

@@ -129,7 +129,8 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
         # The switch is done when the Service's EndpointSlices list the new leader as ready (targets/kubernetes/bluegreen.py).
         return [*switched, Access("list", "endpointslices", "discovery.k8s.io")]
     if isinstance(step, Delete):
-        return _kind(step.api_version, step.kind, ("get", "delete"))
+        guard = [Access("get", "services")] if step.unless_selected_by is not None else []
+        return _kind(step.api_version, step.kind, ("get", "delete")) + guard
     if isinstance(step, WaitGone):
         return _pods()
     if isinstance(step, RemoveLeftovers):

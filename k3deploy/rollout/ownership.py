@@ -26,8 +26,8 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 SYSTEM_CONFIGMAPS = frozenset({"kube-root-ca.crt"})
 #: Kinds a rollback or a plain `down` never deletes: the weight cache and the namespace that holds it.
 KEPT_KINDS = frozenset({"PersistentVolumeClaim", "Namespace"})
-#: What a marked Namespace may hold that k3deploy did not create (a token Secret, a weight PVC): while it holds any,
-#: it is not deleted (targets/kubernetes/history.py `remove`).
+#: What a user most often keeps in a namespace k3deploy made (a token Secret, a weight PVC): the access review asks to
+#: list these at least; `remove` lists every kind before it deletes a Namespace (rollout/contents.py).
 HELD_KINDS = ("Secret", "ConfigMap", "PersistentVolumeClaim")
 
 
@@ -99,17 +99,3 @@ def for_apply(obj: KubeObject, live: KubeObject | None) -> KubeObject | None:
     if obj.get("kind") == "Namespace":
         return None
     return obj
-
-
-def foreign(kind: str, items: list[KubeObject], release: str, namespace: str) -> list[str]:
-    """`Kind/name` of the items of one kind (a namespace's Secrets, ConfigMaps, PVCs) that are not the release's
-    and not already being deleted: what deleting the namespace would take along."""
-    found = []
-    for item in items:
-        meta = _meta(item)
-        if meta.get("deletionTimestamp") or owned_by(item, release, namespace):
-            continue
-        if kind == "ConfigMap" and meta.get("name") in SYSTEM_CONFIGMAPS:
-            continue
-        found.append(f"{kind}/{meta.get('name')}")
-    return sorted(found)

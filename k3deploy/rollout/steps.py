@@ -106,7 +106,8 @@ class Switch:
 
 @dataclass(frozen=True)
 class Delete:
-    """Delete one object (a no-op when it is gone); `note` is said when it was there. Its outcome names it removed
+    """Delete one object (a no-op when it is gone; kept and named when it lacks the release's ownership mark, or while
+    the Service `unless_selected_by` selects it); `note` is said when it was there. Its outcome names it removed
     (`Kind/name`) when it was."""
 
     api_version: str
@@ -114,6 +115,8 @@ class Delete:
     name: str
     note: str | None = None
     stage: str = WAIT
+    #: A Service whose selector, while it picks this LeaderWorkerSet, keeps it (traffic may still go there).
+    unless_selected_by: str | None = None
 
 
 @dataclass(frozen=True)

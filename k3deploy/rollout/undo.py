@@ -18,15 +18,19 @@ restored, then the new group removed); a part's Guard that finds someone else's 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from k3deploy.errors import K3DeployError
 from k3deploy.lws import API_VERSION
+from k3deploy.rollout.colours import api_service_of
 from k3deploy.rollout.order import apply_order
 from k3deploy.rollout.ownership import KEPT_KINDS, history_name, identity
 from k3deploy.rollout.plan import BlueGreen, Plan, Strategy, reachable_plans, serving, switched
 from k3deploy.rollout.steps import (
     DOWN,
     ROLLBACK,
+    Apply,
     Begin,
     Delete,
     DownAll,
@@ -112,16 +116,25 @@ def restore(previous: list[Obj] | None, number: int | None, objects: list[Obj], 
 
 
 def abandon(bg: BlueGreen, previous: list[Obj] | None) -> Part:
-    """Remove the new group and its preview Service (the old group keeps serving); with `previous`, re-apply its
-    objects but its LeaderWorkerSet (which kept serving) and its Jobs (a Job re-applied from another template runs
-    again)."""
-    steps: list[Step] = []
-    if previous is not None:
-        steps.append(Restore([obj for obj in previous if obj.get("kind") not in ("LeaderWorkerSet", "Job")]))
-    steps.append(Delete(API_VERSION, "LeaderWorkerSet", bg.new, stage=ROLLBACK))
+    """Remove the new group (unless the API Service still selects it) and its preview Service (the old group keeps
+    serving); then, with `previous`, re-apply its objects but its LeaderWorkerSet (which kept serving) and its Jobs (a
+    Job re-applied from another template runs again). The removal comes first: a restore that fails (the API server
+    refusing the Service) must not leave the new group beside the old one."""
+    service = api_service_of(bg.old_objects, bg.old)
+    steps: list[Step] = [
+        Delete(
+            API_VERSION,
+            "LeaderWorkerSet",
+            bg.new,
+            stage=ROLLBACK,
+            unless_selected_by=service["metadata"]["name"] if service is not None else None,
+        )
+    ]
     if bg.preview:
         steps.append(Delete("v1", "Service", bg.preview["metadata"]["name"], stage=ROLLBACK))
     steps.append(WaitGone(bg.new, stage=ROLLBACK))
+    if previous is not None:
+        steps.append(Restore([obj for obj in previous if obj.get("kind") not in ("LeaderWorkerSet", "Job")]))
     return Part(ABANDON, steps, group=bg.old)
 
 
@@ -193,7 +206,7 @@ def said(part: Part, outcomes: list[StepOutcome]) -> str:
         return [o for step, o in done if isinstance(step, kind)]
 
     removed = [name for o in of(Remove) for name in o.removed]
-    kept = [name for o in of(Remove) for name in o.kept]
+    kept = [name for o in of(Remove) + of(Delete) for name in o.kept]
     restored = [a for o in of(Restore) for a in o.applied]
     if part.kind == WHOLE:
         return next((o.summary for o in reversed(outcomes) if o.summary is not None), "")
@@ -217,7 +230,7 @@ def said(part: Part, outcomes: list[StepOutcome]) -> str:
         again = f" ({len(restored)} of the previous revision's objects restored)" if restored else ""
         return (
             f"blue-green abandoned: new group removed ({', '.join(gone) or 'nothing left'}); {part.group} still "
-            f"serving{again}"
+            f"serving{again}{_kept_note(kept)}"
         )
     if part.kind == TEARDOWN:
         removed += [name for o in of(Delete) for name in o.removed]
@@ -226,6 +239,40 @@ def said(part: Part, outcomes: list[StepOutcome]) -> str:
     raise ValueError(f"no words for an undo part of kind {part.kind!r}")
 
 
-def summary(undo: Undo, outcomes: list[list[StepOutcome]]) -> str:
-    """The line a rollback or teardown ends with: each part's, joined (`outcomes`: each part's steps' outcomes)."""
-    return "; ".join(said(part, done) for part, done in zip(undo.parts, outcomes, strict=True))
+#: How each kind of part is named when it stopped on an error (`stopped`).
+_DOING = {
+    FIRST_INSTALL: "removing the first install",
+    RESTORE: "restoring the previous revision",
+    ABANDON: "abandoning the blue-green",
+    TEARDOWN: "deleting",
+    WHOLE: "the rollback",
+}
+
+
+def stopped(part: Part, outcomes: list[StepOutcome], message: str) -> str:
+    """The line of a part that an error stopped after `outcomes`: what failed, and what it deleted and kept before."""
+    removed = [name for o in outcomes for name in o.removed]
+    kept = [name for o in outcomes for name in o.kept]
+    before = f"deleted before it: {', '.join(removed)}" if removed else "nothing deleted before it"
+    return f"{_DOING.get(part.kind, part.kind)} failed: {message} ({before}{_kept_note(kept)})"
+
+
+def summary(undo: Undo, outcomes: list[list[StepOutcome]], failures: Sequence[tuple[int, K3DeployError]] = ()) -> str:
+    """The line a rollback or teardown ends with: each part's, joined (`outcomes`: each part's steps' outcomes).
+    `failures`: (part index, error) of the parts a failed step ended (the later parts still ran): then the first
+    error is raised instead, its message that same line with each failed part saying what it did before."""
+    failed = dict(failures)
+    line = "; ".join(
+        stopped(part, done, failed[i].message) if i in failed else said(part, done)
+        for i, (part, done) in enumerate(zip(undo.parts, outcomes, strict=True))
+    )
+    if failures:
+        first = failures[0][1]
+        raise K3DeployError(line, hint=first.hint, exit_code=first.exit_code)
+    return line
+
+
+def began_writing(begun: Sequence[Step]) -> bool:
+    """Whether a rollout wrote to the cluster: an Apply (not a dry run) began. A first install that did and then
+    failed, in its apply too (a user's PVC it conflicts with), is removed as any failed first install is."""
+    return any(isinstance(step, Apply) and not step.dry_run for step in begun)

@@ -14,6 +14,7 @@ discovery, and 429/5xx/dropped watches, run against the real plane behind the fa
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,7 @@ def test_a_hanging_exec_credential_plugin_ends_the_command_at_its_timeout(tmp_pa
     lines = result.stderr.splitlines()
     assert lines[0] == (
         f"error: the kubeconfig's exec credential plugin {sys.executable!r} did not finish within the command's "
-        "deadline of 3s"
+        "deadline of 3s; it was ended with every process it started"
     ), lines
     assert len(lines) == 2 and lines[1].startswith("hint: ")
     pid = int(pid_file.read_text())
@@ -149,6 +150,43 @@ def test_a_hanging_exec_credential_plugin_ends_the_command_at_its_timeout(tmp_pa
         pass  # killed and reaped, as it should be
     else:
         raise AssertionError(f"plugin {pid} still runs")
+
+
+def test_an_exec_plugin_whose_child_keeps_running_ends_with_its_whole_group(tmp_path: Path) -> None:
+    """A bash plugin that starts `sleep 300` (which inherits its stdout) and waits: before, killing bash alone left
+    the sleep holding the pipe and `up --timeout 10s` returned after ~300 s; now the plugin's process group is ended
+    at the deadline, the child with it, and the error says so."""
+    import os
+    import signal
+
+    child_pid = tmp_path / "child.pid"
+    plugin = tmp_path / "plugin.sh"
+    plugin.write_text(f"#!/bin/bash\nsleep 300 &\necho $! > {child_pid}\nwait\n")
+    plugin.chmod(0o755)
+    try:
+        with stalling_server("silent") as url:
+            kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url)
+            config = yaml.safe_load(kubeconfig.read_text())
+            config["users"][0]["user"] = {
+                "exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin)}
+            }
+            kubeconfig.write_text(yaml.safe_dump(config))
+            # run_cli's own bound (60 s) fails the test long before the 300 s the unbounded wait took.
+            result = run_cli("up", "-p", PROFILE, "--kubeconfig", str(kubeconfig), "--timeout", "10s", timeout=60)
+        assert result.returncode == 3, result.stderr
+        lines = result.stderr.splitlines()
+        assert lines[0] == (
+            f"error: the kubeconfig's exec credential plugin {str(plugin)!r} did not finish within the command's "
+            "deadline of 10s; it was ended with every process it started"
+        ), lines
+        stat = Path(f"/proc/{int(child_pid.read_text())}/stat")
+        # The plugin's child ended with its group: gone, or a zombie left for whoever reaps orphans here.
+        assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    finally:
+        # Should the fix regress: the sleep the test's own plugin started (its pid written by it) is ended here.
+        if child_pid.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child_pid.read_text()), signal.SIGKILL)
 
 
 @pytest.mark.parametrize("args", [["preflight", "--cluster"], ["plan", "--cluster"]], ids=["preflight", "plan"])

@@ -70,13 +70,12 @@ def test_an_abandoned_roll_restores_the_profile_configmap(realk8s: Plane, releas
     assert live_lws(realk8s, namespace, GREEN) is None and live_lws(realk8s, namespace) is not None
 
 
-def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane, release_ns: str) -> None:
-    namespace = release_ns
-    assert up(realk8s, namespace, "--skip-smoke").returncode == 0
-    webhook = f"deny-services-{namespace}"
-    # A webhook nobody serves, failurePolicy Fail: the API server answers 500 (failed calling webhook) to every new
-    # Service in this namespace: the preview Service, applied after the new group.
-    realk8s.api.create(
+def _refuse_services(plane: Plane, namespace: str, operation: str) -> str:
+    """A webhook nobody serves, failurePolicy Fail: the API server answers 500 (failed calling webhook) to every
+    `operation` (CREATE, UPDATE) of a Service in `namespace`; its name (cluster-scoped: the caller deletes it)."""
+    webhook = f"deny-services-{operation.lower()}-{namespace}"
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": [operation], "resources": ["services"]}
+    plane.api.create(
         resource_path(ADMISSION, "validatingwebhookconfigurations"),
         {
             "apiVersion": ADMISSION,
@@ -86,9 +85,7 @@ def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane, r
                 {
                     "name": "deny.services.k3deploy.test",
                     "clientConfig": {"url": "https://127.0.0.1:1/deny"},
-                    "rules": [
-                        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["services"]}
-                    ],
+                    "rules": [rule],
                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
                     "failurePolicy": "Fail",
                     "sideEffects": "None",
@@ -98,6 +95,14 @@ def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane, r
             ],
         },
     )
+    return webhook
+
+
+def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane, release_ns: str) -> None:
+    namespace = release_ns
+    assert up(realk8s, namespace, "--skip-smoke").returncode == 0
+    # The preview Service, applied after the new group, is refused.
+    webhook = _refuse_services(realk8s, namespace, "CREATE")
     try:
         with scripted_server(GOOD) as server:
             failed = _blue_green(realk8s, namespace, server.url, server.url)
@@ -108,3 +113,27 @@ def test_an_api_5xx_during_the_blue_green_apply_is_rolled_back(realk8s: Plane, r
     assert "blue-green abandoned" in failed.stderr, failed.stderr
     assert live_lws(realk8s, namespace, GREEN) is None
     assert live_lws(realk8s, namespace) is not None
+
+
+def test_a_persistent_5xx_on_the_api_service_still_removes_the_new_group_then_reports(
+    realk8s: Plane, release_ns: str
+) -> None:
+    """Every write of a Service in the namespace answered 500 once the first install is up: the blue-green's
+    writes of the API Service fail, and so does the rollback's restore of it. Before: the restore came first and
+    the rollback stopped there, the new group left beside the live one; now it is deleted (the API Service does
+    not select it), then the failure is reported."""
+    namespace = release_ns
+    assert up(realk8s, namespace, "--skip-smoke").returncode == 0
+    webhook = _refuse_services(realk8s, namespace, "UPDATE")
+    try:
+        with scripted_server(GOOD) as server:
+            failed = _blue_green(realk8s, namespace, server.url, server.url)
+    finally:
+        realk8s.api.delete(resource_path(ADMISSION, "validatingwebhookconfigurations", name=webhook))
+    assert failed.returncode == 3, failed.stderr
+    line = next(line for line in failed.stderr.splitlines() if "FAIL rollback:" in line)
+    assert f"LeaderWorkerSet/{GREEN}" in line and "deny.services.k3deploy.test" in line, line
+    assert live_lws(realk8s, namespace, GREEN) is None
+    assert live_lws(realk8s, namespace) is not None
+    service = realk8s.api.get(resource_path("v1", "services", namespace, API_SERVICE))
+    assert service["spec"]["selector"]["leaderworkerset.sigs.k8s.io/name"] == LWS

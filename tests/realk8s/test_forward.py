@@ -16,6 +16,7 @@ import pytest
 from k3deploy.profile import load_profile
 from k3deploy.smoke.runner import run_smoke
 from tests.conftest import run_cli
+from tests.integration.vllm_server import free_port
 from tests.realk8s import objects, stages
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.cluster_fixtures import GATED, NO_DRA, UP
@@ -157,6 +158,25 @@ def test_a_forward_denied_by_rbac_exits_3_and_keeps_the_first_install(
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 
 
+def test_a_forward_that_connects_then_breaks_is_not_reached_exit_3_and_keeps_the_first_install(
+    realk8s: Plane,
+) -> None:
+    """Nothing listens behind the leader's port: the real API server's forward connects, then the stream ends before
+    any HTTP answer ("Server disconnected" on /health). Before: a failed liveness check, exit 1, the first install
+    removed."""
+    namespace = _namespace(realk8s)
+    _forward_leader(realk8s, namespace, f"http://127.0.0.1:{free_port()}")
+    result = k3(realk8s, namespace, "up", *GATED)
+    assert result.returncode == 3, result.stderr
+    assert "closed before any HTTP answer" in result.stderr, result.stderr
+    assert "rollback (first install)" not in result.stderr
+    assert "not rolled back: the smoke could not test the server; the install is kept" in result.stderr
+    hint = next(line for line in result.stderr.splitlines() if line.startswith("hint: "))
+    assert f"k3deploy smoke -p {PROFILE} --endpoint http://127.0.0.1:8000" in hint, hint
+    assert realk8s.api.find(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
 def _job_logs(plane: Plane, namespace: str, report_json: str, tmp_path: Path) -> str:
     """A ClusterLogs serving the smoke container's log of every pod in `namespace`: the Job's output, ending with
     `report_json`; returns its name (cluster-scoped: the caller deletes it)."""
@@ -251,4 +271,23 @@ def test_blue_green_gates_the_new_group_with_its_own_smoke_job_in_cluster(realk8
     # The gate's Job went with the gate; the deployment's own smoke Job stays, as a GitOps hook's does.
     assert realk8s.api.find(resource_path("batch/v1", "jobs", namespace, f"{green}-0-smoke")) is None
     assert realk8s.api.find(resource_path("batch/v1", "jobs", namespace, f"{LWS}-smoke")) is not None
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+def test_smoke_in_cluster_without_a_log_keeps_a_good_upgrade_and_exits_3(realk8s: Plane) -> None:
+    """The smoke Job completes but no log of it can be read (no ClusterLogs: the real kube-apiserver answers the
+    log read with an error). Before: exit 2 and the good upgrade rolled back; no verdict is exit 3, install kept."""
+    namespace = _namespace(realk8s)
+    first = k3(realk8s, namespace, "up", *GATED, "--skip-smoke")
+    assert first.returncode == 0, first.stderr
+    new_image = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
+    result = k3(realk8s, namespace, "up", *GATED, *new_image, "--yes", "--smoke", "in-cluster")
+    assert result.returncode == 3, result.stderr
+    assert f"the smoke Job {namespace}/Job/{LWS}-smoke completed" in result.stderr
+    assert "without a smoke report in its log" in result.stderr
+    assert "not rolled back: the smoke could not test the server; the install is kept" in result.stderr
+    assert "==> rollback" not in result.stderr
+    live = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
+    image = live["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["image"]
+    assert image == "vllm/vllm-openai:kimi-k3-next"
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from k3deploy import pipeline
-from k3deploy.errors import CheckFailed
+from k3deploy.errors import CheckFailed, K3DeployError
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
 from k3deploy.rollout import plan as p
@@ -150,4 +150,36 @@ def test_the_pipeline_runs_a_rollback_part_by_part_and_a_stopped_part_skips_only
     assert summary.rollback == (
         "rollback skipped: LeaderWorkerSet/kimi was changed; re-applying revision 3 would revert that change; "
         "blue-green abandoned: new group removed (Service/p); kimi still serving"
+    )
+
+
+def test_a_failed_rollback_part_ends_only_itself_and_the_error_says_what_every_part_did() -> None:
+    """Before: a restore the API server refused (a persistent 5xx on the API Service) ended the whole rollback and
+    the new group stayed beside the old one; now the next part still removes it, then the failure is reported."""
+    profile = load_profile("local-cpu", SMOKE)
+    parts = [
+        u.Part(u.RESTORE, [st.Begin(st.ROLLBACK), st.Restore([])], revision=3),
+        u.Part(u.ABANDON, [st.Delete("v1", "Service", "p"), st.WaitGone("kimi-green")], group="kimi"),
+    ]
+
+    class Refused(ScriptedTarget):
+        def undo_plan(self, profile: Any, previous: Any, plan: Any, begun: Any, objects: Any) -> u.Undo:
+            return u.Undo(parts)
+
+        def run_step(self, profile: Any, step: st.Step, timeout_s: float, held: Any = None) -> st.StepOutcome:
+            self.calls.append(type(step).__name__)
+            if isinstance(step, st.Restore):
+                raise K3DeployError("apply Service/kimi-api: 503 Service Unavailable", exit_code=3)
+            if isinstance(step, st.Delete):
+                return st.StepOutcome(removed=["Service/p"])
+            if isinstance(step, st.Begin | st.WaitGone):
+                return st.StepOutcome()
+            return super().run_step(profile, step, timeout_s, held)
+
+    target = Refused(fail={"wait_ready": CheckFailed("not ready")})
+    summary = pipeline.up(profile, target, lambda _: None, preflight=False, smoke=False)
+    assert target.calls[target.calls.index("Begin") :] == ["Begin", "Restore", "Delete", "WaitGone"]
+    assert summary.rollback == (
+        "rollback failed: restoring the previous revision failed: apply Service/kimi-api: 503 Service Unavailable "
+        "(nothing deleted before it); blue-green abandoned: new group removed (Service/p); kimi still serving"
     )

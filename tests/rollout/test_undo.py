@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from k3deploy.errors import K3DeployError
+from k3deploy.lws import NAME_LABEL
 from k3deploy.rollout import plan as p
 from k3deploy.rollout import steps as st
 from k3deploy.rollout import undo as u
@@ -98,25 +100,45 @@ def test_a_blue_green_cut_short_before_its_switch_is_abandoned_and_the_previous_
     bg = _blue_green()
     plan = p.Plan([st.Begin(st.APPLY), st.Switch(None, "kimi-green", "kimi-green-0")], V2, bg)
     undo = u.undo(V1, 4, plan, plan.steps[:1], [], "kimi")
-    assert kinds(undo.steps) == ["Begin", "Restore", "Delete", "Delete", "WaitGone"]
-    restore = undo.steps[1]
+    # The new group goes first: a restore the API server refuses must not leave it beside the old one.
+    assert kinds(undo.steps) == ["Begin", "Delete", "Delete", "WaitGone", "Restore"]
+    restore = undo.steps[4]
     assert isinstance(restore, st.Restore) and restore.objects == [NS, PVC, SVC]  # not the serving group, not Jobs
-    assert undo.steps[2:] == [
+    assert undo.steps[1:4] == [
         st.Delete("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "kimi-green", stage=st.ROLLBACK),
         st.Delete("v1", "Service", "kimi-green-preview", stage=st.ROLLBACK),
         st.WaitGone("kimi-green", stage=st.ROLLBACK),
     ]
     outcomes = [
         st.StepOutcome(),
-        st.StepOutcome(applied=[{"object": "Service/kimi", "action": "configured"}]),
         st.StepOutcome(removed=["LeaderWorkerSet/kimi-green"]),
         st.StepOutcome(),
         st.StepOutcome(),
+        st.StepOutcome(applied=[{"object": "Service/kimi", "action": "configured"}]),
     ]
     assert u.summary(undo, [outcomes]) == (
         "blue-green abandoned: new group removed (LeaderWorkerSet/kimi-green); kimi still serving "
         "(1 of the previous revision's objects restored)"
     )
+
+
+def test_the_new_group_is_deleted_only_while_the_api_service_does_not_select_it() -> None:
+    api = {**SVC, "metadata": {"name": "kimi-api"}, "spec": {"selector": {NAME_LABEL: "kimi"}}}
+    bg = p.BlueGreen(old="kimi", new="kimi-green", objects=[], old_objects=[NS, api])
+    delete = u.abandon(bg, None).steps[0]
+    assert delete == st.Delete(
+        "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "kimi-green", stage=st.ROLLBACK, unless_selected_by="kimi-api"
+    )
+
+
+def test_a_part_an_error_stopped_says_what_it_deleted_and_kept_before() -> None:
+    part = u.abandon(_blue_green(), V1)
+    done = [st.StepOutcome(removed=["LeaderWorkerSet/kimi-green"]), st.StepOutcome(kept=["Service/p (not ours)"])]
+    assert u.stopped(part, done, "apply Service/kimi: 500") == (
+        "abandoning the blue-green failed: apply Service/kimi: 500 (deleted before it: LeaderWorkerSet/kimi-green; "
+        "kept, not k3deploy's: Service/p (not ours))"
+    )
+    assert u.stopped(part, [], "boom") == "abandoning the blue-green failed: boom (nothing deleted before it)"
 
 
 def test_after_the_switch_the_previous_revision_comes_back_first_then_the_new_group_goes() -> None:
@@ -195,3 +217,21 @@ def test_a_summary_needs_the_outcomes_of_every_part() -> None:
     undo = u.undo(V1, 4, plan, plan.steps, [], "kimi")
     with pytest.raises(ValueError):
         u.summary(undo, [[st.StepOutcome()] * 6])
+
+
+def test_a_rollout_began_writing_once_an_apply_that_is_not_a_dry_run_began() -> None:
+    assert u.began_writing([st.Begin(st.APPLY), st.Apply([NS])])
+    assert not u.began_writing([st.Begin(st.APPLY), st.Apply([NS], dry_run=True), st.Diff([NS])])
+    assert not u.began_writing([])
+
+
+def test_a_failed_part_raises_the_first_error_with_what_every_part_did() -> None:
+    undo = u.undo(V1, 4, p.Plan([st.Switch(None, "kimi-green", "kimi-green-0")], V2, _blue_green()), [], [], "kimi")
+    refused = K3DeployError("apply Service/kimi: 503", hint="retry later", exit_code=3)
+    done = [[st.StepOutcome(), st.StepOutcome(removed=["LeaderWorkerSet/kimi-green"]), st.StepOutcome()]]
+    with pytest.raises(K3DeployError) as caught:
+        u.summary(undo, done, [(0, refused)])
+    assert caught.value.message == (
+        "abandoning the blue-green failed: apply Service/kimi: 503 (deleted before it: LeaderWorkerSet/kimi-green)"
+    )
+    assert (caught.value.hint, caught.value.exit_code) == ("retry later", 3)

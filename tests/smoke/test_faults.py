@@ -6,7 +6,11 @@ Most cases call `run_smoke` in-process (the same code path the CLI takes); the C
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -84,6 +88,44 @@ def test_connection_refused_exits_3() -> None:
         "connection refused (nothing listens there)",
         "hint: check the URL",
     )
+
+
+@contextlib.contextmanager
+def closing_server() -> Iterator[str]:
+    """127.0.0.1 that accepts each connection, reads the request and closes without a byte of answer: what a
+    port-forward gives when nothing listens behind the leader's port (the tunnel connects, then breaks)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(5)
+                conn.recv(65536)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+def test_a_connection_that_breaks_before_any_answer_is_unreachable_exit_3() -> None:
+    """Before: "Server disconnected" on /health failed liveness (exit 1), so `up` judged the server and removed a
+    first install; no HTTP answer at all means the server was not reached."""
+    with closing_server() as url:
+        report = smoke(url)
+    assert exit_code(report) == 3, report.checks
+    assert report.blocked_by == f"connection to {url}/health closed before any HTTP answer (Server disconnected)"
+    assert [c.status for c in report.checks[1:]] == [Status.SKIP] * 4
 
 
 def test_dns_failure_exits_3() -> None:

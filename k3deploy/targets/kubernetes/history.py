@@ -15,31 +15,50 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
+from k3deploy.rollout.contents import foreign_contents, named
 from k3deploy.rollout.order import delete_order
 from k3deploy.rollout.ownership import (
-    HELD_KINDS,
     KEPT_KINDS,
-    foreign,
     history_name,
     identity,
     mark,
     owned,
+    owned_by,
     release_of,
 )
+from k3deploy.targets.kubernetes.listing import namespace_contents
 
 #: Revisions kept in the history ConfigMap (oldest dropped first); a set is ~20 KB, far below 1 MiB.
 HISTORY_LIMIT = 5
 HISTORY_KEY = "revisions.json"
 
 
-def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[str, Any]]:
-    """Recorded revisions, oldest first (empty when there is no history or no namespace yet)."""
+def foreign_history(api: KubePort, namespace: str, deployment: str) -> KubeObject | None:
+    """The ConfigMap of the history's name when someone else made it (no ownership mark), else None: k3deploy
+    neither reads, writes nor deletes it."""
     found = api.get("v1", "ConfigMap", history_name(deployment), namespace)
-    if found is None:
+    return None if found is None or owned_by(found, deployment, namespace) else found
+
+
+def refuse_foreign_history(api: KubePort, namespace: str, deployment: str) -> None:
+    """A UsageError (before anything is applied) when a ConfigMap k3deploy did not create has the history's name."""
+    if foreign_history(api, namespace, deployment) is not None:
+        raise UsageError(
+            f"{namespace}/ConfigMap/{history_name(deployment)} exists and k3deploy did not create it (no ownership "
+            "mark): k3deploy records its revisions under that name",
+            hint="rename or delete that ConfigMap yourself, or deploy under another profile name",
+        )
+
+
+def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[str, Any]]:
+    """Recorded revisions, oldest first (empty when there is no history, no namespace yet, or the ConfigMap of that
+    name is not k3deploy's)."""
+    found = api.get("v1", "ConfigMap", history_name(deployment), namespace)
+    if found is None or not owned_by(found, deployment, namespace):
         return []
     try:
         entries = json.loads((found.get("data") or {}).get(HISTORY_KEY) or "[]")
@@ -58,7 +77,8 @@ def bounded(entries: list[dict[str, Any]], objects: list[KubeObject], now: str) 
 
 
 def _write(api: KubePort, namespace: str, deployment: str, entries: list[dict[str, Any]]) -> None:
-    # Only k3deploy writes this ConfigMap (its name is k3deploy's), so it always carries the mark.
+    # Written over only when k3deploy made it: the mark is never put on a user's ConfigMap of that name.
+    refuse_foreign_history(api, namespace, deployment)
     labels, annotations = mark(deployment, namespace)
     api.apply(
         {
@@ -106,18 +126,15 @@ class Removal:
     kept: list[str] = field(default_factory=list)
 
 
-def _holds_foreign(api: KubePort, namespace_obj: KubeObject) -> list[str]:
-    """What the namespace holds that k3deploy did not create (Secrets, ConfigMaps, PVCs), which deleting it would
-    delete too; a namespace whose contents cannot be listed counts as holding something."""
+def _holds_foreign(api: KubePort, namespace_obj: KubeObject, gone: list[KubeObject]) -> list[str]:
+    """What the namespace holds that is not the release's (rollout/contents.py), which deleting it would delete too:
+    every listable kind in it is listed; a namespace whose contents cannot be listed counts as holding something."""
     release, namespace = release_of(namespace_obj)
-    found: list[str] = []
-    for kind in HELD_KINDS:
-        try:
-            items, _ = api.list("v1", kind, namespace)
-        except K3DeployError as exc:
-            return [f"{kind}s that cannot be listed ({exc.message})"]
-        found += foreign(kind, items, release, namespace)
-    return found
+    try:
+        listed = namespace_contents(api, namespace)
+    except K3DeployError as exc:
+        return [f"objects that cannot be listed ({exc.message})"]
+    return foreign_contents(listed, release, namespace, gone)
 
 
 def remove(
@@ -131,6 +148,7 @@ def remove(
     """Delete the objects in reverse apply order, except the kinds in `keep` and what does not carry k3deploy's
     mark (kept and named); a marked Namespace is kept too while it holds something k3deploy did not create."""
     done = Removal()
+    gone: list[KubeObject] = []
     for obj in delete_order(objects):
         if obj.get("kind") in keep:
             continue
@@ -143,12 +161,13 @@ def remove(
             done.kept.append(f"{key} (k3deploy did not create it)")
             note(f"  {label}kept {key}: k3deploy did not create it")
             continue
-        others = _holds_foreign(api, obj) if kind == "Namespace" else []
+        others = named(_holds_foreign(api, obj, gone)) if kind == "Namespace" else ""
         if others:
-            done.kept.append(f"{key} (it holds {', '.join(others)})")
-            note(f"  {label}kept {key}: it holds {', '.join(others)}, which k3deploy did not create")
+            done.kept.append(f"{key} (it holds {others})")
+            note(f"  {label}kept {key}: it holds {others}, which k3deploy did not create")
             continue
         if api.delete(api_version, kind, name, namespace or None):
+            gone.append(live)
             done.deleted.append(f"deleted {key}")
             note(f"  {label}deleted {key}")
     return done

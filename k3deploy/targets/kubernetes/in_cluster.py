@@ -22,7 +22,7 @@ import copy
 import time
 from collections.abc import Callable
 
-from k3deploy.errors import SmokeUnreachable
+from k3deploy.errors import K3DeployError, SmokeUnreachable
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
@@ -180,13 +180,17 @@ def run(
     done = _wait(api, live, job_bound_s(live) if limit is None else limit, note)
     state = job_readiness(done)
     pod = _pod(api, done)
-    text = ""
+    text, why = "", " (no pod of it is left)" if pod is None else ""
     if pod is not None:
-        text = api.read_log(
-            pod["metadata"]["name"], pod["metadata"]["namespace"], CONTAINER, limit_bytes=LOG_LIMIT_BYTES
-        )
+        try:
+            text = api.read_log(
+                pod["metadata"]["name"], pod["metadata"]["namespace"], CONTAINER, limit_bytes=LOG_LIMIT_BYTES
+            )
+        except K3DeployError as exc:
+            # No log is no verdict (exit 3, the install kept), whatever the API server answered for it.
+            why = f" (its log cannot be read: {exc.message})"
     outcome = "completed" if state.ready else f"failed ({state.reason}: {state.message})"
-    return JobRun(object_key(job), target, text, outcome, bool(state.failed), _hint(job))
+    return JobRun(object_key(job), target, text, outcome + ("" if text else why), bool(state.failed), _hint(job))
 
 
 def smoke_job(objects: list[KubeObject]) -> KubeObject | None:
@@ -224,4 +228,7 @@ def gate(
     try:
         return run(api, one, note, force=force, limit=limit)
     finally:
-        api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")
+        # Only the run's own Job goes: one of that name k3deploy did not create stopped the run and stays.
+        live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
+        if live is not None and owned(live, one):
+            api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")

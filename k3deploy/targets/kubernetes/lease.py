@@ -36,6 +36,7 @@ from typing import Any
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, KubeError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi, rest_path
+from k3deploy.rollout.ownership import mark
 
 LEASE_API = "coordination.k8s.io/v1"
 #: Seconds a lease lasts past its last renewal (what a crashed command leaves behind).
@@ -142,7 +143,14 @@ class ReleaseLease:
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if base is not None:
             meta["resourceVersion"] = base["metadata"]["resourceVersion"]
-        meta["labels"] = {"app.kubernetes.io/managed-by": "k3deploy", "app.kubernetes.io/instance": self.release}
+        # The ownership mark: `down --purge` counts the lock as the release's, and a failed first `up` removes it.
+        labels, annotations = mark(self.release, self.namespace)
+        meta["labels"] = {
+            "app.kubernetes.io/managed-by": "k3deploy",
+            "app.kubernetes.io/instance": self.release,
+            **labels,
+        }
+        meta["annotations"] = annotations
         return {
             "apiVersion": LEASE_API,
             "kind": "Lease",

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.port import KubePort
+from k3deploy.rollout.colours import selected
+from k3deploy.rollout.ownership import owned_by
 from k3deploy.rollout.steps import (
     APPLY,
     SERVER_DRY_RUN,
@@ -120,6 +122,20 @@ class Runner:
         )
 
     def _delete(self, step: Delete) -> StepOutcome:
+        key = f"{self.namespace}/{step.kind}/{step.name}"
+        live = self.api.get(step.api_version, step.kind, step.name, self.namespace)
+        if live is None:
+            return StepOutcome()
+        if not owned_by(live, self.release, self.namespace):
+            # Its name is k3deploy's, the object is not (a user's ConfigMap made before the first `up`).
+            self.note(f"  kept {key}: k3deploy did not create it")
+            return StepOutcome(kept=[f"{key} (k3deploy did not create it)"])
+        if step.unless_selected_by is not None:
+            service = self.api.get("v1", "Service", step.unless_selected_by, self.namespace)
+            if selected(service) == step.name:
+                why = f"Service/{step.unless_selected_by} still selects it"
+                self.note(f"  kept {key}: {why}")
+                return StepOutcome(kept=[f"{key} ({why})"])
         if not self.api.delete(step.api_version, step.kind, step.name, self.namespace):
             return StepOutcome()
         if step.note:

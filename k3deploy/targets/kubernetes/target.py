@@ -41,6 +41,7 @@ from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
 from k3deploy.targets.kubernetes import bluegreen_repair as repair
 from k3deploy.targets.kubernetes.apply import apply_object
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
+from k3deploy.targets.kubernetes.made import remove_if_unused
 from k3deploy.targets.kubernetes.prefetch_jobs import stale_prefetch_jobs
 from k3deploy.targets.kubernetes.render import render as render_set
 from k3deploy.targets.kubernetes.runner import Runner
@@ -152,8 +153,8 @@ class KubernetesTarget(Target):
         # the API out of reach the command still ends by then (the lease then lapses by itself).
         api = self.api
         made = Held()
+        rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
         if api.get("v1", "Namespace", namespace) is None:
-            rendered = next((o for o in objects if o["kind"] == "Namespace"), None)
             if what == "down" or rendered is None:
                 yield made  # nothing there to change, or no namespace of k3deploy's to hold the lease in
                 return
@@ -162,9 +163,12 @@ class KubernetesTarget(Target):
         if not api.served(LEASE_API, "Lease"):
             self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
             yield made
-            return
-        with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
-            yield made
+        else:
+            with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
+                yield made
+        if made.made and rendered is not None:
+            # A command that ended before it put anything there (preflight failed) leaves no namespace behind.
+            remove_if_unused(api, rendered, self.view.note)
 
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes/render.py)."""
@@ -191,7 +195,9 @@ class KubernetesTarget(Target):
         return bluegreen.in_place_question(self.api, profile, list(objects))
 
     def current_revision(self, profile: Profile) -> Revision | None:
-        """The last recorded revision of the set, or None on a first install."""
+        """The last recorded revision of the set, or None on a first install; a UsageError, before anything is
+        applied, when a ConfigMap k3deploy did not create holds the history's name."""
+        history.refuse_foreign_history(self.api, profile.kubernetes.namespace, profile.name)
         entries = history.read_history(self.api, profile.kubernetes.namespace, profile.name)
         if not entries:
             return None
