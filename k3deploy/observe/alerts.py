@@ -7,8 +7,7 @@ GPU health alerts are in observe/alerts_health.py.
 
 from __future__ import annotations
 
-from typing import Any
-
+from k3deploy.kobject import JsonObject
 from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
 from k3deploy.observe.alert_rule import RUNBOOK_BASE, Alert, runbook_anchor
@@ -108,6 +107,6 @@ def alerts(profile: Profile) -> list[Alert]:
     return out + gpu_alerts(profile, scope)
 
 
-def rule_groups(profile: Profile) -> list[dict[str, Any]]:
+def rule_groups(profile: Profile) -> list[JsonObject]:
     """spec.groups of the PrometheusRule."""
     return [{"name": f"k3deploy.{profile.name}", "rules": [alert.rule() for alert in alerts(profile)]}]

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.profile.kubernetes_spec import RENAMED_DRA_FIRST
 from k3deploy.report.model import CheckResult, Status
 
@@ -77,12 +77,12 @@ def at_least(component: str, installed: str, minimum: str) -> bool:
     return _order(component, have) >= _order(component, want)
 
 
-def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def _pod_specs(obj: KubeObject) -> list[KubeObject]:
     template = (obj.get("spec") or {}).get("leaderWorkerTemplate") or {}
     return [(t.get("spec") or {}) for t in (template.get("leaderTemplate"), template.get("workerTemplate")) if t]
 
 
-def required_versions(objects: list[dict[str, Any]]) -> list[Requirement]:
+def required_versions(objects: list[KubeObject]) -> list[Requirement]:
     """The controller versions the rendered `objects` need, one requirement per feature used."""
     found: list[Requirement] = []
     for obj in objects:
@@ -106,7 +106,7 @@ def required_versions(objects: list[dict[str, Any]]) -> list[Requirement]:
     return found
 
 
-def _images(obj: dict[str, Any]) -> list[str]:
+def _images(obj: KubeObject) -> list[str]:
     spec = (((obj.get("spec") or {}).get("template") or {}).get("spec")) or {}
     return [c.get("image") or "" for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])]
 
@@ -118,7 +118,7 @@ def _tag(image: str) -> tuple[str, str | None]:
     return repo, (tag or None)
 
 
-def installed_versions(workloads: list[dict[str, Any]]) -> dict[str, str]:
+def installed_versions(workloads: list[KubeObject]) -> dict[str, str]:
     """The LWS controller's and the DRA driver's versions, from Deployments and DaemonSets of any namespace:
     their image tag, else the Helm labels (`app.kubernetes.io/version`, `helm.sh/chart: <chart>-<version>`)."""
     found: dict[str, str] = {}
@@ -138,7 +138,7 @@ def installed_versions(workloads: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
-def version_checks(objects: list[dict[str, Any]], installed: dict[str, str] | None) -> list[CheckResult]:
+def version_checks(objects: list[KubeObject], installed: dict[str, str] | None) -> list[CheckResult]:
     """One check per component the set needs: PASS at or above every minimum, FAIL (WARN when only weakened)
     below; WARN when the installed version could not be read. `installed` None: not looked at (no checks)."""
     if installed is None:

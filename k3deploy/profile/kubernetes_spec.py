@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 import k3deploy
+from k3deploy.kobject import KubeObject
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.names import (
     Cidr,
@@ -61,9 +62,9 @@ class Toleration(_Strict):
             raise ValueError("toleration_seconds is only valid with effect NoExecute")
         return self
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> KubeObject:
         """The toleration as the pod spec takes it (unset fields left out)."""
-        out: dict[str, Any] = {
+        out: KubeObject = {
             "key": self.key,
             "operator": self.operator,
             "value": self.value,
@@ -248,13 +249,13 @@ class KubernetesSpec(_Strict):
     image_pull_secrets: list[DNSSubdomain] = Field(
         default_factory=list, description="Secrets every pod of the set pulls its images with (a private mirror)."
     )
-    serving_pod_patch: dict[str, Any] = Field(
+    serving_pod_patch: KubeObject = Field(
         default_factory=dict,
         description="A JSON merge patch (RFC 7386: maps merge, lists and values replace, null removes) applied to the "
         "pod spec of the leader and worker templates, on every path (`render`, `apply`, `up`): what the set does not "
         "model, e.g. {hostIPC: true}.",
     )
-    serving_container_patch: dict[str, Any] = Field(
+    serving_container_patch: KubeObject = Field(
         default_factory=dict,
         description="A JSON merge patch applied to the vllm container of the leader and worker templates, e.g. "
         "{securityContext: {capabilities: {add: [IPC_LOCK, SYS_RESOURCE]}}} as some vLLM recipes add.",

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from k3deploy.errors import ProfileError
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.observe.alerts import rule_groups
 from k3deploy.observe.dashboard import dashboard_json
@@ -87,7 +88,7 @@ class Manifest:
     """One rendered object and its place in the set."""
 
     order: int
-    obj: dict[str, Any]
+    obj: KubeObject
 
     @property
     def kind(self) -> str:
@@ -220,7 +221,7 @@ def context(profile: Profile) -> dict[str, Any]:
     # It reaches the prefetch as a file from a Secret volume, never as an environment variable (which shows in
     # `kubectl describe`, crash dumps and child processes); huggingface_hub reads the file named by
     # HF_TOKEN_PATH (huggingface/huggingface_hub src/huggingface_hub/constants.py).
-    token_env: list[dict[str, Any]] = []
+    token_env: list[KubeObject] = []
     if kube.hf_token_secret is not None:
         token_env = [{"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_MOUNT_DIR}/{HF_TOKEN_FILE}"}]
     served = {**hf_env, **NO_TELEMETRY_ENV, **serve_env(profile)}
@@ -342,7 +343,7 @@ def pod_security_labels(profile: Profile) -> dict[str, str]:
     return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
 
 
-def prefetch_job_name(name: str, spec: dict[str, Any]) -> str:
+def prefetch_job_name(name: str, spec: KubeObject) -> str:
     """`<name>-prefetch-<hash of the name and the Job's spec>`: a Job's pod template cannot change, so new revisions
     or a new image are a new Job (Argo CD and Flux create it and prune the old, with no immutable-field error) while
     an unchanged one is left as it is, never re-run. At most 63 characters (the Job controller labels its pods with
@@ -366,7 +367,7 @@ def prefetch_node_selector(profile: Profile) -> dict[str, str]:
     return dict(sorted(selector.items()))
 
 
-def prefetch_tolerations(profile: Profile) -> list[dict[str, Any]]:
+def prefetch_tolerations(profile: Profile) -> list[KubeObject]:
     """kubernetes.job_tolerations, plus the GPU pods' tolerations while the prefetch runs the vLLM image: that image
     is built for the trays' architecture, and a cluster whose CPU nodes are of another one (x86 system nodes beside
     arm64 GB300 trays) can place it only on a tray, where it requests no GPU and runs before the group does."""
@@ -443,7 +444,7 @@ def build(profile: Profile) -> list[Manifest]:
     return manifests
 
 
-def rendered_objects(profile: Profile) -> list[dict[str, Any]]:
+def rendered_objects(profile: Profile) -> list[KubeObject]:
     """The set's objects as plain dicts, in apply order: what a command renders once and passes along."""
     return [manifest.obj for manifest in build(profile)]
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.profile.kubernetes_spec import release_version
 from k3deploy.rollout.groups import PARTITION_SINCE, partitioned
@@ -40,7 +39,7 @@ def template_digest(lws: KubeObject) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def passed_groups(record: list[dict[str, Any]], digest: str) -> set[int] | None:
+def passed_groups(record: list[JsonObject], digest: str) -> set[int] | None:
     """The groups whose gate passed on template `digest`; None when no walk ever began on it."""
     for entry in record:
         if entry.get("template") == digest:
@@ -48,7 +47,7 @@ def passed_groups(record: list[dict[str, Any]], digest: str) -> set[int] | None:
     return None
 
 
-def with_entry(record: list[dict[str, Any]], digest: str, group: int | None, now: str) -> list[dict[str, Any]]:
+def with_entry(record: list[JsonObject], digest: str, group: int | None, now: str) -> list[JsonObject]:
     """The record with `digest` as its newest template (begun), `group` passed on it unless None; cut to GATES_LIMIT."""
     groups: dict[str, str] = {}
     rest = []
@@ -62,7 +61,7 @@ def with_entry(record: list[dict[str, Any]], digest: str, group: int | None, now
     return [*rest, {"template": digest, "groups": groups}][-GATES_LIMIT:]
 
 
-def read_gates(api: KubePort, namespace: str, release: str) -> list[dict[str, Any]]:
+def read_gates(api: KubePort, namespace: str, release: str) -> list[JsonObject]:
     """The record, oldest template first (empty when there is none or it does not parse)."""
     found = api.get("v1", "ConfigMap", gates_name(release), namespace)
     try:

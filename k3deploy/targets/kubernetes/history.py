@@ -13,10 +13,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from k3deploy.errors import K3DeployError
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
 from k3deploy.rollout.order import delete_order
@@ -36,7 +35,7 @@ HISTORY_LIMIT = 5
 HISTORY_KEY = "revisions.json"
 
 
-def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[str, Any]]:
+def read_history(api: KubePort, namespace: str, deployment: str) -> list[JsonObject]:
     """Recorded revisions, oldest first (empty when there is no history or no namespace yet)."""
     found = api.get("v1", "ConfigMap", history_name(deployment), namespace)
     if found is None:
@@ -48,7 +47,7 @@ def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[st
     return entries if isinstance(entries, list) else []
 
 
-def bounded(entries: list[dict[str, Any]], objects: list[KubeObject], now: str) -> tuple[list[dict[str, Any]], int]:
+def bounded(entries: list[JsonObject], objects: list[KubeObject], now: str) -> tuple[list[JsonObject], int]:
     """History with `objects` as the newest revision (unless identical to it), cut to HISTORY_LIMIT; and its number."""
     if entries and entries[-1].get("objects") == objects:
         return entries, int(entries[-1]["revision"])
@@ -57,7 +56,7 @@ def bounded(entries: list[dict[str, Any]], objects: list[KubeObject], now: str) 
     return entries[-HISTORY_LIMIT:], number
 
 
-def _write(api: KubePort, namespace: str, deployment: str, entries: list[dict[str, Any]]) -> None:
+def _write(api: KubePort, namespace: str, deployment: str, entries: list[JsonObject]) -> None:
     # Only k3deploy writes this ConfigMap (its name is k3deploy's), so it always carries the mark.
     labels, annotations = mark(deployment, namespace)
     api.apply(
@@ -90,7 +89,7 @@ def record_revision(api: KubePort, namespace: str, deployment: str, objects: lis
     return number
 
 
-def record_smoke(api: KubePort, namespace: str, deployment: str, verdict: dict[str, Any]) -> None:
+def record_smoke(api: KubePort, namespace: str, deployment: str, verdict: JsonObject) -> None:
     """Attach a smoke verdict to the newest revision (shown by `status`)."""
     entries = read_history(api, namespace, deployment)
     if entries:

@@ -125,7 +125,7 @@ class ReleaseLease:
         self.lost: str | None = None
 
     def _body(self, acquired: datetime, transitions: int, base: KubeObject | None) -> KubeObject:
-        meta: dict[str, Any] = {"name": lease_name(self.release), "namespace": self.namespace}
+        meta: KubeObject = {"name": lease_name(self.release), "namespace": self.namespace}
         if base is not None:
             meta["resourceVersion"] = base["metadata"]["resourceVersion"]
         meta["labels"] = {"app.kubernetes.io/managed-by": "k3deploy", "app.kubernetes.io/instance": self.release}

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from k3deploy.errors import K3DeployError
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
@@ -37,7 +35,7 @@ def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str
     return proof.current, proof.how
 
 
-def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> dict[str, Any]:
+def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> JsonObject:
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []
@@ -48,7 +46,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         ready = bool(verdict and verdict.ready)
         state = "NotFound" if verdict is None else (verdict.reason or ("Ready" if verdict.ready else "Progressing"))
         detail = verdict.message if verdict else ""
-        row: dict[str, Any] = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
+        row: JsonObject = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
         if live is not None and obj["kind"] == "LeaderWorkerSet":
             # A controller that has not acted on the latest spec still shows the previous rollout as ready.
             current, row["proof"] = _currency(api, live, namespace)

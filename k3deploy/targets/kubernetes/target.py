@@ -10,12 +10,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
 
 from rich.console import RenderableType
 
 from k3deploy.errors import K3DeployError, UsageError
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.deadline import Deadline
 from k3deploy.observe import allreduce_probe
@@ -342,7 +341,7 @@ class KubernetesTarget(Target):
         """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""
         return allreduce_probe.leader_backends(self.api, profile)
 
-    def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
+    def record_smoke(self, profile: Profile, verdict: JsonObject) -> None:
         """Keep the smoke verdict beside the revision it judged (shown by `status`)."""
         if self.deadline.expired():
             # Smoke is bounded by its own overall timeout; keeping its verdict needs only a few requests.
