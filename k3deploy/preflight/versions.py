@@ -7,9 +7,8 @@ Each requirement names the upstream source it was read from:
   pod template schema of the k8s.io/api it was built with; up to v0.3.0 (k8s.io/api v0.29) the field sits under
   `source:`, so an older CRD prunes the flat one silently (kubernetes-sigs/lws
   config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml at v0.3.0 and v0.4.0).
-- LWS v0.5.0: ControllerRevisions, which `wait` reads to prove a rollout's readiness belongs to the applied
-  template when the controller writes no `status.observedGeneration` (pkg/utils/revision/revision_utils.go first
-  tagged in v0.5.0; observedGeneration itself arrived in v0.9.0, api/leaderworkerset/v1/leaderworkerset_types.go).
+- LWS v0.9.0: `status.observedGeneration`, which proves a rollout's readiness belongs to the applied template
+  (api/leaderworkerset/v1/leaderworkerset_types.go); k3deploy supports no older controller.
 - LWS v0.9.0: `restartPolicy: RecreateGroupAfterStart` (api/leaderworkerset/v1/leaderworkerset_types.go; the v0.8.0
   CRD's enum is Default, RecreateGroupOnPodRestart, None, so older servers reject it).
 - NVIDIA DRA driver v25.8.0: ComputeDomain `numNodes: 0`, which needs the IMEXDaemonsWithDNSNames feature (on by
@@ -88,11 +87,7 @@ def required_versions(objects: list[KubeObject]) -> list[Requirement]:
     for obj in objects:
         kind, spec = obj.get("kind"), obj.get("spec") or {}
         if kind == "LeaderWorkerSet":
-            found.append(
-                Requirement(
-                    LWS, "v0.5.0", "ControllerRevisions (rollout readiness proven per template)", blocking=False
-                )
-            )
+            found.append(Requirement(LWS, "v0.9.0", "status.observedGeneration (rollout readiness proven)"))
             if (spec.get("leaderWorkerTemplate") or {}).get("restartPolicy") == "RecreateGroupAfterStart":
                 found.append(Requirement(LWS, "v0.9.0", "restartPolicy: RecreateGroupAfterStart"))
             if any(
@@ -177,7 +172,12 @@ def version_checks(objects: list[KubeObject], installed: dict[str, str] | None) 
                 measured=have,
                 target=f">= {max(short, key=lambda r: _order(component, parse_version(r.minimum) or (0, 0, 0))).minimum}",
                 detail=f"{LABELS[component]} {have} is older than the rendered set needs: {detail}",
-                hint=f"upgrade the {LABELS[component]}, or `--set {PROFILE_FIELDS[component]}={have}` renders what {have} supports",
+                hint=f"upgrade the {LABELS[component]}"
+                + (
+                    ""
+                    if component == LWS
+                    else f", or `--set {PROFILE_FIELDS[component]}={have}` renders what {have} supports"
+                ),
             )
         )
     return results

@@ -85,6 +85,10 @@ _VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
 #: The first release of the DRA driver under its new name (dra-driver-nvidia-gpu); preflight/versions.py orders it
 #: after every calendar release (v25.x) of nvidia-dra-driver-gpu.
 RENAMED_DRA_FIRST = (0, 4, 0)
+#: The oldest LeaderWorkerSet release k3deploy deploys to: its status.observedGeneration is what proves a ready status
+#: is the current spec's (rollout/currency.py), and RecreateGroupAfterStart what keeps slow starters from recreating
+#: a group in a loop (render/features.py).
+LWS_FIRST = (0, 9, 0)
 
 
 def release_version(value: str) -> tuple[int, int, int]:
@@ -317,8 +321,9 @@ class KubernetesSpec(_Strict):
     )
     lws_version: str = Field(
         "0.10.0",
-        description="LeaderWorkerSet release installed in the cluster: >= 0.9 renders restartPolicy RecreateGroupAfterStart, "
-        "0.8 its annotation, older RecreateGroupOnPodRestart.",
+        description="LeaderWorkerSet release installed in the cluster (0.9 or later: restartPolicy "
+        "RecreateGroupAfterStart, status.observedGeneration, rollingUpdateConfiguration.partition); preflight compares "
+        "it with what the cluster runs.",
     )
     dra_driver_version: str = Field(
         "0.4.0",
@@ -435,6 +440,16 @@ class KubernetesSpec(_Strict):
     def _is_release_version(cls, value: str) -> str:
         if not _VERSION.match(value):
             raise ValueError(f"{value!r} is not a release version such as 0.10.0")
+        return value
+
+    @field_validator("lws_version")
+    @classmethod
+    def _is_a_supported_lws(cls, value: str) -> str:
+        if _VERSION.match(value) and release_version(value) < LWS_FIRST:
+            raise ValueError(
+                f"LeaderWorkerSet {value} is older than {'.'.join(map(str, LWS_FIRST))}, the oldest release k3deploy "
+                "deploys to (it writes status.observedGeneration and has restartPolicy RecreateGroupAfterStart)"
+            )
         return value
 
     @field_validator("dra_driver_version")

@@ -27,7 +27,7 @@ from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
-from k3deploy.render.features import compute_domain_num_nodes, lws_restart
+from k3deploy.render.features import compute_domain_num_nodes
 from k3deploy.render.gpu_check import gpu_check_context
 from k3deploy.render.network import (
     DNS_PORT,
@@ -325,7 +325,6 @@ def context(profile: Profile) -> dict[str, Any]:
         "node_preflight_count": len(kube.node_preflight_hosts) or profile.parallel.nodes,
         "tolerations": [t.manifest() for t in kube.tolerations],
         "pull_secrets": [{"name": secret} for secret in kube.image_pull_secrets],
-        "lws_restart": lws_restart(profile),
         "compute_domain_num_nodes": compute_domain_num_nodes(profile),
         "keep_sync_options": KEEP_SYNC_OPTIONS,
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},

@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
 from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.port import KubePort
-from k3deploy.profile.kubernetes_spec import release_version
 from k3deploy.rollout.groups import PARTITION_SINCE, partitioned
 from k3deploy.rollout.ownership import mark
 
@@ -102,33 +101,19 @@ def ungated(api: KubePort, namespace: str, release: str, lws: KubeObject) -> lis
     return [g for g in range(replicas - 1, -1, -1) if g not in done]
 
 
-def partition_refusal(lws_version: str) -> str | None:
-    """Why the profile's LWS release cannot hold groups on their template (no partition); None when it can."""
-    if release_version(lws_version) >= PARTITION_SINCE:
-        return None
-    return (
-        f"kubernetes.lws_version {lws_version} has no rollingUpdateConfiguration.partition (LWS "
-        f"v{'.'.join(map(str, PARTITION_SINCE))} and later): every group would roll at once, none smoke-tested first"
-    )
-
-
-def check_partition(api: KubePort, lws: KubeObject, lws_version: str) -> None:
-    """Refuse (exit 3) a group-by-group walk the cluster cannot hold: the profile's LWS predates partition, or the
-    served CRD prunes it (a server dry run of the partitioned object drops the field)."""
-    why = partition_refusal(lws_version)
-    if why is None:
-        held = partitioned(lws, int((lws.get("spec") or {}).get("replicas", 1)))
-        dry = api.apply(held, force=True, dry_run=True)
-        config = ((dry.get("spec") or {}).get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {}
-        if "partition" not in config:
-            why = (
-                "the cluster's LeaderWorkerSet CRD drops rollingUpdateConfiguration.partition (LWS before "
-                f"v{'.'.join(map(str, PARTITION_SINCE))}): every group would roll at once, none smoke-tested first"
-            )
-    if why is not None:
+def check_partition(api: KubePort, lws: KubeObject) -> None:
+    """Refuse (exit 3) a group-by-group walk the cluster cannot hold: the served CRD prunes
+    rollingUpdateConfiguration.partition (a server dry run of the partitioned object drops the field; the profile's
+    LWS, 0.9 or later, has it)."""
+    held = partitioned(lws, int((lws.get("spec") or {}).get("replicas", 1)))
+    dry = api.apply(held, force=True, dry_run=True)
+    config = ((dry.get("spec") or {}).get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {}
+    if "partition" not in config:
         raise K3DeployError(
-            f"cannot roll LeaderWorkerSet {lws['metadata']['name']} one group at a time: {why}",
-            hint="upgrade LWS to v0.7+ (and set kubernetes.lws_version), or --skip-smoke to let the controller roll "
+            f"cannot roll LeaderWorkerSet {lws['metadata']['name']} one group at a time: the cluster's "
+            "LeaderWorkerSet CRD drops rollingUpdateConfiguration.partition (LWS before "
+            f"v{'.'.join(map(str, PARTITION_SINCE))}): every group would roll at once, none smoke-tested first",
+            hint="upgrade LWS to v0.9+ (and set kubernetes.lws_version), or --skip-smoke to let the controller roll "
             "every group with no per-group gate",
             exit_code=EXIT_ENVIRONMENT,
         )

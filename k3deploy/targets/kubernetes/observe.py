@@ -66,5 +66,5 @@ def observe(
     serving = live_name(api, profile, objects)
     live_objects = recoloured(with_hosts(objects, hosts) if hosts else list(objects), profile.name, serving)
     leftovers = [] if strategy.dry_run or strategy.diff else found_leftovers(api, profile, live_objects)
-    lws = read_lws(api, lws_of(live_objects), strategy, profile.kubernetes.lws_version)
+    lws = read_lws(api, lws_of(live_objects), strategy)
     return Observation(live_objects, serving, LiveState(lws=lws, leftovers=leftovers), hosts)

@@ -22,19 +22,6 @@ def _node_labels(api: KubePort, name: str, cache: dict[str, dict[str, str]]) -> 
     return cache[name]
 
 
-def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str]:
-    """Whether a LeaderWorkerSet's status is its current spec's (as `wait` decides it), and the proof used."""
-    selector = f"{NAME_LABEL}={lws['metadata']['name']}"
-    try:
-        revisions, _ = api.list("apps/v1", "ControllerRevision", namespace, label_selector=selector)
-    except K3DeployError:
-        revisions = None  # without the right to list them, the status is taken as is (and labelled unproven)
-    pods, _ = api.list("v1", "Pod", namespace, label_selector=selector)
-    live = [pod for pod in pods if not pod["metadata"].get("deletionTimestamp")]
-    proof = prove_current(lws, revisions, live)
-    return proof.current, proof.how
-
-
 def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> JsonObject:
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
@@ -49,8 +36,9 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         row: JsonObject = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
         if live is not None and obj["kind"] == "LeaderWorkerSet":
             # A controller that has not acted on the latest spec still shows the previous rollout as ready.
-            current, row["proof"] = _currency(api, live, namespace)
-            if ready and not current:
+            proof = prove_current(live)
+            row["proof"] = proof.how
+            if ready and not proof.current:
                 ready, state, detail = False, "Stale", f"status not yet for the current spec: {row['proof']}"
         rows.append({**row, "ready": ready, "state": state, "detail": detail})
     pods = []
