@@ -469,12 +469,9 @@ def _finish(summary: RunSummary, stages: _Stages) -> None:
 
 
 def status(profile: Profile, target: Target) -> TargetStatus:
-    """What is live for the profile on its target; on a cluster, with the all-reduce backend each group's leader
-    log reports (`allreduce_backend`: leader pod -> backend, "unknown" where the log does not say)."""
-    report = target.status(profile)
-    if report.deployed and profile.on_kubernetes:
-        report.report["allreduce_backend"] = target.leader_backends(profile)
-    return report
+    """What is live for the profile on its target (on a cluster, with the all-reduce backend each group's leader
+    log reports: targets/kubernetes/target.py `status`)."""
+    return target.status(profile)
 
 
 def _undo_locked(profile: Profile, target: Target, what: str, undo_of: Callable[[Objects], Undo]) -> str:

@@ -268,7 +268,8 @@ class KubernetesTarget(Target):
         return undo.undo(old, number, plan, begun, live, profile.name)
 
     def status(self, profile: Profile) -> TargetStatus:
-        """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
+        """Objects, readiness, pods per group (node, clique), endpoint, revisions, the last smoke verdict and, once
+        deployed, each leader's all-reduce backend."""
         objects = bluegreen.as_live(self.api, profile, _objects(profile))
         report = describe(
             self.api,
@@ -277,6 +278,9 @@ class KubernetesTarget(Target):
             redact_url(self.endpoint(profile)),
         )
         report["blue_green"] = bluegreen.describe(self.api, profile, objects)
+        if report["deployed"]:
+            # Leader pod -> the all-reduce backend its log names ("unknown" where the log does not say).
+            report["allreduce_backend"] = self.leader_backends(profile)
         return TargetStatus(
             target=self.name,
             deployed=report["deployed"],
