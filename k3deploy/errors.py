@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from k3deploy.kobject import JsonObject, KubeObject
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -50,7 +52,7 @@ class Diagnosis:
             out.extend(f"    | {line}" for line in self.log.lines)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-able form for `-o json` and the run report."""
         log = None
         if self.log is not None:
@@ -139,7 +141,7 @@ class KubeError(K3DeployError):
         *,
         status: int,
         reason: str = "",
-        body: dict[str, Any] | None = None,
+        body: KubeObject | None = None,
         transient: bool = False,
     ) -> None:
         super().__init__(message, hint)
@@ -172,7 +174,7 @@ def kube_error(
     status: int,
     exit_code: int,
     reason: str = "",
-    body: dict[str, Any] | None = None,
+    body: KubeObject | None = None,
     transient: bool = False,
 ) -> KubeError:
     """A KubeError of the class of `exit_code`, so `except UsageError` still catches a 422."""

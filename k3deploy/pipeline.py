@@ -19,9 +19,9 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError, RolloutFailed, RolloutTimeout
+from k3deploy.kobject import JsonObject
 from k3deploy.observe.allreduce_probe import summary as summary_of_backends
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
@@ -70,9 +70,9 @@ class RunSummary:
     endpoint: str | None = None
     error: str | None = None
     hint: str | None = None
-    diagnosis: dict[str, Any] | None = None
+    diagnosis: JsonObject | None = None
     exit_code: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
     #: What apply (and wait) applied, and a dry run's diffs: `apply -o json` shows them.
     applied: list[dict[str, str]] = field(default_factory=list)
     diffs: list[tuple[str, str]] = field(default_factory=list)
@@ -82,7 +82,7 @@ class RunSummary:
         if self.exit_code:
             raise K3DeployError(self.error or "failed", self.hint, exit_code=self.exit_code)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-able form (`-o json`)."""
         return {
             "command": self.command,
@@ -470,12 +470,9 @@ def _finish(summary: RunSummary, stages: _Stages) -> None:
 
 
 def status(profile: Profile, target: Target) -> TargetStatus:
-    """What is live for the profile on its target; on a cluster, with the all-reduce backend each group's leader
-    log reports (`allreduce_backend`: leader pod -> backend, "unknown" where the log does not say)."""
-    report = target.status(profile)
-    if report.deployed and profile.on_kubernetes:
-        report.report["allreduce_backend"] = target.leader_backends(profile)
-    return report
+    """What is live for the profile on its target (on a cluster, with the all-reduce backend each group's leader
+    log reports: targets/kubernetes/target.py `status`)."""
+    return target.status(profile)
 
 
 def _undo_locked(profile: Profile, target: Target, what: str, undo_of: Callable[[Objects], Undo]) -> str:

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from k3deploy.bench import html_report, series
+from k3deploy.kobject import JsonObject
 from k3deploy.report.bench import BenchReport
 
 SERIES_ID = html_report.SERIES_ID
@@ -31,7 +32,7 @@ PALETTE = ("#4878d0", "#ee854a", "#6acc64", "#d65f5f", "#956cb4", "#8c613c", "#d
 CHART_PX = (760, 300)
 #: Text stays text in the SVG (found, copied and read by a screen reader); ids derive from each chart's key, so
 #: four inline charts never share one and the same runs give the same page.
-RC: dict[str, Any] = {
+RC: JsonObject = {
     "svg.fonttype": "none",
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Helvetica", "Arial"],
@@ -45,7 +46,7 @@ SVG_NS, XLINK_NS = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
 ET.register_namespace("", SVG_NS)
 ET.register_namespace("xlink", XLINK_NS)
 
-Data = dict[str, Any]
+Data = JsonObject
 
 
 @dataclass

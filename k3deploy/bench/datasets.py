@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from k3deploy import prompts as builtin
 from k3deploy.errors import UsageError
 from k3deploy.fileio.read import read_text_capped
+from k3deploy.kobject import JsonObject
 
 #: The placeholder the public SPEED-Bench rows carry instead of their prompts (prepare.py's TURNS_PLACEHOLDER).
 SPEED_BENCH_PLACEHOLDER = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE"
@@ -107,7 +107,7 @@ def _bad(path: Path, line: int, why: str, hint: str) -> UsageError:
     return UsageError(f"{path}:{line}: {why}", hint=hint)
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
     """(line number, object) of every non-blank line; a line that is not a JSON object is a usage error."""
     try:
         text = read_text_capped(path, MAX_DATASET_BYTES, "dataset file", hint="pass a UTF-8 JSONL file")
@@ -161,7 +161,7 @@ def _text(value: object, path: Path, line: int, field: str) -> str:
     return value
 
 
-def _first_turn(row: dict[str, Any], key: str, path: Path, line: int) -> object:
+def _first_turn(row: JsonObject, key: str, path: Path, line: int) -> object:
     turns = row.get(key)
     if not isinstance(turns, list) or not turns:
         raise _bad(
@@ -170,14 +170,14 @@ def _first_turn(row: dict[str, Any], key: str, path: Path, line: int) -> object:
     return turns[0]
 
 
-def _category(row: dict[str, Any], default: str, path: Path, line: int) -> str:
+def _category(row: JsonObject, default: str, path: Path, line: int) -> str:
     value = row.get("category", default)
     if not isinstance(value, str) or not value:
         raise _bad(path, line, "'category' is not a non-empty string", "give every row a category, or none")
     return _unicode(value, path, line, "'category'")
 
 
-def _row_id(row: dict[str, Any], fallback: str, path: Path, line: int) -> str:
+def _row_id(row: JsonObject, fallback: str, path: Path, line: int) -> str:
     value = row.get("question_id", row.get("id"))
     return _unicode(str(value), path, line, "the row's id") if value is not None else fallback
 

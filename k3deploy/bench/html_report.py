@@ -16,6 +16,7 @@ from typing import Any
 
 from k3deploy.bench import series
 from k3deploy.bench.compare import compare
+from k3deploy.kobject import JsonObject
 from k3deploy.report.bench import FORMULAS, BenchReport, CellFigures, Dist
 
 SERIES_ID = "k3deploy-bench-series"
@@ -46,7 +47,7 @@ def _td(value: float | None, field: str, digits: int = 2) -> str:
     return f'<td data-field="{field}" data-value="{raw}">{fmt(value, digits)}</td>'
 
 
-def _kv_table(caption: str, rows: dict[str, Any]) -> str:
+def _kv_table(caption: str, rows: JsonObject) -> str:
     body = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(_plain(v))}</td></tr>" for k, v in rows.items())
     return f"<table><caption>{escape(caption)}</caption>{body}</table>"
 
@@ -75,7 +76,7 @@ def _load_text(report: BenchReport) -> str:
 def metadata(report: BenchReport, index: int) -> str:
     """Run metadata, the speculative config as a readable table of its own."""
     host = report.host
-    rows: dict[str, Any] = {
+    rows: JsonObject = {
         "label": report.label,
         "profile": report.profile,
         "endpoint": report.endpoint,
@@ -158,7 +159,7 @@ def _pair(title: str, chart: str, table: str) -> str:
     return f'<h2>{escape(title)}</h2><div class="pair">{chart}{table}</div>'
 
 
-def sections(reports: Sequence[BenchReport], data: dict[str, Any], charts: Mapping[str, str]) -> list[str]:
+def sections(reports: Sequence[BenchReport], data: JsonObject, charts: Mapping[str, str]) -> list[str]:
     """Each chart (`charts`: its inline SVG by key, only those the runs give data for) beside the table of the
     numbers it draws."""
     per_cat = data["per_category"]
@@ -232,7 +233,7 @@ def sections(reports: Sequence[BenchReport], data: dict[str, Any], charts: Mappi
     return out
 
 
-def references_table(data: dict[str, Any]) -> str:
+def references_table(data: JsonObject) -> str:
     """The published figures, each with the tier it was measured on."""
     refs = data["published"]
     if not refs:

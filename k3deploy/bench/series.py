@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from k3deploy.bench.compare import compare
+from k3deploy.kobject import JsonObject
 from k3deploy.report.bench import BenchReport
 
 #: Which workload each published figure was measured on (vLLM blog 2026-07-27 "Kimi K3 Is Here", and the
@@ -60,7 +60,7 @@ def speedups(reports: Sequence[BenchReport]) -> dict[str, dict[str, float | None
     return {label: {row.category: row.speedup[i] for row in rows} for i, label in enumerate(comparison.labels) if i > 0}
 
 
-def published(reports: Sequence[BenchReport]) -> list[dict[str, Any]]:
+def published(reports: Sequence[BenchReport]) -> list[JsonObject]:
     """The published figures of the first report, each with the category (tier) it belongs to and its label."""
     refs = reports[0].references
     return [
@@ -70,9 +70,9 @@ def published(reports: Sequence[BenchReport]) -> list[dict[str, Any]]:
     ]
 
 
-def load_curve(reports: Sequence[BenchReport]) -> dict[str, dict[str, Any]]:
+def load_curve(reports: Sequence[BenchReport]) -> dict[str, JsonObject]:
     """{run label: {x: "concurrency" | "request_rate", points: [...], per_user_tok_s, output_throughput}}."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for r in reports:
         if r.label in out:
             continue
@@ -100,7 +100,7 @@ def acceptance(reports: Sequence[BenchReport]) -> dict[str, dict[int, float]]:
     return out
 
 
-def all_series(reports: Sequence[BenchReport]) -> dict[str, Any]:
+def all_series(reports: Sequence[BenchReport]) -> JsonObject:
     """Every chart's data in one JSON-able dict (embedded in the HTML)."""
     return {
         "per_category": per_category(reports),

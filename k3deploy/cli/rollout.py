@@ -378,8 +378,9 @@ def _blue_green_or_in_place(prof: Profile, options: Any, rendering: Rendering, y
 
 
 def _confirm_in_place(prof: Profile, options: DeployOptions, rendering: Rendering, yes: bool, alternative: str) -> None:
-    """A rolling apply that replaces the only group in place (an outage) goes ahead with --yes or at the prompt."""
-    if yes or not prof.on_kubernetes or options.dry_run or options.diff:
+    """A rolling apply that replaces the only group in place (an outage) goes ahead with --yes or at the prompt (a
+    target with no such outage asks nothing: targets/base.py `outage_question`)."""
+    if yes or options.dry_run or options.diff:
         return
     question = target_for(prof, options).outage_question(prof, rendering.objects)
     if question is not None:

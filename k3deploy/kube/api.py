@@ -197,7 +197,7 @@ class KubeApi:
         self, verb: str, resource: str, group: str = "", namespace: str | None = None, subresource: str = ""
     ) -> tuple[bool, str]:
         """(allowed, reason) from a SelfSubjectAccessReview, as `kubectl auth can-i` asks it, under the look policy."""
-        attributes: dict[str, Any] = {"verb": verb, "resource": resource, "group": group}
+        attributes: KubeObject = {"verb": verb, "resource": resource, "group": group}
         if namespace:
             attributes["namespace"] = namespace
         if subresource:

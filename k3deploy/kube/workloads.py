@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from k3deploy.errors import K3DeployError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
@@ -17,7 +15,7 @@ DEFAULT_NAMESPACES = ("lws-system", "nvidia-dra-driver-gpu", "dra-driver-nvidia-
 def controller_workloads(api: KubePort) -> list[KubeObject] | None:
     """Deployments and DaemonSets of every namespace, else of the default controller namespaces; None when
     neither could be read."""
-    out: list[dict[str, Any]] = []
+    out: list[KubeObject] = []
     try:
         for plural in ("deployments", "daemonsets"):
             out += api.look(f"list {plural}", "apps/v1", plural).get("items") or []

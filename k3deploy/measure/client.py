@@ -26,12 +26,13 @@ import json
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import aiohttp
 import yarl
 
 from k3deploy.errors import EndpointError, cause_chain
+from k3deploy.kobject import JsonObject
 from k3deploy.measure.record import RawStream
 from k3deploy.redact import redact_url
 
@@ -273,7 +274,7 @@ class SmokeClient:
             raise _status_error(status, self._shown("/metrics"), text)
         return text, started, finished
 
-    async def stream(self, path: str, payload: dict[str, Any]) -> RawStream:
+    async def stream(self, path: str, payload: JsonObject) -> RawStream:
         """POST a streaming request and record each read with its arrival stamp; never raises for endpoint failures."""
         raw = RawStream(t_send=self.clock())
         raw.reads_shift = raw.t_send - time.perf_counter()
@@ -289,7 +290,7 @@ class SmokeClient:
         raw.t_end = self.clock()
         return raw
 
-    async def _stream_into(self, raw: RawStream, path: str, payload: dict[str, Any]) -> None:
+    async def _stream_into(self, raw: RawStream, path: str, payload: JsonObject) -> None:
         max_bytes, max_lines = stream_limits(int(payload.get("max_tokens") or 1))
         async with self._http().post(self._url(path), json=payload) as resp:
             if resp.status != 200:

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from k3deploy.errors import UsageError
+from k3deploy.kobject import JsonObject
 from k3deploy.profile.names import check_http_url
 from k3deploy.redact import redact_url
 
@@ -44,7 +45,7 @@ def normalize_endpoint(url: str) -> str:
 #: takes `reasoning_effort` (entrypoints/openai/chat_completion/protocol.py: "none" sets enable_thinking false for
 #: the chat template) and passes `chat_template_kwargs` on; Kimi K3's template reads `thinking`
 #: (vllm/reasoning/kimi_k3_reasoning_parser.py). Templates that declare neither ignore them.
-REASONING_OFF: dict[str, Any] = {"reasoning_effort": "none", "chat_template_kwargs": {"thinking": False}}
+REASONING_OFF: JsonObject = {"reasoning_effort": "none", "chat_template_kwargs": {"thinking": False}}
 
 
 def request_body(
@@ -56,11 +57,11 @@ def request_body(
     reasoning_off: bool = False,
     temperature: float | None = None,
     top_p: float | None = None,
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, JsonObject]:
     """Path and JSON body of one streamed request (chat or completions, per the profile); `reasoning_off` for the
     correctness probes (chat only: a completion has no reasoning channel). `temperature` defaults to
     smoke.temperature; `top_p` is sent only when given (the server's default otherwise)."""
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": profile.model.served_name,
         "max_tokens": max_tokens,
         "temperature": profile.smoke.temperature if temperature is None else temperature,

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
 from k3deploy.errors import ChunkFormatError
+from k3deploy.kobject import JsonObject
 
 DONE = "[DONE]"
 _KNOWN_FIELDS = frozenset({"data", "event", "id", "retry"})
@@ -125,7 +125,7 @@ class StreamChunk:
     answer: str = ""
 
 
-def _choice_text(choice: dict[str, Any]) -> tuple[str, str]:
+def _choice_text(choice: JsonObject) -> tuple[str, str]:
     """(all output text, the answer only) of one choice."""
     if "text" in choice:  # /v1/completions
         text = answer = choice.get("text") or ""

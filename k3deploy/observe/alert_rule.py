@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from k3deploy import __version__
+from k3deploy.kobject import JsonObject
 
 #: Where the runbooks live: the README of the release that rendered the rule, one anchor per alert.
 RUNBOOK_BASE = f"https://github.com/k3deploy/k3deploy/blob/v{__version__}/README.md"
@@ -23,9 +23,9 @@ class Alert:
     description: str
     keep_firing_for: str | None = None
 
-    def rule(self) -> dict[str, Any]:
+    def rule(self) -> JsonObject:
         """The rule as the PrometheusRule CRD spells it."""
-        rule: dict[str, Any] = {"alert": self.name, "expr": self.expr, "for": self.for_}
+        rule: JsonObject = {"alert": self.name, "expr": self.expr, "for": self.for_}
         if self.keep_firing_for is not None:
             rule["keep_firing_for"] = self.keep_firing_for
         rule["labels"] = {"severity": self.severity}

@@ -7,8 +7,7 @@ GPU health alerts are in observe/alerts_health.py.
 
 from __future__ import annotations
 
-from typing import Any
-
+from k3deploy.kobject import JsonObject
 from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
 from k3deploy.observe.alert_rule import RUNBOOK_BASE, Alert, runbook_anchor
@@ -109,7 +108,7 @@ def alerts(profile: Profile) -> list[Alert]:
     return out + gpu_alerts(profile, scope) + guard_alerts(profile, scope)
 
 
-def rule_groups(profile: Profile) -> list[dict[str, Any]]:
+def rule_groups(profile: Profile) -> list[JsonObject]:
     """spec.groups of the PrometheusRule: the serving alerts, then the canary's rules when it is on."""
     groups = [{"name": f"k3deploy.{profile.name}", "rules": [alert.rule() for alert in alerts(profile)]}]
     canary = canary_group(profile)

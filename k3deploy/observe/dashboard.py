@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
+from k3deploy.kobject import JsonObject
 from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
 from k3deploy.observe.canary_dashboard import ROW_TITLE, canary_panels
@@ -101,11 +101,11 @@ def thresholds(profile: Profile) -> dict[str, Threshold]:
 
 def _panel(
     spec: PanelSpec, scope: Scope, window: str, threshold: Threshold | None, panel_id: int, at: dict[str, int]
-) -> dict[str, Any]:
+) -> JsonObject:
     """One time series panel at grid position `at`, as the SDK's timeseries.Panel builder writes it."""
-    custom: dict[str, Any] = {"fillOpacity": 10, "lineWidth": 1}
-    defaults: dict[str, Any] = {"custom": custom, "min": 0, "unit": spec.unit}
-    panel: dict[str, Any] = {
+    custom: JsonObject = {"fillOpacity": 10, "lineWidth": 1}
+    defaults: JsonObject = {"custom": custom, "min": 0, "unit": spec.unit}
+    panel: JsonObject = {
         "datasource": dict(DATASOURCE),
         "fieldConfig": {"defaults": defaults, "overrides": []},
         "gridPos": {"h": PANEL_HEIGHT, "w": PANEL_WIDTH, **at},
@@ -135,7 +135,7 @@ def _panel(
     return panel
 
 
-def _variable(name: str, label: str, kind: str, query: str) -> dict[str, Any]:
+def _variable(name: str, label: str, kind: str, query: str) -> JsonObject:
     """A dashboard variable as the SDK's DatasourceVariable and TextBoxVariable builders write it."""
     return {
         "auto": False,
@@ -153,7 +153,7 @@ def _variable(name: str, label: str, kind: str, query: str) -> dict[str, Any]:
     }
 
 
-def dashboard_json(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> dict[str, Any]:
+def dashboard_json(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> JsonObject:
     """The dashboard as plain JSON data (what Grafana stores and the sidecar loads)."""
     scope, lines, by_key = dashboard_scope(profile), thresholds(profile), panel_specs(profile)
     variables = [_variable("datasource", "Prometheus", "datasource", "prometheus")]
@@ -162,7 +162,7 @@ def dashboard_json(profile: Profile, window: str = promql.DEFAULT_WINDOW) -> dic
         variable = _variable(name, label, "textbox", value)
         variable["current"] = {"selected": True, "text": value, "value": value}
         variables.append(variable)
-    panels: list[dict[str, Any]] = []
+    panels: list[JsonObject] = []
     y = 0
     canary = canary_panels(profile)
     by_key |= {spec.key: spec for spec, _ in canary}

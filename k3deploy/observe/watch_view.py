@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import safe_text
+from k3deploy.kobject import JsonObject
 from k3deploy.observe.watch_figures import Judged, WatchFigures, below_targets, impossible_figures, judge
 from k3deploy.observe.watch_loop import Tick
 from k3deploy.profile.model import TargetsSpec
@@ -121,7 +121,7 @@ def render(state: ViewState) -> RenderableType:
 def json_line(tick: Tick, source: str, url: str, targets: TargetsSpec) -> str:
     """One interval as one JSON object on one line: figures, targets, which are below, which cannot be true (key:
     why), or the error."""
-    doc: dict[str, Any] = {"time": tick.at.isoformat(timespec="milliseconds"), "source": source, "url": url}
+    doc: JsonObject = {"time": tick.at.isoformat(timespec="milliseconds"), "source": source, "url": url}
     if tick.error is not None:
         doc.update(figures=None, below=[], impossible={}, error=tick.error.message)
     else:

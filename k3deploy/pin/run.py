@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
 from k3deploy.errors import CheckFailed, ProfileError
 from k3deploy.fileio.write import OutputFile, check_output, write_output
+from k3deploy.kobject import JsonObject
 from k3deploy.kube.deadline import Deadline
 from k3deploy.pin import roundtrip
 from k3deploy.pin.floating import Pinnable, node_arch, pinnable_fields
@@ -43,14 +43,14 @@ class PinRow:
 class PinOutcome:
     """The pinned profile as a mapping, its YAML text, and one row per version field."""
 
-    data: dict[str, Any]
+    data: JsonObject
     text: str
     rows: list[PinRow]
     #: The vLLM inside the resolved vllm.image (None when the profile names no image to pin).
     vllm: ImageVllm | None = None
 
 
-def _set(data: dict[str, Any], dotted: str, value: str) -> None:
+def _set(data: JsonObject, dotted: str, value: str) -> None:
     *parents, leaf = dotted.split(".")
     node = data
     for part in parents:
@@ -74,7 +74,7 @@ def _pin_image(item: Pinnable, arch: str, registry: RegistryClient) -> tuple[Pin
     return PinRow(item.field, item.value, resolved.pinned, note), resolved
 
 
-def _pin_revision(item: Pinnable, data: dict[str, Any], hub: HubClient) -> PinRow:
+def _pin_revision(item: Pinnable, data: JsonObject, hub: HubClient) -> PinRow:
     resolved = hub.resolve(item.subject, item.value)
     note = f"{item.subject}@{item.value or 'main'}"
     if resolved.repo_id != item.subject:

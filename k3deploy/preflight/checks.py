@@ -8,8 +8,8 @@ the profile itself (pinned versions in `checks_pinning.py`, the capacity plan) a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.preflight.checks_cluster import cluster_checks
 from k3deploy.preflight.checks_node import gpu_checks, host_checks, unseen_gpu_checks
 from k3deploy.preflight.checks_pinning import pinning_checks
@@ -44,7 +44,7 @@ def capacity_check(profile: Profile) -> CheckResult:
     )
 
 
-def evaluate(profile: Profile, facts: Facts, objects: Sequence[dict[str, Any]] = ()) -> list[CheckResult]:
+def evaluate(profile: Profile, facts: Facts, objects: Sequence[KubeObject] = ()) -> list[CheckResult]:
     """All checks for the facts gathered, in a stable order: profile, GPUs, host, cluster (against the rendered
     `objects`, which the cluster checks need)."""
     results = [*pinning_checks(profile), capacity_check(profile)]

@@ -6,7 +6,6 @@ The verbs the access review asks about come from the rendered set (preflight/acc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from k3deploy.kobject import KubeObject
 from k3deploy.preflight.checks_psa import pod_security_check
@@ -411,7 +410,7 @@ def _image_arch(profile: Profile, facts: ClusterFacts) -> CheckResult:
     )
 
 
-def cluster_checks(profile: Profile, facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -> list[CheckResult]:
+def cluster_checks(profile: Profile, facts: ClusterFacts, objects: Sequence[KubeObject]) -> list[CheckResult]:
     """Version, CRDs, GFD labels, clique placement, image arch, RuntimeClass, namespace, the Pod Security level of
     the rendered `objects`, Secret, storage, RBAC."""
     return [

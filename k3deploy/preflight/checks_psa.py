@@ -11,8 +11,8 @@ the set to (k3deploy.render.pod_security), at version "latest".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.preflight.facts import ClusterFacts
 from k3deploy.render.pod_security import LEVELS, pod_templates, violations
 from k3deploy.report.model import CheckResult, Status
@@ -33,7 +33,7 @@ def namespace_levels(labels: dict[str, str]) -> dict[str, str]:
     return levels
 
 
-def set_violations(objects: Sequence[dict[str, Any]], level: str) -> list[str]:
+def set_violations(objects: Sequence[KubeObject], level: str) -> list[str]:
     """`pod: rule (what)` for every pod of the rendered set that `level` would not admit."""
     found = []
     for where, pod, pod_annotations in pod_templates(list(objects)):
@@ -42,7 +42,7 @@ def set_violations(objects: Sequence[dict[str, Any]], level: str) -> list[str]:
     return found
 
 
-def rendered_level(objects: Sequence[dict[str, Any]]) -> str:
+def rendered_level(objects: Sequence[KubeObject]) -> str:
     """The enforce level the set's own Namespace carries (kubernetes.pod_security_level; baseline if none)."""
     for obj in objects:
         if obj.get("kind") == "Namespace":
@@ -56,7 +56,7 @@ def label_command(namespace: str, level: str) -> str:
     return f"kubectl label namespace {namespace} --overwrite {labels}"
 
 
-def pod_security_check(facts: ClusterFacts, objects: Sequence[dict[str, Any]]) -> CheckResult:
+def pod_security_check(facts: ClusterFacts, objects: Sequence[KubeObject]) -> CheckResult:
     """k8s.pod_security: FAIL when the enforce level would reject a pod of the set, WARN when only warn would object."""
     name, ns = "k8s.pod_security", facts.namespace
     levels = namespace_levels(facts.namespace_labels if facts.namespace_exists else {})

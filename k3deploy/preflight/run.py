@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from k3deploy.errors import EXIT_FAILED, EnvironmentProblem, K3DeployError, ProfileError
+from k3deploy.kobject import KubeObject
 from k3deploy.kube.deadline import Deadline
 from k3deploy.kube.options import KubeOptions
 from k3deploy.pin.floating import node_arch
@@ -41,7 +41,7 @@ def run_preflight(
     *,
     gpus: bool = True,
     gpus_optional: bool = False,
-    objects: Sequence[dict[str, Any]] | None = None,
+    objects: Sequence[KubeObject] | None = None,
     needs: Sequence[Access],
 ) -> list[CheckResult]:
     """Check `profile` against this node (`node`: GPUs unless `gpus=False`, and host) and/or the cluster (`cluster`).
@@ -84,7 +84,7 @@ def seen_gpus(optional: bool) -> tuple[GpuNodeFacts | None, str | None]:
     return facts, None
 
 
-def rendered_or_empty(profile: Profile) -> list[dict[str, Any]]:
+def rendered_or_empty(profile: Profile) -> list[KubeObject]:
     """The objects the profile renders to, for a preflight of its own (none when it cannot render: the render
     stage, or `render`, reports why)."""
     try:

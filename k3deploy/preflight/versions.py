@@ -7,9 +7,8 @@ Each requirement names the upstream source it was read from:
   pod template schema of the k8s.io/api it was built with; up to v0.3.0 (k8s.io/api v0.29) the field sits under
   `source:`, so an older CRD prunes the flat one silently (kubernetes-sigs/lws
   config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml at v0.3.0 and v0.4.0).
-- LWS v0.5.0: ControllerRevisions, which `wait` reads to prove a rollout's readiness belongs to the applied
-  template when the controller writes no `status.observedGeneration` (pkg/utils/revision/revision_utils.go first
-  tagged in v0.5.0; observedGeneration itself arrived in v0.9.0, api/leaderworkerset/v1/leaderworkerset_types.go).
+- LWS v0.9.0: `status.observedGeneration`, which proves a rollout's readiness belongs to the applied template
+  (api/leaderworkerset/v1/leaderworkerset_types.go); k3deploy supports no older controller.
 - LWS v0.9.0: `restartPolicy: RecreateGroupAfterStart` (api/leaderworkerset/v1/leaderworkerset_types.go; the v0.8.0
   CRD's enum is Default, RecreateGroupOnPodRestart, None, so older servers reject it).
 - NVIDIA DRA driver v25.8.0: ComputeDomain `numNodes: 0`, which needs the IMEXDaemonsWithDNSNames feature (on by
@@ -26,8 +25,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
+from k3deploy.kobject import KubeObject
 from k3deploy.profile.kubernetes_spec import RENAMED_DRA_FIRST
 from k3deploy.report.model import CheckResult, Status
 
@@ -77,22 +76,18 @@ def at_least(component: str, installed: str, minimum: str) -> bool:
     return _order(component, have) >= _order(component, want)
 
 
-def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def _pod_specs(obj: KubeObject) -> list[KubeObject]:
     template = (obj.get("spec") or {}).get("leaderWorkerTemplate") or {}
     return [(t.get("spec") or {}) for t in (template.get("leaderTemplate"), template.get("workerTemplate")) if t]
 
 
-def required_versions(objects: list[dict[str, Any]]) -> list[Requirement]:
+def required_versions(objects: list[KubeObject]) -> list[Requirement]:
     """The controller versions the rendered `objects` need, one requirement per feature used."""
     found: list[Requirement] = []
     for obj in objects:
         kind, spec = obj.get("kind"), obj.get("spec") or {}
         if kind == "LeaderWorkerSet":
-            found.append(
-                Requirement(
-                    LWS, "v0.5.0", "ControllerRevisions (rollout readiness proven per template)", blocking=False
-                )
-            )
+            found.append(Requirement(LWS, "v0.9.0", "status.observedGeneration (rollout readiness proven)"))
             if (spec.get("leaderWorkerTemplate") or {}).get("restartPolicy") == "RecreateGroupAfterStart":
                 found.append(Requirement(LWS, "v0.9.0", "restartPolicy: RecreateGroupAfterStart"))
             if any(
@@ -106,7 +101,7 @@ def required_versions(objects: list[dict[str, Any]]) -> list[Requirement]:
     return found
 
 
-def _images(obj: dict[str, Any]) -> list[str]:
+def _images(obj: KubeObject) -> list[str]:
     spec = (((obj.get("spec") or {}).get("template") or {}).get("spec")) or {}
     return [c.get("image") or "" for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])]
 
@@ -118,7 +113,7 @@ def _tag(image: str) -> tuple[str, str | None]:
     return repo, (tag or None)
 
 
-def installed_versions(workloads: list[dict[str, Any]]) -> dict[str, str]:
+def installed_versions(workloads: list[KubeObject]) -> dict[str, str]:
     """The LWS controller's and the DRA driver's versions, from Deployments and DaemonSets of any namespace:
     their image tag, else the Helm labels (`app.kubernetes.io/version`, `helm.sh/chart: <chart>-<version>`)."""
     found: dict[str, str] = {}
@@ -138,7 +133,7 @@ def installed_versions(workloads: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
-def version_checks(objects: list[dict[str, Any]], installed: dict[str, str] | None) -> list[CheckResult]:
+def version_checks(objects: list[KubeObject], installed: dict[str, str] | None) -> list[CheckResult]:
     """One check per component the set needs: PASS at or above every minimum, FAIL (WARN when only weakened)
     below; WARN when the installed version could not be read. `installed` None: not looked at (no checks)."""
     if installed is None:
@@ -177,7 +172,12 @@ def version_checks(objects: list[dict[str, Any]], installed: dict[str, str] | No
                 measured=have,
                 target=f">= {max(short, key=lambda r: _order(component, parse_version(r.minimum) or (0, 0, 0))).minimum}",
                 detail=f"{LABELS[component]} {have} is older than the rendered set needs: {detail}",
-                hint=f"upgrade the {LABELS[component]}, or `--set {PROFILE_FIELDS[component]}={have}` renders what {have} supports",
+                hint=f"upgrade the {LABELS[component]}"
+                + (
+                    ""
+                    if component == LWS
+                    else f", or `--set {PROFILE_FIELDS[component]}={have}` renders what {have} supports"
+                ),
             )
         )
     return results

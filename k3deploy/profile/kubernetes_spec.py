@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 import k3deploy
+from k3deploy.kobject import KubeObject
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.names import (
     Cidr,
@@ -61,9 +62,9 @@ class Toleration(_Strict):
             raise ValueError("toleration_seconds is only valid with effect NoExecute")
         return self
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> KubeObject:
         """The toleration as the pod spec takes it (unset fields left out)."""
-        out: dict[str, Any] = {
+        out: KubeObject = {
             "key": self.key,
             "operator": self.operator,
             "value": self.value,
@@ -84,6 +85,10 @@ _VERSION = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
 #: The first release of the DRA driver under its new name (dra-driver-nvidia-gpu); preflight/versions.py orders it
 #: after every calendar release (v25.x) of nvidia-dra-driver-gpu.
 RENAMED_DRA_FIRST = (0, 4, 0)
+#: The oldest LeaderWorkerSet release k3deploy deploys to: its status.observedGeneration is what proves a ready status
+#: is the current spec's (rollout/currency.py), and RecreateGroupAfterStart what keeps slow starters from recreating
+#: a group in a loop (render/features.py).
+LWS_FIRST = (0, 9, 0)
 
 
 def release_version(value: str) -> tuple[int, int, int]:
@@ -260,13 +265,13 @@ class KubernetesSpec(_Strict):
     image_pull_secrets: list[DNSSubdomain] = Field(
         default_factory=list, description="Secrets every pod of the set pulls its images with (a private mirror)."
     )
-    serving_pod_patch: dict[str, Any] = Field(
+    serving_pod_patch: KubeObject = Field(
         default_factory=dict,
         description="A JSON merge patch (RFC 7386: maps merge, lists and values replace, null removes) applied to the "
         "pod spec of the leader and worker templates, on every path (`render`, `apply`, `up`): what the set does not "
         "model, e.g. {hostIPC: true}.",
     )
-    serving_container_patch: dict[str, Any] = Field(
+    serving_container_patch: KubeObject = Field(
         default_factory=dict,
         description="A JSON merge patch applied to the vllm container of the leader and worker templates, e.g. "
         "{securityContext: {capabilities: {add: [IPC_LOCK, SYS_RESOURCE]}}} as some vLLM recipes add.",
@@ -328,8 +333,9 @@ class KubernetesSpec(_Strict):
     )
     lws_version: str = Field(
         "0.10.0",
-        description="LeaderWorkerSet release installed in the cluster: >= 0.9 renders restartPolicy RecreateGroupAfterStart, "
-        "0.8 its annotation, older RecreateGroupOnPodRestart.",
+        description="LeaderWorkerSet release installed in the cluster (0.9 or later: restartPolicy "
+        "RecreateGroupAfterStart, status.observedGeneration, rollingUpdateConfiguration.partition); preflight compares "
+        "it with what the cluster runs.",
     )
     dra_driver_version: str = Field(
         "0.4.0",
@@ -446,6 +452,16 @@ class KubernetesSpec(_Strict):
     def _is_release_version(cls, value: str) -> str:
         if not _VERSION.match(value):
             raise ValueError(f"{value!r} is not a release version such as 0.10.0")
+        return value
+
+    @field_validator("lws_version")
+    @classmethod
+    def _is_a_supported_lws(cls, value: str) -> str:
+        if _VERSION.match(value) and release_version(value) < LWS_FIRST:
+            raise ValueError(
+                f"LeaderWorkerSet {value} is older than {'.'.join(map(str, LWS_FIRST))}, the oldest release k3deploy "
+                "deploys to (it writes status.observedGeneration and has restartPolicy RecreateGroupAfterStart)"
+            )
         return value
 
     @field_validator("dra_driver_version")

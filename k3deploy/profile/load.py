@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from k3deploy.errors import ProfileError
+from k3deploy.kobject import JsonObject
 from k3deploy.profile.default import DEFAULT_PROFILE
 from k3deploy.profile.model import Profile
 from k3deploy.profile.overrides import apply_overrides, key_path, merge, parse_set, written_scalars
@@ -89,7 +90,7 @@ def read_text(ref: str) -> tuple[str, str]:
     return text, origin
 
 
-def _read_raw(ref: str) -> tuple[dict[str, Any], str]:
+def _read_raw(ref: str) -> tuple[JsonObject, str]:
     """Return the raw mapping of a built-in name or a YAML file, and where it came from."""
     text, origin = read_text(ref)
     try:
@@ -117,18 +118,16 @@ def refs_of(ref: ProfileRefs) -> list[str]:
     return refs or [DEFAULT_PROFILE]
 
 
-def read_layers(ref: ProfileRefs) -> tuple[dict[str, Any], str, list[tuple[str, dict[str, Any]]]]:
+def read_layers(ref: ProfileRefs) -> tuple[JsonObject, str, list[tuple[str, JsonObject]]]:
     """The profiles named, merged in order (later wins, as `helm -f a -f b`), where they came from, and each layer."""
     layers = [(origin, data) for data, origin in map(_read_raw, refs_of(ref))]
-    merged: dict[str, Any] = {}
+    merged: JsonObject = {}
     for _, data in layers:
         merged = merge(merged, data)
     return merged, " + ".join(origin for origin, _ in layers), layers
 
 
-def _explain(
-    exc: ValidationError, origin: str, layers: list[tuple[str, dict[str, Any]]], sets: list[str]
-) -> ProfileError:
+def _explain(exc: ValidationError, origin: str, layers: list[tuple[str, JsonObject]], sets: list[str]) -> ProfileError:
     """Turn a pydantic error into one line naming each bad field by its dotted path (an unknown one with where it
     came from and the nearest known field)."""
     parts = []
@@ -150,7 +149,7 @@ def _explain(
     return ProfileError(f"{origin} is invalid: " + "; ".join(parts), hint=hint)
 
 
-def load_raw(ref: ProfileRefs = None, sets: list[str] | None = None) -> tuple[dict[str, Any], str]:
+def load_raw(ref: ProfileRefs = None, sets: list[str] | None = None) -> tuple[JsonObject, str]:
     """The profile's mapping as written (layers merged, overrides applied, not validated) and where it came from."""
     data, origin, _ = read_layers(ref)
     return apply_overrides(data, sets or []), origin
@@ -180,7 +179,7 @@ def _bad_value(node: Any, loc: Loc = ()) -> tuple[Loc, str] | None:
     return None
 
 
-def _check_values(data: dict[str, Any], origin: str, base: dict[str, Any], sets: list[str]) -> None:
+def _check_values(data: JsonObject, origin: str, base: JsonObject, sets: list[str]) -> None:
     """ProfileError for `_bad_value`'s find, blamed on the --set that brought it or on the profile."""
     found = _bad_value(data)
     if found is not None:
@@ -192,11 +191,11 @@ def _check_values(data: dict[str, Any], origin: str, base: dict[str, Any], sets:
         )
 
 
-def _fails_at(loc: Loc) -> Callable[[dict[str, Any], list[str]], bool]:
+def _fails_at(loc: Loc) -> Callable[[JsonObject, list[str]], bool]:
     """Whether a profile mapping (with the --sets applied to it) still fails at `loc`: its values' check, then the
     model's, with the --set texts a text field refused put back as written, as load_profile does."""
 
-    def fails(data: dict[str, Any], sets: list[str]) -> bool:
+    def fails(data: JsonObject, sets: list[str]) -> bool:
         found = _bad_value(data)
         if found is not None:
             return found[0] == loc
@@ -228,7 +227,7 @@ def _shown_set(item: str) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
-def _fails_without(fails: Callable[[dict[str, Any], list[str]], bool], base: dict[str, Any], sets: list[str]) -> bool:
+def _fails_without(fails: Callable[[JsonObject, list[str]], bool], base: JsonObject, sets: list[str]) -> bool:
     """`fails` of the profile with `sets` applied; True when they no longer apply (a list index an omitted --set
     made): that omission tells nothing."""
     try:
@@ -237,7 +236,7 @@ def _fails_without(fails: Callable[[dict[str, Any], list[str]], bool], base: dic
         return True
 
 
-def _blamed(origin: str, base: dict[str, Any], sets: list[str], loc: Loc) -> str:
+def _blamed(origin: str, base: JsonObject, sets: list[str], loc: Loc) -> str:
     """Who a message blames for the bad value at `loc`: the --set that replaced it (or a section above it), else
     the one without which the profile no longer fails there, else the profile itself when it fails there alone."""
     if not sets:
@@ -261,7 +260,7 @@ def _first_loc(exc: ValidationError) -> Loc:
     return tuple(part for part in errors[0]["loc"] if part != "[key]") if errors else ()
 
 
-def _as_written(data: dict[str, Any], exc: ValidationError, sets: list[str]) -> dict[str, Any] | None:
+def _as_written(data: JsonObject, exc: ValidationError, sets: list[str]) -> JsonObject | None:
     """`data` with each `--set` number or boolean that a text field refused put back as the text written; None
     when no error is of that kind (see overrides.written_scalars)."""
     written = written_scalars(sets)

@@ -6,10 +6,11 @@ per GPU, checkpoint size, flags) lives here as a field, never as a literal in co
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from k3deploy.kobject import JsonObject
 from k3deploy.lws import name_length_reason
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.flags import check_extra_args
@@ -116,7 +117,7 @@ class SpeculativeSpec(_Strict):
     draft_sample_method: str | None = None
     rejection_sample_method: Literal["standard", "synthetic", "block"] | None = None
     attention_backend: str | None = None
-    extra: dict[str, Any] = Field(
+    extra: JsonObject = Field(
         default_factory=dict, description="Further keys passed verbatim (prompt_lookup_max, ...)."
     )
     draft_bytes: int = Field(0, ge=0, description="Bytes of the draft weights, for the capacity plan.")
@@ -137,7 +138,7 @@ class SpeculativeSpec(_Strict):
             raise ValueError(f"must be between 1 and 16, got {value}")
         return value
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         """The speculative config as vLLM receives it (None-valued keys dropped, extras merged)."""
         keys = (
             "model",
@@ -147,7 +148,7 @@ class SpeculativeSpec(_Strict):
             "draft_sample_method",
             "rejection_sample_method",
         )
-        out: dict[str, Any] = {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+        out: JsonObject = {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
         if self.revision is not None and self.model is not None:
             out["revision"] = self.revision
         out.update(self.extra)
@@ -236,7 +237,7 @@ class VllmSpec(_Strict):
     max_num_seqs: int | None = None
     enable_prefix_caching: bool | None = None
     enforce_eager: bool = False
-    attention_config: dict[str, Any] | None = None
+    attention_config: JsonObject | None = None
     per_request_spec_decode_metrics: Literal["none", "summary", "detailed"] = Field(
         "none",
         description="--per-request-spec-decode-metrics (vllm.config.observability, experimental): each response "

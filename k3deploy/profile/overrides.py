@@ -15,13 +15,14 @@ from typing import Any
 import yaml
 
 from k3deploy.errors import ProfileError
+from k3deploy.kobject import JsonObject
 from k3deploy.profile.safe_yaml import MAX_DEPTH, YamlRefused, parse_yaml
 
 #: One segment of a key path: a name with any number of list indices after it (`nodes`, `args[0]`, `m[1][2]`).
 _SEGMENT = re.compile(r"^(?P<name>[^\[\]]*)(?P<indices>(?:\[\d+\])*)$")
 
 
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge(base: JsonObject, over: JsonObject) -> JsonObject:
     """`over` merged into a copy of `base`: mappings key by key, anything else (lists included) replaced."""
     out = copy.deepcopy(base)
     for key, value in over.items():
@@ -137,7 +138,7 @@ def written_scalars(sets: list[str]) -> dict[tuple[str | int, ...], str]:
     return out
 
 
-def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
+def apply_overrides(data: JsonObject, sets: list[str]) -> JsonObject:
     """Apply `key.path=value` overrides; values are parsed as YAML (numbers, booleans, JSON lists/maps)."""
     out = copy.deepcopy(data)
     for item in sets:

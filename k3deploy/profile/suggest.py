@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from k3deploy.kobject import JsonObject
 from k3deploy.profile.overrides import dotted, parse_set
 
 
@@ -62,7 +63,7 @@ def _holds(data: Any, path: list[str | int]) -> bool:
     return True
 
 
-def source_of(path: list[str | int], layers: list[tuple[str, dict[str, Any]]], sets: list[str]) -> str:
+def source_of(path: list[str | int], layers: list[tuple[str, JsonObject]], sets: list[str]) -> str:
     """Where the value at `path` came from: the last `--set` that wrote it or under it, else the last layer holding
     it (later ones win)."""
     for item in reversed(sets):
@@ -76,7 +77,7 @@ def source_of(path: list[str | int], layers: list[tuple[str, dict[str, Any]]], s
 
 
 def unknown_field(
-    loc: tuple[Any, ...], model: type[BaseModel], layers: list[tuple[str, dict[str, Any]]], sets: list[str]
+    loc: tuple[Any, ...], model: type[BaseModel], layers: list[tuple[str, JsonObject]], sets: list[str]
 ) -> str:
     """The message of an unknown field at `loc`: `unknown field (from SOURCE; did you mean X?)`."""
     path: list[str | int] = [p for p in loc if isinstance(p, (str, int))]

@@ -6,18 +6,9 @@ driver releases; preflight compares them with what the cluster runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from k3deploy.errors import ProfileError
 from k3deploy.profile.model import Profile, release_version
 
-#: LWS annotation that turned RecreateGroupOnPodRestart into "recreate only once no pod is Pending" in v0.8
-#: (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go RecreateGroupAfterStartAnnotationKey; read
-#: by pkg/controllers/pod_controller.go handleRestartPolicy, which only checks that the key is present).
-LWS_RECREATE_AFTER_START_ANNOTATION = "leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start"
-#: LWS release whose restartPolicy enum has RecreateGroupAfterStart (v0.9.0), and the one with the annotation.
-LWS_RECREATE_AFTER_START_POLICY = (0, 9, 0)
-LWS_RECREATE_AFTER_START_ANNOTATED = (0, 8, 0)
 #: DRA driver release from which IMEXDaemonsWithDNSNames is on by default (Beta), so ComputeDomain numNodes 0
 #: releases pods as soon as their local IMEX daemon runs (k8s-dra-driver-gpu pkg/featuregates/featuregates.go:
 #: 25.8 in the calendar scheme, which featuregates.go calls 0.2; the renamed driver's first release is v0.4.0, so a
@@ -26,26 +17,6 @@ DRA_DNS_NAMES = (0, 2, 0)
 #: The driver's calendar releases and their SemVer equivalents (the comment above defaultFeatureGates in
 #: featuregates.go: ~25.3 -> 0.1, ~25.8 -> 0.2, ~25.12 -> 0.3, ~26.4 -> 0.4).
 _DRA_CALENDAR = ((26, 4, (0, 4, 0)), (25, 12, (0, 3, 0)), (25, 8, (0, 2, 0)), (25, 3, (0, 1, 0)))
-
-
-@dataclass(frozen=True)
-class LwsRestart:
-    """How the LeaderWorkerSet recreates a group: the restartPolicy and any annotation it needs."""
-
-    policy: str
-    annotations: dict[str, str]
-
-
-def lws_restart(profile: Profile) -> LwsRestart:
-    """RecreateGroupAfterStart where the installed LWS has it: a pod still pulling its image (Pending) no longer
-    makes a crashed peer recreate the group, which otherwise loops when pods start far apart (kubernetes-sigs/lws#726).
-    """
-    installed = release_version(profile.kubernetes.lws_version)
-    if installed >= LWS_RECREATE_AFTER_START_POLICY:
-        return LwsRestart("RecreateGroupAfterStart", {})
-    if installed >= LWS_RECREATE_AFTER_START_ANNOTATED:
-        return LwsRestart("RecreateGroupOnPodRestart", {LWS_RECREATE_AFTER_START_ANNOTATION: "true"})
-    return LwsRestart("RecreateGroupOnPodRestart", {})
 
 
 def dra_semver(version: str) -> tuple[int, int, int]:

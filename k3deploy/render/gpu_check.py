@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
+from k3deploy.kobject import JsonObject
 from k3deploy.pod_scripts import gpu_check as script
 from k3deploy.profile.model import Profile
 from k3deploy.profile.names import quantity_bytes
@@ -33,7 +33,7 @@ def needs_imex_channel(profile: Profile) -> bool:
     return profile.kubernetes.compute_domain or profile.vllm.env.get("NCCL_MNNVL_ENABLE") == "1"
 
 
-def expectations(profile: Profile) -> dict[str, Any]:
+def expectations(profile: Profile) -> JsonObject:
     """K3DEPLOY_GPU_CHECK: what the script compares the pod's GPUs with (the same fields preflight --node reads)."""
     hw = profile.hardware
     hardware = None
@@ -54,7 +54,7 @@ def expectations(profile: Profile) -> dict[str, Any]:
     }
 
 
-def gpu_check_context(profile: Profile, mount_dir: str) -> dict[str, Any]:
+def gpu_check_context(profile: Profile, mount_dir: str) -> JsonObject:
     """Template context of the init container and the ConfigMap key (None when kubernetes.gpu_check is off)."""
     if not profile.kubernetes.gpu_check:
         return {"gpu_check": None}

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from k3deploy.errors import ProfileError
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
@@ -25,7 +26,7 @@ from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render import guard
 from k3deploy.render.argv import canonical_json, serve_command, serve_env
 from k3deploy.render.canary import canary_context
-from k3deploy.render.features import compute_domain_num_nodes, lws_restart
+from k3deploy.render.features import compute_domain_num_nodes
 from k3deploy.render.gpu_check import gpu_check_context
 from k3deploy.render.monitoring import monitoring_context
 from k3deploy.render.network import (
@@ -91,7 +92,7 @@ class Manifest:
     """One rendered object and its place in the set."""
 
     order: int
-    obj: dict[str, Any]
+    obj: KubeObject
 
     @property
     def kind(self) -> str:
@@ -243,7 +244,7 @@ def context(profile: Profile) -> dict[str, Any]:
     # It reaches the prefetch as a file from a Secret volume, never as an environment variable (which shows in
     # `kubectl describe`, crash dumps and child processes); huggingface_hub reads the file named by
     # HF_TOKEN_PATH (huggingface/huggingface_hub src/huggingface_hub/constants.py).
-    token_env: list[dict[str, Any]] = []
+    token_env: list[KubeObject] = []
     if kube.hf_token_secret is not None:
         token_env = [{"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_MOUNT_DIR}/{HF_TOKEN_FILE}"}]
     served = {**hf_env, **NO_TELEMETRY_ENV, **serve_env(profile)}
@@ -347,7 +348,6 @@ def context(profile: Profile) -> dict[str, Any]:
         "node_preflight_count": len(kube.node_preflight_hosts) or profile.parallel.nodes,
         "tolerations": [t.manifest() for t in kube.tolerations],
         "pull_secrets": [{"name": secret} for secret in kube.image_pull_secrets],
-        "lws_restart": lws_restart(profile),
         "compute_domain_num_nodes": compute_domain_num_nodes(profile),
         "keep_sync_options": KEEP_SYNC_OPTIONS,
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
@@ -399,7 +399,7 @@ def build(profile: Profile) -> list[Manifest]:
     return manifests
 
 
-def rendered_objects(profile: Profile) -> list[dict[str, Any]]:
+def rendered_objects(profile: Profile) -> list[KubeObject]:
     """The set's objects as plain dicts, in apply order: what a command renders once and passes along."""
     return [manifest.obj for manifest in build(profile)]
 

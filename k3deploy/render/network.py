@@ -20,9 +20,8 @@ IPC, IMEX fabric handles) and RDMA verbs is not IP traffic and is not subject to
 
 from __future__ import annotations
 
-from typing import Any
-
 from k3deploy.errors import ProfileError
+from k3deploy.kobject import KubeObject
 from k3deploy.profile.model import Profile
 from k3deploy.render.argv import spans_nodes
 
@@ -70,7 +69,7 @@ def ephemeral_sysctls(profile: Profile) -> list[dict[str, str]]:
     return [{"name": EPHEMERAL_SYSCTL, "value": f"{low} {high}"}]
 
 
-def group_ports(profile: Profile) -> list[dict[str, Any]]:
+def group_ports(profile: Profile) -> list[KubeObject]:
     """NetworkPolicy ports open between a group's pods: the master port and the pinned ephemeral range (TCP).
 
     Empty for a single-node group: its ranks talk over loopback and shared memory inside one pod.

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from k3deploy.errors import EnvironmentProblem, UsageError
+from k3deploy.kobject import JsonObject
 
 #: The record of what k3deploy wrote into an output folder.
 RECORD = ".k3deploy-render.json"
@@ -60,7 +61,7 @@ def sha256(text: str) -> str:
 
 def record_text(files: dict[str, str], previous: dict[str, str] | None = None) -> str:
     """The record for `files` (name -> content): deterministic JSON, so equal sets give equal bytes."""
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "generator": _GENERATOR,
         "files": {name: sha256(text) for name, text in sorted(files.items())},
     }

@@ -10,23 +10,24 @@ Admission level admit the set?) and by the tests that hold the set to its levels
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-Pod = dict[str, Any]
+from k3deploy.kobject import KubeObject
+
+Pod = KubeObject
 Rule = Callable[..., list[str]]
 
 
-def all_containers(pod: Pod) -> list[dict[str, Any]]:
+def all_containers(pod: Pod) -> list[KubeObject]:
     """Containers, initContainers and ephemeralContainers of a pod spec."""
     return [c for key in ("initContainers", "containers", "ephemeralContainers") for c in pod.get(key) or []]
 
 
-def security_context(node: dict[str, Any]) -> dict[str, Any]:
+def security_context(node: KubeObject) -> KubeObject:
     """The securityContext of a pod spec or container ({} when unset)."""
     return node.get("securityContext") or {}
 
 
-def _both(pod: Pod) -> list[tuple[str, dict[str, Any]]]:
+def _both(pod: Pod) -> list[tuple[str, KubeObject]]:
     """The pod's securityContext and each container's, with a name for the message."""
     return [("pod", security_context(pod))] + [(c["name"], security_context(c)) for c in all_containers(pod)]
 
@@ -288,7 +289,7 @@ def violations(level: str, pod: Pod, annotations: dict[str, str] | None = None) 
     return {name: problems for name, problems in found.items() if problems}
 
 
-def pod_templates(objects: list[dict[str, Any]]) -> list[tuple[str, Pod, dict[str, str]]]:
+def pod_templates(objects: list[KubeObject]) -> list[tuple[str, Pod, dict[str, str]]]:
     """(kind/name[/role], pod spec, pod annotations) of every pod a rendered set creates: its Jobs' (a CronJob's
     job template's too) and its LeaderWorkerSets' leader and worker templates."""
     pods = []

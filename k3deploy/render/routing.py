@@ -10,11 +10,10 @@ the same args, ports, probes, Recreate strategy, default plugins and the reads i
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 
 from k3deploy.errors import ProfileError
+from k3deploy.kobject import JsonObject
 from k3deploy.lws import NAME_LABEL as LWS_NAME_LABEL
 from k3deploy.lws import WORKER_INDEX_LABEL as LWS_WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
@@ -48,7 +47,7 @@ def epp_name(profile: Profile) -> str:
 def epp_plugins_config() -> str:
     """The EPP's scheduling config: llm-d-router's default for vLLM over HTTP (routerlib _config.yaml): score
     endpoints by queue depth (2), KV-cache use (2) and prefix-cache affinity (3), from vLLM's /metrics."""
-    config: dict[str, Any] = {
+    config: JsonObject = {
         "apiVersion": "llm-d.ai/v1alpha1",
         "kind": "EndpointPickerConfig",
         "plugins": [
@@ -111,7 +110,7 @@ def check_gateway_reach(profile: Profile) -> None:
         )
 
 
-def routing_context(profile: Profile) -> dict[str, Any]:
+def routing_context(profile: Profile) -> JsonObject:
     """Every value the routing templates use (after check_gateway_reach)."""
     check_gateway_reach(profile)
     return {

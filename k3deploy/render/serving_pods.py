@@ -9,6 +9,7 @@ import hashlib
 from typing import Any
 
 from k3deploy.errors import ProfileError
+from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.render import pod_security
@@ -55,7 +56,7 @@ def compile_cache(profile: Profile) -> dict[str, Any] | None:
     if not profile.kubernetes.compile_cache:
         return None
     folder = f"{COMPILE_CACHE_DIR}/{compile_cache_key(profile.vllm.image)}"
-    label_env: list[dict[str, Any]] = [
+    label_env: list[KubeObject] = [
         {"name": key, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
         for key, label in COMPILE_CACHE_LABEL_ENV.items()
     ]
@@ -95,7 +96,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def patch_serving_pods(lws: dict[str, Any], profile: Profile) -> None:
+def patch_serving_pods(lws: KubeObject, profile: Profile) -> None:
     """Apply kubernetes.serving_pod_patch and serving_container_patch to the leader and worker templates, in place;
     refuse a result the Namespace's Pod Security level (kubernetes.pod_security_level) would not admit."""
     kube = profile.kubernetes

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from k3deploy.console import plain
 from k3deploy.errors import UsageError
+from k3deploy.kobject import KubeObject
 from k3deploy.render.manifests import Manifest, dump
 from k3deploy.render.output_dir import write_set
 
@@ -21,7 +21,7 @@ KUSTOMIZATION = "kustomization.yaml"
 _DOCUMENT_SEPARATOR = "---\n"
 
 
-def kustomization(resources: list[str]) -> dict[str, Any]:
+def kustomization(resources: list[str]) -> KubeObject:
     """The kustomization listing the files in apply order (fifo keeps that order in `kubectl kustomize`)."""
     return {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from k3deploy.kobject import JsonObject
 from k3deploy.report.load import load_json
 from k3deploy.report.smoke import SpecDecodeDelta, Stats
 
@@ -248,9 +249,7 @@ class BenchReport(_Model):
     profile: str
     endpoint: str
     model: str
-    speculative: dict[str, Any] | None = Field(
-        None, description="The profile's speculative config as served (null: none)."
-    )
+    speculative: JsonObject | None = Field(None, description="The profile's speculative config as served (null: none).")
     settings: BenchSettings
     references: dict[str, float | None] = Field(
         default_factory=dict, description="Published figures from the profile's targets."

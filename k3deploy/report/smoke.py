@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from k3deploy.errors import CheckFailed, EnvironmentProblem, K3DeployError
+from k3deploy.kobject import JsonObject
 from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult, Status, worst
 
@@ -164,8 +165,8 @@ class SmokeReport(_Model):
     profile: str
     endpoint: str
     server_model: str | None = Field(None, description="The served model name the endpoint listed and was tested.")
-    settings: dict = Field(default_factory=dict, description="The profile's smoke section as run (after flags).")
-    targets: dict = Field(default_factory=dict, description="The profile's targets as judged.")
+    settings: JsonObject = Field(default_factory=dict, description="The profile's smoke section as run (after flags).")
+    targets: JsonObject = Field(default_factory=dict, description="The profile's targets as judged.")
     started_at: datetime
     finished_at: datetime | None = None
     duration_s: float | None = None

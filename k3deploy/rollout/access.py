@@ -48,12 +48,12 @@ from k3deploy.rollout.steps import (
 
 
 def _waited(objects: Sequence[KubeObject]) -> list[Access]:
-    """A wait (targets/kubernetes/wait.py): list and watch of each waited kind, the proof of a LeaderWorkerSet's template, the
+    """A wait (targets/kubernetes/wait.py): list and watch of each waited kind, the ControllerRevisions of a LeaderWorkerSet, the
     claims its pods mount, and the pods, logs and events a diagnosis reads."""
     kinds = {(plural(o["kind"]), group_of(o["apiVersion"])) for o in objects if o["kind"] in WAITED_KINDS}
     out = [Access(verb, resource, group) for (resource, group) in sorted(kinds) for verb in WAIT_VERBS]
     if any(o["kind"] == "LeaderWorkerSet" for o in objects):
-        # The LWS controller writes no observedGeneration before v0.9: its ControllerRevisions prove the template.
+        # Its ControllerRevisions tell the pods of an older template apart (rollout/judge.py `current_key`).
         out += _revisions()
     if mounts_claims(o for o in objects if o["kind"] in WAITED_KINDS):
         # A pod held for an unbound claim waits while it is provisioned and fails on a ProvisioningFailed event.

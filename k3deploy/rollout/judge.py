@@ -28,7 +28,7 @@ from k3deploy.rollout.claims import (
     claim_verdict,
     held_by_claims,
 )
-from k3deploy.rollout.currency import Proof, prove_current, template_revision
+from k3deploy.rollout.currency import prove_current, template_revision
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
 
 
@@ -139,12 +139,6 @@ def outgoing(pod: KubeObject, key: str | None) -> bool:
     return key is not None and ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_REVISION_LABEL) != key
 
 
-def proof(live: KubeObject, state: WaitState) -> Proof:
-    """Whether a LeaderWorkerSet's status belongs to its current spec (rollout/currency.py)."""
-    revisions = None if REVISIONS in state.unavailable else list(state.objects.get(REVISIONS, {}).values())
-    return prove_current(live, revisions, pods_of(live, state))
-
-
 def verdict(target: KubeObject, state: WaitState) -> Readiness | None:
     """Where the waited `target` stands; None when it is not there (yet). A LeaderWorkerSet is ready only when its
     readiness is proven to be the current spec's."""
@@ -154,7 +148,7 @@ def verdict(target: KubeObject, state: WaitState) -> Readiness | None:
     found = readiness(live)
     if target["kind"] != "LeaderWorkerSet" or found.failed:
         return found
-    current = proof(live, state)
+    current = prove_current(live)
     if not current.current:
         return Readiness(False, reason="Progressing", message=f"{found.message}; {current.how}".strip("; "))
     return found
@@ -291,11 +285,11 @@ def judge(state: WaitState, waited: list[KubeObject], now: float, grace_s: float
         if found is None or not found.ready:
             all_ready = False
         if found is not None and not found.ready and target["kind"] == "LeaderWorkerSet" and failure is None:
-            unproven = proof(state.objects[target["kind"]][name_of(target)], state)
+            unproven = prove_current(state.objects[target["kind"]][name_of(target)])
             if not unproven.provable:
                 failure = Failure(key, "Unprovable", unproven.how, {name_of(target)})
         if found is not None and found.ready and target["kind"] == "LeaderWorkerSet":
-            how = proof(state.objects[target["kind"]][name_of(target)], state).how
+            how = prove_current(state.objects[target["kind"]][name_of(target)]).how
             if state.proofs.get(key) != how:
                 state.proofs[key] = how
                 accepted.append((key, how))

@@ -27,6 +27,7 @@ from rich.console import RenderableType
 from rich.table import Table
 
 from k3deploy.errors import UsageError
+from k3deploy.kobject import JsonObject
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
 from k3deploy.rollout.plan import Plan
@@ -43,7 +44,7 @@ class Revision(BaseModel):
 
     target: str
     number: int | None = None
-    data: dict[str, Any] = {}
+    data: JsonObject = {}
 
 
 #: One group of a LeaderWorkerSet: (its name, the group's index), as a plan's per-group smoke names it.
@@ -66,9 +67,9 @@ class TargetStatus(BaseModel):
     ready: bool
     endpoint: str | None = None
     #: The JSON report `status -o json` prints (target specific; always holds "target").
-    report: dict[str, Any]
+    report: JsonObject
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON-able report."""
         return dict(self.report)
 
@@ -148,7 +149,7 @@ class Target(abc.ABC):
         return {}
 
     @abc.abstractmethod
-    def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
+    def record_smoke(self, profile: Profile, verdict: JsonObject) -> None:
         """Keep the smoke verdict beside what it judged (shown by `status`)."""
 
     @abc.abstractmethod

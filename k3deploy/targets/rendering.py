@@ -8,12 +8,13 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+
+from k3deploy.kobject import KubeObject
 
 __all__ = ["Objects", "Rendering"]
 
 #: A rendered set as the target methods take it: the objects in apply order.
-Objects = Sequence[dict[str, Any]]
+Objects = Sequence[KubeObject]
 
 
 class Rendering:
@@ -40,7 +41,7 @@ class Rendering:
         self.summary = summary
 
     @property
-    def objects(self) -> list[dict[str, Any]]:
+    def objects(self) -> list[KubeObject]:
         """The rendered objects in apply order (a Kubernetes set; empty for a target that renders no objects), a
         copy each time: a step that changes what it applies leaves the command's set as rendered."""
         return copy.deepcopy(self._objects)

@@ -61,10 +61,10 @@ RENDERERS = {
 }
 
 
-#: The Kubernetes target's methods that render afresh: the plan's set for a profile the command did not render (the
-#: node-preflight Job pinned to the nodes found), and `status`. Every other method, the rollback's and `down`'s
-#: plans among them, takes the set the command rendered (targets/base.py).
-KUBERNETES_RENDERS_IN = {"_rollout_objects", "status"}
+#: The Kubernetes target's only method that renders afresh: `status`. Every other method, the plan (which pins the
+#: node-preflight Job of the set to the nodes found: render/node_preflight.py), the rollback's and `down`'s plans
+#: among them, takes the set the command rendered (targets/base.py).
+KUBERNETES_RENDERS_IN = {"status"}
 
 
 def test_the_set_is_rendered_only_where_a_command_renders_it_once() -> None:

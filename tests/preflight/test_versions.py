@@ -14,6 +14,7 @@ import copy
 
 import pytest
 
+from k3deploy.errors import ProfileError
 from k3deploy.preflight.versions import DRA, LWS, at_least, installed_versions, required_versions, version_checks
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
@@ -26,17 +27,20 @@ def _objects() -> list[dict]:
     return [m.obj for m in build(load_profile(GB300, []))]
 
 
-def test_the_built_in_set_needs_lws_090_for_its_restart_policy_040_for_its_flat_claim_and_dra_2580_for_num_nodes_0() -> (
-    None
-):
-    needs = {(r.component, r.minimum, r.blocking) for r in required_versions(_objects())}
-    assert needs == {(LWS, "v0.5.0", False), (LWS, "v0.4.0", True), (LWS, "v0.9.0", True), (DRA, "v25.8.0", True)}
+def test_the_built_in_set_needs_lws_090_for_its_status_and_restart_policy_040_for_its_flat_claim_and_dra_2580() -> None:
+    needs = {(r.component, r.minimum, r.feature) for r in required_versions(_objects()) if r.blocking}
+    assert needs == {
+        (LWS, "v0.9.0", "status.observedGeneration (rollout readiness proven)"),
+        (LWS, "v0.9.0", "restartPolicy: RecreateGroupAfterStart"),
+        (LWS, "v0.4.0", "flat resourceClaims[].resourceClaimTemplateName"),
+        (DRA, "v25.8.0", "ComputeDomain numNodes: 0 (IMEX daemons with DNS names)"),
+    }
+    assert all(r.blocking for r in required_versions(_objects()))
 
 
-def test_a_set_rendered_for_an_older_lws_needs_only_what_that_release_has() -> None:
-    objects = [m.obj for m in build(load_profile(GB300, ["kubernetes.lws_version=0.8.0"]))]
-    needs = {(r.component, r.minimum, r.blocking) for r in required_versions(objects)}
-    assert needs == {(LWS, "v0.5.0", False), (LWS, "v0.4.0", True), (DRA, "v25.8.0", True)}
+def test_a_profile_for_an_lws_before_090_is_refused() -> None:
+    with pytest.raises(ProfileError, match=r"LeaderWorkerSet 0\.8\.0 is older than 0\.9\.0"):
+        load_profile(GB300, ["kubernetes.lws_version=0.8.0"])
 
 
 def test_recreate_group_after_start_needs_lws_090() -> None:
@@ -46,9 +50,7 @@ def test_recreate_group_after_start_needs_lws_090() -> None:
     (check,) = [c for c in version_checks(objects, {LWS: "v0.8.0", DRA: "v25.12.0"}) if c.name == "k8s.lws_version"]
     assert (check.status, check.target) == (Status.FAIL, ">= v0.9.0")
     assert check.detail.endswith("restartPolicy: RecreateGroupAfterStart needs v0.9.0")
-    assert check.hint == (
-        "upgrade the LeaderWorkerSet controller, or `--set kubernetes.lws_version=v0.8.0` renders what v0.8.0 supports"
-    )
+    assert check.hint == "upgrade the LeaderWorkerSet controller"
 
 
 def test_versions_order_across_the_dra_drivers_rename() -> None:

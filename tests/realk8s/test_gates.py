@@ -74,7 +74,9 @@ def test_a_rerun_gates_the_group_whose_gate_failed(realk8s: Plane, release_ns: s
     assert steady.returncode == 0 and "smoke of group" not in steady.stderr, steady.stderr
 
 
-def test_an_lws_without_partition_refuses_the_gated_roll_before_applying(realk8s: Plane, release_ns: str) -> None:
+def test_a_profile_for_an_lws_without_partition_is_refused_before_applying(realk8s: Plane, release_ns: str) -> None:
+    """LWS before v0.7.0 has no rollingUpdateConfiguration.partition, so no group could be held back for its gate:
+    the profile refuses every LWS before v0.9.0 (k3deploy's oldest) before anything is read or applied."""
     namespace = release_ns
     first = up(realk8s, namespace, *TWO, "--skip-smoke")
     assert first.returncode == 0, first.stderr
@@ -90,8 +92,8 @@ def test_an_lws_without_partition_refuses_the_gated_roll_before_applying(realk8s
         "--endpoint",
         "http://127.0.0.1:9",
     )
-    assert refused.returncode == 3, refused.stderr
-    assert f"cannot roll LeaderWorkerSet {LWS} one group at a time" in refused.stderr, refused.stderr
+    assert refused.returncode == 2, refused.stderr
+    assert "LeaderWorkerSet 0.6.0 is older than 0.9.0" in refused.stderr, refused.stderr
     assert "all 2 groups" not in refused.stderr and "rolled" not in refused.stderr
     assert live_lws(realk8s, namespace)["metadata"]["generation"] == generation
     assert images(realk8s, namespace) == old

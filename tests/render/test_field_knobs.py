@@ -124,30 +124,17 @@ def test_tolerations_are_on_every_gpu_pod() -> None:
         assert [pod["tolerations"] for pod in gpu_pods] == [expected] * 3
 
 
-@pytest.mark.parametrize(
-    ("version", "policy", "annotations"),
-    [
-        ("0.10.0", "RecreateGroupAfterStart", None),
-        ("v0.9.0", "RecreateGroupAfterStart", None),
-        (
-            "0.8.1",
-            "RecreateGroupOnPodRestart",
-            {"leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start": "true"},
-        ),
-        ("0.7.0", "RecreateGroupOnPodRestart", None),
-    ],
-)
-def test_lws_restart_policy_follows_the_installed_lws(
-    version: str, policy: str, annotations: dict[str, str] | None
-) -> None:
+@pytest.mark.parametrize("version", ["0.10.0", "v0.9.0", "0.9.0-rc.1"])
+def test_lws_restart_policy_is_recreate_group_after_start_on_every_supported_lws(version: str) -> None:
     lws = _objects([f"kubernetes.lws_version={version}"])[f"LeaderWorkerSet/{K3}"]
-    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == policy
-    restart_annotations = {
-        k: v
-        for k, v in lws["metadata"]["annotations"].items()
-        if k not in ("k3deploy/progress-deadline-seconds", FLOATING_ANNOTATION)
-    }
-    assert (restart_annotations or None) == annotations
+    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupAfterStart"
+    assert set(lws["metadata"]["annotations"]) <= {"k3deploy/progress-deadline-seconds", FLOATING_ANNOTATION}
+
+
+@pytest.mark.parametrize("version", ["0.8.1", "v0.7.0"])
+def test_an_lws_before_0_9_is_refused(version: str) -> None:
+    with pytest.raises(ProfileError, match=f"LeaderWorkerSet {version} is older than 0.9.0"):
+        _objects([f"kubernetes.lws_version={version}"])
 
 
 @pytest.mark.parametrize(("version", "num_nodes"), [("0.4.0", 0), ("25.8.1", 0), ("25.12.0", 0), ("25.3.2", 4)])

@@ -277,7 +277,8 @@ def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
-    assert len(names) == 16  # 13 objects + kustomization + README + the record
+    objects = build(load_profile(K3, [*EXAMPLE_SETS[1:], "kubernetes.service_monitor=false"]))
+    assert len(names) == len(objects) + 3  # the objects + kustomization + README + the record
 
 
 def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from k3deploy.rollout.groups import (
     replicas_of,
     steps_groups,
 )
-from k3deploy.targets.kubernetes.gates import partition_refusal
 from tests.rollout.test_groups import _lws, _pod
 
 NAME = "leaderworkerset.sigs.k8s.io/name"
@@ -139,16 +138,3 @@ def test_a_template_is_tried_on_group_0_the_first_real_group() -> None:
     # ... and one that gives group 0 port 0 is refused, though every later group would get a port.
     with pytest.raises(ValueError, match="port 0 is not a port to connect to"):
         check_group_template("http://10.0.0.9:{group}")
-
-
-@pytest.mark.parametrize(
-    ("version", "refused"), [("v0.6.9", True), ("0.6.0", True), ("v0.7.0", False), ("v0.7.1", False)]
-)
-def test_a_walk_needs_lws_v0_7_0_the_first_release_with_partition(version: str, refused: bool) -> None:
-    why = partition_refusal(version)
-    assert (why is not None) is refused
-    if why is not None:
-        assert why == (
-            f"kubernetes.lws_version {version} has no rollingUpdateConfiguration.partition (LWS v0.7.0 and later): "
-            "every group would roll at once, none smoke-tested first"
-        )

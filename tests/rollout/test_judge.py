@@ -8,9 +8,10 @@ from tests.support.lws_revision import REVISION_KEY, new_revision
 LWS_TARGET = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "k3"}}
 
 
-def _lws(image: str, generation: int) -> dict:
-    """A v0.8-style LWS (no observedGeneration) whose status says Available with every group ready and updated."""
-    return {
+def _lws(image: str, generation: int, observed: int | None = None) -> dict:
+    """An LWS whose status says Available with every group ready and updated; observedGeneration only when given
+    (without it: a controller before v0.9.0)."""
+    lws = {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
         "metadata": {"name": "k3", "namespace": "ns", "uid": "u-1", "generation": generation},
@@ -27,6 +28,9 @@ def _lws(image: str, generation: int) -> dict:
             "conditions": [{"type": "Available", "status": "True", "reason": "AllGroupsReady"}],
         },
     }
+    if observed is not None:
+        lws["status"]["observedGeneration"] = observed
+    return lws
 
 
 def _pod(name: str, key: str = "", scheduled: bool = True, uid: str = "p") -> dict:
@@ -62,29 +66,16 @@ def _state(lws: dict, revisions: list[dict], pods: list[dict]) -> WaitState:
     )
 
 
-def test_a_stale_available_is_progressing_until_the_pods_carry_the_new_revision() -> None:
-    old_lws, new_lws = _lws("vllm:1", 1), _lws("vllm:2", 2)
-    old = new_revision(old_lws, 1)
-    old_key = old["metadata"]["labels"][REVISION_KEY]
-    state = _state(new_lws, [old], [_pod("k3-0", old_key)])
+def test_a_stale_available_is_progressing_until_the_controller_observes_the_new_generation() -> None:
+    state = _state(_lws("vllm:2", 2, observed=1), [], [_pod("k3-0")])
     first = judge(state, [LWS_TARGET], now=0.0, grace_s=10)
     assert (first.ready, first.rows[0].state) == (False, "Progressing")
-    assert "no ControllerRevision holds generation 2's template yet" in first.rows[0].detail
+    assert "controller has not seen generation 2 yet (observedGeneration 1)" in first.rows[0].detail
 
-    new = new_revision(new_lws, 2)
-    key = new["metadata"]["labels"][REVISION_KEY]
-    state.objects["ControllerRevision"][new["metadata"]["name"]] = new
-    assert judge(state, [LWS_TARGET], now=1.0, grace_s=10).ready is False
-    state.objects["Pod"]["k3-0"] = _pod("k3-0", key, uid="p2")
+    state.objects["LeaderWorkerSet"]["k3"] = _lws("vllm:2", 2, observed=2)
     done = judge(state, [LWS_TARGET], now=2.0, grace_s=10)
     assert done.ready and done.rows[0].state == "Available"
-    assert done.accepted == [
-        (
-            "LeaderWorkerSet/k3",
-            f"every pod on template-revision-hash {key} (ControllerRevision "
-            f"{new['metadata']['name']} holds the current template)",
-        )
-    ]
+    assert done.accepted == [("LeaderWorkerSet/k3", "status.observedGeneration 2 = metadata.generation")]
     # The proof is announced once; the row remembers since when it has been Available.
     again = judge(state, [LWS_TARGET], now=5.0, grace_s=10)
     assert again.accepted == [] and again.rows[0].since == 2.0

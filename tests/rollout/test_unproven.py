@@ -1,5 +1,6 @@
-"""Unproven is not ready: a v0.8-style LWS whose status says Available, with its ControllerRevisions unreadable,
-fails the wait (Unprovable) instead of being taken as ready while its pods may run the old template."""
+"""Unproven is not ready: an LWS whose status says Available but that carries no status.observedGeneration (a
+controller before v0.9.0, which k3deploy does not support) fails the wait at once (Unprovable) instead of being taken
+as ready, or waited on, while its pods may run the old template."""
 
 from __future__ import annotations
 
@@ -16,27 +17,16 @@ def _pod(name: str, key: str) -> dict:
     }
 
 
-def _state(revisions_readable: bool) -> WaitState:
+def test_available_without_observed_generation_fails_the_wait_as_unprovable() -> None:
     state = WaitState(
-        objects={
-            "LeaderWorkerSet": {"k3": _lws("vllm:new", 2)},
-            REVISIONS: {},
-            "Pod": {"k3-0": _pod("k3-0", key="old-key")},
-        }
+        objects={"LeaderWorkerSet": {"k3": _lws("vllm:new", 2)}, REVISIONS: {}, "Pod": {"k3-0": _pod("k3-0", "k")}}
     )
-    if not revisions_readable:
-        state.unavailable.add(REVISIONS)
-    return state
-
-
-def test_available_with_unreadable_revisions_fails_the_wait_as_unprovable() -> None:
-    verdict = judge(_state(revisions_readable=False), [_lws("vllm:new", 2)], now=0.0, grace_s=60)
+    verdict = judge(state, [_lws("vllm:new", 2)], now=0.0, grace_s=60)
     assert not verdict.ready
     assert verdict.failure is not None and verdict.failure.reason == "Unprovable"
-    assert "ControllerRevisions cannot be read" in verdict.failure.message
+    assert "no status.observedGeneration" in verdict.failure.message and "before v0.9.0" in verdict.failure.message
 
 
-def test_available_with_no_revision_recorded_yet_waits_for_proof() -> None:
-    verdict = judge(_state(revisions_readable=True), [_lws("vllm:new", 2)], now=0.0, grace_s=60)
-    assert not verdict.ready and verdict.failure is None
-    assert any("waiting for a proof" in r.detail for r in verdict.rows)
+def test_the_same_status_with_observed_generation_is_ready() -> None:
+    state = WaitState(objects={"LeaderWorkerSet": {"k3": _lws("vllm:new", 2, observed=2)}, REVISIONS: {}, "Pod": {}})
+    assert judge(state, [_lws("vllm:new", 2)], now=0.0, grace_s=60).ready

@@ -22,10 +22,9 @@ replace the only group in place; `up` says so and asks first (or needs --yes).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from k3deploy.errors import K3DeployError, UsageError
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import API_VERSION
 from k3deploy.preflight.checks_cluster import eligible_hosts
@@ -185,7 +184,7 @@ def other_group(api: KubePort, profile: Profile, objects: list[KubeObject]) -> l
     return [recoloured([lws], lws["metadata"]["name"], name)[0]] if live is not None else []
 
 
-def describe(api: KubePort, profile: Profile, objects: list[KubeObject]) -> dict[str, Any]:
+def describe(api: KubePort, profile: Profile, objects: list[KubeObject]) -> JsonObject:
     """For `status`: which colour serves, which groups exist (two while a blue-green is under way or half-done)."""
     namespace = profile.kubernetes.namespace
     lws = lws_of(objects)

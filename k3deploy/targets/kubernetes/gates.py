@@ -15,12 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.port import KubePort
-from k3deploy.profile.kubernetes_spec import release_version
 from k3deploy.rollout.groups import PARTITION_SINCE, partitioned
 from k3deploy.rollout.ownership import mark
 
@@ -40,7 +38,7 @@ def template_digest(lws: KubeObject) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def passed_groups(record: list[dict[str, Any]], digest: str) -> set[int] | None:
+def passed_groups(record: list[JsonObject], digest: str) -> set[int] | None:
     """The groups whose gate passed on template `digest`; None when no walk ever began on it."""
     for entry in record:
         if entry.get("template") == digest:
@@ -48,7 +46,7 @@ def passed_groups(record: list[dict[str, Any]], digest: str) -> set[int] | None:
     return None
 
 
-def with_entry(record: list[dict[str, Any]], digest: str, group: int | None, now: str) -> list[dict[str, Any]]:
+def with_entry(record: list[JsonObject], digest: str, group: int | None, now: str) -> list[JsonObject]:
     """The record with `digest` as its newest template (begun), `group` passed on it unless None; cut to GATES_LIMIT."""
     groups: dict[str, str] = {}
     rest = []
@@ -62,7 +60,7 @@ def with_entry(record: list[dict[str, Any]], digest: str, group: int | None, now
     return [*rest, {"template": digest, "groups": groups}][-GATES_LIMIT:]
 
 
-def read_gates(api: KubePort, namespace: str, release: str) -> list[dict[str, Any]]:
+def read_gates(api: KubePort, namespace: str, release: str) -> list[JsonObject]:
     """The record, oldest template first (empty when there is none or it does not parse)."""
     found = api.get("v1", "ConfigMap", gates_name(release), namespace)
     try:
@@ -103,33 +101,19 @@ def ungated(api: KubePort, namespace: str, release: str, lws: KubeObject) -> lis
     return [g for g in range(replicas - 1, -1, -1) if g not in done]
 
 
-def partition_refusal(lws_version: str) -> str | None:
-    """Why the profile's LWS release cannot hold groups on their template (no partition); None when it can."""
-    if release_version(lws_version) >= PARTITION_SINCE:
-        return None
-    return (
-        f"kubernetes.lws_version {lws_version} has no rollingUpdateConfiguration.partition (LWS "
-        f"v{'.'.join(map(str, PARTITION_SINCE))} and later): every group would roll at once, none smoke-tested first"
-    )
-
-
-def check_partition(api: KubePort, lws: KubeObject, lws_version: str) -> None:
-    """Refuse (exit 3) a group-by-group walk the cluster cannot hold: the profile's LWS predates partition, or the
-    served CRD prunes it (a server dry run of the partitioned object drops the field)."""
-    why = partition_refusal(lws_version)
-    if why is None:
-        held = partitioned(lws, int((lws.get("spec") or {}).get("replicas", 1)))
-        dry = api.apply(held, force=True, dry_run=True)
-        config = ((dry.get("spec") or {}).get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {}
-        if "partition" not in config:
-            why = (
-                "the cluster's LeaderWorkerSet CRD drops rollingUpdateConfiguration.partition (LWS before "
-                f"v{'.'.join(map(str, PARTITION_SINCE))}): every group would roll at once, none smoke-tested first"
-            )
-    if why is not None:
+def check_partition(api: KubePort, lws: KubeObject) -> None:
+    """Refuse (exit 3) a group-by-group walk the cluster cannot hold: the served CRD prunes
+    rollingUpdateConfiguration.partition (a server dry run of the partitioned object drops the field; the profile's
+    LWS, 0.9 or later, has it)."""
+    held = partitioned(lws, int((lws.get("spec") or {}).get("replicas", 1)))
+    dry = api.apply(held, force=True, dry_run=True)
+    config = ((dry.get("spec") or {}).get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {}
+    if "partition" not in config:
         raise K3DeployError(
-            f"cannot roll LeaderWorkerSet {lws['metadata']['name']} one group at a time: {why}",
-            hint="upgrade LWS to v0.7+ (and set kubernetes.lws_version), or --skip-smoke to let the controller roll "
+            f"cannot roll LeaderWorkerSet {lws['metadata']['name']} one group at a time: the cluster's "
+            "LeaderWorkerSet CRD drops rollingUpdateConfiguration.partition (LWS before "
+            f"v{'.'.join(map(str, PARTITION_SINCE))}): every group would roll at once, none smoke-tested first",
+            hint="upgrade LWS to v0.9+ (and set kubernetes.lws_version), or --skip-smoke to let the controller roll "
             "every group with no per-group gate",
             exit_code=EXIT_ENVIRONMENT,
         )

@@ -13,10 +13,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from k3deploy.errors import K3DeployError, UsageError
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
 from k3deploy.rollout.contents import foreign_contents, named
@@ -54,7 +53,7 @@ def refuse_foreign_history(api: KubePort, namespace: str, deployment: str) -> No
         )
 
 
-def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[str, Any]]:
+def read_history(api: KubePort, namespace: str, deployment: str) -> list[JsonObject]:
     """Recorded revisions, oldest first (empty when there is no history, no namespace yet, or the ConfigMap of that
     name is not k3deploy's)."""
     found = api.get("v1", "ConfigMap", history_name(deployment), namespace)
@@ -67,7 +66,7 @@ def read_history(api: KubePort, namespace: str, deployment: str) -> list[dict[st
     return entries if isinstance(entries, list) else []
 
 
-def bounded(entries: list[dict[str, Any]], objects: list[KubeObject], now: str) -> tuple[list[dict[str, Any]], int]:
+def bounded(entries: list[JsonObject], objects: list[KubeObject], now: str) -> tuple[list[JsonObject], int]:
     """History with `objects` as the newest revision (unless identical to it), cut to HISTORY_LIMIT; and its number."""
     if entries and entries[-1].get("objects") == objects:
         return entries, int(entries[-1]["revision"])
@@ -76,7 +75,7 @@ def bounded(entries: list[dict[str, Any]], objects: list[KubeObject], now: str) 
     return entries[-HISTORY_LIMIT:], number
 
 
-def _write(api: KubePort, namespace: str, deployment: str, entries: list[dict[str, Any]]) -> None:
+def _write(api: KubePort, namespace: str, deployment: str, entries: list[JsonObject]) -> None:
     # Written over only when k3deploy made it: the mark is never put on a user's ConfigMap of that name.
     refuse_foreign_history(api, namespace, deployment)
     labels, annotations = mark(deployment, namespace)
@@ -110,7 +109,7 @@ def record_revision(api: KubePort, namespace: str, deployment: str, objects: lis
     return number
 
 
-def record_smoke(api: KubePort, namespace: str, deployment: str, verdict: dict[str, Any]) -> None:
+def record_smoke(api: KubePort, namespace: str, deployment: str, verdict: JsonObject) -> None:
     """Attach a smoke verdict to the newest revision (shown by `status`)."""
     entries = read_history(api, namespace, deployment)
     if entries:

@@ -140,7 +140,7 @@ class ReleaseLease:
         self.lost: str | None = None
 
     def _body(self, acquired: datetime, transitions: int, base: KubeObject | None) -> KubeObject:
-        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        meta: KubeObject = {"name": self.name, "namespace": self.namespace}
         if base is not None:
             meta["resourceVersion"] = base["metadata"]["resourceVersion"]
         # The ownership mark: `down --purge` counts the lock as the release's, and a failed first `up` removes it.

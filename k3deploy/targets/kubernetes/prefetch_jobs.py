@@ -8,8 +8,8 @@ mark, as for every other object.
 
 from __future__ import annotations
 
-from typing import Any
-
+from k3deploy.kobject import KubeObject
+from k3deploy.kube.port import KubePort
 from k3deploy.render.manifests import COMPONENT_LABEL, PREFETCH_COMPONENT
 from k3deploy.rollout.ownership import INSTANCE_LABEL
 
@@ -19,7 +19,7 @@ def prefetch_selector(release: str) -> str:
     return f"{INSTANCE_LABEL}={release},{COMPONENT_LABEL}={PREFETCH_COMPONENT}"
 
 
-def stale_prefetch_jobs(api: Any, release: str, namespace: str, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def stale_prefetch_jobs(api: KubePort, release: str, namespace: str, objects: list[KubeObject]) -> list[KubeObject]:
     """The release's live prefetch Jobs whose names the set `objects` does not hold (as the Remove step takes them)."""
     named = {o["metadata"]["name"] for o in objects if o.get("kind") == "Job"}
     jobs, _ = api.list("batch/v1", "Job", namespace, label_selector=prefetch_selector(release))

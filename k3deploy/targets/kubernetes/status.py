@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from k3deploy.errors import K3DeployError
 from k3deploy.fault_guard.health import GroupHealth, group_health
 from k3deploy.fault_guard.signals import CD_API
-from k3deploy.kobject import KubeObject
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.observe.canary_report import read
@@ -43,20 +41,7 @@ def _domains(api: KubePort, profile: Profile) -> list[KubeObject]:
     return [live] if live is not None else []
 
 
-def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str]:
-    """Whether a LeaderWorkerSet's status is its current spec's (as `wait` decides it), and the proof used."""
-    selector = f"{NAME_LABEL}={lws['metadata']['name']}"
-    try:
-        revisions, _ = api.list("apps/v1", "ControllerRevision", namespace, label_selector=selector)
-    except K3DeployError:
-        revisions = None  # without the right to list them, the status is taken as is (and labelled unproven)
-    pods, _ = api.list("v1", "Pod", namespace, label_selector=selector)
-    live = [pod for pod in pods if not pod["metadata"].get("deletionTimestamp")]
-    proof = prove_current(lws, revisions, live)
-    return proof.current, proof.how
-
-
-def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> dict[str, Any]:
+def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> JsonObject:
     """Objects with readiness, the serving pods by group (node, clique), each group's ComputeDomain state and trays'
     health (fault_guard/health.py), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
@@ -68,11 +53,12 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         ready = bool(verdict and verdict.ready)
         state = "NotFound" if verdict is None else (verdict.reason or ("Ready" if verdict.ready else "Progressing"))
         detail = verdict.message if verdict else ""
-        row: dict[str, Any] = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
+        row: JsonObject = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
         if live is not None and obj["kind"] == "LeaderWorkerSet":
             # A controller that has not acted on the latest spec still shows the previous rollout as ready.
-            current, row["proof"] = _currency(api, live, namespace)
-            if ready and not current:
+            proof = prove_current(live)
+            row["proof"] = proof.how
+            if ready and not proof.current:
                 ready, state, detail = False, "Stale", f"status not yet for the current spec: {row['proof']}"
         rows.append({**row, "ready": ready, "state": state, "detail": detail})
     pods = []

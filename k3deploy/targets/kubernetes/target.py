@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 from rich.console import RenderableType
 
-from k3deploy.errors import K3DeployError, UsageError
-from k3deploy.kobject import KubeObject
+from k3deploy.errors import UsageError
+from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.deadline import Deadline
 from k3deploy.observe import allreduce_probe
-from k3deploy.preflight.checks_cluster import eligible_hosts
-from k3deploy.preflight.cluster import others_pods
-from k3deploy.preflight.facts import parse_nodes
 from k3deploy.preflight.run import run_preflight
 from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
@@ -29,8 +25,7 @@ from k3deploy.report.model import CheckResult
 from k3deploy.rollout import plan as rollout_plan
 from k3deploy.rollout import undo
 from k3deploy.rollout.access import command_access
-from k3deploy.rollout.colours import lws_of
-from k3deploy.rollout.plan import LiveState, Plan, Strategy
+from k3deploy.rollout.plan import Plan, Strategy
 from k3deploy.rollout.steps import APPLY, DOWN, ROLLBACK, Begin, Step, StepOutcome
 from k3deploy.rollout.undo import Undo
 from k3deploy.smoke.job_report import JobRun
@@ -38,15 +33,14 @@ from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions
 from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
 from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
-from k3deploy.targets.kubernetes import bluegreen_repair as repair
 from k3deploy.targets.kubernetes.apply import apply_object
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
 from k3deploy.targets.kubernetes.made import remove_if_unused
+from k3deploy.targets.kubernetes.observe import observe
 from k3deploy.targets.kubernetes.prefetch_jobs import stale_prefetch_jobs
 from k3deploy.targets.kubernetes.render import render as render_set
 from k3deploy.targets.kubernetes.runner import Runner
 from k3deploy.targets.kubernetes.status import describe
-from k3deploy.targets.kubernetes.upgrade import read_lws
 from k3deploy.targets.kubernetes.view import (
     kubernetes_down_question,
     kubernetes_status_view,
@@ -60,15 +54,8 @@ _RECORD_BUDGET_S = 60.0
 
 
 def _objects(profile: Profile) -> list[KubeObject]:
-    """The profile's set, for what renders it afresh: `status`, and the plan's set with the node-preflight Job pinned
-    to the hosts found (a profile the command did not render)."""
+    """The profile's set, for what renders it afresh: `status`."""
     return rendered_objects(profile)
-
-
-def _with_hosts(profile: Profile, hosts: list[str]) -> Profile:
-    """The profile with the node-preflight Job pinned to `hosts`."""
-    kube = profile.kubernetes.model_copy(update={"node_preflight_hosts": hosts})
-    return profile.model_copy(update={"kubernetes": kube})
 
 
 class KubernetesTarget(Target):
@@ -116,26 +103,6 @@ class KubernetesTarget(Target):
             unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
             timeout_label=f" ({self._timeout_s(profile):g}s)",
         )
-
-    def _rollout_objects(self, profile: Profile, objects: Objects) -> list[KubeObject]:
-        """The set to apply: `objects`, or with the node-preflight Job on every eligible node when the profile names
-        none (the profile with those hosts, rendered)."""
-        kube = profile.kubernetes
-        if kube.node_preflight_job and not kube.node_preflight_hosts:
-            try:
-                nodes, _ = self.api.list("v1", "Node")
-                pods, _ = self.api.list("v1", "Pod")
-            except K3DeployError as exc:
-                # Without node access the Job still checks parallel.nodes GPU nodes, as a GitOps sync does.
-                self.view.note(
-                    f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})"
-                )
-                return list(objects)
-            hosts = eligible_hosts(profile, parse_nodes(nodes, others_pods(pods, profile, kube.namespace)))
-            if hosts:
-                self.view.note(f"  node-preflight checks every eligible node: {', '.join(hosts)}")
-                return _objects(_with_hosts(profile, hosts))
-        return list(objects)
 
     # -- the Target contract ------------------------------------------------------------------------------
 
@@ -217,16 +184,12 @@ class KubernetesTarget(Target):
         )
 
     def plan(self, profile: Profile, objects: Objects) -> Plan:
-        """Read what is live (the serving colour, the LeaderWorkerSet, a cut-short blue-green's leftovers) and plan
-        the command's steps for `objects` from it (rollout/plan.py)."""
-        options = self.options
-        live_objects = bluegreen.as_live(self.api, profile, self._rollout_objects(profile, objects))
+        """Read what is live once (targets/kubernetes/observe.py: the serving colour, the eligible hosts, the
+        LeaderWorkerSet, a cut-short blue-green's leftovers) and plan the command's steps for `objects` from it
+        (rollout/plan.py)."""
         strategy = self._strategy()
-        found = [] if options.dry_run or options.diff else repair.found_leftovers(self.api, profile, live_objects)
-        live = LiveState(
-            lws=read_lws(self.api, lws_of(live_objects), strategy, profile.kubernetes.lws_version), leftovers=found
-        )
-        return rollout_plan.build(live_objects, live, strategy, profile.name)
+        seen = observe(self.api, profile, list(objects), strategy, self.view.note)
+        return rollout_plan.build(seen.objects, seen.live, strategy, profile.name)
 
     def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
         """Do one step: a stage's start sets the deadline, the rest is the runner's (targets/kubernetes/runner.py)."""
@@ -313,7 +276,8 @@ class KubernetesTarget(Target):
         return undo.undo(old, number, plan, begun, live, profile.name)
 
     def status(self, profile: Profile) -> TargetStatus:
-        """Objects, readiness, pods per group (node, clique), endpoint, revisions and the last smoke verdict."""
+        """Objects, readiness, pods per group (node, clique), endpoint, revisions, the last smoke verdict and, once
+        deployed, each leader's all-reduce backend."""
         objects = bluegreen.as_live(self.api, profile, _objects(profile))
         report = describe(
             self.api,
@@ -322,6 +286,9 @@ class KubernetesTarget(Target):
             redact_url(self.endpoint(profile)),
         )
         report["blue_green"] = bluegreen.describe(self.api, profile, objects)
+        if report["deployed"]:
+            # Leader pod -> the all-reduce backend its log names ("unknown" where the log does not say).
+            report["allreduce_backend"] = self.leader_backends(profile)
         return TargetStatus(
             target=self.name,
             deployed=report["deployed"],
@@ -350,7 +317,7 @@ class KubernetesTarget(Target):
         """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""
         return allreduce_probe.leader_backends(self.api, profile)
 
-    def record_smoke(self, profile: Profile, verdict: dict[str, Any]) -> None:
+    def record_smoke(self, profile: Profile, verdict: JsonObject) -> None:
         """Keep the smoke verdict beside the revision it judged (shown by `status`)."""
         if self.deadline.expired():
             # Smoke is bounded by its own overall timeout; keeping its verdict needs only a few requests.

@@ -123,7 +123,7 @@ def template_changes(api: KubePort, live: KubeObject, new: KubeObject) -> bool:
     return int(dry["metadata"].get("generation") or 0) != int(live["metadata"].get("generation") or 0)
 
 
-def read_lws(api: KubePort, lws: KubeObject | None, strategy: Strategy, lws_version: str = "0.10.0") -> LiveLws:
+def read_lws(api: KubePort, lws: KubeObject | None, strategy: Strategy) -> LiveLws:
     """What the plan builders need of the live LeaderWorkerSet: whether applying `lws` changes it (a server dry run)
     and recreates groups, and which groups no gate passed on. Refuses (exit 3) a group-by-group walk the cluster
     cannot hold, before anything is applied (targets/kubernetes/gates.py)."""
@@ -144,7 +144,7 @@ def read_lws(api: KubePort, lws: KubeObject | None, strategy: Strategy, lws_vers
     ungated = gates.ungated(api, meta.get("namespace"), meta["name"], lws)
     pods_change = False
     if changes:
-        gates.check_partition(api, lws, lws_version)
+        gates.check_partition(api, lws)
         template = (dry.get("spec") or {}).get("leaderWorkerTemplate")
         roll = GroupRoll(api, meta.get("namespace"), lambda _: None, remaining=lambda: None)
         pods_change = template != (live.get("spec") or {}).get("leaderWorkerTemplate") or bool(roll.outdated(lws))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import safe_text
 from k3deploy.fault_guard.health import GroupHealth, domain_text, tray_text
+from k3deploy.kobject import JsonObject
 from k3deploy.profile.model import Profile
 
 
@@ -18,7 +17,7 @@ def _text(value: object) -> Text:
     return Text(safe_text(str(value)))
 
 
-def kubernetes_status_view(report: dict[str, Any]) -> Group:
+def kubernetes_status_view(report: JsonObject) -> Group:
     """A rich renderable of a Kubernetes status report (the dict `-o json` prints)."""
     objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None)
     for row in report.get("objects", []):
@@ -73,7 +72,7 @@ def _canary_lines(run: dict[str, object] | None) -> list[Text]:
     return [Text(safe_text(str(run["line"])), style="" if run.get("verdict") == "ok" else "yellow")]
 
 
-def _blue_green_lines(state: dict[str, Any]) -> list[Text]:
+def _blue_green_lines(state: JsonObject) -> list[Text]:
     """A line while two groups exist (a blue-green under way, or left half-done by a failure)."""
     if not state.get("in_progress"):
         return []

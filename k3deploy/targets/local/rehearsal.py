@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from k3deploy.errors import EnvironmentProblem
+from k3deploy.kobject import JsonObject
 
 #: File that labels a folder as a complete rehearsal model; written last, so its presence means "complete".
 MARKER_NAME = "K3DEPLOY_REHEARSAL.json"
@@ -29,7 +30,7 @@ SEED = 0
 VOCAB_SIZE = 1000
 SPECIAL_TOKENS = ("<unk>", "<s>", "</s>")
 #: Architecture: head size 64 / 2 = 32, the smallest the CPU attention backend accepts.
-ARCHITECTURE: dict[str, Any] = {
+ARCHITECTURE: JsonObject = {
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_hidden_layers": 2,
@@ -49,7 +50,7 @@ _CHILD_GRACE_S = 10
 _REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", MARKER_NAME)
 
 
-def marker(vocab_size: int) -> dict[str, Any]:
+def marker(vocab_size: int) -> JsonObject:
     """The content of the marker file: what this folder is, so no output can mistake it for a real model."""
     return {
         "kind": "k3deploy-rehearsal-model",

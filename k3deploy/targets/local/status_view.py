@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import safe_text
+from k3deploy.kobject import JsonObject
 from k3deploy.profile.model import Profile
 
 
@@ -22,7 +23,7 @@ def _shown(value: Any) -> str:
     return safe_text("" if value is None else str(value))
 
 
-def local_status_view(report: dict[str, Any]) -> Group:
+def local_status_view(report: JsonObject) -> Group:
     """A rich renderable of a local status report (the dict `-o json` prints)."""
     if not report.get("running"):
         return Group(
@@ -56,7 +57,7 @@ def local_status_view(report: dict[str, Any]) -> Group:
     )
 
 
-def local_down_question(profile: Profile, purge: bool, report: dict[str, Any]) -> str:
+def local_down_question(profile: Profile, purge: bool, report: JsonObject) -> str:
     """What `down` asks on a terminal: the local server (pid, endpoint) it stops; `report` is its status report."""
     if report.get("running"):
         what = (

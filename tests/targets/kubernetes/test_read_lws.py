@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
+from k3deploy.errors import K3DeployError
 from k3deploy.rollout.groups import partitioned
 from k3deploy.rollout.plan import LiveLws, Strategy
 from k3deploy.targets.kubernetes.gates import gates_name
@@ -125,17 +125,6 @@ def test_two_groups_read_for_a_new_image_recreate_pods_and_check_the_partition_h
         f"get {get_key('v1', 'ConfigMap', gates_name(PROFILE), 'k3-recorded-two')}",
         dry_run(partitioned(lws, 2)),
     ]
-
-
-def test_an_lws_release_without_partition_is_refused_before_the_held_set_is_dry_run() -> None:
-    recording = load("two_groups")
-    api = RecordedApi(recording["reads"])
-    with pytest.raises(K3DeployError) as refused:
-        read_lws(api, recording["lws"]["new_image"], WALK, "0.6.0")
-    assert refused.value.exit_code == EXIT_ENVIRONMENT and "has no rollingUpdateConfiguration.partition" in str(
-        refused.value.message
-    )
-    assert dry_run(partitioned(recording["lws"]["new_image"], 2)) not in api.calls
 
 
 def test_a_served_crd_that_prunes_the_partition_is_refused() -> None:
