@@ -139,12 +139,6 @@ class KubernetesSpec(_Strict):
     storage_class: DNSSubdomain | None = None
     model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
-    weight_volume_load_mb_s: float | None = Field(
-        None,
-        gt=0,
-        description="MB/s a load reads the weights at from the shared weight volume: `plan` turns it into a load time "
-        "(null: not planned). `k3deploy stage` prints the MB/s it copied at, a measured figure for it.",
-    )
     shm_size: Quantity = "64Gi"
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     clique_label: LabelKey = "nvidia.com/gpu.clique"
