@@ -289,12 +289,12 @@ def violations(level: str, pod: Pod, annotations: dict[str, str] | None = None) 
 
 
 def pod_templates(objects: list[dict[str, Any]]) -> list[tuple[str, Pod, dict[str, str]]]:
-    """(kind/name[/role], pod spec, pod annotations) of every pod a rendered set creates: its Jobs' and its
-    LeaderWorkerSets' leader and worker templates."""
+    """(kind/name[/role], pod spec, pod annotations) of every pod a rendered set creates: its Jobs' and DaemonSets'
+    templates and its LeaderWorkerSets' leader and worker templates."""
     pods = []
     for obj in objects:
         where = f"{obj['kind']}/{obj['metadata']['name']}"
-        if obj["kind"] == "Job":
+        if obj["kind"] in ("Job", "DaemonSet"):
             template = obj["spec"]["template"]
             pods.append((where, template["spec"], (template.get("metadata") or {}).get("annotations") or {}))
         elif obj["kind"] == "LeaderWorkerSet":
