@@ -24,6 +24,23 @@ def _node_labels(api: KubePort, name: str, cache: dict[str, dict[str, str]]) -> 
     return cache[name]
 
 
+#: The serving pods' init container that picks the tray's staged copy or the weight volume (render/staging.py).
+PICK_CONTAINER = "pick-weights"
+
+
+def weights_loaded(pod: KubeObject) -> str | None:
+    """Where a serving pod's weights come from, as its pick-weights init container said when it finished ("node-local",
+    "shared volume"); None without staging or before it finished."""
+    for status in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        if status.get("name") != PICK_CONTAINER:
+            continue
+        for state in (status.get("state") or {}, status.get("lastState") or {}):
+            done = state.get("terminated") or {}
+            if done.get("exitCode") == 0 and done.get("message"):
+                return str(done["message"]).strip()[:80]
+    return None
+
+
 def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str]:
     """Whether a LeaderWorkerSet's status is its current spec's (as `wait` decides it), and the proof used."""
     selector = f"{NAME_LABEL}={lws['metadata']['name']}"
@@ -38,7 +55,8 @@ def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str
 
 
 def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> dict[str, Any]:
-    """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
+    """Objects with readiness, the serving pods by group (node, clique, where their weights loaded from), endpoint,
+    revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []
     for obj in objects:
@@ -79,6 +97,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
                     "phase": pod_phase_label(pod),
                     "ready": pod_ready(pod),
                     "restarts": restarts(pod),
+                    "weights": weights_loaded(pod),
                 }
             )
     history = read_history(api, namespace, profile.name) if rows and rows[0]["exists"] else []

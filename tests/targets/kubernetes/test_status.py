@@ -149,3 +149,24 @@ def test_a_v09_status_of_an_older_generation_is_progressing_by_its_own_observed_
     assert state["ready"] is False and (row["ready"], row["state"]) == (False, "Progressing")
     assert row["detail"].startswith("controller has not seen generation 2 yet")
     assert row["proof"] == "controller has not seen generation 2 yet (observedGeneration 1)"
+
+
+def test_each_pod_says_where_its_weights_loaded_from() -> None:
+    """weight_staging node-local: the pick-weights init container's termination message (kubelet's
+    state.terminated.message), its last run's after a restart; "-" (None) without staging or before it finished."""
+    lws = _lws_v08()
+    revision = new_revision(lws, 1, version="v0.8.0")
+    pods = _pods(revision["metadata"]["labels"][REVISION_KEY])
+    done = {"terminated": {"exitCode": 0, "reason": "Completed", "message": "node-local"}}
+    pods[0]["status"]["initContainerStatuses"] = [{"name": "pick-weights", "state": done}]
+    pods[1]["status"]["initContainerStatuses"] = [
+        {
+            "name": "pick-weights",
+            "state": {"running": {}},
+            "lastState": {"terminated": {**done["terminated"], "message": "shared volume"}},
+        }
+    ]
+    failed = {"terminated": {"exitCode": 3, "message": "error: the weight volume has no ref main"}}
+    pods[2]["status"]["initContainerStatuses"] = [{"name": "pick-weights", "state": failed}]
+    state = describe(RecordedApi([lws, revision, *pods]), load_profile(PROFILE), [lws], "")
+    assert [p["weights"] for p in state["pods"]] == ["node-local", "shared volume", None, None]
