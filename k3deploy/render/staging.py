@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from k3deploy.pod_scripts import node_weights as script
 from k3deploy.profile.model import Profile
@@ -56,13 +55,17 @@ def staged_profile(profile: Profile) -> Profile:
     return profile.model_copy(update={"model": model, "speculative": spec})
 
 
-def _affinity(profile: Profile) -> dict[str, Any]:
+def _by_name(env: list[dict[str, str]]) -> list[dict[str, str]]:
+    return sorted(env, key=lambda entry: entry["name"])
+
+
+def _affinity(profile: Profile) -> dict[str, object]:
     """Trays carrying the clique label: the serving pods' pod affinity groups by it, so only those take a group."""
     term = {"matchExpressions": [{"key": profile.kubernetes.clique_label, "operator": "Exists"}]}
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
-def staging_context(profile: Profile, mount_dir: str, base_env: dict[str, str]) -> dict[str, Any]:
+def staging_context(profile: Profile, mount_dir: str, base_env: dict[str, str]) -> dict[str, object]:
     """Template context of the DaemonSet and the serving pods' part (`staging` None when weight_staging is none),
     and the serving pods' commands (from the links when staging, else the Hub ids the weight volume caches).
 
@@ -82,7 +85,7 @@ def staging_context(profile: Profile, mount_dir: str, base_env: dict[str, str]) 
         if kube.staging_max_mb_s is None
         else [{"name": "K3DEPLOY_STAGING_MAX_MB_S", "value": f"{kube.staging_max_mb_s:g}"}]
     )
-    common = [
+    common: list[dict[str, str]] = [
         *({"name": k, "value": v} for k, v in base_env.items()),
         {"name": "K3DEPLOY_STAGING", "value": STAGING_MOUNT},
         *_STDLIB_ENV,
@@ -98,12 +101,11 @@ def staging_context(profile: Profile, mount_dir: str, base_env: dict[str, str]) 
             "weights": WEIGHTS_MOUNT,
             "stage_command": ["python3", f"{mount_dir}/{SCRIPT_KEY}", "stage"],
             "pick_command": ["python3", f"{mount_dir}/{SCRIPT_KEY}", "pick"],
-            "stage_env": sorted(
+            "stage_env": _by_name(
                 [*common, *cap, {"name": "K3DEPLOY_STAGING_TIMEOUT_S", "value": str(kube.prefetch_timeout_s)}],
-                key=lambda e: e["name"],
             ),
-            "pick_env": sorted(
-                [*common, {"name": "K3DEPLOY_WEIGHTS", "value": WEIGHTS_MOUNT}], key=lambda e: e["name"]
+            "pick_env": _by_name(
+                [*common, {"name": "K3DEPLOY_WEIGHTS", "value": WEIGHTS_MOUNT}],
             ),
             "affinity": _affinity(profile),
         },
