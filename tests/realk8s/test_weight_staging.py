@@ -3,7 +3,8 @@ staging DaemonSet (a baseline namespace FAILs it for its hostPath, the real admi
 verbs `apply` needs on it are asked for), and once `k3deploy apply` made the set the real DaemonSet controller and
 scheduler put one staging pod on each tray a group may use (the pinned clique's GB300 nodes, not the other cliques'
 nor the CPU nodes), while the LWS controller's serving pods carry the tray's folder, the links' emptyDir and the one
-weight claim. The not-staged serving pods' volumes are held on a real kubelet by test_rendered_serving_pods.py."""
+weight claim. Without staging there is no DaemonSet and the serving pods mount the claim only and serve the Hub id
+(on a real kubelet too: test_rendered_serving_pods.py)."""
 
 from __future__ import annotations
 
@@ -125,3 +126,20 @@ def test_preflight_judges_the_daemonset_then_it_lands_on_the_groups_trays_only(d
         assert vllm["command"][2] == "/k3deploy-weights/target"
     rendered_ds = next(m.obj for m in build(profile) if m.kind == "DaemonSet")
     assert rendered_ds["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.clique"] == clique
+
+
+def test_without_staging_no_daemonset_and_the_serving_pods_load_the_weight_volume(deploy: Deployment) -> None:
+    applied = deploy.k3("apply", *TIMEOUT, "--set", "kubernetes.hf_token_secret=null")
+    assert applied.returncode == 0, applied.stderr
+    listed = deploy.plane.api.get(resource_path("apps/v1", "daemonsets", deploy.namespace))["items"]
+    assert listed == []
+    serving = deploy.pods(f"{LWS}-0")
+    assert serving, "the LWS controller made no serving pod"
+    for pod in serving:
+        spec = pod["spec"]
+        assert not [v for v in spec["volumes"] if "hostPath" in v or v["name"] == "weights"]
+        assert "pick-weights" not in [c["name"] for c in spec["initContainers"]]
+        [claim] = [v for v in spec["volumes"] if "persistentVolumeClaim" in v]
+        assert claim["persistentVolumeClaim"]["claimName"] == f"{LWS}-model-cache"
+        [vllm] = [c for c in spec["containers"] if c["name"] == "vllm"]
+        assert vllm["command"][2] == "moonshotai/Kimi-K3" and "--revision" in vllm["command"]
