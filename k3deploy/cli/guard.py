@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -31,6 +32,12 @@ def guard(
     evidence_dir: Annotated[
         Path, typer.Option("--evidence-dir", help="Folder of the evidence bundles (made when missing).")
     ] = Path("k3deploy-evidence"),
+    evidence_configmap: Annotated[
+        bool,
+        typer.Option(
+            "--evidence-configmap", help="Keep each bundle in a new ConfigMap of the namespace (the in-cluster guard)."
+        ),
+    ] = False,
     interval: Annotated[str, typer.Option("--interval", help="Time between passes of the loop, e.g. 30s.")] = "30s",
     metrics_port: Annotated[
         int | None, typer.Option("--metrics-port", help="Serve the guard's metrics on this port (the loop only).")
@@ -40,11 +47,15 @@ def guard(
 ) -> None:
     """Move a serving group off a sick NVL72 tray: keep the evidence, cordon the tray, delete the group's pods.
 
-    A controller: it acts without asking, so look first with --dry-run. It never uncordons.
+    A controller: it acts without asking, so look first with --dry-run. It never uncordons. Only the guard holding
+    the release's guard Lease acts (the in-cluster Deployment, this loop or a --once): the others stand by.
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.fault_guard.loop import Guard, run_forever
     from k3deploy.kube.api import KubeApi
+    from k3deploy.targets.kubernetes.election import lead
+    from k3deploy.targets.kubernetes.election import once as election_once
+    from k3deploy.targets.kubernetes.lease import identity
 
     interval_s = parse_duration(interval, "--interval") or 30.0
     if metrics_port is not None and (once or not 0 < metrics_port < 65536):
@@ -62,16 +73,33 @@ def guard(
     def say(line: str) -> None:
         err.print(f"guard: {line}", markup=False, highlight=False)
 
-    g = Guard(api=api, profile=prof, namespace=ns, evidence_dir=evidence_dir, dry_run=dry_run, say=say)
+    g = Guard(
+        api=api,
+        profile=prof,
+        namespace=ns,
+        evidence_dir=evidence_dir,
+        dry_run=dry_run,
+        say=say,
+        evidence_configmap=evidence_configmap,
+    )
+    who = identity("guard")
     if not once:
         if metrics_port is not None:
             # Loaded for the loop's metrics endpoint only.
             from prometheus_client import start_http_server
 
             start_http_server(metrics_port, registry=g.metrics.registry)
-        run_forever(g, interval_s, deadline.expired)
+
+        def work(lost: Callable[[], bool]) -> None:
+            g.leading = lambda: not lost()
+            run_forever(g, interval_s, lambda: deadline.expired() or lost())
+
+        if dry_run:  # looks only: no lease, so it runs beside the leader
+            run_forever(g, interval_s, deadline.expired)
+        else:
+            lead(api, ns, prof.name, who, work, say=say, sleep=g.sleep, done=deadline.expired)
         return
-    report = g.run_pass()
+    report = g.run_pass() if dry_run else election_once(api, ns, prof.name, who, g.run_pass, say)
     if output is not OutputFormat.table:
         print_data(report.to_dict(), output)
     else:

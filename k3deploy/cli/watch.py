@@ -17,13 +17,62 @@ from k3deploy.cli.app import (
     get_profile,
 )
 from k3deploy.cli.output import as_yaml
+from k3deploy.cli.rollout import ContextOpt, KubeconfigOpt, NamespaceOpt
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
 from k3deploy.redact import redact_text, redact_url
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rich.console import RenderableType
+
+    from k3deploy.fault_guard.health import GroupHealth
     from k3deploy.profile.model import Profile
+
+    #: A read of the groups: the rows (the last good ones after a failure) and why the read failed (None: it did not).
+    GroupsRead = tuple[list[GroupHealth], str | None]
+
+
+def _group_reader(profile: Profile, kubeconfig: str | None, context: str | None) -> Callable[[], GroupsRead]:
+    """`watch --groups`: a read of the release's groups (targets/kubernetes/status.py read_groups) each interval; a
+    failed read keeps the last rows and says why."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from k3deploy.errors import K3DeployError
+    from k3deploy.kube.api import KubeApi
+    from k3deploy.kube.deadline import Deadline
+    from k3deploy.kube.options import KubeOptions
+    from k3deploy.targets.kubernetes.status import read_groups
+
+    api = KubeApi(KubeOptions(kubeconfig, context, profile.kubernetes.namespace, Deadline(None)))
+    last: list[GroupHealth] = []
+
+    def read() -> GroupsRead:
+        nonlocal last
+        try:
+            last = read_groups(api, profile)
+        except K3DeployError as exc:
+            return last, exc.message
+        return last, None
+
+    return read
+
+
+def _with_groups(figures: RenderableType, read: GroupsRead) -> RenderableType:
+    """The figures, then the groups' table (and why the last read failed)."""
+    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+    from rich.console import Group
+    from rich.text import Text
+
+    from k3deploy.console import safe_text  # (as above)
+    from k3deploy.targets.kubernetes.view import groups_table  # (as above)
+
+    rows, error = read
+    parts: list[RenderableType] = [figures, groups_table(rows) if rows else Text("no serving pods")]
+    if error:
+        parts.append(Text(f"reading the groups failed: {safe_text(error)}", style="yellow"))
+    return Group(*parts)
 
 
 def _metrics_base(profile: Profile, endpoint: str | None) -> str:
@@ -120,6 +169,17 @@ def watch(
     ] = None,
     count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after this many intervals.")] = None,
     for_: Annotated[str | None, typer.Option("--for", help="Stop after this long, e.g. 10m.")] = None,
+    groups: Annotated[
+        bool,
+        typer.Option(
+            "--groups",
+            help="Also show each serving group's ComputeDomain state and trays' health, read from the cluster "
+            "every interval (a Kubernetes profile).",
+        ),
+    ] = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Watch the running deployment: output and per-request decode tok/s, TTFT, queue, KV cache, prefix cache and
@@ -138,7 +198,15 @@ def watch(
     assert interval_s is not None  # parse_duration returns None only for None
     prom_url = _prometheus_url(prometheus)
     rate_window = _window(window, prom_url)
-    prof = get_profile(profile, set_, check_fit=False)
+    prof = get_profile(
+        profile, [*(set_ or []), *([f"kubernetes.namespace={namespace}"] if namespace else [])], check_fit=False
+    )
+    if groups and not prof.on_kubernetes:
+        raise UsageError(
+            f"--groups reads a release's groups on a cluster; profile {prof.name} does not run on Kubernetes",
+            hint="drop --groups, or pass a Kubernetes profile",
+        )
+    read_groups = _group_reader(prof, kubeconfig, context) if groups else None
 
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.observe.watch_loop import Source, ticks
@@ -157,26 +225,34 @@ def watch(
             for tick in stream:
                 if not tick.baseline:
                     line = json_line(tick, source.kind, source.url, prof.targets)
+                    if read_groups is not None:
+                        rows, error = read_groups()
+                        doc = {**json.loads(line), "groups": rows, "groups_error": error}
+                        line = json.dumps(doc, separators=(",", ":"))
                     # -o yaml: a stream of YAML documents, one per interval, as -o json gives one line each.
                     typer.echo(
                         line if output is OutputFormat.json else as_yaml(json.loads(line), document=True).rstrip("\n")
                     )
             return
         state = ViewState(source=source.url, profile=prof.name, targets=prof.targets)
+
+        def view() -> RenderableType:
+            return render(state) if read_groups is None else _with_groups(render(state), read_groups())
+
         if not is_interactive():
             for tick in stream:
                 if not tick.baseline:
                     state.update(tick)
-                    err.print(render(state))
+                    err.print(view())
             return
         # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
         from rich.live import Live
 
         state.update(next(stream))  # the first scrape, before the live view: a failure is only an error line
-        with Live(render(state), console=err, auto_refresh=False, transient=False) as live:
+        with Live(view(), console=err, auto_refresh=False, transient=False) as live:
             for tick in stream:
                 state.update(tick)
-                live.update(render(state), refresh=True)
+                live.update(view(), refresh=True)
     except KeyboardInterrupt:
         from k3deploy import cli  # the entry point's record of a SIGTERM (loaded already: it runs this command)
 

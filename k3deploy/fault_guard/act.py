@@ -1,7 +1,7 @@
 """What `k3deploy guard` does on the cluster, in its order: keep the evidence, cordon, delete the group's pods, say it.
 
 Every call through the command's `KubeApi`. A cordon is a server-side apply of the node's `spec.unschedulable` and
-guard's three annotations (snapshot.py CORDONED_AT, CORDON_REASON, CORDONED_BY) under a field manager of guard's
+guard's three annotations (signals.py CORDONED_AT, CORDON_REASON, CORDONED_BY) under a field manager of guard's
 own, made only when the node, read again just before, is still not cordoned. The group is deleted through its leader
 (`delete_group`) so the LeaderWorkerSet controller recreates it, and the scheduler places it on trays with room. Events go on the LeaderWorkerSet, as a controller's do.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import datetime
 import socket
-from pathlib import Path
+from collections.abc import Callable
 
 from k3deploy.fault_guard.decide import Decision
 from k3deploy.fault_guard.evidence import bounded, build_bundle, bundle_name
-from k3deploy.fault_guard.evidence_file import write_new
-from k3deploy.fault_guard.snapshot import CORDON_REASON, CORDONED_AT, CORDONED_BY, Observed
+from k3deploy.fault_guard.signals import CORDON_REASON, CORDONED_AT, CORDONED_BY
+from k3deploy.fault_guard.snapshot import Observed
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import API_VERSION as LWS_API
@@ -39,11 +39,12 @@ def keep_evidence(
     *,
     release: str,
     namespace: str,
-    folder: Path,
+    store: Callable[[str, bytes], str],
     tail_lines: int,
     max_bytes: int,
-) -> Path:
-    """Write the group's evidence bundle under `folder` (a new file) and return its path."""
+) -> str:
+    """Build the group's evidence bundle and keep it with `store(name, data)` (a new file under --evidence-dir, or a
+    new ConfigMap: never one that exists); where it went, as `store` says it."""
     pods = observed.pods.get(decision.group, [])
     logs: dict[tuple[str, str, bool], str] = {}
     for pod in pods:
@@ -66,7 +67,7 @@ def keep_evidence(
         nodes=[observed.nodes[t] for t in sorted(n for n in trays if n in observed.nodes)],
     )
     name = bundle_name(release, decision.group, observed.snapshot.now)
-    return write_new(folder, name, bounded(bundle, max_bytes))
+    return store(name, bounded(bundle, max_bytes))
 
 
 def cordon(api: KubeApi, node: str, reason: str, by: str, now: float) -> bool:

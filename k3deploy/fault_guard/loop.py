@@ -13,17 +13,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from k3deploy.errors import K3DeployError
+from k3deploy.errors import K3DeployError, ScrapeError
 from k3deploy.fault_guard.act import cordon, delete_group, event, keep_evidence
 from k3deploy.fault_guard.decide import Decision, confirm, decide, unhealthy_trays
+from k3deploy.fault_guard.evidence_configmap import CONFIGMAP_MAX_BYTES, write_configmap
+from k3deploy.fault_guard.evidence_file import write_new
 from k3deploy.fault_guard.metrics import GuardMetrics
-from k3deploy.fault_guard.snapshot import read
+from k3deploy.fault_guard.prometheus_signal import faults_from, queries
+from k3deploy.fault_guard.snapshot import Observed, read
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
 from k3deploy.lws import API_VERSION as LWS_API
+from k3deploy.observe.watch_sources import PrometheusSource
 from k3deploy.profile.model import Profile
+
+#: Seconds one query of the Prometheus signal may take (the server's own evaluation timeout too).
+PROMETHEUS_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -82,11 +88,20 @@ class Guard:
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     announced: dict[int, str] = field(default_factory=dict)
+    #: Keep bundles in new ConfigMaps of the namespace (the in-cluster guard) instead of files under evidence_dir.
+    evidence_configmap: bool = False
+    #: Whether this guard still leads (holds the release's guard Lease): checked again just before it acts.
+    leading: Callable[[], bool] = lambda: True
+
+    def _store(self, name: str, data: bytes) -> str:
+        if self.evidence_configmap:
+            return write_configmap(self.api, self.namespace, self.profile.name, name, data)
+        return str(write_new(self.evidence_dir, name, data))
 
     def run_pass(self) -> PassReport:
         """Read, decide; when something is to be done, wait `confirm_after_s`, read again and do what still holds."""
         guard = self.profile.guard
-        first = read(self.api, self.profile, self.namespace, self.clock())
+        first = read(self.api, self.profile, self.namespace, self.clock(), self._prometheus_faults())
         report = PassReport(dry_run=self.dry_run, unhealthy_trays=unhealthy_trays(first.snapshot))
         report.seen = decide(first.snapshot, guard.max_cordons_per_hour)
         self.metrics.unhealthy_trays.set(report.unhealthy_trays)
@@ -96,12 +111,15 @@ class Guard:
                 self.say(f"seen: {d.describe()}")
             self.say(f"reading again in {guard.confirm_after_s:g}s before acting")
             self.sleep(guard.confirm_after_s)
-            observed = read(self.api, self.profile, self.namespace, self.clock())
+            observed = read(self.api, self.profile, self.namespace, self.clock(), self._prometheus_faults())
             decided = confirm(report.seen, decide(observed.snapshot, guard.max_cordons_per_hour))
             if not any(d.verdict == "act" for d in decided):
                 self.say("no action: the fault cleared before guard acted")
+        if any(d.verdict == "act" for d in decided) and not self.dry_run and not self.leading():
+            self.say("no action: another guard took the lease over meanwhile")
+            decided = [d for d in decided if d.verdict == "wait"]
         report.decided = decided
-        self.metrics.held_faults.set(len(report.held))
+        self.metrics.held(d.reason for d in report.held)
         lws = None if self.dry_run else self.api.get(LWS_API, "LeaderWorkerSet", self.profile.name, self.namespace)
         for decision in decided:
             if decision.verdict == "wait":
@@ -110,6 +128,21 @@ class Guard:
                 self._act(decision, observed, lws, report)
         self.announced = {g: m for g, m in self.announced.items() if g in {d.group for d in report.held}}
         return report
+
+    def _prometheus_faults(self) -> dict[str, list[str]]:
+        """The Prometheus signal's faults by tray (guard.prometheus; none when it is unset or cannot be read)."""
+        url = self.profile.guard.prometheus
+        if url is None:
+            return {}
+        source = PrometheusSource(str(url), {}, timeout_s=PROMETHEUS_TIMEOUT_S)
+        try:
+            answers = {name: source.query(expr) for name, expr in queries(self.profile).items()}
+        except ScrapeError as exc:
+            self.say(f"Prometheus signal not read this pass: {exc.message}")
+            return {}
+        finally:
+            source.close()
+        return faults_from(answers, self.profile)
 
     def _wait(self, decision: Decision, lws: KubeObject | None) -> None:
         message = decision.describe()
@@ -129,7 +162,7 @@ class Guard:
         )
         self.announced[decision.group] = message
 
-    def _act(self, decision: Decision, observed: Any, lws: KubeObject | None, report: PassReport) -> None:
+    def _act(self, decision: Decision, observed: Observed, lws: KubeObject | None, report: PassReport) -> None:
         guard = self.profile.guard
         if self.dry_run:
             self.say(f"would: {decision.describe()}")
@@ -140,11 +173,13 @@ class Guard:
             decision,
             release=self.profile.name,
             namespace=self.namespace,
-            folder=self.evidence_dir,
+            store=self._store,
             tail_lines=guard.log_tail_lines,
-            max_bytes=guard.evidence_max_bytes,
+            max_bytes=min(guard.evidence_max_bytes, CONFIGMAP_MAX_BYTES)
+            if self.evidence_configmap
+            else guard.evidence_max_bytes,
         )
-        report.evidence.append(str(path))
+        report.evidence.append(path)
         self.metrics.count("evidence", decision.reason)
         self.say(f"evidence of group {decision.group}: {path}")
         by = f"k3deploy guard of {self.namespace}/{self.profile.name}"
@@ -159,7 +194,7 @@ class Guard:
         report.deleted += gone
         self.metrics.count("delete_pods", decision.reason)
         self.say(f"deleted the pods of group {decision.group}: {', '.join(gone) or 'none left'}")
-        message = f"{decision.describe()} (evidence: {path.name})"
+        message = f"{decision.describe()} (evidence: {path.rpartition('/')[2]})"
         event(
             self.api,
             lws,

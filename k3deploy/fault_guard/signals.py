@@ -18,6 +18,12 @@ from collections.abc import Iterable
 
 from k3deploy.kobject import KubeObject
 
+#: The annotations guard leaves on a node it cordons: when (RFC 3339, UTC), why, and by whom.
+CORDONED_AT = "k3deploy/guard-cordoned-at"
+CORDON_REASON = "k3deploy/guard-reason"
+CORDONED_BY = "k3deploy/guard-cordoned-by"
+#: The ComputeDomain API of the NVIDIA DRA driver.
+CD_API = "resource.nvidia.com/v1beta1"
 #: The Ready value of a ComputeDomain node entry (computedomain.go ComputeDomainStatusReady).
 CD_NODE_READY = "Ready"
 

@@ -8,10 +8,13 @@ group's leader readiness (its /health probe, as the kubelet reports it) when `gu
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from k3deploy.fault_guard.decide import Group, Snapshot, Tray
 from k3deploy.fault_guard.signals import (
+    CD_API,
+    CORDONED_AT,
     compute_domain_faults,
     condition_faults,
     cordoned,
@@ -24,12 +27,6 @@ from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.preflight.facts import GPU_RESOURCE, pod_request
 from k3deploy.profile.model import Profile
 
-#: The annotations guard leaves on a node it cordons: when (RFC 3339, UTC), why, and by whom.
-CORDONED_AT = "k3deploy/guard-cordoned-at"
-CORDON_REASON = "k3deploy/guard-reason"
-CORDONED_BY = "k3deploy/guard-cordoned-by"
-#: The ComputeDomain API of the NVIDIA DRA driver.
-CD_API = "resource.nvidia.com/v1beta1"
 #: The clique of a tray without the profile's clique label.
 NO_CLIQUE = "(no clique)"
 
@@ -65,8 +62,11 @@ def _gpus(node: KubeObject) -> int:
     return int(value) if str(value).isdigit() else 0
 
 
-def read(api: KubeApi, profile: Profile, namespace: str, now: float) -> Observed:
-    """Read the cluster once: trays (GPU nodes), the release's groups, the ComputeDomains, leaders' health."""
+def read(
+    api: KubeApi, profile: Profile, namespace: str, now: float, extra: Mapping[str, list[str]] | None = None
+) -> Observed:
+    """Read the cluster once: trays (GPU nodes), the release's groups, the ComputeDomains, leaders' health; `extra`
+    adds faults by tray from outside the cluster (the Prometheus signal, prometheus_signal.py)."""
     guard, kube = profile.guard, profile.kubernetes
     lws = profile.name
     nodes_listed, _ = api.list("v1", "Node")
@@ -104,7 +104,7 @@ def read(api: KubeApi, profile: Profile, namespace: str, now: float) -> Observed
             continue
         name = meta["name"]
         nodes[name] = node
-        faults = condition_faults(node, guard.fault_conditions) + cd_faults.get(name, [])
+        faults = condition_faults(node, guard.fault_conditions) + cd_faults.get(name, []) + (extra or {}).get(name, [])
         trays[name] = Tray(
             name=name,
             clique=(meta.get("labels") or {}).get(kube.clique_label) or NO_CLIQUE,

@@ -12,7 +12,7 @@ from typing import Any
 from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
 from k3deploy.observe.alert_rule import RUNBOOK_BASE, Alert, runbook_anchor
-from k3deploy.observe.alerts_health import availability_alerts, gpu_alerts, latency_alerts
+from k3deploy.observe.alerts_health import availability_alerts, gpu_alerts, guard_alerts, latency_alerts
 from k3deploy.observe.dashboard import KV_CACHE_LIMIT
 from k3deploy.observe.scope import profile_scope
 from k3deploy.profile.model import Profile
@@ -105,7 +105,7 @@ def alerts(profile: Profile) -> list[Alert]:
             f"Job {scope.smoke_job} failed: the deployment did not reach its targets, or did not serve at all.",
         )
     )
-    return out + gpu_alerts(profile, scope)
+    return out + gpu_alerts(profile, scope) + guard_alerts(profile, scope)
 
 
 def rule_groups(profile: Profile) -> list[dict[str, Any]]:

@@ -18,6 +18,9 @@ BURN_SHORT_WINDOW = "5m"
 #: XIDs, NVLink errors and thermal throttling are judged over this window (throttled above the profile's
 #: kubernetes.gpu_thermal_throttle_max fraction of it alerts).
 GPU_WINDOW = "10m"
+#: The guard passes every 30 s: a fault held over four passes is one it will not resolve by itself (a wait the next
+#: pass ends, once a cordon or a finished group frees room, stays quiet).
+GUARD_HOLD_FOR = "2m"
 
 
 def availability_alerts(profile: Profile, scope: Scope) -> list[Alert]:
@@ -121,4 +124,23 @@ def gpu_alerts(profile: Profile, scope: Scope) -> list[Alert]:
             f"{GPU_WINDOW} (over {kube.gpu_thermal_throttle_max:.0%}; DCGM_FI_DEV_THERMAL_VIOLATION read in "
             f"{kube.dcgm_violation_unit}, kubernetes.dcgm_violation_unit): the whole TP group waits for it.",
         ),
+    ]
+
+
+def guard_alerts(profile: Profile, scope: Scope) -> list[Alert]:
+    """The in-cluster guard (kubernetes.guard) holding a tray fault it cannot act on."""
+    if not profile.kubernetes.guard:
+        return []
+    return [
+        Alert(
+            "K3DeployGuardHoldsFault",
+            health.guard_held_faults(scope),
+            GUARD_HOLD_FOR,
+            "critical",
+            f"{profile.name}: k3deploy guard holds a tray fault it cannot act on",
+            "{{ $value }} serving group(s) run on a sick tray that k3deploy guard may not move ({{ $labels.reason }}: "
+            "RateLimited, guard.max_cordons_per_hour is spent; NoCliqueWithRoom, moving the group would leave no "
+            "clique with room for it): the group serves slowly or not at all until someone acts. Its Warning Events "
+            "on the LeaderWorkerSet name the trays and why.",
+        )
     ]

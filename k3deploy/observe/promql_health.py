@@ -11,6 +11,8 @@ are commented out there, so their alerts stay silent until the exporter's counte
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from k3deploy.observe.promql import KUBE_STATE_METRICS, POD_CREATED, RUNNING, Scope
 from k3deploy.observe.promql import checked_window as _window
 
@@ -23,6 +25,8 @@ GPU_ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
 NVLINK_CRC_DATA_ERRORS = "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"
 NVLINK_RECOVERY_ERRORS = "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"
 GPU_THERMAL_VIOLATION = "DCGM_FI_DEV_THERMAL_VIOLATION"
+#: `k3deploy guard`'s gauge of the faults it holds and cannot act on, by reason (fault_guard/metrics.py).
+GUARD_HELD_FAULTS = "k3deploy_guard_held_faults"
 
 #: vLLM's finished_reason values (vllm/v1/engine/__init__.py FinishReason): stop and length are a served answer.
 SERVED_REASONS = "stop|length"
@@ -141,3 +145,10 @@ def thermal_throttled_fraction(scope: Scope, window: str, unit: str) -> str:
     (kubernetes.dcgm_violation_unit)."""
     per_s = VIOLATION_UNITS_PER_S[unit]
     return f"sum by ({scope.gpu_by()}) (rate({GPU_THERMAL_VIOLATION}{scope.gpus()}[{_window(window)}])) / {per_s:g}"
+
+
+def guard_held_faults(scope: Scope) -> str:
+    """Faults the in-cluster guard holds and cannot act on, by reason: its Deployment's pods (`<name>-guard-...`),
+    scraped by its PodMonitor (the Prometheus Operator labels them with namespace and pod)."""
+    guard = replace(scope, pod_pattern=None, pod_prefix=f"{scope.pod_prefix}-guard").pods()
+    return f"max by (namespace, reason) ({GUARD_HELD_FAULTS}{guard}) > 0"

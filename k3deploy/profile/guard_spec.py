@@ -5,7 +5,7 @@ Kept apart from profile/model.py, which holds it as `Profile.guard`, so that mod
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, HttpUrl
 
 from k3deploy.profile.base import _Strict
 
@@ -57,6 +57,15 @@ class GuardSpec(_Strict):
         le=600,
         description="Seconds between seeing a fault and reading it again before acting: a fault that has cleared "
         "by then leads to no action.",
+    )
+    prometheus: HttpUrl | None = Field(
+        None,
+        description="Base URL of a Prometheus HTTP API whose DCGM exporter series guard also reads each pass: a "
+        "new XID, or NVLink recovery / data-CRC errors, on a GPU of a group within prometheus_window makes its tray "
+        "sick (the PrometheusRule's expressions, on kubernetes.dcgm_labels). Null: not read.",
+    )
+    prometheus_window: str = Field(
+        "10m", pattern=r"^[0-9]+[smh]$", description="The window of the Prometheus signal's queries, e.g. 10m."
     )
     log_tail_lines: int = Field(200, ge=1, le=10000, description="Log lines per container kept in the evidence.")
     evidence_max_bytes: int = Field(

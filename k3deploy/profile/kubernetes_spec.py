@@ -223,9 +223,21 @@ class KubernetesSpec(_Strict):
         description="Render the node-preflight Job: `k3deploy preflight --node` on every GPU node of the group (an Argo "
         "CD PreSync hook; `up` waits for it). A pod that sees no GPU (a hardened runtime) reports SKIP and succeeds.",
     )
+    worker_liveness: bool = Field(
+        True,
+        description="Give the headless worker pods a livenessProbe (k3deploy/pod_scripts/worker_alive.py): after the "
+        "start-up budget, a rank whose vLLM worker processes are not all alive, or one stuck in uninterruptible "
+        "sleep over four probes, is restarted and LeaderWorkerSet recreates the group.",
+    )
+    guard: bool = Field(
+        False,
+        description="Render `k3deploy guard` as an in-cluster Deployment (one replica, leader election on a Lease, its "
+        "own least-privilege ServiceAccount, Role and ClusterRole, kubernetes.smoke_image): it keeps a fault's evidence "
+        "in a ConfigMap, cordons the sick tray and recreates the group on healthy ones (the profile's guard section).",
+    )
     smoke_image: PinnedImage = Field(
         default_factory=default_smoke_image,
-        description="The k3deploy image the smoke and node-preflight Jobs run; default: the image of this k3deploy "
+        description="The k3deploy image the smoke and node-preflight Jobs and the guard run; default: the image of this k3deploy "
         "version (what the release workflow publishes).",
     )
     prefetch_image: PinnedImage | None = Field(

@@ -9,7 +9,6 @@ Grafana dashboard ConfigMap, PrometheusRule, smoke Job) and gives each file its 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,15 +18,15 @@ import yaml
 
 from k3deploy.errors import ProfileError
 from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
-from k3deploy.observe.alerts import rule_groups
-from k3deploy.observe.dashboard import dashboard_json
 from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
+from k3deploy.render import guard
 from k3deploy.render.argv import canonical_json, serve_env
 from k3deploy.render.features import compute_domain_num_nodes, lws_restart
 from k3deploy.render.gpu_check import gpu_check_context
+from k3deploy.render.monitoring import monitoring_context
 from k3deploy.render.network import (
     DNS_PORT,
     NAMESPACE_NAME_LABEL,
@@ -40,6 +39,7 @@ from k3deploy.render.scan_skips import job_skips, serving_skips, staging_skips
 from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
 from k3deploy.render.staging import STAGING_COMPONENT, staging_context, staging_on
 from k3deploy.render.templating import render_template
+from k3deploy.render.worker_probe import worker_probe
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
 MANAGED_BY = "k3deploy"
@@ -78,9 +78,6 @@ PREFETCH_NAME_MAX = 63
 #: Argo CD sync options of the weight cache: neither pruned nor deleted with the Application (1.5 TB re-download);
 #: gitops-engine pkg/sync/common/types.go SyncOptionDisablePrune / SyncOptionDisableDeletion.
 KEEP_SYNC_OPTIONS = "Prune=false,Delete=false"
-#: The label Grafana's dashboard sidecar selects ConfigMaps on (grafana/helm-charts charts/grafana values.yaml
-#: sidecar.dashboards.label / labelValue defaults).
-GRAFANA_DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 
 
 @dataclass(frozen=True)
@@ -120,6 +117,7 @@ class SetEntry:
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
+GUARD = guard.GUARD_COMPONENT
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -160,6 +158,15 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(17, "epp-deployment.yaml.j2", "Deployment", "endpoint-picker", _POOL),
     SetEntry(17, "epp-service.yaml.j2", "Service", "endpoint-picker", _POOL),
     SetEntry(18, "inferencepool.yaml.j2", "InferencePool", "inference-pool", _POOL),
+    # kubernetes.guard (render/guard.py): `k3deploy guard` in the cluster, once the group it watches is there.
+    SetEntry(1, "networkpolicy-guard.yaml.j2", "NetworkPolicy", "network", guard.policy_wanted),
+    SetEntry(19, "guard-serviceaccount.yaml.j2", "ServiceAccount", GUARD, guard.wanted),
+    SetEntry(19, "guard-role.yaml.j2", "Role", GUARD, guard.wanted),
+    SetEntry(19, "guard-rolebinding.yaml.j2", "RoleBinding", GUARD, guard.wanted),
+    SetEntry(19, "guard-clusterrole.yaml.j2", "ClusterRole", GUARD, guard.wanted),
+    SetEntry(19, "guard-clusterrolebinding.yaml.j2", "ClusterRoleBinding", GUARD, guard.wanted),
+    SetEntry(19, "guard-deployment.yaml.j2", "Deployment", GUARD, guard.wanted),
+    SetEntry(19, "guard-podmonitor.yaml.j2", "PodMonitor", GUARD, guard.monitor_wanted),
     SetEntry(20, "smoke-job.yaml.j2", "Job", SMOKE_COMPONENT, _ALWAYS),
 )
 
@@ -329,8 +336,10 @@ def context(profile: Profile) -> dict[str, Any]:
         "compute_domain_num_nodes": compute_domain_num_nodes(profile),
         "keep_sync_options": KEEP_SYNC_OPTIONS,
         "service_monitor_labels": {**labels("metrics"), **kube.service_monitor_labels},
-        **_monitoring(profile, labels),
+        **monitoring_context(profile, labels),
         **routing_context(profile),
+        **guard.guard_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}", labels),
+        "worker_probe": worker_probe(profile),
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
         **staging_context(profile, PROFILE_MOUNT_DIR, {"HF_HOME": hf_env["HF_HOME"], **prefetch_vars}),
     }
@@ -397,21 +406,6 @@ def site_env(profile: Profile) -> list[dict[str, str]]:
         if kube.no_proxy:
             env["NO_PROXY"] = env["no_proxy"] = kube.no_proxy
     return [{"name": key, "value": value} for key, value in sorted(env.items()) if value is not None]
-
-
-def _monitoring(profile: Profile, labels: Callable[[str], dict[str, str]]) -> dict[str, Any]:
-    """Context of the dashboard ConfigMap and the PrometheusRule (built only when they are rendered)."""
-    if not profile.kubernetes.monitoring_on:
-        return {}
-    kube = profile.kubernetes
-    return {
-        "dashboard_namespace": kube.grafana_dashboard_namespace or kube.namespace,
-        "dashboard_labels": {**labels("dashboard"), **GRAFANA_DASHBOARD_LABEL},
-        "dashboard_key": f"{profile.name}.json",
-        "dashboard_json": json.dumps(dashboard_json(profile), indent=2, sort_keys=True) + "\n",
-        "alert_labels": {**labels("alerts"), **kube.service_monitor_labels},
-        "alert_groups": rule_groups(profile),
-    }
 
 
 def build(profile: Profile) -> list[Manifest]:

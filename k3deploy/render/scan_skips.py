@@ -25,10 +25,13 @@ SERVING: tuple[tuple[str, str], ...] = (
     ("CKV_K8S_40", "the vllm/vllm-openai image runs as root (no USER in its Dockerfile)"),
     ("CKV_K8S_22", "vLLM writes its compile and kernel caches under /root"),
 )
-#: The headless workers serve no HTTP: their health is the group's (LWS recreates the group when one exits).
+#: The headless workers serve no HTTP: the leader's readiness is the group's.
 WORKER: tuple[tuple[str, str], ...] = (
-    ("CKV_K8S_8", "headless vLLM worker serves no HTTP; the group is recreated when it exits"),
     ("CKV_K8S_9", "headless vLLM worker serves no HTTP; the leader's readiness covers the group"),
+)
+#: Without kubernetes.worker_liveness (render/worker_probe.py) a worker has no liveness probe either.
+WORKER_NO_LIVENESS: tuple[tuple[str, str], ...] = (
+    ("CKV_K8S_8", "headless vLLM worker serves no HTTP; the group is recreated when it exits"),
 )
 
 
@@ -68,5 +71,5 @@ def serving_skips(profile: Profile, role: str) -> dict[str, str]:
     """Annotations of the leader's or a worker's pod template."""
     checks = [*image_skips(profile.vllm.image), *SERVING]
     if role == "worker":
-        checks += WORKER
+        checks += [*WORKER, *(() if profile.kubernetes.worker_liveness else WORKER_NO_LIVENESS)]
     return skip_annotations(checks)

@@ -76,8 +76,13 @@ def _revisions() -> list[Access]:
     return [Access(verb, plural(REVISIONS), "apps") for verb in WAIT_VERBS]
 
 
+#: Kinds of the set that live outside any namespace (the in-cluster guard's RBAC, render/guard.py).
+_CLUSTER_SCOPED = frozenset({"ClusterRole", "ClusterRoleBinding"})
+
+
 def _kind(api_version: str, kind: str, verbs: Sequence[str]) -> list[Access]:
-    return [Access(verb, plural(kind), group_of(api_version)) for verb in verbs]
+    scoped = kind not in _CLUSTER_SCOPED
+    return [Access(verb, plural(kind), group_of(api_version), namespaced=scoped) for verb in verbs]
 
 
 def _applied(objects: Sequence[KubeObject]) -> list[Access]:

@@ -82,6 +82,9 @@ PURE_MODULES = [
     "stage/throttle.py",
     "fault_guard/decide.py",
     "fault_guard/signals.py",
+    "fault_guard/health.py",
+    "pod_scripts/worker_alive.py",
+    "render/guard.py",
     "profile/guard_spec.py",
 ]
 

@@ -22,12 +22,25 @@ def test_actions_are_counted_by_action_and_reason_and_the_gauges_hold_the_last_v
     m.count("cordon", "TrayUnhealthy")
     m.count("wait", "NoCliqueWithRoom")
     m.unhealthy_trays.set(3)
-    m.held_faults.set(1)
+    m.held(["NoCliqueWithRoom"])
     got = samples(m)
     assert got[("k3deploy_guard_actions_total", (("action", "cordon"), ("reason", "TrayUnhealthy")))] == 2
     assert got[("k3deploy_guard_actions_total", (("action", "wait"), ("reason", "NoCliqueWithRoom")))] == 1
     assert got[("k3deploy_guard_unhealthy_trays", ())] == 3
-    assert got[("k3deploy_guard_held_faults", ())] == 1
+    assert got[("k3deploy_guard_held_faults", (("reason", "NoCliqueWithRoom"),))] == 1
+    assert got[("k3deploy_guard_held_faults", (("reason", "RateLimited"),))] == 0
+
+
+def test_held_faults_start_at_zero_for_every_reason_and_follow_each_pass() -> None:
+    m = GuardMetrics()
+    assert {k: v for k, v in samples(m).items() if k[0] == "k3deploy_guard_held_faults"} == {
+        ("k3deploy_guard_held_faults", (("reason", "NoCliqueWithRoom"),)): 0,
+        ("k3deploy_guard_held_faults", (("reason", "RateLimited"),)): 0,
+    }
+    m.held(["RateLimited", "RateLimited"])
+    assert samples(m)[("k3deploy_guard_held_faults", (("reason", "RateLimited"),))] == 2
+    m.held([])
+    assert samples(m)[("k3deploy_guard_held_faults", (("reason", "RateLimited"),))] == 0
 
 
 def test_each_guard_has_its_own_registry() -> None:

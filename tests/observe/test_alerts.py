@@ -90,7 +90,8 @@ def test_every_runbook_link_lands_on_a_readme_heading() -> None:
         re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
         for h in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)
     }
-    for group in rule_groups(load_profile(K3)):
+    # With the in-cluster guard, its alert too.
+    for group in rule_groups(load_profile(K3)) + rule_groups(load_profile(K3, ["kubernetes.guard=true"])):
         for rule in group["rules"]:
             url = rule["annotations"]["runbook_url"]
             assert url.endswith("#" + runbook_anchor(rule["alert"]))

@@ -84,6 +84,7 @@ API_VERSIONS = {
     "poddisruptionbudgets": "policy/v1",
     "networkpolicies": "networking.k8s.io/v1",
     "roles": "rbac.authorization.k8s.io/v1",
+    "leases": "coordination.k8s.io/v1",
     "rolebindings": "rbac.authorization.k8s.io/v1",
     "computedomains": "resource.nvidia.com/v1beta1",
 }

@@ -79,9 +79,9 @@ def guard_events(deploy: Deployment) -> list[dict]:
     ]
 
 
-def applied(deploy: Deployment) -> dict[str, dict]:
-    """Apply the set and give its containers a log (current and previous run); group 0's pods."""
-    done = deploy.k3("apply", "--timeout", "240s")
+def applied(deploy: Deployment, *sets: str) -> dict[str, dict]:
+    """Apply the set (with `sets`) and give its containers a log (current and previous run); group 0's pods."""
+    done = deploy.k3("apply", "--timeout", "240s", *sets)
     assert done.returncode == 0, done.stderr
     deploy.logs(["vllm"], ["INFO engine step 41", "ERROR NCCL watchdog: NVLink error"], previous=["INFO start"])
     pods = group_pods(deploy)

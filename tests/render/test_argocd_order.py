@@ -24,6 +24,7 @@ VARIANTS = [
     ["kubernetes.node_preflight_job=false"],
     ["kubernetes.compute_domain=false", "kubernetes.service_monitor=false"],
     ["kubernetes.hf_token_secret=null"],
+    ["kubernetes.guard=true"],
     ["kubernetes.node_preflight_hosts=[gb300-a,gb300-b,gb300-c,gb300-d,gb300-e]"],
     ["parallel.replicas=2", "kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=envoy-gateway-system"],
 ]

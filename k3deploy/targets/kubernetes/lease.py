@@ -85,21 +85,22 @@ def holder_of(lease: KubeObject | None, now: datetime) -> Holder | None:
     return Holder(str(who), _parse(spec.get("acquireTime")), expires)
 
 
-def held_error(release: str, namespace: str, holder: Holder) -> K3DeployError:
-    """Exit 3: the release is locked by another command."""
+def held_error(release: str, namespace: str, holder: Holder, lease: str | None = None) -> K3DeployError:
+    """Exit 3: the release is locked by another command (`lease`: the Lease's name, by default the release's lock)."""
     since = f" since {holder.acquired.isoformat(timespec='seconds')}" if holder.acquired else ""
     until = f" (it expires {holder.expires.isoformat(timespec='seconds')} unless renewed)" if holder.expires else ""
     return K3DeployError(
         f"release {release!r} in {namespace} is held by {holder.identity}{since}: another k3deploy command is "
         "changing it",
-        hint=f"wait for that command to end and re-run; if it is gone, Lease/{lease_name(release)} in {namespace} "
+        hint=f"wait for that command to end and re-run; if it is gone, Lease/{lease or lease_name(release)} in {namespace} "
         f"lapses by itself{until}",
         exit_code=EXIT_ENVIRONMENT,
     )
 
 
 class ReleaseLease:
-    """The lock of one release, taken by `hold()` for the length of a `with` block."""
+    """The lock of one release, taken by `hold()` for the length of a `with` block; `name` another Lease of the
+    release than its command lock (the guard's leader election, targets/kubernetes/election.py)."""
 
     def __init__(
         self,
@@ -113,8 +114,10 @@ class ReleaseLease:
         duration_s: int = DURATION_S,
         renew_s: float = RENEW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        name: str | None = None,
     ) -> None:
         self.api, self.namespace, self.release, self.who = api, namespace, release, who
+        self.name = name or lease_name(release)
         self.note, self.duration_s, self.renew_s, self.clock = note, duration_s, renew_s, clock
         #: Taking the lease counts against the command's deadline (`acquire_api`); renewing and freeing it do not.
         self.acquire_api = acquire_api if acquire_api is not None else api
@@ -125,7 +128,7 @@ class ReleaseLease:
         self.lost: str | None = None
 
     def _body(self, acquired: datetime, transitions: int, base: KubeObject | None) -> KubeObject:
-        meta: dict[str, Any] = {"name": lease_name(self.release), "namespace": self.namespace}
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if base is not None:
             meta["resourceVersion"] = base["metadata"]["resourceVersion"]
         meta["labels"] = {"app.kubernetes.io/managed-by": "k3deploy", "app.kubernetes.io/instance": self.release}
@@ -145,10 +148,10 @@ class ReleaseLease:
     def acquire(self) -> None:
         """Take the lease, or raise (exit 3) naming who holds it."""
         for _ in range(3):
-            live = self.acquire_api.get(LEASE_API, "Lease", lease_name(self.release), self.namespace)
+            live = self.acquire_api.get(LEASE_API, "Lease", self.name, self.namespace)
             holder = holder_of(live, self.clock())
             if holder is not None and holder.identity != self.who:
-                raise held_error(self.release, self.namespace, holder)
+                raise held_error(self.release, self.namespace, holder, self.name)
             spec = (live or {}).get("spec") or {}
             if live is not None and spec.get("holderIdentity") and spec.get("holderIdentity") != self.who:
                 self.note(f"  lock: took over the lapsed lease of {spec['holderIdentity']}")
@@ -162,7 +165,7 @@ class ReleaseLease:
                     raise
                 # Another command wrote it between our read and our write: read again, and see who won.
         raise K3DeployError(
-            f"could not take Lease/{lease_name(self.release)} in {self.namespace}: it kept changing",
+            f"could not take Lease/{self.name} in {self.namespace}: it kept changing",
             hint="another k3deploy command is taking it: wait for it and re-run",
             exit_code=EXIT_ENVIRONMENT,
         )
@@ -181,7 +184,7 @@ class ReleaseLease:
                 return True
             except KubeError as exc:
                 if exc.status in (404, 409):
-                    current = self.api.get(LEASE_API, "Lease", lease_name(self.release), self.namespace)
+                    current = self.api.get(LEASE_API, "Lease", self.name, self.namespace)
                     holder = holder_of(current, self.clock())
                     self.lost = f"taken over by {holder.identity}" if holder is not None else "lost"
                     self._live = None
@@ -192,11 +195,11 @@ class ReleaseLease:
         while not self._stop.wait(self.renew_s):
             try:
                 if not self.renew():
-                    self.note(f"  lock: Lease/{lease_name(self.release)} {self.lost}")
+                    self.note(f"  lock: Lease/{self.name} {self.lost}")
                     return
             except K3DeployError as exc:
                 # A failed renewal is retried at the next beat; the lease lasts duration_s past the last one.
-                self.note(f"  lock: renewing Lease/{lease_name(self.release)} failed: {exc.message}")
+                self.note(f"  lock: renewing Lease/{self.name} failed: {exc.message}")
 
     def release_lease(self) -> None:
         """Free the lease (holderIdentity cleared) when it is still ours; never raises."""
@@ -211,11 +214,9 @@ class ReleaseLease:
             self.api.replace({**live, "spec": spec})
         except KubeError as exc:
             if exc.status != 404:  # gone with its namespace (`down --purge`): nothing left to free
-                self.note(
-                    f"  lock: could not free Lease/{lease_name(self.release)} ({exc.message}); it lapses by itself"
-                )
+                self.note(f"  lock: could not free Lease/{self.name} ({exc.message}); it lapses by itself")
         except K3DeployError as exc:
-            self.note(f"  lock: could not free Lease/{lease_name(self.release)} ({exc.message}); it lapses by itself")
+            self.note(f"  lock: could not free Lease/{self.name} ({exc.message}); it lapses by itself")
 
     @contextmanager
     def hold(self) -> Iterator[None]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from k3deploy.errors import K3DeployError
+from k3deploy.fault_guard.health import GroupHealth, group_health
+from k3deploy.fault_guard.signals import CD_API
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
@@ -14,14 +16,28 @@ from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, re
 from k3deploy.targets.kubernetes.history import read_history
 
 
-def _node_labels(api: KubePort, name: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
+def _node(api: KubePort, name: str, cache: dict[str, KubeObject | None]) -> KubeObject | None:
     if name not in cache:
         try:
-            node = api.get("v1", "Node", name)
+            cache[name] = api.get("v1", "Node", name)
         except K3DeployError:
-            node = None  # nodes are cluster-scoped: a namespaced user may not read them
-        cache[name] = (node or {}).get("metadata", {}).get("labels") or {}
+            cache[name] = None  # nodes are cluster-scoped: a namespaced user may not read them
     return cache[name]
+
+
+def _node_labels(api: KubePort, name: str, cache: dict[str, KubeObject | None]) -> dict[str, str]:
+    return dict(((_node(api, name, cache) or {}).get("metadata") or {}).get("labels") or {})
+
+
+def _domains(api: KubePort, profile: Profile) -> list[KubeObject]:
+    """The release's ComputeDomain, when the profile renders one and it can be read."""
+    if not profile.kubernetes.compute_domain:
+        return []
+    try:
+        live = api.get(CD_API, "ComputeDomain", f"{profile.name}-compute-domain", profile.kubernetes.namespace)
+    except K3DeployError:
+        return []  # the CRD not served, or no right to read it: the column says "-"
+    return [live] if live is not None else []
 
 
 #: The serving pods' init container that picks the tray's staged copy or the weight volume (render/staging.py).
@@ -55,8 +71,8 @@ def _currency(api: KubePort, lws: KubeObject, namespace: str) -> tuple[bool, str
 
 
 def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> dict[str, Any]:
-    """Objects with readiness, the serving pods by group (node, clique, where their weights loaded from), endpoint,
-    revisions, last smoke verdict."""
+    """Objects with readiness, the serving pods by group (node, clique, where their weights loaded from), each group's
+    ComputeDomain state and trays' health (fault_guard/health.py), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []
     for obj in objects:
@@ -77,7 +93,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
     if any(r["exists"] for r in rows):
         sets = sorted({o["metadata"]["name"] for o in objects if o["kind"] == "LeaderWorkerSet"} or {profile.name})
         items, _ = api.list("v1", "Pod", namespace, label_selector=f"{NAME_LABEL} in ({','.join(sets)})")
-        nodes: dict[str, dict[str, str]] = {}
+        nodes: dict[str, KubeObject | None] = {}
         for pod in sorted(
             items,
             key=lambda p: (
@@ -100,6 +116,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
                     "weights": weights_loaded(pod),
                 }
             )
+    groups = group_health(items, nodes, _domains(api, profile), profile.guard.fault_conditions) if pods else []
     history = read_history(api, namespace, profile.name) if rows and rows[0]["exists"] else []
     newest = history[-1] if history else None
     previous = history[-2] if len(history) > 1 else None
@@ -111,6 +128,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         "ready": all(r["ready"] for r in rows if r["kind"] in ("LeaderWorkerSet",)) and any(r["exists"] for r in rows),
         "objects": rows,
         "pods": pods,
+        "groups": groups,
         "endpoint": endpoint,
         "revision": {
             "current": newest["revision"] if newest else None,
@@ -119,3 +137,16 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         },
         "smoke": newest.get("smoke") if newest else None,
     }
+
+
+def read_groups(api: KubePort, profile: Profile) -> list[GroupHealth]:
+    """The release's groups as `status` shows them (`group_health`): its LeaderWorkerSet's pods (not being deleted),
+    their Nodes and its ComputeDomain, read now (`watch --groups`, every interval)."""
+    namespace = profile.kubernetes.namespace
+    items, _ = api.list("v1", "Pod", namespace, label_selector=f"{NAME_LABEL}={profile.name}")
+    live = [p for p in items if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    nodes: dict[str, KubeObject | None] = {}
+    for pod in live:
+        if name := (pod.get("spec") or {}).get("nodeName"):
+            _node(api, name, nodes)
+    return group_health(live, nodes, _domains(api, profile), profile.guard.fault_conditions)

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from k3deploy.console import safe_text
+from k3deploy.fault_guard.health import GroupHealth, domain_text, tray_text
 from k3deploy.profile.model import Profile
 
 
@@ -36,6 +37,7 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
             str(pod["restarts"]),
             _text(pod.get("weights") or "-"),
         )
+    groups = groups_table(report.get("groups") or [])
     revision = report.get("revision") or {}
     smoke = report.get("smoke")
     state = "ready" if report.get("ready") else ("not ready" if report.get("deployed") else "not deployed")
@@ -43,6 +45,7 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
         Text(f"deployment {report.get('deployment')} in namespace {report.get('namespace')}: {state}"),
         objects,
         pods if report.get("pods") else Text("no serving pods"),
+        *([groups] if report.get("groups") else []),
         Text(f"endpoint: {report.get('endpoint')}"),
         Text(
             f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
@@ -51,6 +54,16 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
         *_blue_green_lines(report.get("blue_green") or {}),
     )
+
+
+def groups_table(groups: list[GroupHealth]) -> Table:
+    """Each serving group's ComputeDomain state and its trays' health, a line per tray (fault_guard/health.py rows);
+    `status` and `watch --groups` show it."""
+    table = Table("GROUP", "COMPUTEDOMAIN", "TRAYS", box=None)
+    for group in groups:
+        trays = "\n".join(tray_text(t) for t in group["trays"]) or "-"
+        table.add_row(str(group["group"]), domain_text(group.get("compute_domain")), _text(trays))
+    return table
 
 
 def _blue_green_lines(state: dict[str, Any]) -> list[Text]:

@@ -1,0 +1,82 @@
+"""The in-cluster `k3deploy guard` (kubernetes.guard): names, the command line and what its RBAC grants. Pure.
+
+A Deployment of one replica running `k3deploy guard` in a loop on the profile ConfigMap's profile, in the k3deploy
+image (kubernetes.smoke_image, pinned like the Jobs'), under a ServiceAccount of its own. What it may do is what
+the loop calls (fault_guard/snapshot.py, act.py, evidence_configmap.py; targets/kubernetes/election.py), nothing
+more: the rules are in templates/guard-role.yaml.j2 and guard-clusterrole.yaml.j2, each with the call it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from k3deploy.profile.model import Profile
+
+#: Port of the guard's metrics (k3deploy_guard_*), scraped by its PodMonitor.
+METRICS_PORT = 9400
+#: Seconds between two passes of the in-cluster loop.
+INTERVAL_S = 30
+#: The component label of the guard's objects.
+GUARD_COMPONENT = "guard"
+
+
+def wanted(profile: Profile) -> bool:
+    """The guard's objects are rendered (kubernetes.guard)."""
+    return profile.kubernetes.guard
+
+
+def monitor_wanted(profile: Profile) -> bool:
+    """Its PodMonitor too: where the set has a ServiceMonitor (the same Prometheus Operator)."""
+    return profile.kubernetes.guard and profile.kubernetes.service_monitor
+
+
+def policy_wanted(profile: Profile) -> bool:
+    """Its NetworkPolicy, opening the metrics port to Prometheus: where the set has NetworkPolicies and a
+    monitoring namespace."""
+    kube = profile.kubernetes
+    return kube.guard and kube.network_policy and kube.monitoring_namespace is not None
+
+
+def guard_name(profile: Profile) -> str:
+    """Name of the guard's Deployment, ServiceAccount, Role, RoleBinding, PodMonitor and NetworkPolicy."""
+    return f"{profile.name}-guard"
+
+
+def cluster_role_name(profile: Profile) -> str:
+    """Name of its ClusterRole and ClusterRoleBinding: cluster-scoped, so the namespace is part of it."""
+    return f"k3deploy-guard-{profile.kubernetes.namespace}-{profile.name}"
+
+
+def guard_lease(profile: Profile) -> str:
+    """The Lease its replicas elect their leader on (targets/kubernetes/election.py guard_lease_name)."""
+    return f"{profile.name}-k3deploy-guard"
+
+
+def guard_context(
+    profile: Profile, profile_path: str, labels: Callable[[str], dict[str, str]]
+) -> dict[str, dict[str, object]]:
+    """The templates' `guard` values (empty when kubernetes.guard is off); `labels` gives a component's labels."""
+    if not profile.kubernetes.guard:
+        return {}
+    reads_domains = profile.kubernetes.compute_domain and profile.guard.compute_domain
+    return {
+        "guard": {
+            "name": guard_name(profile),
+            "cluster_role": cluster_role_name(profile),
+            "lease": guard_lease(profile),
+            "metrics_port": METRICS_PORT,
+            "compute_domains": reads_domains,
+            # A Prometheus selects PodMonitors on the ServiceMonitor's labels (kubernetes.service_monitor_labels).
+            "monitor_labels": {**labels(GUARD_COMPONENT), **profile.kubernetes.service_monitor_labels},
+            "args": [
+                "guard",
+                "-p",
+                profile_path,
+                "--evidence-configmap",
+                "--metrics-port",
+                str(METRICS_PORT),
+                "--interval",
+                f"{INTERVAL_S}s",
+            ],
+        }
+    }
