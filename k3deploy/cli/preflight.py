@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from k3deploy.cli.app import OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.measured import MeasuredOpt, measured_rate_of
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out
 from k3deploy.errors import CheckFailed
@@ -47,6 +48,7 @@ def preflight(
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Namespace to deploy to (overrides kubernetes.namespace).")
     ] = None,
+    measured: MeasuredOpt = None,
     output: Annotated[
         PreflightFormat,
         typer.Option(
@@ -78,6 +80,12 @@ def preflight(
         forwards = prof.on_kubernetes and not prof.kubernetes.endpoint_override
         needs = command_access(objects, port_forward=forwards) if objects is not None else ()
         results = run_preflight(prof, node, cluster, kube, gpus_optional=gpus_optional, objects=objects, needs=needs)
+    rate = measured_rate_of(measured)
+    if rate is not None and prof.on_kubernetes:
+        # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
+        from k3deploy.preflight.load_time import measured_budget_check
+
+        results = [*results, measured_budget_check(prof, rate)]
     overall = worst(results)
     if output not in (PreflightFormat.table, PreflightFormat.wide):
         payload = {

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
+from k3deploy.cli.measured import MeasuredOpt, measured_rate_of
 from k3deploy.cli.output import print_data
 from k3deploy.console import err, out, plain
-from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.errors import CheckFailed
 from k3deploy.targets import render_for
 
 if TYPE_CHECKING:
@@ -26,14 +26,7 @@ def plan(
     profile: ProfileOpt = None,
     set_: SetOpt = None,
     output: FormatOpt = OutputFormat.table,
-    staged: Annotated[
-        Path | None,
-        typer.Option(
-            "--staged",
-            help="A marker `k3deploy stage` wrote (DEST/<name>.k3deploy-staged.json): its measured MB/s stands for "
-            "the shared volume's in the load time.",
-        ),
-    ] = None,
+    measured: MeasuredOpt = None,
     cluster: Annotated[
         bool,
         typer.Option(
@@ -66,7 +59,9 @@ def plan(
     )  # not fitting is this command's verdict (exit 1), not a bad profile
     result = make_plan(prof)
     cache = weight_cache(prof)
-    loading = load_time(prof, _staged_rate(staged))
+    rate = measured_rate_of(measured)
+    loading = load_time(prof, rate)
+    budget = prof.startup_budget if rate is None else prof.startup_budget.measured(rate.mb_s, rate.source)
     placement, trapped = None, []
     if cluster:
         # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
@@ -77,7 +72,6 @@ def plan(
     if output is not OutputFormat.table:
         payload = json.loads(result.model_dump_json())
         if prof.on_kubernetes:
-            budget = prof.startup_budget
             payload["startup_budget"] = {
                 "total_s": budget.total_s,
                 "read_s": budget.read_s,
@@ -85,6 +79,7 @@ def plan(
                 "read_mb_s": budget.read_mb_s,
                 "compile_allowance_s": budget.compile_allowance_s,
                 "override_s": budget.override_s,
+                "read_source": budget.read_source,
                 "parts": budget.parts(),
             }
         if cache is not None:
@@ -109,8 +104,15 @@ def plan(
         if loading is not None:
             err.print(load_note(loading), markup=False, highlight=False)
         if prof.on_kubernetes:
-            for line in prof.startup_budget.parts():
+            for line in budget.parts():
                 err.print(f"start-up budget: {line}", markup=False, highlight=False)
+            if rate is not None and budget.total_s != prof.startup_budget.total_s:
+                err.print(
+                    f"note: the rendered pods get {prof.startup_budget.total_s:,} s (storage.read_mb_s); render with "
+                    f"--set storage.read_mb_s={rate.mb_s:g} to give them this budget",
+                    markup=False,
+                    highlight=False,
+                )
         if placement is not None:
             # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
             from k3deploy.cli.placement_view import placement_table
@@ -130,23 +132,6 @@ def plan(
             f"only {placement.placed} of {placement.replicas} groups fit on the cluster's cliques",
             hint="free trays in a clique, add nodes, or lower parallel.replicas (see the placement table)",
         )
-
-
-def _staged_rate(marker: Path | None) -> float | None:
-    """The MB/s a stage marker records (None without --staged); a file that is no marker is a usage error."""
-    if marker is None:
-        return None
-    # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
-    from k3deploy.fileio.read import read_text_capped
-    from k3deploy.stage.record import marker_from_text
-
-    found = marker_from_text(read_text_capped(marker, 1 << 20, what="stage marker"))
-    if found is None or found.mb_s <= 0:
-        raise UsageError(
-            f"--staged {marker} is not a marker of a completed `k3deploy stage` copy",
-            hint="name DEST/<name>.k3deploy-staged.json of a copy from the shared volume",
-        )
-    return found.mb_s
 
 
 def _placement(prof: Profile, kubeconfig: str | None, context: str | None, namespace: str | None) -> Placement:

@@ -14,7 +14,13 @@ from k3deploy.console import plain
 
 @app.command()
 def stage(
-    source: Annotated[Path, typer.Argument(help="The snapshot's folder (the weight volume's copy of one revision).")],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="The snapshot's folder (the weight volume's copy of one revision), or org/name@<commit> to fetch "
+            "from the Hub through huggingface_hub (into its cache) and stage that."
+        ),
+    ],
     dest: Annotated[Path, typer.Argument(help="The folder on the node's local disk that holds staged snapshots.")],
     name: Annotated[
         str | None, typer.Option("--name", help="The staged folder's name in DEST (default: the revision).")
@@ -51,7 +57,8 @@ def stage(
     ] = "10s",
     output: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Stage SOURCE into DEST/<revision>: parallel, capped, resumable, each file checked against its sha256.
+    """Stage SOURCE (a folder, or org/name@<commit> from the Hub) into DEST/<revision>: parallel, capped, resumable,
+    each file checked against its sha256.
 
     The marker (DEST/<name>.k3deploy-staged.json) is written last: a folder without it is never complete. Exit 1
     when a file does not match its record, 2 on bad usage, 3 when DEST lacks the space or another stage holds it.

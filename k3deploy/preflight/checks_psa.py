@@ -56,6 +56,16 @@ def label_command(namespace: str, level: str) -> str:
     return f"kubectl label namespace {namespace} --overwrite {labels}"
 
 
+def _raise_hint(ns: str, mode: str, wanted: str) -> str:
+    if wanted != "baseline":
+        # kubernetes.pod_security_level privileged: a hostPath (weight_staging node-local) or a patch needs it.
+        return f"the set needs {wanted} (kubernetes.pod_security_level): {label_command(ns, wanted)}"
+    return (
+        f"label the namespace for baseline (kubectl label namespace {ns} --overwrite {LABEL_PREFIX}{mode}=baseline), "
+        "or name a non-root vLLM image in vllm.image with a pod securityContext patch"
+    )
+
+
 def pod_security_check(facts: ClusterFacts, objects: Sequence[KubeObject]) -> CheckResult:
     """k8s.pod_security: FAIL when the enforce level would reject a pod of the set, WARN when only warn would object."""
     name, ns = "k8s.pod_security", facts.namespace
@@ -95,9 +105,7 @@ def pod_security_check(facts: ClusterFacts, objects: Sequence[KubeObject]) -> Ch
                 measured=measured,
                 target=target,
                 detail=f"{mode}={level} {verb} {len(found)} pod rule(s): {'; '.join(found[:_SHOWN])}{more}",
-                hint=f"label the namespace for baseline (kubectl label namespace {ns} --overwrite "
-                f"{LABEL_PREFIX}{mode}=baseline), or name a non-root vLLM image in vllm.image with a pod "
-                "securityContext patch",
+                hint=_raise_hint(ns, mode, rendered_level(objects)),
             )
     return CheckResult(
         name=name,

@@ -144,12 +144,6 @@ class KubernetesSpec(_Strict):
     storage_class: DNSSubdomain | None = None
     model_cache_size: PositiveQuantity = "2Ti"
     model_cache_path: str = "/models"
-    weight_volume_load_mb_s: float | None = Field(
-        None,
-        gt=0,
-        description="MB/s a load reads the weights at from the shared weight volume: `plan` turns it into a load time "
-        "(null: not planned). `k3deploy stage` prints the MB/s it copied at, a measured figure for it.",
-    )
     shm_size: Quantity = "64Gi"
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     clique_label: LabelKey = "nvidia.com/gpu.clique"
@@ -358,6 +352,21 @@ class KubernetesSpec(_Strict):
     prefetch_timeout_s: int = Field(
         21600, gt=0, description="activeDeadlineSeconds of the weight-prefetch Job (1.56 TB at ~100 MB/s is ~4.5 h)."
     )
+    weight_staging: Literal["none", "node-local"] = Field(
+        "none",
+        description="node-local: a DaemonSet on the trays a group may use copies each pinned snapshot from the weight "
+        "volume onto the tray's disk (`k3deploy stage`, verified) and pre-pulls the vLLM image; a serving pod loads "
+        "the tray's copy when its marker names the pinned commit, else the weight volume. It mounts staging_path "
+        "from the host (hostPath), which Pod Security baseline forbids: it needs pod_security_level privileged.",
+    )
+    staging_path: str = Field(
+        "/var/lib/k3deploy/weights",
+        pattern=r"^/[A-Za-z0-9._/-]*$",
+        description="The folder on each tray's local disk (NVMe) that holds the staged snapshots (weight_staging).",
+    )
+    staging_max_mb_s: float | None = Field(
+        None, gt=0, description="Each tray's staging cap in MB/s (`stage --max-mb-s`): spare the shared volume."
+    )
     routing: Literal["service", "inference-pool"] = Field(
         "service",
         description="How requests reach the groups' leaders: service (the API Service spreads connections over them) or "
@@ -391,6 +400,13 @@ class KubernetesSpec(_Strict):
     def _queue_for_kueue(self) -> KubernetesSpec:
         if self.gang_admission == "kueue" and self.kueue_queue is None:
             raise ValueError("gang_admission kueue needs kueue_queue, the LocalQueue the groups are admitted through")
+        if self.weight_staging == "node-local" and self.pod_security_level != "privileged":
+            raise ValueError(
+                "weight_staging node-local mounts staging_path from the host (a hostPath volume), which Pod Security "
+                "baseline forbids: set pod_security_level privileged (the Namespace then enforces it) or weight_staging none"
+            )
+        if ".." in self.staging_path.split("/") or self.staging_path.rstrip("/") in ("", "/var", "/var/lib"):
+            raise ValueError(f"staging_path {self.staging_path!r} is not a folder of its own on the tray")
         return self
 
     @property

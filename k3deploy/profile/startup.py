@@ -9,6 +9,7 @@ share of what the storage gives.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Annotated
@@ -52,6 +53,8 @@ class StartupBudget:
     read_mb_s: float
     compile_allowance_s: int
     override_s: int | None
+    #: Where read_mb_s comes from: the profile's field, or a rate `stage` or the prefetch measured.
+    read_source: str = "storage.read_mb_s"
 
     @property
     def read_s(self) -> int:
@@ -74,11 +77,15 @@ class StartupBudget:
         """The startup probe's failureThreshold at STARTUP_PROBE_PERIOD_S."""
         return math.ceil(self.total_s / STARTUP_PROBE_PERIOD_S)
 
+    def measured(self, mb_s: float, source: str) -> StartupBudget:
+        """The budget at a measured rate instead of storage.read_mb_s (what `plan` and `preflight` show)."""
+        return dataclasses.replace(self, read_mb_s=mb_s, read_source=source)
+
     def parts(self) -> list[str]:
         """One line per part, naming the profile field it comes from (what `plan` prints)."""
         lines = [
             f"weights: {self.weight_bytes / 1e12:.3f} TB (model.checkpoint_bytes + speculative.draft_bytes) at "
-            f"storage.read_mb_s {self.read_mb_s:g} MB/s = {self.read_s:,} s",
+            f"{self.read_source} {self.read_mb_s:g} MB/s = {self.read_s:,} s",
             f"compile and CUDA graphs: storage.compile_allowance_s = {self.compile_allowance_s:,} s",
         ]
         if self.override_s is None:

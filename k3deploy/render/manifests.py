@@ -24,7 +24,7 @@ from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name, model_cache_name
 from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render import guard
-from k3deploy.render.argv import canonical_json, serve_command, serve_env
+from k3deploy.render.argv import canonical_json, serve_env
 from k3deploy.render.canary import canary_context
 from k3deploy.render.features import compute_domain_num_nodes
 from k3deploy.render.gpu_check import gpu_check_context
@@ -45,8 +45,9 @@ from k3deploy.render.prefetch import (
     site_env,
 )
 from k3deploy.render.routing import routing_context
-from k3deploy.render.scan_skips import job_skips, serving_skips
+from k3deploy.render.scan_skips import job_skips, serving_skips, staging_skips
 from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
+from k3deploy.render.staging import STAGING_COMPONENT, staging_context, staging_on
 from k3deploy.render.templating import render_template
 from k3deploy.render.worker_probe import worker_probe
 
@@ -68,7 +69,7 @@ JOB_UID = 10001
 #: until `k3deploy pin`: `field=value, ...`; absent once all are pinned.
 FLOATING_ANNOTATION = "k3deploy/floating-versions"
 #: Kinds that carry it: what runs an image.
-_WORKLOAD_KINDS = {"LeaderWorkerSet", "Job", "Deployment", "CronJob"}
+_WORKLOAD_KINDS = {"LeaderWorkerSet", "Job", "Deployment", "CronJob", "DaemonSet"}
 # Where the prefetch Job finds the Hub token (a Secret volume), named to huggingface_hub by HF_TOKEN_PATH.
 HF_TOKEN_MOUNT_DIR = "/var/run/secrets/k3deploy/hf"
 HF_TOKEN_FILE = "token"
@@ -150,6 +151,7 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _ALWAYS),
     SetEntry(5, "computedomain.yaml.j2", "ComputeDomain", "compute-domain", lambda p: p.kubernetes.compute_domain),
     SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _ALWAYS),
+    SetEntry(7, "weight-staging-daemonset.yaml.j2", "DaemonSet", STAGING_COMPONENT, staging_on),
     SetEntry(10, "leaderworkerset.yaml.j2", "LeaderWorkerSet", "server", _ALWAYS),
     SetEntry(11, "service.yaml.j2", "Service", "server", _ALWAYS),
     SetEntry(12, "poddisruptionbudget.yaml.j2", "PodDisruptionBudget", "server", _ALWAYS),
@@ -233,6 +235,7 @@ def context(profile: Profile) -> dict[str, Any]:
     repos_json = canonical_json(repos)
     # The marker names what was fetched, so a new revision makes the pods wait for the new download.
     marker = f"{kube.model_cache_path}/.k3deploy/prefetch-{hashlib.sha256(repos_json.encode()).hexdigest()[:16]}.done"
+    prefetch_vars = {"K3DEPLOY_PREFETCH": repos_json, "K3DEPLOY_PREFETCH_MARKER": marker}
     hf_env = {
         "HF_HOME": f"{kube.model_cache_path}/hf",
         "HF_HUB_OFFLINE": "1",
@@ -295,8 +298,6 @@ def context(profile: Profile) -> dict[str, Any]:
         },
         "lws_labels": {"name": NAME_LABEL, "worker_index": WORKER_INDEX_LABEL, "group_key": GROUP_KEY_LABEL},
         "channel_claim": CHANNEL_CLAIM,
-        "leader_command": serve_command(profile, role="leader"),
-        "worker_command": serve_command(profile, role="worker"),
         "server_env": server_env,
         "prefetch_env": [
             {"name": "HF_HOME", "value": hf_env["HF_HOME"]},
@@ -305,8 +306,7 @@ def context(profile: Profile) -> dict[str, Any]:
             # The root filesystem is read-only: Python writes under HOME and /tmp (emptyDirs).
             {"name": "HOME", "value": "/tmp"},
             {"name": "K3DEPLOY_CACHE_ROOT", "value": kube.model_cache_path},
-            {"name": "K3DEPLOY_PREFETCH", "value": repos_json},
-            {"name": "K3DEPLOY_PREFETCH_MARKER", "value": marker},
+            *({"name": key, "value": value} for key, value in prefetch_vars.items()),
             *compile_cache_env(profile),
             *token_env,
             *site_env(profile),
@@ -324,6 +324,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "scan_skips": {
             "prefetch": job_skips(prefetch_image(profile)),
             "smoke": job_skips(kube.smoke_image),
+            "staging": staging_skips(kube.smoke_image),
             "leader": serving_skips(profile, "leader"),
             "worker": serving_skips(profile, "worker"),
         },
@@ -357,6 +358,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "worker_probe": worker_probe(profile),
         **canary_context(profile, f"{PROFILE_MOUNT_DIR}/{PROFILE_KEY}"),
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
+        **staging_context(profile, PROFILE_MOUNT_DIR, {"HF_HOME": hf_env["HF_HOME"], **prefetch_vars}),
     }
 
 

@@ -291,11 +291,11 @@ def violations(level: str, pod: Pod, annotations: dict[str, str] | None = None) 
 
 def pod_templates(objects: list[KubeObject]) -> list[tuple[str, Pod, dict[str, str]]]:
     """(kind/name[/role], pod spec, pod annotations) of every pod a rendered set creates: its Jobs' (a CronJob's
-    job template's too) and its LeaderWorkerSets' leader and worker templates."""
+    job template's too) and DaemonSets' templates and its LeaderWorkerSets' leader and worker templates."""
     pods = []
     for obj in objects:
         where = f"{obj['kind']}/{obj['metadata']['name']}"
-        if obj["kind"] in ("Job", "CronJob"):
+        if obj["kind"] in ("Job", "CronJob", "DaemonSet"):
             job = obj["spec"]["jobTemplate"] if obj["kind"] == "CronJob" else obj
             template = job["spec"]["template"]
             pods.append((where, template["spec"], (template.get("metadata") or {}).get("annotations") or {}))

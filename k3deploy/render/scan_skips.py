@@ -55,6 +55,18 @@ def job_skips(image: str) -> dict[str, str]:
     return skip_annotations(image_skips(image))
 
 
+#: The staging DaemonSet's container that writes the tray's hostPath folder (templates/weight-staging-daemonset.yaml.j2).
+STAGING: tuple[tuple[str, str], ...] = (
+    ("CKV_K8S_23", "stage writes the hostPath folder the kubelet creates root-owned; no capability is kept"),
+    ("CKV_K8S_40", "stage writes the hostPath folder the kubelet creates root-owned; no capability is kept"),
+)
+
+
+def staging_skips(image: str) -> dict[str, str]:
+    """Annotations of the staging DaemonSet's pods (running the k3deploy `image`)."""
+    return skip_annotations([*image_skips(image), *STAGING])
+
+
 def serving_skips(profile: Profile, role: str) -> dict[str, str]:
     """Annotations of the leader's or a worker's pod template."""
     checks = [*image_skips(profile.vllm.image), *SERVING]

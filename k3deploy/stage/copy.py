@@ -5,6 +5,7 @@ against the sha256 it must have, and only then renamed to its final name, so a p
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import threading
@@ -73,9 +74,17 @@ class Copier:
         return digest.hexdigest()
 
     def _kernel_copy(self, src: int, dst: int, size: int) -> None:
-        copied = 0
+        copied, move = 0, _copy_range
         while copied < size:
-            n = os.copy_file_range(src, dst, min(CHUNK, size - copied))
+            try:
+                n = move(src, dst, copied, min(CHUNK, size - copied))
+            except OSError as exc:
+                # copy_file_range refuses two kinds of filesystem (Linux 5.19+: the weight volume's NFS onto a
+                # tray's ext4 or XFS); sendfile copies inside the kernel between any two.
+                if move is not _copy_range or exc.errno not in _CROSS_FS:
+                    raise
+                move = _send_range
+                continue
             if n == 0:
                 raise StagedFileMismatch(
                     f"the source ended after {copied} of {size} bytes", "the source changed: fetch again"
@@ -121,6 +130,18 @@ class Copier:
             raise
         finally:
             os.close(src)
+
+
+#: What copy_file_range answers for a pair of files it does not copy between.
+_CROSS_FS = frozenset({errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
+
+
+def _copy_range(src: int, dst: int, offset: int, count: int) -> int:
+    return os.copy_file_range(src, dst, count, offset)
+
+
+def _send_range(src: int, dst: int, offset: int, count: int) -> int:
+    return os.sendfile(dst, src, offset, count)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from k3deploy.errors import CheckFailed, EnvironmentProblem, StagedFileMismatch, UsageError
 from k3deploy.stage import state
 from k3deploy.stage.copy import PART_PREFIX, Copier, hash_file
+from k3deploy.stage.hub import hub_source, hub_spec
 from k3deploy.stage.plan import MB, SourceFile, jobs_for, make_plan, mb_per_s
 from k3deploy.stage.progress import Progress
 from k3deploy.stage.prune import prune
@@ -176,6 +177,19 @@ def _check_space(dest: Path, needed: int) -> None:
         )
 
 
+def _source(options: StageOptions) -> Source:
+    """SOURCE as a folder, or as `org/name@<commit>` (no such folder) fetched from the Hub."""
+    spec = None if options.source.exists() else hub_spec(str(options.source))
+    if spec is None:
+        return load_source(options.source, options.record, options.revision)
+    if options.record is not None or options.revision not in (None, spec[1]):
+        raise UsageError(
+            f"--record and --revision name a folder SOURCE's record; {options.source} is checked against the Hub's",
+            "drop them: the commit after @ is the revision",
+        )
+    return hub_source(*spec)
+
+
 def stage(options: StageOptions) -> StageResult:
     """Stage SOURCE into DEST/<name>; the summary. Exit codes through the errors raised (1 a mismatch, 2 usage,
     3 no space or another run on DEST)."""
@@ -183,14 +197,14 @@ def stage(options: StageOptions) -> StageResult:
         raise UsageError(f"--max-mb-s {options.max_mb_s} is not a positive rate", "for example --max-mb-s 500")
     if options.jobs is not None and options.jobs < 1:
         raise UsageError(f"--jobs {options.jobs} is not a positive count", "for example --jobs 8")
-    source = load_source(options.source, options.record, options.revision)
+    source = _source(options)
     record = source.record
     name = _check_name(options.name or (record.revision if record else options.source.resolve().name))
     dest = options.dest
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"DEST {dest} is not a folder", "give a folder on the node's local disk")
     dest.mkdir(parents=True, exist_ok=True)
-    _check_paths(options.source, dest, name)
+    _check_paths(source.folder, dest, name)
     repo = record.repo if record else options.source.resolve().name
     wanted = {f.path for f in source.files}
     with state.locked(dest):

@@ -45,6 +45,8 @@ class Source:
             return "nothing: every file hashed while copied, its sha256 recorded at DEST"
         if self.record_path == self.folder:
             return "the Hub cache's blob names (LFS files); the others hashed while copied"
+        if self.record_path is None:
+            return "the sha256 the Hub lists (LFS files); the others hashed while copied"
         return str(self.record_path)
 
 

@@ -124,7 +124,8 @@ def test_every_module_has_a_docstring() -> None:
 # -- package layering -------------------------------------------------------------------------------------------
 
 #: Third-party modules heavy enough to import only where used, and never needed on some path (the local
-#: target never loads `kubernetes`; NVML, torch and matplotlib exist only on some hosts or with an extra; `render`
+#: target never loads `kubernetes`; NVML, torch, matplotlib and huggingface_hub exist only on some hosts or with an
+#: extra (the Hub client only for `stage org/name@<commit>`); `render`
 #: and `--help` never load an HTTP client, nor rich: they print plain lines).
 HEAVY_OPTIONAL = {
     "rich",
@@ -140,6 +141,7 @@ HEAVY_OPTIONAL = {
     "matplotlib",
     "uvloop",
     "numpy",
+    "huggingface_hub",
 }
 
 

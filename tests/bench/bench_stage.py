@@ -5,7 +5,9 @@ The snapshot is shaped like a checkpoint: equal shards, one short last shard, an
 run the source's and the last copy's pages are dropped from the page cache (posix_fadvise DONTNEED on those files
 alone), so each reads from the disk; every copy ends with its data on the disk (stage fsyncs each file; `cp -r` is
 followed by `sync` of its files). The disk's bandwidth is `dd` with direct I/O, read and write, measured the same
-run on the same filesystem. Each way runs `--repeat` times, interleaved; the median is kept.
+run on the same filesystem. Each way runs `--repeat` times, interleaved; the median is kept. Verification's cost is
+given twice: in time (what a tray sees when the copy is CPU-bound) and in CPU seconds (user + system of the stage
+process), which holds on a machine other jobs load; the load average at the end says how loaded it was.
 
     python -m tests.bench.bench_stage [--gib 3] [--shards 8] [--repeat 3] [--dir DIR]
 """
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -78,14 +81,20 @@ def dd_rate(work: Path, total: int) -> tuple[float, float]:
     return write, read
 
 
-def timed(source: Path, dest: Path, copy: Callable[[], None]) -> float:
-    """Seconds of one copy from a cold source into a fresh DEST (removed afterwards)."""
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(source: Path, dest: Path, copy: Callable[[], None]) -> tuple[float, float]:
+    """Seconds and CPU seconds (user + system of the commands it ran) of one copy from a cold source into a fresh
+    DEST (removed afterwards). The CPU figure holds on a machine other jobs load, where the wall time does not."""
     drop_cache(source)
-    started = time.monotonic()
+    started, cpu = time.monotonic(), _children_cpu()
     copy()
-    seconds = time.monotonic() - started
+    seconds, cpu = time.monotonic() - started, _children_cpu() - cpu
     shutil.rmtree(dest)
-    return seconds
+    return seconds, cpu
 
 
 def main() -> None:
@@ -109,13 +118,16 @@ def main() -> None:
             "stage --no-verify": lambda: run([*stage, "--no-verify"]),
         }
         seconds: dict[str, list[float]] = {way: [] for way in ways}
+        cpu: dict[str, list[float]] = {way: [] for way in ways}
         disk_write, disk_read = [], []
         for _ in range(args.repeat):
             write, read = dd_rate(work, total)
             disk_write.append(write)
             disk_read.append(read)
             for way, copy in ways.items():
-                seconds[way].append(timed(source, dest, copy))
+                wall, used = timed(source, dest, copy)
+                seconds[way].append(wall)
+                cpu[way].append(used)
         median = {way: statistics.median(values) for way, values in seconds.items()}
         size = sum(p.stat().st_size for p in copied)
         # Reading and writing the same disk: a copy cannot beat 1 / (1/read + 1/write) of it.
@@ -129,6 +141,11 @@ def main() -> None:
     print(
         f"verification's cost (stage over stage --no-verify, time): {median['stage'] / median['stage --no-verify'] - 1:+.1%}"
     )
+    used = {way: statistics.median(values) for way, values in cpu.items()}
+    print(
+        f"verification's CPU (stage over stage --no-verify, user + system): {used['stage'] / used['stage --no-verify']:.2f}x"
+    )
+    print(f"load average (1 min) at the end, on {os.cpu_count()} CPUs: {os.getloadavg()[0]:.1f}")
     print(f"dd direct read / dd direct write: {read / write:.2f}x")
 
 

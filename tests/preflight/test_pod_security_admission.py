@@ -56,3 +56,19 @@ def test_a_labelled_namespace_or_one_up_creates_passes() -> None:
     assert _check(True, {ENFORCE: "baseline", WARN: "baseline", AUDIT: "baseline"}).status is Status.PASS
     created = _check(False, {})
     assert created.status is Status.PASS and "to be created by `up`" in created.detail
+
+
+def test_a_baseline_namespace_fails_the_staging_daemonset_and_the_hint_names_privileged() -> None:
+    """kubernetes.weight_staging node-local: the DaemonSet's and the serving pods' hostPath need privileged."""
+    staged = ["kubernetes.weight_staging=node-local", "kubernetes.pod_security_level=privileged"]
+    result = _check(True, {ENFORCE: "baseline"}, staged)
+    assert (
+        result.status is Status.FAIL
+        and "DaemonSet/kimi-k3-gb300-tp16-weight-staging: host-path-volumes" in result.detail
+    )
+    assert result.hint == (
+        "the set needs privileged (kubernetes.pod_security_level): kubectl label namespace kimi-k3 --overwrite "
+        "pod-security.kubernetes.io/enforce=privileged pod-security.kubernetes.io/warn=privileged "
+        "pod-security.kubernetes.io/audit=privileged"
+    )
+    assert _check(True, {ENFORCE: "privileged"}, staged).status is Status.PASS

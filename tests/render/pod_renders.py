@@ -1,6 +1,6 @@
 """The renders the pod rules run over: every object of each built-in profile's render (through its target's own
-rendering; a target that renders no objects gives none) and of the scaled-out render (two groups behind an
-InferencePool)."""
+rendering; a target that renders no objects gives none), of the scaled-out render (two groups behind an
+InferencePool) and of the node-local staging render (its DaemonSet and the serving pods' links)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from k3deploy.targets import render_for
 
 K3 = "kimi-k3-gb300-tp16"
 SCALED = ("parallel.replicas=2", "kubernetes.routing=inference-pool", "kubernetes.gateway_namespace=gateway")
-RENDERS: list[tuple[str, tuple[str, ...]]] = [(name, ()) for name in builtin_names()] + [(K3, SCALED)]
+STAGED = ("kubernetes.weight_staging=node-local", "kubernetes.pod_security_level=privileged")
+RENDERS: list[tuple[str, tuple[str, ...]]] = [(name, ()) for name in builtin_names()] + [(K3, SCALED), (K3, STAGED)]
 
 
 def render_id(render: tuple[str, tuple[str, ...]]) -> str:

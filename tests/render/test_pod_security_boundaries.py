@@ -216,7 +216,7 @@ def test_violations_name_only_the_broken_rules_of_the_level() -> None:
     assert set(restricted) == {"host-namespaces", "run-as-non-root", "seccomp-restricted", "capabilities-restricted"}
 
 
-def test_pod_templates_are_a_jobs_template_and_both_lws_templates_only() -> None:
+def test_pod_templates_are_a_jobs_and_a_daemonsets_template_and_both_lws_templates_only() -> None:
     job = {
         "kind": "Job",
         "metadata": {"name": "j"},
@@ -234,9 +234,11 @@ def test_pod_templates_are_a_jobs_template_and_both_lws_templates_only() -> None
     }
     other = {"kind": "Service", "metadata": {"name": "svc"}, "spec": {}}
     bare_job = {"kind": "Job", "metadata": {"name": "b"}, "spec": {"template": {"spec": {}}}}
-    assert ps.pod_templates([job, other, lws, bare_job]) == [
+    daemon = {"kind": "DaemonSet", "metadata": {"name": "d"}, "spec": {"template": {"spec": {"y": 1}}}}
+    assert ps.pod_templates([job, other, lws, bare_job, daemon]) == [
         ("Job/j", {"containers": []}, {"a": "1"}),
         ("LeaderWorkerSet/s/leaderTemplate", {"x": 1}, {"l": "1"}),
         ("LeaderWorkerSet/s/workerTemplate", {"x": 2}, {}),
         ("Job/b", {}, {}),
+        ("DaemonSet/d", {"y": 1}, {}),
     ]

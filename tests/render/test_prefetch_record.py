@@ -17,6 +17,7 @@ import pytest
 from k3deploy.errors import CheckFailed
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import build
+from k3deploy.stage.measured import BY_PREFETCH, measured_rate
 from k3deploy.stage.record import records_from_text
 from k3deploy.stage.run import StageOptions, stage
 
@@ -77,6 +78,17 @@ def test_the_record_lists_every_file_of_every_repo_and_stage_checks_against_it(t
     snapshot = cache / "hf" / "hub" / "models--moonshotai--Kimi-K3" / "snapshots" / COMMIT
     result = stage(StageOptions(snapshot, tmp_path / "nvme"))
     assert (result.repo, result.revision, result.files) == ("moonshotai/Kimi-K3", COMMIT, 3)
+
+
+def test_the_record_keeps_each_downloads_time_and_plan_reads_the_rate_back(tmp_path: Path) -> None:
+    cache = _fetch(tmp_path, {"commit": COMMIT, "files": {k: v.hex() for k, v in FILES.items()}})
+    text = next((cache / ".k3deploy").glob("*.sha256.json")).read_text()
+    seconds = [r["seconds"] for r in json.loads(text)]
+    assert len(seconds) == 2 and all(s > 0 for s in seconds)
+    rate = measured_rate(text)
+    size = sum(len(v) for v in FILES.values())
+    assert rate is not None and rate.source == BY_PREFETCH
+    assert rate.mb_s == pytest.approx(2 * size / 1e6 / sum(seconds), abs=0.1)
 
 
 def test_a_small_file_changed_after_the_fetch_is_caught_by_the_record(tmp_path: Path) -> None:

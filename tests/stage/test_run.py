@@ -3,6 +3,7 @@ stopped, a corrupted byte caught, a marker of another revision not taken for thi
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -214,3 +215,22 @@ def test_each_file_is_journalled_as_it_lands(tmp_path: Path, monkeypatch: pytest
     result = stage(StageOptions(tmp_path / "src", dest, jobs=1))
     assert result.files_copied == len(copies) == 4
     assert len(journal_path(dest, "src").read_text().splitlines()) == 4
+
+
+def test_a_kernel_copy_between_filesystems_copy_file_range_refuses_goes_on_with_sendfile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--no-verify from the weight volume (NFS) onto a tray's disk: Linux 5.19+ answers copy_file_range between two
+    kinds of filesystem with EXDEV, as it is made to here."""
+    contents = make_files(tmp_path / "src", {"a": 9_000_000, "b": 1})
+    tried: list[int] = []
+
+    def refuse(*args: object) -> int:
+        tried.append(1)
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(copy_module.os, "copy_file_range", refuse)
+    copier = Copier(Throttle(None, 0.0), lambda n: None, threading.Event(), verify=False)
+    for rel, data in contents.items():
+        copier.copy(tmp_path / "src", tmp_path / "dest", SourceFile(rel, len(data), hashlib.sha256(data).hexdigest()))
+    assert tree(tmp_path / "dest") == contents and len(tried) == 2  # once per file, then sendfile

@@ -41,9 +41,26 @@ def _domains(api: KubePort, profile: Profile) -> list[KubeObject]:
     return [live] if live is not None else []
 
 
+#: The serving pods' init container that picks the tray's staged copy or the weight volume (render/staging.py).
+PICK_CONTAINER = "pick-weights"
+
+
+def weights_loaded(pod: KubeObject) -> str | None:
+    """Where a serving pod's weights come from, as its pick-weights init container said when it finished ("node-local",
+    "shared volume"); None without staging or before it finished."""
+    for status in (pod.get("status") or {}).get("initContainerStatuses") or []:
+        if status.get("name") != PICK_CONTAINER:
+            continue
+        for state in (status.get("state") or {}, status.get("lastState") or {}):
+            done = state.get("terminated") or {}
+            if done.get("exitCode") == 0 and done.get("message"):
+                return str(done["message"]).strip()[:80]
+    return None
+
+
 def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoint: str) -> JsonObject:
-    """Objects with readiness, the serving pods by group (node, clique), each group's ComputeDomain state and trays'
-    health (fault_guard/health.py), endpoint, revisions, last smoke verdict."""
+    """Objects with readiness, the serving pods by group (node, clique, where their weights loaded from), each group's
+    ComputeDomain state and trays' health (fault_guard/health.py), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []
     for obj in objects:
@@ -85,6 +102,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
                     "phase": pod_phase_label(pod),
                     "ready": pod_ready(pod),
                     "restarts": restarts(pod),
+                    "weights": weights_loaded(pod),
                 }
             )
     groups = group_health(items, nodes, _domains(api, profile), profile.guard.fault_conditions) if pods else []

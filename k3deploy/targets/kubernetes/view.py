@@ -24,7 +24,7 @@ def kubernetes_status_view(report: JsonObject) -> Group:
         objects.add_row(
             row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", _text(row.get("detail", ""))
         )
-    pods = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", box=None)
+    pods = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", "WEIGHTS", box=None)
     for pod in report.get("pods", []):
         pods.add_row(
             pod["name"],
@@ -34,6 +34,7 @@ def kubernetes_status_view(report: JsonObject) -> Group:
             _text(pod.get("clique") or "-"),
             pod["phase"],
             str(pod["restarts"]),
+            _text(pod.get("weights") or "-"),
         )
     groups = groups_table(report.get("groups") or [])
     revision = report.get("revision") or {}

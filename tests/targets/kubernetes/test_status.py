@@ -156,3 +156,24 @@ def test_status_shows_the_canarys_last_run_from_its_report_configmap() -> None:
     assert "last canary: none recorded" in "\n".join(str(p) for p in kubernetes_status_view(empty).renderables)
     off = describe(RecordedApi([lws, revision, *pods, kept]), load_profile(PROFILE), [lws], "")
     assert "canary" not in off
+
+
+def test_each_pod_says_where_its_weights_loaded_from() -> None:
+    """weight_staging node-local: the pick-weights init container's termination message (kubelet's
+    state.terminated.message), its last run's after a restart; "-" (None) without staging or before it finished."""
+    lws = _lws_v08()
+    revision = new_revision(lws, 1, version="v0.8.0")
+    pods = _pods(revision["metadata"]["labels"][REVISION_KEY])
+    done = {"terminated": {"exitCode": 0, "reason": "Completed", "message": "node-local"}}
+    pods[0]["status"]["initContainerStatuses"] = [{"name": "pick-weights", "state": done}]
+    pods[1]["status"]["initContainerStatuses"] = [
+        {
+            "name": "pick-weights",
+            "state": {"running": {}},
+            "lastState": {"terminated": {**done["terminated"], "message": "shared volume"}},
+        }
+    ]
+    failed = {"terminated": {"exitCode": 3, "message": "error: the weight volume has no ref main"}}
+    pods[2]["status"]["initContainerStatuses"] = [{"name": "pick-weights", "state": failed}]
+    state = describe(RecordedApi([lws, revision, *pods]), load_profile(PROFILE), [lws], "")
+    assert [p["weights"] for p in state["pods"]] == ["node-local", "shared volume", None, None]

@@ -1,12 +1,15 @@
-"""A stand-in for the two calls of huggingface_hub the prefetch script makes, so its record-writing part runs here
-without the Hub: `snapshot_download` and `HfApi().model_info(..., files_metadata=True)`.
+"""A stand-in for the two calls of huggingface_hub the prefetch script and `k3deploy stage org/name@<commit>` make,
+so they run here without the Hub: `snapshot_download` and `HfApi().model_info(..., files_metadata=True)`.
 
 Imitates huggingface_hub 2.4.0 (the prefetch's pinned client): `_snapshot_download.py` (the snapshot folder
 `$HF_HOME/hub/models--<org>--<name>/snapshots/<commit>`, each file a link to `../../blobs/<etag>`, the etag an LFS
 file's sha256 or a git file's blob id) and `hf_api.py` (`ModelInfo.sha`, `.siblings` of `RepoSibling(rfilename,
 size, blob_id, lfs)`, `BlobLfsInfo(size, sha256, pointer_size)`). Stricter than the real one: a call without a
 revision or without a timeout raises. What the "Hub" holds is the JSON file named by
-K3DEPLOY_TEST_HUB: {repo: {"commit": sha, "files": {name: hex of the bytes}}}, a file of 1 KB or more kept in LFS.
+K3DEPLOY_TEST_HUB: {repo: {"commit": sha, "files": {name: hex of the bytes}}}, a file of 1 KB or more kept in LFS;
+an optional "damaged": [name, ...] is downloaded with its first byte flipped, still under its true ETag's blob name (a
+transfer that went wrong: the real client names the blob by the ETag it was told, not by what arrived). A repo not
+in the file, or a revision other than its commit, raises as the Hub's 404 does.
 """
 
 from __future__ import annotations
@@ -47,8 +50,23 @@ class ModelInfo:
     siblings: list[RepoSibling]
 
 
-def _hub(repo_id: str) -> tuple[str, dict[str, bytes]]:
-    repo = json.loads(Path(os.environ["K3DEPLOY_TEST_HUB"]).read_text())[repo_id]
+class RepositoryNotFoundError(Exception):
+    """errors.RepositoryNotFoundError, what the Hub's 404 for a repo or revision raises."""
+
+
+def _repo(repo_id: str) -> dict:
+    repos = json.loads(Path(os.environ["K3DEPLOY_TEST_HUB"]).read_text())
+    if repo_id not in repos:
+        raise RepositoryNotFoundError(f"404 Client Error: Repository Not Found for url: .../api/models/{repo_id}")
+    return dict(repos[repo_id])
+
+
+def _hub(repo_id: str, revision: str | None = None) -> tuple[str, dict[str, bytes]]:
+    repo = _repo(repo_id)
+    if revision is not None and revision not in (repo["commit"], "main"):
+        raise RepositoryNotFoundError(
+            f"404 Client Error: Revision Not Found for url: .../{repo_id}/revision/{revision}"
+        )
     return repo["commit"], {name: bytes.fromhex(data) for name, data in repo["files"].items()}
 
 
@@ -60,14 +78,15 @@ def snapshot_download(repo_id: str, *, revision: str | None = None) -> str:
     """Write the repo's files into the Hub cache layout; the snapshot folder."""
     if revision is None:
         raise TypeError("the prefetch pins a revision")
-    commit, files = _hub(repo_id)
+    commit, files = _hub(repo_id, revision)
+    damaged = set(_repo(repo_id).get("damaged", []))
     repo_dir = Path(os.environ["HF_HOME"]) / "hub" / ("models--" + repo_id.replace("/", "--"))
     snapshot = repo_dir / "snapshots" / commit
     for name, data in files.items():
         etag = hashlib.sha256(data).hexdigest() if len(data) >= LFS_FROM else _git_blob_id(data)
         blob = repo_dir / "blobs" / etag
         blob.parent.mkdir(parents=True, exist_ok=True)
-        blob.write_bytes(data)
+        blob.write_bytes(bytes([data[0] ^ 1]) + data[1:] if name in damaged else data)
         link = snapshot / name
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.is_symlink():
@@ -85,7 +104,7 @@ class HfApi:
         it only the names (as hf_api.py, which asks the Hub for blobs only when files_metadata is set)."""
         if revision is None or timeout is None:
             raise TypeError("the prefetch asks for a revision with a timeout")
-        commit, files = _hub(repo_id)
+        commit, files = _hub(repo_id, revision)
         if not files_metadata:
             return ModelInfo(commit, [RepoSibling(name) for name in sorted(files)])
         siblings = [
