@@ -29,6 +29,7 @@ from k3deploy.rollout.claims import (
     held_by_claims,
 )
 from k3deploy.rollout.currency import Proof, prove_current, template_revision
+from k3deploy.rollout.queue import WORKLOAD_KIND
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
 
 
@@ -47,7 +48,7 @@ CRASH_LIMIT = 3
 #: Read beside a LeaderWorkerSet: a pod claiming a template that does not exist never gets scheduled.
 CLAIM_TEMPLATES = "ResourceClaimTemplate"
 #: The kinds read only to judge better: the waiter goes on without them when they cannot be read.
-OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES, CLAIMS, CLASSES, EVENTS})
+OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES, CLAIMS, CLASSES, EVENTS, WORKLOAD_KIND})
 
 
 @dataclass
