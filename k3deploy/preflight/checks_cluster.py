@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from k3deploy.preflight.checks_kueue import kueue_checks
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
@@ -409,6 +410,7 @@ def cluster_checks(profile: Profile, facts: ClusterFacts, objects: Sequence[dict
         *_crds(profile, facts),
         _gfd(profile, facts),
         _placement(profile, facts),
+        *kueue_checks(profile, facts),
         _image_arch(profile, facts),
         *_runtime_class(profile, facts),
         _namespace(profile, facts),

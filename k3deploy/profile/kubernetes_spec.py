@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 import k3deploy
+from k3deploy.kueue import DEFAULT_LOCAL_QUEUE
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.names import (
     Cidr,
@@ -270,15 +271,22 @@ class KubernetesSpec(_Strict):
         description="Keep vLLM's compile and JIT caches (torch.compile, Inductor, Triton, FlashInfer) on the weight "
         "PVC, in a folder per image (its digest once pinned) and node rank, so a recreated group does not recompile.",
     )
-    gang_admission: Literal["none", "kueue", "volcano"] = Field(
-        "none",
+    gang_admission: Literal["auto", "none", "kueue", "volcano"] = Field(
+        "auto",
         description="Admit each group whole or not at all, where the cluster has it: kueue (the LeaderWorkerSet "
         "is queued to kueue_queue, each group a Kueue workload placed by topology-aware scheduling inside one "
         "clique_label domain), volcano (the serving pods use the Volcano scheduler; the LWS controller, configured "
         "with gangSchedulingManagement schedulerProvider volcano, makes a PodGroup per group). none: pods are "
-        "scheduled one at a time and a partial group can hold trays.",
+        "scheduled one at a time and a partial group can hold trays. auto: `up` and `apply` pick kueue when "
+        "preflight finds a usable Kueue setup (its checks, k8s.kueue.*), else none with preflight's placement "
+        "WARN; a release already running keeps the mode recorded on its LeaderWorkerSet "
+        "(k3deploy/gang-admission); `render` without a cluster renders auto as none.",
     )
-    kueue_queue: DNSLabel | None = Field(None, description="The Kueue LocalQueue (gang_admission: kueue).")
+    kueue_queue: DNSLabel = Field(
+        DEFAULT_LOCAL_QUEUE,
+        description="The Kueue LocalQueue in the release's namespace the groups are queued to (gang_admission kueue "
+        "or auto).",
+    )
     gang_scheduler_name: DNSSubdomain = Field(
         "volcano", description="schedulerName of the serving pods with gang_admission: volcano."
     )
@@ -368,12 +376,6 @@ class KubernetesSpec(_Strict):
         description="Nodes the node-preflight Job checks, one pod each (an Indexed Job pinned to them); empty: any "
         "parallel.nodes GPU nodes. `k3deploy up` fills it with every eligible node of the cluster preflight.",
     )
-
-    @model_validator(mode="after")
-    def _queue_for_kueue(self) -> KubernetesSpec:
-        if self.gang_admission == "kueue" and self.kueue_queue is None:
-            raise ValueError("gang_admission kueue needs kueue_queue, the LocalQueue the groups are admitted through")
-        return self
 
     @property
     def monitoring_on(self) -> bool:

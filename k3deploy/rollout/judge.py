@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.kobject import KubeObject
+from k3deploy.kueue import WORKLOAD_KIND
 from k3deploy.lws import (
     GROUP_INDEX_LABEL,
     NAME_LABEL,
@@ -29,7 +30,6 @@ from k3deploy.rollout.claims import (
     held_by_claims,
 )
 from k3deploy.rollout.currency import Proof, prove_current, template_revision
-from k3deploy.rollout.queue import WORKLOAD_KIND
 from k3deploy.rollout.readiness import Readiness, is_fatal, pod_phase_label, pod_problems, readiness, restarts
 
 

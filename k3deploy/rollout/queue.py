@@ -13,26 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from k3deploy.kobject import KubeObject
-from k3deploy.render.serving_pods import KUEUE_QUEUE_LABEL as QUEUE_LABEL
-
-__all__ = [
-    "GATES",
-    "QUEUE_LABEL",
-    "WORKLOAD_API",
-    "WORKLOAD_KIND",
-    "GroupAdmission",
-    "gated_by_kueue",
-    "group_admissions",
-]
-
-#: The Workload kind Kueue v0.17 stores (v1beta1 is served too).
-WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
-WORKLOAD_KIND = "Workload"
-#: The annotations Kueue's LeaderWorkerSet integration sets on each group's Workload.
-OWNER_NAME = "kueue.x-k8s.io/job-owner-name"
-GROUP_INDEX = "kueue.x-k8s.io/component-workload-index"
-#: The scheduling gates Kueue puts on the pods it holds: until admission, and until its topology assignment.
-GATES = frozenset({"kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"})
+from k3deploy.kueue import GATES, GROUP_INDEX, OWNER_NAME
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,7 @@ def test_lws_restart_policy_follows_the_installed_lws(
     restart_annotations = {
         k: v
         for k, v in lws["metadata"]["annotations"].items()
-        if k not in ("k3deploy/progress-deadline-seconds", FLOATING_ANNOTATION)
+        if k not in ("k3deploy/progress-deadline-seconds", "k3deploy/gang-admission", FLOATING_ANNOTATION)
     }
     assert (restart_annotations or None) == annotations
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from k3deploy.errors import CapturedLog, RolloutFailed, RolloutTimeout
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
+from k3deploy.kueue import API_VERSION as WORKLOAD_API
+from k3deploy.kueue import QUEUE_LABEL, WORKLOAD_KIND
 from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.facts import GPU_RESOURCE
@@ -31,7 +33,7 @@ from k3deploy.rollout.judge import (
     pending,
     pod_row,
 )
-from k3deploy.rollout.queue import QUEUE_LABEL, WORKLOAD_API, WORKLOAD_KIND, GroupAdmission, group_admissions
+from k3deploy.rollout.queue import GroupAdmission, group_admissions
 from k3deploy.rollout.readiness import PodProblem, pod_problems, restarts
 from k3deploy.targets.kubernetes.diagnosis import diagnose, read_log
 from k3deploy.targets.kubernetes.streams import Broken, Changed, Event, Inbox, Note, Synced, Unavailable
