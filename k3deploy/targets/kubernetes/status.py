@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from k3deploy import kueue
 from k3deploy.errors import K3DeployError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
 from k3deploy.rollout.currency import prove_current
+from k3deploy.rollout.queue import group_admissions
 from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, restarts
 from k3deploy.targets.kubernetes.history import read_history
 
@@ -41,6 +44,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
     """Objects with readiness, the serving pods by group (node, clique), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []
+    live_sets: list[KubeObject] = []
     for obj in objects:
         meta = obj["metadata"]
         live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
@@ -50,6 +54,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         detail = verdict.message if verdict else ""
         row: dict[str, Any] = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
         if live is not None and obj["kind"] == "LeaderWorkerSet":
+            live_sets.append(live)
             # A controller that has not acted on the latest spec still shows the previous rollout as ready.
             current, row["proof"] = _currency(api, live, namespace)
             if ready and not current:
@@ -81,6 +86,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
                     "restarts": restarts(pod),
                 }
             )
+    admission = _admission(api, namespace, live_sets)
     history = read_history(api, namespace, profile.name) if rows and rows[0]["exists"] else []
     newest = history[-1] if history else None
     previous = history[-2] if len(history) > 1 else None
@@ -99,4 +105,17 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
             "previous": previous["revision"] if previous else None,
         },
         "smoke": newest.get("smoke") if newest else None,
+        "admission": admission,
     }
+
+
+def _admission(api: KubePort, namespace: str, live_sets: list[KubeObject]) -> list[dict[str, Any]]:
+    """Kueue's word on each group of a live LeaderWorkerSet queued to it (rollout/queue.py), from one list of the
+    namespace's Workloads; nothing for a set that Kueue does not admit."""
+    queued = [o["metadata"]["name"] for o in live_sets if kueue.QUEUE_LABEL in (o["metadata"].get("labels") or {})]
+    if not queued or not api.served(kueue.API_VERSION, kueue.WORKLOAD_KIND):
+        return []
+    workloads, _ = api.list(kueue.API_VERSION, kueue.WORKLOAD_KIND, namespace)
+    return [
+        {"lws": name, **dataclasses.asdict(group)} for name in queued for group in group_admissions(workloads, name)
+    ]

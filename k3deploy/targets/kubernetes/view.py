@@ -48,8 +48,18 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
             f"previous {revision.get('previous') or '-'}"
         ),
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
+        *_admission_lines(report.get("admission") or []),
         *_blue_green_lines(report.get("blue_green") or {}),
     )
+
+
+def _admission_lines(groups: list[dict[str, Any]]) -> list[Text]:
+    """A line per group Kueue admits (or still holds), with its Workload and Kueue's reason."""
+    lines = []
+    for g in groups:
+        state = "admitted" if g["admitted"] else f"queued ({g['reason']}: {g['message']})"
+        lines.append(_text(f"kueue: {g['lws']} group {g['group']} {state}, Workload/{g['workload']}"))
+    return lines
 
 
 def _blue_green_lines(state: dict[str, Any]) -> list[Text]:
