@@ -59,5 +59,6 @@ def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> 
         mode, why = decide(api, profile, kube.namespace or profile.kubernetes.namespace)
     finally:
         api.close()
-    note(f"gang admission auto: {mode} ({why})")
+    # Falling back to pod-by-pod scheduling is the WARN preflight gives for `none` where a group can be split.
+    note(f"{'warning: ' if mode == 'none' else ''}gang admission auto: {mode} ({why})")
     return with_mode(profile, mode)
