@@ -266,9 +266,14 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
     if not rows:
         rows = ["no GPU node is eligible"]
     detail = "; ".join(rows) + _reasons([r for c in result.cliques for r in c.excluded] + result.unassigned)
+    # Kueue admits the groups that fit and holds the others whole, holding no tray, until a clique has room: a
+    # shortage is then a wait, not a failure (as long as one group can start).
+    queued = profile.kubernetes.gang_admission == "kueue" and result.placed > 0
+    if queued:
+        detail = f"Kueue holds {result.replicas - result.placed} group(s) whole until a clique has room; " + detail
     return CheckResult(
         name="k8s.placement",
-        status=Status.FAIL,
+        status=Status.WARN if queued else Status.FAIL,
         measured=f"{result.placed} of {result.replicas} groups fit",
         target=target,
         detail=detail,

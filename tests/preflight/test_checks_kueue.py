@@ -75,3 +75,22 @@ def test_no_kueue_checks_for_a_profile_that_does_not_queue_or_facts_not_read() -
         == []
     )
     assert kueue_checks(KUEUE, facts([])) == []
+
+
+def test_with_kueue_groups_that_do_not_fit_yet_are_a_wait_not_a_failure() -> None:
+    from tests.preflight.test_checks_cluster import CLIQUE_A, CLIQUE_B, by_name, gb300
+
+    nodes = [gb300(f"a{i}", CLIQUE_A) for i in range(4)] + [gb300(f"b{i}", CLIQUE_B) for i in range(3)]
+    two = ["parallel.replicas=2"]
+    queued = by_name(
+        facts(nodes, kueue=READY), load_profile("kimi-k3-gb300-tp16", [*two, "kubernetes.gang_admission=kueue"])
+    )
+    assert queued["k8s.placement"].status is Status.WARN
+    assert "Kueue holds 1 group(s) whole" in queued["k8s.placement"].detail
+    alone = by_name(facts(nodes), load_profile("kimi-k3-gb300-tp16", [*two, "kubernetes.gang_admission=none"]))
+    assert alone["k8s.placement"].status is Status.FAIL
+    none_fit = [gb300(f"a{i}", CLIQUE_A) for i in range(3)]
+    nothing = by_name(
+        facts(none_fit, kueue=READY), load_profile("kimi-k3-gb300-tp16", [*two, "kubernetes.gang_admission=kueue"])
+    )
+    assert nothing["k8s.placement"].status is Status.FAIL
