@@ -239,10 +239,36 @@ def start(plane: Plane, build: KueueBuild) -> Process:
     webhook_port, health_port = free_port(), free_port()
     config = plane.dir / "kueue.yaml"
     config.write_text(yaml.safe_dump(configuration(webhook_port, health_port, certs)))
+    # Without its internal certificate management the manager reads its metrics certificate from a fixed path
+    # (cmd/kueue/main.go: /etc/kueue/metrics/certs, a Secret volume in-cluster). It runs in a mount namespace of its
+    # own where a tmpfs over /etc holds just that folder, so nothing is written to this machine's /etc; it needs
+    # nothing else there (its kubeconfig carries the plane's CA, its webhook certificates are in certDir).
+    script = (
+        "set -e; mount -t tmpfs -o size=1m kueue-etc /etc; mkdir -p /etc/kueue/metrics/certs; "
+        'cp "$1"/tls.crt "$1"/tls.key /etc/kueue/metrics/certs/; shift; exec "$@"'
+    )
     manager = plane.spawn(
         "kueue-manager",
-        # The visibility API is an aggregated API server of its own, which this plane does not register.
-        [build.manager, f"--config={config}", "--feature-gates=VisibilityOnDemand=false"],
+        [
+            "setpriv",
+            "--pdeathsig=KILL",
+            "--",
+            "unshare",
+            "--mount",
+            "--propagation=private",
+            "--fork",
+            "--kill-child",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "kueue-manager",
+            str(certs),
+            build.manager,
+            f"--config={config}",
+            # The visibility API is an aggregated API server of its own, which this plane does not register.
+            "--feature-gates=VisibilityOnDemand=false",
+        ],
         env={"KUBECONFIG": str(plane.component_kubeconfig("kueue"))},
     )
     ready = f"http://127.0.0.1:{health_port}/readyz"
