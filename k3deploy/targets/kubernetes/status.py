@@ -109,7 +109,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
     }
 
 
-def _admission(api: KubePort, namespace: str, live_sets: list[KubeObject]) -> list[dict[str, Any]]:
+def _admission(api: KubePort, namespace: str, live_sets: list[KubeObject]) -> list[dict[str, object]]:
     """Kueue's word on each group of a live LeaderWorkerSet queued to it (rollout/queue.py), from one list of the
     namespace's Workloads; nothing for a set that Kueue does not admit."""
     queued = [o["metadata"]["name"] for o in live_sets if kueue.QUEUE_LABEL in (o["metadata"].get("labels") or {})]

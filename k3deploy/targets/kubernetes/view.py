@@ -53,7 +53,7 @@ def kubernetes_status_view(report: dict[str, Any]) -> Group:
     )
 
 
-def _admission_lines(groups: list[dict[str, Any]]) -> list[Text]:
+def _admission_lines(groups: list[dict[str, object]]) -> list[Text]:
     """A line per group Kueue admits (or still holds), with its Workload and Kueue's reason."""
     lines = []
     for g in groups:
