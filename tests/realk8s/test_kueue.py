@@ -152,3 +152,19 @@ def test_auto_without_kueue_falls_back_to_none_with_a_warning(realk8s: Plane) ->
     assert "warning: gang admission auto: none (no usable Kueue (Kueue's Workload kind is not served)" in done.stderr, (
         done.stderr
     )
+
+
+def test_only_the_hooks_the_manager_serves_are_registered() -> None:
+    """The built release's webhook manifest narrowed to Kueue's own kinds and the LeaderWorkerSet and pod integrations:
+    a Job hook (failurePolicy Fail) the manager does not serve would refuse every Job on the plane."""
+    build = kueue.kueue_or_skip()
+    hooks = kueue.webhooks(build.directory / "webhook" / "manifests.yaml", "https://127.0.0.1:9443", b"ca")
+    paths = {h["clientConfig"]["url"].removeprefix("https://127.0.0.1:9443") for c in hooks for h in c["webhooks"]}
+    assert "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset" in paths
+    assert "/mutate--v1-pod" in paths and "/validate--v1-pod" in paths
+    assert "/mutate-kueue-x-k8s-io-v1beta2-workload" in paths
+    assert not any("batch-v1-job" in p or "jobset" in p or "ray-io" in p for p in paths), paths
+    pod_hooks = [h for c in hooks for h in c["webhooks"] if h["name"] in ("mpod.kb.io", "vpod.kb.io")]
+    assert all(
+        h["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "kueue-system"] for h in pod_hooks
+    )
