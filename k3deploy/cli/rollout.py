@@ -19,7 +19,7 @@ from k3deploy.cli.app import (
 )
 from k3deploy.cli.confirm import confirm
 from k3deploy.cli.output import print_data
-from k3deploy.console import err, out
+from k3deploy.console import err, out, plain
 from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, ProfileError, UsageError
 from k3deploy.kube.deadline import Deadline
@@ -88,6 +88,16 @@ def _load(profile: ProfileRefs, sets: list[str] | None, namespace: str | None) -
     if namespace:
         overrides.append(f"kubernetes.namespace={namespace}")
     return get_profile(profile, overrides)
+
+
+def _settled(prof: Profile, options: DeployOptions) -> Profile:
+    """The profile with an `auto` gang admission decided against the cluster (targets/kubernetes/admission.py),
+    once, before the command renders its set; any other profile as it is, without reading the cluster."""
+    if not prof.on_kubernetes or prof.kubernetes.gang_admission != "auto":
+        return prof
+    from k3deploy.targets.kubernetes.admission import settle
+
+    return settle(prof, options.kube, plain)
 
 
 def _options(kubeconfig: str | None, context: str | None, namespace: str | None, **kwargs: Any) -> DeployOptions:
@@ -229,6 +239,7 @@ def apply_cmd(
         wait=wait and not (dry or diff),
         timeout_s=parse_duration(timeout),
     )
+    prof = _settled(prof, options)
     rendering = render_for(prof)  # once: the question, the lock, the render stage and the plan all take this set
     _confirm_in_place(prof, options, rendering, yes, "or `up --strategy blue-green` with a second free clique")
     # The progress view loads when the rollout runs: `k3deploy --help` stays light.
@@ -327,6 +338,7 @@ def up(
         group_endpoint=group_endpoint,
         smoke_where=smoke_where.value if not skip_smoke else SmokeWhere.client.value,
     )
+    prof = _settled(prof, options)
     rendering = render_for(prof)  # once: the question, the lock, preflight, the plan and the smokes all take this set
     if strategy is Strategy.blue_green:
         options = _blue_green_or_in_place(prof, options, rendering, yes)

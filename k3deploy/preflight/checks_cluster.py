@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from k3deploy.kobject import KubeObject
+from k3deploy.preflight.checks_kueue import kueue_checks
 from k3deploy.preflight.checks_psa import pod_security_check
 from k3deploy.preflight.checks_storage import storage_checks
 from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
@@ -274,9 +275,14 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
     if not rows:
         rows = ["no GPU node is eligible"]
     detail = "; ".join(rows) + _reasons([r for c in result.cliques for r in c.excluded] + result.unassigned)
+    # Kueue admits the groups that fit and holds the others whole, holding no tray, until a clique has room: a
+    # shortage is then a wait, not a failure (as long as one group can start).
+    queued = profile.kubernetes.gang_admission == "kueue" and result.placed > 0
+    if queued:
+        detail = f"Kueue holds {result.replicas - result.placed} group(s) whole until a clique has room; " + detail
     return CheckResult(
         name="k8s.placement",
-        status=Status.FAIL,
+        status=Status.WARN if queued else Status.FAIL,
         measured=f"{result.placed} of {result.replicas} groups fit",
         target=target,
         detail=detail,
@@ -418,6 +424,7 @@ def cluster_checks(profile: Profile, facts: ClusterFacts, objects: Sequence[Kube
         *_crds(profile, facts),
         _gfd(profile, facts),
         _placement(profile, facts, objects),
+        *kueue_checks(profile, facts),
         _image_arch(profile, facts),
         *_runtime_class(profile, facts),
         _namespace(profile, facts),

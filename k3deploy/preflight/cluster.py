@@ -22,9 +22,11 @@ from k3deploy.preflight.facts import (
     AccessFacts,
     ClaimFacts,
     ClusterFacts,
+    KueueFacts,
     NodeFacts,
     parse_nodes,
 )
+from k3deploy.preflight.kueue import kueue_facts
 from k3deploy.preflight.versions import installed_versions
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import model_cache_name
@@ -156,7 +158,19 @@ def _installed(api: KubePort) -> dict[str, str] | None:
     return None if workloads is None else installed_versions(workloads)
 
 
-def cluster_facts(profile: Profile, options: KubeOptions, needs: Sequence[Access]) -> ClusterFacts:
+def _kueue(
+    api: KubePort, profile: Profile, namespace: str, exists: bool, objects: Sequence[KubeObject]
+) -> KueueFacts | None:
+    """Kueue's setup when the groups may go through it (gang_admission kueue, or auto still to be decided)."""
+    if profile.kubernetes.gang_admission not in ("kueue", "auto"):
+        return None
+    lws = next((o for o in objects if o.get("kind") == "LeaderWorkerSet"), None)
+    return kueue_facts(api, profile, namespace, lws if exists else None)
+
+
+def cluster_facts(
+    profile: Profile, options: KubeOptions, needs: Sequence[Access], objects: Sequence[KubeObject] = ()
+) -> ClusterFacts:
     """Everything the cluster checks need; EnvironmentProblem (exit 3) when the API cannot be reached or read.
     The access review asks the API server about each of `needs` (rollout/access.py `command_access`: what the
     command's set and plan use)."""
@@ -192,6 +206,7 @@ def cluster_facts(profile: Profile, options: KubeOptions, needs: Sequence[Access
             runtime_class_exists=runtime_class_exists(api, runtime) if runtime is not None else None,
             model_cache_claim=_claim(claim) if claim is not None else None,
             installed_versions=_installed(api),
+            kueue=_kueue(api, profile, namespace, exists, objects),
         )
     finally:
         api.close()

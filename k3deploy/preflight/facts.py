@@ -163,6 +163,24 @@ class ClaimFacts(_Facts):
     phase: str | None = None
 
 
+class KueueFacts(_Facts):
+    """Kueue as the profile's gang admission would use it (preflight/kueue.py reads it; checks_kueue.py judges it)."""
+
+    served: bool = Field(description="Whether the API serves Kueue's Workload kind (kueue.x-k8s.io).")
+    local_queue: str | None = Field(None, description="The LocalQueue the groups are queued to.")
+    local_queue_found: bool = False
+    cluster_queue: str | None = Field(None, description="The ClusterQueue that LocalQueue points at.")
+    cluster_queue_found: bool = False
+    #: nvidia.com/gpu nominal quota per flavor of the ClusterQueue, and each flavor's Topology's node labels (none:
+    #: the flavor has no topologyName, or its Topology is missing).
+    gpu_quota: dict[str, int] = Field(default_factory=dict)
+    flavor_levels: dict[str, list[str]] = Field(default_factory=dict)
+    #: Whether Kueue's LeaderWorkerSet webhook took the set's LeaderWorkerSet (a server-side dry run of it came back
+    #: suspended by Kueue); None when it could not be tried (no namespace yet, or the dry run was refused).
+    lws_integration: bool | None = None
+    lws_integration_detail: str = ""
+
+
 class ClusterFacts(_Facts):
     """What the Kubernetes API says about the cluster a profile would be deployed to."""
 
@@ -186,6 +204,8 @@ class ClusterFacts(_Facts):
     model_cache_claim: ClaimFacts | None = Field(None, description="The weight-cache PVC when it already exists.")
     #: Installed controller versions by component (preflight/versions.py); None when they could not be read.
     installed_versions: dict[str, str] | None = None
+    #: Kueue's setup, read when the profile's gang admission is kueue or auto.
+    kueue: KueueFacts | None = None
 
 
 class Facts(_Facts):

@@ -197,7 +197,7 @@ def traps(profile: Profile, result: Placement) -> list[str]:
     whole (kubernetes.gang_admission kueue or volcano) or pinned to one clique (kubernetes.clique) is safe from it.
     """
     kube, need = profile.kubernetes, profile.parallel.nodes
-    if not result.nvlink or kube.clique is not None or kube.gang_admission != "none":
+    if not result.nvlink or kube.clique is not None or kube.gang_admission not in ("none", "auto"):
         return []
     return [
         f"clique {c.clique} has {len(c.trays)} free tray(s), fewer than the {need} a group needs"

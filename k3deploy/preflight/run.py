@@ -62,7 +62,7 @@ def run_preflight(
         host_facts = probe.host_facts(host_cache_path(profile))
     if cluster:
         objects = rendered_or_empty(profile) if objects is None else objects
-        cluster_facts = read_cluster(profile, kube or KubeOptions(), needs)
+        cluster_facts = read_cluster(profile, kube or KubeOptions(), needs, objects or ())
     facts = Facts(gpu=gpu_facts, gpu_unseen=unseen, host=host_facts, cluster=cluster_facts)
     results = evaluate(profile, facts, objects or ())
     if cluster and profile.on_kubernetes:

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 import k3deploy
 from k3deploy.kobject import KubeObject
+from k3deploy.kueue import DEFAULT_LOCAL_QUEUE
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.names import (
     Cidr,
@@ -281,15 +282,22 @@ class KubernetesSpec(_Strict):
         description="Keep vLLM's compile and JIT caches (torch.compile, Inductor, Triton, FlashInfer) on the weight "
         "PVC, in a folder per image (its digest once pinned) and node rank, so a recreated group does not recompile.",
     )
-    gang_admission: Literal["none", "kueue", "volcano"] = Field(
-        "none",
+    gang_admission: Literal["auto", "none", "kueue", "volcano"] = Field(
+        "auto",
         description="Admit each group whole or not at all, where the cluster has it: kueue (the LeaderWorkerSet "
         "is queued to kueue_queue, each group a Kueue workload placed by topology-aware scheduling inside one "
         "clique_label domain), volcano (the serving pods use the Volcano scheduler; the LWS controller, configured "
         "with gangSchedulingManagement schedulerProvider volcano, makes a PodGroup per group). none: pods are "
-        "scheduled one at a time and a partial group can hold trays.",
+        "scheduled one at a time and a partial group can hold trays. auto: `up` and `apply` pick kueue when "
+        "preflight finds a usable Kueue setup (its checks, k8s.kueue.*), else none with preflight's placement "
+        "WARN; a release already running keeps the mode recorded on its LeaderWorkerSet "
+        "(k3deploy/gang-admission); `render` without a cluster renders auto as none.",
     )
-    kueue_queue: DNSLabel | None = Field(None, description="The Kueue LocalQueue (gang_admission: kueue).")
+    kueue_queue: DNSLabel = Field(
+        DEFAULT_LOCAL_QUEUE,
+        description="The Kueue LocalQueue in the release's namespace the groups are queued to (gang_admission kueue "
+        "or auto).",
+    )
     gang_scheduler_name: DNSSubdomain = Field(
         "volcano", description="schedulerName of the serving pods with gang_admission: volcano."
     )
@@ -397,9 +405,7 @@ class KubernetesSpec(_Strict):
     )
 
     @model_validator(mode="after")
-    def _queue_for_kueue(self) -> KubernetesSpec:
-        if self.gang_admission == "kueue" and self.kueue_queue is None:
-            raise ValueError("gang_admission kueue needs kueue_queue, the LocalQueue the groups are admitted through")
+    def _staging_needs(self) -> KubernetesSpec:
         if self.weight_staging == "node-local" and self.pod_security_level != "privileged":
             raise ValueError(
                 "weight_staging node-local mounts staging_path from the host (a hostPath volume), which Pod Security "

@@ -8,6 +8,7 @@ import copy
 import hashlib
 from typing import Any
 
+from k3deploy import kueue
 from k3deploy.errors import ProfileError
 from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL
@@ -34,11 +35,6 @@ COMPILE_CACHE_LABEL_ENV = {"K3DEPLOY_LWS_NAME": NAME_LABEL, "K3DEPLOY_GROUP_INDE
 NO_TELEMETRY_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 #: The cache's folder on the weight PVC (below the prefetch's own .k3deploy folder).
 COMPILE_CACHE_DIR = ".k3deploy/compile-cache"
-#: Kueue's queue label and topology-aware-scheduling annotations (kueue.x-k8s.io; the podset group keeps a group's
-#: leader and workers in one topology domain).
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-KUEUE_PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
 
 
 def compile_cache_key(image: str) -> str:
@@ -69,18 +65,22 @@ def compile_cache(profile: Profile) -> dict[str, Any] | None:
 
 
 def gang(profile: Profile) -> dict[str, Any]:
-    """Template context of gang admission: labels of the LeaderWorkerSet, annotations of its pod templates and the
-    pods' schedulerName."""
+    """Template context of gang admission: the mode rendered, labels of the LeaderWorkerSet, annotations of its pod
+    templates and the pods' schedulerName."""
     kube = profile.kubernetes
-    if kube.gang_admission == "kueue":
+    # `auto` is decided against a cluster (targets/kubernetes/admission.py) before a deploying command renders; a
+    # render without one has no Kueue to count on. The mode rendered is recorded on the LeaderWorkerSet.
+    mode = "none" if kube.gang_admission == "auto" else kube.gang_admission
+    if mode == "kueue":
         return {
-            "lws_labels": {KUEUE_QUEUE_LABEL: kube.kueue_queue},
-            "pod_annotations": {KUEUE_REQUIRED_TOPOLOGY: kube.clique_label, KUEUE_PODSET_GROUP: profile.name},
+            "mode": mode,
+            "lws_labels": {kueue.QUEUE_LABEL: kube.kueue_queue},
+            "pod_annotations": {kueue.REQUIRED_TOPOLOGY: kube.clique_label, kueue.PODSET_GROUP: profile.name},
             "scheduler_name": None,
         }
-    if kube.gang_admission == "volcano":
-        return {"lws_labels": {}, "pod_annotations": {}, "scheduler_name": kube.gang_scheduler_name}
-    return {"lws_labels": {}, "pod_annotations": {}, "scheduler_name": None}
+    if mode == "volcano":
+        return {"mode": mode, "lws_labels": {}, "pod_annotations": {}, "scheduler_name": kube.gang_scheduler_name}
+    return {"mode": mode, "lws_labels": {}, "pod_annotations": {}, "scheduler_name": None}
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

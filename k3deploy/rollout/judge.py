@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k3deploy.kobject import KubeObject
+from k3deploy.kueue import WORKLOAD_KIND
 from k3deploy.lws import (
     GROUP_INDEX_LABEL,
     NAME_LABEL,
@@ -47,7 +48,7 @@ CRASH_LIMIT = 3
 #: Read beside a LeaderWorkerSet: a pod claiming a template that does not exist never gets scheduled.
 CLAIM_TEMPLATES = "ResourceClaimTemplate"
 #: The kinds read only to judge better: the waiter goes on without them when they cannot be read.
-OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES, CLAIMS, CLASSES, EVENTS})
+OPTIONAL_KINDS = frozenset({REVISIONS, CLAIM_TEMPLATES, CLAIMS, CLASSES, EVENTS, WORKLOAD_KIND})
 
 
 @dataclass

@@ -24,6 +24,7 @@ FOUNDATION = {
     "redact",
     "__version__",
     "lws",
+    "kueue",
     "pod_volumes",
     "fileio",
     "console",

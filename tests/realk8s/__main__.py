@@ -1,6 +1,7 @@
 """`python -m tests.realk8s --kubeconfig PATH [--gb300-nodes N] [--cliques C] [--real-nodes R]
-[--forward-pod-port PORT=HOST:PORT]`: start a real control plane with N GB300 nodes in C NVLink cliques and R real
-kubelet nodes (containerd and a kubelet each, tainted `realk8s.k3deploy/real-node`), optionally forward PORT of every serving leader pod
+[--forward-pod-port PORT=HOST:PORT] [--kueue]`: start a real control plane with N GB300 nodes in C NVLink cliques and R real
+kubelet nodes (containerd and a kubelet each, tainted `realk8s.k3deploy/real-node`), optionally a real Kueue with the
+objects an operator creates for k3deploy (tests/realk8s/kueue.py), optionally forward PORT of every serving leader pod
 to HOST:PORT on this machine (KWOK PortForward objects), write an admin kubeconfig to PATH, print `READY <url>`, stop
 on SIGTERM/SIGINT."""
 
@@ -13,6 +14,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from tests.realk8s import kueue
 from tests.realk8s.binaries import BinariesMissing, find_binaries, node_tools
 from tests.realk8s.forwards import ForwardSpec, LeaderForwards
 from tests.realk8s.plane import Plane, PlaneOptions
@@ -38,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PORT=HOST:PORT",
         help="serve PORT of every serving leader pod by HOST:PORT on this machine (port-forwards through the API "
         "server reach it), e.g. 8000=127.0.0.1:8000; repeatable",
+    )
+    parser.add_argument(
+        "--kueue",
+        action="store_true",
+        help="also run a real Kueue (built by .ci/build-kueue) with a Topology on the clique label, a ResourceFlavor, "
+        "a ClusterQueue holding every GB300 GPU and the LocalQueue k3deploy in namespace kimi-k3",
     )
     return parser
 
@@ -69,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         binaries = find_binaries()
         if args.real_nodes:
             node_tools(binaries)
+        queue = kueue.find_kueue() if args.kueue else None
     except BinariesMissing as exc:
         print(f"error: {exc}", file=sys.stderr)
-        print("hint: bash .ci/build-realk8s && bash .ci/realnodes", file=sys.stderr)
+        print("hint: bash .ci/build-realk8s && bash .ci/realnodes && bash .ci/build-kueue", file=sys.stderr)
         return 3
     stop = threading.Event()
 
@@ -80,10 +89,12 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    plane = Plane(binaries, PlaneOptions(gb300_nodes=args.gb300_nodes, cliques=args.cliques))
+    plane = Plane(binaries, PlaneOptions(gb300_nodes=args.gb300_nodes, cliques=args.cliques, kueue=queue))
     leaders: LeaderForwards | None = None
     try:
         plane.start()
+        if queue is not None:
+            kueue.apply_objects(plane.api, kueue.operator_objects(gpus=4 * args.gb300_nodes))
         for _ in range(args.real_nodes):
             plane.add_real_node(images=STANDIN_IMAGES)
         if forwards:

@@ -17,11 +17,12 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.realk8s import objects
+from tests.realk8s import kueue, objects
 from tests.realk8s.binaries import Binaries, node_tools
 from tests.realk8s.certs import CertAuthority, CertPair, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.dra import DraDriver
+from tests.realk8s.kueue import KueueBuild
 from tests.realk8s.ociimage import Image
 from tests.realk8s.procs import Process, free_port
 from tests.realk8s.provisioner import DRIVER, Provisioner
@@ -39,6 +40,7 @@ USERS: dict[str, list[str]] = {
     "system:kube-scheduler": [],
     "kwok": [],
     "lws-controller": [],
+    "kueue": [],
 }
 START_TIMEOUT_S = 120.0
 
@@ -51,6 +53,8 @@ class PlaneOptions:
     cliques: int = 2
     cpu_nodes: int = 2
     workdir: Path | None = None
+    #: A real Kueue (tests/realk8s/kueue.py) started with the plane, with the objects an operator creates.
+    kueue: KueueBuild | None = None
 
 
 @dataclass
@@ -115,6 +119,24 @@ class Plane:
         path.chmod(0o600)
         return path
 
+    # -- for the plane's optional components (tests/realk8s/kueue.py) -------------------------------------------
+    @property
+    def ca_pem(self) -> bytes:
+        """The plane CA's certificate, PEM."""
+        return self._ca.pem
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
+        """Start a process the plane stops with the others (its log under the plane's logs/)."""
+        return self._spawn(name, argv, env)
+
+    def component_kubeconfig(self, user: str) -> Path:
+        """A kubeconfig for one of USERS, written in the plane's folder."""
+        return self._component_kubeconfig(user)
+
+    def wait_process(self, process: Process, what: str, probe: Any) -> None:
+        """Wait until `probe()` is truthy, failing at once with its log if `process` exits."""
+        self._wait(process, what, probe)
+
     # -- start -------------------------------------------------------------------------------------------------
     def start(self) -> Plane:
         """Start every component in dependency order and wait until each is ready; stops what started on failure."""
@@ -150,6 +172,8 @@ class Plane:
         self._start_kwok()
         self._start_lws(ca)
         self._baseline()
+        if self.options.kueue is not None:
+            kueue.start(self, self.options.kueue)
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
         process = Process(name, argv, self.dir / "logs" / f"{name}.log").start(env)

@@ -128,7 +128,11 @@ def test_tolerations_are_on_every_gpu_pod() -> None:
 def test_lws_restart_policy_is_recreate_group_after_start_on_every_supported_lws(version: str) -> None:
     lws = _objects([f"kubernetes.lws_version={version}"])[f"LeaderWorkerSet/{K3}"]
     assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupAfterStart"
-    assert set(lws["metadata"]["annotations"]) <= {"k3deploy/progress-deadline-seconds", FLOATING_ANNOTATION}
+    assert set(lws["metadata"]["annotations"]) <= {
+        "k3deploy/progress-deadline-seconds",
+        "k3deploy/gang-admission",
+        FLOATING_ANNOTATION,
+    }
 
 
 @pytest.mark.parametrize("version", ["0.8.1", "v0.7.0"])

@@ -129,14 +129,24 @@ def test_the_serving_containers_run_offline_without_telemetry() -> None:
 
 def test_kueue_gang_admission_queues_the_set_and_keeps_each_group_in_one_clique() -> None:
     objs = _objects(["kubernetes.gang_admission=kueue", "kubernetes.kueue_queue=gb300"])
-    assert objs[f"LeaderWorkerSet/{K3}"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gb300"
+    lws = objs[f"LeaderWorkerSet/{K3}"]
+    assert lws["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gb300"
+    assert lws["metadata"]["annotations"]["k3deploy/gang-admission"] == "kueue"
     for template in _templates(objs):
         annotations = template["metadata"]["annotations"]
         assert annotations["kueue.x-k8s.io/podset-required-topology"] == "nvidia.com/gpu.clique"
         assert annotations["kueue.x-k8s.io/podset-group-name"] == K3
-    with pytest.raises(ProfileError) as refused:
-        load_profile(K3, ["kubernetes.gang_admission=kueue"])
-    assert "needs kueue_queue" in refused.value.message
+    default_queue = _objects(["kubernetes.gang_admission=kueue"])[f"LeaderWorkerSet/{K3}"]
+    assert default_queue["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "k3deploy"
+
+
+def test_auto_gang_admission_renders_as_none_without_a_cluster_and_records_it() -> None:
+    auto = _objects()
+    assert load_profile(K3).kubernetes.gang_admission == "auto"
+    lws = auto[f"LeaderWorkerSet/{K3}"]
+    assert lws["metadata"]["annotations"]["k3deploy/gang-admission"] == "none"
+    assert "kueue.x-k8s.io/queue-name" not in lws["metadata"]["labels"]
+    assert lws == _objects(["kubernetes.gang_admission=none"])[f"LeaderWorkerSet/{K3}"]
 
 
 def test_volcano_gang_admission_names_the_scheduler() -> None:

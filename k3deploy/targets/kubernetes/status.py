@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from k3deploy import kueue
 from k3deploy.errors import K3DeployError
 from k3deploy.fault_guard.health import GroupHealth, group_health
 from k3deploy.fault_guard.signals import CD_API
@@ -13,6 +16,7 @@ from k3deploy.observe.canary_status import from_report
 from k3deploy.profile.model import Profile
 from k3deploy.render.canary import canary_names
 from k3deploy.rollout.currency import prove_current
+from k3deploy.rollout.queue import group_admissions
 from k3deploy.rollout.readiness import pod_phase_label, pod_ready, readiness, restarts
 from k3deploy.targets.kubernetes.history import read_history
 
@@ -63,6 +67,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
     ComputeDomain state and trays' health (fault_guard/health.py), endpoint, revisions, last smoke verdict."""
     namespace = profile.kubernetes.namespace
     rows = []
+    live_sets: list[KubeObject] = []
     for obj in objects:
         meta = obj["metadata"]
         live = api.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
@@ -72,6 +77,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         detail = verdict.message if verdict else ""
         row: JsonObject = {"kind": obj["kind"], "name": meta["name"], "exists": live is not None}
         if live is not None and obj["kind"] == "LeaderWorkerSet":
+            live_sets.append(live)
             # A controller that has not acted on the latest spec still shows the previous rollout as ready.
             proof = prove_current(live)
             row["proof"] = proof.how
@@ -106,6 +112,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
                 }
             )
     groups = group_health(items, nodes, _domains(api, profile), profile.guard.fault_conditions) if pods else []
+    admission = _admission(api, namespace, live_sets)
     history = read_history(api, namespace, profile.name) if rows and rows[0]["exists"] else []
     newest = history[-1] if history else None
     previous = history[-2] if len(history) > 1 else None
@@ -126,6 +133,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         },
         "smoke": newest.get("smoke") if newest else None,
         **({"canary": last_canary(api, profile)} if profile.observe.canary.enabled else {}),
+        "admission": admission,
     }
 
 
@@ -149,3 +157,15 @@ def last_canary(api: KubePort, profile: Profile) -> dict[str, object] | None:
     except K3DeployError:
         report = None  # a user who may not read ConfigMaps still gets the rest of the status
     return None if report is None else from_report(report, profile).as_dict()
+
+
+def _admission(api: KubePort, namespace: str, live_sets: list[KubeObject]) -> list[dict[str, object]]:
+    """Kueue's word on each group of a live LeaderWorkerSet queued to it (rollout/queue.py), from one list of the
+    namespace's Workloads; nothing for a set that Kueue does not admit."""
+    queued = [o["metadata"]["name"] for o in live_sets if kueue.QUEUE_LABEL in (o["metadata"].get("labels") or {})]
+    if not queued or not api.served(kueue.API_VERSION, kueue.WORKLOAD_KIND):
+        return []
+    workloads, _ = api.list(kueue.API_VERSION, kueue.WORKLOAD_KIND, namespace)
+    return [
+        {"lws": name, **dataclasses.asdict(group)} for name in queued for group in group_admissions(workloads, name)
+    ]

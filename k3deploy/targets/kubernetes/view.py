@@ -52,6 +52,7 @@ def kubernetes_status_view(report: JsonObject) -> Group:
         ),
         Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
         *(_canary_lines(report["canary"]) if "canary" in report else []),
+        *_admission_lines(report.get("admission") or []),
         *_blue_green_lines(report.get("blue_green") or {}),
     )
 
@@ -71,6 +72,15 @@ def _canary_lines(run: dict[str, object] | None) -> list[Text]:
     if run is None:
         return [Text("last canary: none recorded")]
     return [Text(safe_text(str(run["line"])), style="" if run.get("verdict") == "ok" else "yellow")]
+
+
+def _admission_lines(groups: list[dict[str, object]]) -> list[Text]:
+    """A line per group Kueue admits (or still holds), with its Workload and Kueue's reason."""
+    lines = []
+    for g in groups:
+        state = "admitted" if g["admitted"] else f"queued ({g['reason']}: {g['message']})"
+        lines.append(_text(f"kueue: {g['lws']} group {g['group']} {state}, Workload/{g['workload']}"))
+    return lines
 
 
 def _blue_green_lines(state: JsonObject) -> list[Text]:

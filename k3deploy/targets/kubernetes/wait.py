@@ -14,6 +14,8 @@ from collections.abc import Callable
 from k3deploy.errors import CapturedLog, RolloutFailed, RolloutTimeout
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
+from k3deploy.kueue import API_VERSION as WORKLOAD_API
+from k3deploy.kueue import QUEUE_LABEL, WORKLOAD_KIND
 from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.facts import GPU_RESOURCE
@@ -31,6 +33,7 @@ from k3deploy.rollout.judge import (
     pending,
     pod_row,
 )
+from k3deploy.rollout.queue import GroupAdmission, group_admissions
 from k3deploy.rollout.readiness import PodProblem, pod_problems, restarts
 from k3deploy.targets.kubernetes.diagnosis import diagnose, read_log
 from k3deploy.targets.kubernetes.streams import Broken, Changed, Event, Inbox, Note, Synced, Unavailable
@@ -61,6 +64,8 @@ class Waiter:
         #: Crashed containers' logs, read the moment they crashed (by pod), and the latest of them.
         self._logs: dict[str, CapturedLog] = {}
         self._last_log: CapturedLog | None = None
+        #: Kueue's last word said per group Workload, so a queued group is explained once per change.
+        self._queue_said: dict[str, str] = {}
 
     def wait(self, targets: list[KubeObject]) -> None:
         """Return when every waited target is ready on its current spec; raise RolloutFailed / RolloutTimeout."""
@@ -70,6 +75,9 @@ class Waiter:
         kinds = {(t["apiVersion"], t["kind"]) for t in waited} | {("v1", "Pod")}
         if any(t["kind"] == "LeaderWorkerSet" for t in waited):
             kinds |= {("apps/v1", REVISIONS), ("resource.k8s.io/v1", CLAIM_TEMPLATES)}
+        if any(QUEUE_LABEL in ((t.get("metadata") or {}).get("labels") or {}) for t in waited):
+            # Kueue holds each group's pods behind scheduling gates until its Workload is admitted whole.
+            kinds |= {(WORKLOAD_API, WORKLOAD_KIND)}
         if mounts_claims(waited):
             # A pod the scheduler holds for an unbound claim waits for its provisioner, or fails on what it reported.
             kinds |= {("v1", CLAIMS), ("storage.k8s.io/v1", CLASSES), ("v1", EVENTS)}
@@ -83,6 +91,11 @@ class Waiter:
                     self._observe_crash(event.obj, waited, state)
             verdict = judge(state, waited, now, self.grace)
             self.view.show(verdict.rows)
+            for queued in self._queued(waited, state):
+                line = queued.line()
+                if self._queue_said.get(queued.workload) != line:
+                    self._queue_said[queued.workload] = line
+                    self.view.note(f"  {line}")
             for key, how in verdict.accepted:
                 self.view.note(f"  {key} is on its current spec: {how}")
             if verdict.failure is not None:
@@ -236,15 +249,39 @@ class Waiter:
             ),
         )
 
+    @staticmethod
+    def _queued(waited: list[KubeObject], state: WaitState) -> list[GroupAdmission]:
+        """The waited LeaderWorkerSets' groups that Kueue has not admitted yet."""
+        workloads = list(state.objects.get(WORKLOAD_KIND, {}).values())
+        if not workloads:
+            return []
+        return [
+            queued
+            for target in waited
+            if target.get("kind") == "LeaderWorkerSet"
+            for queued in group_admissions(workloads, name_of(target))
+            if not queued.admitted
+        ]
+
     def _timeout(self, waited: list[KubeObject], state: WaitState) -> None:
         subject, reason, message, names = pending(waited, state)
+        queued = self._queued(waited, state)
+        if queued:
+            reason = "QueuedByKueue"
+            message = "; ".join([*(q.line() for q in queued), message]).strip("; ")
         diagnosis = diagnose(self.api, self.namespace, subject, reason, message, names, self._last_log)
         self.view.block(diagnosis.lines())
         raise RolloutTimeout(
             f"{subject} not ready before the deadline{self.timeout_label}: {reason}"
             + (f": {message}" if message else ""),
             diagnosis,
-            hint="raise --timeout (or kubernetes.rollout_timeout_s) if the weights are still loading; the diagnosis above shows what was pending",
+            hint=(
+                "Kueue admits a group whole once its ClusterQueue has quota and one clique has room for all its pods "
+                f"(`kubectl get workloads -n {self.namespace}`, `kubectl describe clusterqueue`)"
+                if queued
+                else "raise --timeout (or kubernetes.rollout_timeout_s) if the weights are still loading; "
+                "the diagnosis above shows what was pending"
+            ),
         )
 
 

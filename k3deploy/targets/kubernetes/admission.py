@@ -1,0 +1,64 @@
+"""Decide `kubernetes.gang_admission: auto` against the cluster, before a deploying command renders its set.
+
+A release already running keeps the mode its LeaderWorkerSet records (`k3deploy/gang-admission`, written by the
+render): a cluster that gains or loses Kueue later never changes a running release's template by itself; the kueue
+preflight checks then say what is missing. A new release gets kueue when preflight's reading of Kueue finds a usable
+setup (preflight/checks_kueue.py `unusable`), and none otherwise, with the placement WARN preflight prints for none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from k3deploy.kobject import KubeObject
+from k3deploy.kube.api import KubeApi
+from k3deploy.kube.options import KubeOptions
+from k3deploy.kube.port import KubePort
+from k3deploy.lws import API_VERSION as LWS_API
+from k3deploy.preflight.checks_kueue import unusable
+from k3deploy.preflight.kueue import kueue_facts
+from k3deploy.profile.model import Profile
+from k3deploy.render.manifests import build
+
+#: Where the render records the mode a set was made with (templates/leaderworkerset.yaml.j2).
+RECORD = "k3deploy/gang-admission"
+MODES = ("none", "kueue", "volcano")
+
+
+def with_mode(profile: Profile, mode: str) -> Profile:
+    """`profile` with gang_admission set to `mode` (a decided `auto`)."""
+    kube = profile.kubernetes.model_copy(update={"gang_admission": mode})
+    return profile.model_copy(update={"kubernetes": kube})
+
+
+def _lws(objects: list[KubeObject]) -> KubeObject | None:
+    return next((o for o in objects if o.get("kind") == "LeaderWorkerSet"), None)
+
+
+def decide(api: KubePort, profile: Profile, namespace: str) -> tuple[str, str]:
+    """The mode `auto` stands for in `namespace`, and why (one line)."""
+    live = api.get(LWS_API, "LeaderWorkerSet", profile.name, namespace)
+    recorded = str(((live or {}).get("metadata") or {}).get("annotations", {}).get(RECORD, ""))
+    if recorded in MODES:
+        return recorded, f"as recorded on the running LeaderWorkerSet/{profile.name}"
+    exists = api.get("v1", "Namespace", namespace) is not None
+    lws = _lws([m.obj for m in build(with_mode(profile, "kueue"))]) if exists else None
+    why = unusable(profile, kueue_facts(api, profile, namespace, lws))
+    if why:
+        return "none", f"no usable Kueue ({why}); groups are scheduled pod by pod"
+    return "kueue", f"Kueue admits each group whole through LocalQueue {profile.kubernetes.kueue_queue}"
+
+
+def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> Profile:
+    """`profile` with an `auto` gang admission decided against the cluster (and said through `note`); any other
+    profile unchanged, without reading the cluster."""
+    if not profile.on_kubernetes or profile.kubernetes.gang_admission != "auto":
+        return profile
+    api = KubeApi(kube)
+    try:
+        mode, why = decide(api, profile, kube.namespace or profile.kubernetes.namespace)
+    finally:
+        api.close()
+    # Falling back to pod-by-pod scheduling is the WARN preflight gives for `none` where a group can be split.
+    note(f"{'warning: ' if mode == 'none' else ''}gang admission auto: {mode} ({why})")
+    return with_mode(profile, mode)
