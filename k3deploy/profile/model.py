@@ -445,6 +445,18 @@ class Profile(_Strict):
         """The profile deploys to a Kubernetes cluster: its kubernetes section (pods, images, PVC) applies."""
         return self.target == "kubernetes"
 
+    def _check_host_vllm(self) -> None:
+        kube = self.kubernetes
+        # hostPath volumes are outside Pod Security baseline: the Namespace would refuse every serving pod.
+        if kube.pod_security_level != "privileged":
+            raise ValueError(
+                "kubernetes.host_vllm mounts host folders: it needs kubernetes.pod_security_level privileged"
+            )
+        if self.hardware is None:
+            on = [f"kubernetes.{k}" for k in ("gpu_check", "node_preflight_job", "compute_domain") if getattr(kube, k)]
+            if on:
+                raise ValueError(f"{', '.join(on)} check or claim GPUs: a profile without hardware turns them off")
+
     @model_validator(mode="after")
     def _cross_field(self) -> Profile:
         par = self.parallel
@@ -467,8 +479,10 @@ class Profile(_Strict):
         reason = name_length_reason(self.name, par.replicas)
         if reason is not None:
             raise ValueError(reason)
-        if self.target == "kubernetes" and self.hardware is None:
-            raise ValueError("hardware is required for target 'kubernetes'")
+        if self.target == "kubernetes" and self.hardware is None and self.kubernetes.host_vllm is None:
+            raise ValueError("hardware is required for target 'kubernetes' (all but a host_vllm rehearsal)")
+        if self.target == "kubernetes" and self.kubernetes.host_vllm is not None:
+            self._check_host_vllm()
         if self.target == "kubernetes":
             for key, source in DERIVED_KUBE_ENV.items():
                 if key in self.vllm.env:

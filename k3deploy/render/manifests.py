@@ -37,7 +37,7 @@ from k3deploy.render.network import (
 )
 from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
-from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
+from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, host_vllm_context, patch_serving_pods
 from k3deploy.render.templating import render_template
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
@@ -119,6 +119,7 @@ class SetEntry:
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
+_CLAIMED: Callable[[Profile], bool] = lambda p: p.kubernetes.host_vllm is None  # noqa: E731
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -140,9 +141,9 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(
         3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight_job
     ),
-    SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _ALWAYS),
+    SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _CLAIMED),
     SetEntry(5, "computedomain.yaml.j2", "ComputeDomain", "compute-domain", lambda p: p.kubernetes.compute_domain),
-    SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _ALWAYS),
+    SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _CLAIMED),
     SetEntry(10, "leaderworkerset.yaml.j2", "LeaderWorkerSet", "server", _ALWAYS),
     SetEntry(11, "service.yaml.j2", "Service", "server", _ALWAYS),
     SetEntry(12, "poddisruptionbudget.yaml.j2", "PodDisruptionBudget", "server", _ALWAYS),
@@ -304,7 +305,8 @@ def context(profile: Profile) -> dict[str, Any]:
             "worker": serving_skips(profile, "worker"),
         },
         "node_selector": dict(sorted(node_selector.items())),
-        "gpus": str(profile.parallel.gpus_per_node),
+        "gpus": str(profile.parallel.gpus_per_node) if hardware is not None else None,  # None: a CPU rehearsal
+        "host_vllm": host_vllm_context(profile),
         "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,
         "startup_failure_threshold": profile.startup_budget.probe_failures,
         "endpoint": service_url(profile),
