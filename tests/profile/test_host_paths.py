@@ -63,6 +63,7 @@ def test_a_relative_host_path_is_refused() -> None:
     [
         (["kubernetes.pod_security_level=baseline"], "pod_security_level privileged"),
         (["kubernetes.gpu_check=true"], "kubernetes.gpu_check"),
+        (["parallel.nodes=2", "parallel.tensor_parallel_size=2"], "a group of one pod"),
     ],
 )
 def test_what_a_host_vllm_profile_refuses(sets: list[str], message: str) -> None:
