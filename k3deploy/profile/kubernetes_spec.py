@@ -123,6 +123,35 @@ class DcgmLabels(_Strict):
     gpu: PromLabelName = "gpu"
 
 
+#: An absolute path on the nodes (what a hostPath volume names).
+HostPath = Annotated[str, Field(pattern=r"^/", max_length=4096)]
+
+
+class HostVllm(_Strict):
+    """vLLM from a Python environment on the nodes instead of the image's: a rehearsal on a cluster whose nodes share
+    this machine's folders (the cluster-cpu built-in). Each field names a host path; a machine's paths are no
+    profile's, so unset ones are derived when the profile loads (profile/host_paths.py) and `--set` gives any."""
+
+    python: HostPath | None = Field(
+        None, description="The interpreter with vLLM (e.g. a virtualenv's bin/python), the same path on every node."
+    )
+    mounts: list[HostPath] = Field(
+        default_factory=list,
+        description="Host folders the interpreter needs (its environment, its base installation, the shared "
+        "libraries it loads), each mounted read-only at the same path in the serving pods.",
+    )
+    model_dir: HostPath | None = Field(
+        None,
+        description="Host folder of the model (and of the draft when it is the same model), mounted read-only at "
+        "model_cache_path in place of the weight claim; no claim and no prefetch Job are rendered.",
+    )
+
+    def missing(self) -> list[str]:
+        """The fields still unset (`kubernetes.host_vllm.<field>`)."""
+        unset = [name for name in ("python", "model_dir") if getattr(self, name) is None]
+        return [f"kubernetes.host_vllm.{name}" for name in unset]
+
+
 class KubernetesSpec(_Strict):
     """Where and how the set is placed on a cluster."""
 
@@ -319,6 +348,11 @@ class KubernetesSpec(_Strict):
         default_factory=dict,
         description="nodeSelector of the prefetch and smoke Jobs and the endpoint picker. The prefetch also selects "
         "kubernetes.io/arch = vllm.image_arch while it runs the vLLM image.",
+    )
+    host_vllm: HostVllm | None = Field(
+        None,
+        description="Serve with vLLM from a Python environment on the nodes (hostPath mounts) instead of the image's; "
+        "null: the image's vLLM on the weight claim the prefetch Job fills.",
     )
     cpu_request: Quantity = "32"
     memory_request: Quantity = "512Gi"

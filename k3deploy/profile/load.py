@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from k3deploy.errors import ProfileError
 from k3deploy.kobject import JsonObject
 from k3deploy.profile.default import DEFAULT_PROFILE
+from k3deploy.profile.host_paths import completed
 from k3deploy.profile.model import Profile
 from k3deploy.profile.overrides import apply_overrides, key_path, merge, parse_set, written_scalars
 from k3deploy.profile.plan import plan
@@ -304,7 +305,7 @@ def load_profile(ref: ProfileRefs = None, sets: list[str] | None = None, *, chec
                 f"{origin} is invalid: {result.reason}",
                 hint="add GPUs (parallel.nodes / parallel.gpus_per_node with tensor_parallel_size), or a smaller checkpoint",
             )
-    return profile
+    return completed(profile)
 
 
 def profile_schema() -> str:

@@ -163,7 +163,25 @@ def serve_command(profile: Profile, *, role: Role, model_path: str | None = None
     model = model_path or profile.model.id
     if role == "local":
         return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *serve_args(profile, role=role)]
+    host = profile.kubernetes.host_vllm
+    if host is not None and profile.on_kubernetes:
+        # The nodes' environment: its interpreter on the model folder mounted at model_cache_path (the local form).
+        on_host = host_resolved(profile)
+        folder = profile.kubernetes.model_cache_path
+        args = serve_args(on_host, role=role)
+        return [host.python or "python3", "-m", "vllm.entrypoints.openai.api_server", "--model", folder, *args]
     return ["vllm", "serve", model, *serve_args(profile, role=role)]
+
+
+def host_resolved(profile: Profile) -> Profile:
+    """With kubernetes.host_vllm, the profile whose draft, when it is the model itself (a rehearsal model drafting
+    for itself), is the model folder the pods mount, as the local target resolves it to its generated folder."""
+    spec = profile.speculative
+    if spec is None or spec.model != profile.model.id:
+        return profile
+    return profile.model_copy(
+        update={"speculative": spec.model_copy(update={"model": profile.kubernetes.model_cache_path})}
+    )
 
 
 def serve_env(profile: Profile) -> dict[str, str]:

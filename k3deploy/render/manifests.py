@@ -46,7 +46,7 @@ from k3deploy.render.prefetch import (
 )
 from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips, staging_skips
-from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
+from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, host_vllm_context, patch_serving_pods
 from k3deploy.render.staging import STAGING_COMPONENT, staging_context, staging_on
 from k3deploy.render.templating import render_template
 from k3deploy.render.worker_probe import worker_probe
@@ -127,6 +127,7 @@ _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
 GUARD = guard.GUARD_COMPONENT
 _CANARY: Callable[[Profile], bool] = lambda p: p.observe.canary.enabled  # noqa: E731
+_CLAIMED: Callable[[Profile], bool] = lambda p: p.kubernetes.host_vllm is None  # noqa: E731
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -148,9 +149,9 @@ SET: tuple[SetEntry, ...] = (
     SetEntry(
         3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight_job
     ),
-    SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _ALWAYS),
+    SetEntry(4, "model-cache-pvc.yaml.j2", "PersistentVolumeClaim", "model-cache", _CLAIMED),
     SetEntry(5, "computedomain.yaml.j2", "ComputeDomain", "compute-domain", lambda p: p.kubernetes.compute_domain),
-    SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _ALWAYS),
+    SetEntry(6, "prefetch-job.yaml.j2", "Job", PREFETCH_COMPONENT, _CLAIMED),
     SetEntry(7, "weight-staging-daemonset.yaml.j2", "DaemonSet", STAGING_COMPONENT, staging_on),
     SetEntry(10, "leaderworkerset.yaml.j2", "LeaderWorkerSet", "server", _ALWAYS),
     SetEntry(11, "service.yaml.j2", "Service", "server", _ALWAYS),
@@ -329,7 +330,8 @@ def context(profile: Profile) -> dict[str, Any]:
             "worker": serving_skips(profile, "worker"),
         },
         "node_selector": dict(sorted(node_selector.items())),
-        "gpus": str(profile.parallel.gpus_per_node),
+        "gpus": str(profile.parallel.gpus_per_node) if hardware is not None else None,  # None: a CPU rehearsal
+        "host_vllm": host_vllm_context(profile),
         "startup_probe_period_s": STARTUP_PROBE_PERIOD_S,
         "startup_failure_threshold": profile.startup_budget.probe_failures,
         "endpoint": service_url(profile),

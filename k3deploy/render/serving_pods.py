@@ -1,12 +1,13 @@
-"""What the serving pods carry beyond vLLM itself: the persistent compile cache, gang admission, and the profile's
-pod and container patches (escape hatches for what the set does not model). Pure.
+"""What the serving pods carry beyond vLLM itself: the persistent compile cache, gang admission, the host folders
+of kubernetes.host_vllm, and the profile's pod and container patches (escape hatches for what the set does not
+model). Pure.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any
+from typing import Any, TypedDict
 
 from k3deploy import kueue
 from k3deploy.errors import ProfileError
@@ -33,6 +34,22 @@ COMPILE_CACHE_LABEL_ENV = {"K3DEPLOY_LWS_NAME": NAME_LABEL, "K3DEPLOY_GROUP_INDE
 #: What every serving container runs with so that nothing phones home from the offline pods: vLLM's usage report
 #: (vllm/envs.py VLLM_NO_USAGE_STATS; VLLM_DO_NOT_TRACK also reads the cross-tool DO_NOT_TRACK).
 NO_TELEMETRY_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+class HostMount(TypedDict):
+    """One host folder of kubernetes.host_vllm: its volume's name and its path (the same on the host and in the pod)."""
+
+    name: str
+    path: str
+
+
+class HostMounts(TypedDict):
+    """Template context of kubernetes.host_vllm: the model folder and the environment's folders."""
+
+    model_dir: str
+    mounts: list[HostMount]
+
+
 #: The cache's folder on the weight PVC (below the prefetch's own .k3deploy folder).
 COMPILE_CACHE_DIR = ".k3deploy/compile-cache"
 
@@ -46,10 +63,11 @@ def compile_cache_key(image: str) -> str:
 
 
 def compile_cache(profile: Profile) -> dict[str, Any] | None:
-    """Template context of the compile cache (None when kubernetes.compile_cache is off): the PVC folder shared by
+    """Template context of the compile cache (None when kubernetes.compile_cache is off or the weights are a host
+    folder, kubernetes.host_vllm: there is no claim to keep it on): the PVC folder shared by
     the prefetch, and the per-LeaderWorkerSet, group and rank subPathExpr the serving pods mount on the weight
     claim's one volume (ranks, groups and colours never write one folder at once)."""
-    if not profile.kubernetes.compile_cache:
+    if not profile.kubernetes.compile_cache or profile.kubernetes.host_vllm is not None:
         return None
     folder = f"{COMPILE_CACHE_DIR}/{compile_cache_key(profile.vllm.image)}"
     label_env: list[KubeObject] = [
@@ -122,3 +140,22 @@ def patch_serving_pods(lws: KubeObject, profile: Profile) -> None:
                 hint="set kubernetes.pod_security_level: privileged (the Namespace enforces it), or drop it from "
                 "kubernetes.serving_pod_patch / serving_container_patch",
             )
+
+
+def host_vllm_context(profile: Profile) -> HostMounts | None:
+    """Template context of kubernetes.host_vllm (None when off): the model folder and each host folder as a volume
+    name and path; a ProfileError for a path still unset (machine paths come with `--set`, no profile has them)."""
+    host = profile.kubernetes.host_vllm
+    if host is None:
+        return None
+    missing = host.missing()
+    if missing:
+        raise ProfileError(
+            f"{', '.join(missing)} not set: the host paths of the nodes' vLLM environment",
+            hint="for example: --set kubernetes.host_vllm.python=$VENV/bin/python "
+            "--set kubernetes.host_vllm.model_dir=$MODEL --set 'kubernetes.host_vllm.mounts=[\"$VENV\", ...]'",
+        )
+    return {
+        "model_dir": host.model_dir or "",
+        "mounts": [{"name": f"host-{index}", "path": path} for index, path in enumerate(host.mounts)],
+    }

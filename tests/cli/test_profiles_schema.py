@@ -17,6 +17,7 @@ def test_profiles_json_lists_each_builtin_with_its_target_and_model() -> None:
     assert result.returncode == 0, result.stderr
     rows = {row["name"]: (row["target"], row["model"]) for row in json.loads(result.stdout)}
     assert rows == {
+        "cluster-cpu": ("kubernetes", "rehearsal-llama-tiny"),
         "kimi-k3-gb300-tp16": ("kubernetes", "moonshotai/Kimi-K3"),
         "local-cpu": ("local", "rehearsal-llama-tiny"),
     }
@@ -28,7 +29,7 @@ def _schema() -> dict:
     return json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("name", ["kimi-k3-gb300-tp16", "local-cpu"])
+@pytest.mark.parametrize("name", ["cluster-cpu", "kimi-k3-gb300-tp16", "local-cpu"])
 def test_schema_accepts_the_builtin_profile_files(name: str) -> None:
     text = resources.files("k3deploy.profile.builtin").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
     jsonschema.validate(yaml.safe_load(text), _schema())

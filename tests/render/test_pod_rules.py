@@ -19,6 +19,11 @@ def test_the_renders_hold_the_serving_pods_and_their_claim() -> None:
         (lws,) = [o for o in objects if o["kind"] == "LeaderWorkerSet"]
         specs = every_pod_spec(lws)
         assert len(specs) == 2, render_id((name, sets))
+        if load_profile(name).kubernetes.host_vllm is not None:
+            # A host_vllm rehearsal mounts its model folder instead: no claim, no prefetch Job.
+            assert all(next(v for v in s["volumes"] if v["name"] == "model-cache").get("hostPath") for s in specs)
+            assert not [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
+            continue
         claims = [v for spec in specs for v in spec["volumes"] if "persistentVolumeClaim" in v]
         assert claims and all("readOnly" not in v["persistentVolumeClaim"] for v in claims)
 
@@ -47,8 +52,11 @@ def test_the_weights_are_mounted_read_only_and_only_the_compile_cache_writes(
             continue
         for spec in every_pod_spec(obj):
             claims = {v["name"] for v in spec["volumes"] if "persistentVolumeClaim" in v}
-            for container in spec["initContainers"] + spec["containers"]:
+            hosts = {v["name"] for v in spec["volumes"] if "hostPath" in v}
+            for container in spec.get("initContainers", []) + spec["containers"]:
                 for mount in container.get("volumeMounts", []):
+                    if mount["name"] in hosts:  # kubernetes.host_vllm: the nodes' folders, never written
+                        assert mount["readOnly"] is True, container["name"]
                     if mount["name"] not in claims:
                         continue
                     if mount["mountPath"] == profile.kubernetes.model_cache_path:
@@ -76,12 +84,13 @@ def test_a_patch_that_adds_a_second_volume_of_the_claim_is_seen() -> None:
 def test_every_container_of_the_serving_pods_runs_the_vllm_image(render: tuple[str, tuple[str, ...]]) -> None:
     """The serving path depends on no image but the one the pods pull anyway (an air-gapped rack mirrors vLLM's)."""
     name, sets = render
-    image = load_profile(name, list(sets)).vllm.image
+    profile = load_profile(name, list(sets))
+    image = profile.vllm.image
     for obj in rendered(name, sets):
         if obj["kind"] == "LeaderWorkerSet":
             for spec in every_pod_spec(obj):
                 containers = spec.get("initContainers", []) + spec["containers"]
-                assert "gpu-check" in {c["name"] for c in containers}
+                assert ("gpu-check" in {c["name"] for c in containers}) is profile.kubernetes.gpu_check
                 assert {c["name"]: c["image"] for c in containers} == {c["name"]: image for c in containers}
 
 

@@ -34,6 +34,7 @@ from k3deploy.targets import IN_CLUSTER, DeployOptions
 from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
 from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
 from k3deploy.targets.kubernetes.apply import apply_object
+from k3deploy.targets.kubernetes.host_model import ensure_host_model
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
 from k3deploy.targets.kubernetes.made import remove_if_unused
 from k3deploy.targets.kubernetes.observe import observe
@@ -196,6 +197,8 @@ class KubernetesTarget(Target):
         if isinstance(step, Begin):
             if step.stage in (APPLY, DOWN):
                 self._start_phase(profile)
+                if step.stage == APPLY and not (self.options.dry_run or self.options.diff):
+                    ensure_host_model(profile, self.view.note)
             elif step.stage == ROLLBACK:
                 # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay
                 # live.
