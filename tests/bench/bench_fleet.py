@@ -37,7 +37,10 @@ def _measure(racks: int, steps: list[str], workdir: Path) -> dict[str, Cost]:
                 file=sys.stderr,
                 flush=True,
             )
-            if cost.returncode not in (0, 1):
+            if cost.returncode == 1:  # a check failed: say which (preflight's FAIL rows)
+                failed = [line.strip() for line in cost.stdout.splitlines() if "FAIL" in line]
+                print("\n".join(f"    {line}" for line in failed[:10]), file=sys.stderr)
+            elif cost.returncode != 0:
                 print(cost.stderr[-2000:], file=sys.stderr)
     return costs
 
