@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from k3deploy.errors import KubeError
@@ -63,3 +64,25 @@ def test_each_leaders_log_is_read_from_its_start_and_summarised() -> None:
     assert ("log", "kimi-k3-gb300-tp16-0", "vllm", LEADER_LOG_BYTES) in api.calls
     assert summary(found) == f"kimi-k3-gb300-tp16-0: mnnvl, kimi-k3-gb300-tp16-1: {UNKNOWN}"
     assert summary({"a": "mnnvl", "b": "mnnvl"}) == "mnnvl" and summary({}) == UNKNOWN
+
+
+class _MeetingApi(_Api):
+    """_Api whose log reads wait until `parties` of them are under way at once (a read that waits alone, as the
+    reads of a loop one after another would, never returns its log)."""
+
+    def __init__(self, logs: dict[str, str | None], parties: int) -> None:
+        super().__init__(logs)
+        self.barrier = threading.Barrier(parties)
+
+    def read_log(self, name: str, namespace: str, container: str, *, limit_bytes: int) -> str:
+        try:
+            self.barrier.wait(timeout=30)
+        except threading.BrokenBarrierError:
+            raise KubeError(f"read the log of pod {name}: read alone", status=500, reason="Alone") from None
+        return super().read_log(name, namespace, container, limit_bytes=limit_bytes)
+
+
+def test_the_leaders_logs_are_read_at_once_not_one_after_another() -> None:
+    logs: dict[str, str | None] = {f"kimi-k3-gb300-tp16-{i}": MNNVL for i in range(4)}
+    found = leader_backends(_MeetingApi(logs, parties=4), load_profile("kimi-k3-gb300-tp16"))
+    assert found == dict.fromkeys(logs, "mnnvl")

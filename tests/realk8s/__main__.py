@@ -1,5 +1,6 @@
-"""`python -m tests.realk8s --kubeconfig PATH [--gb300-nodes N] [--cliques C] [--real-nodes R]
-[--forward-pod-port PORT=HOST:PORT] [--kueue]`: start a real control plane with N GB300 nodes in C NVLink cliques and R real
+"""`python -m tests.realk8s --kubeconfig PATH [--gb300-nodes N] [--cliques C | --racks R [--trays-per-rack T]]
+[--cpu-nodes K] [--real-nodes R] [--forward-pod-port PORT=HOST:PORT] [--kueue]`: start a real control plane with N GB300
+nodes in C NVLink cliques (or R NVL72 racks of T trays, each rack one clique), K CPU nodes and R real
 kubelet nodes (containerd and a kubelet each, tainted `realk8s.k3deploy/real-node`), optionally a real Kueue with the
 objects an operator creates for k3deploy (tests/realk8s/kueue.py), optionally forward PORT of every serving leader pod
 to HOST:PORT on this machine (KWOK PortForward objects), write an admin kubeconfig to PATH, print `READY <url>`, stop
@@ -27,6 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write the admin kubeconfig")
     parser.add_argument("--gb300-nodes", type=int, default=8, help="GB300 nodes (default 8)")
     parser.add_argument("--cliques", type=int, default=2, help="NVLink cliques the nodes are spread over (default 2)")
+    parser.add_argument(
+        "--racks",
+        type=int,
+        default=0,
+        help="NVL72 racks, each one clique of --trays-per-rack GB300 trays (replaces --gb300-nodes and --cliques)",
+    )
+    parser.add_argument("--trays-per-rack", type=int, default=18, help="GB300 trays per rack (default 18)")
+    parser.add_argument("--cpu-nodes", type=int, default=2, help="CPU (system) nodes (default 2)")
     parser.add_argument(
         "--real-nodes",
         type=int,
@@ -56,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.gb300_nodes < 1 or args.cliques < 1 or args.cliques > args.gb300_nodes:
         print("error: --gb300-nodes and --cliques must be >= 1, with no more cliques than nodes", file=sys.stderr)
         print("hint: e.g. --gb300-nodes 8 --cliques 2", file=sys.stderr)
+        return 2
+    if args.racks < 0 or args.trays_per_rack < 1 or args.cpu_nodes < 0:
+        print("error: --racks and --cpu-nodes must be >= 0 and --trays-per-rack >= 1", file=sys.stderr)
+        print("hint: e.g. --racks 4 --trays-per-rack 18 --cpu-nodes 3", file=sys.stderr)
         return 2
     if args.real_nodes < 0:
         print("error: --real-nodes must be >= 0", file=sys.stderr)
@@ -89,12 +102,21 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    plane = Plane(binaries, PlaneOptions(gb300_nodes=args.gb300_nodes, cliques=args.cliques, kueue=queue))
+    options = PlaneOptions(
+        gb300_nodes=args.gb300_nodes,
+        cliques=args.cliques,
+        cpu_nodes=args.cpu_nodes,
+        racks=args.racks,
+        trays_per_rack=args.trays_per_rack,
+        kueue=queue,
+    )
+    plane = Plane(binaries, options)
     leaders: LeaderForwards | None = None
     try:
         plane.start()
         if queue is not None:
-            kueue.apply_objects(plane.api, kueue.operator_objects(gpus=4 * args.gb300_nodes))
+            trays = args.racks * args.trays_per_rack if args.racks else args.gb300_nodes
+            kueue.apply_objects(plane.api, kueue.operator_objects(gpus=4 * trays))
         for _ in range(args.real_nodes):
             plane.add_real_node(images=STANDIN_IMAGES)
         if forwards:

@@ -78,6 +78,14 @@ def gb300_nodes(count: int, cliques: int, k8s_version: str, prefix: str = "gb300
     return [gb300_node(f"{prefix}-{i + 1:02d}", ids[i // per], k8s_version) for i in range(count)]
 
 
+def nvl72_racks(racks: int, trays: int, k8s_version: str) -> list[dict[str, Any]]:
+    """`racks` NVL72 racks of `trays` GB300 trays each, every rack its own clique: `gb300-rRR-tTT`."""
+    ids = clique_ids(racks)
+    return [
+        gb300_node(f"gb300-r{r + 1:02d}-t{t + 1:02d}", ids[r], k8s_version) for r in range(racks) for t in range(trays)
+    ]
+
+
 def cpu_node(name: str, k8s_version: str) -> dict[str, Any]:
     """A system node without GPUs (where the prefetch and smoke Jobs' pods, which tolerate no GPU taint, run)."""
     node = gb300_node(name, "", k8s_version)

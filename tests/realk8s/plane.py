@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.realk8s import kueue, objects
+from tests.realk8s import audit, kueue, objects
 from tests.realk8s.binaries import Binaries, node_tools
 from tests.realk8s.certs import CertAuthority, CertPair, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
@@ -36,6 +36,9 @@ USERS: dict[str, list[str]] = {
     "realk8s-admin": ["system:masters"],
     "realk8s-user": [],
     "realk8s-deployer": [],
+    # The user a fleet measurement runs the CLI as (tests/realk8s/cost.py): all it may do, and only its requests
+    # counted from the audit log.
+    "realk8s-bench": ["system:masters"],
     "system:kube-controller-manager": [],
     "system:kube-scheduler": [],
     "kwok": [],
@@ -47,7 +50,9 @@ START_TIMEOUT_S = 120.0
 
 @dataclass
 class PlaneOptions:
-    """What to start: GB300 node count and NVLink cliques, CPU (system) nodes, and where the plane's files go."""
+    """What to start: GB300 node count and NVLink cliques (or `racks` NVL72 racks of `trays_per_rack` trays, each
+    rack one clique, which then replace both), CPU (system) nodes, the users whose requests the API server's audit
+    log records (none: no audit log), and where the plane's files go."""
 
     gb300_nodes: int = 8
     cliques: int = 2
@@ -55,6 +60,15 @@ class PlaneOptions:
     workdir: Path | None = None
     #: A real Kueue (tests/realk8s/kueue.py) started with the plane, with the objects an operator creates.
     kueue: KueueBuild | None = None
+    racks: int = 0
+    trays_per_rack: int = 18
+    audit_users: tuple[str, ...] = ()
+
+    def gb300(self, k8s_version: str) -> list[dict[str, Any]]:
+        """The GB300 nodes to create: racks of trays when `racks` is set, else `gb300_nodes` over `cliques`."""
+        if self.racks:
+            return objects.nvl72_racks(self.racks, self.trays_per_rack, k8s_version)
+        return objects.gb300_nodes(self.gb300_nodes, self.cliques, k8s_version)
 
 
 @dataclass
@@ -250,6 +264,7 @@ class Plane:
                 f"--kubelet-client-certificate={kubelet_client.cert}",
                 f"--kubelet-client-key={kubelet_client.key}",
                 "--kubelet-preferred-address-types=InternalIP,Hostname",
+                *audit.flags(self.dir, list(self.options.audit_users)),
             ],
         )
         self._api = Api(self.url, self.tokens["realk8s-admin"], self.ca_file)
@@ -374,20 +389,23 @@ class Plane:
         )
         version = self.binaries.versions["K8S_VERSION"]
         cpu = [objects.cpu_node(f"cpu-{i + 1:02d}", version) for i in range(self.options.cpu_nodes)]
-        self.add_nodes(objects.gb300_nodes(self.options.gb300_nodes, self.options.cliques, version) + cpu, kwok)
+        self.add_nodes(self.options.gb300(version) + cpu, kwok)
 
     def add_nodes(self, nodes: list[dict[str, Any]], kwok: Process | None = None) -> None:
         """Create nodes for KWOK to manage and wait until it reports them Ready."""
         for node in nodes:
             self.api.create("/api/v1/nodes", node)
 
+        names = {node["metadata"]["name"] for node in nodes}
+
         def ready() -> bool:
-            for node in nodes:
-                live = self.api.get(f"/api/v1/nodes/{node['metadata']['name']}")
-                conditions = {c["type"]: c["status"] for c in live.get("status", {}).get("conditions", [])}
-                if conditions.get("Ready") != "True":
-                    return False
-            return True
+            # One list per poll, not a get per node: a fleet plane has hundreds.
+            ready = {
+                live["metadata"]["name"]
+                for live in self.api.get("/api/v1/nodes")["items"]
+                if {c["type"]: c["status"] for c in live.get("status", {}).get("conditions", [])}.get("Ready") == "True"
+            }
+            return names <= ready
 
         self._wait(kwok or self.processes["kwok"], "the GB300 nodes to be Ready", ready)
 

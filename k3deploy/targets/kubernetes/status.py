@@ -30,8 +30,26 @@ def _node(api: KubePort, name: str, cache: dict[str, KubeObject | None]) -> Kube
     return cache[name]
 
 
-def _node_labels(api: KubePort, name: str, cache: dict[str, KubeObject | None]) -> dict[str, str]:
-    return dict(((_node(api, name, cache) or {}).get("metadata") or {}).get("labels") or {})
+def _nodes(api: KubePort, names: set[str]) -> dict[str, KubeObject | None]:
+    """The Nodes named, by one list of the cluster's nodes (not a get per node: a fleet has hundreds); a user who
+    may not list them gets them one by one, as far as it may read them."""
+    if not names:
+        return {}
+    try:
+        items, _ = api.list("v1", "Node")
+    except K3DeployError:
+        cache: dict[str, KubeObject | None] = {}
+        return {name: _node(api, name, cache) for name in sorted(names)}
+    listed = {n["metadata"]["name"]: n for n in items}
+    return {name: listed.get(name) for name in names}
+
+
+def _node_labels(name: str, nodes: dict[str, KubeObject | None]) -> dict[str, str]:
+    return dict(((nodes.get(name) or {}).get("metadata") or {}).get("labels") or {})
+
+
+def _pod_nodes(pods: list[KubeObject]) -> set[str]:
+    return {name for p in pods if (name := (p.get("spec") or {}).get("nodeName"))}
 
 
 def _domains(api: KubePort, profile: Profile) -> list[KubeObject]:
@@ -88,7 +106,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
     if any(r["exists"] for r in rows):
         sets = sorted({o["metadata"]["name"] for o in objects if o["kind"] == "LeaderWorkerSet"} or {profile.name})
         items, _ = api.list("v1", "Pod", namespace, label_selector=f"{NAME_LABEL} in ({','.join(sets)})")
-        nodes: dict[str, KubeObject | None] = {}
+        nodes = _nodes(api, _pod_nodes(items))
         for pod in sorted(
             items,
             key=lambda p: (
@@ -104,7 +122,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
                     "group": labels.get(GROUP_INDEX_LABEL),
                     "worker": labels.get(WORKER_INDEX_LABEL),
                     "node": node,
-                    "clique": _node_labels(api, node, nodes).get(profile.kubernetes.clique_label) if node else None,
+                    "clique": _node_labels(node, nodes).get(profile.kubernetes.clique_label) if node else None,
                     "phase": pod_phase_label(pod),
                     "ready": pod_ready(pod),
                     "restarts": restarts(pod),
@@ -143,10 +161,7 @@ def read_groups(api: KubePort, profile: Profile) -> list[GroupHealth]:
     namespace = profile.kubernetes.namespace
     items, _ = api.list("v1", "Pod", namespace, label_selector=f"{NAME_LABEL}={profile.name}")
     live = [p for p in items if not (p.get("metadata") or {}).get("deletionTimestamp")]
-    nodes: dict[str, KubeObject | None] = {}
-    for pod in live:
-        if name := (pod.get("spec") or {}).get("nodeName"):
-            _node(api, name, nodes)
+    nodes = _nodes(api, _pod_nodes(live))
     return group_health(live, nodes, _domains(api, profile), profile.guard.fault_conditions)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from k3deploy.errors import K3DeployError
 from k3deploy.profile import load_profile
 from k3deploy.targets.kubernetes.status import describe
 from k3deploy.targets.kubernetes.view import kubernetes_status_view
@@ -91,3 +92,43 @@ def test_without_a_compute_domain_or_a_readable_node_it_says_so() -> None:
     console = Console(width=200, record=True)
     console.print(kubernetes_status_view(report))
     assert "0      -              gb300-0 healthy" in console.export_text()
+
+
+class CountingApi(RecordedApi):
+    """RecordedApi that counts its Node gets and, with `list_nodes=False`, refuses to list Nodes (as RBAC refuses a
+    user with `get` but not `list` on them)."""
+
+    def __init__(self, objects: list[dict[str, Any]], *, list_nodes: bool = True) -> None:
+        super().__init__(objects)
+        self.list_nodes = list_nodes
+        self.node_gets = 0
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """As RecordedApi, counting Node gets."""
+        self.node_gets += kind == "Node"
+        return super().get(api_version, kind, name, namespace)
+
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """As RecordedApi; a Node list refused unless `list_nodes`."""
+        if kind == "Node" and not self.list_nodes:
+            raise K3DeployError("list Node: forbidden")
+        return super().list(api_version, kind, namespace, label_selector=label_selector)
+
+
+def test_the_trays_nodes_are_read_by_one_list_not_a_get_each() -> None:
+    recorded, lws = _cluster(*(_node(f"gb300-{i}") for i in range(4)))
+    api = CountingApi(recorded.objects)
+    report = describe(api, load_profile(PROFILE, ["kubernetes.compute_domain=false"]), [lws], "")
+    assert api.node_gets == 0
+    assert [kind for kind, _ in api.selectors].count("Node") == 1
+    assert {p["clique"] for p in report["pods"]} == {"c1"}
+
+
+def test_a_user_who_may_get_but_not_list_nodes_still_sees_the_cliques() -> None:
+    recorded, lws = _cluster(*(_node(f"gb300-{i}") for i in range(4)))
+    api = CountingApi(recorded.objects, list_nodes=False)
+    report = describe(api, load_profile(PROFILE, ["kubernetes.compute_domain=false"]), [lws], "")
+    assert api.node_gets == 4
+    assert {p["clique"] for p in report["pods"]} == {"c1"}
