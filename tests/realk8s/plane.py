@@ -22,8 +22,8 @@ from tests.realk8s.binaries import Binaries, node_tools
 from tests.realk8s.certs import CertAuthority, CertPair, service_account_keys
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.dra import DraDriver
-from tests.realk8s.kueue import KueueBuild
 from tests.realk8s.ociimage import Image
+from tests.realk8s.plane_options import PlaneOptions
 from tests.realk8s.procs import Process, free_port
 from tests.realk8s.provisioner import DRIVER, Provisioner
 from tests.realk8s.realnode import RealNode
@@ -46,29 +46,6 @@ USERS: dict[str, list[str]] = {
     "kueue": [],
 }
 START_TIMEOUT_S = 120.0
-
-
-@dataclass
-class PlaneOptions:
-    """What to start: GB300 node count and NVLink cliques (or `racks` NVL72 racks of `trays_per_rack` trays, each
-    rack one clique, which then replace both), CPU (system) nodes, the users whose requests the API server's audit
-    log records (none: no audit log), and where the plane's files go."""
-
-    gb300_nodes: int = 8
-    cliques: int = 2
-    cpu_nodes: int = 2
-    workdir: Path | None = None
-    #: A real Kueue (tests/realk8s/kueue.py) started with the plane, with the objects an operator creates.
-    kueue: KueueBuild | None = None
-    racks: int = 0
-    trays_per_rack: int = 18
-    audit_users: tuple[str, ...] = ()
-
-    def gb300(self, k8s_version: str) -> list[dict[str, Any]]:
-        """The GB300 nodes to create: racks of trays when `racks` is set, else `gb300_nodes` over `cliques`."""
-        if self.racks:
-            return objects.nvl72_racks(self.racks, self.trays_per_rack, k8s_version)
-        return objects.gb300_nodes(self.gb300_nodes, self.cliques, k8s_version)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from k3deploy.kobject import KubeObject
+from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.port import KubePort
@@ -18,7 +18,6 @@ from k3deploy.lws import API_VERSION as LWS_API
 from k3deploy.preflight.checks_kueue import unusable
 from k3deploy.preflight.kueue import kueue_facts
 from k3deploy.profile.model import Profile
-from k3deploy.render.manifests import build
 
 #: Where the render records the mode a set was made with (templates/leaderworkerset.yaml.j2).
 RECORD = "k3deploy/gang-admission"
@@ -31,19 +30,15 @@ def with_mode(profile: Profile, mode: str) -> Profile:
     return profile.model_copy(update={"kubernetes": kube})
 
 
-def _lws(objects: list[KubeObject]) -> KubeObject | None:
-    return next((o for o in objects if o.get("kind") == "LeaderWorkerSet"), None)
-
-
 def decide(api: KubePort, profile: Profile, namespace: str) -> tuple[str, str]:
     """The mode `auto` stands for in `namespace`, and why (one line)."""
     live = api.get(LWS_API, "LeaderWorkerSet", profile.name, namespace)
     recorded = str(((live or {}).get("metadata") or {}).get("annotations", {}).get(RECORD, ""))
     if recorded in MODES:
         return recorded, f"as recorded on the running LeaderWorkerSet/{profile.name}"
-    exists = api.get("v1", "Namespace", namespace) is not None
-    lws = _lws([m.obj for m in build(with_mode(profile, "kueue"))]) if exists else None
-    why = unusable(profile, kueue_facts(api, profile, namespace, lws))
+    # The set is rendered once, after this decision: Kueue's LeaderWorkerSet integration is tried on it by
+    # preflight (k8s.kueue.leaderworkerset), which FAILs a kueue set the integration does not take.
+    why = unusable(profile, kueue_facts(api, profile, namespace, None))
     if why:
         return "none", f"no usable Kueue ({why}); groups are scheduled pod by pod"
     return "kueue", f"Kueue admits each group whole through LocalQueue {profile.kubernetes.kueue_queue}"
@@ -54,9 +49,16 @@ def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> 
     profile unchanged, without reading the cluster."""
     if not profile.on_kubernetes or profile.kubernetes.gang_admission != "auto":
         return profile
-    api = KubeApi(kube)
+    try:
+        api = KubeApi(kube)
+    except K3DeployError:
+        return profile  # no usable configuration: the command's own first use of the cluster says so, as its error
     try:
         mode, why = decide(api, profile, kube.namespace or profile.kubernetes.namespace)
+    except K3DeployError as exc:
+        # The command's own stages meet the same cluster next and report it; the set renders auto as none.
+        note(f"warning: gang admission auto: the cluster could not be read ({exc.message}); rendered as none")
+        return profile
     finally:
         api.close()
     # Falling back to pod-by-pod scheduling is the WARN preflight gives for `none` where a group can be split.

@@ -73,19 +73,18 @@ class RecordedApi:
         return out
 
 
-def test_a_usable_kueue_makes_auto_kueue_after_a_dry_run_of_the_queued_set() -> None:
-    api = RecordedApi(_kueue_objects())
+def test_a_usable_kueue_makes_auto_kueue_without_rendering_or_changing_anything() -> None:
+    """The set is rendered once, after the decision; preflight then tries Kueue's LeaderWorkerSet integration on it."""
+    api = RecordedApi(_kueue_objects(), integration=False)
     mode, why = decide(api, PROFILE, NAMESPACE)  # type: ignore[arg-type]
     assert mode == "kueue" and "LocalQueue k3deploy" in why
-    (tried,) = api.dry_runs
-    assert tried["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "k3deploy"
+    assert api.dry_runs == []
 
 
 def test_without_a_usable_kueue_auto_is_none_and_says_what_is_missing() -> None:
     cases = [
         (RecordedApi([], served=False), "Workload kind is not served"),
         (RecordedApi(_kueue_objects(quota=8)), "8"),
-        (RecordedApi(_kueue_objects(), integration=False), "LeaderWorkerSet integration"),
         (RecordedApi([o for o in _kueue_objects() if o["kind"] != "LocalQueue"]), "no LocalQueue k3deploy"),
     ]
     for api, missing in cases:
