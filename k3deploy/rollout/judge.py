@@ -271,6 +271,12 @@ def pod_failure(
     return None
 
 
+def _available(lws: KubeObject) -> bool:
+    """Whether the LeaderWorkerSet's controller set its Available condition True."""
+    conditions = (lws.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Available" and str(c.get("status")) == "True" for c in conditions)
+
+
 def judge(state: WaitState, waited: list[KubeObject], now: float, grace_s: float) -> Judgement:
     """Rows, whether all waited objects are ready, the first failure, and proofs accepted since the last call."""
     rows: list[Row] = []
@@ -286,8 +292,11 @@ def judge(state: WaitState, waited: list[KubeObject], now: float, grace_s: float
         if found is None or not found.ready:
             all_ready = False
         if found is not None and not found.ready and target["kind"] == "LeaderWorkerSet" and failure is None:
-            unproven = prove_current(state.objects[target["kind"]][name_of(target)])
-            if not unproven.provable:
+            live = state.objects[target["kind"]][name_of(target)]
+            unproven = prove_current(live)
+            # A v0.9 controller's first status writes can come before its observedGeneration (seen on the real
+            # plane under load): only a controller that calls the set Available without one is one that never will.
+            if not unproven.provable and _available(live):
                 failure = Failure(key, "Unprovable", unproven.how, {name_of(target)})
         if found is not None and found.ready and target["kind"] == "LeaderWorkerSet":
             how = prove_current(state.objects[target["kind"]][name_of(target)]).how
