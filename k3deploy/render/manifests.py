@@ -39,6 +39,7 @@ from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
 from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
 from k3deploy.render.templating import render_template
+from k3deploy.traffic_gate import gate_selector
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
 MANAGED_BY = "k3deploy"
@@ -270,6 +271,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "sysctls": ephemeral_sysctls(profile),
         },
         "lws_labels": {"name": NAME_LABEL, "worker_index": WORKER_INDEX_LABEL, "group_key": GROUP_KEY_LABEL},
+        "gate_selector": gate_selector(profile.smoke.gate_traffic),
         "channel_claim": CHANNEL_CLAIM,
         "leader_command": serve_command(profile, role="leader"),
         "worker_command": serve_command(profile, role="worker"),

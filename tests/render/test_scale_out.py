@@ -6,6 +6,8 @@ that `kubectl kustomize` builds.
 
 from __future__ import annotations
 
+import json
+
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -123,9 +125,13 @@ def test_the_inference_pool_matches_the_upstream_crd_and_selects_only_leaders() 
                 "leaderworkerset.sigs.k8s.io/group-index": str(group),
                 "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
             }
-            if match_label_selector(pool["spec"]["selector"], labels):
-                selected.append((group, worker))
-    assert selected == [(0, 0), (1, 0)]
+            for gated in (False, True):
+                # The mark a passed gate sets on a leader pod (k3deploy/traffic_gate.py); no template renders it.
+                marked = {**labels, "k3deploy/gated": "true"} if gated else labels
+                if match_label_selector(pool["spec"]["selector"], marked):
+                    selected.append((group, worker, gated))
+    assert "k3deploy/gated" not in json.dumps(lws)
+    assert selected == [(0, 0, True), (1, 0, True)]
 
 
 def test_a_pool_without_its_picker_port_fails_the_upstream_crd() -> None:

@@ -38,7 +38,7 @@ from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions
 from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
-from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
+from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster, marks
 from k3deploy.targets.kubernetes import bluegreen_repair as repair
 from k3deploy.targets.kubernetes.apply import apply_object
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
@@ -54,6 +54,7 @@ from k3deploy.targets.kubernetes.view import (
 from k3deploy.targets.kubernetes.wait import Waiter
 from k3deploy.targets.progress import ProgressView
 from k3deploy.targets.rendering import Objects
+from k3deploy.traffic_gate import Unmarked
 
 #: Seconds the smoke verdict's recording may take when smoke ran past the rollout's deadline.
 _RECORD_BUDGET_S = 60.0
@@ -337,6 +338,26 @@ class KubernetesTarget(Target):
         live = bluegreen.as_live(self.api, profile, list(objects))
         stale = stale_prefetch_jobs(self.api, profile.name, profile.kubernetes.namespace, live)
         return undo.teardown(live, [*bluegreen.leftovers(self.api, profile, live), *stale], purge, profile.name)
+
+    def unmarked_leaders(self, profile: Profile, lws: str) -> list[Unmarked]:
+        """The ready leaders of `lws` the API Service does not select yet (targets/kubernetes/marks.py)."""
+        return marks.unmarked(self.api, profile.kubernetes.namespace, lws, profile.smoke.gate_restarts)
+
+    def leader_uid(self, profile: Profile, group: Group) -> str | None:
+        """The uid of the group's leader pod before its gate."""
+        return marks.leader_uid(self.api, profile.kubernetes.namespace, *group)
+
+    def mark_leader(self, profile: Profile, group: Group, uid: str | None, why: str) -> None:
+        """Label the group's leader for the API Service (targets/kubernetes/marks.py)."""
+        marks.mark(
+            self.api,
+            profile.kubernetes.namespace,
+            *group,
+            uid,
+            self.view.note,
+            record_revision=not profile.smoke.gate_restarts,
+            why=why,
+        )
 
     def leader_backends(self, profile: Profile) -> dict[str, str]:
         """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""
