@@ -7,7 +7,6 @@ that `kubectl kustomize` builds.
 from __future__ import annotations
 
 import json
-
 import subprocess
 from pathlib import Path
 from typing import Any
