@@ -35,6 +35,7 @@ from k3deploy.render.network import (
     ephemeral_sysctls,
     group_ports,
 )
+from k3deploy.render.pod_security import pod_security_labels
 from k3deploy.render.routing import routing_context
 from k3deploy.render.scan_skips import job_skips, serving_skips
 from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, patch_serving_pods
@@ -120,6 +121,7 @@ class SetEntry:
 
 _ALWAYS: Callable[[Profile], bool] = lambda _profile: True  # noqa: E731
 _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-pool"  # noqa: E731
+_GATED: Callable[[Profile], bool] = lambda p: p.smoke.gate_traffic  # noqa: E731
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -137,6 +139,9 @@ SET: tuple[SetEntry, ...] = (
         lambda p: p.kubernetes.network_policy and p.kubernetes.routing == "inference-pool",
     ),
     SetEntry(1, "serviceaccount.yaml.j2", "ServiceAccount", "identity", _ALWAYS),
+    SetEntry(1, "smoke-serviceaccount.yaml.j2", "ServiceAccount", "smoke-gate", _GATED),
+    SetEntry(1, "smoke-role.yaml.j2", "Role", "smoke-gate", _GATED),
+    SetEntry(1, "smoke-rolebinding.yaml.j2", "RoleBinding", "smoke-gate", _GATED),
     SetEntry(2, "profile-configmap.yaml.j2", "ConfigMap", "profile", _ALWAYS),
     SetEntry(
         3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight_job
@@ -247,6 +252,7 @@ def context(profile: Profile) -> dict[str, Any]:
             # build() appends the hash of the Job's spec (prefetch_job_name).
             "prefetch": f"{name}-prefetch",
             "smoke": f"{name}-smoke",
+            "smoke_gate": f"{name}-smoke-gate",
             "node_preflight": f"{name}-node-preflight",
             "profile": f"{name}-profile",
             "service": api_service_name(profile),
@@ -301,7 +307,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "prefetch_gid": kube.prefetch_gid,
         "scan_skips": {
             "prefetch": job_skips(prefetch_image(profile)),
-            "smoke": job_skips(kube.smoke_image),
+            "smoke": job_skips(kube.smoke_image, token=profile.smoke.gate_traffic),
             "leader": serving_skips(profile, "leader"),
             "worker": serving_skips(profile, "worker"),
         },
@@ -334,14 +340,6 @@ def context(profile: Profile) -> dict[str, Any]:
         **routing_context(profile),
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
     }
-
-
-def pod_security_labels(profile: Profile) -> dict[str, str]:
-    """Pod Security Admission labels of the Namespace k3deploy creates (kubernetes/pod-security-admission
-    api/constants.go): kubernetes.pod_security_level for enforce, warn and audit. Baseline by default, the level the
-    serving pods meet (vllm/vllm-openai runs as root), so a cluster whose default is restricted still admits them."""
-    level = profile.kubernetes.pod_security_level
-    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
 
 
 def prefetch_job_name(name: str, spec: dict[str, Any]) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from k3deploy.profile.model import Profile
+
 Pod = dict[str, Any]
 Rule = Callable[..., list[str]]
 
@@ -304,3 +306,11 @@ def pod_templates(objects: list[dict[str, Any]]) -> list[tuple[str, Pod, dict[st
                     (f"{where}/{role}", lws[role]["spec"], (lws[role].get("metadata") or {}).get("annotations") or {})
                 )
     return pods
+
+
+def pod_security_labels(profile: Profile) -> dict[str, str]:
+    """Pod Security Admission labels of the Namespace k3deploy creates (kubernetes/pod-security-admission
+    api/constants.go): kubernetes.pod_security_level for enforce, warn and audit. Baseline by default, the level the
+    serving pods meet (vllm/vllm-openai runs as root), so a cluster whose default is restricted still admits them."""
+    level = profile.kubernetes.pod_security_level
+    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}

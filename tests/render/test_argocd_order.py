@@ -56,7 +56,7 @@ def test_the_prefetch_job_would_deadlock_with_its_service_account_in_wave_0() ->
     account = next(o for o in objects if o["kind"] == "ServiceAccount")
     del account["metadata"]["annotations"][WAVE]
     problems = [str(p) for p in check(objects, _external(K3, []))]
-    assert problems == [f"Job/{PREFETCH} needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 2)"]
+    assert problems == [f"Job/{PREFETCH} needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 5)"]
 
 
 def test_a_pvc_a_wave_before_its_first_consumer_would_never_bind_with_wait_for_first_consumer() -> None:
@@ -87,7 +87,11 @@ def test_order_follows_gitops_engine() -> None:
         ("Sync", -1, f"NetworkPolicy/{K3}-default-deny"),
         ("Sync", -1, f"NetworkPolicy/{K3}-server"),
         ("Sync", -1, "ServiceAccount/k3deploy"),
+        # The smoke Job's own identity, which labels the leaders it gated (templates/smoke-role.yaml.j2).
+        ("Sync", -1, f"ServiceAccount/{K3}-smoke-gate"),
         ("Sync", -1, f"PersistentVolumeClaim/{K3}-model-cache"),
+        ("Sync", -1, f"Role/{K3}-smoke-gate"),
+        ("Sync", -1, f"RoleBinding/{K3}-smoke-gate"),
         ("Sync", -1, f"Job/{PREFETCH}"),
         # Custom resources rank after every known kind, then by name.
         ("Sync", -1, f"ComputeDomain/{K3}-compute-domain"),

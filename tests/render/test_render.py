@@ -181,6 +181,7 @@ def test_objects_reference_each_other_consistently() -> None:
         "/etc/k3deploy/profile.yaml",
         "--wait-ready",
         "7610s",
+        "--gate-leaders",
         "-o",
         "json",
     ]
@@ -281,7 +282,7 @@ def test_render_dir_removes_its_stale_files_only(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert f"13-servicemonitor-{K3}.yaml" not in names and "README.md" in names
-    assert len(names) == 16  # 13 objects + kustomization + README + the record
+    assert len(names) == 19  # 16 objects + kustomization + README + the record
 
 
 def test_render_into_a_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -173,7 +173,7 @@ def test_the_endpoint_picker_reads_its_config_and_meets_restricted() -> None:
     assert match_label_selector(
         {"matchLabels": service["spec"]["selector"]}, deployment["spec"]["template"]["metadata"]["labels"]
     )
-    role = _one(objects, "Role")
+    role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == f"{K3}-epp")
     assert {(rule["apiGroups"][0], rule["resources"][0]) for rule in role["rules"]} == {
         ("", "pods"),
         ("inference.networking.k8s.io", "inferencepools"),

@@ -41,6 +41,10 @@ def test_the_set_has_the_expected_kinds() -> None:
         "NetworkPolicy",
         "NetworkPolicy",
         "ServiceAccount",
+        # The smoke Job's gate: its own identity, which labels the leaders that pass (smoke.gate_traffic).
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
         "ConfigMap",
         "Job",
         "PersistentVolumeClaim",
