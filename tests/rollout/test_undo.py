@@ -195,3 +195,16 @@ def test_a_summary_needs_the_outcomes_of_every_part() -> None:
     undo = u.undo(V1, 4, plan, plan.steps, [], "kimi")
     with pytest.raises(ValueError):
         u.summary(undo, [[st.StepOutcome()] * 6])
+
+
+def test_a_restored_revision_behind_a_gated_service_lets_its_recreated_leaders_back_in_as_they_are() -> None:
+    """The revision that comes back passed its gates when it went live: the leaders LWS recreates for it are labelled
+    for traffic without a smoke once ready (k3deploy/traffic_gate.py); without the gate's label in the Service's
+    selector nothing is labelled."""
+    gated = {**SVC, "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": "kimi", "k3deploy/gated": "true"}}}
+    ungated = {**SVC, "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": "kimi"}}}
+    part = u.restore([lws("kimi", "v1"), gated], 1, [lws("kimi", "v2"), gated], "kimi")
+    assert kinds(part.steps)[-3:] == ["Wait", "GateLeaders", "RecordRevision"]
+    assert part.steps[-2] == st.GateLeaders("kimi", smoke=False, stage=st.ROLLBACK)
+    plain = u.restore([lws("kimi", "v1"), ungated], 1, [lws("kimi", "v2"), ungated], "kimi")
+    assert "GateLeaders" not in kinds(plain.steps)
