@@ -1,8 +1,8 @@
 """The only module that knows the stage order: `up` = preflight -> render -> apply -> wait -> smoke -> report.
 
 Works for any Target. The apply stage asks the target for the rollout's plan (rollout/plan.py, read from what is live)
-and runs its apply steps; the wait stage runs the rest; every smoke, a new group's through its leader as the final
-one, runs here. Each stage is shown as it runs; one summary closes the run; the exit code is the
+and runs its apply steps; the wait stage runs the rest; every smoke, a new group's through its leader (gating.py) as
+the final one, runs here. Each stage is shown as it runs; one summary closes the run; the exit code is the
 first failing stage's. When wait or smoke fails (or the prefetch wait inside apply), the previous revision
 is restored, or a first install removed, unless rollback is off; a smoke that could not test the server at all
 (smoke/reach.py SmokeUnreachable, exit 3) undoes nothing. A stage that fails with an unexpected
