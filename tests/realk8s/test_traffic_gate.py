@@ -46,11 +46,12 @@ def _speculative(checks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _passed(result: Any) -> dict[str, Any]:
-    """The `-o json` summary of a run that must end exit 0 with every stage passed and nothing rolled back."""
+    """The `-o json` summary of a run that must end exit 0 with every stage passed (preflight skipped: the real
+    plane's nodes are KWOK's) and nothing rolled back."""
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["rollback"] is None and "rollback" not in result.stderr, result.stderr
-    assert {s["status"] for s in report["stages"]} == {"pass"}, report["stages"]
+    assert {s["name"]: s["status"] for s in report["stages"] if s["status"] != "pass"} == {"preflight": "skip"}
     return dict(report)
 
 
