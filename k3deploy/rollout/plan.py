@@ -102,6 +102,9 @@ class LiveState:
 
     lws: LiveLws = field(default_factory=LiveLws)
     leftovers: list[Obj] = field(default_factory=list)
+    #: The live API Service selects leaders without the traffic gate's label (a release installed before the gate,
+    #: or with smoke.gate_traffic off): its serving leaders are labelled before the gated Service is applied.
+    ungated_service: bool = False
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,10 @@ def build(objects: list[Obj], live: LiveState, strategy: Strategy, release: str)
     suffix = SERVER_DRY_RUN if strategy.dry_run else ""
     bg = blue_green(objects, live.lws, strategy, release)
     steps: list[Step] = [Begin(APPLY)]
+    serving_lws = lws_of(objects)
+    if live.ungated_service and gated_service(objects) and serving_lws is not None and not strategy.dry_run:
+        # They serve now: labelled as they are, the Service that selects the label keeps serving them.
+        steps.append(GateLeaders(serving_lws["metadata"]["name"], smoke=False, stage=APPLY))
     if bg is not None:
         applying, walking = blue_green_applied(bg), switch_over(bg, strategy.group_smoke)
         steps.append(blue_green_note(bg))

@@ -199,3 +199,17 @@ def test_the_apply_summary_counts_actions_or_says_nothing_changed() -> None:
     assert p.apply_summary([st.StepOutcome(), st.StepOutcome(summary="1 of 16 objects would change")]) == (
         "1 of 16 objects would change"
     )
+
+
+def test_a_live_service_without_the_gate_has_its_serving_leaders_labelled_before_anything_is_applied() -> None:
+    """A release installed before the traffic gate (or with it off): the leaders that serve now are labelled as they
+    are first, so the gated Service applied next keeps selecting them instead of emptying until each is gated."""
+    plan = p.build(rendered(), p.LiveState(ungated_service=True), UP, PROFILE)
+    assert plan.steps[:3] == [st.Begin(st.APPLY), st.GateLeaders(LWS, smoke=False, stage=st.APPLY), plan.steps[2]]
+    assert isinstance(plan.steps[2], st.Apply)
+    ungated = rendered("smoke.gate_traffic=false")
+    assert not any(
+        isinstance(s, st.GateLeaders) for s in p.build(ungated, p.LiveState(ungated_service=True), UP, PROFILE).steps
+    )
+    dry = p.build(rendered(), p.LiveState(ungated_service=True), p.Strategy(dry_run=True, wait=False), PROFILE)
+    assert not any(isinstance(s, st.GateLeaders) for s in dry.steps)

@@ -15,6 +15,7 @@ from k3deploy.errors import KubeError, SmokeUnreachable
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import API_VERSION, NAME_LABEL, WORKER_INDEX_LABEL
+from k3deploy.rollout.colours import api_service_of, lws_of
 from k3deploy.rollout.groups import leader_name
 from k3deploy.rollout.readiness import pod_ready
 from k3deploy.traffic_gate import (
@@ -27,6 +28,7 @@ from k3deploy.traffic_gate import (
     mark_object,
     revision_object,
     revision_of,
+    selects_gated,
 )
 
 
@@ -52,6 +54,17 @@ def unmarked(api: KubePort, namespace: str, lws_name: str, gate_restarts: bool) 
         Unmarked(group_of(p), str(p["metadata"]["uid"]), p["metadata"]["name"], copies_mark(p, revision, gate_restarts))
         for p in leaders
     ]
+
+
+def service_ungated(api: KubePort, objects: list[KubeObject]) -> bool:
+    """Whether the live API Service of the rendered set selects its leaders without the gate's label (installed
+    before the gate, or with smoke.gate_traffic off); False when there is none yet."""
+    lws = lws_of(objects)
+    service = api_service_of(objects, lws["metadata"]["name"]) if lws is not None else None
+    if service is None:
+        return False
+    live = api.get("v1", "Service", service["metadata"]["name"], service["metadata"].get("namespace"))
+    return live is not None and not selects_gated((live.get("spec") or {}).get("selector"))
 
 
 def leader_uid(api: KubePort, namespace: str, lws_name: str, group: int) -> str | None:

@@ -221,7 +221,9 @@ class KubernetesTarget(Target):
         strategy = self._strategy()
         found = [] if options.dry_run or options.diff else repair.found_leftovers(self.api, profile, live_objects)
         live = LiveState(
-            lws=read_lws(self.api, lws_of(live_objects), strategy, profile.kubernetes.lws_version), leftovers=found
+            lws=read_lws(self.api, lws_of(live_objects), strategy, profile.kubernetes.lws_version),
+            leftovers=found,
+            ungated_service=not (options.dry_run or options.diff) and marks.service_ungated(self.api, live_objects),
         )
         return rollout_plan.build(live_objects, live, strategy, profile.name)
 

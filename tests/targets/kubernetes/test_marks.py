@@ -11,6 +11,8 @@ import pytest
 
 from k3deploy.errors import SmokeUnreachable
 from k3deploy.lws import API_VERSION
+from k3deploy.profile import load_profile
+from k3deploy.render.manifests import rendered_objects
 from k3deploy.targets.kubernetes import marks
 from k3deploy.traffic_gate import GATED_LABEL, GATED_REVISION_ANNOTATION, MARK_MANAGER, Unmarked
 
@@ -97,3 +99,16 @@ def test_a_leader_recreated_since_its_gate_is_not_marked() -> None:
     with pytest.raises(SmokeUnreachable, match="re-created"):
         marks.mark(Api([]), NS, "kimi", 0, None, lambda _: None, record_revision=True)  # type: ignore[arg-type]
     assert api.applied == []
+
+
+def test_a_live_service_selects_ungated_only_without_the_label_in_its_selector() -> None:
+    objects = rendered_objects(load_profile("kimi-k3-gb300-tp16"))
+
+    def live(selector: dict[str, str] | None) -> Any:
+        api = Api([])
+        api.get = lambda v, kind, name, ns=None: None if selector is None else {"spec": {"selector": selector}}  # type: ignore[method-assign]
+        return api
+
+    assert marks.service_ungated(live({"leaderworkerset.sigs.k8s.io/name": "k"}), objects)
+    assert not marks.service_ungated(live({"k3deploy/gated": "true"}), objects)
+    assert not marks.service_ungated(live(None), objects)  # nothing live yet: a first install
