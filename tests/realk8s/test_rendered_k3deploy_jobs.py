@@ -43,7 +43,11 @@ def test_the_rendered_k3deploy_jobs_run_under_their_security_context(
     realk8s.api.create(resource_path("v1", "configmaps", namespace), profile)
     spec = job["spec"]["template"]["spec"]
     # The Job's own account: the set's, or the smoke gate's (which labels the leaders it gated: it has a token).
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": spec["serviceAccountName"]}}
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": spec.get("serviceAccountName", "k3deploy")},
+    }
     realk8s.api.create(resource_path("v1", "serviceaccounts", namespace), account)
     assert spec.pop("nodeSelector", None) in (
         None,
