@@ -1,8 +1,8 @@
 """The only module that knows the stage order: `up` = preflight -> render -> apply -> wait -> smoke -> report.
 
 Works for any Target. The apply stage asks the target for the rollout's plan (rollout/plan.py, read from what is live)
-and runs its apply steps; the wait stage runs the rest; every smoke, a new group's through its leader as the final
-one, runs here. Each stage is shown as it runs; one summary closes the run; the exit code is the
+and runs its apply steps; the wait stage runs the rest; every smoke, a new group's through its leader (gating.py) as
+the final one, runs here. Each stage is shown as it runs; one summary closes the run; the exit code is the
 first failing stage's. When wait or smoke fails (or the prefetch wait inside apply), the previous revision
 is restored, or a first install removed, unless rollback is off; a smoke that could not test the server at all
 (smoke/reach.py SmokeUnreachable, exit 3) undoes nothing. A stage that fails with an unexpected
@@ -21,20 +21,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from k3deploy.errors import EXIT_ENVIRONMENT, CheckFailed, K3DeployError, RolloutFailed, RolloutTimeout
+from k3deploy.gating import gate_leaders, group_smoke, judged
 from k3deploy.kobject import JsonObject
 from k3deploy.observe.allreduce_probe import summary as summary_of_backends
 from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
 from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
-from k3deploy.report.smoke import SmokeReport
 from k3deploy.rollout.plan import Plan, apply_summary
-from k3deploy.rollout.steps import APPLY, WAIT, SmokeGroup, Step, StepOutcome
+from k3deploy.rollout.steps import APPLY, WAIT, GateLeaders, SmokeGroup, Step, StepOutcome
 from k3deploy.rollout.undo import Undo, began_writing
 from k3deploy.rollout.undo import summary as undo_summary
 from k3deploy.smoke.headline import headline
 from k3deploy.smoke.job_report import verdict as job_verdict
-from k3deploy.smoke.reach import Reach, SmokeUnreachable, unreachable
+from k3deploy.smoke.reach import SmokeUnreachable
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets import IN_CLUSTER
 from k3deploy.targets.base import Held, Rendering, Revision, Target, TargetStatus
@@ -206,7 +206,9 @@ def _run_steps(
     for step in rollout.plan.stage(stage):
         rollout.begun.append(step)
         if isinstance(step, SmokeGroup):
-            _group_smoke(profile, target, rollout.rendering, step, note, smoke_where)
+            group_smoke(profile, target, rollout.rendering, step, note, smoke_where)
+        elif isinstance(step, GateLeaders) and step.smoke:
+            gate_leaders(profile, target, rollout.rendering, step.lws, note, smoke_where)
         else:
             outcomes.append(target.run_step(profile, step, timeout_s, rollout.held))
     return outcomes
@@ -245,40 +247,6 @@ def _apply(
     return apply_summary(outcomes, rollout.plan.suffix)
 
 
-def _judged(report: SmokeReport, reach: Reach, group: bool) -> str:
-    """The verdict line of a smoke that passed; raise when it did not: SmokeUnreachable when it could not test the
-    server at all (smoke/reach.py), else the report's exit code. `group`: a new group's gate, before the rest moves."""
-    try:
-        report.raise_for_status()
-    except K3DeployError as exc:
-        failed = [c for c in report.checks if c.status is Status.FAIL]
-        why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        if group:
-            message = f"smoke of the new group {reach.describe()} failed: {why}"
-            hint = "the groups not yet rolled still serve the old template"
-            if exc.exit_code == EXIT_ENVIRONMENT:
-                raise unreachable(message, reach, hint) from None
-            raise K3DeployError(message, hint=hint, exit_code=exc.exit_code) from None
-        message = f"smoke {reach.describe()} failed: {why}"
-        if exc.exit_code == EXIT_ENVIRONMENT:
-            raise unreachable(message, reach) from None
-        raise K3DeployError(message, hint="`k3deploy smoke` re-runs it alone", exit_code=exc.exit_code) from None
-    return f"{reach.describe()}: {len(report.checks)} checks, {report.status.value}"
-
-
-def _group_smoke(
-    profile: Profile, target: Target, rendering: Rendering, step: SmokeGroup, note: Callable[[str], None], where: str
-) -> None:
-    """Smoke one new group through its leader, from here or from inside the cluster; raise when it fails."""
-    note(step.heading)
-    if where == IN_CLUSTER:
-        report, reach = job_verdict(target.run_smoke_job(profile, rendering.objects, (step.lws, step.group)))
-    else:
-        with target.reach(profile, (step.lws, step.group)) as reach:
-            report = run_smoke(profile, reach.url)
-    note(f"    ok   {_judged(report, reach, group=True)}")
-
-
 def _smoke(
     profile: Profile,
     target: Target,
@@ -304,7 +272,7 @@ def _smoke(
     }
     summary.extra["smoke"] = verdict
     target.record_smoke(profile, verdict)
-    return _judged(report, reach, group=False)
+    return judged(report, reach, group=False)
 
 
 def _run_undo(profile: Profile, target: Target, undo: Undo, held: Held | None = None) -> str:

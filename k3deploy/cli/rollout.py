@@ -105,12 +105,12 @@ def _options(kubeconfig: str | None, context: str | None, namespace: str | None,
     if kwargs.get("endpoint") is not None:
         kwargs["endpoint"] = checked_endpoint(kwargs["endpoint"])
     if kwargs.get("group_endpoint") is not None:
-        kwargs["group_endpoint"] = _checked_group_template(kwargs["group_endpoint"])
+        kwargs["group_endpoint"] = checked_group_template(kwargs["group_endpoint"])
     deadline = Deadline(kwargs.get("timeout_s"), flag="--timeout")
     return DeployOptions(kube=KubeOptions(kubeconfig, context, namespace, deadline), **kwargs)
 
 
-def _checked_group_template(template: str) -> str:
+def checked_group_template(template: str) -> str:
     """A --group-endpoint template that fills in to a URL, checked before anything is applied (UsageError)."""
     # Loaded when a command checks the template: its pydantic validators stay out of `--help`.
     from k3deploy.rollout.groups import check_group_template

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.output import print_json_text
+from k3deploy.cli.rollout import checked_group_template
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
 from k3deploy.fileio.write import check_output, write_output
+
+if TYPE_CHECKING:  # the command's stage loads when it runs (below): `k3deploy --help` stays light
+    from k3deploy.profile.model import Profile
+    from k3deploy.report.smoke import SmokeReport
+
+Notice = Callable[[str], None]
 
 
 def parse_levels(raw: str) -> list[int]:
@@ -97,6 +106,23 @@ def smoke(
             "in --overall-timeout; exit 3 when it never does (smoke.ready_timeout_s).",
         ),
     ] = None,
+    gate_leaders: Annotated[
+        bool,
+        typer.Option(
+            "--gate-leaders",
+            help="First gate every leader pod of the profile's release that the API Service does not select yet "
+            "(smoke.gate_traffic), each at its own address, and label the ones that pass; the smoke Job's mode, "
+            "with its in-cluster credentials.",
+        ),
+    ] = False,
+    group_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--group-endpoint",
+            help="With --gate-leaders: URL template of a leader ({pod}, {lws}, {group}, {namespace}); default its "
+            "cluster DNS name.",
+        ),
+    ] = None,
     output: FormatOpt = OutputFormat.table,
     report_file: Annotated[Path | None, typer.Option("--report", help="Write the JSON report to this file.")] = None,
     force: Annotated[
@@ -123,6 +149,10 @@ def smoke(
     from k3deploy.smoke.runner import SmokeOptions, run_smoke
 
     normalize_endpoint(endpoint)  # a malformed URL is a usage error before the profile or the network is touched
+    if group_endpoint is not None:
+        if not gate_leaders:
+            raise UsageError("--group-endpoint is for --gate-leaders", hint="add --gate-leaders, or drop it")
+        group_endpoint = checked_group_template(group_endpoint)
     prof = get_profile(
         profile,
         (set_ or [])
@@ -143,7 +173,11 @@ def smoke(
     def notice(msg: str) -> None:
         err.print(msg, markup=False, highlight=False)
 
-    report = run_smoke(prof, endpoint, SmokeOptions(api_key=api_key, progress=progress, notice=notice))
+    options = SmokeOptions(api_key=api_key, progress=progress, notice=notice)
+    if gate_leaders:
+        report = _gated(prof, endpoint, group_endpoint, lambda p, url: run_smoke(p, url, options), notice)
+    else:
+        report = run_smoke(prof, endpoint, options)
     err.print(smoke_view(report))
     if prof.model.rehearsal:
         err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
@@ -153,3 +187,32 @@ def smoke(
         # Plain text, not rich's print_json: a report holds every chunk's stamp and highlighting it costs seconds.
         print_json_text(report.model_dump_json(indent=2), output)
     report.raise_for_status()
+
+
+def _gated(
+    profile: Profile, endpoint: str, template: str | None, smoke: Callable[[Profile, str], SmokeReport], note: Notice
+) -> SmokeReport:
+    """--gate-leaders: gate the leaders not in traffic yet (targets/kubernetes/job_gates.py), then smoke `endpoint`
+    (the API Service) unless a gate failed; the gates' checks lead the report."""
+    # The cluster client and the gate load only for --gate-leaders (the smoke Job's mode).
+    from k3deploy.kube.api import KubeApi
+    from k3deploy.kube.options import KubeOptions
+    from k3deploy.report.model import Status
+    from k3deploy.report.smoke import SmokeReport
+    from k3deploy.targets.kubernetes.job_gates import gate_from_inside
+
+    def judged(profile: Profile, url: str) -> str | None:
+        report = smoke(profile, url)
+        if report.blocked_by is None and report.status is not Status.FAIL:
+            return None
+        failed = [f"{c.name}: {c.detail}" for c in report.checks if c.status is Status.FAIL]
+        return report.blocked_by or "; ".join(failed) or report.status.value
+
+    started = datetime.now(UTC)
+    gates = gate_from_inside(KubeApi(KubeOptions()), profile, judged, note, template)
+    if any(c.status is Status.FAIL for c in gates):
+        return SmokeReport(
+            profile=profile.name, endpoint=endpoint, started_at=started, finished_at=datetime.now(UTC), checks=gates
+        )
+    report = smoke(profile, endpoint)
+    return report.model_copy(update={"checks": [*gates, *report.checks]})

@@ -359,6 +359,18 @@ class SmokeSpec(_Strict):
         "(other traffic moved them). false: such a figure is reported unattributable with a WARN and never rolls a "
         "group back; correctness and liveness still gate.",
     )
+    gate_traffic: bool = Field(
+        True,
+        description="The API Service and the InferencePool select only leaders whose smoke gate passed (the "
+        "k3deploy/gated label a passed gate sets on the leader pod), so a new or re-created group takes no traffic "
+        "until it is judged. false: every leader is selected as soon as it is Ready.",
+    )
+    gate_restarts: bool = Field(
+        True,
+        description="A leader pod LeaderWorkerSet re-created (a restart, an eviction) is smoke-tested again before it "
+        "takes traffic. false: one running the template revision a gate already passed on gets the label without a "
+        "smoke, from the next `up` or the smoke Job.",
+    )
     request_timeout_s: float = Field(600, gt=0)
     overall_timeout_s: float = Field(3600, gt=0)
     ready_timeout_s: float | None = Field(

@@ -36,6 +36,7 @@ from k3deploy.render.network import (
     ephemeral_sysctls,
     group_ports,
 )
+from k3deploy.render.pod_security import pod_security_labels
 from k3deploy.render.prefetch import (
     compile_cache_env,
     prefetch_image,
@@ -50,6 +51,7 @@ from k3deploy.render.serving_pods import NO_TELEMETRY_ENV, compile_cache, gang, 
 from k3deploy.render.staging import STAGING_COMPONENT, staging_context, staging_on
 from k3deploy.render.templating import render_template
 from k3deploy.render.worker_probe import worker_probe
+from k3deploy.traffic_gate import gate_selector
 
 #: Value of app.kubernetes.io/managed-by on every object of the set.
 MANAGED_BY = "k3deploy"
@@ -128,6 +130,7 @@ _POOL: Callable[[Profile], bool] = lambda p: p.kubernetes.routing == "inference-
 GUARD = guard.GUARD_COMPONENT
 _CANARY: Callable[[Profile], bool] = lambda p: p.observe.canary.enabled  # noqa: E731
 _CLAIMED: Callable[[Profile], bool] = lambda p: p.kubernetes.host_vllm is None  # noqa: E731
+_GATED: Callable[[Profile], bool] = lambda p: p.smoke.gate_traffic  # noqa: E731
 
 #: The set, in apply order: the one encoding of that order (rollout/order.py ranks live objects by it).
 #: Gaps in the numbering leave room for later objects without renaming files.
@@ -145,6 +148,9 @@ SET: tuple[SetEntry, ...] = (
         lambda p: p.kubernetes.network_policy and p.kubernetes.routing == "inference-pool",
     ),
     SetEntry(1, "serviceaccount.yaml.j2", "ServiceAccount", "identity", _ALWAYS),
+    SetEntry(1, "smoke-serviceaccount.yaml.j2", "ServiceAccount", "smoke-gate", _GATED),
+    SetEntry(1, "smoke-role.yaml.j2", "Role", "smoke-gate", _GATED),
+    SetEntry(1, "smoke-rolebinding.yaml.j2", "RoleBinding", "smoke-gate", _GATED),
     SetEntry(2, "profile-configmap.yaml.j2", "ConfigMap", "profile", _ALWAYS),
     SetEntry(
         3, "node-preflight-job.yaml.j2", "Job", NODE_PREFLIGHT_COMPONENT, lambda p: p.kubernetes.node_preflight_job
@@ -274,6 +280,7 @@ def context(profile: Profile) -> dict[str, Any]:
             # build() appends the hash of the Job's spec (prefetch_job_name).
             "prefetch": f"{name}-prefetch",
             "smoke": f"{name}-smoke",
+            "smoke_gate": f"{name}-smoke-gate",
             "node_preflight": f"{name}-node-preflight",
             "profile": f"{name}-profile",
             "service": api_service_name(profile),
@@ -298,6 +305,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "sysctls": ephemeral_sysctls(profile),
         },
         "lws_labels": {"name": NAME_LABEL, "worker_index": WORKER_INDEX_LABEL, "group_key": GROUP_KEY_LABEL},
+        "gate_selector": gate_selector(profile.smoke.gate_traffic),
         "channel_claim": CHANNEL_CLAIM,
         "server_env": server_env,
         "prefetch_env": [
@@ -324,7 +332,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "prefetch_gid": kube.prefetch_gid,
         "scan_skips": {
             "prefetch": job_skips(prefetch_image(profile)),
-            "smoke": job_skips(kube.smoke_image),
+            "smoke": job_skips(kube.smoke_image, token=profile.smoke.gate_traffic),
             "staging": staging_skips(kube.smoke_image),
             "leader": serving_skips(profile, "leader"),
             "worker": serving_skips(profile, "worker"),
@@ -362,14 +370,6 @@ def context(profile: Profile) -> dict[str, Any]:
         **gpu_check_context(profile, PROFILE_MOUNT_DIR),
         **staging_context(profile, PROFILE_MOUNT_DIR, {"HF_HOME": hf_env["HF_HOME"], **prefetch_vars}),
     }
-
-
-def pod_security_labels(profile: Profile) -> dict[str, str]:
-    """Pod Security Admission labels of the Namespace k3deploy creates (kubernetes/pod-security-admission
-    api/constants.go): kubernetes.pod_security_level for enforce, warn and audit. Baseline by default, the level the
-    serving pods meet (vllm/vllm-openai runs as root), so a cluster whose default is restricted still admits them."""
-    level = profile.kubernetes.pod_security_level
-    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
 
 
 def build(profile: Profile) -> list[Manifest]:

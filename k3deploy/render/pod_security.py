@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from k3deploy.kobject import KubeObject
+from k3deploy.profile.model import Profile
 
 Pod = KubeObject
 Rule = Callable[..., list[str]]
@@ -306,3 +307,11 @@ def pod_templates(objects: list[KubeObject]) -> list[tuple[str, Pod, dict[str, s
                     (f"{where}/{role}", lws[role]["spec"], (lws[role].get("metadata") or {}).get("annotations") or {})
                 )
     return pods
+
+
+def pod_security_labels(profile: Profile) -> dict[str, str]:
+    """Pod Security Admission labels of the Namespace k3deploy creates (kubernetes/pod-security-admission
+    api/constants.go): kubernetes.pod_security_level for enforce, warn and audit. Baseline by default, the level the
+    serving pods meet (vllm/vllm-openai runs as root), so a cluster whose default is restricted still admits them."""
+    level = profile.kubernetes.pod_security_level
+    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}

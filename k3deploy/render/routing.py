@@ -17,6 +17,7 @@ from k3deploy.kobject import JsonObject
 from k3deploy.lws import NAME_LABEL as LWS_NAME_LABEL
 from k3deploy.lws import WORKER_INDEX_LABEL as LWS_WORKER_INDEX_LABEL
 from k3deploy.profile.model import Profile
+from k3deploy.traffic_gate import gate_selector
 
 #: The EPP's ext-proc gRPC port, its gRPC health port and its metrics port (llm-d-router routerlib defaults).
 EPP_EXT_PROC_PORT = 9002
@@ -32,6 +33,11 @@ EPP_UID = 65532
 def leader_selector(profile: Profile) -> dict[str, str]:
     """Labels that select exactly the groups' leaders (the pods that serve HTTP), whatever the group."""
     return {LWS_NAME_LABEL: profile.name, LWS_WORKER_INDEX_LABEL: "0"}
+
+
+def pool_selector(profile: Profile) -> dict[str, str]:
+    """Labels of the leaders the InferencePool routes to: with smoke.gate_traffic, only those a gate passed."""
+    return {**leader_selector(profile), **gate_selector(profile.smoke.gate_traffic)}
 
 
 def pool_name(profile: Profile) -> str:
@@ -114,7 +120,7 @@ def routing_context(profile: Profile) -> JsonObject:
     """Every value the routing templates use (after check_gateway_reach)."""
     check_gateway_reach(profile)
     return {
-        "leader_selector": leader_selector(profile),
+        "leader_selector": pool_selector(profile),
         "pool_name": pool_name(profile),
         "epp": {
             "name": epp_name(profile),

@@ -50,9 +50,13 @@ def image_skips(image: str) -> list[tuple[str, str]]:
     return [PULL_POLICY] if "@sha256:" in image else [PULL_POLICY, NOT_PINNED]
 
 
-def job_skips(image: str) -> dict[str, str]:
-    """Annotations of a Job running `image`."""
-    return skip_annotations(image_skips(image))
+#: The smoke Job that gates leaders (smoke.gate_traffic) labels them through the API as its own account.
+GATE_TOKEN = ("CKV_K8S_38", "the smoke Job labels the leaders it gated through the API, as its own account")
+
+
+def job_skips(image: str, token: bool = False) -> dict[str, str]:
+    """Annotations of a Job running `image` (`token`: it mounts its ServiceAccount's token on purpose)."""
+    return skip_annotations([*image_skips(image), *([GATE_TOKEN] if token else [])])
 
 
 #: The staging DaemonSet's container that writes the tray's hostPath folder (templates/weight-staging-daemonset.yaml.j2).

@@ -4,7 +4,7 @@ Nothing here is a hand-kept list of kinds: each kind of the set gets the verbs o
 of rollback and `down` (delete); each step brings what running it reads and writes (`step_access`, after
 targets/kubernetes/runner.py): a wait lists and watches the kinds it waits on, their pods, logs and events, a LeaderWorkerSet's
 ControllerRevisions and, for pods that mount a PersistentVolumeClaim, the claims, StorageClasses and claim events
-(rollout/claims.py); a group's walk reads its revisions and pods; a recorded gate or revision writes its ConfigMap; a
+(rollout/claims.py); a group's walk reads its revisions and pods; a passed gate marks its leader pod; a recorded gate or revision writes its ConfigMap; a
 Service switch lists EndpointSlices (targets/kubernetes/bluegreen.py). So an object added to the set, or a step added to the
 plan, adds its verbs, and preflight cannot pass on a command `up` cannot finish. `step_access` refuses a step type it
 does not know, so a new step cannot go unreviewed. Preflight (preflight/cluster.py) asks about each.
@@ -29,6 +29,7 @@ from k3deploy.rollout.steps import (
     Delete,
     Diff,
     DownAll,
+    GateLeaders,
     Guard,
     Note,
     RecordGate,
@@ -106,6 +107,16 @@ _FORWARD = (
 )
 
 
+#: Marking a gated leader for traffic (targets/kubernetes/marks.py): the pod read (its uid and revision) and patched
+#: (a server-side apply of its label); the LeaderWorkerSet's gated revision is read and written by the apply's verbs.
+_MARK = (Access("get", "pods"), Access("patch", "pods"))
+
+
+def _smoked(port_forward: bool) -> list[Access]:
+    """A group's smoke: through a port-forward to its leader, or an in-cluster Job."""
+    return list(_FORWARD) if port_forward else _kind("batch/v1", "Job", ("get", "create", "delete")) + _pods()
+
+
 def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
     """What running `step` asks of the API server (targets/kubernetes/runner.py; a group's smoke is the pipeline's: through a
     port-forward to its leader with `port_forward`, else an in-cluster Job). TypeError for a step it does not know."""
@@ -121,7 +132,9 @@ def step_access(step: Step, *, port_forward: bool = False) -> list[Access]:
         lws = step.lws
         return _kind(lws["apiVersion"], lws["kind"], ("get",)) + _revisions() + _pods()
     if isinstance(step, SmokeGroup):
-        return list(_FORWARD) if port_forward else _kind("batch/v1", "Job", ("get", "create", "delete")) + _pods()
+        return _smoked(port_forward) + (list(_MARK) if step.mark else [])
+    if isinstance(step, GateLeaders):
+        return [Access("list", "pods"), *_MARK, *(_smoked(port_forward) if step.smoke else [])]
     if isinstance(step, RecordGate | RecordRevision):
         return list(_RECORD)
     if isinstance(step, Switch):

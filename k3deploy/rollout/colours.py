@@ -13,6 +13,7 @@ from typing import Any
 
 from k3deploy.kobject import KubeObject
 from k3deploy.lws import GREEN_SUFFIX, NAME_LABEL, colours
+from k3deploy.traffic_gate import selects_gated, without_gate
 
 __all__ = ["GREEN_SUFFIX", "colours"]
 
@@ -60,11 +61,19 @@ def selected(service: KubeObject | None) -> str | None:
 
 
 def preview_service(api_service: KubeObject, lws_name: str) -> KubeObject:
-    """A copy of the API Service named after `lws_name` that selects only that set's leaders."""
+    """A copy of the API Service named after `lws_name` that selects only that set's leaders, gated or not: it is how
+    the new group is reached before its gate (k3deploy/traffic_gate.py)."""
     out = copy.deepcopy(api_service)
     out["metadata"]["name"] = preview_name(lws_name)
-    out["spec"]["selector"][NAME_LABEL] = lws_name
+    out["spec"]["selector"] = {**without_gate(out["spec"]["selector"]), NAME_LABEL: lws_name}
     return out
+
+
+def gated_service(objects: list[KubeObject]) -> bool:
+    """Whether the rendered API Service admits only leaders a gate marked (smoke.gate_traffic)."""
+    lws = lws_of(objects)
+    service = api_service_of(objects, lws["metadata"]["name"]) if lws is not None else None
+    return service is not None and selects_gated((service.get("spec") or {}).get("selector"))
 
 
 def lws_of(objects: list[KubeObject]) -> KubeObject | None:

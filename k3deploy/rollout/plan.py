@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from k3deploy.rollout.colours import (
     api_service_of,
+    gated_service,
     lws_of,
     other,
     preview_name,
@@ -35,6 +36,7 @@ from k3deploy.rollout.steps import (
     Begin,
     Delete,
     Diff,
+    GateLeaders,
     Note,
     Obj,
     RecordGate,
@@ -100,6 +102,9 @@ class LiveState:
 
     lws: LiveLws = field(default_factory=LiveLws)
     leftovers: list[Obj] = field(default_factory=list)
+    #: The live API Service selects leaders without the traffic gate's label (a release installed before the gate,
+    #: or with smoke.gate_traffic off): its serving leaders are labelled before the gated Service is applied.
+    ungated_service: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,12 +148,13 @@ def rolling(objects: list[Obj], live: LiveLws, strategy: Strategy) -> tuple[list
     if lws is None:
         return objects, []
     held = partitioned(lws, replicas_of(lws)) if live.template_changes else lws
-    return [held if obj is lws else obj for obj in objects], walk(lws, live)
+    return [held if obj is lws else obj for obj in objects], walk(lws, live, gated_service(objects))
 
 
-def walk(lws: Obj, live: LiveLws) -> list[Step]:
-    """Lower the partition one group at a time (N-1 down to 0), each new group waited for, smoked by its leader and
-    recorded; with nothing to roll, gate the groups no gate passed on; end with `lws` as rendered."""
+def walk(lws: Obj, live: LiveLws, mark: bool = False) -> list[Step]:
+    """Lower the partition one group at a time (N-1 down to 0), each new group waited for, smoked by its leader,
+    marked for traffic (`mark`: the API Service selects only marked leaders) and recorded; with nothing to roll, gate
+    the groups no gate passed on; end with `lws` as rendered."""
     name, replicas = lws["metadata"]["name"], replicas_of(lws)
     steps: list[Step] = [RecordGate(lws, None)]
     if live.pods_change:
@@ -157,13 +163,15 @@ def walk(lws: Obj, live: LiveLws) -> list[Step]:
                 Note(f"  rolling group {group} of {name} (partition {group}; groups below keep serving)", WAIT),
                 Apply([partitioned(lws, group)], WAIT, echo=False, report=False),
                 WaitGroup(lws, group),
-                SmokeGroup(name, group, f"  smoke of group {group} through its leader {leader_name(name, group)}"),
+                SmokeGroup(
+                    name, group, f"  smoke of group {group} through its leader {leader_name(name, group)}", mark=mark
+                ),
                 RecordGate(lws, group),
             ]
     else:
         for group in live.ungated:
             heading = f"  smoke of group {group} through its leader {leader_name(name, group)} (no gate passed yet)"
-            steps += [WaitGroup(lws, group), SmokeGroup(name, group, heading), RecordGate(lws, group)]
+            steps += [WaitGroup(lws, group), SmokeGroup(name, group, heading, mark=mark), RecordGate(lws, group)]
     steps.append(Apply([lws], WAIT, echo=False, report=False))
     if live.pods_change:
         steps.append(Note(f"  all {replicas} groups of {name} rolled, each smoke-tested before the next", WAIT))
@@ -209,8 +217,12 @@ def switch_over(bg: BlueGreen, group_smoke: bool) -> list[Step]:
     if new_lws is None:
         return []
     steps: list[Step] = [Wait([new_lws])]
+    mark = gated_service(bg.objects)
     if group_smoke:
-        steps.append(SmokeGroup(bg.new, 0, f"  smoke of the new group {bg.new} through its leader"))
+        steps.append(SmokeGroup(bg.new, 0, f"  smoke of the new group {bg.new} through its leader", mark=mark))
+    elif mark:
+        # No gate asked for: the new leader is marked as it is, or the switched Service would select nothing.
+        steps.append(GateLeaders(bg.new, smoke=False))
     service = api_service_of(bg.objects, bg.new)
     steps.append(Switch(service, bg.new, leader_name(bg.new, 0)))
     # What else selects the group by name (the PodDisruptionBudget) follows it.
@@ -237,6 +249,10 @@ def build(objects: list[Obj], live: LiveState, strategy: Strategy, release: str)
     suffix = SERVER_DRY_RUN if strategy.dry_run else ""
     bg = blue_green(objects, live.lws, strategy, release)
     steps: list[Step] = [Begin(APPLY)]
+    serving_lws = lws_of(objects)
+    if live.ungated_service and gated_service(objects) and serving_lws is not None and not strategy.dry_run:
+        # They serve now: labelled as they are, the Service that selects the label keeps serving them.
+        steps.append(GateLeaders(serving_lws["metadata"]["name"], smoke=False, stage=APPLY))
     if bg is not None:
         applying, walking = blue_green_applied(bg), switch_over(bg, strategy.group_smoke)
         steps.append(blue_green_note(bg))
@@ -260,6 +276,11 @@ def build(objects: list[Obj], live: LiveState, strategy: Strategy, release: str)
         return Plan(steps, objects, bg, suffix)
     final = bg.objects if bg is not None else objects
     steps += [Begin(WAIT), *walking, Wait(serving(final))]
+    final_lws = lws_of(final)
+    if final_lws is not None and gated_service(final) and not strategy.dry_run:
+        # Every leader not yet marked (a first install's, one LWS re-created) is gated, or marked as it is when no
+        # gate was asked for, so the Service serves when the command ends.
+        steps.append(GateLeaders(final_lws["metadata"]["name"], smoke=strategy.group_smoke))
     if hook and not strategy.in_cluster_smoke:
         # A hook for GitOps runs: `up` smoke-tests on its own, so nothing waits for it; `up --smoke in-cluster`
         # runs it afresh itself (targets/kubernetes/in_cluster.py).

@@ -77,11 +77,25 @@ class WaitGroup:
 
 @dataclass(frozen=True)
 class SmokeGroup:
-    """Smoke one group through its leader (run by the pipeline, after printing `heading`); raise when it fails."""
+    """Smoke one group through its leader (run by the pipeline, after printing `heading`); raise when it fails.
+    `mark`: on a pass, label the leader pod it judged so the API Service selects it (k3deploy/traffic_gate.py)."""
 
     lws: str
     group: int
     heading: str
+    stage: str = WAIT
+    mark: bool = False
+
+
+@dataclass(frozen=True)
+class GateLeaders:
+    """Bring every ready leader of LeaderWorkerSet `lws` that lacks the traffic mark into traffic: with `smoke`, each
+    is smoke-tested through itself and marked on a pass (run by the pipeline; a restart of a gated template is marked
+    without a smoke when the profile says so); without (no gate was asked for: `apply`, `up --skip-smoke`), each is
+    marked as it is."""
+
+    lws: str
+    smoke: bool
     stage: str = WAIT
 
 
@@ -216,6 +230,7 @@ Step = (
     | Wait
     | WaitGroup
     | SmokeGroup
+    | GateLeaders
     | RecordGate
     | Switch
     | Delete

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from k3deploy.errors import K3DeployError
 from k3deploy.lws import API_VERSION
-from k3deploy.rollout.colours import api_service_of
+from k3deploy.rollout.colours import api_service_of, gated_service, lws_of
 from k3deploy.rollout.order import apply_order
 from k3deploy.rollout.ownership import KEPT_KINDS, history_name, identity
 from k3deploy.rollout.plan import BlueGreen, Plan, Strategy, reachable_plans, serving, switched
@@ -34,6 +34,7 @@ from k3deploy.rollout.steps import (
     Begin,
     Delete,
     DownAll,
+    GateLeaders,
     Guard,
     Obj,
     RecordRevision,
@@ -111,7 +112,13 @@ def restore(previous: list[Obj] | None, number: int | None, objects: list[Obj], 
     steps: list[Step] = [Guard(objects, previous), Restore(apply_order(previous))]
     if added:
         steps.append(Remove(added, KEPT_KINDS, label="rollback: "))
-    steps += [Wait(serving(previous), stage=ROLLBACK), RecordRevision(previous, stage=ROLLBACK)]
+    steps.append(Wait(serving(previous), stage=ROLLBACK))
+    restored = lws_of(previous)
+    if restored is not None and gated_service(previous):
+        # The revision that comes back passed its gates when it went live: its leaders LWS re-created take traffic
+        # again as they are, or the rollback would leave them out of the Service (k3deploy/traffic_gate.py).
+        steps.append(GateLeaders(restored["metadata"]["name"], smoke=False, stage=ROLLBACK))
+    steps.append(RecordRevision(previous, stage=ROLLBACK))
     return Part(RESTORE, steps, revision=number)
 
 

@@ -37,6 +37,7 @@ from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach
 from k3deploy.targets.rendering import Objects as Objects  # re-exported: the targets import both from here
 from k3deploy.targets.rendering import Rendering as Rendering
+from k3deploy.traffic_gate import Unmarked
 
 
 class Revision(BaseModel):
@@ -142,6 +143,20 @@ class Target(abc.ABC):
             f"--smoke in-cluster needs a cluster; profile {profile.name!r} runs on target {self.name!r}",
             hint="drop --smoke: the local target's smoke already runs where the server does",
         )
+
+    def unmarked_leaders(self, profile: Profile, lws: str) -> list[Unmarked]:
+        """The ready leaders of group set `lws` that take no traffic yet (k3deploy/traffic_gate.py); none where the
+        target gates no traffic."""
+        return []
+
+    def leader_uid(self, profile: Profile, group: Group) -> str | None:
+        """The identity of a group's leader before its gate, so the pod judged is the pod marked; None where none."""
+        return None
+
+    def mark_leader(self, profile: Profile, group: Group, uid: str | None, why: str) -> None:
+        """Let a group's leader (still the pod `uid`) take traffic, `why` said; SmokeUnreachable when it was
+        re-created since. Nothing where the target gates no traffic."""
+        return None
 
     def leader_backends(self, profile: Profile) -> dict[str, str]:
         """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py); none where no leader pods

@@ -31,6 +31,7 @@ FOUNDATION = {
     "rich_console",
     "prompts",
     "pod_scripts",
+    "traffic_gate",
 }
 STAGES: list[set[str]] = [
     {"kube"},
@@ -47,6 +48,7 @@ STAGES: list[set[str]] = [
     {"rollout"},
     {"smoke", "bench"},
     {"targets"},
+    {"gating"},
     {"pipeline"},
     {"cli"},
     {"__main__"},

@@ -57,6 +57,12 @@ def test_the_layers_partition_the_set(tmp_path: Path, sets: list[str]) -> None:
     assert {"PersistentVolumeClaim", "Job", "Namespace"} <= {kind for kind, _ in parts["cache"]}
     assert ("Job", builtin_prefetch(K3, sets)) in parts["cache"] and ("Job", f"{K3}-node-preflight") in parts["cache"]
     assert ("LeaderWorkerSet", K3) in parts["serving"] and ("ComputeDomain", f"{K3}-compute-domain") in parts["serving"]
-    assert parts["smoke"] == [("Job", f"{K3}-smoke")]
+    # The smoke Job with its gate's identity (smoke.gate_traffic): it labels the leaders it gated.
+    assert parts["smoke"] == [
+        ("ServiceAccount", f"{K3}-smoke-gate"),
+        ("Role", f"{K3}-smoke-gate"),
+        ("RoleBinding", f"{K3}-smoke-gate"),
+        ("Job", f"{K3}-smoke"),
+    ]
     if sets:
         assert ("InferencePool", K3) in parts["serving"] and ("Deployment", f"{K3}-epp") in parts["serving"]

@@ -235,9 +235,11 @@ def test_smoke_in_cluster_takes_the_jobs_verdict_pass_and_fail(realk8s: Plane, t
         )
         failed = k3(realk8s, namespace, "up", *GATED, *failing, "--smoke", "in-cluster")
         assert failed.returncode == 1, failed.stderr
-        assert "FAIL smoke: smoke via the in-cluster smoke Job" in failed.stderr
+        # The leader's own gate (its Job at the pod's address) fails before the Service would take it.
+        leader_job = f"job/{namespace}/{LWS}-0-smoke"
+        assert f"FAIL wait: smoke of the new group via the in-cluster smoke Job {leader_job}" in failed.stderr
         assert "decode target" in failed.stderr
-        assert "==> rollback (first install) because smoke failed" in failed.stderr
+        assert "==> rollback (first install) because wait failed" in failed.stderr
         path = resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS)
         assert realk8s.api.find(path) is None
     finally:

@@ -41,9 +41,14 @@ def test_the_rendered_k3deploy_jobs_run_under_their_security_context(
     profile = _rendered("02-configmap-kimi-k3-gb300-tp16-profile.yaml")
     profile["metadata"]["namespace"] = namespace
     realk8s.api.create(resource_path("v1", "configmaps", namespace), profile)
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "k3deploy"}}
-    realk8s.api.create(resource_path("v1", "serviceaccounts", namespace), account)
     spec = job["spec"]["template"]["spec"]
+    # The Job's own account: the set's, or the smoke gate's (which labels the leaders it gated: it has a token).
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": spec.get("serviceAccountName", "k3deploy")},
+    }
+    realk8s.api.create(resource_path("v1", "serviceaccounts", namespace), account)
     assert spec.pop("nodeSelector", None) in (
         None,
         {"kubernetes.io/arch": "arm64", "nvidia.com/gpu.product": "NVIDIA-GB300"},

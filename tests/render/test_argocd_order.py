@@ -57,7 +57,7 @@ def test_the_prefetch_job_would_deadlock_with_its_service_account_in_wave_0() ->
     account = next(o for o in objects if o["kind"] == "ServiceAccount")
     del account["metadata"]["annotations"][WAVE]
     problems = [str(p) for p in check(objects, _external(K3, []))]
-    assert problems == [f"Job/{PREFETCH} needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 2)"]
+    assert problems == [f"Job/{PREFETCH} needs ServiceAccount/k3deploy: created at step/kind (3, 1), not before (2, 5)"]
 
 
 def test_a_pvc_a_wave_before_its_first_consumer_would_never_bind_with_wait_for_first_consumer() -> None:

@@ -106,8 +106,11 @@ def test_restricted(rule: str, where: str, pod: Pod, annotations: dict[str, str]
 )
 def test_jobs_read_only_root_with_limits(where: str, pod: Pod, annotations: dict[str, str]) -> None:
     """Beyond the standard: k3deploy's Jobs have a read-only root, explicit writable mounts, requests and a memory
-    limit, a fixed UID/GID, and no ServiceAccount token (none of them calls the Kubernetes API)."""
-    assert pod["automountServiceAccountToken"] is False, where
+    limit, a fixed UID/GID, and no ServiceAccount token except the smoke Job's with smoke.gate_traffic, which labels
+    the leaders it gated through the API, as its own account (templates/smoke-role.yaml.j2)."""
+    gates = where.endswith("-smoke") and "--gate-leaders" in pod["containers"][0]["args"]
+    assert pod["automountServiceAccountToken"] is gates, where
+    assert str(pod.get("serviceAccountName")).endswith("-smoke-gate") is gates, where
     assert security_context(pod)["runAsUser"] == security_context(pod)["runAsGroup"] != 0, where
     for c in all_containers(pod):
         assert security_context(c)["readOnlyRootFilesystem"] is True, where

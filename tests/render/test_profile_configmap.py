@@ -121,6 +121,8 @@ def test_smoke_job_args_run_with_a_file_profile_and_its_overrides(tmp_path: Path
         "smoke.overall_timeout_s=60",
         "targets.decode_tok_s=null",
         "targets.min_acceptance_length=null",
+        # No cluster here to gate leaders on: the Job's --gate-leaders run is tests/realk8s/test_traffic_gate.py's.
+        "smoke.gate_traffic=false",
     ]
     rendered = run_cli(
         "render", "-p", str(_file_profile(tmp_path)), *[a for s in sets for a in ("--set", s)], "-o", "-"

@@ -1,4 +1,5 @@
-"""The set's Kubernetes API permissions equal what its in-cluster commands call: nothing.
+"""The set's Kubernetes API permissions equal what its in-cluster commands call: nothing, but for the smoke Job's gate
+(smoke.gate_traffic), which lists, reads and labels the leader pods and reads the LeaderWorkerSet.
 
 The in-cluster commands are read from the rendered Jobs themselves (every container running the k3deploy image),
 so a new Job or a changed command is covered without editing a test. Running each as its pod runs it, with a real
@@ -62,25 +63,47 @@ def granted(objects: list[dict[str, Any]], namespace: str) -> set[tuple[str, str
     return out
 
 
-def test_the_in_cluster_commands_are_the_smoke_and_the_node_preflight_and_the_set_grants_nothing() -> None:
+#: What the smoke Job's gate calls (targets/kubernetes/job_gates.py): the leaders listed, each read and labelled (a
+#: server-side apply is a patch), the LeaderWorkerSet read for the revision a gate passed on.
+GATE = {
+    ("get", "", "pods"),
+    ("list", "", "pods"),
+    ("patch", "", "pods"),
+    ("get", "leaderworkerset.x-k8s.io", "leaderworkersets"),
+}
+
+
+def test_the_in_cluster_commands_are_the_smoke_and_the_node_preflight_and_the_set_grants_the_gate_alone() -> None:
     p = load_profile(K3, FAST)
     objects = [m.obj for m in build(p)]
     assert set(in_cluster_commands(objects, p.kubernetes.smoke_image)) == {f"{K3}-smoke", f"{K3}-node-preflight"}
-    assert granted(objects, p.kubernetes.namespace) == set()
-    assert not [o for o in objects if o["kind"] in RBAC_KINDS]
+    assert granted(objects, p.kubernetes.namespace) == GATE
+    role = next(o for o in objects if o["kind"] == "Role")
+    assert role["rules"][1]["resourceNames"] == [K3, f"{K3}-green"]
+    # Recording the revision a gate passed on is needed only to let restarts in without a smoke.
+    copies = [m.obj for m in build(load_profile(K3, [*FAST, "smoke.gate_restarts=false"]))]
+    assert granted(copies, p.kubernetes.namespace) == GATE | {("patch", "leaderworkerset.x-k8s.io", "leaderworkersets")}
+    ungated = [m.obj for m in build(load_profile(K3, [*FAST, "smoke.gate_traffic=false"]))]
+    assert granted(ungated, p.kubernetes.namespace) == set()
+    assert not [o for o in ungated if o["kind"] in RBAC_KINDS]
 
 
-def test_no_pod_of_the_set_mounts_a_service_account_token() -> None:
-    """Nothing calls the API, so no token: the pods opt out, and so does the set's ServiceAccount."""
+def test_only_the_gating_smoke_job_mounts_a_service_account_token() -> None:
+    """Nothing else calls the API, so no token: the pods opt out, and so do the set's ServiceAccounts; the smoke
+    Job that gates leaders mounts its own account's."""
     objects = [m.obj for m in build(load_profile(K3))]
-    assert all(spec.get("automountServiceAccountToken") is False for spec in pod_specs(objects))
-    account = next(o for o in objects if o["kind"] == "ServiceAccount")
-    assert account["automountServiceAccountToken"] is False
+    mounted = [
+        s["serviceAccountName"] for s in pod_specs(objects) if s.get("automountServiceAccountToken") is not False
+    ]
+    assert mounted == [f"{K3}-smoke-gate"]
+    assert all(o["automountServiceAccountToken"] is False for o in objects if o["kind"] == "ServiceAccount")
+    ungated = [m.obj for m in build(load_profile(K3, ["smoke.gate_traffic=false"]))]
+    assert all(spec.get("automountServiceAccountToken") is False for spec in pod_specs(ungated))
 
 
 def test_granted_reads_rules_through_bindings_to_the_sets_accounts() -> None:
     """The judge itself: a Role bound to the pods' account counts, one bound to another account does not."""
-    objects = [m.obj for m in build(load_profile(K3))]
+    objects = [m.obj for m in build(load_profile(K3, ["smoke.gate_traffic=false"]))]
     role = {
         "kind": "Role",
         "metadata": {"name": "r"},

@@ -149,10 +149,14 @@ def test_objects_reference_each_other_consistently() -> None:
     service = objs[f"Service/{K3}-api"]
     # LWS owns a headless Service named after the LeaderWorkerSet (the pods' DNS); ours must not take it.
     assert f"Service/{K3}" not in objs
+    # Only leaders a smoke gate marked take traffic (smoke.gate_traffic, on by default).
     assert service["spec"]["selector"] == {
         "leaderworkerset.sigs.k8s.io/name": K3,
         "leaderworkerset.sigs.k8s.io/worker-index": "0",
+        "k3deploy/gated": "true",
     }
+    ungated = _objects(["smoke.gate_traffic=false"])[f"Service/{K3}-api"]
+    assert "k3deploy/gated" not in ungated["spec"]["selector"]
     assert service["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
     monitor = objs[f"ServiceMonitor/{K3}"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
@@ -180,6 +184,7 @@ def test_objects_reference_each_other_consistently() -> None:
         "/etc/k3deploy/profile.yaml",
         "--wait-ready",
         "7610s",
+        "--gate-leaders",
         "-o",
         "json",
     ]

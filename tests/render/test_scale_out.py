@@ -6,6 +6,7 @@ that `kubectl kustomize` builds.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -123,9 +124,13 @@ def test_the_inference_pool_matches_the_upstream_crd_and_selects_only_leaders() 
                 "leaderworkerset.sigs.k8s.io/group-index": str(group),
                 "leaderworkerset.sigs.k8s.io/worker-index": str(worker),
             }
-            if match_label_selector(pool["spec"]["selector"], labels):
-                selected.append((group, worker))
-    assert selected == [(0, 0), (1, 0)]
+            for gated in (False, True):
+                # The mark a passed gate sets on a leader pod (k3deploy/traffic_gate.py); no template renders it.
+                marked = {**labels, "k3deploy/gated": "true"} if gated else labels
+                if match_label_selector(pool["spec"]["selector"], marked):
+                    selected.append((group, worker, gated))
+    assert "k3deploy/gated" not in json.dumps(lws)
+    assert selected == [(0, 0, True), (1, 0, True)]
 
 
 def test_a_pool_without_its_picker_port_fails_the_upstream_crd() -> None:
@@ -168,7 +173,7 @@ def test_the_endpoint_picker_reads_its_config_and_meets_restricted() -> None:
     assert match_label_selector(
         {"matchLabels": service["spec"]["selector"]}, deployment["spec"]["template"]["metadata"]["labels"]
     )
-    role = _one(objects, "Role")
+    role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == f"{K3}-epp")
     assert {(rule["apiGroups"][0], rule["resources"][0]) for rule in role["rules"]} == {
         ("", "pods"),
         ("inference.networking.k8s.io", "inferencepools"),

@@ -20,6 +20,7 @@ from k3deploy.rollout.steps import (
     Delete,
     Diff,
     DownAll,
+    GateLeaders,
     Guard,
     Note,
     RecordGate,
@@ -170,6 +171,7 @@ def _samples() -> list[Step]:
         Wait([lws]),
         WaitGroup(lws, 0),
         SmokeGroup("k", 0, "x"),
+        GateLeaders("k", smoke=True),
         RecordGate(lws, None),
         Switch(None, "k", "k-0"),
         Delete("v1", "Service", "k"),
@@ -241,3 +243,14 @@ def test_a_restore_applies_and_a_guard_dry_runs_only_the_leaderworkerset() -> No
     }
     kept = step_access(Remove([lws, svc], frozenset({"Service"})))
     assert {(a.verb, a.resource) for a in kept} == {("get", "leaderworkersets"), ("delete", "leaderworkersets")}
+
+
+def test_marking_gated_leaders_asks_to_patch_pods_only_when_the_service_selects_the_mark() -> None:
+    """A passed gate labels the leader it judged (targets/kubernetes/marks.py): a deployer who may not patch pods
+    would pass preflight and then leave every new leader out of traffic."""
+    gated = rendered_objects(load_profile(K3))
+    assert {("get", ""), ("patch", "")} <= {
+        (a.verb, a.subresource) for a in command_access(gated) if a.resource == "pods"
+    }
+    ungated = rendered_objects(load_profile(K3, ["smoke.gate_traffic=false"]))
+    assert not any(a.verb == "patch" and a.resource == "pods" for a in command_access(ungated))

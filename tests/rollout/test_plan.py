@@ -58,8 +58,10 @@ def test_a_first_install_applies_phase_by_phase_waits_then_applies_the_smoke_hoo
     ]
     assert f"Job/{PROFILE}-smoke" not in [k for s in applies for k in keys(s.objects)]
     assert sum(len(s.objects) for s in applies) == len(objects) - 1
-    assert kinds(plan.stage(st.WAIT)) == ["Begin", "Wait", "Apply", "RecordRevision"]
-    wait, hook, record = plan.stage(st.WAIT)[1:]
+    # Every leader not yet in traffic is gated before the smoke hook goes in (the API Service selects only those).
+    assert kinds(plan.stage(st.WAIT)) == ["Begin", "Wait", "GateLeaders", "Apply", "RecordRevision"]
+    wait, gate, hook, record = plan.stage(st.WAIT)[1:]
+    assert gate == st.GateLeaders(LWS, smoke=True)
     assert isinstance(wait, st.Wait) and keys(wait.objects)[:3] == [
         f"LeaderWorkerSet/{LWS}",
         f"Service/{PROFILE}-api",
@@ -112,7 +114,7 @@ def assert_walked_down(plan: p.Plan, new: list[dict[str, Any]]) -> None:
         o for s in plan.stage(st.APPLY) if isinstance(s, st.Apply) for o in s.objects if o["kind"] == "LeaderWorkerSet"
     ]
     assert [partition(o) for o in held] == [2]
-    walk = plan.stage(st.WAIT)[1:-3]
+    walk = plan.stage(st.WAIT)[1:-4]
     rendered_lws = lws_of(new)
     assert walk[0] == st.RecordGate(rendered_lws or {}, None)
     for group, start in ((1, 1), (0, 6)):
@@ -122,12 +124,14 @@ def assert_walked_down(plan: p.Plan, new: list[dict[str, Any]]) -> None:
         )
         assert isinstance(apply, st.Apply) and [partition(o) for o in apply.objects] == [group] and not apply.report
         assert wait == st.WaitGroup(rendered_lws or {}, group)
-        assert smoke == st.SmokeGroup(LWS, group, f"  smoke of group {group} through its leader {LWS}-{group}")
+        # A passed gate marks its leader: the API Service selects only marked leaders.
+        heading = f"  smoke of group {group} through its leader {LWS}-{group}"
+        assert smoke == st.SmokeGroup(LWS, group, heading, mark=True)
         assert gate == st.RecordGate(rendered_lws or {}, group)
     final, said = walk[11:13]
     assert isinstance(final, st.Apply) and final.objects == [rendered_lws] and partition(final.objects[0]) is None
     assert said == st.Note(f"  all 2 groups of {LWS} rolled, each smoke-tested before the next", "wait")
-    assert kinds(plan.stage(st.WAIT)[-3:]) == ["Wait", "Apply", "RecordRevision"]
+    assert kinds(plan.stage(st.WAIT)[-4:]) == ["Wait", "GateLeaders", "Apply", "RecordRevision"]
 
 
 def test_two_changed_groups_are_held_at_partition_2_then_walked_down_each_smoked_before_the_next() -> None:
@@ -149,7 +153,8 @@ def test_a_template_no_gate_passed_on_is_gated_group_by_group_without_rolling() 
     plan = p.build(objects, p.LiveState(live), UP, PROFILE)
     assert all(partition(o) is None for s in plan.steps if isinstance(s, st.Apply) for o in s.objects)
     smokes = [s for s in plan.steps if isinstance(s, st.SmokeGroup)]
-    assert smokes == [st.SmokeGroup(LWS, 1, f"  smoke of group 1 through its leader {LWS}-1 (no gate passed yet)")]
+    heading = f"  smoke of group 1 through its leader {LWS}-1 (no gate passed yet)"
+    assert smokes == [st.SmokeGroup(LWS, 1, heading, mark=True)]
     assert not any(isinstance(s, st.Note) and "rolling group" in s.text for s in plan.steps)
 
 
@@ -158,7 +163,15 @@ def test_a_change_that_recreates_no_group_still_smokes_the_ungated_ones_only() -
     live = p.LiveLws(live=live_of(lws_of(objects) or {}), template_changes=True, pods_change=False, ungated=[])
     plan = p.build(objects, p.LiveState(live), UP, PROFILE)
     assert not any(isinstance(s, st.SmokeGroup) for s in plan.steps)
-    assert kinds(plan.stage(st.WAIT)) == ["Begin", "RecordGate", "Apply", "Wait", "Apply", "RecordRevision"]
+    assert kinds(plan.stage(st.WAIT)) == [
+        "Begin",
+        "RecordGate",
+        "Apply",
+        "Wait",
+        "GateLeaders",
+        "Apply",
+        "RecordRevision",
+    ]
 
 
 def test_no_walk_without_a_gate_a_live_group_count_to_keep_or_a_change() -> None:
@@ -186,3 +199,17 @@ def test_the_apply_summary_counts_actions_or_says_nothing_changed() -> None:
     assert p.apply_summary([st.StepOutcome(), st.StepOutcome(summary="1 of 16 objects would change")]) == (
         "1 of 16 objects would change"
     )
+
+
+def test_a_live_service_without_the_gate_has_its_serving_leaders_labelled_before_anything_is_applied() -> None:
+    """A release installed before the traffic gate (or with it off): the leaders that serve now are labelled as they
+    are first, so the gated Service applied next keeps selecting them instead of emptying until each is gated."""
+    plan = p.build(rendered(), p.LiveState(ungated_service=True), UP, PROFILE)
+    assert plan.steps[:3] == [st.Begin(st.APPLY), st.GateLeaders(LWS, smoke=False, stage=st.APPLY), plan.steps[2]]
+    assert isinstance(plan.steps[2], st.Apply)
+    ungated = rendered("smoke.gate_traffic=false")
+    assert not any(
+        isinstance(s, st.GateLeaders) for s in p.build(ungated, p.LiveState(ungated_service=True), UP, PROFILE).steps
+    )
+    dry = p.build(rendered(), p.LiveState(ungated_service=True), p.Strategy(dry_run=True, wait=False), PROFILE)
+    assert not any(isinstance(s, st.GateLeaders) for s in dry.steps)

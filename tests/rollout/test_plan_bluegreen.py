@@ -59,12 +59,15 @@ def test_the_new_group_is_waited_smoked_then_takes_the_service_and_only_then_the
         "WaitGone",
         "Delete",
         "Wait",
+        "GateLeaders",
         "Apply",
         "RecordRevision",
     ]
-    _, wait, smoke, switch, followers, delete, gone, preview, serving, _, record = plan.stage(st.WAIT)
+    _, wait, smoke, switch, followers, delete, gone, preview, serving, gate, _, record = plan.stage(st.WAIT)
     assert isinstance(wait, st.Wait) and keys(wait.objects) == [f"LeaderWorkerSet/{GREEN}"]
-    assert smoke == st.SmokeGroup(GREEN, 0, f"  smoke of the new group {GREEN} through its leader")
+    # The gate that passes marks the new leader: the switched API Service selects only marked leaders.
+    assert smoke == st.SmokeGroup(GREEN, 0, f"  smoke of the new group {GREEN} through its leader", mark=True)
+    assert gate == st.GateLeaders(GREEN, smoke=True)
     assert isinstance(switch, st.Switch) and switch.leader == f"{GREEN}-0" and selected(switch.service) == GREEN
     # The PodDisruptionBudget selects the group by name: it follows the switch.
     assert isinstance(followers, st.Apply) and keys(followers.objects) == [f"PodDisruptionBudget/{PROFILE}"]
@@ -86,7 +89,9 @@ def test_from_green_the_next_blue_green_goes_back_to_the_profiles_own_name() -> 
 def test_without_smoke_the_switch_still_waits_for_the_new_group_first() -> None:
     objects, live = changed()
     plan = p.build(objects, live, p.Strategy(name="blue-green"), PROFILE)
-    assert kinds(plan.stage(st.WAIT))[:3] == ["Begin", "Wait", "Switch"]
+    # No gate asked for: the new leader is marked as it is before the switch, or the Service would select nothing.
+    assert kinds(plan.stage(st.WAIT))[:4] == ["Begin", "Wait", "GateLeaders", "Switch"]
+    assert plan.stage(st.WAIT)[2] == st.GateLeaders(GREEN, smoke=False)
 
 
 def test_nothing_live_or_nothing_changed_is_an_ordinary_rollout() -> None:

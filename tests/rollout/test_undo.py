@@ -235,3 +235,16 @@ def test_a_failed_part_raises_the_first_error_with_what_every_part_did() -> None
         "abandoning the blue-green failed: apply Service/kimi: 503 (deleted before it: LeaderWorkerSet/kimi-green)"
     )
     assert (caught.value.hint, caught.value.exit_code) == ("retry later", 3)
+
+
+def test_a_restored_revision_behind_a_gated_service_lets_its_recreated_leaders_back_in_as_they_are() -> None:
+    """The revision that comes back passed its gates when it went live: the leaders LWS recreates for it are labelled
+    for traffic without a smoke once ready (k3deploy/traffic_gate.py); without the gate's label in the Service's
+    selector nothing is labelled."""
+    gated = {**SVC, "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": "kimi", "k3deploy/gated": "true"}}}
+    ungated = {**SVC, "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": "kimi"}}}
+    part = u.restore([lws("kimi", "v1"), gated], 1, [lws("kimi", "v2"), gated], "kimi")
+    assert kinds(part.steps)[-3:] == ["Wait", "GateLeaders", "RecordRevision"]
+    assert part.steps[-2] == st.GateLeaders("kimi", smoke=False, stage=st.ROLLBACK)
+    plain = u.restore([lws("kimi", "v1"), ungated], 1, [lws("kimi", "v2"), ungated], "kimi")
+    assert "GateLeaders" not in kinds(plain.steps)

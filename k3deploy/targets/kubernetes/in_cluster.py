@@ -204,7 +204,8 @@ def gate_job(job: KubeObject, lws_name: str, group: int, port: int) -> KubeObjec
     namespace = out["metadata"]["namespace"]
     out["metadata"]["name"] = f"{leader_name(lws_name, group)}-smoke"
     container = out["spec"]["template"]["spec"]["containers"][0]
-    args = list(container["args"])
+    # The group's gate is marked by `up` itself once it passed (gating.py): this Job judges only its leader.
+    args = [a for a in container["args"] if a != "--gate-leaders"]
     args[args.index("--endpoint") + 1] = group_endpoint(None, lws_name, namespace, group, port)
     container["args"] = args
     return out

@@ -1,7 +1,7 @@
 """Runs one step of a rollout plan (rollout/plan.py) against a cluster; keeps nothing between steps.
 
 Everything a step needs comes in with the runner (the API, the namespace, a way to make a Waiter, the deadline) or
-with the step itself. The steps the pipeline runs itself (a group's smoke) and those of a target that applies in
+with the step itself. The steps the pipeline runs itself (a group's smoke, gating leaders by smoke) and those of a target that applies in
 one go are not this module's.
 """
 
@@ -21,6 +21,7 @@ from k3deploy.rollout.steps import (
     Apply,
     Delete,
     Diff,
+    GateLeaders,
     Guard,
     Note,
     RecordGate,
@@ -36,7 +37,7 @@ from k3deploy.rollout.steps import (
     WaitGroup,
 )
 from k3deploy.rollout.surge import in_place_note
-from k3deploy.targets.kubernetes import bluegreen, gates, history
+from k3deploy.targets.kubernetes import bluegreen, gates, history, marks
 from k3deploy.targets.kubernetes import bluegreen_repair as repair
 from k3deploy.targets.kubernetes.apply import KEPT, Applied, apply_objects, diff_objects
 from k3deploy.targets.kubernetes.guard import foreign_change
@@ -73,6 +74,19 @@ class Runner:
             GroupRoll(self.api, self.namespace, self.note, remaining=self.remaining).wait_group(step.lws, step.group)
         elif isinstance(step, RecordGate):
             gates.record(self.api, self.namespace, step.lws["metadata"]["name"], step.lws, step.group)
+        elif isinstance(step, GateLeaders) and not step.smoke:
+            for leader in marks.unmarked(self.api, self.namespace, step.lws, gate_restarts=True):
+                why = "no gate was asked for (apply, up --skip-smoke)"
+                marks.mark(
+                    self.api,
+                    self.namespace,
+                    step.lws,
+                    leader.group,
+                    leader.uid,
+                    self.note,
+                    record_revision=False,
+                    why=why,
+                )
         elif isinstance(step, Switch):
             self._switch(step)
         elif isinstance(step, Delete):

@@ -8,6 +8,7 @@ LeaderWorkerSet is ready, a rolling walk or a blue-green switch) and runs one st
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 
 from rich.console import RenderableType
@@ -32,7 +33,7 @@ from k3deploy.smoke.job_report import JobRun
 from k3deploy.smoke.reach import Reach, SmokeUnreachable
 from k3deploy.targets import IN_CLUSTER, DeployOptions
 from k3deploy.targets.base import Group, Held, Rendering, Revision, Target, TargetStatus
-from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster
+from k3deploy.targets.kubernetes import bluegreen, forward, history, in_cluster, marks
 from k3deploy.targets.kubernetes.apply import apply_object
 from k3deploy.targets.kubernetes.host_model import ensure_host_model
 from k3deploy.targets.kubernetes.lease import LEASE_API, ReleaseLease, identity
@@ -49,6 +50,7 @@ from k3deploy.targets.kubernetes.view import (
 from k3deploy.targets.kubernetes.wait import Waiter
 from k3deploy.targets.progress import ProgressView
 from k3deploy.targets.rendering import Objects
+from k3deploy.traffic_gate import Unmarked
 
 #: Seconds the smoke verdict's recording may take when smoke ran past the rollout's deadline.
 _RECORD_BUDGET_S = 60.0
@@ -190,7 +192,11 @@ class KubernetesTarget(Target):
         (rollout/plan.py)."""
         strategy = self._strategy()
         seen = observe(self.api, profile, list(objects), strategy, self.view.note)
-        return rollout_plan.build(seen.objects, seen.live, strategy, profile.name)
+        live = dataclasses.replace(
+            seen.live,
+            ungated_service=not (strategy.dry_run or strategy.diff) and marks.service_ungated(self.api, seen.objects),
+        )
+        return rollout_plan.build(seen.objects, live, strategy, profile.name)
 
     def run_step(self, profile: Profile, step: Step, timeout_s: float, held: Held | None = None) -> StepOutcome:
         """Do one step: a stage's start sets the deadline, the rest is the runner's (targets/kubernetes/runner.py)."""
@@ -315,6 +321,26 @@ class KubernetesTarget(Target):
         live = bluegreen.as_live(self.api, profile, list(objects))
         stale = stale_prefetch_jobs(self.api, profile.name, profile.kubernetes.namespace, live)
         return undo.teardown(live, [*bluegreen.leftovers(self.api, profile, live), *stale], purge, profile.name)
+
+    def unmarked_leaders(self, profile: Profile, lws: str) -> list[Unmarked]:
+        """The ready leaders of `lws` the API Service does not select yet (targets/kubernetes/marks.py)."""
+        return marks.unmarked(self.api, profile.kubernetes.namespace, lws, profile.smoke.gate_restarts)
+
+    def leader_uid(self, profile: Profile, group: Group) -> str | None:
+        """The uid of the group's leader pod before its gate."""
+        return marks.leader_uid(self.api, profile.kubernetes.namespace, *group)
+
+    def mark_leader(self, profile: Profile, group: Group, uid: str | None, why: str) -> None:
+        """Label the group's leader for the API Service (targets/kubernetes/marks.py)."""
+        marks.mark(
+            self.api,
+            profile.kubernetes.namespace,
+            *group,
+            uid,
+            self.view.note,
+            record_revision=not profile.smoke.gate_restarts,
+            why=why,
+        )
 
     def leader_backends(self, profile: Profile) -> dict[str, str]:
         """Leader pod -> the all-reduce backend its log names (observe/allreduce_probe.py)."""

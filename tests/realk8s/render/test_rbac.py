@@ -1,5 +1,6 @@
-"""The set's Kubernetes API permissions, judged by the real RBAC authorizer: its in-cluster commands call nothing,
-and the set grants its pods' identities nothing.
+"""The set's Kubernetes API permissions, judged by the real RBAC authorizer: its in-cluster commands call nothing
+but the smoke Job's gate (smoke.gate_traffic), which only reads, and the set grants its pods' identities nothing
+but that gate's Role (tests/render/test_rbac.py GATE).
 
 The set's ServiceAccount and RBAC objects are applied to a namespace of the real plane; each pod identity gets a
 real token (TokenRequest). Every in-cluster command (read from the rendered Jobs: every container running the
@@ -27,7 +28,7 @@ from tests.preflight.test_cli_node import fake_pynvml_dir
 from tests.realk8s.client import Api, resource_path, wait_until
 from tests.realk8s.fault_fixtures import ProxiedPlane
 from tests.realk8s.plane import Plane
-from tests.render.test_rbac import FAST, K3, RBAC_KINDS, granted, in_cluster_commands, pod_specs
+from tests.render.test_rbac import FAST, GATE, K3, RBAC_KINDS, granted, in_cluster_commands, pod_specs
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
@@ -111,7 +112,7 @@ def _accounts(objects: list[dict[str, Any]]) -> dict[str, str]:
     }
 
 
-def test_in_cluster_commands_call_nothing_and_the_real_authorizer_grants_their_identities_nothing(
+def test_in_cluster_commands_call_only_the_gates_reads_and_the_real_authorizer_grants_only_the_gate(
     realk8s: Plane, namespace: str, fault_proxy: ProxiedPlane, tmp_path: Path
 ) -> None:
     p = load_profile(K3, [*FAST, f"kubernetes.namespace={namespace}"])
@@ -139,7 +140,13 @@ def test_in_cluster_commands_call_nothing_and_the_real_authorizer_grants_their_i
             assert "Traceback" not in done.stderr, done.stderr
             assert done.returncode in (0, 1), (argv, done.stderr)  # ran to its verdict
             calls[job] = fault_proxy.faults.requests[before:]
-    assert calls == {job: [] for job in commands}
+    assert calls[f"{K3}-node-preflight"] == []
+    # The smoke Job's gate looks for the release's two LeaderWorkerSets by name (none here: no leader to gate, so it
+    # labels nothing) and reads the API's discovery on the way; it writes nothing.
+    lws = resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace)
+    gate = calls[f"{K3}-smoke"]
+    assert {f"GET {lws}/{K3}", f"GET {lws}/{K3}-green"} <= set(gate), gate
+    assert all(call.startswith("GET ") for call in gate), gate
 
     # What the real authorizer lets each identity do equals what it lets an account nothing is bound to do.
     realk8s.api.create(
@@ -147,12 +154,16 @@ def test_in_cluster_commands_call_nothing_and_the_real_authorizer_grants_their_i
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nothing-bound"}},
     )
     baseline = _rules(realk8s, _token(realk8s, namespace, "nothing-bound"), namespace)
-    for account in {spec.get("serviceAccountName", "default") for spec in pod_specs(objects)}:
+    for account in {spec.get("serviceAccountName", "default") for spec in pod_specs(objects)} - {f"{K3}-smoke-gate"}:
         assert _rules(realk8s, tokens.get(account) or _token(realk8s, namespace, account), namespace) == baseline, (
             account
         )
-    assert granted(objects, namespace) == set()
-    assert not [o for o in objects if o["kind"] in RBAC_KINDS]
+    rules, _ = _rules(realk8s, tokens[f"{K3}-smoke-gate"], namespace)
+    extra = [r for r in rules if r not in baseline[0]]
+    assert {
+        (v, g, r) for rule in extra for v in rule["verbs"] for g in rule["apiGroups"] for r in rule["resources"]
+    } == (GATE)
+    assert granted(objects, namespace) == GATE
 
 
 def test_the_recorder_sees_a_command_that_calls_the_api_and_the_real_authorizer_forbids_it(

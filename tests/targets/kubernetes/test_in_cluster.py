@@ -23,8 +23,10 @@ def test_the_gate_job_smokes_the_new_leader_and_leaves_the_rendered_job_as_it_is
     assert gate["metadata"]["name"] == f"{PROFILE}-green-0-smoke"
     gate_args = gate["spec"]["template"]["spec"]["containers"][0]["args"]
     assert gate_args[gate_args.index("--endpoint") + 1] == f"http://{PROFILE}-green-0.{PROFILE}-green.kimi-k3.svc:8000"
+    # It judges only its leader: the rendered Job's gating of every unlabelled leader is left out (`up` labels it).
+    assert "--gate-leaders" in args and "--gate-leaders" not in gate_args
     assert [a for a in gate_args if a != gate_args[gate_args.index("--endpoint") + 1]] == [
-        a for a in args if a != args[args.index("--endpoint") + 1]
+        a for a in args if a not in (args[args.index("--endpoint") + 1], "--gate-leaders")
     ]
     assert args[args.index("--endpoint") + 1] == f"http://{PROFILE}-api.kimi-k3.svc:8000"  # a copy, not the original
     assert smoke_job([o for o in objects if o is not job]) is None
