@@ -55,9 +55,9 @@ def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> 
         return profile  # no usable configuration: the command's own first use of the cluster says so, as its error
     try:
         mode, why = decide(api, profile, kube.namespace or profile.kubernetes.namespace)
-    except K3DeployError as exc:
-        # The command's own stages meet the same cluster next and report it; the set renders auto as none.
-        note(f"warning: gang admission auto: the cluster could not be read ({exc.message}); rendered as none")
+    except K3DeployError:
+        # The command's own first step meets the same cluster next and says why as its one error line; were the
+        # cluster back by then, the set renders auto as none and preflight's placement check says what that risks.
         return profile
     finally:
         api.close()
