@@ -62,5 +62,6 @@ def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> 
     finally:
         api.close()
     # Falling back to pod-by-pod scheduling is the WARN preflight gives for `none` where a group can be split.
-    note(f"{'warning: ' if mode == 'none' else ''}gang admission auto: {mode} ({why})")
+    fallback = mode == "none" and not why.startswith("as recorded")
+    note(f"{'warning: ' if fallback else ''}gang admission auto: {mode} ({why})")
     return with_mode(profile, mode)
