@@ -98,7 +98,6 @@ def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Pl
     namespace = release_ns
     first = up(realk8s, namespace, "--skip-smoke")
     assert first.returncode == 0, first.stderr
-    history = resource_path("v1", "configmaps", namespace, f"{LWS}-k3deploy-revisions")
     # A smoke that reaches its server and fails its target (exit 1: rolled back), slowly enough (a chunk a second)
     # for another writer to change the set first; one that cannot reach it (exit 3) keeps the install unrolled.
     with scripted_server(Script(models=["moonshotai/Kimi-K3"], chunk_delay_s=1.0)) as slow:
@@ -125,15 +124,18 @@ def test_rollback_leaves_a_template_another_writer_applied_meanwhile(realk8s: Pl
             "--yes",  # one group replaced in place
         )
         try:
-            # The wait recorded revision 2, so smoke is streaming its slow answers: another writer changes the set now.
-            wait_until(
-                "revision 2",
-                lambda: (
-                    upgrade.poll() is not None
-                    or '"revision": 2' in (realk8s.api.find(history) or {}).get("data", {}).get("revisions.json", "")
-                ),
-                120,
-            )
+            # The new group is ready on its template, so its gate's smoke is streaming its slow answers (the gate
+            # smokes each group before the revision is recorded): another writer changes the set now.
+            def smoking() -> bool:
+                live = live_lws(realk8s, namespace) or {}
+                status = live.get("status") or {}
+                available = any(
+                    c.get("type") == "Available" and c.get("status") == "True" for c in status.get("conditions") or []
+                )
+                generation = int((live.get("metadata") or {}).get("generation") or 0)
+                return generation >= 2 and int(status.get("observedGeneration") or 0) >= generation and available
+
+            wait_until("the new group ready", lambda: upgrade.poll() is not None or smoking(), 120)
             realk8s.api.apply(
                 resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS),
                 {
