@@ -40,6 +40,7 @@ NEEDED = [
     ("create", "coordination.k8s.io", "leases", "", "ns", ""),
     ("get", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-guard"),
     ("update", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-guard"),
+    ("patch", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-guard"),
 ]
 NOT_NEEDED = [
     ("watch", "", "nodes", "", None, ""),

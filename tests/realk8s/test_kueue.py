@@ -100,7 +100,7 @@ def test_kueue_admits_one_group_whole_in_the_clique_with_room_and_holds_the_othe
             "60s",
         )
         assert code != 0, out + err
-        assert "gang admission auto: kueue" in err
+        assert "gang admission auto: kueue (Kueue admits each group whole through LocalQueue k3deploy)" in err
         assert "kubectl get workloads" in err
         lws = plane.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", kueue.NAMESPACE, LWS))
         assert lws["metadata"]["annotations"]["k3deploy/gang-admission"] == "kueue"
@@ -134,24 +134,21 @@ def test_kueue_admits_one_group_whole_in_the_clique_with_room_and_holds_the_othe
     assert code == 0, out + err
 
 
-def test_auto_without_kueue_falls_back_to_none_with_a_warning(realk8s: Plane) -> None:
-    """The session's plane has no Kueue: a server-side dry run of `apply` decides auto as none and says why."""
-    done = run_cli(
-        "apply",
-        "-p",
-        PROFILE,
-        "--kubeconfig",
-        str(realk8s.admin_kubeconfig),
-        "-n",
-        "kueue-auto-none",
-        *NO_DRA,
-        "--dry-run",
-        "server",
-        timeout=300,
-    )
-    assert "warning: gang admission auto: none (no usable Kueue (Kueue's Workload kind is not served)" in done.stderr, (
-        done.stderr
-    )
+def test_auto_without_kueue_falls_back_to_none(realk8s: Plane) -> None:
+    """The session's plane has no Kueue: `apply` decides auto as none, says nothing of it (preflight's placement check
+    WARNs where pod-by-pod scheduling can split a group), and records none on the LeaderWorkerSet."""
+    namespace = "kueue-auto-none"
+    args = ("-p", PROFILE, "--kubeconfig", str(realk8s.admin_kubeconfig), "-n", namespace, *NO_DRA)
+    done = run_cli("apply", *args, "--set", "production=false", "--no-wait", timeout=300)
+    try:
+        assert done.returncode == 0, done.stderr
+        assert "gang admission auto" not in done.stderr
+        lws = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
+        assert lws["metadata"]["annotations"]["k3deploy/gang-admission"] == "none"
+        assert "kueue.x-k8s.io/queue-name" not in lws["metadata"]["labels"]
+    finally:
+        gone = run_cli("down", *args, "--yes", timeout=300)
+        assert gone.returncode == 0, gone.stderr
 
 
 def test_only_the_hooks_the_manager_serves_are_registered() -> None:

@@ -53,14 +53,15 @@ def test_apply_then_status_then_down_on_the_real_plane(realk8s: Plane) -> None:
         if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name") == LWS
     ]
     assert len(pods) == 4 and all(p["status"]["phase"] == "Running" for p in pods)
-    # The real ServiceAccount admission plugin mounted no API token into any pod of the set (README: no pod of
-    # the set calls the Kubernetes API, so none needs one).
+    # The real ServiceAccount admission plugin mounted no API token into any pod of the set but the smoke Job's,
+    # which labels the leaders its gate passed (smoke.gate_traffic, under its own Role): no serving pod calls the
+    # Kubernetes API, so none has one.
     every_pod = api.get(resource_path("v1", "pods", namespace))["items"]
     assert every_pod and not [
         (p["metadata"]["name"], v["name"])
         for p in every_pod
         for v in p["spec"].get("volumes", [])
-        if v["name"].startswith("kube-api-access-")
+        if v["name"].startswith("kube-api-access-") and not p["metadata"]["name"].startswith(f"{LWS}-smoke-")
     ]
     nodes = {p["spec"]["nodeName"] for p in pods}
     cliques = {api.get(f"/api/v1/nodes/{n}")["metadata"]["labels"]["nvidia.com/gpu.clique"] for n in nodes}

@@ -61,7 +61,8 @@ def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> 
         return profile
     finally:
         api.close()
-    # Falling back to pod-by-pod scheduling is the WARN preflight gives for `none` where a group can be split.
-    fallback = mode == "none" and not why.startswith("as recorded")
-    note(f"{'warning: ' if fallback else ''}gang admission auto: {mode} ({why})")
+    # Only a change from the default rendering is said: `none` renders as `auto` always did, and where that can
+    # split a group preflight's placement check WARNs (the fallback), so its line would be noise on every run.
+    if mode != "none":
+        note(f"gang admission auto: {mode} ({why})")
     return with_mode(profile, mode)
