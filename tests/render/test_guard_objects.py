@@ -116,6 +116,7 @@ def test_the_rules_are_the_loops_calls_and_nothing_more() -> None:
         ("coordination.k8s.io", "leases", "create", ""),
         ("coordination.k8s.io", "leases", "get", lease),
         ("coordination.k8s.io", "leases", "update", lease),
+        ("coordination.k8s.io", "leases", "patch", lease),
     }
     assert rules(got[("ClusterRole", f"k3deploy-guard-kimi-k3-{K3}")]) == {
         ("", "nodes", "get", ""),
