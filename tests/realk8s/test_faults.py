@@ -67,7 +67,8 @@ def test_pod_watches_cut_and_ended_by_410_are_resumed_and_relisted_and_the_lws_i
     assert lists.count(green) == 1
     others = [r for r in lists if r != green]
     named = [r for r in others if r != collection]
-    assert others.count(collection) == 1 and set(named) == {f"{collection}/{LWS}"} and len(named) <= 5, others
+    # Two lists at most: the wait's own, and the traffic gate's list of the groups it labels (a poll would be many).
+    assert others.count(collection) <= 2 and set(named) <= {f"{collection}/{LWS}"} and len(named) <= 5, others
     assert len(watches) == 1
     assert _k3(fault_proxy, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 
