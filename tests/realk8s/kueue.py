@@ -26,7 +26,7 @@ import yaml
 
 from tests.realk8s import objects
 from tests.realk8s.binaries import REPO_ROOT, BinariesMissing
-from tests.realk8s.client import Api, resource_path, wait_until
+from tests.realk8s.client import Api, resource_path
 from tests.realk8s.procs import Process, free_port
 
 if TYPE_CHECKING:
@@ -208,23 +208,7 @@ def apply_objects(api: Api, objects: list[dict[str, Any]]) -> None:
 
 def start(plane: Plane, build: KueueBuild) -> Process:
     """Install Kueue's CRDs, start its manager with the plane's CA, register its webhooks, wait until it is ready."""
-    crds = []
-    for path in sorted((build.directory / "crds").glob("*.yaml")):
-        for crd in yaml.safe_load_all(path.read_text()):
-            if crd and crd.get("kind") == "CustomResourceDefinition":
-                name = crd["metadata"]["name"]
-                plane.api.apply(resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name=name), crd)
-                crds.append(name)
-
-    def established() -> bool:
-        for name in crds:
-            crd = plane.api.get(resource_path("apiextensions.k8s.io/v1", "customresourcedefinitions", name=name))
-            conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
-            if conditions.get("Established") != "True":
-                return False
-        return True
-
-    wait_until("Kueue's CRDs to be Established", established, 120)
+    plane.install_crds(sorted((build.directory / "crds").glob("*.yaml")))
     # Upstream's install binds its manager to a broad ClusterRole (config/components/rbac/role.yaml); the plane's
     # components get cluster-admin, as the LWS controller does here.
     binding = objects.cluster_admin_binding("kueue")

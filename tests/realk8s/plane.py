@@ -158,7 +158,7 @@ class Plane:
         token_file.chmod(0o600)
         self._start_etcd()
         self._start_apiserver(ca, token_file)
-        self._install_crds(crd_files)
+        self.install_crds(crd_files)
         self._start_controllers()
         self._start_kwok()
         self._start_lws(ca)
@@ -255,7 +255,8 @@ class Plane:
         serving = crds.find()
         return built + [serving / name for kind, name in crds.FILES.items() if kind != "LeaderWorkerSet"]
 
-    def _install_crds(self, files: list[Path]) -> None:
+    def install_crds(self, files: list[Path]) -> None:
+        """Apply the CustomResourceDefinitions in `files` and wait until each is Established (kept in `crds`)."""
         names = []
         for path in files:
             for crd in yaml.safe_load_all(path.read_text()):
@@ -274,7 +275,7 @@ class Plane:
             return True
 
         wait_until("the CRDs to be Established", established, START_TIMEOUT_S)
-        self.crds = names
+        self.crds += names
 
     def _component_kubeconfig(self, user: str) -> Path:
         return self.kubeconfig(self.dir / f"{user.replace(':', '-')}.kubeconfig", user)
