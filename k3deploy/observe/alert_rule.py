@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from k3deploy import __version__
 from k3deploy.kobject import JsonObject
-
-#: Where the runbooks live: the README of the release that rendered the rule, one anchor per alert.
-RUNBOOK_BASE = f"https://github.com/k3deploy/k3deploy/blob/v{__version__}/README.md"
 
 
 @dataclass(frozen=True)
@@ -23,8 +19,9 @@ class Alert:
     description: str
     keep_firing_for: str | None = None
 
-    def rule(self) -> JsonObject:
-        """The rule as the PrometheusRule CRD spells it."""
+    def rule(self, runbook_base_url: str) -> JsonObject:
+        """The rule as the PrometheusRule CRD spells it; its runbook is `runbook_base_url` at the alert's anchor (the
+        profile's observe.runbook_base_url: the documentation site's runbook page, or a mirror of it)."""
         rule: JsonObject = {"alert": self.name, "expr": self.expr, "for": self.for_}
         if self.keep_firing_for is not None:
             rule["keep_firing_for"] = self.keep_firing_for
@@ -32,11 +29,11 @@ class Alert:
         rule["annotations"] = {
             "summary": self.summary,
             "description": self.description,
-            "runbook_url": f"{RUNBOOK_BASE}#{runbook_anchor(self.name)}",
+            "runbook_url": f"{runbook_base_url}#{runbook_anchor(self.name)}",
         }
         return rule
 
 
 def runbook_anchor(name: str) -> str:
-    """The README anchor of an alert's runbook: GitHub's slug of the heading `Runbook: <name>`."""
+    """The anchor of an alert's runbook on the runbook page: the site's slug of its heading `Runbook: <name>`."""
     return f"runbook-{name.lower()}"

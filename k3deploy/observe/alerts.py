@@ -1,5 +1,5 @@
 """The PrometheusRule's alerts of a deployment: each a `observe.promql` expression against the profile's targets,
-with a summary, a description and a link to its runbook paragraph in the README. Pure.
+with a summary, a description and a link to its runbook section (observe.runbook_base_url). Pure.
 
 Here the serving alerts (speculation, decode speed, KV cache, queue, restarts, smoke); the availability, latency and
 GPU health alerts are in observe/alerts_health.py.
@@ -10,14 +10,14 @@ from __future__ import annotations
 from k3deploy.kobject import JsonObject
 from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
-from k3deploy.observe.alert_rule import RUNBOOK_BASE, Alert, runbook_anchor
+from k3deploy.observe.alert_rule import Alert, runbook_anchor
 from k3deploy.observe.alerts_health import availability_alerts, gpu_alerts, guard_alerts, latency_alerts
 from k3deploy.observe.canary_rules import canary_group
 from k3deploy.observe.dashboard import KV_CACHE_LIMIT
 from k3deploy.observe.scope import profile_scope
 from k3deploy.profile.model import Profile
 
-__all__ = ["RUNBOOK_BASE", "Alert", "alerts", "rule_groups", "runbook_anchor"]
+__all__ = ["Alert", "alerts", "rule_groups", "runbook_anchor"]
 
 #: Judging windows: long enough that one slow request or a scrape gap does not page anyone.
 SLOW_WINDOW = "15m"
@@ -110,6 +110,7 @@ def alerts(profile: Profile) -> list[Alert]:
 
 def rule_groups(profile: Profile) -> list[JsonObject]:
     """spec.groups of the PrometheusRule: the serving alerts, then the canary's rules when it is on."""
-    groups = [{"name": f"k3deploy.{profile.name}", "rules": [alert.rule() for alert in alerts(profile)]}]
+    base = str(profile.observe.runbook_base_url)
+    groups = [{"name": f"k3deploy.{profile.name}", "rules": [alert.rule(base) for alert in alerts(profile)]}]
     canary = canary_group(profile)
     return groups if canary is None else [*groups, canary]

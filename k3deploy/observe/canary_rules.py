@@ -131,5 +131,9 @@ def canary_group(profile: Profile) -> dict[str, object] | None:
     """The canary's rule group; None when the canary is off."""
     if not profile.observe.canary.enabled:
         return None
-    rules: list[dict[str, object]] = [*recording_rules(profile), *(alert.rule() for alert in canary_alerts(profile))]
+    base = str(profile.observe.runbook_base_url)
+    rules: list[dict[str, object]] = [
+        *recording_rules(profile),
+        *(alert.rule(base) for alert in canary_alerts(profile)),
+    ]
     return {"name": f"k3deploy.{profile.name}.canary", "rules": rules}

@@ -15,6 +15,9 @@ from k3deploy.profile.cron import longest_gap_s
 
 #: The key of the canary's report ConfigMap that holds its last JSON report (observe/canary_report.py writes it).
 REPORT_KEY = "report.json"
+#: The runbook page of the documentation site (mkdocs.yml's site_url + operations/runbooks/), one anchor per alert:
+#: the default of observe.runbook_base_url.
+RUNBOOK_BASE_URL = "https://k3deploy.github.io/k3deploy/operations/runbooks/"
 #: The built-in subsets the canary's dataset ConfigMap is rendered from (bench's `--dataset builtin --subset`).
 CANARY_SUBSETS = ("qualitative", "throughput")
 
@@ -119,3 +122,16 @@ class ObserveSpec(_Strict):
         "http://pushgateway.monitoring.svc:9091); null: no push.",
     )
     canary: CanarySpec = Field(default_factory=CanarySpec)
+    runbook_base_url: HttpUrl = Field(
+        HttpUrl(RUNBOOK_BASE_URL),
+        description="The page every rendered alert's runbook_url points into, followed by `#runbook-<alert name in "
+        "lower case>`: the documentation site's runbook page by default; a site that mirrors the docs names its own.",
+    )
+
+    @field_validator("runbook_base_url")
+    @classmethod
+    def _no_fragment(cls, url: HttpUrl) -> HttpUrl:
+        """Each alert appends its own `#anchor`: a base that already has one would make every link wrong."""
+        if url.fragment:
+            raise ValueError(f"{url} has a fragment (#{url.fragment}); each alert adds its own anchor")
+        return url

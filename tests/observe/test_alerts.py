@@ -1,5 +1,5 @@
-"""The PrometheusRule: each alert parses, reads the declared series, carries its annotations, links a runbook that
-the README has, and the object validates against the upstream CRD."""
+"""The PrometheusRule: each alert parses, reads the declared series, carries its annotations, links a runbook section
+the documentation site has (docs/operations/runbooks.md), and the object validates against the upstream CRD."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from typing import Any
 import jsonschema
 import pytest
 
+from k3deploy.errors import ProfileError
 from k3deploy.observe import promql
 from k3deploy.observe import promql_health as health
 from k3deploy.observe.alerts import alerts, rule_groups, runbook_anchor
 from k3deploy.profile.load import load_profile
+from k3deploy.profile.observe_spec import RUNBOOK_BASE_URL
 from k3deploy.render.manifests import build
 from tests.conftest import REPO_ROOT
 from tests.observe.promql_names import family, metric_names, parse
@@ -59,7 +61,7 @@ def test_thresholds_are_the_profile_targets() -> None:
     assert "< 250) and on () (max(avg_over_time(vllm:num_requests_running" in by_name["K3DeployDecodeSlow"].expr
     assert by_name["K3DeployAcceptanceLengthLow"].expr.endswith("< 2.5")
     assert by_name["K3DeployAcceptanceLengthLow"].for_ == "30m"
-    assert by_name["K3DeployAcceptanceLengthLow"].rule()["keep_firing_for"] == "15m"
+    assert by_name["K3DeployAcceptanceLengthLow"].rule(RUNBOOK_BASE_URL)["keep_firing_for"] == "15m"
     assert "[1h]" in by_name["K3DeployAcceptanceLengthLow"].expr
     assert by_name["K3DeployTTFTSloBurn"].expr.count("> 10)") == 2
     assert by_name["K3DeployKVCacheFull"].expr.endswith("> 0.95")
@@ -83,19 +85,36 @@ def test_targets_left_unset_drop_their_alerts() -> None:
     assert names == AVAILABILITY + SERVING[2:] + GPU
 
 
-def test_every_runbook_link_lands_on_a_readme_heading() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    # GitHub's heading anchors: lower case, spaces to '-', punctuation other than '-' and '_' dropped.
+def test_every_runbook_link_lands_on_a_runbook_heading() -> None:
+    """The page's headings as MkDocs anchors them (Python-Markdown's toc slugify); the built site itself is checked
+    by tests/docs/test_runbook_links.py."""
+    page = (REPO_ROOT / "docs" / "operations" / "runbooks.md").read_text(encoding="utf-8")
     anchors = {
-        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
-        for h in re.findall(r"^#+ (.+)$", readme, re.MULTILINE)
+        re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", h).strip().lower())
+        for h in re.findall(r"^#+ (.+)$", page, re.MULTILINE)
     }
     # With the in-cluster guard, its alert too.
     for group in rule_groups(load_profile(K3)) + rule_groups(load_profile(K3, ["kubernetes.guard=true"])):
         for rule in group["rules"]:
             url = rule["annotations"]["runbook_url"]
-            assert url.endswith("#" + runbook_anchor(rule["alert"]))
+            assert url == f"{RUNBOOK_BASE_URL}#{runbook_anchor(rule['alert'])}"
             assert runbook_anchor(rule["alert"]) in anchors, rule["alert"]
+
+
+def test_runbook_links_follow_the_profiles_base_url() -> None:
+    """A site that mirrors the docs: every alert, the canary's too, links into it."""
+    mirror = "https://docs.example.internal/k3deploy/operations/runbooks/"
+    sets = [f"observe.runbook_base_url={mirror}", "observe.canary.enabled=true", "kubernetes.guard=true"]
+    sets.append("observe.pushgateway_url=http://pushgateway.monitoring.svc:9091")
+    rules = [r for g in rule_groups(load_profile(K3, sets)) for r in g["rules"] if "alert" in r]
+    assert len(rules) == 20  # every alert of the page: 15 serving, the guard's, 4 of the canary
+    for rule in rules:
+        assert rule["annotations"]["runbook_url"] == f"{mirror}#{runbook_anchor(rule['alert'])}"
+
+
+def test_a_runbook_base_url_with_its_own_anchor_is_a_profile_error() -> None:
+    with pytest.raises(ProfileError, match="runbook_base_url"):
+        load_profile(K3, ["observe.runbook_base_url=https://docs.example.internal/runbooks/#top"])
 
 
 def test_rule_labels_reach_the_prometheus_rule_selector() -> None:
