@@ -25,5 +25,5 @@ GROUP_INDEX = "kueue.x-k8s.io/component-workload-index"
 GATES = frozenset({"kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"})
 #: What Kueue's LeaderWorkerSet webhook sets on the templates of a LeaderWorkerSet it will admit.
 SUSPENDED_BY_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
-#: The LocalQueue the README tells an operator to create, and k3deploy's default kubernetes.kueue_queue.
+#: The LocalQueue the Kueue guide (docs/guide/kueue.md) tells an operator to create, and k3deploy's default kubernetes.kueue_queue.
 DEFAULT_LOCAL_QUEUE = "k3deploy"

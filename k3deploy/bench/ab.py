@@ -88,7 +88,7 @@ def run_variants(request: Request) -> list[BenchReport]:
     if not target.serves_variants:
         raise UsageError(
             f"--ab / --sweep restart the server, which k3deploy does only on a local profile ({base.name} is {base.target})",
-            hint="on Kubernetes: render a variant with --set, roll it out, bench it, then `bench compare` (see README)",
+            hint="on Kubernetes: render a variant with --set, roll it out, bench it, then `bench compare` (docs/guide/bench.md)",
         )
     if request.ab and base.speculative is None:
         raise UsageError(

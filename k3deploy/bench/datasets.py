@@ -152,9 +152,7 @@ def _unicode(value: str, path: Path, line: int, field: str) -> str:
 
 def _text(value: object, path: Path, line: int, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _bad(
-            path, line, f"{field} is not a non-empty string", "see the dataset format in the README's bench section"
-        )
+        raise _bad(path, line, f"{field} is not a non-empty string", "see the dataset format in docs/guide/bench.md")
     _unicode(value, path, line, field)
     if value.startswith(SPEED_BENCH_PLACEHOLDER):
         raise _placeholder(path, line)
@@ -164,9 +162,7 @@ def _text(value: object, path: Path, line: int, field: str) -> str:
 def _first_turn(row: JsonObject, key: str, path: Path, line: int) -> object:
     turns = row.get(key)
     if not isinstance(turns, list) or not turns:
-        raise _bad(
-            path, line, f"'{key}' is not a non-empty list", "see the dataset format in the README's bench section"
-        )
+        raise _bad(path, line, f"'{key}' is not a non-empty list", "see the dataset format in docs/guide/bench.md")
     return turns[0]
 
 

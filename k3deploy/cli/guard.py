@@ -109,5 +109,5 @@ def guard(
     if report.held:
         raise CheckFailed(
             f"guard holds {len(report.held)} fault(s) it cannot act on",
-            hint="see the README's 'NVL72 faults' runbook: free a clique or raise guard.max_cordons_per_hour",
+            hint="see the runbook K3DeployGuardHoldsFault (docs/operations/runbooks.md): free a clique or raise guard.max_cordons_per_hour",
         )

@@ -170,7 +170,7 @@ def _answer(status: int, message: str, action: str, schema_mismatch: bool) -> tu
         return (
             f"{action}: the object does not fit the cluster's schema for its kind: {message}",
             "the installed CRD may be another version than k3deploy renders for; compare "
-            "`kubectl get crd -o yaml` with the README's requirements",
+            "`kubectl get crd -o yaml` with the versions docs/guide/profiles.md names (kubernetes.lws_version, dra_driver_version)",
             EXIT_USAGE,
         )
     return (

