@@ -11,13 +11,14 @@ What a page shows that is not literally typed is made typable first (`prepared`)
 (`|`, `>`, `;`, `&&`). The words then go through what `k3deploy.cli.main` does to argv before typer sees it
 (`--debug` out, `--dry-run`'s bare form and `--goodput`'s several words spelled out). Two
 One rule of the real parse is relaxed, because a page names commands in prose: a required option or argument may
-be left out (`k3deploy stage` in a table). get_command builds a fresh tree on each call, so relaxing it changes
-nothing else. (No option of k3deploy requires its path to exist, so files the reader makes parse too.)
+be left out (`k3deploy stage` in a table). get_command builds a fresh tree, so relaxing it changes nothing else;
+that tree is built once per process (a parse only reads it) and shared by every parse. (No option of k3deploy requires its path to exist, so files the reader makes parse too.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import re
 import shlex
@@ -67,12 +68,17 @@ def _relaxed(command: Command) -> Command:
     return command
 
 
+@functools.cache
+def _tree() -> Command:
+    return _relaxed(typer.main.get_command(app))
+
+
 def parse(words: list[str]) -> list[str]:
     """Parse `k3deploy WORDS`; the command path it resolved to (e.g. ["bench", "compare"]).
 
     Raises UsageError (NoSuchOption, BadParameter, ...) as a run would.
     """
-    root = _relaxed(typer.main.get_command(app))
+    root = _tree()
     path: list[str] = []
     # --help and a bare `k3deploy` print the help: kept out of the test's output.
     with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exit, NoArgsIsHelpError):
