@@ -7,6 +7,7 @@ import pytest
 from k3deploy.bench.ab import parse_sweep, variants
 from k3deploy.bench.compare import best_per_concurrency, headline
 from k3deploy.errors import UsageError
+from k3deploy.profile import Profile
 from k3deploy.report.bench import BenchReport
 from tests.bench.test_cli import assert_clean_error
 from tests.conftest import run_cli
@@ -137,25 +138,24 @@ def test_ab_repeat_interleaves_the_variants(monkeypatch: pytest.MonkeyPatch) -> 
     order: list[str] = []
 
     class Local:
+        """bench/ab.py's `Serving` for a local target, recording the order instead of starting vLLM."""
+
         serves_variants = True
 
-        def current_revision(self, _profile: object) -> None:
+        def current(self, _profile: object) -> None:
             return None
 
-    def restore(_profile: object, _target: object, _previous: object) -> str:
-        order.append("restore")
-        return "nothing was live"
+        def serve(self, profile: Profile, _note: object) -> str:
+            order.append("baseline" if profile.speculative is None else "speculative")
+            return "http://127.0.0.1:9"
 
-    def serve(profile: object, _target: object, _note: object) -> str:
-        order.append("baseline" if profile.speculative is None else "speculative")  # type: ignore[attr-defined]
-        return "http://127.0.0.1:9"
+        def restore(self, _profile: object, previous: object, _note: object) -> str:
+            order.append(f"restore {previous}")
+            return "nothing was live"
 
-    monkeypatch.setattr(ab, "target_for", lambda _p: Local())
-    monkeypatch.setattr(ab, "_serve", serve)
-    monkeypatch.setattr(ab.pipeline, "restore", restore)
     monkeypatch.setattr(ab, "measure", lambda *_a, **_k: Measured(endpoint="http://127.0.0.1:9"))
     request = Request(endpoint=None, profile="local-cpu", ab=True, repeat=2, quiet=True)
-    reports = ab.run_variants(request)
-    assert order == ["baseline", "speculative", "baseline", "speculative", "restore"]
+    reports = ab.run_variants(request, lambda _base: Local())
+    assert order == ["baseline", "speculative", "baseline", "speculative", "restore None"]
     assert [r.label for r in reports] == ["baseline", "speculative"]
     assert all(r.settings.repeat == 2 for r in reports)
