@@ -17,10 +17,10 @@ from typing import Protocol
 from k3deploy.bench.cli_run import Request, make_plan, profile_sets, progress_bar
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.runner import Measured, assemble, measure
-from k3deploy.console import err
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile, load_profile
 from k3deploy.report.bench import BenchReport
+from k3deploy.reporter import Reporter
 
 BASELINE = "baseline"
 SPECULATIVE = "speculative"
@@ -69,20 +69,20 @@ class Serving(Protocol):
         """What is live now, handed back to `restore` at the end."""
         ...
 
-    def serve(self, profile: Profile, note: Callable[[str], None]) -> str:
+    def serve(self, profile: Profile, reporter: Reporter) -> str:
         """Serve `profile` until it answers; its endpoint. A failed rollout raises K3DeployError saying so."""
         ...
 
-    def restore(self, profile: Profile, previous: object, note: Callable[[str], None]) -> str:
+    def restore(self, profile: Profile, previous: object, reporter: Reporter) -> str:
         """Put back `previous` (or take down what bench served when it is None); what was done, in words."""
         ...
 
 
-def _restore(profile: Profile, serving: Serving, previous: object, note: Callable[[str], None]) -> None:
+def _restore(profile: Profile, serving: Serving, previous: object, reporter: Reporter) -> None:
     try:
-        note("restoring what was live before bench: " + serving.restore(profile, previous, note))
+        reporter.note("restoring what was live before bench: " + serving.restore(profile, previous, reporter))
     except K3DeployError as exc:
-        err.print(f"warning: could not restore the previous state: {exc.message}", markup=False, highlight=False)
+        reporter.warn(f"could not restore the previous state: {exc.message}")
 
 
 def run_variants(request: Request, serving_for: Callable[[Profile], Serving]) -> list[BenchReport]:
@@ -103,9 +103,7 @@ def run_variants(request: Request, serving_for: Callable[[Profile], Serving]) ->
             f"--ab: profile {base.name} has no speculative section to compare against",
             hint="pick a profile with speculative decoding",
         )
-    note: Callable[[str], None] = (
-        (lambda _m: None) if request.quiet else (lambda m: err.print(m, markup=False, highlight=False))
-    )
+    reporter = Reporter(quiet=request.quiet)
     plan = variants(request.ab, request.sweep)
     profiles = [
         load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan
@@ -119,14 +117,14 @@ def run_variants(request: Request, serving_for: Callable[[Profile], Serving]) ->
     try:
         for round_ in range(request.repeat):
             for i, ((label, _), profile) in enumerate(zip(plan, profiles, strict=True)):
-                note(
+                reporter.note(
                     f"==> bench variant {label}"
                     + (f", round {round_ + 1} of {request.repeat}" if request.repeat > 1 else "")
                 )
-                endpoint = serving.serve(profile, note)
+                endpoint = serving.serve(profile, reporter)
                 with progress_bar(request.quiet, f"bench {label}") as options:
                     options.api_key = request.api_key
                     passes[i].append(measure(profile, endpoint, plans[i], options))
     finally:
-        _restore(base, serving, previous, note)
+        _restore(base, serving, previous, reporter)
     return [assemble(profile, p, runs) for profile, p, runs in zip(profiles, plans, passes, strict=True)]

@@ -5,13 +5,13 @@ put back by its `restore`; a rehearsal profile's tokenizer is the folder the loc
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from k3deploy import pipeline
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile
+from k3deploy.reporter import Reporter
 from k3deploy.targets import target_for
 from k3deploy.targets.base import Revision, Target
 from k3deploy.targets.local.launch import MODEL_DIR, default_state_dir
@@ -33,9 +33,9 @@ class TargetServing:
         """The revision live now."""
         return self.target.current_revision(profile)
 
-    def serve(self, profile: Profile, note: Callable[[str], None]) -> str:
+    def serve(self, profile: Profile, reporter: Reporter) -> str:
         """render -> apply -> wait; the endpoint once it answers."""
-        summary = pipeline.apply(profile, self.target, note)
+        summary = pipeline.apply(profile, self.target, reporter.note)
         try:
             summary.raise_for_status()
         except K3DeployError as exc:
@@ -44,7 +44,7 @@ class TargetServing:
             ) from None
         return self.target.endpoint(profile)
 
-    def restore(self, profile: Profile, previous: object, note: Callable[[str], None]) -> str:
+    def restore(self, profile: Profile, previous: object, reporter: Reporter) -> str:
         """Put `previous` back (or take down what bench served when nothing was live)."""
         assert previous is None or isinstance(previous, Revision)  # what `current` returned
         return pipeline.restore(profile, self.target, previous)
