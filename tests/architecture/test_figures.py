@@ -16,8 +16,9 @@ from tests.architecture.figures import any_count, arrows, circles, module_graph,
 ARROWS_BACK_UP: set[tuple[str, str]] = set()
 #: 363 after the architecture step; the merges after it added the profile loader's blame search over raw layers,
 #: the gpu-check script's JSON facts, stage/'s JSON records, the prefetch's name hash and image-vLLM reads, guard
-#: (396). 229 once cluster objects are `KubeObject` and other JSON objects `JsonObject` (kobject.py).
-ANY_CEILING = 229
+#: (396). 229 once cluster objects are `KubeObject` and other JSON objects `JsonObject` (kobject.py); 226 without the
+#: local target's handover.
+ANY_CEILING = 226
 #: Calls into kubernetes, typer and PyYAML, which ship no types (12 before the smoke report's two bare `dict`s were typed).
 STRICT_CEILING = 9
 
