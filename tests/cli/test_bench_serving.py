@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from k3deploy.bench.cli_run import Request, tokenizer_for
 from k3deploy.cli.bench_serving import rehearsal_tokenizer, serving_for
 from k3deploy.errors import UsageError
 from k3deploy.profile import load_profile
@@ -31,3 +32,16 @@ def test_the_rehearsal_tokenizer_is_the_generated_model_folder_once_complete(tmp
         rehearsal_tokenizer(profile)
     (folder / MARKER_NAME).write_text(json.dumps(marker(1000)), encoding="utf-8")
     assert rehearsal_tokenizer(profile) == str(folder)
+
+
+def test_bench_asks_the_command_layer_for_a_rehearsal_tokenizer() -> None:
+    """bench/cli_run.py knows no target: --tokenizer wins, a rehearsal profile's comes from what the command layer
+    passed, and without it the refusal names --tokenizer."""
+    profile = load_profile("local-cpu")
+    assert profile.model.rehearsal
+    assert tokenizer_for(Request(endpoint=None, profile="local-cpu", tokenizer="/t"), profile) == "/t"
+    passed = Request(endpoint=None, profile="local-cpu", rehearsal_tokenizer=lambda p: f"/models/{p.name}")
+    assert tokenizer_for(passed, profile) == "/models/local-cpu"
+    with pytest.raises(UsageError, match="needs its tokenizer") as refused:
+        tokenizer_for(Request(endpoint=None, profile="local-cpu"), profile)
+    assert refused.value.hint == "pass --tokenizer PATH"
