@@ -3,26 +3,24 @@
 Variants differ only by profile overrides (`speculative=null` for the baseline, `KEY=VALUE` per sweep value);
 everything else (prompts, output length, temperature, load) is the same for all of them. With --repeat N the
 variants run interleaved, A B A B ... (N rounds, one server start per variant per round), so a drift of the host
-falls on both; each variant's report holds its rounds as the repeats of every cell. Serving goes
-through the pipeline's `apply` (render -> apply -> wait) on the profile's Target, so bench knows nothing of how
-the local target starts vLLM. At the end the revision that was live before is restored (or, when nothing was,
-the server bench started is taken down) — on failure and Ctrl-C too.
+falls on both; each variant's report holds its rounds as the repeats of every cell. Serving is a `Serving`
+the command layer passes in (cli/bench_serving.py: the pipeline's `apply`, render -> apply -> wait, on the
+profile's Target), so bench knows neither the pipeline nor any target. At the end the revision that was live before
+is restored (or, when nothing was, the server bench started is taken down) — on failure and Ctrl-C too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
-from k3deploy import pipeline
 from k3deploy.bench.cli_run import Request, make_plan, profile_sets, progress_bar
 from k3deploy.bench.datasets import load_dataset, select
 from k3deploy.bench.runner import Measured, assemble, measure
-from k3deploy.console import err
 from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.profile import Profile, load_profile
 from k3deploy.report.bench import BenchReport
-from k3deploy.targets import target_for
-from k3deploy.targets.base import Revision, Target
+from k3deploy.reporter import Reporter
 
 BASELINE = "baseline"
 SPECULATIVE = "speculative"
@@ -59,33 +57,43 @@ def variants(ab: bool, sweep: str | None) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _serve(profile: Profile, target: Target, note: Callable[[str], None]) -> str:
-    summary = pipeline.apply(profile, target, note)
+class Serving(Protocol):
+    """How the variants are served and what was live is put back, for one base profile."""
+
+    @property
+    def serves_variants(self) -> bool:
+        """Whether this target restarts its server per variant (only the local one does)."""
+        ...
+
+    def current(self, profile: Profile) -> object:
+        """What is live now, handed back to `restore` at the end."""
+        ...
+
+    def serve(self, profile: Profile, reporter: Reporter) -> str:
+        """Serve `profile` until it answers; its endpoint. A failed rollout raises K3DeployError saying so."""
+        ...
+
+    def restore(self, profile: Profile, previous: object, reporter: Reporter) -> str:
+        """Put back `previous` (or take down what bench served when it is None); what was done, in words."""
+        ...
+
+
+def _restore(profile: Profile, serving: Serving, previous: object, reporter: Reporter) -> None:
     try:
-        summary.raise_for_status()
+        reporter.note("restoring what was live before bench: " + serving.restore(profile, previous, reporter))
     except K3DeployError as exc:
-        raise K3DeployError(
-            f"serving {profile.name} for bench failed: {exc.message}", hint=exc.hint, exit_code=exc.exit_code
-        ) from None
-    return target.endpoint(profile)
+        reporter.warn(f"could not restore the previous state: {exc.message}")
 
 
-def _restore(profile: Profile, target: Target, previous: Revision | None, note: Callable[[str], None]) -> None:
-    try:
-        note("restoring what was live before bench: " + pipeline.restore(profile, target, previous))
-    except K3DeployError as exc:
-        err.print(f"warning: could not restore the previous state: {exc.message}", markup=False, highlight=False)
-
-
-def run_variants(request: Request) -> list[BenchReport]:
-    """Serve and bench each variant in turn; returns one report per variant, in order."""
+def run_variants(request: Request, serving_for: Callable[[Profile], Serving]) -> list[BenchReport]:
+    """Serve and bench each variant in turn through `serving_for(base profile)`; one report per variant, in order."""
     if request.endpoint:
         raise UsageError(
             "--ab and --sweep serve the variants themselves: drop --endpoint", hint="k3deploy bench --ab -p local-cpu"
         )
     base = load_profile(request.profile, profile_sets(request))
-    target = target_for(base)
-    if not target.serves_variants:
+    serving = serving_for(base)
+    if not serving.serves_variants:
         raise UsageError(
             f"--ab / --sweep restart the server, which k3deploy does only on a local profile ({base.name} is {base.target})",
             hint="on Kubernetes: render a variant with --set, roll it out, bench it, then `bench compare` (docs/guide/bench.md)",
@@ -95,9 +103,7 @@ def run_variants(request: Request) -> list[BenchReport]:
             f"--ab: profile {base.name} has no speculative section to compare against",
             hint="pick a profile with speculative decoding",
         )
-    note: Callable[[str], None] = (
-        (lambda _m: None) if request.quiet else (lambda m: err.print(m, markup=False, highlight=False))
-    )
+    reporter = Reporter(quiet=request.quiet)
     plan = variants(request.ab, request.sweep)
     profiles = [
         load_profile(request.profile, profile_sets(request) + extra) for _, extra in plan
@@ -106,19 +112,19 @@ def run_variants(request: Request) -> list[BenchReport]:
     for p in plans:
         p.repeat = 1  # a round is one pass of every variant: A B A B ..., never A A B B
     select(load_dataset(request.dataset, request.subset), request.categories, request.num_prompts)  # so is the data
-    previous = target.current_revision(base)
+    previous = serving.current(base)
     passes: list[list[Measured]] = [[] for _ in plan]
     try:
         for round_ in range(request.repeat):
             for i, ((label, _), profile) in enumerate(zip(plan, profiles, strict=True)):
-                note(
+                reporter.note(
                     f"==> bench variant {label}"
                     + (f", round {round_ + 1} of {request.repeat}" if request.repeat > 1 else "")
                 )
-                endpoint = _serve(profile, target, note)
+                endpoint = serving.serve(profile, reporter)
                 with progress_bar(request.quiet, f"bench {label}") as options:
                     options.api_key = request.api_key
                     passes[i].append(measure(profile, endpoint, plans[i], options))
     finally:
-        _restore(base, target, previous, note)
+        _restore(base, serving, previous, reporter)
     return [assemble(profile, p, runs) for profile, p, runs in zip(profiles, plans, passes, strict=True)]

@@ -6,8 +6,7 @@ The progress bar lives here (rich, on stderr, transient); it stays off under -o 
 from __future__ import annotations
 
 import contextlib
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,8 +27,6 @@ from k3deploy.observe.canary_series import grouping_key, samples
 from k3deploy.profile import Profile, load_profile
 from k3deploy.profile.load import ProfileRefs
 from k3deploy.report.bench import BenchReport
-from k3deploy.targets.local.launch import MODEL_DIR, default_state_dir
-from k3deploy.targets.local.rehearsal import is_rehearsal_model
 
 
 @dataclass
@@ -67,6 +64,8 @@ class Request:
     push: str | None = None
     report_configmap: str | None = None
     group: int = 0
+    #: A rehearsal profile's tokenizer folder (the command layer passes the local target's, cli/bench_serving.py).
+    rehearsal_tokenizer: Callable[[Profile], str] | None = None
 
 
 def profile_sets(request: Request) -> list[str]:
@@ -88,13 +87,11 @@ def tokenizer_for(request: Request, profile: Profile) -> str:
     if request.tokenizer:
         return request.tokenizer
     if profile.model.rehearsal:
-        folder = default_state_dir(profile, Path.home(), os.environ.get("XDG_CACHE_HOME")) / MODEL_DIR
-        if is_rehearsal_model(folder):
-            return str(folder)
-        raise UsageError(
-            f"--dataset random needs the rehearsal model's tokenizer, and {folder} holds none yet",
-            hint="serve it once (`k3deploy up -p local-cpu`), or pass --tokenizer PATH",
-        )
+        if request.rehearsal_tokenizer is None:
+            raise UsageError(
+                "--dataset random on a rehearsal profile needs its tokenizer", hint="pass --tokenizer PATH"
+            )
+        return request.rehearsal_tokenizer(profile)
     return profile.model.id
 
 

@@ -193,6 +193,7 @@ def bench(
     from k3deploy.bench.compare import compare, headline
     from k3deploy.bench.load import parse_rates
     from k3deploy.bench.outputs import outputs_of, write_outputs
+    from k3deploy.cli.bench_serving import rehearsal_tokenizer, serving_for
     from k3deploy.report.bench_view import bench_view, compare_view
 
     api_key = None
@@ -234,6 +235,7 @@ def bench(
         push=push,
         group=group,
         report_configmap=report_configmap,
+        rehearsal_tokenizer=rehearsal_tokenizer,
     )
     if push is not None and (request.ab or request.sweep):
         raise UsageError("--push pushes one run, not --ab or --sweep", hint="drop --push, or bench one --endpoint")
@@ -243,7 +245,7 @@ def bench(
     with contextlib.ExitStack() as stack:
         if not (request.endpoint or request.ab or request.sweep):
             request.endpoint = _kubernetes_endpoint(request, stack, kubeconfig, context)
-        reports = run_variants(request) if request.ab or request.sweep else cli_run.run(request)
+        reports = run_variants(request, serving_for) if request.ab or request.sweep else cli_run.run(request)
     for report in reports:
         err.print(bench_view(report))
     if len(reports) > 1:

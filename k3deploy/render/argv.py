@@ -163,8 +163,8 @@ def serve_command(profile: Profile, *, role: Role, model_path: str | None = None
     model = model_path or profile.model.id
     if role == "local":
         return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *serve_args(profile, role=role)]
-    host = profile.kubernetes.host_vllm
-    if host is not None and profile.on_kubernetes:
+    host = profile.kubernetes.host_vllm  # a pod's role: the profile is a Kubernetes one (render/manifests.py build)
+    if host is not None:
         # The nodes' environment: its interpreter on the model folder mounted at model_cache_path (the local form).
         on_host = host_resolved(profile)
         folder = profile.kubernetes.model_cache_path

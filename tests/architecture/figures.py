@@ -29,6 +29,7 @@ FOUNDATION = {
     "fileio",
     "console",
     "rich_console",
+    "reporter",
     "prompts",
     "pod_scripts",
     "traffic_gate",

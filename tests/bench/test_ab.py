@@ -7,6 +7,7 @@ import pytest
 from k3deploy.bench.ab import parse_sweep, variants
 from k3deploy.bench.compare import best_per_concurrency, headline
 from k3deploy.errors import UsageError
+from k3deploy.profile import Profile
 from k3deploy.report.bench import BenchReport
 from tests.bench.test_cli import assert_clean_error
 from tests.conftest import run_cli
@@ -139,25 +140,60 @@ def test_ab_repeat_interleaves_the_variants(monkeypatch: pytest.MonkeyPatch) -> 
     order: list[str] = []
 
     class Local:
+        """bench/ab.py's `Serving` for a local target, recording the order instead of starting vLLM."""
+
         serves_variants = True
 
-        def current_revision(self, _profile: object) -> None:
+        def current(self, _profile: object) -> None:
             return None
 
-    def restore(_profile: object, _target: object, _previous: object) -> str:
-        order.append("restore")
-        return "nothing was live"
+        def serve(self, profile: Profile, _reporter: object) -> str:
+            order.append("baseline" if profile.speculative is None else "speculative")
+            return "http://127.0.0.1:9"
 
-    def serve(profile: object, _target: object, _note: object) -> str:
-        order.append("baseline" if profile.speculative is None else "speculative")  # type: ignore[attr-defined]
-        return "http://127.0.0.1:9"
+        def restore(self, _profile: object, previous: object, _reporter: object) -> str:
+            order.append(f"restore {previous}")
+            return "nothing was live"
 
-    monkeypatch.setattr(ab, "target_for", lambda _p: Local())
-    monkeypatch.setattr(ab, "_serve", serve)
-    monkeypatch.setattr(ab.pipeline, "restore", restore)
     monkeypatch.setattr(ab, "measure", lambda *_a, **_k: Measured(endpoint="http://127.0.0.1:9"))
     request = Request(endpoint=None, profile="local-cpu", ab=True, repeat=2, quiet=True)
-    reports = ab.run_variants(request)
-    assert order == ["baseline", "speculative", "baseline", "speculative", "restore"]
+    reports = ab.run_variants(request, lambda _base: Local())
+    assert order == ["baseline", "speculative", "baseline", "speculative", "restore None"]
     assert [r.label for r in reports] == ["baseline", "speculative"]
     assert all(r.settings.repeat == 2 for r in reports)
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_a_failed_restore_is_one_warning_and_the_variants_notes_follow_quiet(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], quiet: bool
+) -> None:
+    """The A/B run reports through one Reporter: its progress notes only when not quiet, a restore that fails as one
+    `warning:` line either way (the reports are still returned)."""
+    from k3deploy.bench import ab
+    from k3deploy.bench.cli_run import Request
+    from k3deploy.bench.runner import Measured
+    from k3deploy.errors import K3DeployError
+
+    class Failing:
+        """A `Serving` whose restore fails, as a target that cannot put the old server back."""
+
+        serves_variants = True
+
+        def current(self, _profile: object) -> None:
+            return None
+
+        def serve(self, _profile: object, reporter: ab.Reporter) -> str:
+            reporter.note("served")
+            return "http://127.0.0.1:9"
+
+        def restore(self, _profile: object, _previous: object, _reporter: object) -> str:
+            raise K3DeployError("port 8000 is held")
+
+    monkeypatch.setattr(ab, "measure", lambda *_a, **_k: Measured(endpoint="http://127.0.0.1:9"))
+    reports = ab.run_variants(Request(endpoint=None, profile="local-cpu", ab=True, quiet=quiet), lambda _b: Failing())
+    assert len(reports) == 2
+    notes = ["==> bench variant baseline", "served", "==> bench variant speculative", "served"]
+    warning = "warning: could not restore the previous state: port 8000 is held"
+    # Not quiet, each measurement's transient progress bar leaves an empty line where it stood.
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert lines == ([warning] if quiet else [*notes, warning])

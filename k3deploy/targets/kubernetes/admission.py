@@ -45,9 +45,9 @@ def decide(api: KubePort, profile: Profile, namespace: str) -> tuple[str, str]:
 
 
 def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> Profile:
-    """`profile` with an `auto` gang admission decided against the cluster (and said through `note`); any other
-    profile unchanged, without reading the cluster."""
-    if not profile.on_kubernetes or profile.kubernetes.gang_admission != "auto":
+    """The Kubernetes `profile` with an `auto` gang admission decided against the cluster (and said through `note`);
+    any other admission unchanged, without reading the cluster (the command asks only for a Kubernetes profile)."""
+    if profile.kubernetes.gang_admission != "auto":
         return profile
     try:
         api = KubeApi(kube)

@@ -30,7 +30,6 @@ from k3deploy.report.model import CheckResult
 from k3deploy.targets.base import Objects, Rendering, Revision, TargetStatus
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.capacity import kv_capacity
-from k3deploy.targets.local.handover import HANDOVER_FILE, handover_for, pending
 from k3deploy.targets.local.launch import (
     CACHE_DIR,
     MODEL_DIR,
@@ -102,7 +101,6 @@ class LocalTarget(OneGoTarget):
     def __init__(self, options: Any = None, view: ProgressView | None = None) -> None:
         super().__init__(options, view)
         self._view = view
-        #: The running server a new one (on another port) starts beside, until the new one is ready.
 
     # -- where things are ------------------------------------------------------------------------------
     def state_dir(self, profile: Profile) -> Path:
@@ -205,11 +203,8 @@ class LocalTarget(OneGoTarget):
             probe.check_port_before_replacing(profile, old.pid, old.port)
         if profile.model.rehearsal:
             self._ensure_rehearsal_model(profile, state_dir)
-        handover = handover_for(old, profile.vllm.port, self.options, record_path)
-        replaced = old is not None and handover is None and process.stop(identity(old))
+        replaced = old is not None and process.stop(identity(old))
         verb = f"upgraded: stopped pid {old.pid} and started" if replaced and old is not None else "started"
-        if handover is not None:
-            verb = f"started, beside pid {handover.old.pid} (stopped once this one is ready),"
         clear_record(record_path)
         self._own_folders(state_dir, launch.scratch)
         record = ServerRecord(  # pid, start time and id are placeholders until _start fills them in
@@ -230,9 +225,7 @@ class LocalTarget(OneGoTarget):
         try:
             record = self._start(record_path, record)
         except EnvironmentProblem:
-            if handover is not None:
-                handover.abandon(None)
-            elif replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
+            if replaced and old is not None:  # the pipeline rolls back only after a start: put the old one back
                 self._restart(record_path, old)
             raise
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
@@ -312,15 +305,8 @@ class LocalTarget(OneGoTarget):
             raise CheckFailed(
                 f"no local server is recorded for {profile.name}", hint=f"run `k3deploy up -p {profile.name}`"
             )
-        handover = pending(self._record_path(profile))
-        try:
-            self._wait(record, timeout_s)
-        except BaseException:  # a failure, the deadline or Ctrl-C: the old server, still serving, stays
-            if handover is not None:
-                handover.abandon(record)
-            raise
-        done = f"; {handover.finish()}" if handover is not None else ""
-        return WaitOutcome(detail="ready; " + kv_capacity(profile, Path(record.log_path)) + done)
+        self._wait(record, timeout_s)
+        return WaitOutcome(detail="ready; " + kv_capacity(profile, Path(record.log_path)))
 
     def endpoint(self, profile: Profile) -> str:
         """http://HOST:PORT of the server (the recorded one when it runs, else the profile's)."""
@@ -420,7 +406,6 @@ class LocalTarget(OneGoTarget):
                 " found by its port and command line" if record.recovered else ""
             )
         clear_record(state_dir / STATE_FILE)
-        clear_record(state_dir / HANDOVER_FILE)
         (state_dir / SMOKE_FILE).unlink(missing_ok=True)
         self._remove_scratch(state_dir)
         if purge:

@@ -1,5 +1,6 @@
 """`up --set vllm.port=<a port another process holds>` beside a running server: preflight checks the port asked
-for and names its holder, and the healthy server is never stopped for a port the new one cannot bind."""
+for and names its holder, and the healthy server is never stopped for a port the new one cannot bind. A move to a
+free port replaces the server as any other change does (stop, start; a failed start or wait puts the old one back)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from k3deploy.targets.local.handover import HANDOVER_FILE
 from tests.integration.vllm_server import alive
 from tests.ports import free_port
 from tests.targets.local.conftest import FakeLocal
@@ -67,30 +67,28 @@ def test_a_free_other_port_says_the_running_server_will_be_replaced(fake_local: 
     )
 
 
-def test_a_move_to_another_port_starts_the_new_server_before_stopping_the_old(fake_local: FakeLocal) -> None:
+def test_a_move_to_another_port_replaces_the_server(fake_local: FakeLocal) -> None:
     assert fake_local.run("up").returncode == 0
     old = fake_local.record()["pid"]
     other = free_port()
     code, summary, stderr = fake_local.json("up", f"vllm.port={other}")
     assert code == 0, stderr
-    apply, wait = summary["stages"][2], summary["stages"][3]
-    assert apply["detail"].startswith(f"started, beside pid {old} (stopped once this one is ready), vLLM (pid ")
-    assert wait["detail"].endswith(
-        f"the previous server (pid {old}, port {fake_local.port}) stopped once the new one was ready"
-    )
+    assert summary["stages"][2]["detail"].startswith(f"upgraded: stopped pid {old} and started vLLM (pid ")
     new = fake_local.record()
     assert new["port"] == other and new["pid"] != old and alive(new["pid"]) and not alive(old)
-    assert not (fake_local.state_dir / HANDOVER_FILE).exists()  # the handover ended with the wait
     fake_local.sets.append(f"vllm.port={other}")  # so the fixture's `down` stops it
 
 
-def test_a_replacement_that_never_gets_ready_leaves_the_old_server_serving(fake_local: FakeLocal) -> None:
+def test_a_replacement_that_never_gets_ready_is_rolled_back_to_the_old_server(fake_local: FakeLocal) -> None:
     assert fake_local.run("up").returncode == 0
     old = fake_local.record()
     # The fake server refuses a flag vLLM does not take: it exits before it is ready.
     code, summary, stderr = fake_local.json("up", f"vllm.port={free_port()}", "vllm.extra_args=[--no-such-flag]")
     assert code == 1, stderr
     assert [(s["name"], s["status"]) for s in summary["stages"]][3] == ("wait", "fail")
-    assert summary["rollback"] == f"kept the running server (pid {old['pid']}): the failed up did not change it"
-    assert alive(old["pid"]) and fake_local.record()["pid"] == old["pid"] and fake_local.record()["port"] == old["port"]
-    assert not (fake_local.state_dir / HANDOVER_FILE).exists()
+    back = fake_local.record()
+    assert summary["rollback"].endswith(
+        f"; restored the previous server (revision {old['generation']}, pid {back['pid']})"
+    ), summary["rollback"]
+    assert back["port"] == old["port"] and back["argv_hash"] == old["argv_hash"] and alive(back["pid"])
+    assert not alive(old["pid"])
