@@ -10,7 +10,13 @@ pod webhook then injects the LWS_* env as it does for the controller's pods), an
 changed as for the rendered Jobs: the GB300 node selector is replaced by the real node's, and the vllm container's
 CPU and memory requests (32 CPUs, 512Gi) are cut to what one test node has. The node has 4 GPUs, so the leader and
 the worker run one after the other. The templates' pod affinity (one group in one NVLink clique) is kept: the real node
-carries a `nvidia.com/gpu.clique` label for the test, as a GB300 node does from GPU feature discovery."""
+carries a `nvidia.com/gpu.clique` label for the test, as a GB300 node does from GPU feature discovery.
+
+The endpoint picker's Deployment (kubernetes.routing: inference-pool, which the committed set does not render:
+tests/realk8s/rendered_options.py) goes through the real Deployment controller with only its image replaced
+(tests/realk8s/standin_epp.py) and its CPU and memory requests (8 CPUs, 8Gi) cut: the kubelet's gRPC probes reach
+its health port with the declared service, its config mount is read-only, /tmp writable, the root file system
+read-only."""
 
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ from tests.realk8s.binaries import REPO_ROOT
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
 from tests.realk8s.realnode import RealNode
+from tests.realk8s.rendered_options import in_namespace, rendered_options
+from tests.realk8s.standin_epp import EPP
 from tests.realk8s.standins import bind_claim, on_real_node
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(300)]
@@ -229,3 +237,106 @@ def test_the_rendered_serving_pods_start_on_a_real_kubelet(
     finally:
         _label_clique(realk8s, real_node, None)
         realk8s.api.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")
+
+
+def _ready_pod(plane: Plane, namespace: str, selector: dict[str, str]) -> dict[str, Any] | None:
+    query = ",".join(f"{key}={value}" for key, value in selector.items())
+    pods = plane.api.get(resource_path("v1", "pods", namespace) + f"?labelSelector={query}")["items"]
+    for pod in pods:
+        conditions = {c["type"]: c["status"] for c in pod["status"].get("conditions", [])}
+        if conditions.get("Ready") == "True":
+            return pod  # type: ignore[no-any-return]
+    return None
+
+
+def _probe_failures(plane: Plane, namespace: str, pod: str, node: RealNode) -> list[str] | None:
+    events = plane.api.get(f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name={pod}")["items"]
+    found = [
+        e["message"]
+        for e in events
+        if e["reason"] == "Unhealthy"
+        and (e.get("source") or {}).get("host") == node.name
+        and "NOT_SERVING" in e["message"]
+    ]
+    return found or None
+
+
+def test_the_rendered_endpoint_picker_starts_on_a_real_kubelet(
+    realk8s: Plane, real_node: RealNode, namespace: str
+) -> None:
+    objects = rendered_options()
+    name = "kimi-k3-gb300-tp16-epp"
+    for kind in ("ConfigMap", "ServiceAccount"):
+        realk8s.api.create(
+            resource_path("v1", kind.lower() + "s", namespace), in_namespace(objects[f"{kind}/{name}"], namespace)
+        )
+    deployment = in_namespace(objects[f"Deployment/{name}"], namespace)
+    template = deployment["spec"]["template"]
+    spec = template["spec"]
+    epp = spec["containers"][0]
+    assert epp["image"] == EPP and "command" not in epp  # the image's entrypoint runs the rendered args
+    requests = epp["resources"]["requests"]
+    assert (requests["cpu"], requests["memory"]) == ("8", "8Gi")
+    requests |= {"cpu": "100m", "memory": "64Mi"}
+    template["spec"] = on_real_node(spec)
+    api = realk8s.api
+    api.create(resource_path("apps/v1", "deployments", namespace), deployment)
+    try:
+        try:
+            live = wait_until(
+                "the endpoint picker to be Ready",
+                lambda: _ready_pod(realk8s, namespace, deployment["spec"]["selector"]["matchLabels"]),
+                POD_START_S,
+            )
+        except TimeoutError:
+            raise AssertionError(_failure(realk8s, namespace, real_node)) from None
+        _check_epp(realk8s, namespace, real_node, live, epp, spec)
+    finally:
+        api.request("DELETE", resource_path("apps/v1", "deployments", namespace, name))
+        # The stand-in stops on SIGTERM, but the template's grace is 130 s: no need to wait it out.
+        for pod in api.get(resource_path("v1", "pods", namespace))["items"]:
+            path = resource_path("v1", "pods", namespace, pod["metadata"]["name"])
+            api.request("DELETE", path, json={"gracePeriodSeconds": 0})
+        wait_until(
+            "the picker's pod to be gone", lambda: not api.get(resource_path("v1", "pods", namespace))["items"], 60
+        )
+
+
+def _check_epp(
+    plane: Plane, namespace: str, node: RealNode, live: dict[str, Any], epp: dict[str, Any], spec: dict[str, Any]
+) -> None:
+    name = live["metadata"]["name"]
+    assert live["spec"]["nodeName"] == node.name and live["status"]["phase"] == "Running"
+    assert live["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"  # made by the Deployment controller
+    # The kubelet's gRPC probes: the first check answered NOT_SERVING (an Unhealthy event of the kubelet naming it),
+    # a later one SERVING (Ready); each asked for the service the probes declare.
+    failures = wait_until("the kubelet's Unhealthy event", lambda: _probe_failures(plane, namespace, name, node), 30)
+    assert all("probe failed: service unhealthy" in message for message in failures), failures
+    service = epp["readinessProbe"]["grpc"]["service"]
+    assert epp["livenessProbe"]["grpc"] == epp["readinessProbe"]["grpc"] == {"port": 9003, "service": service}
+    log = plane.api.request("GET", resource_path("v1", "pods", namespace, name) + "/log").text
+    checks = [line for line in log.splitlines() if line.startswith("grpc-health ")]
+    assert checks[0] == f"grpc-health service={service} status=2", log
+    assert f"grpc-health service={service} status=1" in checks, log
+    lines = [line.split(" ", 1) for line in log.splitlines() if " " in line and not line.startswith("grpc-health ")]
+    report = {key: value for key, value in lines if key != "write"}
+    writes = dict(value.split(" ", 1) for key, value in lines if key == "write")
+    assert report["args"] == " ".join(epp["args"])
+    assert report["pod"] == f"{namespace}/{name}"  # the downward-API env, expanded by the kubelet
+    pod_context, context = spec["securityContext"], epp["securityContext"]
+    assert (
+        (report["uid"], report["gid"])
+        == (str(pod_context["runAsUser"]), str(pod_context["runAsGroup"]))
+        == (
+            "65532",
+            "65532",
+        )
+    )
+    assert context["capabilities"]["drop"] == ["ALL"] and report["CapEff"] == "0000000000000000"
+    assert context["allowPrivilegeEscalation"] is False and report["NoNewPrivs"] == "1"
+    assert pod_context["seccompProfile"]["type"] == "RuntimeDefault" and report["Seccomp"] == "2"
+    assert context["readOnlyRootFilesystem"] is True and writes["/"] == "Read-only file system"
+    mounts = {m["mountPath"]: m.get("readOnly", False) for m in epp["volumeMounts"]}
+    assert mounts == {"/config": True, "/tmp": False}
+    for path, read_only in mounts.items():
+        assert writes[path] == ("Read-only file system" if read_only else "ok"), path
