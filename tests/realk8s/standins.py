@@ -54,7 +54,8 @@ sleep 2147483647 &
     + _IDLE
 )
 #: The serving image (vllm/vllm-openai), which the prefetch Job runs too: `python3` stands in for the gpu-check init
-#: container (NVML needs a GPU; it reports what the kubelet gave it and exits 0) and for the prefetch's download (a
+#: container and the staging's pick-weights (NVML needs a GPU, the links need a staged copy; it reports what the
+#: kubelet gave it and exits 0 if it can read its script) and for the prefetch's download (a
 #: script on stdin, `python3 -`, read and not run: nothing can be downloaded here; the prefetch's shell runs for real), `vllm` reports the same plus whether /models and $VLLM_CACHE_ROOT
 #: take a file, then serves `/health` with busybox httpd on `--port` (logging each request, so the kubelet's probes
 #: show in its log), or sleeps under `--headless` as a worker that serves no HTTP does.
@@ -64,7 +65,13 @@ echo "gid $(id -g)"
 echo "gpus ${NVIDIA_VISIBLE_DEVICES:-none}"
 grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | sed 's/:\t*/ /'
 """
-_PYTHON3 = b'#!/bin/sh\necho "args $*"\n' + _STATUS + b'[ "$1" = - ] && cat >/dev/null\nexit 0\n'
+_PYTHON3 = (
+    b'#!/bin/sh\necho "args $*"\n'
+    + _STATUS
+    + b"""if [ "$1" = - ]; then cat >/dev/null
+else test -r "$1" || { echo "python3: cannot read $1" >&2; exit 1; }; fi
+"""
+)
 _VLLM = (
     b'#!/bin/sh\necho "args $*"\n'
     + _STATUS

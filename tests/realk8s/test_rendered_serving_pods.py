@@ -20,7 +20,9 @@ read-only."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +54,12 @@ def _env(container: dict[str, Any], name: str) -> str:
     return next(str(e["value"]) for e in container["env"] if e["name"] == name)
 
 
-def _objects(plane: Plane, namespace: str, lws: dict[str, Any], export: Path) -> str:
-    """The profile ConfigMap, the ServiceAccount, the channel claim template and the weight claim bound to `export`."""
-    profile = _rendered("02-configmap-kimi-k3-gb300-tp16-profile.yaml")
+def _objects(
+    plane: Plane, namespace: str, lws: dict[str, Any], export: Path, profile: dict[str, Any] | None = None
+) -> str:
+    """The profile ConfigMap (the committed set's unless given), the ServiceAccount, the channel claim template and
+    the weight claim bound to `export`."""
+    profile = profile or _rendered("02-configmap-kimi-k3-gb300-tp16-profile.yaml")
     profile["metadata"]["namespace"] = namespace
     plane.api.create(resource_path("v1", "configmaps", namespace), profile)
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "k3deploy"}}
@@ -143,7 +148,17 @@ def _check_security(report: dict[str, str], spec: dict[str, Any], container: dic
     assert report["gpus"].count(",") == gpus - 1, report  # the devices from the device plugin stand-in
 
 
-def _run(plane: Plane, namespace: str, node: RealNode, pod: dict[str, Any], export: Path, marker: Path) -> None:
+def _run(
+    plane: Plane,
+    namespace: str,
+    node: RealNode,
+    pod: dict[str, Any],
+    export: Path,
+    marker: Path,
+    more: Callable[[dict[str, Any]], None] = lambda live: None,
+) -> None:
+    """Start `pod`, hold it at wait-for-weights until the marker is written, check what it ran with (and `more` of
+    the live pod), delete it."""
     name = pod["metadata"]["name"]
     spec = pod["spec"]
     plane.api.create(resource_path("v1", "pods", namespace), pod)
@@ -152,7 +167,7 @@ def _run(plane: Plane, namespace: str, node: RealNode, pod: dict[str, Any], expo
         live = _live(plane, namespace, name)
         statuses = live["status"].get("initContainerStatuses") or []
         states = [next(iter(s.get("state") or {"none": 0})) for s in statuses]
-        return live if states == ["terminated", "running"] else None
+        return live if states[:2] == ["terminated", "running"] else None
 
     if not marker.exists():
         # Init containers in order: gpu-check has finished, wait-for-weights holds the pod until the marker.
@@ -176,11 +191,11 @@ def _run(plane: Plane, namespace: str, node: RealNode, pod: dict[str, Any], expo
         raise AssertionError(_failure(plane, namespace, node)) from None
     assert live["spec"]["nodeName"] == node.name and live["status"]["phase"] == "Running"
     inits = live["status"]["initContainerStatuses"]
-    assert (
-        [s["name"] for s in inits] == [c["name"] for c in spec["initContainers"]] == ["gpu-check", "wait-for-weights"]
-    )
-    assert [s["state"]["terminated"]["exitCode"] for s in inits] == [0, 0]
-    assert inits[0]["state"]["terminated"]["finishedAt"] <= inits[1]["state"]["terminated"]["startedAt"]
+    assert [s["name"] for s in inits] == [c["name"] for c in spec["initContainers"]]
+    assert [s["name"] for s in inits][:2] == ["gpu-check", "wait-for-weights"]
+    assert [s["state"]["terminated"]["exitCode"] for s in inits] == [0] * len(inits)
+    for first, second in itertools.pairwise(inits):
+        assert first["state"]["terminated"]["finishedAt"] <= second["state"]["terminated"]["startedAt"]
     serving = live["status"]["containerStatuses"][0]
     assert serving["started"] is True and serving["ready"] is True
 
@@ -211,6 +226,7 @@ def _run(plane: Plane, namespace: str, node: RealNode, pod: dict[str, Any], expo
     if "--headless" not in args:
         log = plane.api.request("GET", resource_path("v1", "pods", namespace, name) + "/log?container=vllm").text
         assert "url:/health" in log  # the kubelet's startup and readiness probes
+    more(live)
     plane.api.request("DELETE", resource_path("v1", "pods", namespace, name), json={"gracePeriodSeconds": 0})
     wait_until(f"{name} to be gone", lambda: plane.api.find(resource_path("v1", "pods", namespace, name)) is None, 60)
 
@@ -234,6 +250,54 @@ def test_the_rendered_serving_pods_start_on_a_real_kubelet(
         (export / ".k3deploy" / "compile-cache").chmod(0o1777)  # as the prefetch Job leaves it
         _run(realk8s, namespace, real_node, leader, export, marker)
         _run(realk8s, namespace, real_node, _pod(lws, "worker", 1, namespace), export, marker)
+    finally:
+        _label_clique(realk8s, real_node, None)
+        realk8s.api.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")
+
+
+def test_the_rendered_serving_pod_with_node_local_weights_starts_on_a_real_kubelet(
+    realk8s: Plane, real_node: RealNode, namespace: str, tmp_path: Path
+) -> None:
+    """kubernetes.weight_staging: node-local adds pick-weights (after wait-for-weights), the tray folder by hostPath
+    and the links' emptyDir to the serving pods: the leader runs them in order, pick-weights under its own uid."""
+    objects = rendered_options()
+    lws = objects["LeaderWorkerSet/kimi-k3-gb300-tp16"]
+    export = tmp_path / "export"
+    export.mkdir()
+    export.chmod(0o777)
+    profile = in_namespace(objects["ConfigMap/kimi-k3-gb300-tp16-profile"], namespace)
+    pv_name = _objects(realk8s, namespace, lws, export, profile)
+    _label_clique(realk8s, real_node, "real-clique.0")
+    try:
+        leader = _pod(lws, "leader", 0, namespace)
+        spec = leader["spec"]
+        assert [c["name"] for c in spec["initContainers"]] == ["gpu-check", "wait-for-weights", "pick-weights"]
+        pick = spec["initContainers"][2]
+        [host_path] = [Path(v["hostPath"]["path"]) for v in spec["volumes"] if "hostPath" in v]
+        on_host = host_path.exists()
+        marker = export / Path(_env(spec["initContainers"][1], "K3DEPLOY_PREFETCH_MARKER")).relative_to("/models")
+        (export / ".k3deploy" / "compile-cache").mkdir(parents=True)
+        (export / ".k3deploy" / "compile-cache").chmod(0o1777)
+        # The prefetch is done before the pod starts (the hold at wait-for-weights is the test above's): no wait for
+        # its 15 s loop.
+        marker.write_text("done\n")
+
+        def picked(live: dict[str, Any]) -> None:
+            name = live["metadata"]["name"]
+            report = _report(realk8s, namespace, name, "pick-weights")
+            assert report["args"] == " ".join(pick["command"][1:])
+            context = pick["securityContext"]
+            assert (report["uid"], report["gid"]) == (str(context["runAsUser"]), str(context["runAsGroup"]))
+            assert context["capabilities"]["drop"] == ["ALL"] and report["CapEff"] == "0000000000000000"
+            assert context["allowPrivilegeEscalation"] is False and report["NoNewPrivs"] == "1"
+            assert report["Seccomp"] == "2"
+            vllm = _report(realk8s, namespace, name, "vllm")["args"].split(" ")
+            assert vllm[:2] == ["serve", "/k3deploy-weights/target"]  # the links pick-weights makes
+            # The kubelet made the tray folder (DirectoryOrCreate) in the node's own /var/lib, not on this machine.
+            assert (real_node.dir / "fs" / "var-lib" / host_path.relative_to("/var/lib")).is_dir()
+            assert host_path.exists() == on_host
+
+        _run(realk8s, namespace, real_node, leader, export, marker, picked)
     finally:
         _label_clique(realk8s, real_node, None)
         realk8s.api.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")
