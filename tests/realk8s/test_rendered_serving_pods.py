@@ -330,7 +330,7 @@ def test_the_rendered_endpoint_picker_starts_on_a_real_kubelet(
 ) -> None:
     objects = rendered_options()
     name = "kimi-k3-gb300-tp16-epp"
-    for kind in ("ConfigMap", "ServiceAccount"):
+    for kind in ("ConfigMap", "ServiceAccount", "Service"):
         realk8s.api.create(
             resource_path("v1", kind.lower() + "s", namespace), in_namespace(objects[f"{kind}/{name}"], namespace)
         )
@@ -355,6 +355,13 @@ def test_the_rendered_endpoint_picker_starts_on_a_real_kubelet(
         except TimeoutError:
             raise AssertionError(_failure(realk8s, namespace, real_node)) from None
         _check_epp(realk8s, namespace, real_node, live, epp, spec)
+        # The rendered Service resolves its named target ports on the picker's pod (the EndpointSlice controller).
+        slices = wait_until("the picker's ready endpoint", lambda: _endpoints(realk8s, namespace, name), 30)
+        assert [(e["targetRef"]["name"], e["conditions"]["ready"]) for s in slices for e in s["endpoints"]] == [
+            (live["metadata"]["name"], True)
+        ]
+        ports = {p["name"]: p["port"] for s in slices for p in s["ports"]}
+        assert ports == {"grpc-ext-proc": 9002, "http-metrics": 9090}
     finally:
         api.request("DELETE", resource_path("apps/v1", "deployments", namespace, name))
         # The stand-in stops on SIGTERM, but the template's grace is 130 s: no need to wait it out.
@@ -364,6 +371,13 @@ def test_the_rendered_endpoint_picker_starts_on_a_real_kubelet(
         wait_until(
             "the picker's pod to be gone", lambda: not api.get(resource_path("v1", "pods", namespace))["items"], 60
         )
+
+
+def _endpoints(plane: Plane, namespace: str, service: str) -> list[dict[str, Any]] | None:
+    path = resource_path("discovery.k8s.io/v1", "endpointslices", namespace)
+    slices = plane.api.get(f"{path}?labelSelector=kubernetes.io/service-name={service}")["items"]
+    ready = [e for s in slices for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")]
+    return slices if ready else None
 
 
 def _check_epp(
