@@ -10,13 +10,15 @@ pod webhook then injects the LWS_* env as it does for the controller's pods), an
 changed as for the rendered Jobs: the GB300 node selector is replaced by the real node's, and the vllm container's
 CPU and memory requests (32 CPUs, 512Gi) are cut to what one test node has. The node has 4 GPUs, so the leader and
 the worker run one after the other. The templates' pod affinity (one group in one NVLink clique) is kept: the real node
-carries a `nvidia.com/gpu.clique` label for the test, as a GB300 node does from GPU feature discovery.
+carries a `nvidia.com/gpu.clique` label for the test, as a GB300 node does from GPU feature discovery. The leader
+rendered with node-local weight staging (not in the committed set: tests/realk8s/rendered_options.py) runs the same
+way with its pick-weights init container and the tray folder's hostPath.
 
 The endpoint picker's Deployment (kubernetes.routing: inference-pool, which the committed set does not render:
 tests/realk8s/rendered_options.py) goes through the real Deployment controller with only its image replaced
 (tests/realk8s/standin_epp.py) and its CPU and memory requests (8 CPUs, 8Gi) cut: the kubelet's gRPC probes reach
 its health port with the declared service, its config mount is read-only, /tmp writable, the root file system
-read-only."""
+read-only, and its rendered Service's named ports resolve on the pod."""
 
 from __future__ import annotations
 
