@@ -37,6 +37,11 @@ APPLETS = (
     "cp",
     "grep",
     "stat",
+    "sed",
+    "dd",
+    "od",
+    "printf",
+    "tail",
 )
 #: The pause container: PID 1 of every pod sandbox, waiting until the kubelet stops the sandbox (upstream
 #: build/pause/linux/pause.c, which also exits 0 on SIGINT/SIGTERM).

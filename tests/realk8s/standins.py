@@ -11,12 +11,17 @@ from typing import Any
 from tests.realk8s.client import Api, resource_path
 from tests.realk8s.ociimage import Image
 from tests.realk8s.realnode import REAL_NODE_KEY
+from tests.realk8s.standin_epp import EPP_IMAGE
 
 #: A busybox image under a name no registry serves: nothing can be pulled in its place (`IfNotPresent`).
 BUSYBOX = "localhost/realk8s/busybox:1"
 #: k3deploy's own image (ENTRYPOINT k3deploy): the stand-in reports what the kubelet gave the container, one
 #: `key value` line each: its uid and gid, its capabilities and no_new_privs and seccomp mode (/proc/self/status),
 #: and for each path given in $K3DEPLOY_STANDIN_PATHS whether a file can be written there (`ok`, or the error).
+#: Then `k3deploy guard` (the in-cluster guard's Deployment) serves its metrics port until SIGTERM as the guard's
+#: loop does, any other command exits 0; the image's `python3` (the weight-staging DaemonSet's `python3
+#: node-weights.py stage`) reports the same, exits 1 unless it can read the script, and idles as the staging
+#: container does once its copy is done.
 K3DEPLOY = "ghcr.io/k3deploy/k3deploy:0.1.0"
 _REPORT = b"""#!/bin/sh
 echo "args $*"
@@ -28,8 +33,29 @@ for path in $K3DEPLOY_STANDIN_PATHS; do
   else echo "write $path ${out##*: }"; fi
 done
 """
+_IDLE = b"""trap 'kill $!; exit 0' TERM
+wait
+"""
+_K3DEPLOY = (
+    _REPORT
+    + b"""[ "$1" = guard ] || exit 0
+port= previous=
+for arg in "$@"; do [ "$previous" = --metrics-port ] && port=$arg; previous=$arg; done
+httpd -f -p "$port" -h /srv/standin &
+"""
+    + _IDLE
+)
+_K3DEPLOY_PYTHON3 = (
+    _REPORT
+    + b"""test -r "$1" || { echo "python3: cannot read $1" >&2; exit 1; }
+[ "$2" = stage ] || exit 0
+sleep 2147483647 &
+"""
+    + _IDLE
+)
 #: The serving image (vllm/vllm-openai), which the prefetch Job runs too: `python3` stands in for the gpu-check init
-#: container (NVML needs a GPU; it reports what the kubelet gave it and exits 0) and for the prefetch's download (a
+#: container and the staging's pick-weights (NVML needs a GPU, the links need a staged copy; it reports what the
+#: kubelet gave it and exits 0 if it can read its script) and for the prefetch's download (a
 #: script on stdin, `python3 -`, read and not run: nothing can be downloaded here; the prefetch's shell runs for real), `vllm` reports the same plus whether /models and $VLLM_CACHE_ROOT
 #: take a file, then serves `/health` with busybox httpd on `--port` (logging each request, so the kubelet's probes
 #: show in its log), or sleeps under `--headless` as a worker that serves no HTTP does.
@@ -39,7 +65,13 @@ echo "gid $(id -g)"
 echo "gpus ${NVIDIA_VISIBLE_DEVICES:-none}"
 grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | sed 's/:\t*/ /'
 """
-_PYTHON3 = b'#!/bin/sh\necho "args $*"\n' + _STATUS + b'[ "$1" = - ] && cat >/dev/null\nexit 0\n'
+_PYTHON3 = (
+    b'#!/bin/sh\necho "args $*"\n'
+    + _STATUS
+    + b"""if [ "$1" = - ]; then cat >/dev/null
+else test -r "$1" || { echo "python3: cannot read $1" >&2; exit 1; }; fi
+"""
+)
 _VLLM = (
     b'#!/bin/sh\necho "args $*"\n'
     + _STATUS
@@ -72,7 +104,18 @@ STANDIN_IMAGES = [
         env=("PATH=/usr/local/bin:/bin",),
         files={"/usr/local/bin/python3": _PYTHON3, "/usr/local/bin/vllm": _VLLM, "/srv/standin/health": b"ok\n"},
     ),
-    Image(K3DEPLOY, entrypoint=("/usr/local/bin/k3deploy",), cmd=(), files={"/usr/local/bin/k3deploy": _REPORT}),
+    Image(
+        K3DEPLOY,
+        entrypoint=("/usr/local/bin/k3deploy",),
+        cmd=(),
+        env=("PATH=/usr/local/bin:/bin",),
+        files={
+            "/usr/local/bin/k3deploy": _K3DEPLOY,
+            "/usr/local/bin/python3": _K3DEPLOY_PYTHON3,
+            "/srv/standin/metrics": b"# stand-in\n",
+        },
+    ),
+    EPP_IMAGE,
 ]
 
 

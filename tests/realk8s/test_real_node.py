@@ -4,12 +4,14 @@ as it found it."""
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 
 from tests.realk8s import hoststate
 from tests.realk8s.client import resource_path, wait_until
+from tests.realk8s.nodefiles import KUBELET_SYSCTLS
 from tests.realk8s.plane import Plane
 from tests.realk8s.realnode import REAL_NODE_KEY, RealNode
 from tests.realk8s.standins import STANDIN_IMAGES, container, pod
@@ -126,6 +128,12 @@ def test_a_node_started_and_stopped_leaves_the_machine_as_it_found_it(realk8s: P
         spec["nodeName"] = node.name
         realk8s.api.create(resource_path("v1", "pods", namespace), pod("probe", spec))
         wait_until("the pod to run", lambda: _phase(realk8s, namespace, "probe", "Running"), POD_START_S)
+        # They were set, where the node runs: the bridge plugin's ip_forward in its network namespace, the kubelet's
+        # values in the sysctl files faked in its mount namespace (so the host check below can fail, not pass idly).
+        assert node.process is not None and node.process.pid is not None
+        pid = node.process.pid
+        inside = {key: _read_in(pid, "mount", key) for key in KUBELET_SYSCTLS}
+        inside["net/ipv4/ip_forward"] = _read_in(pid, "net", "net/ipv4/ip_forward")
     finally:
         node.stop()
         realk8s.real_nodes.remove(node)
@@ -137,6 +145,25 @@ def test_a_node_started_and_stopped_leaves_the_machine_as_it_found_it(realk8s: P
     assert during["links"] == before["links"]
     assert after == before
     assert not node.dir.exists()
+    assert inside["net/ipv4/ip_forward"] == "1"
+    assert {k: inside[k] for k in KUBELET_SYSCTLS} == KUBELET_SYSCTLS
+
+
+def _read_in(pid: int, namespace: str, key: str) -> str:
+    """The sysctl `key` as read in the `namespace` (net or mount) of process `pid`."""
+    done = subprocess.run(
+        [
+            "nsenter",
+            f"--{namespace}=/proc/{pid}/ns/{'mnt' if namespace == 'mount' else namespace}",
+            "cat",
+            f"/proc/sys/{key}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 def test_gpus_are_advertised_and_allocated_by_the_kubelets_device_manager(
