@@ -1,5 +1,8 @@
 """One pass of `k3deploy guard` (`--once`), and the loop of passes: read, decide, read again, act, report.
 
+After the faults, a pass runs the guard's other duty when it has one: the re-gate of leaders out of traffic
+(targets/kubernetes/regate.py, wired by the command), whose outcomes it reports, counts and says in Events.
+
 A pass is level-triggered: it reads the whole state each time (Nodes, Pods, ComputeDomains) and keeps nothing
 between passes but the Events it already sent, so a restarted guard picks up where the cluster is. The rate limit's
 memory is on the nodes themselves (guard's cordon annotation). A poll, not a watch: the official client's watch
@@ -27,6 +30,12 @@ from k3deploy.kube.api import KubeApi
 from k3deploy.lws import API_VERSION as LWS_API
 from k3deploy.observe.watch_sources import PrometheusSource
 from k3deploy.profile.model import Profile
+from k3deploy.traffic_gate import COPIED, FAILED, LABELLED, WOULD, Regated
+
+#: The re-gate duty (targets/kubernetes/regate.py Regate): called with (dry_run, leading) once per pass.
+Regate = Callable[[bool, Callable[[], bool]], list[Regated]]
+#: The Events of the re-gate's outcomes on the LeaderWorkerSet (reason, and whether a Warning).
+GATE_EVENTS = {LABELLED: ("LeaderGated", False), COPIED: ("LeaderGated", False), FAILED: ("LeaderGateFailed", True)}
 
 #: Seconds one query of the Prometheus signal may take (the server's own evaluation timeout too).
 PROMETHEUS_TIMEOUT_S = 10.0
@@ -43,11 +52,18 @@ class PassReport:
     evidence: list[str] = field(default_factory=list)
     unhealthy_trays: int = 0
     dry_run: bool = False
+    #: What the re-gate did with each Ready leader out of traffic.
+    gates: list[Regated] = field(default_factory=list)
 
     @property
     def held(self) -> list[Decision]:
         """Faults guard holds and cannot act on."""
         return [d for d in self.decided if d.verdict == "wait"]
+
+    @property
+    def out_of_traffic(self) -> list[Regated]:
+        """Ready leaders the re-gate left out of traffic (their smoke failed, or failed before and waits)."""
+        return [g for g in self.gates if not g.marked and g.outcome != WOULD]
 
     def to_dict(self) -> KubeObject:
         """The report as `-o json` prints it."""
@@ -71,6 +87,7 @@ class PassReport:
             "cordoned": self.cordoned,
             "deleted_pods": self.deleted,
             "evidence": self.evidence,
+            "gates": [{"pod": g.pod, "outcome": g.outcome, "detail": g.detail} for g in self.gates],
         }
 
 
@@ -92,6 +109,8 @@ class Guard:
     evidence_configmap: bool = False
     #: Whether this guard still leads (holds the release's guard Lease): checked again just before it acts.
     leading: Callable[[], bool] = lambda: True
+    #: The re-gate of leaders out of traffic (smoke.gate_traffic), run after the faults each pass; None: no such duty.
+    regate: Regate | None = None
 
     def _store(self, name: str, data: bytes) -> str:
         if self.evidence_configmap:
@@ -127,7 +146,28 @@ class Guard:
             else:
                 self._act(decision, observed, lws, report)
         self.announced = {g: m for g, m in self.announced.items() if g in {d.group for d in report.held}}
+        if self.regate is not None:
+            report.gates = self.regate(self.dry_run, self.leading)
+            for gate in report.gates:
+                self._gated(gate, lws)
         return report
+
+    def _gated(self, gate: Regated, lws: KubeObject | None) -> None:
+        """Count a re-gate's outcome and say it in an Event (a label, or a failure that keeps a leader out)."""
+        if gate.outcome not in GATE_EVENTS:
+            return
+        reason, warning = GATE_EVENTS[gate.outcome]
+        self.metrics.count("gate_leader", reason)
+        event(
+            self.api,
+            lws,
+            self.namespace,
+            self.profile.name,
+            reason=reason,
+            message=gate.describe(),
+            warning=warning,
+            now=self.clock(),
+        )
 
     def _prometheus_faults(self) -> dict[str, list[str]]:
         """The Prometheus signal's faults by tray (guard.prometheus; none when it is unset or cannot be read)."""
