@@ -201,7 +201,7 @@ def test_a_dry_run_says_what_it_would_do_and_smokes_and_labels_nothing() -> None
     done = regate(True, lambda: False)
     assert [(d.outcome, d.detail.split(":")[0]) for d in done] == [
         (WOULD, "would label it without a smoke"),
-        (WOULD, f"would smoke it at http"),
+        (WOULD, "would smoke it at http"),
     ]
     assert smoked == [] and cluster.applied == []
 
