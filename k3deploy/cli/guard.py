@@ -20,7 +20,7 @@ from k3deploy.cli.rollout import (
 )
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
-from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.errors import UsageError
 from k3deploy.kube.deadline import Deadline
 from k3deploy.kube.options import KubeOptions
 
@@ -129,19 +129,10 @@ def guard(
         print_data(report.to_dict(), output)
     else:
         lines = [d.describe() for d in report.decided] or ["no sick tray under a serving group"]
-        lines += [g.describe() for g in report.gates]
+        lines += [gate.describe() for gate in report.gates]
         for line in lines:
             out.print(("dry run: " if dry_run else "") + line, markup=False, highlight=False)
-    if report.held:
-        raise CheckFailed(
-            f"guard holds {len(report.held)} fault(s) it cannot act on",
-            hint="see the README's 'NVL72 faults' runbook: free a clique or raise guard.max_cordons_per_hour",
-        )
-    if report.out_of_traffic:
-        raise CheckFailed(
-            f"{len(report.out_of_traffic)} Ready leader(s) stay out of traffic: their gate did not pass",
-            hint="`k3deploy smoke` against the leader says why; it is smoked again by the next pass",
-        )
+    report.raise_for_status()
 
 
 def _regate(api: KubeApi, profile: Profile, template: str | None, say: Callable[[str], None]) -> Regate:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k3deploy.errors import K3DeployError, ScrapeError
+from k3deploy.errors import CheckFailed, K3DeployError, ScrapeError
 from k3deploy.fault_guard.act import cordon, delete_group, event, keep_evidence
 from k3deploy.fault_guard.decide import Decision, confirm, decide, unhealthy_trays
 from k3deploy.fault_guard.evidence_configmap import CONFIGMAP_MAX_BYTES, write_configmap
@@ -64,6 +64,20 @@ class PassReport:
     def out_of_traffic(self) -> list[Regated]:
         """Ready leaders the re-gate left out of traffic (their smoke failed, or failed before and waits)."""
         return [g for g in self.gates if not g.marked and g.outcome != WOULD]
+
+    def raise_for_status(self) -> None:
+        """`--once`'s exit: CheckFailed (1) when a fault is held or a Ready leader stays out of traffic."""
+        if self.held:
+            raise CheckFailed(
+                f"guard holds {len(self.held)} fault(s) it cannot act on",
+                hint="see the README's 'NVL72 faults' runbook: free a clique or raise guard.max_cordons_per_hour",
+            )
+        if self.out_of_traffic:
+            raise CheckFailed(
+                f"{len(self.out_of_traffic)} Ready leader(s) stay out of traffic: their gate did not pass",
+                hint="each gate's line (-o json: gates) says why; a guard outside the cluster reaches leaders only "
+                "with --group-endpoint",
+            )
 
     def to_dict(self) -> KubeObject:
         """The report as `-o json` prints it."""

@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from k3deploy.errors import K3DeployError
+import pytest
+
+from k3deploy.errors import CheckFailed, K3DeployError
 from k3deploy.fault_guard.loop import Guard, PassReport, run_forever
 from k3deploy.profile import load_profile
 from k3deploy.traffic_gate import COPIED, DEFERRED, FAILED, LABELLED, WOULD, Regated
@@ -107,3 +109,14 @@ def test_a_dry_run_pass_asks_the_re_gate_to_look_only_and_sends_no_event() -> No
     )  # type: ignore[arg-type]
     report = g.run_pass()
     assert regate.calls == [(True, True)] and api.created == [] and report.out_of_traffic == []
+
+
+def test_once_fails_when_a_ready_leader_stays_out_of_traffic_and_not_for_one_labelled_or_a_dry_run() -> None:
+    passed = PassReport(gates=[Regated("kimi", "kimi-0", LABELLED, "l"), Regated("kimi", "kimi-1", WOULD, "w")])
+    passed.raise_for_status()
+    out = PassReport(gates=[Regated("kimi", "kimi-0", COPIED, "c"), Regated("kimi", "kimi-1", FAILED, "f")])
+    with pytest.raises(CheckFailed) as caught:
+        out.raise_for_status()
+    assert caught.value.exit_code == 1
+    assert caught.value.message == "1 Ready leader(s) stay out of traffic: their gate did not pass"
+    assert "--group-endpoint" in (caught.value.hint or "")

@@ -197,8 +197,9 @@ def test_the_smoke_jobs_gate_under_load_labels_the_leaders_a_sync_rolled(
 
 
 #: The in-cluster guard rendered (its Deployment is a KWOK pod here: its pass runs below as a process with its
-#: ServiceAccount's token), with restarts of a revision a gate passed on labelled without a smoke (so `up` records
-#: the revision and the guard's Role may too); the plane has no PodMonitor CRD.
+#: ServiceAccount's token), with restarts of a revision a gate passed on labelled without a smoke (so a passed gate
+#: records its revision on the LeaderWorkerSet, which the guard's Role then lets it patch); the plane has no
+#: PodMonitor CRD.
 GUARD_ON = (
     *("--set", "kubernetes.guard=true", "--set", "kubernetes.service_monitor=false"),
     *("--set", "smoke.gate_restarts=false", "--set", "guard.leader_health=false"),
@@ -254,13 +255,14 @@ def test_the_guard_re_gates_a_re_created_leader_before_it_takes_traffic_again(
     sets = (*GATED[1:], *ON_VLLM, *GUARD_ON)
     watch = GateWatch(realk8s, namespace, API_SERVICE)
     with Load(vllm_leader, SERVED) as load:
-        # (1) A re-created leader, restarts gated: out of traffic until the guard's smoke of it passed.
+        # (1) A re-created leader whose revision no gate passed on (`up --skip-smoke` labelled it unjudged and
+        # recorded nothing): out of traffic until the guard's smoke of it passed, which records its revision.
         uid = _recreated(realk8s, namespace)
         assert _leaders(realk8s, namespace) == {f"{LWS}-0": False}
-        smoked = run_cli_process(*guard, *sets, "--set", "smoke.gate_restarts=true", env=env, timeout=300)
+        smoked = run_cli_process(*guard, *sets, env=env, timeout=300)
         assert smoked.returncode == 0, smoked.stderr
-        # (2) Re-created again, restarts not gated: its revision passed `up`'s gate (recorded on the LWS), so it is
-        # labelled without a smoke.
+        # (2) Re-created again: its revision passed the guard's gate, so with smoke.gate_restarts off it is labelled
+        # without a smoke.
         second = _recreated(realk8s, namespace)
         copied = run_cli_process(*guard, *sets, env=env, timeout=300)
     watch.stop()
@@ -273,6 +275,9 @@ def test_the_guard_re_gates_a_re_created_leader_before_it_takes_traffic_again(
     assert (gate["pod"], gate["outcome"]) == (f"{LWS}-0", "copied"), gate
     pod = realk8s.api.get(resource_path("v1", "pods", namespace, f"{LWS}-0"))
     assert pod["metadata"]["uid"] == second != uid and pod["metadata"]["labels"][GATED_LABEL] == "true"
+    lws = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
+    revision = pod["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/template-revision-hash"]
+    assert lws["metadata"]["annotations"]["k3deploy/gated-revision"] == revision
     # The Service never listed a leader before its mark, lost it while it was re-created, and has it back.
     assert watch.ungated == [], watch.ungated
     assert [] in watch.listed and watch.listed[-1] == [f"{LWS}-0"], watch.listed
