@@ -33,6 +33,9 @@ MARK_MANAGER = "k3deploy-gate"
 #: Seconds before the guard smokes again a leader whose re-gate failed (it stays out of traffic meanwhile): a broken
 #: leader is not hammered with a smoke every pass.
 REGATE_RETRY_S = 300.0
+#: The longest one re-gate smoke runs (smoke.overall_timeout_s, when lower, stays): the guard's fault passes wait
+#: while it runs, so a leader that hangs must not hold a sick tray's handling for the smoke's full budget.
+REGATE_SMOKE_S = 600.0
 #: What the guard's re-gate did with one leader out of traffic: marked after a smoke passed, marked without a smoke
 #: (a restart of a revision a gate passed on, `smoke.gate_restarts: false`), its smoke failed, not smoked again yet
 #: after a failure, or what a dry run would do.

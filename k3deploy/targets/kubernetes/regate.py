@@ -34,6 +34,7 @@ from k3deploy.traffic_gate import (
     FAILED,
     LABELLED,
     REGATE_RETRY_S,
+    REGATE_SMOKE_S,
     WOULD,
     Regated,
     Unmarked,
@@ -47,6 +48,15 @@ COPY_WHY = "a restart of a template its gate passed on"
 def smoke_job_name(release: str) -> str:
     """The release's smoke Job (templates/smoke-job.yaml.j2, render/manifests.py names.smoke)."""
     return f"{release}-smoke"
+
+
+def bounded(profile: Profile) -> Profile:
+    """The profile a re-gate smokes with: no wait for /health (the leader is Ready already) and at most
+    REGATE_SMOKE_S in all, since the guard's fault passes wait while it runs."""
+    smoke = profile.smoke.model_copy(
+        update={"ready_timeout_s": None, "overall_timeout_s": min(profile.smoke.overall_timeout_s, REGATE_SMOKE_S)}
+    )
+    return profile.model_copy(update={"smoke": smoke})
 
 
 def other_gate(api: KubePort, namespace: str, release: str, now: datetime) -> str | None:
@@ -122,7 +132,7 @@ class Regate:
             due = self.failed_at[leader.uid] + self.retry_s - now
             return Regated(name, leader.pod, DEFERRED, f"out of traffic: its gate failed; smoked again in {due:.0f}s")
         try:
-            failed = self.smoke(self.profile, url)
+            failed = self.smoke(bounded(self.profile), url)
         except K3DeployError as exc:
             failed = exc.message
         if failed is not None:

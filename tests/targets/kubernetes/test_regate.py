@@ -270,3 +270,17 @@ def test_a_leader_re_created_while_it_was_smoked_is_not_labelled() -> None:
     regate, _ = _regate(cluster, smoke)
     [done] = regate(False, lambda: True)
     assert done.outcome == FAILED and "re-created while its gate ran" in done.detail and cluster.applied == []
+
+
+def test_its_smoke_waits_for_no_health_and_is_bounded_so_fault_passes_do_not_wait_long() -> None:
+    seen: list[Any] = []
+    cluster = Cluster([_pod(K3, 0)])
+    regate, _ = _regate(cluster, lambda p, url: seen.append(p), [*SETS, "smoke.ready_timeout_s=900"])
+    regate(False, lambda: True)
+    [profile] = seen
+    assert profile.smoke.ready_timeout_s is None and profile.smoke.overall_timeout_s == 600
+    assert profile.smoke.requests == 2  # the profile's own smoke otherwise
+    short = []
+    regate, _ = _regate(Cluster([_pod(K3, 0)]), lambda p, url: short.append(p), [*SETS, "smoke.overall_timeout_s=60"])
+    regate(False, lambda: True)
+    assert short[0].smoke.overall_timeout_s == 60
