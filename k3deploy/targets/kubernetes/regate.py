@@ -38,6 +38,7 @@ from k3deploy.traffic_gate import (
     WOULD,
     Regated,
     Unmarked,
+    is_marked,
     retry_due,
 )
 
@@ -150,6 +151,10 @@ class Regate:
                 self.api, namespace, name, leader.group, leader.uid, lambda _: None, record_revision=record, why=detail
             )
         except K3DeployError as exc:
-            return Regated(name, leader.pod, FAILED, f"not labelled: {exc.message}")
+            live = self.api.get("v1", "Pod", leader.pod, namespace)
+            if live is None or live["metadata"].get("uid") != leader.uid or not is_marked(live):
+                return Regated(name, leader.pod, FAILED, f"not labelled: {exc.message}")
+            # The label landed; what failed is the record of its revision (a later restart is smoked, not copied).
+            detail = f"{detail}; its revision not recorded: {exc.message}"
         self.failed_at.pop(leader.uid, None)
         return Regated(name, leader.pod, outcome, detail)

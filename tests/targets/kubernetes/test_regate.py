@@ -284,3 +284,19 @@ def test_its_smoke_waits_for_no_health_and_is_bounded_so_fault_passes_do_not_wai
     regate, _ = _regate(Cluster([_pod(K3, 0)]), lambda p, url: short.append(p), [*SETS, "smoke.overall_timeout_s=60"])
     regate(False, lambda: True)
     assert short[0].smoke.overall_timeout_s == 60
+
+
+def test_a_label_that_landed_is_reported_labelled_even_when_recording_its_revision_failed() -> None:
+    cluster = Cluster([_pod(K3, 0, revision="r2")])
+    applied = cluster.apply
+
+    def refuse_lws(obj: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if obj["kind"] == "LeaderWorkerSet":
+            raise KubeError("leaderworkersets is forbidden", status=403)
+        return applied(obj, **kw)
+
+    cluster.apply = refuse_lws  # type: ignore[method-assign]
+    regate, _ = _regate(cluster, lambda p, url: None, [*SETS, "smoke.gate_restarts=false"])
+    [done] = regate(False, lambda: True)
+    assert done.outcome == LABELLED and "its revision not recorded: leaderworkersets is forbidden" in done.detail
+    assert cluster.labelled() == [f"{K3}-0"]
