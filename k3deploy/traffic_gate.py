@@ -5,7 +5,10 @@ The API Service and the InferencePool select leaders by `k3deploy/gated: "true"`
 (targets/kubernetes/marks.py). A pod re-created by LWS (a restart, an eviction, a new template) is a new pod without
 the label: it is out of traffic again until it is gated again, or, with `smoke.gate_restarts: false`, until its
 template revision is one a gate already passed (recorded on the LeaderWorkerSet, `GATED_REVISION_ANNOTATION`), when
-the mark is copied without a smoke.
+the mark is copied without a smoke. Between two `up`s the in-cluster guard does this (targets/kubernetes/regate.py):
+each pass, every Ready leader without the mark is smoked by its pod address and marked when it passes, or marked
+without a smoke under `smoke.gate_restarts: false`; it only ever adds the mark, so it never takes a healthy leader
+out of traffic and never rolls anything back.
 
 A label, not a readiness gate: readiness is what LWS's rolling update and k3deploy's own waits read (a group ready,
 the next one goes), so a readiness gate would hold LWS and every wait hostage to the smoke; a label only decides who
@@ -27,6 +30,16 @@ GATED_VALUE = "true"
 GATED_REVISION_ANNOTATION = "k3deploy/gated-revision"
 #: The field manager of the mark (apart from k3deploy's apply, which never renders the label on a pod).
 MARK_MANAGER = "k3deploy-gate"
+#: Seconds before the guard smokes again a leader whose re-gate failed (it stays out of traffic meanwhile): a broken
+#: leader is not hammered with a smoke every pass.
+REGATE_RETRY_S = 300.0
+#: The longest one re-gate smoke runs (smoke.overall_timeout_s, when lower, stays): the guard's fault passes wait
+#: while it runs, so a leader that hangs must not hold a sick tray's handling for the smoke's full budget.
+REGATE_SMOKE_S = 600.0
+#: What the guard's re-gate did with one leader out of traffic: marked after a smoke passed, marked without a smoke
+#: (a restart of a revision a gate passed on, `smoke.gate_restarts: false`), its smoke failed, not smoked again yet
+#: after a failure, or what a dry run would do.
+LABELLED, COPIED, FAILED, DEFERRED, WOULD = "labelled", "copied", "failed", "deferred", "would"
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,31 @@ class Unmarked:
     uid: str
     pod: str
     copy: bool
+
+
+@dataclass(frozen=True)
+class Regated:
+    """What the guard's re-gate did with one Ready leader out of traffic: `outcome` one of LABELLED, COPIED,
+    FAILED, DEFERRED, WOULD, and the sentence that says it."""
+
+    lws: str
+    pod: str
+    outcome: str
+    detail: str
+
+    @property
+    def marked(self) -> bool:
+        """Whether the leader now takes traffic."""
+        return self.outcome in (LABELLED, COPIED)
+
+    def describe(self) -> str:
+        """One line of the guard's log and report."""
+        return f"leader {self.pod}: {self.detail}"
+
+
+def retry_due(failed_at: float | None, now: float, retry_s: float = REGATE_RETRY_S) -> bool:
+    """Whether a leader is smoked this pass: never failed a re-gate, or its last failure is `retry_s` old."""
+    return failed_at is None or now - failed_at >= retry_s
 
 
 def gate_selector(gated: bool) -> dict[str, str]:

@@ -4,18 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app
 from k3deploy.cli.output import print_data
-from k3deploy.cli.rollout import ContextOpt, KubeconfigOpt, NamespaceOpt, StatusTimeoutOpt, _load
+from k3deploy.cli.rollout import (
+    ContextOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    StatusTimeoutOpt,
+    _load,
+    checked_group_template,
+)
 from k3deploy.console import err, out
 from k3deploy.duration import parse_duration
-from k3deploy.errors import CheckFailed, UsageError
+from k3deploy.errors import UsageError
 from k3deploy.kube.deadline import Deadline
 from k3deploy.kube.options import KubeOptions
+
+if TYPE_CHECKING:
+    from k3deploy.kube.api import KubeApi
+    from k3deploy.profile.model import Profile
+    from k3deploy.targets.kubernetes.regate import Regate
 
 
 @app.command()
@@ -42,6 +54,14 @@ def guard(
     metrics_port: Annotated[
         int | None, typer.Option("--metrics-port", help="Serve the guard's metrics on this port (the loop only).")
     ] = None,
+    group_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--group-endpoint",
+            help="Where the re-gate smokes a leader out of traffic: a URL template ({pod}, {lws}, {group}, "
+            "{namespace}); default its cluster DNS name (the in-cluster guard).",
+        ),
+    ] = None,
     timeout: StatusTimeoutOpt = None,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -49,6 +69,8 @@ def guard(
 
     A controller: it acts without asking, so look first with --dry-run. It never uncordons. Only the guard holding
     the release's guard Lease acts (the in-cluster Deployment, this loop or a --once): the others stand by.
+    With smoke.gate_traffic it also gates every Ready leader out of traffic (one LeaderWorkerSet re-created) through
+    the leader itself and labels it when it passes; it never takes a leader out of traffic.
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy.fault_guard.loop import Guard, run_forever
@@ -60,6 +82,8 @@ def guard(
     interval_s = parse_duration(interval, "--interval") or 30.0
     if metrics_port is not None and (once or not 0 < metrics_port < 65536):
         raise UsageError("--metrics-port is a port (1-65535) of the loop", hint="drop --once to run the loop")
+    if group_endpoint is not None:
+        group_endpoint = checked_group_template(group_endpoint)
     prof = _load(profile, set_, namespace)
     if not prof.on_kubernetes:
         raise UsageError(
@@ -81,6 +105,7 @@ def guard(
         dry_run=dry_run,
         say=say,
         evidence_configmap=evidence_configmap,
+        regate=_regate(api, prof, group_endpoint, say) if prof.smoke.gate_traffic else None,
     )
     who = identity("guard")
     if not once:
@@ -104,10 +129,17 @@ def guard(
         print_data(report.to_dict(), output)
     else:
         lines = [d.describe() for d in report.decided] or ["no sick tray under a serving group"]
+        lines += [gate.describe() for gate in report.gates]
         for line in lines:
             out.print(("dry run: " if dry_run else "") + line, markup=False, highlight=False)
-    if report.held:
-        raise CheckFailed(
-            f"guard holds {len(report.held)} fault(s) it cannot act on",
-            hint="see the runbook K3DeployGuardHoldsFault (docs/operations/runbooks.md): free a clique or raise guard.max_cordons_per_hour",
-        )
+    report.raise_for_status()
+
+
+def _regate(api: KubeApi, profile: Profile, template: str | None, say: Callable[[str], None]) -> Regate:
+    """The re-gate duty of the loop: each leader out of traffic smoked at its own address, judged as a gate is."""
+    # Loaded only for a guard that gates (smoke.gate_traffic): the smoke stage stays out of the others.
+    from k3deploy.smoke.runner import SmokeOptions, run_smoke
+    from k3deploy.targets.kubernetes.regate import Regate
+
+    options = SmokeOptions(notice=say)
+    return Regate(api, profile, lambda p, url: run_smoke(p, url, options).failure(), say, template)

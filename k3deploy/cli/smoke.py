@@ -201,15 +201,8 @@ def _gated(
     from k3deploy.report.smoke import SmokeReport
     from k3deploy.targets.kubernetes.job_gates import gate_from_inside
 
-    def judged(profile: Profile, url: str) -> str | None:
-        report = smoke(profile, url)
-        if report.blocked_by is None and report.status is not Status.FAIL:
-            return None
-        failed = [f"{c.name}: {c.detail}" for c in report.checks if c.status is Status.FAIL]
-        return report.blocked_by or "; ".join(failed) or report.status.value
-
     started = datetime.now(UTC)
-    gates = gate_from_inside(KubeApi(KubeOptions()), profile, judged, note, template)
+    gates = gate_from_inside(KubeApi(KubeOptions()), profile, lambda p, url: smoke(p, url).failure(), note, template)
     if any(c.status is Status.FAIL for c in gates):
         return SmokeReport(
             profile=profile.name, endpoint=endpoint, started_at=started, finished_at=datetime.now(UTC), checks=gates

@@ -1,5 +1,8 @@
 """One pass of `k3deploy guard` (`--once`), and the loop of passes: read, decide, read again, act, report.
 
+After the faults, a pass runs the guard's other duty when it has one: the re-gate of leaders out of traffic
+(targets/kubernetes/regate.py, wired by the command), whose outcomes it reports, counts and says in Events.
+
 A pass is level-triggered: it reads the whole state each time (Nodes, Pods, ComputeDomains) and keeps nothing
 between passes but the Events it already sent, so a restarted guard picks up where the cluster is. The rate limit's
 memory is on the nodes themselves (guard's cordon annotation). A poll, not a watch: the official client's watch
@@ -14,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k3deploy.errors import K3DeployError, ScrapeError
+from k3deploy.errors import CheckFailed, K3DeployError, ScrapeError
 from k3deploy.fault_guard.act import cordon, delete_group, event, keep_evidence
 from k3deploy.fault_guard.decide import Decision, confirm, decide, unhealthy_trays
 from k3deploy.fault_guard.evidence_configmap import CONFIGMAP_MAX_BYTES, write_configmap
@@ -27,6 +30,12 @@ from k3deploy.kube.api import KubeApi
 from k3deploy.lws import API_VERSION as LWS_API
 from k3deploy.observe.watch_sources import PrometheusSource
 from k3deploy.profile.model import Profile
+from k3deploy.traffic_gate import COPIED, FAILED, LABELLED, WOULD, Regated
+
+#: The re-gate duty (targets/kubernetes/regate.py Regate): called with (dry_run, leading) once per pass.
+Regate = Callable[[bool, Callable[[], bool]], list[Regated]]
+#: The Events of the re-gate's outcomes on the LeaderWorkerSet (reason, and whether a Warning).
+GATE_EVENTS = {LABELLED: ("LeaderGated", False), COPIED: ("LeaderGated", False), FAILED: ("LeaderGateFailed", True)}
 
 #: Seconds one query of the Prometheus signal may take (the server's own evaluation timeout too).
 PROMETHEUS_TIMEOUT_S = 10.0
@@ -43,11 +52,32 @@ class PassReport:
     evidence: list[str] = field(default_factory=list)
     unhealthy_trays: int = 0
     dry_run: bool = False
+    #: What the re-gate did with each Ready leader out of traffic.
+    gates: list[Regated] = field(default_factory=list)
 
     @property
     def held(self) -> list[Decision]:
         """Faults guard holds and cannot act on."""
         return [d for d in self.decided if d.verdict == "wait"]
+
+    @property
+    def out_of_traffic(self) -> list[Regated]:
+        """Ready leaders the re-gate left out of traffic (their smoke failed, or failed before and waits)."""
+        return [g for g in self.gates if not g.marked and g.outcome != WOULD]
+
+    def raise_for_status(self) -> None:
+        """`--once`'s exit: CheckFailed (1) when a fault is held or a Ready leader stays out of traffic."""
+        if self.held:
+            raise CheckFailed(
+                f"guard holds {len(self.held)} fault(s) it cannot act on",
+                hint="see the runbook K3DeployGuardHoldsFault (docs/operations/runbooks.md): free a clique or raise guard.max_cordons_per_hour",
+            )
+        if self.out_of_traffic:
+            raise CheckFailed(
+                f"{len(self.out_of_traffic)} Ready leader(s) stay out of traffic: their gate did not pass",
+                hint="each gate's line (-o json: gates) says why; a guard outside the cluster reaches leaders only "
+                "with --group-endpoint",
+            )
 
     def to_dict(self) -> KubeObject:
         """The report as `-o json` prints it."""
@@ -71,6 +101,7 @@ class PassReport:
             "cordoned": self.cordoned,
             "deleted_pods": self.deleted,
             "evidence": self.evidence,
+            "gates": [{"pod": g.pod, "outcome": g.outcome, "detail": g.detail} for g in self.gates],
         }
 
 
@@ -92,6 +123,8 @@ class Guard:
     evidence_configmap: bool = False
     #: Whether this guard still leads (holds the release's guard Lease): checked again just before it acts.
     leading: Callable[[], bool] = lambda: True
+    #: The re-gate of leaders out of traffic (smoke.gate_traffic), run after the faults each pass; None: no such duty.
+    regate: Regate | None = None
 
     def _store(self, name: str, data: bytes) -> str:
         if self.evidence_configmap:
@@ -127,7 +160,28 @@ class Guard:
             else:
                 self._act(decision, observed, lws, report)
         self.announced = {g: m for g, m in self.announced.items() if g in {d.group for d in report.held}}
+        if self.regate is not None:
+            report.gates = self.regate(self.dry_run, self.leading)
+            for gate in report.gates:
+                self._gated(gate, lws)
         return report
+
+    def _gated(self, gate: Regated, lws: KubeObject | None) -> None:
+        """Count a re-gate's outcome and say it in an Event (a label, or a failure that keeps a leader out)."""
+        if gate.outcome not in GATE_EVENTS:
+            return
+        reason, warning = GATE_EVENTS[gate.outcome]
+        self.metrics.count("gate_leader", reason)
+        event(
+            self.api,
+            lws,
+            self.namespace,
+            self.profile.name,
+            reason=reason,
+            message=gate.describe(),
+            warning=warning,
+            now=self.clock(),
+        )
 
     def _prometheus_faults(self) -> dict[str, list[str]]:
         """The Prometheus signal's faults by tray (guard.prometheus; none when it is unset or cannot be read)."""

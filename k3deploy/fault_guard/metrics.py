@@ -1,6 +1,7 @@
 """The guard's metrics, in a registry of each guard's own (prometheus_client): what it did and what it sees.
 
-- `k3deploy_guard_actions_total{action,reason}`: evidence, cordon, delete_pods and wait, by decide.py's reason;
+- `k3deploy_guard_actions_total{action,reason}`: evidence, cordon, delete_pods and wait, by decide.py's reason, and
+  gate_leader by LeaderGated or LeaderGateFailed (the re-gate, loop.py);
 - `k3deploy_guard_unhealthy_trays`: sick trays under the release's groups at the last pass;
 - `k3deploy_guard_held_faults{reason}`: groups with a fault guard holds and cannot act on, by decide.py's reason
   (RateLimited, NoCliqueWithRoom; 0 when none): what K3DeployGuardHoldsFault reads (observe/alerts_health.py).

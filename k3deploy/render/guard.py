@@ -2,14 +2,15 @@
 
 A Deployment of one replica running `k3deploy guard` in a loop on the profile ConfigMap's profile, in the k3deploy
 image (kubernetes.smoke_image, pinned like the Jobs'), under a ServiceAccount of its own. What it may do is what
-the loop calls (fault_guard/snapshot.py, act.py, evidence_configmap.py; targets/kubernetes/election.py), nothing
-more: the rules are in templates/guard-role.yaml.j2 and guard-clusterrole.yaml.j2, each with the call it serves.
+the loop calls (fault_guard/snapshot.py, act.py, evidence_configmap.py; targets/kubernetes/election.py; with
+smoke.gate_traffic its re-gate, targets/kubernetes/regate.py), nothing more: the rules are in templates/guard-role.yaml.j2 and guard-clusterrole.yaml.j2, each with the call it serves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from k3deploy.lws import colours
 from k3deploy.profile.model import Profile
 
 #: Port of the guard's metrics (k3deploy_guard_*), scraped by its PodMonitor.
@@ -52,6 +53,21 @@ def guard_lease(profile: Profile) -> str:
     return f"{profile.name}-k3deploy-guard"
 
 
+def regate_names(profile: Profile) -> dict[str, object]:
+    """What the re-gate (smoke.gate_traffic, targets/kubernetes/regate.py) names in the guard's Role: the leader pods
+    it may read and label (LWS names a group's leader `<lws>-<group>`, either colour), the LeaderWorkerSets whose
+    gated revision it reads, the release's lock Lease and smoke Job it stands aside for; empty when it does not gate."""
+    if not profile.smoke.gate_traffic:
+        return {}
+    return {
+        "leaders": [f"{lws}-{group}" for lws in colours(profile.name) for group in range(profile.parallel.replicas)],
+        "sets": list(colours(profile.name)),
+        "records": not profile.smoke.gate_restarts,
+        "lock": f"{profile.name}-k3deploy-lock",
+        "smoke_job": f"{profile.name}-smoke",
+    }
+
+
 def guard_context(
     profile: Profile, profile_path: str, labels: Callable[[str], dict[str, str]]
 ) -> dict[str, dict[str, object]]:
@@ -66,6 +82,7 @@ def guard_context(
             "lease": guard_lease(profile),
             "metrics_port": METRICS_PORT,
             "compute_domains": reads_domains,
+            "regate": regate_names(profile),
             # A Prometheus selects PodMonitors on the ServiceMonitor's labels (kubernetes.service_monitor_labels).
             "monitor_labels": {**labels(GUARD_COMPONENT), **profile.kubernetes.service_monitor_labels},
             "args": [

@@ -206,6 +206,13 @@ class SmokeReport(_Model):
                 hint=failed[0].hint if failed else None,
             )
 
+    def failure(self) -> str | None:
+        """Why a gate on this report does not pass (None when it does): what blocked it, else its failed checks."""
+        if self.blocked_by is None and self.status is not Status.FAIL:
+            return None
+        failed = [f"{c.name}: {c.detail}" for c in self.checks if c.status is Status.FAIL]
+        return self.blocked_by or "; ".join(failed) or self.status.value
+
     def check(self, name: str) -> CheckResult | None:
         """The check called `name`, if it ran."""
         return next((c for c in self.checks if c.name == name), None)

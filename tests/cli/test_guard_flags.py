@@ -33,3 +33,10 @@ def test_a_negative_rate_limit_is_a_profile_error() -> None:
     result = run_cli("guard", "-p", "kimi-k3-gb300-tp16", "--once", "--set", "guard.max_cordons_per_hour=-1")
     assert result.returncode == 2
     assert "guard.max_cordons_per_hour" in result.stderr.splitlines()[0]
+
+
+def test_a_group_endpoint_that_is_no_url_template_is_refused_before_any_cluster_call() -> None:
+    result = run_cli("guard", "-p", "kimi-k3-gb300-tp16", "--once", "--group-endpoint", "http://{nope}:8000")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: --group-endpoint ") and lines[1].startswith("hint: ")

@@ -25,8 +25,9 @@ pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(900)]
 LWS = "kimi-k3-gb300-tp16"
 CLIQUE = "nvidia.com/gpu.clique"
 FAULT = "GpuNvlinkWatch"
-#: Settings of every guard run here: no leader readiness signal (KWOK's pods are Ready throughout anyway).
-GUARD = ("--set", "guard.leader_health=false")
+#: Settings of every guard run here: no leader readiness signal (KWOK's pods are Ready throughout anyway), and no
+#: re-gate of the leaders `apply` left out of traffic (its own test: test_traffic_gate.py).
+GUARD = ("--set", "guard.leader_health=false", "--set", "smoke.gate_traffic=false")
 ANNOTATIONS = ("k3deploy/guard-cordoned-at", "k3deploy/guard-reason", "k3deploy/guard-cordoned-by")
 
 

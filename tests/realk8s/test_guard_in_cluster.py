@@ -21,7 +21,7 @@ from tests.realk8s.test_guard import FAULT, LWS, applied, group_pods, guard_even
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(600)]
 #: The plane has no PodMonitor CRD (and no Prometheus): the guard without its scrape.
 ON = ("--set", "kubernetes.guard=true", "--set", "kubernetes.service_monitor=false")
-RUN = ("--set", "guard.leader_health=false", "--set", "guard.confirm_after_s=0")
+RUN = ("--set", "guard.leader_health=false", "--set", "guard.confirm_after_s=0", "--set", "smoke.gate_traffic=false")
 SA = f"{LWS}-guard"
 AUTHZ = "authorization.k8s.io/v1"
 
@@ -41,6 +41,13 @@ NEEDED = [
     ("get", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-guard"),
     ("update", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-guard"),
     ("patch", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-guard"),
+    # The re-gate (smoke.gate_traffic, rendered on by default): a leader read and labelled by name, the lock Lease
+    # and the smoke Job read by name.
+    ("get", "", "pods", "", "ns", f"{LWS}-0"),
+    ("patch", "", "pods", "", "ns", f"{LWS}-0"),
+    ("get", "leaderworkerset.x-k8s.io", "leaderworkersets", "", "ns", f"{LWS}-green"),
+    ("get", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-lock"),
+    ("get", "batch", "jobs", "", "ns", f"{LWS}-smoke"),
 ]
 NOT_NEEDED = [
     ("watch", "", "nodes", "", None, ""),
@@ -49,7 +56,9 @@ NOT_NEEDED = [
     ("patch", "", "nodes", "status", None, "gb300-node-1"),
     ("delete", "", "pods", "", "default", "other-0"),
     ("create", "", "pods", "", "ns", ""),
-    ("patch", "", "pods", "", "ns", f"{LWS}-0"),
+    ("patch", "", "pods", "", "ns", f"{LWS}-0-1"),
+    ("update", "", "pods", "", "ns", f"{LWS}-0"),
+    ("patch", "", "pods", "status", "ns", f"{LWS}-0"),
     ("create", "", "pods", "eviction", "ns", f"{LWS}-0"),
     ("create", "", "pods", "exec", "ns", f"{LWS}-0"),
     ("get", "", "secrets", "", "ns", "hf-token"),
@@ -60,6 +69,8 @@ NOT_NEEDED = [
     ("delete", "", "events", "", "ns", "x"),
     ("create", "", "events", "", "default", ""),
     ("update", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-lock"),
+    ("get", "batch", "jobs", "", "ns", f"{LWS}-prefetch"),
+    ("create", "batch", "jobs", "", "ns", ""),
     ("delete", "coordination.k8s.io", "leases", "", "ns", f"{LWS}-k3deploy-guard"),
     ("get", "leaderworkerset.x-k8s.io", "leaderworkersets", "", "ns", "another"),
     ("patch", "leaderworkerset.x-k8s.io", "leaderworkersets", "", "ns", LWS),

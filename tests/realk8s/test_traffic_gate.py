@@ -5,7 +5,9 @@ smoke Job's gate after a sync that LWS rolled on its own, run as the Job runs it
 live ConfigMap, a real token of its own ServiceAccount under the real authorizer). Each ends exit 0 with no
 rollback; a watch of the API Service's EndpointSlices (filled by the real controller) checks that no pod it ever
 lists lacks the gate's label; and the acceptance figure, which the load moves on the one server every leader is
-behind (no per-request figures), is reported unattributable (WARN), never judged."""
+behind (no per-request figures), is reported unattributable (WARN), never judged. (d) A leader LWS re-creates
+under load stays out of the Service until the guard's pass (its own ServiceAccount's token) smoked and labelled
+it, or, once its revision passed a gate and with smoke.gate_restarts off, labelled it without a smoke."""
 
 from __future__ import annotations
 
@@ -191,4 +193,97 @@ def test_the_smoke_jobs_gate_under_load_labels_the_leaders_a_sync_rolled(
     assert watch.ungated == [], watch.ungated
     # While LWS rolled on its own, the Service held no ungated leader (it emptied: the README says so).
     assert [] in watch.listed and watch.listed[-1] == [f"{LWS}-0", f"{LWS}-1"], watch.listed
+    assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
+
+
+#: The in-cluster guard rendered (its Deployment is a KWOK pod here: its pass runs below as a process with its
+#: ServiceAccount's token), with restarts of a revision a gate passed on labelled without a smoke (so a passed gate
+#: records its revision on the LeaderWorkerSet, which the guard's Role then lets it patch); the plane has no
+#: PodMonitor CRD.
+GUARD_ON = (
+    *("--set", "kubernetes.guard=true", "--set", "kubernetes.service_monitor=false"),
+    *("--set", "smoke.gate_restarts=false", "--set", "guard.leader_health=false"),
+)
+
+
+def _recreated(plane: Plane, namespace: str) -> str:
+    """Delete the leader pod (an eviction's effect) and wait until LWS made a new one that is Ready; its uid."""
+    path = resource_path("v1", "pods", namespace, f"{LWS}-0")
+    old = plane.api.get(path)["metadata"]["uid"]
+    plane.api.delete(path)
+
+    def ready_again() -> str | None:
+        pod = plane.api.find(path)
+        if pod is None or pod["metadata"]["uid"] == old or pod["metadata"].get("deletionTimestamp"):
+            return None
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        return (
+            pod["metadata"]["uid"] if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+        )
+
+    return str(wait_until("the leader re-created and Ready", ready_again, 120))
+
+
+def test_the_guard_re_gates_a_re_created_leader_before_it_takes_traffic_again(
+    realk8s: Plane, vllm_leader: str, tmp_path: Path
+) -> None:
+    namespace = _namespace(realk8s)
+    _forward_leader(realk8s, namespace, vllm_leader, f"{LWS}-0")
+    first = k3(realk8s, namespace, "up", *GATED, *ON_VLLM, *GUARD_ON, "--skip-smoke")
+    assert first.returncode == 0, first.stderr
+    assert _leaders(realk8s, namespace) == {f"{LWS}-0": True}
+    token = _token(realk8s, namespace, f"{LWS}-guard")
+    env = {
+        "KUBECONFIG": str(_kubeconfig(tmp_path / "kubeconfig", realk8s.url, realk8s.ca_file, token)),
+        "PYTHONPATH": str(REPO_ROOT),
+        "HOME": str(tmp_path),
+    }
+    # The guard's pass as its pod runs it, with its ServiceAccount's token under the real authorizer; each leader's
+    # pod address is a cluster name this machine cannot resolve: the forwarded vLLM here.
+    guard = (
+        "guard",
+        "--once",
+        "-o",
+        "json",
+        "-p",
+        "kimi-k3-gb300-tp16",
+        "-n",
+        namespace,
+        "--group-endpoint",
+        vllm_leader,
+    )
+    sets = (*GATED[1:], *ON_VLLM, *GUARD_ON)
+    watch = GateWatch(realk8s, namespace, API_SERVICE)
+    with Load(vllm_leader, SERVED) as load:
+        # (1) A re-created leader whose revision no gate passed on (`up --skip-smoke` labelled it unjudged and
+        # recorded nothing): out of traffic until the guard's smoke of it passed, which records its revision.
+        uid = _recreated(realk8s, namespace)
+        assert _leaders(realk8s, namespace) == {f"{LWS}-0": False}
+        smoked = run_cli_process(*guard, *sets, env=env, timeout=300)
+        assert smoked.returncode == 0, smoked.stderr
+        # (2) Re-created again: its revision passed the guard's gate, so with smoke.gate_restarts off it is labelled
+        # without a smoke.
+        second = _recreated(realk8s, namespace)
+        copied = run_cli_process(*guard, *sets, env=env, timeout=300)
+    watch.stop()
+    assert load.ok > 0 and load.failed == [], load.failed
+    [gate] = json.loads(smoked.stdout)["gates"]
+    assert (gate["pod"], gate["outcome"]) == (f"{LWS}-0", "labelled"), gate
+    assert f"smoke at {vllm_leader} passed" in gate["detail"]
+    assert copied.returncode == 0, copied.stderr
+    [gate] = json.loads(copied.stdout)["gates"]
+    assert (gate["pod"], gate["outcome"]) == (f"{LWS}-0", "copied"), gate
+    pod = realk8s.api.get(resource_path("v1", "pods", namespace, f"{LWS}-0"))
+    assert pod["metadata"]["uid"] == second != uid and pod["metadata"]["labels"][GATED_LABEL] == "true"
+    lws = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
+    revision = pod["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/template-revision-hash"]
+    assert lws["metadata"]["annotations"]["k3deploy/gated-revision"] == revision
+    # The Service never listed a leader before its mark, lost it while it was re-created, and has it back.
+    assert watch.ungated == [], watch.ungated
+    assert [] in watch.listed and watch.listed[-1] == [f"{LWS}-0"], watch.listed
+    events = realk8s.api.get(resource_path("v1", "events", namespace))["items"]
+    assert [e["reason"] for e in events if (e.get("source") or {}).get("component") == "k3deploy-guard"] == [
+        "LeaderGated",
+        "LeaderGated",
+    ]
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0

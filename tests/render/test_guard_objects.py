@@ -102,22 +102,43 @@ def test_a_production_render_refuses_the_guards_floating_image_and_takes_it_pinn
     assert "@sha256:" in deployment["spec"]["template"]["spec"]["containers"][0]["image"]
 
 
+#: The fault loop's rules in the release's namespace (the LeaderWorkerSet's get is its Events').
+FAULTS = {
+    ("", "pods", "delete", ""),
+    ("", "pods/log", "get", ""),
+    ("", "events", "list", ""),
+    ("", "events", "create", ""),
+    ("", "configmaps", "create", ""),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "get", K3),
+    ("resource.nvidia.com", "computedomains", "list", ""),
+    ("coordination.k8s.io", "leases", "create", ""),
+    ("coordination.k8s.io", "leases", "get", f"{K3}-k3deploy-guard"),
+    ("coordination.k8s.io", "leases", "update", f"{K3}-k3deploy-guard"),
+    ("coordination.k8s.io", "leases", "patch", f"{K3}-k3deploy-guard"),
+}
+
+
+def _regate(replicas: int) -> set[tuple[str, str, str, str]]:
+    """The re-gate's rules (smoke.gate_traffic, targets/kubernetes/regate.py): each leader pod of either colour read
+    and labelled by name, either colour's LeaderWorkerSet read, the lock Lease and the smoke Job read by name."""
+    leaders = [f"{lws}-{g}" for lws in (K3, f"{K3}-green") for g in range(replicas)]
+    return {
+        *{("", "pods", verb, pod) for pod in leaders for verb in ("get", "patch")},
+        ("leaderworkerset.x-k8s.io", "leaderworkersets", "get", f"{K3}-green"),
+        ("coordination.k8s.io", "leases", "get", f"{K3}-k3deploy-lock"),
+        ("batch", "jobs", "get", f"{K3}-smoke"),
+    }
+
+
 def test_the_rules_are_the_loops_calls_and_nothing_more() -> None:
     got = objects(ON)
-    lease = f"{K3}-k3deploy-guard"
-    assert rules(got[("Role", NAME)]) == {
-        ("", "pods", "delete", ""),
-        ("", "pods/log", "get", ""),
-        ("", "events", "list", ""),
-        ("", "events", "create", ""),
-        ("", "configmaps", "create", ""),
-        ("leaderworkerset.x-k8s.io", "leaderworkersets", "get", K3),
-        ("resource.nvidia.com", "computedomains", "list", ""),
-        ("coordination.k8s.io", "leases", "create", ""),
-        ("coordination.k8s.io", "leases", "get", lease),
-        ("coordination.k8s.io", "leases", "update", lease),
-        ("coordination.k8s.io", "leases", "patch", lease),
-    }
+    # smoke.gate_traffic is on by default: the loop re-gates the leaders out of traffic.
+    assert rules(got[("Role", NAME)]) == FAULTS | _regate(1)
+    assert rules(objects([*ON, "smoke.gate_traffic=false"])[("Role", NAME)]) == FAULTS
+    # The leaders of every group, by name; with smoke.gate_restarts off it records the gated revision (patch).
+    three = rules(objects([*ON, "parallel.replicas=3", "smoke.gate_restarts=false"])[("Role", NAME)])
+    records = {("leaderworkerset.x-k8s.io", "leaderworkersets", "patch", lws) for lws in (K3, f"{K3}-green")}
+    assert three == FAULTS | _regate(3) | records
     assert rules(got[("ClusterRole", f"k3deploy-guard-kimi-k3-{K3}")]) == {
         ("", "nodes", "get", ""),
         ("", "nodes", "list", ""),
@@ -136,3 +157,17 @@ def test_up_asks_for_the_cluster_scoped_rbac_cluster_wide() -> None:
     assert cluster and all(not a.namespaced for a in cluster)
     assert {a.verb for a in cluster if a.resource == "clusterroles"} == {"get", "create", "patch", "delete"}
     assert all(a.namespaced for a in access if a.resource in ("roles", "deployments", "serviceaccounts"))
+
+
+def test_up_holds_every_permission_the_re_gate_rules_grant() -> None:
+    """The API server lets `up` create a Role only with permissions its user holds (RBAC's escalation check): each
+    re-gate rule's verb is one `up` itself asks preflight for."""
+    for sets in (ON, [*ON, "smoke.gate_restarts=false"]):
+        built = [m.obj for m in build(load_profile(K3, sets))]
+        asked = {(a.verb, a.resource, a.group) for a in command_access(built)}
+        [role] = [o for o in built if o["kind"] == "Role" and o["metadata"]["name"] == NAME]
+        granted = {
+            (verb, resource, group) for group, resource, verb, name in rules(role) if name and "guard" not in name
+        }
+        assert ("patch", "pods", "") in granted and ("get", "jobs", "batch") in granted
+        assert granted <= asked, granted - asked
