@@ -1,7 +1,7 @@
 """Marking leaders for traffic (targets/kubernetes/marks.py): which ready leaders lack the mark, which of them a
 restart of a gated template lets through without a smoke, and a mark that names the pod's uid, refused when the pod
 was re-created. The API server's own refusal of a changed uid is met on the real plane
-(tests/realk8s/test_traffic_gate.py)."""
+(tests/realk8s/test_marks_uid.py)."""
 
 from __future__ import annotations
 
