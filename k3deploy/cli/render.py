@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import TYPE_CHECKING, Annotated
 
@@ -91,11 +90,7 @@ def plan(
         if loading is not None:
             payload["load_time"] = loading.model_dump()
         if placement is not None:
-            payload["placement"] = dataclasses.asdict(placement) | {
-                "placed": placement.placed,
-                "fits": placement.fits,
-                "traps": trapped,
-            }
+            payload["placement"] = placement.as_dict() | {"traps": trapped}
         print_data(payload, output)
     else:
         out.print(plan_table(result))

@@ -53,6 +53,9 @@ TimeoutOpt = Annotated[
 StatusTimeoutOpt = Annotated[
     str | None, typer.Option("--timeout", help="Deadline of the command, e.g. 30s (default: 30s per API request).")
 ]
+DetailsOpt = Annotated[
+    bool, typer.Option("--details", help="List every pod and tray however many groups (more than 4 are summarised).")
+]
 EndpointOpt = Annotated[
     str | None,
     typer.Option(
@@ -414,14 +417,19 @@ def status(
             "--exit-code", help="Exit 1 when the deployment is not deployed or not ready (0 when it is ready)."
         ),
     ] = False,
+    details: DetailsOpt = False,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Objects, readiness, pods per group (node, clique), endpoint, revisions, last smoke verdict.
+
+    More than 4 groups are summarised by state (a fleet's 64 groups are a few rows; a group with a sick or cordoned
+    tray keeps its own); --details lists every pod and tray, and -o json always carries them all.
 
     With --exit-code a script can gate on it: `until k3deploy status --exit-code -o json >/dev/null; do sleep 10; done`.
     """
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
+    from k3deploy.targets.kubernetes.summary import backend_lines
 
     timeout_s = parse_duration(timeout)
     prof = _load(profile, set_, namespace)
@@ -431,9 +439,9 @@ def status(
     if output is not OutputFormat.table:
         print_data(report.to_dict(), output)
     else:
-        out.print(target.status_view(report))
-        for pod, backend in (report.report.get("allreduce_backend") or {}).items():
-            out.print(f"all-reduce backend ({pod} log): {backend}", markup=False, highlight=False)
+        out.print(target.status_view(report, details))
+        for line in backend_lines(report.report.get("allreduce_backend") or {}, details):
+            out.print(line, markup=False, highlight=False)
     if exit_code and not (report.deployed and report.ready):
         raise CheckFailed(
             f"{prof.name!r} is {'not ready' if report.deployed else 'not deployed'} on {report.target}",

@@ -18,7 +18,7 @@ from k3deploy.cli.app import (
     get_profile,
 )
 from k3deploy.cli.output import as_yaml
-from k3deploy.cli.rollout import ContextOpt, KubeconfigOpt, NamespaceOpt
+from k3deploy.cli.rollout import ContextOpt, DetailsOpt, KubeconfigOpt, NamespaceOpt
 from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
@@ -61,17 +61,21 @@ def _group_reader(profile: Profile, kubeconfig: str | None, context: str | None)
     return read
 
 
-def _with_groups(figures: RenderableType, read: GroupsRead) -> RenderableType:
-    """The figures, then the groups' table (and why the last read failed)."""
+def _with_groups(figures: RenderableType, read: GroupsRead, details: bool) -> RenderableType:
+    """The figures, then the groups' table (more than 4 groups summarised unless `details`; and why the last read
+    failed)."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
     from rich.console import Group
     from rich.text import Text
 
     from k3deploy.console import safe_text  # (as above)
-    from k3deploy.targets.kubernetes.view import groups_table  # (as above)
+    from k3deploy.targets.kubernetes.summary import summarised  # (as above)
+    from k3deploy.targets.kubernetes.view import SUMMARY_NOTE, groups_table  # (as above)
 
     rows, error = read
-    parts: list[RenderableType] = [figures, groups_table(rows) if rows else Text("no serving pods")]
+    parts: list[RenderableType] = [figures, groups_table(rows, details) if rows else Text("no serving pods")]
+    if summarised(len(rows), details):
+        parts.append(Text(SUMMARY_NOTE, style="dim"))
     if error:
         parts.append(Text(f"reading the groups failed: {safe_text(error)}", style="yellow"))
     return Group(*parts)
@@ -193,6 +197,7 @@ def watch(
             "every interval (a Kubernetes profile).",
         ),
     ] = False,
+    details: DetailsOpt = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     namespace: NamespaceOpt = None,
@@ -232,7 +237,7 @@ def watch(
 
             options = KubeOptions(kubeconfig, context, prof.kubernetes.namespace)
             base = stack.enter_context(to_leader(options, prof, "watch")).url
-        _watch(prof, base, prom_url, rate_window, interval_s, count, for_s, output, read_groups)
+        _watch(prof, base, prom_url, rate_window, interval_s, count, for_s, output, read_groups, details)
 
 
 def _watch(
@@ -245,6 +250,7 @@ def _watch(
     for_s: float | None,
     output: OutputFormat,
     read_groups: Callable[[], GroupsRead] | None,
+    details: bool = False,
 ) -> None:
     """Scrape `base`'s /metrics (or query `prom_url`) every interval and show each tick."""
     # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
@@ -284,7 +290,7 @@ def _watch(
         state = ViewState(source=source.url, profile=prof.name, targets=prof.targets)
 
         def view() -> RenderableType:
-            return render(state) if read_groups is None else _with_groups(render(state), read_groups())
+            return render(state) if read_groups is None else _with_groups(render(state), read_groups(), details)
 
         def update(tick: Tick) -> None:
             state.update(tick)

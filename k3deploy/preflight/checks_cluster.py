@@ -15,6 +15,7 @@ from k3deploy.preflight.facts import ClusterFacts, NodeFacts, version_tuple
 from k3deploy.preflight.placement import (
     TRAP_CONSEQUENCE,
     Placement,
+    index_ranges,
     pinned_clique,
     place,
     trap_hint,
@@ -253,9 +254,9 @@ def _reasons(reasons: list[str]) -> str:
 def _groups_placement(profile: Profile, result: Placement, target: str, hint: str) -> CheckResult:
     """Several groups: where each lands, and, when some do not fit, every clique with what it lacks."""
     where = [
-        f"group {', '.join(map(str, c.groups))} in clique {c.clique}"
+        f"group{'s' if len(c.groups) > 1 else ''} {index_ranges(c.groups)} in clique {c.clique}"
         if result.nvlink
-        else f"groups {', '.join(map(str, c.groups))}"
+        else f"groups {index_ranges(c.groups)}"
         for c in result.cliques
         if c.groups
     ]
@@ -263,14 +264,15 @@ def _groups_placement(profile: Profile, result: Placement, target: str, hint: st
         return _fits(
             profile,
             result,
-            f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s)",
+            f"{result.replicas} groups in {sum(bool(c.groups) for c in result.cliques)} clique(s), "
+            f"room for {result.more} more",
             target,
             "; ".join(where),
         )
     rows = []
     for c in result.cliques:
         name = f"clique {c.clique}" if result.nvlink else "the cluster"
-        taken = f" takes group {', '.join(map(str, c.groups))} and" if c.groups else ""
+        taken = f" takes group {index_ranges(c.groups)} and" if c.groups else ""
         rows.append(f"{name}{taken} lacks trays: {result.lacks(c)}")
     if not rows:
         rows = ["no GPU node is eligible"]

@@ -10,6 +10,7 @@ clique holds no group (templates/leaderworkerset.yaml.j2); the count of groups t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -59,6 +60,40 @@ class Placement:
     def fits(self) -> bool:
         """Whether every group fits."""
         return self.placed >= self.replicas
+
+    def room(self, clique: CliquePlacement) -> int:
+        """How many more groups `clique` could take once the groups dealt to it run."""
+        return clique.free_after // self.nodes if self.nodes > 0 else 0
+
+    @property
+    def more(self) -> int:
+        """How many more groups the cluster could take beyond `replicas`: each clique's room, summed (a group never
+        spans cliques, so trays left over in several cliques do not add up to one)."""
+        return sum(self.room(c) for c in self.cliques)
+
+    def homes(self) -> list[tuple[int, str, list[str]]]:
+        """Each placed group, by index: the clique it would land in and the trays it would take there."""
+        found = []
+        for clique in self.cliques:
+            for k, index in enumerate(clique.groups):
+                found.append((index, clique.clique, clique.used[k * self.nodes : (k + 1) * self.nodes]))
+        return sorted(found)
+
+    def as_dict(self) -> dict[str, object]:
+        """Everything `plan --cluster -o json` says of the placement: the cliques as dealt (each with its room for
+        more), every placed group's clique and trays, how many fit and how many more could."""
+        cliques = [dataclasses.asdict(c) | {"free_after": c.free_after, "room": self.room(c)} for c in self.cliques]
+        return {
+            "replicas": self.replicas,
+            "nodes": self.nodes,
+            "nvlink": self.nvlink,
+            "placed": self.placed,
+            "fits": self.fits,
+            "more": self.more,
+            "groups": [{"group": i, "clique": c, "trays": t} for i, c, t in self.homes()],
+            "cliques": cliques,
+            "unassigned": self.unassigned,
+        }
 
     def lacks(self, clique: CliquePlacement) -> str:
         """What a clique lacks to take one more group, in words."""
@@ -179,6 +214,17 @@ def place(
         )
     nvlink = bool(profile.hardware and profile.hardware.nvlink_domain)
     return Placement(replicas=wanted, nodes=size, nvlink=nvlink, cliques=cliques, unassigned=unassigned)
+
+
+def index_ranges(indices: Sequence[int]) -> str:
+    """Group indices in few words: runs of consecutive ones as `a-b` (`0-3, 8, 12-13`); `-` for none."""
+    runs: list[list[int]] = []
+    for index in sorted(indices):
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "-"
 
 
 #: What a trap clique does to a group, said after the cliques `traps` names (preflight's WARN, `plan --cluster`).

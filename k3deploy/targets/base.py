@@ -183,8 +183,9 @@ class Target(abc.ABC):
     def status(self, profile: Profile) -> TargetStatus:
         """What is live."""
 
-    def status_view(self, status: TargetStatus) -> RenderableType:
-        """The table `status` prints; by default one row per field of the report."""
+    def status_view(self, status: TargetStatus, details: bool = False) -> RenderableType:
+        """The table `status` prints; by default one row per field of the report (`details`: every row where the
+        target would summarise many)."""
         table = Table("FIELD", "VALUE", box=None)
         for key, value in status.report.items():
             table.add_row(key, value if isinstance(value, str) else json.dumps(value))

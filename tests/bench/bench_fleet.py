@@ -3,7 +3,8 @@ and the release from 2 to 32 serving groups. Prints the figures and each one's r
 nothing (the request-count bounds are asserted by tests/realk8s/test_fleet_cost.py).
 
 For each R a real plane of R racks (tests/realk8s/fleet.py) is started, and `preflight --cluster`, `plan --cluster`,
-`up` (first install, `--skip-smoke`), `status`, a rolling template change (`up` with a new image) and `down --purge`
+`up` (first install, `--skip-smoke`), `status`, `watch --groups` for 1 and for 5 intervals (one interval costs
+the difference over four), a rolling template change (`up` with a new image) and `down --purge`
 run against it in turn as a process of their own. Requests are the API server's audit log's count of the CLI's own
 user (the server's record; its `apiserver_request_total` carries no user, so its delta would also count the
 controllers); CPU is user + system of the process and RSS its peak, both from `os.wait4`.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from tests.realk8s.binaries import find_binaries
 from tests.realk8s.cost import Cost
-from tests.realk8s.fleet import STEPS, TRAYS_PER_RACK, Fleet, fleet_plane, replicas_for
+from tests.realk8s.fleet import STEPS, TRAYS_PER_RACK, Fleet, fleet_plane, replicas_for, watch_endpoint
 
 
 def _measure(racks: int, steps: list[str], workdir: Path) -> dict[str, Cost]:
@@ -30,7 +31,8 @@ def _measure(racks: int, steps: list[str], workdir: Path) -> dict[str, Cost]:
         fleet = Fleet(plane, f"fleet-{uuid.uuid4().hex[:6]}", replicas_for(racks), workdir)
         for name in steps:
             command, args = STEPS[name]
-            cost = fleet.run(command, *args)
+            with watch_endpoint(command) as extra:
+                cost = fleet.run(command, *args, *extra)
             costs[name] = cost
             print(
                 f"  R={racks} {name}: exit {cost.returncode}, {cost.total} requests, {cost.wall_s:.1f}s",
@@ -92,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in racks:
         with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
             rows[r] = _measure(r, steps, Path(directory))
+        print(table(rows), file=sys.stderr, flush=True)  # the rows so far, should a later R not finish
         if args.detail:
             for name, cost in rows[r].items():
                 detail = ", ".join(f"{v} {res}={n}" for (v, res), n in sorted(cost.requests.items()))

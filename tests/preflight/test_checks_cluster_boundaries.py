@@ -206,7 +206,7 @@ def test_groups_that_do_not_all_fit_hint_at_the_replicas_that_do_and_none_fittin
     empty = checks(facts(cpu), TWO)["k8s.placement"]
     assert empty.detail.startswith("no GPU node is eligible")
     fits = checks(facts(four() + [gb300(f"b{i}", CLIQUE_B) for i in range(4)]), TWO)["k8s.placement"]
-    assert fits.status is Status.PASS and fits.measured == "2 groups in 2 clique(s)"
+    assert fits.status is Status.PASS and fits.measured == "2 groups in 2 clique(s), room for 0 more"
     assert fits.detail == f"group 0 in clique {CLIQUE_A}; group 1 in clique {CLIQUE_B}"
 
 

@@ -40,7 +40,7 @@ def test_two_groups_fit_in_two_of_three_cliques() -> None:
     # Clique C's 2 free trays can take a leader but never a group (no gang admission, no clique pinned).
     assert check.status is Status.WARN
     assert (check.measured, check.detail) == (
-        "2 groups in 2 clique(s)",
+        "2 groups in 2 clique(s), room for 0 more",
         f"group 0 in clique {A}; group 1 in clique {B}; but clique {C} has 2 free tray(s), fewer than the 4 a group "
         "needs: with kubernetes.gang_admission none and no kubernetes.clique, a leader the scheduler puts there waits "
         "forever for its workers",

@@ -8,9 +8,13 @@ R = 2, 4, 8, 16): as many as fit, never more.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.observe.test_watch_cli import AFTER, BEFORE
+from tests.observe.watch_servers import MetricsScript, serve
 from tests.realk8s.binaries import Binaries
 from tests.realk8s.cluster_fixtures import NEW_IMAGE, NO_DRA, PROFILE, QUICK
 from tests.realk8s.cost import USER, Cost, kubeconfig, measure
@@ -54,6 +58,21 @@ class Fleet:
         return measure(self.plane, command, *common, *size, *args, timeout_s=timeout_s)
 
 
+#: `watch --groups` one JSON line per interval, an interval short enough that the plane's reads dominate.
+WATCH = ("--groups", "--interval", "0.5s", "-o", "json")
+
+
+@contextlib.contextmanager
+def watch_endpoint(command: str) -> Iterator[tuple[str, ...]]:
+    """The extra args a step needs while it runs: `--endpoint URL` of a scripted vLLM /metrics for `watch` (the
+    recorded scrapes of tests/observe/data), nothing for the other commands."""
+    if command != "watch":
+        yield ()
+        return
+    with serve(MetricsScript([BEFORE, AFTER])) as url:
+        yield ("--endpoint", url)
+
+
 #: The measured steps, in order: name -> (command, args). `up` is the first install without the smoke gates
 #: (QUICK); `roll` is a template change rolled through every group one at a time.
 STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -61,6 +80,10 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "plan --cluster": ("plan", ("--cluster",)),
     "up": ("up", (*QUICK, "--timeout", "900s")),
     "status": ("status", ()),
+    # One interval of `watch --groups` is `watch x5` less `watch x1`, over four: the metrics come from a scripted
+    # /metrics on loopback (`--endpoint` is added where the step runs, `watch_endpoint`), the groups from the plane.
+    "watch x1": ("watch", (*WATCH, "--count", "1")),
+    "watch x5": ("watch", (*WATCH, "--count", "5")),
     "roll": ("up", (*QUICK, *NEW_IMAGE, "--timeout", "900s")),
     "down": ("down", ("--yes", "--purge", "--timeout", "300s")),
 }

@@ -5,23 +5,29 @@ CLI's own user (tests/realk8s/cost.py): one fleet plane for the module, 2 NVL72 
   list, never a read per node.
 - `status` grows at most linearly in groups, with the slope asserted (`STATUS_PER_GROUP`: the leaders' logs), and
   reads the trays' Nodes by one list.
+- One interval of `watch --groups` is one list of the release's pods and one of the nodes, at 1 group as at 4.
+- `plan --cluster` places new groups around the trays the releases hold and the trays cordoned here: each group on
+  free trays of one clique, and the room left is each clique's whole groups.
 
 Request counts are deterministic for these read-only commands; the timing figures live in tests/bench/bench_fleet.py.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from k3deploy.lws import NAME_LABEL
 from tests.realk8s import objects
 from tests.realk8s.binaries import binaries_or_skip
 from tests.realk8s.cluster_fixtures import QUICK
 from tests.realk8s.cost import Cost
-from tests.realk8s.fleet import TRAYS_PER_RACK, Fleet, fleet_plane
+from tests.realk8s.fleet import TRAYS_PER_GROUP, TRAYS_PER_RACK, WATCH, Fleet, fleet_plane, watch_endpoint
 from tests.realk8s.plane import Plane
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(1200)]
@@ -29,6 +35,7 @@ pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(1200)]
 #: Requests `status` adds per serving group: one, the leader's log (there is no list of logs); everything else it
 #: reads per release (the objects, one list of the pods, one of the nodes, the history).
 STATUS_PER_GROUP = 1
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
 @pytest.fixture(scope="module")
@@ -68,16 +75,99 @@ def test_preflight_and_plan_ask_the_same_of_72_trays_as_of_36(fleet_plane_2: Pla
         assert large[step].requests == small[step].requests, (step, small[step].requests, large[step].requests)
 
 
-def test_status_grows_at_most_linearly_in_groups(fleet_plane_2: Plane, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def releases(fleet_plane_2: Plane, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Fleet]:
+    """On the plane grown to 4 racks, a release of 1 group and one of 4, installed (no smoke), kept for the module."""
     grow(fleet_plane_2, 4)
-    costs: dict[int, Cost] = {}
+    installed = {}
     for groups in (1, 4):
-        fleet = _fleet(fleet_plane_2, groups, tmp_path)
+        fleet = _fleet(fleet_plane_2, groups, tmp_path_factory.mktemp("release"))
         up = fleet.run("up", *QUICK, "--timeout", "600s")
         assert up.returncode == 0, up.stderr[-3000:]
+        installed[groups] = fleet
+    return installed
+
+
+def test_status_grows_at_most_linearly_in_groups(releases: dict[int, Fleet]) -> None:
+    costs: dict[int, Cost] = {}
+    for groups, fleet in releases.items():
         costs[groups] = fleet.run("status")
         assert costs[groups].returncode == 0, costs[groups].stderr
         assert _reads(costs[groups]) == [("list", "nodes")]
     added = costs[4].requests - costs[1].requests
     assert costs[4].total - costs[1].total <= STATUS_PER_GROUP * (4 - 1), added
     assert set(added) <= {("get", "pods/log")}, added
+
+
+def _watch(fleet: Fleet, intervals: int) -> Cost:
+    with watch_endpoint("watch") as endpoint:
+        cost = fleet.run("watch", *WATCH, "--count", str(intervals), *endpoint)
+    assert cost.returncode == 0, cost.stderr[-3000:]
+    lines = [json.loads(line) for line in cost.stdout.splitlines() if line.strip()]
+    assert len(lines) == intervals and all(line["groups_error"] is None for line in lines), cost.stdout[-2000:]
+    assert {len(line["groups"]) for line in lines} == {fleet.replicas}
+    return cost
+
+
+def test_one_watch_interval_is_one_list_of_pods_and_one_of_nodes_at_any_size(releases: dict[int, Fleet]) -> None:
+    for groups, fleet in releases.items():
+        one, three = _watch(fleet, 1), _watch(fleet, 3)
+        # What the command costs to start (discovery, the profile) is the same for 1 interval as for 3.
+        assert not one.requests - three.requests, (groups, one.requests, three.requests)
+        two_intervals = three.requests - one.requests
+        assert two_intervals == Counter({("list", "pods"): 2, ("list", "nodes"): 2}), (groups, two_intervals)
+
+
+def _node_names(plane: Plane) -> dict[str, str]:
+    """Each tray's clique."""
+    return {
+        n["metadata"]["name"]: n["metadata"]["labels"][CLIQUE_LABEL]
+        for n in plane.api.get("/api/v1/nodes")["items"]
+        if n["metadata"]["labels"].get(CLIQUE_LABEL)
+    }
+
+
+def test_plan_places_new_groups_around_held_and_cordoned_trays(
+    fleet_plane_2: Plane, releases: dict[int, Fleet], tmp_path: Path
+) -> None:
+    trays = _node_names(fleet_plane_2)
+    pods = [
+        p
+        for fleet in releases.values()
+        for p in fleet_plane_2.api.get(f"/api/v1/namespaces/{fleet.namespace}/pods")["items"]
+    ]
+    # The serving pods hold their trays' GPUs (the releases' other pods, such as the weight staging's, hold none).
+    serving = [p for p in pods if NAME_LABEL in (p["metadata"].get("labels") or {})]
+    held = {p["spec"]["nodeName"] for p in serving if p["spec"].get("nodeName") in trays}
+    assert len(held) == 5 * TRAYS_PER_GROUP, sorted(held)
+    # Three free trays of the clique the releases hold most of, cordoned for this test.
+    busiest = max(set(trays.values()), key=lambda c: sum(trays[t] == c for t in held))
+    cordoned = sorted(t for t, c in trays.items() if c == busiest and t not in held)[:3]
+    free = {t for t in trays if t not in held and t not in cordoned}
+    whole = {c: sum(trays[t] == c for t in free) // TRAYS_PER_GROUP for c in set(trays.values())}
+    for tray in cordoned:
+        _cordon(fleet_plane_2, tray, True)
+    try:
+        plan = _fleet(fleet_plane_2, 8, tmp_path).run("plan", "--cluster", "-o", "json")
+    finally:
+        for tray in cordoned:
+            _cordon(fleet_plane_2, tray, False)
+    assert plan.returncode == 0, plan.stderr
+    placement = json.loads(plan.stdout)["placement"]
+    assert (placement["placed"], placement["more"]) == (8, sum(whole.values()) - 8)
+    assert {c["clique"]: len(c["groups"]) + c["room"] for c in placement["cliques"]} == whole
+    for group in placement["groups"]:
+        assert set(group["trays"]) <= free and {trays[t] for t in group["trays"]} == {group["clique"]}, group
+    excluded = dict(e.split(": ", 1) for c in placement["cliques"] for e in c["excluded"])
+    assert all(excluded[t] == "cordoned" for t in cordoned)
+    assert all(excluded[t] == "0 of 4 GPUs free, needs 4" for t in held)
+
+
+def _cordon(plane: Plane, node: str, on: bool) -> None:
+    response = plane.api.request(
+        "PATCH",
+        f"/api/v1/nodes/{node}",
+        content=json.dumps({"spec": {"unschedulable": True if on else None}}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert response.status_code == 200, response.text

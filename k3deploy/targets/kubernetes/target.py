@@ -306,9 +306,10 @@ class KubernetesTarget(Target):
             report=report,
         )
 
-    def status_view(self, status: TargetStatus) -> RenderableType:
-        """The objects' and pods' tables, endpoint, revisions and last smoke verdict."""
-        return kubernetes_status_view(status.report)
+    def status_view(self, status: TargetStatus, details: bool = False) -> RenderableType:
+        """The objects' and pods' tables, endpoint, revisions and last smoke verdict; many groups summarised by state
+        unless `details`."""
+        return kubernetes_status_view(status.report, details)
 
     def down_question(self, profile: Profile, purge: bool) -> str:
         """The namespace `down` empties."""

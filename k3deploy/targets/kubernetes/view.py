@@ -10,6 +10,7 @@ from k3deploy.console import safe_text
 from k3deploy.fault_guard.health import GroupHealth, domain_text, tray_text
 from k3deploy.kobject import JsonObject
 from k3deploy.profile.model import Profile
+from k3deploy.targets.kubernetes.summary import fold_groups, group_ranges, pod_states, summarised
 
 
 def _text(value: object) -> Text:
@@ -17,16 +18,48 @@ def _text(value: object) -> Text:
     return Text(safe_text(str(value)))
 
 
-def kubernetes_status_view(report: JsonObject) -> Group:
-    """A rich renderable of a Kubernetes status report (the dict `-o json` prints)."""
+def kubernetes_status_view(report: JsonObject, details: bool = False) -> Group:
+    """A rich renderable of a Kubernetes status report (the dict `-o json` prints); more than SUMMARY_ABOVE groups
+    are summarised (pods by state, healthy groups folded into a count) unless `details`."""
     objects = Table("KIND", "NAME", "STATE", "READY", "DETAIL", box=None)
     for row in report.get("objects", []):
         objects.add_row(
             row["kind"], row["name"], row["state"], "yes" if row["ready"] else "no", _text(row.get("detail", ""))
         )
-    pods = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", "WEIGHTS", box=None)
-    for pod in report.get("pods", []):
-        pods.add_row(
+    groups_rows = report.get("groups") or []
+    summary = summarised(len({p.get("group") for p in report.get("pods", [])}), details)
+    pods = _pod_states_table(report["pods"]) if summary else _pods_table(report.get("pods", []))
+    groups = groups_table(groups_rows, details)
+    revision = report.get("revision") or {}
+    smoke = report.get("smoke")
+    state = "ready" if report.get("ready") else ("not ready" if report.get("deployed") else "not deployed")
+    return Group(
+        Text(f"deployment {report.get('deployment')} in namespace {report.get('namespace')}: {state}"),
+        objects,
+        pods if report.get("pods") else Text("no serving pods"),
+        *([groups] if groups_rows else []),
+        Text(f"endpoint: {report.get('endpoint')}"),
+        Text(
+            f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
+            f"previous {revision.get('previous') or '-'}"
+        ),
+        Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
+        *(_canary_lines(report["canary"]) if "canary" in report else []),
+        *_admission_lines(report.get("admission") or [], summary),
+        *_blue_green_lines(report.get("blue_green") or {}),
+        *([Text(SUMMARY_NOTE, style="dim")] if summary else []),
+    )
+
+
+#: Said under a summarised status (or watch --groups) view.
+SUMMARY_NOTE = "summarised by state: --details lists every pod and tray, -o json carries them all"
+
+
+def _pods_table(pods: list[JsonObject]) -> Table:
+    """A row per serving pod."""
+    table = Table("POD", "GROUP", "WORKER", "NODE", "CLIQUE", "STATE", "RESTARTS", "WEIGHTS", box=None)
+    for pod in pods:
+        table.add_row(
             pod["name"],
             str(pod.get("group") or "-"),
             str(pod.get("worker") or "-"),
@@ -36,32 +69,32 @@ def kubernetes_status_view(report: JsonObject) -> Group:
             str(pod["restarts"]),
             _text(pod.get("weights") or "-"),
         )
-    groups = groups_table(report.get("groups") or [])
-    revision = report.get("revision") or {}
-    smoke = report.get("smoke")
-    state = "ready" if report.get("ready") else ("not ready" if report.get("deployed") else "not deployed")
-    return Group(
-        Text(f"deployment {report.get('deployment')} in namespace {report.get('namespace')}: {state}"),
-        objects,
-        pods if report.get("pods") else Text("no serving pods"),
-        *([groups] if report.get("groups") else []),
-        Text(f"endpoint: {report.get('endpoint')}"),
-        Text(
-            f"revision: current {revision.get('current') or '-'} (applied {revision.get('current_applied_at') or '-'}), "
-            f"previous {revision.get('previous') or '-'}"
-        ),
-        Text(f"last smoke: {smoke.get('status') if smoke else 'not recorded'}"),
-        *(_canary_lines(report["canary"]) if "canary" in report else []),
-        *_admission_lines(report.get("admission") or []),
-        *_blue_green_lines(report.get("blue_green") or {}),
-    )
+    return table
 
 
-def groups_table(groups: list[GroupHealth]) -> Table:
+def _pod_states_table(pods: list[JsonObject]) -> Table:
+    """A row per pod state (summary.py `pod_states`): how many pods, their restarts, which groups."""
+    table = Table("STATE", "READY", "PODS", "RESTARTS", "GROUPS", box=None, title="serving pods by state")
+    for row in pod_states(pods):
+        table.add_row(_text(row.phase), "yes" if row.ready else "no", str(row.pods), str(row.restarts), row.groups)
+    return table
+
+
+def groups_table(groups: list[GroupHealth], details: bool = True) -> Table:
     """Each serving group's ComputeDomain state and its trays' health, a line per tray (fault_guard/health.py rows);
-    `status` and `watch --groups` show it."""
+    `status` and `watch --groups` show it. More than SUMMARY_ABOVE groups and not `details`: the healthy groups are
+    one row with their count (summary.py `fold_groups`), every other group its own row."""
     table = Table("GROUP", "COMPUTEDOMAIN", "TRAYS", box=None)
-    for group in groups:
+    shown = groups
+    if summarised(len(groups), details):
+        folded, shown = fold_groups(groups)
+        for row in folded:
+            table.add_row(
+                f"{row.groups} ({row.count} groups)",
+                "Ready (all trays Ready)" if row.compute_domain else "-",
+                f"{row.trays} trays, all healthy",
+            )
+    for group in shown:
         trays = "\n".join(tray_text(t) for t in group["trays"]) or "-"
         table.add_row(str(group["group"]), domain_text(group.get("compute_domain")), _text(trays))
     return table
@@ -74,9 +107,17 @@ def _canary_lines(run: dict[str, object] | None) -> list[Text]:
     return [Text(safe_text(str(run["line"])), style="" if run.get("verdict") == "ok" else "yellow")]
 
 
-def _admission_lines(groups: list[dict[str, object]]) -> list[Text]:
-    """A line per group Kueue admits (or still holds), with its Workload and Kueue's reason."""
+def _admission_lines(groups: list[dict[str, object]], summary: bool = False) -> list[Text]:
+    """A line per group Kueue admits (or still holds), with its Workload and Kueue's reason; summarised, the admitted
+    groups are one line with their count and only the held ones have a line each."""
     lines = []
+    if summary:
+        admitted = [g for g in groups if g["admitted"]]
+        groups = [g for g in groups if not g["admitted"]]
+        if admitted:
+            lines.append(
+                _text(f"kueue: {len(admitted)} group(s) admitted ({group_ranges(str(g['group']) for g in admitted)})")
+            )
     for g in groups:
         state = "admitted" if g["admitted"] else f"queued ({g['reason']}: {g['message']})"
         lines.append(_text(f"kueue: {g['lws']} group {g['group']} {state}, Workload/{g['workload']}"))

@@ -344,8 +344,8 @@ class LocalTarget(OneGoTarget):
             report=report,
         )
 
-    def status_view(self, status: TargetStatus) -> RenderableType:
-        """The server process, its endpoint and last smoke."""
+    def status_view(self, status: TargetStatus, details: bool = False) -> RenderableType:
+        """The server process, its endpoint and last smoke (one server: nothing to summarise, `details` or not)."""
         return local_status_view(status.report)
 
     def down_question(self, profile: Profile, purge: bool) -> str:

@@ -1,7 +1,7 @@
 """Marking leaders for traffic (targets/kubernetes/marks.py): which ready leaders lack the mark, which of them a
 restart of a gated template lets through without a smoke, and a mark that names the pod's uid, refused when the pod
 was re-created. The API server's own refusal of a changed uid is met on the real plane
-(tests/realk8s/test_traffic_gate.py)."""
+(tests/realk8s/test_marks_uid.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from k3deploy.errors import SmokeUnreachable
+from k3deploy.errors import KubeError, SmokeUnreachable
 from k3deploy.lws import API_VERSION
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import rendered_objects
@@ -99,6 +99,25 @@ def test_a_leader_recreated_since_its_gate_is_not_marked() -> None:
     with pytest.raises(SmokeUnreachable, match="re-created"):
         marks.mark(Api([]), NS, "kimi", 0, None, lambda _: None, record_revision=True)  # type: ignore[arg-type]
     assert api.applied == []
+
+
+def test_a_mark_of_a_judged_uid_reads_no_pod_and_a_refused_uid_stays_out_of_traffic() -> None:
+    """The leader's uid is known from the list that found it: the apply names it and the API server refuses a pod
+    re-created since (KubeError 422, the immutable uid); no get per group."""
+    api = Api([_pod(0)])
+    gets: list[str] = []
+    api.get = lambda v, kind, name, ns=None: gets.append(kind)  # type: ignore[assignment,method-assign,func-returns-value]
+    marks.mark(api, NS, "kimi", 0, "u0", lambda _: None, record_revision=False)  # type: ignore[arg-type]
+    assert gets == []
+    [(pod, _)] = api.applied
+    assert pod["metadata"] == {"name": "kimi-0", "namespace": NS, "uid": "u0", "labels": {GATED_LABEL: "true"}}
+
+    def refuse(obj: dict, **kw: Any) -> dict:
+        raise KubeError("uid: field is immutable", status=422)
+
+    api.apply = refuse  # type: ignore[method-assign]
+    with pytest.raises(SmokeUnreachable, match=r"kimi-0 changed while it was marked \(422\)"):
+        marks.mark(api, NS, "kimi", 0, "old", lambda _: None, record_revision=False)  # type: ignore[arg-type]
 
 
 def test_a_live_service_selects_ungated_only_without_the_label_in_its_selector() -> None:
