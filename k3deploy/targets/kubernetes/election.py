@@ -108,7 +108,10 @@ def led_error(release: str, namespace: str, decision: Decision) -> K3DeployError
             f"for {decision.left_s:.0f} s"
         )
     else:
-        hint = f"look with --dry-run, or stop that guard; Lease/{lease} lapses {DURATION_S} s after it stops"
+        hint = (
+            f"look with --dry-run, or stop that guard: a guard loop takes Lease/{lease} over once it stays unchanged "
+            f"for {decision.left_s:.0f} s"
+        )
     return K3DeployError(
         f"guard of release {release!r} in {namespace} is led by {decision.leader}: only the leader acts",
         hint=hint,

@@ -156,6 +156,20 @@ def test_once_against_another_holders_lease_reads_once_exits_3_and_does_not_act(
     assert api.calls == ["get"] and not worked and api.lease == lapsed
 
 
+def test_once_against_a_live_lease_names_its_leader_and_when_a_loop_may_take_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("time.sleep", _no_sleep)
+    api = OneLease(_lease(LEADER, datetime.now(UTC), duration=60))
+    with pytest.raises(K3DeployError) as raised:
+        election.once(api, "ml", "kimi", ME, lambda: None, lambda _line: None)  # type: ignore[arg-type]
+    assert raised.value.exit_code == 3 and api.calls == ["get"]
+    assert raised.value.hint == (
+        "look with --dry-run, or stop that guard: a guard loop takes Lease/kimi-k3deploy-guard over once it stays "
+        "unchanged for 60 s"
+    )
+
+
 def test_once_takes_a_freed_lease_on_its_read_acts_and_frees_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("time.sleep", _no_sleep)
     api = OneLease(_lease(None, datetime.now(UTC) - timedelta(minutes=5)))
