@@ -25,17 +25,18 @@ from k3deploy.targets import IN_CLUSTER
 from k3deploy.targets.base import Rendering, Target
 
 
-def judged(report: SmokeReport, reach: Reach, group: bool) -> str:
+def judged(report: SmokeReport, reach: Reach, gate_hint: str | None) -> str:
     """The verdict line of a smoke that passed; raise when it did not: SmokeUnreachable when it could not test the
-    server at all (smoke/reach.py), else the report's exit code. `group`: a new group's gate, before the rest moves."""
+    server at all (smoke/reach.py), else the report's exit code. `gate_hint`: a new group's gate (before the rest moves),
+    with the hint of its failure (what still serves); None: the final smoke."""
     try:
         report.raise_for_status()
     except K3DeployError as exc:
         failed = [c for c in report.checks if c.status is Status.FAIL]
         why = report.blocked_by or "; ".join(f"{c.name}: {c.detail}" for c in failed) or report.status.value
-        if group:
+        if gate_hint is not None:
             message = f"smoke of the new group {reach.describe()} failed: {why}"
-            hint = "the groups not yet rolled still serve the old template"
+            hint = gate_hint
             if exc.exit_code == EXIT_ENVIRONMENT:
                 raise unreachable(message, reach, hint) from None
             raise K3DeployError(message, hint=hint, exit_code=exc.exit_code) from None
@@ -66,7 +67,7 @@ def group_smoke(
     else:
         with target.reach(profile, group) as reach:
             report = run_smoke(profile, reach.url)
-    note(f"    ok   {judged(report, reach, group=True)}")
+    note(f"    ok   {judged(report, reach, gate_hint=step.hint)}")
     if step.mark:
         target.mark_leader(profile, group, uid, "its gate passed")
 
@@ -84,5 +85,9 @@ def gate_leaders(
         heading = (
             f"  smoke of group {leader.group} through its leader {leader_name(lws, leader.group)} (not in traffic yet)"
         )
-        step = SmokeGroup(lws, leader.group, heading, mark=True)
+        # A first install's leader, or one LWS re-created: nothing of it served yet, and a failed gate leaves it so.
+        kept_out = (
+            f"{leader_name(lws, leader.group)} takes no traffic: the API Service selects only leaders a gate passed"
+        )
+        step = SmokeGroup(lws, leader.group, heading, mark=True, hint=kept_out)
         group_smoke(profile, target, rendering, step, note, where, leader.uid)

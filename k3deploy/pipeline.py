@@ -272,7 +272,7 @@ def _smoke(
     }
     summary.extra["smoke"] = verdict
     target.record_smoke(profile, verdict)
-    return judged(report, reach, group=False)
+    return judged(report, reach, gate_hint=None)
 
 
 def _run_undo(profile: Profile, target: Target, undo: Undo, held: Held | None = None) -> str:

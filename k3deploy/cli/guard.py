@@ -119,10 +119,15 @@ def guard(
             g.leading = lambda: not lost()
             run_forever(g, interval_s, lambda: deadline.expired() or lost())
 
+        def standby(seconds: float) -> None:
+            """A wait for the lease, cut at --timeout (which bounds every wait of the command)."""
+            left = deadline.remaining()
+            g.sleep(seconds if left is None else max(0.0, min(seconds, left)))
+
         if dry_run:  # looks only: no lease, so it runs beside the leader
             run_forever(g, interval_s, deadline.expired)
         else:
-            lead(api, ns, prof.name, who, work, say=say, sleep=g.sleep, done=deadline.expired)
+            lead(api, ns, prof.name, who, work, say=say, sleep=standby, done=deadline.expired)
         return
     report = g.run_pass() if dry_run else election_once(api, ns, prof.name, who, g.run_pass, say)
     if output is not OutputFormat.table:

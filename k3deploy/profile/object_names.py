@@ -20,3 +20,8 @@ def api_service_name(profile: Profile) -> str:
 def model_cache_name(profile: Profile) -> str:
     """Name of the weight-cache PersistentVolumeClaim."""
     return f"{profile.name}-model-cache"
+
+
+def compute_domain_name(profile: Profile) -> str:
+    """Name of the ComputeDomain the groups' IMEX channels come from."""
+    return f"{profile.name}-compute-domain"

@@ -1,9 +1,10 @@
 """The ordered set of Kubernetes objects for a profile: context from the profile, objects from the templates.
 
-Pure: the profile goes in, plain dicts come out (reading the template files is the only I/O). The order is
-the apply order of rollout/order.py (namespace, NetworkPolicies, service account, the profile ConfigMap, node-preflight Job,
-weight cache, ComputeDomain, prefetch Job, LeaderWorkerSet, Service, PodDisruptionBudget, ServiceMonitor,
-Grafana dashboard ConfigMap, PrometheusRule, smoke Job) and gives each file its numeric prefix.
+Pure: the profile goes in, plain dicts come out (reading the template files is the only I/O). SET below is the
+apply order of rollout/order.py (namespace, NetworkPolicies, identities, the profile ConfigMap, node-preflight Job,
+weight cache, ComputeDomain, prefetch Job, staging DaemonSet, LeaderWorkerSet, Service, PodDisruptionBudget,
+monitoring, the endpoint picker and InferencePool, the guard, the canary, smoke Job) and gives each file its numeric
+prefix.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
-from k3deploy.profile.object_names import api_service_name, model_cache_name
+from k3deploy.profile.object_names import api_service_name, compute_domain_name, model_cache_name
 from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render import guard
 from k3deploy.render.argv import canonical_json, serve_env
@@ -57,7 +58,6 @@ from k3deploy.traffic_gate import gate_selector
 MANAGED_BY = "k3deploy"
 #: Name of the pod-level claim on the ComputeDomain's IMEX channel.
 CHANNEL_CLAIM = "compute-domain-channel"
-#: LWS labels its pods with these; the Service and the PDB select on them.
 #: Where the smoke Job mounts the profile ConfigMap, and the one key it holds.
 PROFILE_MOUNT_DIR = "/etc/k3deploy"
 PROFILE_KEY = "profile.yaml"
@@ -275,7 +275,7 @@ def context(profile: Profile) -> dict[str, Any]:
         "labels": labels,
         "names": {
             "model_cache": model_cache_name(profile),
-            "compute_domain": f"{name}-compute-domain",
+            "compute_domain": compute_domain_name(profile),
             "channel_template": f"{name}-compute-domain-channel",
             # build() appends the hash of the Job's spec (prefetch_job_name).
             "prefetch": f"{name}-prefetch",

@@ -219,7 +219,8 @@ def switch_over(bg: BlueGreen, group_smoke: bool) -> list[Step]:
     steps: list[Step] = [Wait([new_lws])]
     mark = gated_service(bg.objects)
     if group_smoke:
-        steps.append(SmokeGroup(bg.new, 0, f"  smoke of the new group {bg.new} through its leader", mark=mark))
+        heading = f"  smoke of the new group {bg.new} through its leader"
+        steps.append(SmokeGroup(bg.new, 0, heading, mark=mark, hint=f"the live group {bg.old} still serves"))
     elif mark:
         # No gate asked for: the new leader is marked as it is, or the switched Service would select nothing.
         steps.append(GateLeaders(bg.new, smoke=False))

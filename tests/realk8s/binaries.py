@@ -66,18 +66,24 @@ class NodeTools:
         return self.tools / "bin" / "ctr"
 
 
-def build_dir() -> Path:
-    """K3DEPLOY_REALK8S_BIN, else the directory the build script names for this checkout's script and Go."""
-    override = os.environ.get("K3DEPLOY_REALK8S_BIN")
-    if override:
-        return Path(override)
+def script_dir(script: Path, override: str) -> Path:
+    """The folder a build script fills: the environment variable `override` when set, else what `script --print-dir`
+    names for this checkout's script and Go; BinariesMissing when the script cannot be asked."""
+    given = os.environ.get(override)
+    if given:
+        return Path(given)
     try:
         done = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True, timeout=60, check=True
+            ["bash", str(script), "--print-dir"], capture_output=True, text=True, timeout=60, check=True
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        raise BinariesMissing(f"cannot ask {BUILD_SCRIPT} for its directory: {exc}") from exc
+        raise BinariesMissing(f"cannot ask {script} for its directory: {exc}") from exc
     return Path(done.stdout.strip())
+
+
+def build_dir() -> Path:
+    """K3DEPLOY_REALK8S_BIN, else the directory the build script names for this checkout's script and Go."""
+    return script_dir(BUILD_SCRIPT, "K3DEPLOY_REALK8S_BIN")
 
 
 def find_binaries() -> Binaries:
@@ -105,16 +111,8 @@ def binaries_or_skip() -> Binaries:
 def node_tools(binaries: Binaries) -> NodeTools:
     """The real nodes' binaries: the kubelet from the plane's build, containerd, runc, the CNI plugins and busybox from
     .ci/realnodes (K3DEPLOY_REALK8S_NODE_TOOLS overrides its folder); BinariesMissing naming the command otherwise."""
-    tools = os.environ.get("K3DEPLOY_REALK8S_NODE_TOOLS")
-    if not tools:
-        try:
-            done = subprocess.run(
-                ["bash", str(NODES_SCRIPT), "--print-dir"], capture_output=True, text=True, timeout=60, check=True
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise BinariesMissing(f"cannot ask {NODES_SCRIPT} for its directory: {exc}") from exc
-        tools = done.stdout.strip()
-    found = NodeTools(Path(binaries.path("kubelet")), Path(tools))
+    tools = script_dir(NODES_SCRIPT, "K3DEPLOY_REALK8S_NODE_TOOLS")
+    found = NodeTools(Path(binaries.path("kubelet")), tools)
     if not all(p.is_file() for p in (found.kubelet, found.device_plugin, found.dra_plugin)):
         raise BinariesMissing(f"no kubelet or plugin stand-ins in {binaries.directory}; run: bash .ci/build-realk8s")
     if not (found.tools / "stamp").is_file():

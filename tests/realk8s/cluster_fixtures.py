@@ -9,22 +9,19 @@ next test, and whatever the test changed on shared objects is put back.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import ssl
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.conftest import run_cli
 from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.plane import Plane
+from tests.realk8s.slices import SliceWatch
 
 PROFILE = "kimi-k3-gb300-tp16"
 LWS = "kimi-k3-gb300-tp16"
@@ -226,62 +223,21 @@ def deploy(realk8s: Plane, tmp_path: Path) -> Iterator[Deployment]:
 
 
 class SliceRecorder:
-    """Every state of a Service's ready endpoints while it runs: a real watch of its EndpointSlices from the
-    resourceVersion of a list (so no write is missed), the union of their ready endpoints after each event."""
+    """Every state of a Service's ready endpoints while it runs: a real watch of its EndpointSlices
+    (tests/realk8s/slices.py), the union of their ready endpoints after each event."""
 
     def __init__(self, plane: Plane, namespace: str, service: str) -> None:
         self.states: list[list[str]] = []
-        self._path = resource_path("discovery.k8s.io/v1", "endpointslices", namespace)
-        self._selector = f"kubernetes.io/service-name={service}"
-        self._http = httpx.Client(
-            base_url=plane.url,
-            headers={"Authorization": f"Bearer {plane.tokens['realk8s-admin']}", "Accept": "application/json"},
-            verify=ssl.create_default_context(cafile=str(plane.ca_file)),
-            timeout=httpx.Timeout(30.0, read=WATCH_S + 30),
-        )
-        listed = plane.api.get(f"{self._path}?labelSelector={self._selector}")
-        self._slices = {s["metadata"]["name"]: ready_endpoints(s) for s in listed["items"]}
-        self._rv = listed["metadata"]["resourceVersion"]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
+        self._watch = SliceWatch(plane, namespace, service, self._changed)
 
-    def _watch(self) -> None:
-        params = {
-            "watch": "true",
-            "labelSelector": self._selector,
-            "resourceVersion": self._rv,
-            "timeoutSeconds": str(WATCH_S),
-            "allowWatchBookmarks": "false",
-        }
-        with contextlib.suppress(httpx.HTTPError), self._http.stream("GET", self._path, params=params) as response:
-            for line in response.iter_lines():
-                if self._stop.is_set():
-                    return
-                if not line:
-                    continue
-                event = json.loads(line)
-                obj = event["object"]
-                name = obj["metadata"]["name"]
-                if event["type"] == "DELETED":
-                    self._slices.pop(name, None)
-                elif event["type"] in ("ADDED", "MODIFIED"):
-                    self._slices[name] = ready_endpoints(obj)
-                else:
-                    continue
-                self.states.append(sorted({e for ready in self._slices.values() for e in ready}))
+    def _changed(self, slices: dict[str, dict]) -> None:
+        self.states.append(sorted({e for s in slices.values() for e in ready_endpoints(s)}))
 
     def stop(self) -> list[list[str]]:
         """Stop watching; the states seen (give the watch a moment to deliver the last writes first)."""
         time.sleep(1.0)
-        self._stop.set()
-        self._http.close()
-        self._thread.join(timeout=10)
+        self._watch.stop()
         return self.states
-
-
-#: The longest a SliceRecorder's watch runs (one upgrade).
-WATCH_S = 500
 
 
 def ready_endpoints(endpoint_slice: dict) -> list[str]:

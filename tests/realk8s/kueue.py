@@ -15,7 +15,6 @@ import copy
 import os
 import shutil
 import ssl
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ import pytest
 import yaml
 
 from tests.realk8s import objects
-from tests.realk8s.binaries import REPO_ROOT, BinariesMissing
+from tests.realk8s.binaries import REPO_ROOT, BinariesMissing, script_dir
 from tests.realk8s.client import Api, resource_path
 from tests.realk8s.procs import Process, free_port
 
@@ -69,16 +68,7 @@ class KueueBuild:
 
 def find_kueue() -> KueueBuild:
     """The built Kueue (K3DEPLOY_KUEUE_BIN overrides the folder), or BinariesMissing naming the command."""
-    directory = os.environ.get("K3DEPLOY_KUEUE_BIN")
-    if not directory:
-        try:
-            done = subprocess.run(
-                ["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True, text=True, timeout=60, check=True
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise BinariesMissing(f"cannot ask {BUILD_SCRIPT} for its directory: {exc}") from exc
-        directory = done.stdout.strip()
-    build = KueueBuild(Path(directory))
+    build = KueueBuild(script_dir(BUILD_SCRIPT, "K3DEPLOY_KUEUE_BIN"))
     if not (build.directory / ".complete").is_file():
         raise BinariesMissing(f"Kueue is not built in {build.directory}; run: bash .ci/build-kueue")
     return build

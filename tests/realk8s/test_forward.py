@@ -23,6 +23,7 @@ from tests.realk8s.cluster_fixtures import GATED, NO_DRA, UP
 from tests.realk8s.plane import Plane
 from tests.realk8s.test_preflight import RBAC, READ, _binding
 from tests.realk8s.test_rollout import LWS, PROFILE, k3
+from tests.realk8s.traffic import GATED_LABEL
 from tests.smoke.scripted_server import Script, scripted_server
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.integration, pytest.mark.timeout(900)]
@@ -276,23 +277,29 @@ def test_blue_green_gates_the_new_group_with_its_own_smoke_job_in_cluster(realk8
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 
 
-@pytest.mark.xfail(
-    reason="the traffic gate (issue 46) now gates the leader before the in-cluster smoke Job; the no-log path is to be re-checked with it (known, after the merges of 2026-12-05)",
-    strict=False,
-)
 def test_smoke_in_cluster_without_a_log_keeps_a_good_upgrade_and_exits_3(realk8s: Plane) -> None:
-    """The smoke Job completes but no log of it can be read (no ClusterLogs: the real kube-apiserver answers the
-    log read with an error). Before: exit 2 and the good upgrade rolled back; no verdict is exit 3, install kept."""
+    """The gate's smoke Job completes but no log of it can be read (no ClusterLogs: the real kube-apiserver answers
+    the log read with an error). Before: exit 2 and the good upgrade rolled back; no verdict is exit 3, install kept.
+    The traffic gate smokes the new leader by its own Job (`<lws>-0-smoke`) in the wait stage, so that is where it
+    ends: the deployment's smoke Job does not run, and the new leader stays out of traffic until a gate passes."""
     namespace = _namespace(realk8s)
     first = k3(realk8s, namespace, "up", *GATED, "--skip-smoke")
     assert first.returncode == 0, first.stderr
     new_image = ("--set", "vllm.image=vllm/vllm-openai:kimi-k3-next")
     result = k3(realk8s, namespace, "up", *GATED, *new_image, "--yes", "--smoke", "in-cluster")
     assert result.returncode == 3, result.stderr
-    assert f"the smoke Job {namespace}/Job/{LWS}-smoke completed" in result.stderr
+    gate_job = f"{LWS}-0-smoke"
+    assert f"FAIL wait: the smoke Job {namespace}/Job/{gate_job} completed (its log cannot be read: " in result.stderr
     assert "without a smoke report in its log" in result.stderr
-    assert "not rolled back: the smoke could not test the server; the install is kept" in result.stderr
+    assert "==> no rollback: not rolled back: the smoke could not test the server; the install is kept" in result.stderr
+    assert "re-run `up` (it changes nothing and smokes again)" in result.stderr
     assert "==> rollback" not in result.stderr
+    # The gate's Job went with the gate; the deployment's smoke Job did not run (the smoke stage never began).
+    assert realk8s.api.find(resource_path("batch/v1", "jobs", namespace, gate_job)) is None
+    assert f"via the in-cluster smoke Job job/{namespace}/{LWS}-smoke" not in result.stderr
+    assert "==> [5/5] smoke" not in result.stderr
+    leader = realk8s.api.get(resource_path("v1", "pods", namespace, f"{LWS}-0"))
+    assert GATED_LABEL not in (leader["metadata"].get("labels") or {})  # no verdict: not in traffic
     live = realk8s.api.get(resource_path("leaderworkerset.x-k8s.io/v1", "leaderworkersets", namespace, LWS))
     image = live["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["image"]
     assert image == "vllm/vllm-openai:kimi-k3-next"

@@ -169,10 +169,6 @@ def test_the_guards_rbac_is_the_least_that_works_and_its_loop_acts_on_it(deploy:
     assert all(deploy.plane.api.find(path) is None for path in scoped)
 
 
-@pytest.mark.xfail(
-    reason="guard --once against a held lease outlasts 300 s since the release lock watches a lapsed-looking lease for its duration (issue 52 item 8); the election must not wait like the command lock (known defect, after the merges of 2026-12-05)",
-    strict=False,
-)
 def test_a_guard_that_does_not_hold_the_lease_does_not_act(deploy: Deployment) -> None:
     """Another guard leads (a live Lease of another holder): `--once` exits 3 naming it, the loop stands by."""
     deploy.create_namespace()
@@ -198,14 +194,26 @@ def test_a_guard_that_does_not_hold_the_lease_does_not_act(deploy: Deployment) -
     held = deploy.get("leases", f"{LWS}-k3deploy-guard")
     assert held is not None and held["spec"]["holderIdentity"] == leader
 
-    # The leader stops renewing: once its lease lapses the next guard takes it over, acts, and frees it.
+    # The leader stops renewing (its lease lapsed an hour ago by its own renewTime, 5 s long): one read cannot tell a
+    # stopped guard from clocks that differ, so `--once` still exits 3 at once (before: it watched the lease for its
+    # whole duration, 600 s, then took it); the loop takes it over once the record stayed unchanged for its duration
+    # on its own clock (client-go's rule), acts, and frees it at its end.
     lapsed = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
     held["spec"]["renewTime"] = lapsed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    held["spec"]["leaseDurationSeconds"] = 5
     deploy.plane.api.request(
         "PUT", resource_path("coordination.k8s.io/v1", "leases", deploy.namespace, f"{LWS}-k3deploy-guard"), json=held
     )
-    taken = deploy.k3("guard", "--once", *RUN)
+    refused = deploy.k3("guard", "--once", *RUN)
+    assert refused.returncode == 3, refused.stderr
+    assert f"is led by {leader}: only the leader acts" in refused.stderr
+    assert "looks lapsed by its holder's renewTime" in refused.stderr
+    assert deploy.get("leases", f"{LWS}-k3deploy-guard")["spec"]["holderIdentity"] == leader
+    taken = deploy.k3("guard", "--timeout", "20s", "--interval", "1s", *RUN)
     assert taken.returncode == 0, taken.stderr
+    assert f"guard: standing by: {leader} leads" in taken.stderr
+    assert f"guard: took over the lease of {leader}: unchanged for its whole duration" in taken.stderr
+    assert f"guard: leading: holds Lease/{LWS}-k3deploy-guard" in taken.stderr
     after = deploy.get("leases", f"{LWS}-k3deploy-guard")
     assert after is not None and after["spec"].get("holderIdentity") is None
     assert after["spec"]["leaseTransitions"] == 1

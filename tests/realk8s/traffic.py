@@ -4,9 +4,6 @@ carries the gate's label (tests/realk8s/test_traffic_gate.py)."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import ssl
 import threading
 from dataclasses import dataclass, field
 
@@ -14,10 +11,9 @@ import httpx
 
 from tests.realk8s.client import ApiError, resource_path
 from tests.realk8s.plane import Plane
+from tests.realk8s.slices import SliceWatch
 
 GATED_LABEL = "k3deploy/gated"
-#: The longest a watch runs (one upgrade).
-WATCH_S = 500
 
 
 @dataclass
@@ -59,36 +55,22 @@ class Load:
 
 
 class GateWatch:
-    """A real watch of a Service's EndpointSlices (from a list's resourceVersion, so no write is missed); each pod an
-    endpoint names (ready or not) is read back: one that still exists with the same uid and no gate label was listed
-    ungated (the label is only ever added to a pod, so a pod the Service selected by it carries it for life)."""
+    """A real watch of a Service's EndpointSlices (tests/realk8s/slices.py); each pod an endpoint names (ready or
+    not) is read back: one that still exists with the same uid and no gate label was listed ungated (the label is
+    only ever added to a pod, so a pod the Service selected by it carries it for life)."""
 
     def __init__(self, plane: Plane, namespace: str, service: str) -> None:
         self.plane, self.namespace = plane, namespace
         self.listed: list[list[str]] = []
         self.ungated: list[str] = []
         self._checked: set[str] = set()
-        self._path = resource_path("discovery.k8s.io/v1", "endpointslices", namespace)
-        self._selector = f"kubernetes.io/service-name={service}"
-        self._http = httpx.Client(
-            base_url=plane.url,
-            headers={"Authorization": f"Bearer {plane.tokens['realk8s-admin']}", "Accept": "application/json"},
-            verify=ssl.create_default_context(cafile=str(plane.ca_file)),
-            timeout=httpx.Timeout(30.0, read=WATCH_S + 30),
-        )
-        listed = plane.api.get(f"{self._path}?labelSelector={self._selector}")
-        self._slices = {s["metadata"]["name"]: s for s in listed["items"]}
-        self._rv = listed["metadata"]["resourceVersion"]
-        self._record()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="realk8s gate watch", daemon=True)
-        self._thread.start()
+        self._watch = SliceWatch(plane, namespace, service, self._record, initial=True)
 
-    def _record(self) -> None:
+    def _record(self, slices: dict[str, dict]) -> None:
         pods = sorted(
             {
                 (e["targetRef"]["name"], e["targetRef"].get("uid", ""))
-                for s in self._slices.values()
+                for s in slices.values()
                 for e in s.get("endpoints") or []
                 if e.get("targetRef")
             }
@@ -106,31 +88,8 @@ class GateWatch:
             if meta.get("uid") == uid and (meta.get("labels") or {}).get(GATED_LABEL) != "true":
                 self.ungated.append(f"{name} ({uid})")
 
-    def _watch(self) -> None:
-        params = {"watch": "true", "labelSelector": self._selector, "resourceVersion": self._rv}
-        params["timeoutSeconds"] = str(WATCH_S)
-        with contextlib.suppress(httpx.HTTPError), self._http.stream("GET", self._path, params=params) as response:
-            for line in response.iter_lines():
-                if self._stop.is_set():
-                    return
-                if not line:
-                    continue
-                event = json.loads(line)
-                obj = event["object"]
-                if event["type"] == "DELETED":
-                    self._slices.pop(obj["metadata"]["name"], None)
-                elif event["type"] in ("ADDED", "MODIFIED"):
-                    self._slices[obj["metadata"]["name"]] = obj
-                else:
-                    continue
-                self._record()
-
     def stop(self) -> GateWatch:
         """Stop watching, then check the slices as the server holds them now (what the watch had not delivered yet)."""
-        self._stop.set()
-        self._http.close()
-        self._thread.join(timeout=10)
-        listed = self.plane.api.get(f"{self._path}?labelSelector={self._selector}")
-        self._slices = {s["metadata"]["name"]: s for s in listed["items"]}
-        self._record()
+        self._watch.stop()
+        self._record(self._watch.relist())
         return self

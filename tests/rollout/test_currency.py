@@ -89,6 +89,35 @@ def test_go_encoding_extras_and_omitted_zero_values_still_match() -> None:
     assert template_revision(live, [current]) is current
 
 
+def test_a_statefulsets_revision_with_the_lws_name_label_is_never_the_lws_template_revision() -> None:
+    """The StatefulSets LWS makes for its groups get ControllerRevisions of their own from the StatefulSet controller
+    (kubernetes/kubernetes pkg/controller/statefulset/stateful_set_utils.go `newRevision`: data
+    `{"spec": {"template": ..., "$patch": "replace"}}`, the pod template's labels, the StatefulSet its controller), so
+    a list by the LWS name label returns them too, numbered from 1 and possibly newer."""
+    live = _lws()
+    mine = new_revision(live, 1)
+    template = live["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    statefulset = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": "k3-5d4b8c9f7",
+            "namespace": "ns",
+            "labels": {
+                "leaderworkerset.sigs.k8s.io/name": "k3",
+                REVISION_KEY: mine["metadata"]["labels"][REVISION_KEY],
+            },
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "k3", "uid": "sts-1", "controller": True}
+            ],
+        },
+        "data": {"spec": {"template": {**template, "$patch": "replace"}}},
+        "revision": 2,
+    }
+    assert template_revision(live, [statefulset, mine]) is mine
+    assert template_revision(live, [statefulset]) is None
+
+
 def test_without_observed_generation_no_proof_can_ever_come() -> None:
     """A controller before LWS v0.9.0 writes none: k3deploy does not support it, and says so rather than wait."""
     unproven = prove_current(_lws())

@@ -17,6 +17,7 @@ from k3deploy.rollout import steps as st
 from k3deploy.rollout import undo as u
 from k3deploy.rollout.undo import Undo
 from k3deploy.smoke.reach import Reach
+from k3deploy.traffic_gate import Unmarked
 from tests.rollout.test_pipeline import ScriptedTarget
 from tests.smoke.scripted_server import Script, scripted_server
 
@@ -117,6 +118,38 @@ def test_a_failed_gate_fails_the_wait_stage_stops_the_plan_and_the_rollback_know
     assert target.undone is not None
     plan, begun = target.undone
     assert plan is not None and begun == plan.steps[:6]
+
+
+class FirstInstall(Planned):
+    """A first install: its one leader is ready and takes no traffic yet, so the wait stage gates it (GateLeaders)."""
+
+    def plan(self, profile: Any, objects: Any) -> p.Plan:
+        return p.Plan([st.Begin(st.APPLY), st.Begin(st.WAIT), st.GateLeaders("kimi", smoke=True), st.WaitAll()])
+
+    def unmarked_leaders(self, profile: Any, lws: str) -> list[Unmarked]:
+        return [Unmarked(group=0, uid="uid-0", pod=f"{lws}-0", copy=False)]
+
+    def mark_leader(self, profile: Any, group: Any, uid: str | None, why: str) -> None:
+        self.calls.append(f"mark {group} {uid}")
+
+
+def test_a_first_installs_failed_gate_fails_the_wait_stage_with_a_hint_of_its_own_and_marks_nothing() -> None:
+    """No group served before a first install: its failed gate says that the leader takes no traffic, not that
+    older groups still serve, and the leader is not marked."""
+    profile = load_profile("local-cpu", SMOKE)
+    with scripted_server(Script(completion_status=500)) as bad:
+        target = FirstInstall({0: bad.url})
+        lines: list[str] = []
+        summary = pipeline.up(profile, target, lines.append, preflight=False)
+    assert (summary.stages[-1].name, summary.stages[-1].status) == ("wait", Status.FAIL)
+    assert summary.exit_code == 1
+    assert "  smoke of group 0 through its leader kimi-0 (not in traffic yet)" in lines
+    assert summary.error is not None and summary.error.startswith(
+        f"smoke of the new group via the given endpoint {bad.url} failed"
+    )
+    assert summary.hint == "kimi-0 takes no traffic: the API Service selects only leaders a gate passed"
+    assert not [c for c in target.calls if c.startswith("mark")]
+    assert "WaitAll" not in target.calls and target.calls[-1] == "rollback"
 
 
 def test_the_pipeline_runs_a_rollback_part_by_part_and_a_stopped_part_skips_only_its_own_rest() -> None:

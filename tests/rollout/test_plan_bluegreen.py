@@ -66,7 +66,9 @@ def test_the_new_group_is_waited_smoked_then_takes_the_service_and_only_then_the
     _, wait, smoke, switch, followers, delete, gone, preview, serving, gate, _, record = plan.stage(st.WAIT)
     assert isinstance(wait, st.Wait) and keys(wait.objects) == [f"LeaderWorkerSet/{GREEN}"]
     # The gate that passes marks the new leader: the switched API Service selects only marked leaders.
-    assert smoke == st.SmokeGroup(GREEN, 0, f"  smoke of the new group {GREEN} through its leader", mark=True)
+    # Until the switch the live group serves: what a failed gate's hint says.
+    heading = f"  smoke of the new group {GREEN} through its leader"
+    assert smoke == st.SmokeGroup(GREEN, 0, heading, mark=True, hint=f"the live group {LWS} still serves")
     assert gate == st.GateLeaders(GREEN, smoke=True)
     assert isinstance(switch, st.Switch) and switch.leader == f"{GREEN}-0" and selected(switch.service) == GREEN
     # The PodDisruptionBudget selects the group by name: it follows the switch.

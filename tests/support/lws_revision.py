@@ -47,10 +47,18 @@ def _go_typed(template: dict[str, Any], version: str) -> dict[str, Any]:
     return out
 
 
+#: What Go's encoding/json escapes beyond JSON's own (encode.go `appendString` with escapeHTML: `<`, `>`, `&`, and
+#: the line and paragraph separators U+2028 and U+2029, which JavaScript does not allow in a string).
+_GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def go_marshal(value: object) -> bytes:
-    """`json.Marshal` of a Go map[string]interface{}: sorted keys, no spaces, HTML characters escaped."""
+    """`json.Marshal` of a Go map[string]interface{}: sorted keys, no spaces, HTML characters and U+2028/U+2029
+    escaped."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").encode()
+    for char, escaped in _GO_ESCAPES.items():
+        text = text.replace(char, escaped)
+    return text.encode()
 
 
 def patch(lws: dict[str, Any], version: str = DEFAULT_VERSION) -> dict[str, Any]:

@@ -203,11 +203,8 @@ class ReleaseLease:
                 spec = (live or {}).get("spec") or {}
                 if spec.get("holderIdentity") == other:
                     self.note(f"  lock: took over the lapsed lease of {other}")
-            transitions = int(spec.get("leaseTransitions") or 0) + (1 if live is not None else 0)
-            body = self._body(self.clock(), transitions, live)
             try:
-                self._live = self.api.create(body) if live is None else self.api.replace(body)
-                self._held = True
+                self._write(live)
                 return
             except KubeError as exc:
                 if exc.status != 409:
@@ -218,6 +215,30 @@ class ReleaseLease:
             hint="another k3deploy command is taking it: wait for it and re-run",
             exit_code=EXIT_ENVIRONMENT,
         )
+
+    def _write(self, live: KubeObject | None) -> None:
+        """Take the lease on top of `live`, the record last read (None: there was none): one create or replace
+        carrying its resourceVersion, so a lease changed since fails with 409."""
+        spec = (live or {}).get("spec") or {}
+        transitions = int(spec.get("leaseTransitions") or 0) + (1 if live is not None else 0)
+        body = self._body(self.clock(), transitions, live)
+        self._live = self.api.create(body) if live is None else self.api.replace(body)
+        self._held = True
+
+    def take(self, live: KubeObject | None) -> None:
+        """Take the lease over the record `live` that the caller read and judged takeable (free, ours, or unchanged
+        for its whole duration: targets/kubernetes/election.py), with no read and no watch; exit 3 when it changed
+        since (another guard won the race, or its holder renewed it)."""
+        try:
+            self._write(live)
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+            raise K3DeployError(
+                f"Lease/{self.name} in {self.namespace} changed since it was read: another holder took or renewed it",
+                hint="the holder that wrote it leads; wait for it and re-run",
+                exit_code=EXIT_ENVIRONMENT,
+            ) from None
 
     def renew(self) -> bool:
         """Renew once; False (and `lost` set) when the lease is no longer ours, or the command has ended: no
@@ -283,9 +304,10 @@ class ReleaseLease:
             self.note(f"  lock: could not free Lease/{self.name} ({exc.message}); it lapses by itself")
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Acquire, renew from a thread while the block runs, release at its end (also on error or Ctrl-C)."""
-        self.acquire()
+    def hold(self, taking: Callable[[], None] | None = None) -> Iterator[None]:
+        """Acquire (or `taking()`, another way to take it: `take` on a record the caller judged), renew from a thread
+        while the block runs, release at its end (also on error or Ctrl-C)."""
+        (taking or self.acquire)()
         beat = threading.Thread(target=self._renewing, name="k3deploy-lease", daemon=True)
         beat.start()
         try:

@@ -14,6 +14,7 @@ from k3deploy.lws import GROUP_INDEX_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.observe.canary_report import read
 from k3deploy.observe.canary_status import from_report
 from k3deploy.profile.model import Profile
+from k3deploy.profile.object_names import compute_domain_name
 from k3deploy.render.canary import canary_names
 from k3deploy.rollout.currency import prove_current
 from k3deploy.rollout.queue import group_admissions
@@ -57,7 +58,7 @@ def _domains(api: KubePort, profile: Profile) -> list[KubeObject]:
     if not profile.kubernetes.compute_domain:
         return []
     try:
-        live = api.get(CD_API, "ComputeDomain", f"{profile.name}-compute-domain", profile.kubernetes.namespace)
+        live = api.get(CD_API, "ComputeDomain", compute_domain_name(profile), profile.kubernetes.namespace)
     except K3DeployError:
         return []  # the CRD not served, or no right to read it: the column says "-"
     return [live] if live is not None else []
@@ -139,7 +140,7 @@ def describe(api: KubePort, profile: Profile, objects: list[KubeObject], endpoin
         "target": "kubernetes",
         "namespace": namespace,
         "deployed": any(r["exists"] and r["kind"] == "LeaderWorkerSet" for r in rows),
-        "ready": all(r["ready"] for r in rows if r["kind"] in ("LeaderWorkerSet",)) and any(r["exists"] for r in rows),
+        "ready": all(r["ready"] for r in rows if r["kind"] == "LeaderWorkerSet") and any(r["exists"] for r in rows),
         "objects": rows,
         "pods": pods,
         "groups": groups,
