@@ -43,7 +43,7 @@ def test_yes_goes_ahead_without_asking(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_terminal_is_asked_and_no_is_a_usage_error_with_a_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: "n" raised typer.Abort, which the CLI printed as "error: aborted" with no hint and exit 130 (the
-    code of a SIGINT, which the README's exit code table gives no other meaning)."""
+    code of a SIGINT, which the exit code table (docs/operations/scripts-ci.md) gives no other meaning)."""
     monkeypatch.setattr("sys.stdin", _Stdin("y\n", tty=True))
     confirm("Delete?", yes=False)
     monkeypatch.setattr("sys.stdin", _Stdin("n\n", tty=True))

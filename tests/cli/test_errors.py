@@ -1,5 +1,5 @@
 """Exit codes and messages at the CLI's edges: a closed stdout, malformed endpoints, a report path that is a
-folder, and `plan` on a profile whose weights do not fit (README: FAIL, exit 1)."""
+folder, and `plan` on a profile whose weights do not fit (docs/operations/scripts-ci.md: FAIL, exit 1)."""
 
 from __future__ import annotations
 

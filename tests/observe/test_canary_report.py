@@ -46,7 +46,8 @@ def test_the_reference_is_namespace_slash_name(ref: str) -> None:
 
 
 def test_bench_compare_reads_kept_reports_saved_to_files(tmp_path: Path) -> None:
-    """What the README's `kubectl get configmap ... -o jsonpath='{.data.report\\.json}' > canary.json` saves."""
+    """What docs/guide/canary.md's `kubectl get configmap ... -o jsonpath='{.data.report\\.json}' > canary.json`
+    saves."""
     paths = []
     for name, rate in (("before", 352.0), ("after", 301.0)):
         report = _with_requests(400).model_copy(update={"label": name})

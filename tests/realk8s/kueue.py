@@ -1,7 +1,8 @@
 """A real Kueue on the real control plane: the controller manager built by .ci/build-kueue from sigs.k8s.io/kueue,
 run outside the cluster like the LWS controller (webhooks registered by URL with the plane's CA), its CRDs from the
-same module, and the objects the README tells an operator to create (a Topology on the NVLink clique label, a
-ResourceFlavor on it, a ClusterQueue with the plane's GPU quota, a LocalQueue `k3deploy` in `kimi-k3`).
+same module, and the objects the Kueue page (docs/guide/kueue.md) tells an operator to create (a Topology on the
+NVLink clique label, a ResourceFlavor on it, a ClusterQueue with the plane's GPU quota, a LocalQueue `k3deploy` in
+`kimi-k3`).
 
 Kueue counts the groups' GPUs by the extended resource `nvidia.com/gpu`: its DRA support (`deviceClassMappings`,
 KEP-2941) is alpha and off by default in v0.17.0 (pkg/features/kube_features.go `DynamicResourceAllocation`), so
@@ -39,7 +40,7 @@ API = "kueue.x-k8s.io/v1beta2"
 WEBHOOK_PATHS = ("kueue-x-k8s-io", "leaderworkerset", "--v1-pod")
 #: Kueue's default namespaces left alone by its pod webhooks (config/components/webhook/kustomization.yaml).
 SYSTEM_NAMESPACES = ["kube-system", "kueue-system"]
-#: The objects' names: what the README's placement section creates.
+#: The objects' names: what docs/guide/kueue.md creates.
 TOPOLOGY = "nvl72"
 FLAVOR = "gb300"
 CLUSTER_QUEUE = "gb300"
@@ -129,7 +130,7 @@ def configuration(webhook_port: int, health_port: int, cert_dir: Path) -> dict[s
 
 
 def operator_objects(gpus: int, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
-    """What an operator creates once per cluster (the README's placement section): a Topology on the clique label
+    """What an operator creates once per cluster (docs/guide/kueue.md): a Topology on the clique label
     (hostname below it), a ResourceFlavor of the GB300 trays on that Topology, a ClusterQueue with `gpus` GPUs of
     quota (and the trays' CPU and memory, which the serving pods also request), a LocalQueue in `namespace`."""
     return [

@@ -2,9 +2,9 @@
 clique or not at all, `up` says which group Kueue holds and why, `status` shows each group's Workload, and
 `gang_admission: auto` picks Kueue where it is set up and falls back with a warning where it is not.
 
-The plane here is this module's own (8 GB300 trays in 2 cliques of 4, Kueue with the objects the README's placement
-section creates): Kueue's pod webhook sees every pod outside kube-system, which the session's shared plane keeps
-without.
+The plane here is this module's own (8 GB300 trays in 2 cliques of 4, Kueue with the objects the Kueue page,
+docs/guide/kueue.md, creates): Kueue's pod webhook sees every pod outside kube-system, which the session's shared
+plane keeps without.
 """
 
 from __future__ import annotations

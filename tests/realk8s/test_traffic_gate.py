@@ -191,7 +191,7 @@ def test_the_smoke_jobs_gate_under_load_labels_the_leaders_a_sync_rolled(
     _unattributable(report)
     assert _leaders(realk8s, namespace) == {f"{LWS}-0": True, f"{LWS}-1": True}
     assert watch.ungated == [], watch.ungated
-    # While LWS rolled on its own, the Service held no ungated leader (it emptied: the README says so).
+    # While LWS rolled on its own, the Service held no ungated leader (it emptied: docs/guide/gitops.md says so).
     assert [] in watch.listed and watch.listed[-1] == [f"{LWS}-0", f"{LWS}-1"], watch.listed
     assert k3(realk8s, namespace, "down", "--yes", "--purge", "--timeout", "120s").returncode == 0
 

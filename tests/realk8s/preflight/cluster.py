@@ -103,7 +103,8 @@ def gpu_pod(
 
 
 def _namespace(plane: Plane, name: str) -> None:
-    """The release's namespace made beforehand, labelled as the README's first step labels it (baseline)."""
+    """The release's namespace made beforehand, labelled (baseline) as the first step of docs/guide/deploy-gb300.md
+    labels it."""
     labels = {f"pod-security.kubernetes.io/{mode}": "baseline" for mode in ("enforce", "warn", "audit")}
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
     plane.api.create("/api/v1/namespaces", body)

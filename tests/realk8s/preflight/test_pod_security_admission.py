@@ -140,7 +140,7 @@ def test_a_namespace_made_beforehand_warns_and_the_hints_command_labels_it(deplo
     kubectl = venv_tool("kubectl")
     if not kubectl:
         pytest.skip("kubectl not installed (bash .ci/setup puts one in .venv/bin)")
-    deploy.create_namespace()  # as the README's first step does, before `up`
+    deploy.create_namespace()  # as docs/guide/deploy-gb300.md's first step does, before `up`
     result = _preflight(deploy)["k8s.pod_security"]
     assert (
         result.status is Status.WARN and "made beforehand without pod-security.kubernetes.io/enforce" in result.detail

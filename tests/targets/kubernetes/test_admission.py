@@ -16,7 +16,7 @@ API = "kueue.x-k8s.io/v1beta2"
 
 
 def _kueue_objects(quota: int = 32) -> list[dict[str, Any]]:
-    """What the README's placement section has an operator create, as the server returns it."""
+    """What the Kueue page (docs/guide/kueue.md) has an operator create, as the server returns it."""
     return [
         {"kind": "Namespace", "metadata": {"name": NAMESPACE}},
         {"kind": "LocalQueue", "metadata": {"name": "k3deploy"}, "spec": {"clusterQueue": "gb300"}},

@@ -30,7 +30,8 @@ def user_weights(folder: Path) -> Path:
 
 
 def test_purge_keeps_a_users_model_in_the_state_dirs_model_folder(fake_local: FakeLocal) -> None:
-    # The README's single-GPU recipe invites this layout: the weights in <state_dir>/model, rehearsal off.
+    # The single-GPU recipe of docs/guide/local-rehearsal.md invites this layout: the weights in <state_dir>/model,
+    # rehearsal off.
     fake_local.model = user_weights(fake_local.state_dir / "model")
     before = tree(fake_local.model)
     assert fake_local.run("up").returncode == 0

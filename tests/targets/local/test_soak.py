@@ -4,8 +4,8 @@ Each round runs the real CLI with the fake vLLM interpreter; `up` (and sometimes
 SIGTERM after a random delay: during the interpreter's start-up, or within a stage, or never. After every
 round: no process k3deploy started is left, no lock, no temporary file (in the state directory or in the
 CLI's private TMPDIR), and no file outside k3deploy's own was touched — the user's model sits in the state
-directory, as the README's single-GPU recipe lays it out, beside a file of the user's, and `--purge` runs
-in some rounds.
+directory, as the single-GPU recipe of docs/guide/local-rehearsal.md lays it out, beside a file of the user's,
+and `--purge` runs in some rounds.
 """
 
 from __future__ import annotations
