@@ -8,8 +8,13 @@ CLI's own user (tests/realk8s/cost.py): one fleet plane for the module, 2 NVL72 
 - One interval of `watch --groups` is one list of the release's pods and one of the nodes, at 1 group as at 4.
 - `plan --cluster` places new groups around the trays the releases hold and the trays cordoned here: each group on
   free trays of one clique, and the room left is each clique's whole groups.
+- `up` (first install, no smoke), a rolling template change and `down --purge`, at 1 group and at 4: their
+  structural requests (tests/realk8s/run_time.py) grow by exactly one per group for `up` and the roll (the traffic
+  mark on each leader) and not at all for `down`; no get or watch of a node (at most one list); their Lease
+  renewals and watch re-opens within what the run's duration allows.
 
-Request counts are deterministic for these read-only commands; the timing figures live in tests/bench/bench_fleet.py.
+Request counts are deterministic for the read-only commands and for the write commands' structural requests; the
+timing figures live in tests/bench/bench_fleet.py.
 """
 
 from __future__ import annotations
@@ -25,16 +30,20 @@ import pytest
 from k3deploy.lws import NAME_LABEL
 from tests.realk8s import objects
 from tests.realk8s.binaries import binaries_or_skip
-from tests.realk8s.cluster_fixtures import QUICK
+from tests.realk8s.cluster_fixtures import NEW_IMAGE, QUICK
 from tests.realk8s.cost import Cost
 from tests.realk8s.fleet import TRAYS_PER_GROUP, TRAYS_PER_RACK, WATCH, Fleet, fleet_plane, watch_endpoint
 from tests.realk8s.plane import Plane
+from tests.realk8s.run_time import over_run_time, split
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.timeout(1200)]
 
 #: Requests `status` adds per serving group: one, the leader's log (there is no list of logs); everything else it
 #: reads per release (the objects, one list of the pods, one of the nodes, the history).
 STATUS_PER_GROUP = 1
+#: Structural requests `up` and a roll add per serving group: one, the traffic mark on its leader pod (the API has
+#: no patch of many objects).
+MARK_PER_GROUP: Counter[tuple[str, str]] = Counter({("patch", "pods"): 1})
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
@@ -58,7 +67,8 @@ def _fleet(plane: Plane, replicas: int, directory: Path) -> Fleet:
 
 
 def _reads(cost: Cost) -> list[tuple[str, str]]:
-    return sorted(key for key in cost.requests if key[1] == "nodes")
+    """The requests on Nodes or any of their subresources."""
+    return sorted(key for key in cost.requests if key[1].split("/")[0] == "nodes")
 
 
 def test_preflight_and_plan_ask_the_same_of_72_trays_as_of_36(fleet_plane_2: Plane, tmp_path: Path) -> None:
@@ -76,16 +86,23 @@ def test_preflight_and_plan_ask_the_same_of_72_trays_as_of_36(fleet_plane_2: Pla
 
 
 @pytest.fixture(scope="module")
-def releases(fleet_plane_2: Plane, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Fleet]:
-    """On the plane grown to 4 racks, a release of 1 group and one of 4, installed (no smoke), kept for the module."""
+def installs(fleet_plane_2: Plane, tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Fleet, Cost]]:
+    """On the plane grown to 4 racks, a release of 1 group and one of 4, installed (no smoke) and kept for the
+    module, each with what its `up` cost."""
     grow(fleet_plane_2, 4)
     installed = {}
     for groups in (1, 4):
         fleet = _fleet(fleet_plane_2, groups, tmp_path_factory.mktemp("release"))
         up = fleet.run("up", *QUICK, "--timeout", "600s")
         assert up.returncode == 0, up.stderr[-3000:]
-        installed[groups] = fleet
+        installed[groups] = (fleet, up)
     return installed
+
+
+@pytest.fixture(scope="module")
+def releases(installs: dict[int, tuple[Fleet, Cost]]) -> dict[int, Fleet]:
+    """The module's two releases (1 group and 4) by their groups."""
+    return {groups: fleet for groups, (fleet, _) in installs.items()}
 
 
 def test_status_grows_at_most_linearly_in_groups(releases: dict[int, Fleet]) -> None:
@@ -171,3 +188,40 @@ def _cordon(plane: Plane, node: str, on: bool) -> None:
         headers={"Content-Type": "application/merge-patch+json"},
     )
     assert response.status_code == 200, response.text
+
+
+# The write commands, last in the module (`down` removes the releases): their structural requests (run_time.py) at 1
+# group and at 4, and their run-time ones against how long each ran.
+
+
+def _write_bounds(step: str, costs: dict[int, Cost], per_group: Counter[tuple[str, str]]) -> None:
+    structural = {}
+    for groups, cost in costs.items():
+        assert cost.returncode == 0, (step, groups, cost.stderr[-3000:])
+        # The nodes: at most one list, never a get or watch of one.
+        assert _reads(cost) in ([], [("list", "nodes")]) and cost.of("list", "nodes") <= 1, (step, _reads(cost))
+        structural[groups] = split(cost.requests)[0]
+        assert not over_run_time(cost.requests, cost.wall_s), (step, groups, over_run_time(cost.requests, cost.wall_s))
+    added = structural[4] - structural[1]
+    assert added == Counter({key: n * (4 - 1) for key, n in per_group.items()}), (step, added)
+    # What 1 group makes and 4 do not: the in-place question `up` asks of a one-group release reads its
+    # LeaderWorkerSet (targets/kubernetes/bluegreen.py).
+    assert structural[1] - structural[4] <= Counter({("get", "leaderworkersets"): 1}), (
+        step,
+        structural[1] - structural[4],
+    )
+
+
+def test_up_makes_one_structural_request_more_per_group(installs: dict[int, tuple[Fleet, Cost]]) -> None:
+    _write_bounds("up", {groups: cost for groups, (_, cost) in installs.items()}, MARK_PER_GROUP)
+
+
+def test_a_roll_makes_one_structural_request_more_per_group(installs: dict[int, tuple[Fleet, Cost]]) -> None:
+    # --yes: the one-group release's roll replaces its only group in place, which `up` asks before.
+    roll = ("up", *QUICK, *NEW_IMAGE, "--yes", "--timeout", "600s")
+    _write_bounds("roll", {groups: fleet.run(*roll) for groups, (fleet, _) in installs.items()}, MARK_PER_GROUP)
+
+
+def test_down_makes_the_same_structural_requests_at_any_size(installs: dict[int, tuple[Fleet, Cost]]) -> None:
+    down = ("down", "--yes", "--purge", "--timeout", "300s")
+    _write_bounds("down", {groups: fleet.run(*down) for groups, (fleet, _) in installs.items()}, Counter())

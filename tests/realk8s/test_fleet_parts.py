@@ -1,6 +1,7 @@
 """The fleet plane's parts that need no plane: racks of GB300 trays (each rack its own clique, labelled as GPU
 Feature Discovery labels a tray), the release size measured per fleet, the audit log's count of one user's requests,
-and the launcher's refusal of a malformed fleet."""
+the split of a write command's requests into structural and run-time ones with the run-time ones' bounds, and the
+launcher's refusal of a malformed fleet."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.realk8s import audit
 from tests.realk8s.binaries import REPO_ROOT
 from tests.realk8s.fleet import replicas_for
 from tests.realk8s.objects import clique_ids, gb300_node, nvl72_racks
+from tests.realk8s.run_time import LEASE_SLACK, over_run_time, split
 
 
 def test_each_rack_is_one_clique_of_trays_labelled_as_a_gb300_tray() -> None:
@@ -58,6 +60,38 @@ def test_the_audit_count_is_the_users_requests_past_the_offset_by_verb_and_resou
     }
     assert audit.policy(["bench"])["rules"][0]["users"] == ["bench"]
     assert audit.flags(tmp_path, []) == []
+
+
+def test_renewals_and_watches_are_run_time_and_bounded_by_the_run() -> None:
+    requests = Counter(
+        {
+            ("update", "leases"): 3,
+            ("create", "leases"): 1,
+            ("patch", "leases"): 1,
+            ("watch", "pods"): 4,
+            ("list", "pods"): 2,
+            ("patch", "pods"): 4,
+        }
+    )
+    structural, run_time = split(requests)
+    assert run_time == {("update", "leases"): 3, ("watch", "pods"): 4}
+    assert structural + run_time == requests
+    # 61 s: the lease taken and renewed at 20 and 40 s (or 60); two pod streams, each opened once and re-opened twice.
+    assert over_run_time(requests, 61) == []
+    # 39 s: one renewal, at 20 s.
+    assert over_run_time(requests + Counter({("update", "leases"): 1}), 39) == [
+        f"update leases: 4 in 39.0s (renewal every 20s, +{LEASE_SLACK})"
+    ]
+    # 15 s: no renewal (the lease taken, one retried); each stream opened, and re-opened at most once.
+    short = requests - Counter({("update", "leases"): 1})
+    assert over_run_time(short, 15) == []
+    assert over_run_time(short + Counter({("watch", "pods"): 1}), 15) == [
+        "watch pods: 5 in 15.0s from 2 lists (2 opens each)"
+    ]
+    # A watch of a resource never listed: no stream could have started it.
+    assert over_run_time(Counter({("watch", "nodes"): 1}), 15) == [
+        "watch nodes: 1 in 15.0s from 0 lists (2 opens each)"
+    ]
 
 
 def test_the_launcher_refuses_a_fleet_without_trays() -> None:
