@@ -200,6 +200,8 @@ def _write_bounds(step: str, costs: dict[int, Cost], per_group: Counter[tuple[st
         assert cost.returncode == 0, (step, groups, cost.stderr[-3000:])
         # The nodes: at most one list, never a get or watch of one.
         assert _reads(cost) in ([], [("list", "nodes")]) and cost.of("list", "nodes") <= 1, (step, _reads(cost))
+        # Nor a read per tray of anything else: no request is made as often as there are trays (72).
+        assert max(cost.requests.values()) < 4 * TRAYS_PER_RACK, (step, cost.requests.most_common(3))
         structural[groups] = split(cost.requests)[0]
         assert not over_run_time(cost.requests, cost.wall_s), (step, groups, over_run_time(cost.requests, cost.wall_s))
     added = structural[4] - structural[1]
