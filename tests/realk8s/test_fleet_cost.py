@@ -8,9 +8,10 @@ CLI's own user (tests/realk8s/cost.py): one fleet plane for the module, 2 NVL72 
 - One interval of `watch --groups` is one list of the release's pods and one of the nodes, at 1 group as at 4.
 - `plan --cluster` places new groups around the trays the releases hold and the trays cordoned here: each group on
   free trays of one clique, and the room left is each clique's whole groups.
-- `up` (first install, no smoke), a rolling template change and `down --purge`, at 1 group and at 4: their
-  structural requests (tests/realk8s/run_time.py) grow by exactly one per group for `up` and the roll (the traffic
-  mark on each leader) and not at all for `down`; no get or watch of a node (at most one list); their Lease
+- `up` (first install, no smoke), a rolling template change and `down --purge`, at 1 group and at 4 (the roll and
+  `down` of the 4-group release on a plane grown by a rack since the 1-group one's): their structural requests
+  (tests/realk8s/run_time.py) grow by exactly one per group for `up` and the roll (the traffic mark on each leader)
+  and not at all for `down`, and not with the trays; no get or watch of a node (at most one list); their Lease
   renewals and watch re-opens within what the run's duration allows.
 
 Request counts are deterministic for the read-only commands and for the write commands' structural requests; the
@@ -218,12 +219,22 @@ def test_up_makes_one_structural_request_more_per_group(installs: dict[int, tupl
     _write_bounds("up", {groups: cost for groups, (_, cost) in installs.items()}, MARK_PER_GROUP)
 
 
-def test_a_roll_makes_one_structural_request_more_per_group(installs: dict[int, tuple[Fleet, Cost]]) -> None:
+def _one_then_grown_then_four(installs: dict[int, tuple[Fleet, Cost]], racks: int, *args: str) -> dict[int, Cost]:
+    """`args` run for the 1-group release, then, on the plane grown to `racks` racks, for the 4-group one: a per-node
+    request would show as 18 more of it per rack."""
+    one = installs[1][0].run(*args)
+    grow(installs[1][0].plane, racks)
+    return {1: one, 4: installs[4][0].run(*args)}
+
+
+def test_a_roll_makes_one_structural_request_more_per_group_and_none_per_tray(
+    installs: dict[int, tuple[Fleet, Cost]],
+) -> None:
     # --yes: the one-group release's roll replaces its only group in place, which `up` asks before.
-    roll = ("up", *QUICK, *NEW_IMAGE, "--yes", "--timeout", "600s")
-    _write_bounds("roll", {groups: fleet.run(*roll) for groups, (fleet, _) in installs.items()}, MARK_PER_GROUP)
+    costs = _one_then_grown_then_four(installs, 5, "up", *QUICK, *NEW_IMAGE, "--yes", "--timeout", "600s")
+    _write_bounds("roll (72 trays, then 90)", costs, MARK_PER_GROUP)
 
 
 def test_down_makes_the_same_structural_requests_at_any_size(installs: dict[int, tuple[Fleet, Cost]]) -> None:
-    down = ("down", "--yes", "--purge", "--timeout", "300s")
-    _write_bounds("down", {groups: fleet.run(*down) for groups, (fleet, _) in installs.items()}, Counter())
+    costs = _one_then_grown_then_four(installs, 6, "down", "--yes", "--purge", "--timeout", "300s")
+    _write_bounds("down (90 trays, then 108)", costs, Counter())
