@@ -80,15 +80,16 @@ def _own_figure(report: SmokeReport) -> tuple[float, float]:
     return check.measured, 1 + accepted / steps
 
 
+@pytest.mark.parametrize("api", ["completions", "chat"])
 def test_acceptance_from_own_responses_is_the_same_under_other_traffic(
-    vllm_spec_per_request_server: str, tmp_path: Path
+    api: str, vllm_spec_per_request_server: str, tmp_path: Path
 ) -> None:
-    url = vllm_spec_per_request_server
-    result, alone = smoke(url, tmp_path / "alone.json", *SHORT)
+    url, short = vllm_spec_per_request_server, (*SHORT, "--set", f"smoke.api={api}")
+    result, alone = smoke(url, tmp_path / "alone.json", *short)
     assert result.returncode == 0, result.stderr
     assert alone is not None
     with other_traffic(url, MODEL) as traffic:
-        result, busy = smoke(url, tmp_path / "busy.json", *SHORT)
+        result, busy = smoke(url, tmp_path / "busy.json", *short)
     assert result.returncode == 0, result.stderr
     assert busy is not None and busy.metrics is not None and not traffic.errors, traffic.errors
     # The other traffic was there: the server-wide counters rose by more than the smoke's own tokens ...
@@ -98,4 +99,4 @@ def test_acceptance_from_own_responses_is_the_same_under_other_traffic(
     judged, own = _own_figure(busy)
     assert judged == own <= 1 + NUM_SPECULATIVE_TOKENS
     assert judged == _own_figure(alone)[0]
-    print(f"\n[per-request] acceptance length {judged:.3f} alone and beside {traffic.answered} other requests")
+    print(f"\n[per-request, {api}] acceptance length {judged:.3f} alone and beside {traffic.answered} other requests")
