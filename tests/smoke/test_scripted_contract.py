@@ -123,3 +123,51 @@ def test_smokes_measured_requests_need_ignore_eos_to_run_to_max_tokens(ignore_eo
         events = _events(_post(srv.url, path, body))
     assert events[-1] == "[DONE]"
     assert events[-2]["usage"]["completion_tokens"] == (20 if ignore_eos else Script().eos_after)
+
+
+def test_per_request_counts_ride_only_on_the_final_usage_chunk_or_the_whole_body() -> None:
+    usage = {"include_usage": True, "continuous_usage_stats": True}
+    with scripted_server(Script(tokens_per_chunk=[4], per_request_spec="detailed")) as srv:
+        events = _events(
+            _post(srv.url, "/v1/completions", _completion(stream=True, ignore_eos=True, stream_options=usage))
+        )
+        assert ["metrics" in e for e in events[:-1]] == [False] * (len(events) - 2) + [True]
+        final = events[-2]
+        assert final["choices"] == [] and final["usage"]["completion_tokens"] == 20
+        # 20 tokens: the prefill's, then verify steps of 4, 4, 4, 4, 3.
+        assert final["metrics"]["speculative_decoding"] == {
+            "mean_acceptance_length": 1 + 14 / 5,
+            "draft_acceptance_rate": 14 / 20,
+            "acceptance_histogram": [0, 0, 1, 4, 0],
+            "num_spec_steps": 5,
+            "num_accepted_draft_tokens": 14,
+            "num_draft_tokens": 20,
+            "num_spec_tokens": 4,
+            "per_step_accepted": [3, 3, 3, 3, 2],
+            "per_step_drafted": [4, 4, 4, 4, 4],
+        }
+        without_usage = _events(_post(srv.url, "/v1/completions", _completion(stream=True, ignore_eos=True)))
+        assert not any("metrics" in e for e in without_usage[:-1])
+        two = _events(_post(srv.url, "/v1/completions", _completion(stream=True, n=2, stream_options=usage)))
+        assert "usage" in two[-2] and "metrics" not in two[-2]
+        whole = _post(srv.url, "/v1/completions", _completion(ignore_eos=True)).json()
+        assert whole["metrics"]["time_to_first_token_ms"] is None
+        assert whole["metrics"]["speculative_decoding"] == final["metrics"]["speculative_decoding"]
+        # A request of one token has no verify step: its zero counts, and no per-step arrays even at `detailed`.
+        one = _events(_post(srv.url, "/v1/completions", _completion(stream=True, max_tokens=1, stream_options=usage)))
+        assert one[-2]["metrics"]["speculative_decoding"] == {
+            "mean_acceptance_length": 1.0,
+            "draft_acceptance_rate": 0.0,
+            "acceptance_histogram": [0, 0, 0, 0, 0],
+            "num_spec_steps": 0,
+            "num_accepted_draft_tokens": 0,
+            "num_draft_tokens": 0,
+            "num_spec_tokens": 4,
+        }
+
+
+def test_per_request_counts_without_speculative_decoding_are_refused_as_vllm_refuses_to_start() -> None:
+    with pytest.raises(ValueError, match="requires speculative decoding"):
+        Script(metrics="no_spec", per_request_spec="summary")
+    with pytest.raises(ValueError, match="not none, summary or detailed"):
+        Script(per_request_spec="full")
