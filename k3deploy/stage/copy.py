@@ -20,7 +20,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from k3deploy.errors import StagedFileMismatch, StageStopped
 from k3deploy.stage import direct
@@ -70,7 +69,7 @@ class Copier:
         direct.write_at(dst, view, offset)
         self._stream(src, dst, offset, len(view))
 
-    def _pipe_copy(self, src: int, dst: int, size: int, digest: Any | None) -> None:
+    def _pipe_copy(self, src: int, dst: int, size: int, hash_update: Callable[[memoryview], None] | None) -> None:
         """Read, write and hash in step: DEPTH buffers, one writer and one hasher thread, each in the file's order."""
         buffers = [direct.buffer(CHUNK) for _ in range(DEPTH)]
         in_flight: deque[list[Future[None]]] = deque()
@@ -87,8 +86,8 @@ class Copier:
                         break
                     chunk = view[:n]
                     steps = [writer.submit(self._write, src, dst, chunk, copied)]
-                    if digest is not None:
-                        steps.append(hasher.submit(digest.update, chunk))
+                    if hash_update is not None:
+                        steps.append(hasher.submit(hash_update, chunk))
                     in_flight.append(steps)
                     copied, chunks = copied + n, chunks + 1
                     self._pace(n)
@@ -136,7 +135,7 @@ class Copier:
             os.posix_fadvise(src, 0, READ_AHEAD, os.POSIX_FADV_WILLNEED)
         if hashing:
             digest = hashlib.sha256()
-            self._pipe_copy(src, dst, size, digest)
+            self._pipe_copy(src, dst, size, digest.update)
             return digest.hexdigest()
         if both_direct:
             self._pipe_copy(src, dst, size, None)
