@@ -201,6 +201,13 @@ def main() -> None:
                 if plain is not None and inner is not None and plain[1] is not None:
                     got.setdefault("verify", []).append(100 * (took / plain[0] - 1))
                     got.setdefault("copy verify", []).append(100 * (inner / plain[1] - 1))
+            print(
+                f"round {round_ + 1}: load {loads[-1]:.1f}; "
+                + "; ".join(f"{way} {figures[way]['dd'][-1]:.2f}x" for way in names)
+                + " of the dd copy bound",
+                flush=True,
+            )
+    print()
     print(f"snapshot: {len(copied)} files, {args.gib:g} GiB; {args.repeat} rounds, each way once per round, cold page")
     print(
         f"cache; per-round figures as median [min..max]; 1-min load average at the rounds' starts {spread(loads, '.1f', '')}"
