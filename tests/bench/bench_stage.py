@@ -2,19 +2,23 @@
 without verification, on a generated multi-file snapshot in a temporary folder it removes. Prints ratios only.
 
 The snapshot is shaped like a checkpoint: equal shards, one short last shard, and small JSON files, with the
-sha256 record the prefetch writes for it (so `--no-verify` copies without hashing, as it does on a tray). Before every
-run the source's pages are dropped from the page cache (posix_fadvise DONTNEED on those files alone), so each
+sha256 record the prefetch writes for it (so `--no-verify` copies without hashing, as it does on a tray). Before
+every run the source's pages are dropped from the page cache (posix_fadvise DONTNEED on those files alone), so each
 reads from the disk; every copy ends with its data on the disk (stage fsyncs each file; `cp -r` is followed by
-`sync` of its files). The disk's bound is `dd` with direct I/O, write then read, measured at the start of each
-round on the same filesystem: a copy reads and writes the same disk, so it cannot beat 1 / (1/read + 1/write).
+`sync` of its files). The disk's figure is `dd` with direct I/O (one stream, 8 MiB blocks), write then read,
+measured at the start of each round on the same filesystem; a copy reads and writes the same disk, so at dd's
+rates it takes 1 / (1/read + 1/write): the "dd copy bound". (Copies with several requests in flight can pass it,
+as a disk's one-stream rate is not its parallel one.)
 
 A machine other jobs load moves every figure from one minute to the next, so each round runs every way once, in
 an order that rotates from round to round, and each ratio is taken within its round (a way's rate over that
 round's `dd` bound, `cp -r`'s time over the way's, `stage` over `stage --no-verify`); the median over the rounds
 and their spread (min-max) are printed. Verification's cost is given in CPU seconds too (user + system of the
 stage process), which holds on a loaded machine where the time does not. `stage`'s figures are of the whole
-command (the interpreter's start included, as `cp -r`'s are); "copy" figures are its own seconds (its summary's,
-the rate its marker records), which a snapshot of 1.5 TB makes the same thing.
+command (the interpreter's start included, as `cp -r`'s are); "copy alone" figures are its own seconds (its
+summary's, the rate its marker records), which a snapshot of 1.5 TB makes the same thing. Each round also times
+sha256 of 256 MiB on one thread of the bench itself: the CPU the machine leaves it, which says whether a verified
+copy could keep up with the disk.
 
     python -m tests.bench.bench_stage [--gib 3] [--shards 8] [--repeat 5] [--dir DIR] [--compare-with CHECKOUT]
 
@@ -115,6 +119,15 @@ def dd_rate(work: Path, total: int) -> tuple[float, float]:
     return write, read
 
 
+def hash_rate(block: bytes, times: int = 4) -> float:
+    """Bytes/s one thread of this process hashes with sha256 now: the CPU the machine leaves, since verifying
+    needs the hash to keep up with the disk."""
+    digest, started = hashlib.sha256(), time.monotonic()
+    for _ in range(times):
+        digest.update(block)
+    return len(block) * times / (time.monotonic() - started)
+
+
 def _children_cpu() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
@@ -182,9 +195,10 @@ def main() -> None:
         ways = ways_for(source, dest, record, args.compare_with)
         names = list(ways)
         figures: dict[str, dict[str, list[float]]] = {way: {} for way in names}
-        loads = []
+        loads, hashing, block = [], [], random.Random(1).randbytes(64 * MIB)
         for round_ in range(args.repeat):
             loads.append(os.getloadavg()[0])
+            hashing.append(hash_rate(block) / 1e6)
             write, read = dd_rate(work, total)
             bound = 1 / (1 / write + 1 / read)
             runs = {}
@@ -202,7 +216,8 @@ def main() -> None:
                     got.setdefault("verify", []).append(100 * (took / plain[0] - 1))
                     got.setdefault("copy verify", []).append(100 * (inner / plain[1] - 1))
             print(
-                f"round {round_ + 1}: load {loads[-1]:.1f}; "
+                f"round {round_ + 1}: load {loads[-1]:.1f}, sha256 {hashing[-1]:,.0f} MB/s on one thread, "
+                f"dd copy bound {bound / 1e6:,.0f} MB/s; "
                 + "; ".join(f"{way} {figures[way]['dd'][-1]:.2f}x" for way in names)
                 + " of the dd copy bound",
                 flush=True,
@@ -212,7 +227,7 @@ def main() -> None:
     print(
         f"cache; per-round figures as median [min..max]; 1-min load average at the rounds' starts {spread(loads, '.1f', '')}"
     )
-    print(f"on {os.cpu_count()} CPUs")
+    print(f"on {os.cpu_count()} CPUs; sha256 on one thread of the bench, per round: {spread(hashing, ',.0f', ' MB/s')}")
     for way in names:
         got = figures[way]
         line = f"{way}: {spread(got['dd'])} of the dd copy bound"
