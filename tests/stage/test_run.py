@@ -14,6 +14,7 @@ import pytest
 
 from k3deploy.errors import CheckFailed
 from k3deploy.stage import copy as copy_module
+from k3deploy.stage import direct as direct_module
 from k3deploy.stage import state
 from k3deploy.stage.copy import PART_PREFIX, Copier
 from k3deploy.stage.plan import SourceFile
@@ -96,16 +97,16 @@ def test_a_byte_corrupted_in_flight_is_caught_and_the_file_copied_again(
     sha256 and made again from a second read."""
     snapshot = hub_cache(tmp_path / "cache", "org/model", COMMIT_A)
     target = os.stat(snapshot / "sub" / "model-00003-of-00003.safetensors").st_ino
-    real_readv, spoilt = os.readv, []
+    real_preadv, spoilt = os.preadv, []
 
-    def flaky_readv(fd: int, buffers: list[bytearray]) -> int:
-        n = real_readv(fd, buffers)
+    def flaky_preadv(fd: int, buffers: list[memoryview], offset: int) -> int:
+        n = real_preadv(fd, buffers, offset)
         if not spoilt and n and os.fstat(fd).st_ino == target:
             buffers[0][0] ^= 0xFF
             spoilt.append(fd)
         return n
 
-    monkeypatch.setattr(copy_module.os, "readv", flaky_readv)
+    monkeypatch.setattr(direct_module.os, "preadv", flaky_preadv)
     stage(StageOptions(snapshot, tmp_path / "dest", jobs=1))
     assert spoilt  # the fault did happen
     assert tree(tmp_path / "dest" / COMMIT_A) == tree(snapshot)
@@ -220,8 +221,8 @@ def test_each_file_is_journalled_as_it_lands(tmp_path: Path, monkeypatch: pytest
 def test_a_kernel_copy_between_filesystems_copy_file_range_refuses_goes_on_with_sendfile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--no-verify from the weight volume (NFS) onto a tray's disk: Linux 5.19+ answers copy_file_range between two
-    kinds of filesystem with EXDEV, as it is made to here."""
+    """--no-verify from the weight volume (NFS) onto a tray's disk, where one of them takes no direct I/O (direct=False
+    here): Linux 5.19+ answers copy_file_range between two kinds of filesystem with EXDEV, as it is made to here."""
     contents = make_files(tmp_path / "src", {"a": 9_000_000, "b": 1})
     tried: list[int] = []
 
@@ -230,7 +231,7 @@ def test_a_kernel_copy_between_filesystems_copy_file_range_refuses_goes_on_with_
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
     monkeypatch.setattr(copy_module.os, "copy_file_range", refuse)
-    copier = Copier(Throttle(None, 0.0), lambda n: None, threading.Event(), verify=False)
+    copier = Copier(Throttle(None, 0.0), lambda n: None, threading.Event(), verify=False, direct=False)
     for rel, data in contents.items():
         copier.copy(tmp_path / "src", tmp_path / "dest", SourceFile(rel, len(data), hashlib.sha256(data).hexdigest()))
     assert tree(tmp_path / "dest") == contents and len(tried) == 2  # once per file, then sendfile
