@@ -24,6 +24,7 @@ from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, ProfileError, UsageError
 from k3deploy.kube.deadline import Deadline
 from k3deploy.kube.options import KubeOptions
+from k3deploy.reporter import Reporter
 from k3deploy.targets import DeployOptions, render_for, target_for
 
 if TYPE_CHECKING:
@@ -245,13 +246,10 @@ def apply_cmd(
     prof = _settled(prof, options)
     rendering = render_for(prof)  # once: the question, the lock, the render stage and the plan all take this set
     _confirm_in_place(prof, options, rendering, yes, "or `up --strategy blue-green` with a second free clique")
-    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.targets.progress import ProgressView
-
-    with ProgressView() as view:
-        target = target_for(prof, options, view)
+    with Reporter() as reporter:
+        target = target_for(prof, options, reporter)
         summary = pipeline.apply(
-            prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s, rendering=rendering
+            prof, target, reporter.note, wait=options.wait, timeout_s=options.timeout_s, rendering=rendering
         )
     if diff:
         if output is not OutputFormat.table:  # stdout must stay one document: the diffs go inside it
@@ -347,15 +345,12 @@ def up(
         options = _blue_green_or_in_place(prof, options, rendering, yes)
     else:
         _confirm_in_place(prof, options, rendering, yes, "or --strategy blue-green with a second free clique")
-    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.targets.progress import ProgressView
-
-    with ProgressView() as view:
-        target = target_for(prof, options, view)
+    with Reporter() as reporter:
+        target = target_for(prof, options, reporter)
         summary = pipeline.up(
             prof,
             target,
-            view.note,
+            reporter.note,
             timeout_s=options.timeout_s,
             preflight=not skip_preflight,
             smoke=not skip_smoke,
@@ -481,10 +476,7 @@ def down(
             yes=yes,
             hint="re-run with --yes to go ahead (k3deploy deletes only what it created)",
         )
-    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.targets.progress import ProgressView
-
-    with ProgressView() as view:
-        target = target_for(prof, options, view)
+    with Reporter() as reporter:
+        target = target_for(prof, options, reporter)
         result = pipeline.down(prof, target, purge=purge)
     err.print(f"down: {result}", markup=False, highlight=False)
