@@ -249,7 +249,7 @@ def apply_cmd(
     with Reporter() as reporter:
         target = target_for(prof, options, reporter)
         summary = pipeline.apply(
-            prof, target, reporter.note, wait=options.wait, timeout_s=options.timeout_s, rendering=rendering
+            prof, target, reporter, wait=options.wait, timeout_s=options.timeout_s, rendering=rendering
         )
     if diff:
         if output is not OutputFormat.table:  # stdout must stay one document: the diffs go inside it
@@ -350,7 +350,7 @@ def up(
         summary = pipeline.up(
             prof,
             target,
-            reporter.note,
+            reporter,
             timeout_s=options.timeout_s,
             preflight=not skip_preflight,
             smoke=not skip_smoke,
