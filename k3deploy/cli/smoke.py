@@ -17,6 +17,7 @@ from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
 from k3deploy.fileio.write import check_output, write_output
+from k3deploy.reporter import Reporter
 
 if TYPE_CHECKING:  # the command's stage loads when it runs (below): `k3deploy --help` stays light
     from k3deploy.profile.model import Profile
@@ -170,17 +171,15 @@ def smoke(
 
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
 
-    def notice(msg: str) -> None:
-        err.print(msg, markup=False, highlight=False)
-
-    options = SmokeOptions(api_key=api_key, progress=progress, notice=notice)
+    reporter = Reporter()
+    options = SmokeOptions(api_key=api_key, progress=progress, notice=reporter.say)
     if gate_leaders:
-        report = _gated(prof, endpoint, group_endpoint, lambda p, url: run_smoke(p, url, options), notice)
+        report = _gated(prof, endpoint, group_endpoint, lambda p, url: run_smoke(p, url, options), reporter.say)
     else:
         report = run_smoke(prof, endpoint, options)
     err.print(smoke_view(report))
     if prof.model.rehearsal:
-        err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
+        reporter.say(f"note: {prof.model.id} is a {REHEARSAL_LABEL}")
     if report_out is not None:
         write_output(report_out, report.to_json())
     if output is not OutputFormat.table:
