@@ -138,7 +138,7 @@ class KubernetesTarget(Target):
                 yield made
         if made.made and rendered is not None:
             # A command that ended before it put anything there (preflight failed) leaves no namespace behind.
-            remove_if_unused(api, rendered, self.reporter.note)
+            remove_if_unused(api, rendered, self.reporter)
 
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes/render.py)."""
@@ -191,7 +191,7 @@ class KubernetesTarget(Target):
         LeaderWorkerSet, a cut-short blue-green's leftovers) and plan the command's steps for `objects` from it
         (rollout/plan.py)."""
         strategy = self._strategy()
-        seen = observe(self.api, profile, list(objects), strategy, self.reporter.note)
+        seen = observe(self.api, profile, list(objects), strategy, self.reporter)
         live = dataclasses.replace(
             seen.live,
             ungated_service=not (strategy.dry_run or strategy.diff) and marks.service_ungated(self.api, seen.objects),
@@ -204,7 +204,7 @@ class KubernetesTarget(Target):
             if step.stage in (APPLY, DOWN):
                 self._start_phase(profile)
                 if step.stage == APPLY and not (self.options.dry_run or self.options.diff):
-                    ensure_host_model(profile, self.reporter.note)
+                    ensure_host_model(profile, self.reporter)
             elif step.stage == ROLLBACK:
                 # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay
                 # live.
@@ -221,7 +221,7 @@ class KubernetesTarget(Target):
             self.api,
             profile.kubernetes.namespace,
             profile.name,
-            self.reporter.note,
+            self.reporter,
             waiter=lambda: self._waiter(profile),
             remaining=self.deadline.remaining,
             force=self.options.force_conflicts,
@@ -255,10 +255,8 @@ class KubernetesTarget(Target):
             limit = max(0.0, min(limit, self.deadline.remaining() or 0.0))
         force = self.options.force_conflicts
         if group is not None:
-            return in_cluster.gate(
-                self.api, job, *group, profile.vllm.port, self.reporter.note, force=force, limit=limit
-            )
-        return in_cluster.run(self.api, job, self.reporter.note, force=force, limit=limit)
+            return in_cluster.gate(self.api, job, *group, profile.vllm.port, self.reporter, force=force, limit=limit)
+        return in_cluster.run(self.api, job, self.reporter, force=force, limit=limit)
 
     def endpoint(self, profile: Profile) -> str:
         """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
