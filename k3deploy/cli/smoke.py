@@ -23,8 +23,6 @@ if TYPE_CHECKING:  # the command's stage loads when it runs (below): `k3deploy -
     from k3deploy.profile.model import Profile
     from k3deploy.report.smoke import SmokeReport
 
-Notice = Callable[[str], None]
-
 
 def parse_levels(raw: str) -> list[int]:
     """`--concurrency 1,2,4` as positive integers (smoke and bench)."""
@@ -174,7 +172,7 @@ def smoke(
     reporter = Reporter()
     options = SmokeOptions(api_key=api_key, progress=progress, notice=reporter.say)
     if gate_leaders:
-        report = _gated(prof, endpoint, group_endpoint, lambda p, url: run_smoke(p, url, options), reporter.say)
+        report = _gated(prof, endpoint, group_endpoint, lambda p, url: run_smoke(p, url, options), reporter)
     else:
         report = run_smoke(prof, endpoint, options)
     err.print(smoke_view(report))
@@ -189,7 +187,11 @@ def smoke(
 
 
 def _gated(
-    profile: Profile, endpoint: str, template: str | None, smoke: Callable[[Profile, str], SmokeReport], note: Notice
+    profile: Profile,
+    endpoint: str,
+    template: str | None,
+    smoke: Callable[[Profile, str], SmokeReport],
+    reporter: Reporter,
 ) -> SmokeReport:
     """--gate-leaders: gate the leaders not in traffic yet (targets/kubernetes/job_gates.py), then smoke `endpoint`
     (the API Service) unless a gate failed; the gates' checks lead the report."""
@@ -201,7 +203,9 @@ def _gated(
     from k3deploy.targets.kubernetes.job_gates import gate_from_inside
 
     started = datetime.now(UTC)
-    gates = gate_from_inside(KubeApi(KubeOptions()), profile, lambda p, url: smoke(p, url).failure(), note, template)
+    gates = gate_from_inside(
+        KubeApi(KubeOptions()), profile, lambda p, url: smoke(p, url).failure(), reporter, template
+    )
     if any(c.status is Status.FAIL for c in gates):
         return SmokeReport(
             profile=profile.name, endpoint=endpoint, started_at=started, finished_at=datetime.now(UTC), checks=gates
