@@ -65,9 +65,7 @@ def gate_from_inside(
             check = f"gate {leader.pod}"
             if leader.copy:
                 why = "a restart of a template its gate passed on"
-                marks.mark(
-                    api, namespace, name, leader.group, leader.uid, reporter.note, record_revision=record, why=why
-                )
+                marks.mark(api, namespace, name, leader.group, leader.uid, reporter, record_revision=record, why=why)
                 checks.append(CheckResult(name=check, status=Status.PASS, detail=f"labelled without a smoke: {why}"))
                 continue
             url = group_endpoint(template, name, namespace, leader.group, port)
@@ -78,7 +76,7 @@ def gate_from_inside(
                 checks.append(CheckResult(name=check, status=Status.FAIL, detail=detail))
                 continue
             try:
-                marks.mark(api, namespace, name, leader.group, leader.uid, reporter.note, record_revision=record)
+                marks.mark(api, namespace, name, leader.group, leader.uid, reporter, record_revision=record)
             except K3DeployError as exc:
                 checks.append(CheckResult(name=check, status=Status.FAIL, detail=exc.message, hint=exc.hint))
                 continue

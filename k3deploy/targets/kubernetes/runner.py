@@ -86,7 +86,7 @@ class Runner:
                     step.lws,
                     leader.group,
                     leader.uid,
-                    self.reporter.note,
+                    self.reporter,
                     record_revision=False,
                     why=why,
                 )

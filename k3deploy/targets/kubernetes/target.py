@@ -338,7 +338,7 @@ class KubernetesTarget(Target):
             profile.kubernetes.namespace,
             *group,
             uid,
-            self.reporter.note,
+            self.reporter,
             record_revision=not profile.smoke.gate_restarts,
             why=why,
         )
