@@ -10,12 +10,11 @@ which never fails a gate nor rolls anything back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import Status
 from k3deploy.report.smoke import SmokeReport
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.groups import leader_name
 from k3deploy.rollout.steps import SmokeGroup
 from k3deploy.smoke.job_report import verdict as job_verdict
@@ -52,7 +51,7 @@ def group_smoke(
     target: Target,
     rendering: Rendering,
     step: SmokeGroup,
-    note: Callable[[str], None],
+    reporter: Reporter,
     where: str,
     uid: str | None = None,
 ) -> None:
@@ -61,19 +60,19 @@ def group_smoke(
     group = (step.lws, step.group)
     if step.mark and uid is None:
         uid = target.leader_uid(profile, group)
-    note(step.heading)
+    reporter.note(step.heading)
     if where == IN_CLUSTER:
         report, reach = job_verdict(target.run_smoke_job(profile, rendering.objects, group))
     else:
         with target.reach(profile, group) as reach:
             report = run_smoke(profile, reach.url)
-    note(f"    ok   {judged(report, reach, gate_hint=step.hint)}")
+    reporter.note(f"    ok   {judged(report, reach, gate_hint=step.hint)}")
     if step.mark:
         target.mark_leader(profile, group, uid, "its gate passed")
 
 
 def gate_leaders(
-    profile: Profile, target: Target, rendering: Rendering, lws: str, note: Callable[[str], None], where: str
+    profile: Profile, target: Target, rendering: Rendering, lws: str, reporter: Reporter, where: str
 ) -> None:
     """Gate every ready leader of `lws` that takes no traffic yet (a first install's, one LWS re-created), each
     through itself, never through the API Service; one that runs a template revision a gate already passed is
@@ -90,4 +89,4 @@ def gate_leaders(
             f"{leader_name(lws, leader.group)} takes no traffic: the API Service selects only leaders a gate passed"
         )
         step = SmokeGroup(lws, leader.group, heading, mark=True, hint=kept_out)
-        group_smoke(profile, target, rendering, step, note, where, leader.uid)
+        group_smoke(profile, target, rendering, step, reporter, where, leader.uid)

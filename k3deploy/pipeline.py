@@ -28,6 +28,7 @@ from k3deploy.profile.model import Profile
 from k3deploy.profile.plan import plan
 from k3deploy.redact import redact_url
 from k3deploy.report.model import CheckResult, Status, worst
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.plan import Plan, apply_summary
 from k3deploy.rollout.steps import APPLY, WAIT, GateLeaders, SmokeGroup, Step, StepOutcome
 from k3deploy.rollout.undo import Undo, began_writing
@@ -105,8 +106,8 @@ class RunSummary:
 class _Stages:
     """Runs stages in order, showing each, stopping at the first failure."""
 
-    def __init__(self, summary: RunSummary, names: tuple[str, ...], note: Callable[[str], None]) -> None:
-        self.summary, self.names, self.note = summary, names, note
+    def __init__(self, summary: RunSummary, names: tuple[str, ...], reporter: Reporter) -> None:
+        self.summary, self.names, self.reporter = summary, names, reporter
         self.failed: StageResult | None = None
         self.error: K3DeployError | None = None
         #: The failure was an unexpected exception: what the stage left behind is unknown.
@@ -116,7 +117,7 @@ class _Stages:
         """Run one stage; False (and nothing more runs) when it failed."""
         if self.failed is not None:
             return False
-        self.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}")
+        self.reporter.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}")
         started = time.monotonic()
         try:
             try:
@@ -130,21 +131,21 @@ class _Stages:
             result = StageResult(name, Status.FAIL, exc.message, time.monotonic() - started, exc.exit_code)
             self.summary.stages.append(result)
             self.failed, self.error = result, exc
-            self.note(f"    FAIL {name}: {exc.message} ({result.seconds:.1f}s)")
+            self.reporter.note(f"    FAIL {name}: {exc.message} ({result.seconds:.1f}s)")
             return False
         except KeyboardInterrupt:
             self.summary.stages.append(StageResult(name, Status.FAIL, "interrupted", time.monotonic() - started, 130))
             raise
         result = StageResult(name, Status.PASS, detail, time.monotonic() - started)
         self.summary.stages.append(result)
-        self.note(f"    ok   {name}: {detail} ({result.seconds:.1f}s)")
+        self.reporter.note(f"    ok   {name}: {detail} ({result.seconds:.1f}s)")
         return True
 
     def skip(self, name: str, why: str) -> None:
         """Record a stage as skipped."""
         if self.failed is None:
             self.summary.stages.append(StageResult(name, Status.SKIP, why))
-            self.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}: skipped ({why})")
+            self.reporter.note(f"==> [{self.names.index(name) + 1}/{len(self.names)}] {name}: skipped ({why})")
 
 
 def unexpected(exc: BaseException, where: str) -> K3DeployError:
@@ -157,9 +158,9 @@ def unexpected(exc: BaseException, where: str) -> K3DeployError:
     )
 
 
-def _checks_detail(results: list[CheckResult], note: Callable[[str], None]) -> str:
+def _checks_detail(results: list[CheckResult], reporter: Reporter) -> str:
     for check in results:
-        note(f"    {check.status.value:<4} {check.name}" + (f": {check.detail}" if check.detail else ""))
+        reporter.note(f"    {check.status.value:<4} {check.name}" + (f": {check.detail}" if check.detail else ""))
     failed = [c for c in results if c.status is Status.FAIL]
     if failed:
         first = failed[0]
@@ -197,7 +198,7 @@ def _run_steps(
     rollout: _Rollout,
     stage: str,
     timeout_s: float,
-    note: Callable[[str], None],
+    reporter: Reporter,
     smoke_where: str,
 ) -> list[StepOutcome]:
     """Run the plan's steps of one stage in order; the per-group smokes run here, every other step on the target."""
@@ -206,9 +207,9 @@ def _run_steps(
     for step in rollout.plan.stage(stage):
         rollout.begun.append(step)
         if isinstance(step, SmokeGroup):
-            group_smoke(profile, target, rollout.rendering, step, note, smoke_where)
+            group_smoke(profile, target, rollout.rendering, step, reporter, smoke_where)
         elif isinstance(step, GateLeaders) and step.smoke:
-            gate_leaders(profile, target, rollout.rendering, step.lws, note, smoke_where)
+            gate_leaders(profile, target, rollout.rendering, step.lws, reporter, smoke_where)
         else:
             outcomes.append(target.run_step(profile, step, timeout_s, rollout.held))
     return outcomes
@@ -220,11 +221,11 @@ def _wait(
     rollout: _Rollout,
     timeout_s: float | None,
     summary: RunSummary,
-    note: Callable[[str], None],
+    reporter: Reporter,
     smoke_where: str,
 ) -> str:
     limit = timeout_s or target.default_timeout_s(profile)
-    outcomes = _run_steps(profile, target, rollout, WAIT, limit, note, smoke_where)
+    outcomes = _run_steps(profile, target, rollout, WAIT, limit, reporter, smoke_where)
     for outcome in outcomes:
         summary.applied += outcome.applied
     decided = [o.summary for o in outcomes if o.summary is not None]
@@ -236,12 +237,12 @@ def _apply(
     profile: Profile,
     rollout: _Rollout,
     summary: RunSummary,
-    note: Callable[[str], None],
+    reporter: Reporter,
     smoke_where: str,
 ) -> str:
     """Plan the rollout from what is live, then run the apply stage's steps."""
     rollout.plan = target.plan(profile, rollout.rendering.objects)
-    outcomes = _run_steps(profile, target, rollout, APPLY, target.default_timeout_s(profile), note, smoke_where)
+    outcomes = _run_steps(profile, target, rollout, APPLY, target.default_timeout_s(profile), reporter, smoke_where)
     summary.applied = [a for o in outcomes for a in o.applied]
     summary.diffs = [d for o in outcomes for d in o.diffs]
     return apply_summary(outcomes, rollout.plan.suffix)
@@ -252,14 +253,14 @@ def _smoke(
     target: Target,
     rendering: Rendering,
     summary: RunSummary,
-    note: Callable[[str], None],
+    reporter: Reporter,
     where: str,
 ) -> str:
     if where == IN_CLUSTER:
         report, reach = job_verdict(target.run_smoke_job(profile, rendering.objects))
     else:
         with target.reach(profile) as reach:
-            note(f"    smoke {reach.describe()}")
+            reporter.note(f"    smoke {reach.describe()}")
             report = run_smoke(profile, reach.url)
     report.allreduce_backend = summary_of_backends(target.leader_backends(profile))
     verdict = {
@@ -293,26 +294,24 @@ def _run_undo(profile: Profile, target: Target, undo: Undo, held: Held | None = 
     return undo_summary(undo, done, failures)
 
 
-def _roll_back(
-    target: Target, profile: Profile, rollout: _Rollout, summary: RunSummary, note: Callable[[str], None]
-) -> None:
+def _roll_back(target: Target, profile: Profile, rollout: _Rollout, summary: RunSummary, reporter: Reporter) -> None:
     previous = rollout.previous
     what = f"revision {previous.number}" if previous is not None else "first install"
-    note(f"==> rollback ({what}) because {summary.stages[-1].name} failed")
+    reporter.note(f"==> rollback ({what}) because {summary.stages[-1].name} failed")
     try:
         undo = target.undo_plan(profile, previous, rollout.plan, rollout.begun, rollout.rendering.objects)
         summary.rollback = _run_undo(profile, target, undo, rollout.held)
-        note(f"    ok   rollback: {summary.rollback}")
+        reporter.note(f"    ok   rollback: {summary.rollback}")
     except Exception as exc:  # the summary must say the rollback failed, whatever the reason
         message = exc.message if isinstance(exc, K3DeployError) else unexpected(exc, "rollback").message
         summary.rollback = f"rollback failed: {message}"
-        note(f"    FAIL rollback: {message}")
+        reporter.note(f"    FAIL rollback: {message}")
 
 
 def up(
     profile: Profile,
     target: Target,
-    note: Callable[[str], None],
+    reporter: Reporter,
     *,
     timeout_s: float | None = None,
     preflight: bool = True,
@@ -330,7 +329,7 @@ def up(
             profile,
             target,
             _Rollout(rendering, held),
-            note,
+            reporter,
             timeout_s=timeout_s,
             preflight=preflight,
             smoke=smoke,
@@ -343,7 +342,7 @@ def _up(
     profile: Profile,
     target: Target,
     rollout: _Rollout,
-    note: Callable[[str], None],
+    reporter: Reporter,
     *,
     timeout_s: float | None,
     preflight: bool,
@@ -353,9 +352,9 @@ def _up(
 ) -> RunSummary:
     summary = RunSummary("up", profile.name, target.name)
     rendering = rollout.rendering
-    stages = _Stages(summary, UP_STAGES, note)
+    stages = _Stages(summary, UP_STAGES, reporter)
     if preflight:
-        stages.run("preflight", lambda: _checks_detail(target.preflight(profile, rendering.objects), note))
+        stages.run("preflight", lambda: _checks_detail(target.preflight(profile, rendering.objects), reporter))
     else:
         stages.skip("preflight", "--skip-preflight")
     stages.run("render", lambda: _render(profile, rendering))
@@ -363,15 +362,15 @@ def _up(
     def apply() -> str:
         """Remember what is live (for a rollback), then plan and apply."""
         rollout.previous = target.current_revision(profile)
-        return _apply(target, profile, rollout, summary, note, smoke_where)
+        return _apply(target, profile, rollout, summary, reporter, smoke_where)
 
     stages.run("apply", apply)
-    stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, note, smoke_where))
+    stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, reporter, smoke_where))
     if stages.failed is None:
         with contextlib.suppress(Exception):  # the smoke stage reports an endpoint that cannot be named
             summary.endpoint = redact_url(target.endpoint(profile))
     if smoke:
-        stages.run("smoke", lambda: _smoke(profile, target, rendering, summary, note, smoke_where))
+        stages.run("smoke", lambda: _smoke(profile, target, rendering, summary, reporter, smoke_where))
     else:
         stages.skip("smoke", "--skip-smoke")
     _finish(summary, stages)
@@ -384,9 +383,9 @@ def _up(
     if rollout_failed and isinstance(stages.error, SmokeUnreachable):
         # A smoke that never reached the server's checks says nothing against the new install (smoke/reach.py).
         summary.rollback = "not rolled back: the smoke could not test the server; the install is kept"
-        note(f"==> no rollback: {summary.rollback}")
+        reporter.note(f"==> no rollback: {summary.rollback}")
     elif rollout_failed and rollback:
-        _roll_back(target, profile, rollout, summary, note)
+        _roll_back(target, profile, rollout, summary, reporter)
     elif rollout_failed:
         summary.rollback = "skipped (--no-rollback): the failed revision is still live"
     return summary
@@ -395,7 +394,7 @@ def _up(
 def apply(
     profile: Profile,
     target: Target,
-    note: Callable[[str], None],
+    reporter: Reporter,
     *,
     wait: bool = True,
     timeout_s: float | None = None,
@@ -405,24 +404,24 @@ def apply(
     the command rendered (the target renders it here when there is none)."""
     rendering = target.render(profile) if rendering is None else rendering
     with target.locked(profile, "apply", rendering.objects) as held:
-        return _apply_stages(profile, target, _Rollout(rendering, held), note, wait=wait, timeout_s=timeout_s)
+        return _apply_stages(profile, target, _Rollout(rendering, held), reporter, wait=wait, timeout_s=timeout_s)
 
 
 def _apply_stages(
     profile: Profile,
     target: Target,
     rollout: _Rollout,
-    note: Callable[[str], None],
+    reporter: Reporter,
     *,
     wait: bool,
     timeout_s: float | None,
 ) -> RunSummary:
     summary = RunSummary("apply", profile.name, target.name)
-    stages = _Stages(summary, APPLY_STAGES, note)
+    stages = _Stages(summary, APPLY_STAGES, reporter)
     stages.run("render", lambda: _render(profile, rollout.rendering))
-    stages.run("apply", lambda: _apply(target, profile, rollout, summary, note, CLIENT))
+    stages.run("apply", lambda: _apply(target, profile, rollout, summary, reporter, CLIENT))
     if wait:
-        stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, note, CLIENT))
+        stages.run("wait", lambda: _wait(target, profile, rollout, timeout_s, summary, reporter, CLIENT))
     else:
         stages.skip("wait", "--no-wait")
     _finish(summary, stages)

@@ -14,6 +14,7 @@ import pytest
 from k3deploy import gating, pipeline
 from k3deploy.errors import K3DeployError
 from k3deploy.profile import load_profile
+from k3deploy.reporter import Reporter
 from k3deploy.rollout import plan as p
 from k3deploy.rollout import steps as st
 from k3deploy.smoke.reach import Reach
@@ -56,9 +57,9 @@ def test_a_passed_gate_marks_the_leader_it_judged_by_the_uid_read_before_the_smo
     with scripted_server(GOOD) as server:
         target = Gated({1: server.url})
         step = st.SmokeGroup("kimi", 1, "  smoke of group 1", mark=True)
-        gating.group_smoke(profile, target, RENDERED, step, lambda _: None, "client")
+        gating.group_smoke(profile, target, RENDERED, step, Reporter(quiet=True), "client")
         unmarked = st.SmokeGroup("kimi", 1, "  smoke of group 1")
-        gating.group_smoke(profile, target, RENDERED, unmarked, lambda _: None, "client")
+        gating.group_smoke(profile, target, RENDERED, unmarked, Reporter(quiet=True), "client")
     assert target.marked == [("kimi", 1, "uid-1-before", "its gate passed")]
 
 
@@ -68,19 +69,21 @@ def test_a_failed_gate_marks_nothing() -> None:
         target = Gated({0: bad.url})
         with pytest.raises(K3DeployError, match="smoke of the new group via the given endpoint"):
             step = st.SmokeGroup("kimi", 0, "  smoke of group 0", mark=True)
-            gating.group_smoke(profile, target, RENDERED, step, lambda _: None, "client")
+            gating.group_smoke(profile, target, RENDERED, step, Reporter(quiet=True), "client")
     assert target.marked == []
 
 
-def test_unmarked_leaders_are_gated_each_through_itself_and_a_restart_of_a_gated_template_is_copied() -> None:
+def test_unmarked_leaders_are_gated_each_through_itself_and_a_restart_of_a_gated_template_is_copied(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     profile = load_profile("local-cpu", SMOKE)
-    lines: list[str] = []
     with scripted_server(GOOD) as zero, scripted_server(GOOD) as two:
         unmarked = [Unmarked(0, "u0", "kimi-0", copy=False), Unmarked(1, "u1", "kimi-1", copy=True)]
         unmarked.append(Unmarked(2, "u2", "kimi-2", copy=False))
         target = Gated({0: zero.url, 2: two.url}, unmarked)
-        gating.gate_leaders(profile, target, RENDERED, "kimi", lines.append, "client")
+        gating.gate_leaders(profile, target, RENDERED, "kimi", Reporter(interactive=False), "client")
         served = (zero.counters.requests, two.counters.requests)
+    lines = capsys.readouterr().err.splitlines()
     assert target.calls == ["reach kimi 0", "reach kimi 2"]  # group 1 was not smoked
     assert target.marked == [
         ("kimi", 0, "u0", "its gate passed"),
@@ -104,7 +107,7 @@ def test_the_pipeline_gates_leaders_itself_and_leaves_the_gateless_marking_to_th
 
     with scripted_server(GOOD) as server:
         target = Planned({0: server.url}, [Unmarked(0, "u0", "kimi-0", copy=False)])
-        summary = pipeline.up(profile, target, lambda _: None, preflight=False, smoke=False)
+        summary = pipeline.up(profile, target, Reporter(quiet=True), preflight=False, smoke=False)
     assert summary.exit_code == 0, summary.error
     assert target.calls == ["current_revision", "Begin", "GateLeaders False", "reach kimi 0"]
     assert target.marked == [("kimi", 0, "u0", "its gate passed")]

@@ -16,6 +16,7 @@ from k3deploy.cli.smoke import parse_levels
 from k3deploy.console import err
 from k3deploy.errors import CheckFailed, UsageError
 from k3deploy.redact import redact_url
+from k3deploy.reporter import Reporter
 
 if TYPE_CHECKING:
     from k3deploy.bench.cli_run import Request
@@ -246,13 +247,14 @@ def bench(
         if not (request.endpoint or request.ab or request.sweep):
             request.endpoint = _kubernetes_endpoint(request, stack, kubeconfig, context)
         reports = run_variants(request, serving_for) if request.ab or request.sweep else cli_run.run(request)
+    reporter = Reporter()
     for report in reports:
         err.print(bench_view(report))
     if len(reports) > 1:
         comparison = compare(reports, [r.label for r in reports])
         err.print(compare_view(comparison))
         for line in headline(reports):
-            err.print(line, markup=False, highlight=False)
+            reporter.say(line)
         if comparison.verdict:  # recorded where the numbers are
             for report in reports:
                 report.notes.append(comparison.verdict)
@@ -276,7 +278,7 @@ def bench(
             api.close()
     if push is not None:  # after the report is written: a gateway that is down loses no figures
         url = cli_run.push_run(request, reports[0])
-        err.print(f"pushed to {redact_url(url)}", markup=False, highlight=False)
+        reporter.say(f"pushed to {redact_url(url)}")
     problems = [w for r in reports for w in r.warnings]
     if problems:
         raise CheckFailed(
@@ -341,7 +343,7 @@ def compare_cmd(
     comparison = compare(reports, names)
     err.print(compare_view(comparison))
     if comparison.verdict:
-        err.print(comparison.verdict, markup=False, highlight=False)
+        Reporter().say(comparison.verdict)
     write_charts(reports, html_out, png_out)
     if output is not OutputFormat.table:
         print_json_text(comparison.model_dump_json(indent=1), output)

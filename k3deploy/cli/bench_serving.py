@@ -35,7 +35,7 @@ class TargetServing:
 
     def serve(self, profile: Profile, reporter: Reporter) -> str:
         """render -> apply -> wait; the endpoint once it answers."""
-        summary = pipeline.apply(profile, self.target, reporter.note)
+        summary = pipeline.apply(profile, self.target, reporter)
         try:
             summary.raise_for_status()
         except K3DeployError as exc:

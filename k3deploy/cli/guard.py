@@ -18,11 +18,12 @@ from k3deploy.cli.rollout import (
     _load,
     checked_group_template,
 )
-from k3deploy.console import err, out
+from k3deploy.console import out
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
 from k3deploy.kube.deadline import Deadline
 from k3deploy.kube.options import KubeOptions
+from k3deploy.reporter import Reporter
 
 if TYPE_CHECKING:
     from k3deploy.kube.api import KubeApi
@@ -94,8 +95,10 @@ def guard(
     deadline = Deadline(parse_duration(timeout), flag="--timeout")
     api = KubeApi(KubeOptions(kubeconfig, context, namespace, deadline))
 
+    reporter = Reporter()
+
     def say(line: str) -> None:
-        err.print(f"guard: {line}", markup=False, highlight=False)
+        reporter.say(f"guard: {line}")
 
     g = Guard(
         api=api,

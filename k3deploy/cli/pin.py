@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from k3deploy.cli.app import ProfileOpt, SetOpt, app
-from k3deploy.console import err
+from k3deploy.reporter import Reporter
 
 if TYPE_CHECKING:
     from k3deploy.pin.image_vllm import ImageVllm
@@ -48,22 +48,21 @@ def pin(
     with RegistryClient(mirrors=mirrors, deadline=deadline) as registry, HubClient(deadline=deadline) as hub:
         outcome = pin_profile(profile, list(set_ or []), registry, hub, deadline)
     write_pinned(outcome.text, out)
+    reporter = Reporter()
     if not outcome.rows:
-        err.print(
-            "nothing to pin: the profile names no Hub model and no image (a local target with local or generated weights)",
-            markup=False,
-            highlight=False,
+        reporter.say(
+            "nothing to pin: the profile names no Hub model and no image (a local target with local or generated weights)"
         )
     for row in outcome.rows:
         change = f"{row.before} -> {row.after}" if row.before != row.after else f"{row.after} (unchanged)"
-        err.print(f"{row.field}: {change}  [{row.note}]", markup=False, highlight=False)
+        reporter.say(f"{row.field}: {change}  [{row.note}]")
     if outcome.vllm is not None:
-        _say_vllm(outcome.vllm)
+        _say_vllm(outcome.vllm, reporter)
     if output not in (None, "-"):
-        err.print(f"wrote the pinned profile to {output}", markup=False, highlight=False)
+        reporter.say(f"wrote the pinned profile to {output}")
 
 
-def _say_vllm(found: ImageVllm) -> None:
+def _say_vllm(found: ImageVllm, reporter: Reporter) -> None:
     """Which vLLM the image runs, and a warning when it is not the one the rendered flags were checked against."""
     for line in found.lines():
-        err.print(line, markup=False, highlight=False)
+        reporter.say(line)

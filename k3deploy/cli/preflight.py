@@ -10,9 +10,10 @@ import typer
 from k3deploy.cli.app import OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.measured import MeasuredOpt, measured_rate_of
 from k3deploy.cli.output import print_data
-from k3deploy.console import err, out
+from k3deploy.console import out
 from k3deploy.errors import CheckFailed
 from k3deploy.kube.options import KubeOptions
+from k3deploy.reporter import Reporter
 from k3deploy.targets import DeployOptions, target_for
 
 
@@ -97,7 +98,7 @@ def preflight(
     else:
         out.print(preflight_table(prof.name, results, wide=output is PreflightFormat.wide))
     counts = {s: sum(r.status is s for r in results) for s in Status}
-    err.print(", ".join(f"{counts[s]} {s.value}" for s in Status if counts[s]), markup=False, highlight=False)
+    Reporter().say(", ".join(f"{counts[s]} {s.value}" for s in Status if counts[s]))
     failed = [r.name for r in results if r.status is Status.FAIL]
     if failed:
         raise CheckFailed(

@@ -10,8 +10,9 @@ import typer
 from k3deploy.cli.app import FormatOpt, OutputFormat, ProfileOpt, SetOpt, app, get_profile
 from k3deploy.cli.measured import MeasuredOpt, measured_rate_of
 from k3deploy.cli.output import print_data
-from k3deploy.console import err, out, plain
+from k3deploy.console import out
 from k3deploy.errors import CheckFailed
+from k3deploy.reporter import Reporter
 from k3deploy.targets import render_for
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def plan(
     from k3deploy.profile.plan import plan as make_plan
     from k3deploy.smoke.headline import REHEARSAL_LABEL
 
+    reporter = Reporter()
     prof = get_profile(
         profile, set_, check_fit=False
     )  # not fitting is this command's verdict (exit 1), not a bad profile
@@ -95,18 +97,16 @@ def plan(
     else:
         out.print(plan_table(result))
         if cache is not None:
-            err.print(f"weight cache: {cache_note(cache)}", markup=False, highlight=False)
+            reporter.say(f"weight cache: {cache_note(cache)}")
         if loading is not None:
-            err.print(load_note(loading), markup=False, highlight=False)
+            reporter.say(load_note(loading))
         if prof.on_kubernetes:
             for line in budget.parts():
-                err.print(f"start-up budget: {line}", markup=False, highlight=False)
+                reporter.say(f"start-up budget: {line}")
             if rate is not None and budget.total_s != prof.startup_budget.total_s:
-                err.print(
+                reporter.say(
                     f"note: the rendered pods get {prof.startup_budget.total_s:,} s (storage.read_mb_s); render with "
-                    f"--set storage.read_mb_s={rate.mb_s:g} to give them this budget",
-                    markup=False,
-                    highlight=False,
+                    f"--set storage.read_mb_s={rate.mb_s:g} to give them this budget"
                 )
         if placement is not None:
             # Loaded when the command runs: `k3deploy --help` and the other commands stay light.
@@ -114,10 +114,10 @@ def plan(
 
             out.print(placement_table(placement))
             if trapped and placement.fits:  # what preflight's k8s.placement WARNs of, where `plan` shows the cliques
-                err.print(f"warning: {'; '.join(trapped)}: {TRAP_CONSEQUENCE}", markup=False, highlight=False)
-                err.print(f"hint: {trap_hint(placement)}", markup=False, highlight=False)
+                reporter.warn(f"{'; '.join(trapped)}: {TRAP_CONSEQUENCE}")
+                reporter.say(f"hint: {trap_hint(placement)}")
         if prof.model.rehearsal:
-            err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
+            reporter.say(f"note: {prof.model.id} is a {REHEARSAL_LABEL}")
     if not result.fits:
         raise CheckFailed(
             f"plan for {prof.name!r} does not fit: {result.reason}", hint="add GPUs or lower max_model_len"
@@ -205,13 +205,14 @@ def render(
     from k3deploy.pin.floating import refuse_floating
     from k3deploy.render.write import render_to
 
+    reporter = Reporter()
     prof = get_profile(profile, set_)
     refuse_floating(prof)
     rendering = render_for(prof)
     render_to(rendering.files, rendering.stream, rendering.what, output_dir, force=force)
     if prof.on_kubernetes:
         for line in render_warnings(prof):
-            plain(f"warning: {line}")
+            reporter.warn(line)
 
 
 def render_warnings(prof: Profile) -> list[str]:

@@ -19,11 +19,12 @@ from k3deploy.cli.app import (
 )
 from k3deploy.cli.confirm import confirm
 from k3deploy.cli.output import print_data
-from k3deploy.console import err, out, plain
+from k3deploy.console import out
 from k3deploy.duration import parse_duration
 from k3deploy.errors import CheckFailed, ProfileError, UsageError
 from k3deploy.kube.deadline import Deadline
 from k3deploy.kube.options import KubeOptions
+from k3deploy.reporter import Reporter
 from k3deploy.targets import DeployOptions, render_for, target_for
 
 if TYPE_CHECKING:
@@ -93,14 +94,14 @@ def _load(profile: ProfileRefs, sets: list[str] | None, namespace: str | None) -
     return get_profile(profile, overrides)
 
 
-def _settled(prof: Profile, options: DeployOptions) -> Profile:
+def _settled(prof: Profile, options: DeployOptions, reporter: Reporter) -> Profile:
     """The profile with an `auto` gang admission decided against the cluster (targets/kubernetes/admission.py),
     once, before the command renders its set; any other profile as it is, without reading the cluster."""
     if not prof.on_kubernetes or prof.kubernetes.gang_admission != "auto":
         return prof
     from k3deploy.targets.kubernetes.admission import settle  # the cluster client loads only for `auto`
 
-    return settle(prof, options.kube, plain)
+    return settle(prof, options.kube, reporter)
 
 
 def _options(kubeconfig: str | None, context: str | None, namespace: str | None, **kwargs: Any) -> DeployOptions:
@@ -146,24 +147,22 @@ def _refuse_format_specs(template: str) -> None:
             )
 
 
-def _print_summary(summary: RunSummary, output: OutputFormat) -> None:
+def _print_summary(summary: RunSummary, output: OutputFormat, reporter: Reporter) -> None:
     if output is not OutputFormat.table:
         print_data(summary.to_dict(), output)
-    err.print(f"summary ({summary.command} {summary.profile} on {summary.target}):", markup=False, highlight=False)
+    reporter.say(f"summary ({summary.command} {summary.profile} on {summary.target}):")
     for stage in summary.stages:
         detail = f" - {stage.detail}" if stage.detail else ""
-        err.print(
-            f"  {stage.name:<10} {stage.status.value:<5} {stage.seconds:6.1f}s{detail}", markup=False, highlight=False
-        )
+        reporter.say(f"  {stage.name:<10} {stage.status.value:<5} {stage.seconds:6.1f}s{detail}")
     if summary.rollback:
-        err.print(f"  rollback: {summary.rollback}", markup=False, highlight=False)
+        reporter.say(f"  rollback: {summary.rollback}")
     figures = (summary.extra.get("smoke") or {}).get("figures")
     if figures:
         # Loaded when there are figures to print: the report models stay out of `--help`.
         from k3deploy.smoke.headline import headline_lines
 
         for line in headline_lines(figures):
-            err.print(line, markup=False, highlight=False)
+            reporter.say(line)
     summary.raise_for_status()
 
 
@@ -175,7 +174,7 @@ class DryRun(str, Enum):
     server = "server"
 
 
-def _client_dry_run(prof: Profile, output: OutputFormat) -> None:
+def _client_dry_run(prof: Profile, output: OutputFormat, reporter: Reporter) -> None:
     """`apply --dry-run=client`: the objects apply would send, rendered here; no call reaches the API server."""
     # Loaded when the objects are read back: `k3deploy --help` stays light.
     import yaml
@@ -184,12 +183,10 @@ def _client_dry_run(prof: Profile, output: OutputFormat) -> None:
     if output is not OutputFormat.table:
         print_data(docs, output)
     for doc in docs:
-        err.print(f"  {doc['kind']}/{doc['metadata']['name']} (dry run: client)", markup=False, highlight=False)
-    err.print(
+        reporter.say(f"  {doc['kind']}/{doc['metadata']['name']} (dry run: client)")
+    reporter.say(
         f"dry run (client): {len(docs)} objects rendered, nothing sent to the API server; "
-        "--dry-run=server has the server validate and admit them",
-        markup=False,
-        highlight=False,
+        "--dry-run=server has the server validate and admit them"
     )
 
 
@@ -226,9 +223,10 @@ def apply_cmd(
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
 
+    reporter = Reporter()
     prof = _load(profile, set_, namespace)
     if dry_run is DryRun.client and prof.on_kubernetes and not diff:
-        _client_dry_run(prof, output)
+        _client_dry_run(prof, output, reporter)
         return
     # On the local target no server takes part: a dry run of either kind says what it would launch.
     dry = dry_run is not DryRun.none
@@ -242,16 +240,13 @@ def apply_cmd(
         wait=wait and not (dry or diff),
         timeout_s=parse_duration(timeout),
     )
-    prof = _settled(prof, options)
+    prof = _settled(prof, options, reporter)
     rendering = render_for(prof)  # once: the question, the lock, the render stage and the plan all take this set
     _confirm_in_place(prof, options, rendering, yes, "or `up --strategy blue-green` with a second free clique")
-    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.targets.progress import ProgressView
-
-    with ProgressView() as view:
-        target = target_for(prof, options, view)
+    with reporter:
+        target = target_for(prof, options, reporter)
         summary = pipeline.apply(
-            prof, target, view.note, wait=options.wait, timeout_s=options.timeout_s, rendering=rendering
+            prof, target, reporter, wait=options.wait, timeout_s=options.timeout_s, rendering=rendering
         )
     if diff:
         if output is not OutputFormat.table:  # stdout must stay one document: the diffs go inside it
@@ -260,7 +255,7 @@ def apply_cmd(
             for _, text in summary.diffs:
                 out.print(text, end="", markup=False, highlight=False)
     summary.extra["objects"] = summary.applied
-    _print_summary(summary, output)
+    _print_summary(summary, output, reporter)
     if diff and summary.diffs:
         raise typer.Exit(EXIT_DIFFERENCES)  # as `kubectl diff`: 1 when the live state differs, 0 when it matches
 
@@ -328,6 +323,7 @@ def up(
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
 
+    reporter = Reporter()
     prof = _load(profile, set_, namespace)
     options = _options(
         kubeconfig,
@@ -341,21 +337,18 @@ def up(
         group_endpoint=group_endpoint,
         smoke_where=smoke_where.value if not skip_smoke else SmokeWhere.client.value,
     )
-    prof = _settled(prof, options)
+    prof = _settled(prof, options, reporter)
     rendering = render_for(prof)  # once: the question, the lock, preflight, the plan and the smokes all take this set
     if strategy is Strategy.blue_green:
-        options = _blue_green_or_in_place(prof, options, rendering, yes)
+        options = _blue_green_or_in_place(prof, options, rendering, yes, reporter)
     else:
         _confirm_in_place(prof, options, rendering, yes, "or --strategy blue-green with a second free clique")
-    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.targets.progress import ProgressView
-
-    with ProgressView() as view:
-        target = target_for(prof, options, view)
+    with reporter:
+        target = target_for(prof, options, reporter)
         summary = pipeline.up(
             prof,
             target,
-            view.note,
+            reporter,
             timeout_s=options.timeout_s,
             preflight=not skip_preflight,
             smoke=not skip_smoke,
@@ -363,10 +356,10 @@ def up(
             smoke_where=options.smoke_where,
             rendering=rendering,
         )
-    _print_summary(summary, output)
+    _print_summary(summary, output, reporter)
 
 
-def _blue_green_or_in_place(prof: Profile, options: Any, rendering: Rendering, yes: bool) -> Any:
+def _blue_green_or_in_place(prof: Profile, options: Any, rendering: Rendering, yes: bool, reporter: Reporter) -> Any:
     """Blue-green when a second group fits; else the in-place outage, accepted by --yes or at the prompt."""
     if not prof.on_kubernetes:
         raise UsageError(
@@ -386,9 +379,7 @@ def _blue_green_or_in_place(prof: Profile, options: Any, rendering: Rendering, y
     if question is None:
         return options
     confirm(question, yes=yes, hint="re-run with --yes to accept the outage, or free a clique for the new group")
-    err.print(
-        "blue-green: no room for a second group; replacing the only group in place", markup=False, highlight=False
-    )
+    reporter.say("blue-green: no room for a second group; replacing the only group in place")
     return dataclasses.replace(options, strategy="rolling")
 
 
@@ -473,6 +464,7 @@ def down(
     # The stage loads when the command runs: `k3deploy --help` and the other commands stay light.
     from k3deploy import pipeline
 
+    reporter = Reporter()
     prof = _load(profile, set_, namespace)
     options = _options(kubeconfig, context, namespace, timeout_s=parse_duration(timeout))
     if not yes:
@@ -481,10 +473,7 @@ def down(
             yes=yes,
             hint="re-run with --yes to go ahead (k3deploy deletes only what it created)",
         )
-    # The progress view loads when the rollout runs: `k3deploy --help` stays light.
-    from k3deploy.targets.progress import ProgressView
-
-    with ProgressView() as view:
-        target = target_for(prof, options, view)
+    with reporter:
+        target = target_for(prof, options, reporter)
         result = pipeline.down(prof, target, purge=purge)
-    err.print(f"down: {result}", markup=False, highlight=False)
+    reporter.say(f"down: {result}")

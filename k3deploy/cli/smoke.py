@@ -17,12 +17,11 @@ from k3deploy.console import err, is_interactive
 from k3deploy.duration import parse_duration
 from k3deploy.errors import UsageError
 from k3deploy.fileio.write import check_output, write_output
+from k3deploy.reporter import Reporter
 
 if TYPE_CHECKING:  # the command's stage loads when it runs (below): `k3deploy --help` stays light
     from k3deploy.profile.model import Profile
     from k3deploy.report.smoke import SmokeReport
-
-Notice = Callable[[str], None]
 
 
 def parse_levels(raw: str) -> list[int]:
@@ -170,17 +169,15 @@ def smoke(
 
     progress = (lambda msg: err.print(f"[dim]{msg}[/]", markup=True)) if is_interactive() else None
 
-    def notice(msg: str) -> None:
-        err.print(msg, markup=False, highlight=False)
-
-    options = SmokeOptions(api_key=api_key, progress=progress, notice=notice)
+    reporter = Reporter()
+    options = SmokeOptions(api_key=api_key, progress=progress, notice=reporter.say)
     if gate_leaders:
-        report = _gated(prof, endpoint, group_endpoint, lambda p, url: run_smoke(p, url, options), notice)
+        report = _gated(prof, endpoint, group_endpoint, lambda p, url: run_smoke(p, url, options), reporter)
     else:
         report = run_smoke(prof, endpoint, options)
     err.print(smoke_view(report))
     if prof.model.rehearsal:
-        err.print(f"note: {prof.model.id} is a {REHEARSAL_LABEL}", markup=False, highlight=False)
+        reporter.say(f"note: {prof.model.id} is a {REHEARSAL_LABEL}")
     if report_out is not None:
         write_output(report_out, report.to_json())
     if output is not OutputFormat.table:
@@ -190,7 +187,11 @@ def smoke(
 
 
 def _gated(
-    profile: Profile, endpoint: str, template: str | None, smoke: Callable[[Profile, str], SmokeReport], note: Notice
+    profile: Profile,
+    endpoint: str,
+    template: str | None,
+    smoke: Callable[[Profile, str], SmokeReport],
+    reporter: Reporter,
 ) -> SmokeReport:
     """--gate-leaders: gate the leaders not in traffic yet (targets/kubernetes/job_gates.py), then smoke `endpoint`
     (the API Service) unless a gate failed; the gates' checks lead the report."""
@@ -202,7 +203,9 @@ def _gated(
     from k3deploy.targets.kubernetes.job_gates import gate_from_inside
 
     started = datetime.now(UTC)
-    gates = gate_from_inside(KubeApi(KubeOptions()), profile, lambda p, url: smoke(p, url).failure(), note, template)
+    gates = gate_from_inside(
+        KubeApi(KubeOptions()), profile, lambda p, url: smoke(p, url).failure(), reporter, template
+    )
     if any(c.status is Status.FAIL for c in gates):
         return SmokeReport(
             profile=profile.name, endpoint=endpoint, started_at=started, finished_at=datetime.now(UTC), checks=gates

@@ -22,10 +22,11 @@ __all__ = ["IN_CLUSTER", "REGISTRY", "RENDERERS", "DeployOptions", "check_target
 
 if TYPE_CHECKING:  # this package's own import stays standard-library light (targets/local/rehearsal.py runs alone)
     from k3deploy.profile.model import Profile
+    from k3deploy.reporter import Reporter
     from k3deploy.targets.base import Target
     from k3deploy.targets.rendering import Rendering
 
-#: Target name -> "module:Class" (imported on first use) or a factory(options, view) -> Target.
+#: Target name -> "module:Class" (imported on first use) or a factory(options, reporter) -> Target.
 REGISTRY: dict[str, str | Callable[..., Target]] = {
     "kubernetes": "k3deploy.targets.kubernetes.target:KubernetesTarget",
     "local": "k3deploy.targets.local.target:LocalTarget",
@@ -82,9 +83,9 @@ def _factory(profile: Profile) -> Callable[..., Target]:
     return entry
 
 
-def target_for(profile: Profile, options: DeployOptions | None = None, view: Any = None) -> Target:
-    """The Target for `profile.target`, built with `options` and reporting progress to `view`."""
-    return _factory(profile)(options or DeployOptions(), view)
+def target_for(profile: Profile, options: DeployOptions | None = None, reporter: Reporter | None = None) -> Target:
+    """The Target for `profile.target`, built with `options` and reporting progress to `reporter`."""
+    return _factory(profile)(options or DeployOptions(), reporter)
 
 
 def render_for(profile: Profile) -> Rendering:

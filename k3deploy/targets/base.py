@@ -30,6 +30,7 @@ from k3deploy.errors import UsageError
 from k3deploy.kobject import JsonObject
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.plan import Plan
 from k3deploy.rollout.steps import Step, StepOutcome
 from k3deploy.rollout.undo import Undo
@@ -82,9 +83,9 @@ class Target(abc.ABC):
     #: `apply` replaces the running server quickly, so `bench --ab/--sweep` may serve variants in turn.
     serves_variants: bool = False
 
-    def __init__(self, options: Any = None, view: Any = None) -> None:
+    def __init__(self, options: Any = None, reporter: Reporter | None = None) -> None:
         self.options = options
-        self.view = view
+        self.reporter = reporter
 
     @abc.abstractmethod
     def render(self, profile: Profile) -> Rendering:

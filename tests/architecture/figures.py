@@ -30,6 +30,7 @@ FOUNDATION = {
     "console",
     "rich_console",
     "reporter",
+    "live_table",
     "prompts",
     "pod_scripts",
     "traffic_gate",

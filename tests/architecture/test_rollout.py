@@ -231,12 +231,12 @@ def _stored(path: Path) -> set[str]:
 def test_the_targets_keep_no_rollout_state_between_their_calls() -> None:
     """The local target's running server is the record in its state directory, and the Namespace the Kubernetes
     target's lock made is yielded by the lock and passed to each step (targets/base.py `Held`): neither is an
-    attribute a later call reads. What the targets store: their options and view, and the Kubernetes target's connection (made on first
+    attribute a later call reads. What the targets store: their options and Reporter, and the Kubernetes target's connection (made on first
     use); its deadline is the connection options' own, which every request reads (a property, not a copy)."""
     local = _stored(PACKAGE / "targets" / "local" / "target.py")
-    assert local <= {"_view", "options", "view"}, local
+    assert local <= {"options", "reporter"}, local
     kubernetes = _stored(PACKAGE / "targets" / "kubernetes" / "target.py")
-    assert kubernetes <= {"options", "view", "_api"}, kubernetes
+    assert kubernetes <= {"options", "reporter", "_api"}, kubernetes
 
 
 # -- the rollback and `down` as plans ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from k3deploy.errors import SmokeUnreachable
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
+from k3deploy.reporter import Reporter
 from k3deploy.targets.kubernetes import marks
 from k3deploy.traffic_gate import GATED_LABEL
 from tests.realk8s.client import resource_path, wait_until
@@ -31,7 +32,9 @@ def _pod(namespace: str) -> dict[str, Any]:
     }
 
 
-def test_a_mark_by_a_uid_of_a_pod_recreated_since_is_refused(realk8s: Plane, namespace: str, tmp_path: Path) -> None:
+def test_a_mark_by_a_uid_of_a_pod_recreated_since_is_refused(
+    realk8s: Plane, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pods = resource_path("v1", "pods", namespace)
     path = resource_path("v1", "pods", namespace, name="kimi-0")
     judged = realk8s.api.create(pods, _pod(namespace))["metadata"]["uid"]
@@ -39,10 +42,9 @@ def test_a_mark_by_a_uid_of_a_pod_recreated_since_is_refused(realk8s: Plane, nam
     wait_until("the judged pod to be gone", lambda: realk8s.api.find(path) is None, 60)
     now = realk8s.api.create(pods, _pod(namespace))["metadata"]["uid"]
     api = KubeApi(KubeOptions(kubeconfig=str(realk8s.kubeconfig(tmp_path / "admin.kubeconfig"))))
-    said: list[str] = []
     with pytest.raises(SmokeUnreachable, match=r"leader kimi-0 changed while it was marked \(\d+\)"):
-        marks.mark(api, namespace, "kimi", 0, judged, said.append, record_revision=False)
+        marks.mark(api, namespace, "kimi", 0, judged, Reporter(interactive=False), record_revision=False)
     assert GATED_LABEL not in (realk8s.api.get(path)["metadata"].get("labels") or {})
-    marks.mark(api, namespace, "kimi", 0, now, said.append, record_revision=False)
+    marks.mark(api, namespace, "kimi", 0, now, Reporter(interactive=False), record_revision=False)
     assert realk8s.api.get(path)["metadata"]["labels"][GATED_LABEL] == "true"
-    assert said == ["    leader kimi-0 takes traffic: its gate passed"]
+    assert capsys.readouterr().err.splitlines() == ["    leader kimi-0 takes traffic: its gate passed"]

@@ -11,6 +11,7 @@ from k3deploy import pipeline
 from k3deploy.errors import CheckFailed, EnvironmentProblem
 from k3deploy.profile import load_profile
 from k3deploy.report.model import CheckResult, Status
+from k3deploy.reporter import Reporter
 from k3deploy.smoke.headline import REHEARSAL_LABEL, headline_lines
 from k3deploy.targets.base import Rendering, Revision, TargetStatus
 from k3deploy.targets.one_go import ApplyOutcome, OneGoTarget, WaitOutcome
@@ -75,10 +76,10 @@ def profile() -> Any:
     return load_profile("local-cpu", [])
 
 
-def test_stages_run_in_order_and_pass(profile: Any) -> None:
+def test_stages_run_in_order_and_pass(profile: Any, capsys: pytest.CaptureFixture[str]) -> None:
     target = ScriptedTarget()
-    lines: list[str] = []
-    summary = pipeline.up(profile, target, lines.append, smoke=False)
+    summary = pipeline.up(profile, target, Reporter(interactive=False), smoke=False)
+    lines = capsys.readouterr().err.splitlines()
     assert target.calls == ["preflight", "current_revision", "apply", "wait_ready"]
     assert [(s.name, s.status) for s in summary.stages] == [
         ("preflight", Status.PASS),
@@ -99,35 +100,35 @@ def test_stages_run_in_order_and_pass(profile: Any) -> None:
 def test_failed_wait_rolls_back_to_the_previous_revision_with_the_stage_exit_code(profile: Any) -> None:
     previous = Revision(target="scripted", number=4)
     target = ScriptedTarget({"wait_ready": EnvironmentProblem("deadline")}, previous)
-    summary = pipeline.up(profile, target, lambda _: None, smoke=False, preflight=False)
+    summary = pipeline.up(profile, target, Reporter(quiet=True), smoke=False, preflight=False)
     assert target.calls == ["current_revision", "apply", "wait_ready", "rollback"]
     assert summary.exit_code == 3 and summary.error == "deadline" and summary.rollback == "restored 4"
 
 
 def test_no_rollback_leaves_it_and_says_so(profile: Any) -> None:
     target = ScriptedTarget({"wait_ready": CheckFailed("crash")})
-    summary = pipeline.up(profile, target, lambda _: None, smoke=False, preflight=False, rollback=False)
+    summary = pipeline.up(profile, target, Reporter(quiet=True), smoke=False, preflight=False, rollback=False)
     assert "rollback" not in target.calls
     assert summary.exit_code == 1 and summary.rollback.startswith("skipped (--no-rollback)")
 
 
 def test_failed_preflight_stops_before_apply(profile: Any) -> None:
     target = ScriptedTarget({"preflight": CheckFailed("no GPUs", hint="h")})
-    summary = pipeline.up(profile, target, lambda _: None, smoke=False)
+    summary = pipeline.up(profile, target, Reporter(quiet=True), smoke=False)
     assert target.calls == ["preflight"]
     assert summary.exit_code == 1 and summary.hint == "h" and summary.rollback is None
 
 
 def test_a_failed_apply_is_not_rolled_back(profile: Any) -> None:
     target = ScriptedTarget({"apply": CheckFailed("conflict")})
-    summary = pipeline.up(profile, target, lambda _: None, smoke=False, preflight=False)
+    summary = pipeline.up(profile, target, Reporter(quiet=True), smoke=False, preflight=False)
     assert target.calls == ["current_revision", "apply"] and summary.rollback is None
 
 
 def test_ctrl_c_propagates_without_rollback(profile: Any) -> None:
     target = ScriptedTarget({"wait_ready": KeyboardInterrupt()})
     with pytest.raises(KeyboardInterrupt):
-        pipeline.up(profile, target, lambda _: None, smoke=False, preflight=False)
+        pipeline.up(profile, target, Reporter(quiet=True), smoke=False, preflight=False)
     assert "rollback" not in target.calls
 
 
@@ -146,7 +147,7 @@ def test_up_ends_with_the_smoke_figures_labelled_as_a_rehearsal() -> None:
     # Per request: a first token, then chunks of 4, 3, 4, ... (28 tokens): 8 drafts of 4 tokens, 20 accepted.
     rehearsal = load_profile("local-cpu", ["smoke.requests=2", "smoke.output_tokens=29", "targets.decode_tok_s=1"])
     with scripted_server(Script(tokens_per_chunk=[4, 3], num_speculative_tokens=4)) as endpoint:
-        summary = pipeline.up(rehearsal, EndpointTarget(endpoint.url), lambda _: None, preflight=False)
+        summary = pipeline.up(rehearsal, EndpointTarget(endpoint.url), Reporter(quiet=True), preflight=False)
     assert summary.exit_code == 0, summary.error
     figures = summary.to_dict()["smoke"]["figures"]
     median = figures["decode_tok_s"].pop("median")
@@ -235,7 +236,7 @@ def test_a_failed_correctness_check_in_a_real_smoke_is_in_the_figures() -> None:
     )
     script = Script(models=["moonshotai/Kimi-K3"], tokens_per_chunk=[4, 3], num_speculative_tokens=4)
     with scripted_server(script) as endpoint:
-        summary = pipeline.up(prof, EndpointTarget(endpoint.url), lambda _: None, preflight=False)
+        summary = pipeline.up(prof, EndpointTarget(endpoint.url), Reporter(quiet=True), preflight=False)
     figures = summary.to_dict()["smoke"]["figures"]
     assert summary.exit_code == 1 and "correctness" in figures["failed_checks"]
     assert headline_lines(figures)[-1].startswith("    result             smoke FAILED: correctness")
@@ -247,7 +248,7 @@ def test_an_unexpected_exception_in_a_stage_still_ends_with_summary_and_rollback
         fail={stage: TypeError("unsupported format string passed to NoneType.__format__")},
         previous=Revision(target="scripted", number=4),
     )
-    summary = pipeline.up(profile, target, lambda _: None, smoke=False)
+    summary = pipeline.up(profile, target, Reporter(quiet=True), smoke=False)
     name = {"wait_ready": "wait", "apply": "apply"}[stage]
     assert (summary.stages[-1].name, summary.stages[-1].status, summary.exit_code) == (name, Status.FAIL, 3)
     assert summary.error == f"unexpected TypeError in {name}: unsupported format string passed to NoneType.__format__"
@@ -262,7 +263,7 @@ def test_an_unexpected_exception_in_smoke_rolls_back_with_the_report(profile: An
             raise ValueError("no endpoint")
 
     target = BrokenEndpoint()
-    summary = pipeline.up(profile, target, lambda _: None)
+    summary = pipeline.up(profile, target, Reporter(quiet=True))
     assert [(s.name, s.status) for s in summary.stages][-1] == ("smoke", Status.FAIL)
     assert (summary.exit_code, summary.error) == (3, "unexpected ValueError in smoke: no endpoint")
     assert summary.rollback == "removed" and target.calls[-1] == "rollback"
@@ -274,7 +275,7 @@ def test_a_rollback_that_raises_anything_is_reported_as_failed(profile: Any) -> 
             raise KeyError("pid")
 
     summary = pipeline.up(
-        profile, BadRollback(fail={"wait_ready": CheckFailed("not ready")}), lambda _: None, smoke=False
+        profile, BadRollback(fail={"wait_ready": CheckFailed("not ready")}), Reporter(quiet=True), smoke=False
     )
     assert summary.exit_code == 1
     assert summary.rollback == "rollback failed: unexpected KeyError in rollback: 'pid'"
@@ -293,7 +294,7 @@ def test_a_target_lock_is_held_for_the_whole_command(profile: Any) -> None:
                 self.calls.append("unlock")
 
     target = Locking(fail={"wait_ready": CheckFailed("not ready")})
-    pipeline.up(profile, target, lambda _: None, smoke=False)
+    pipeline.up(profile, target, Reporter(quiet=True), smoke=False)
     assert target.calls == ["lock up", "preflight", "current_revision", "apply", "wait_ready", "rollback", "unlock"]
     target = Locking()
     assert pipeline.down(profile, target, purge=False) == "gone" and target.calls == ["lock down", "unlock"]
@@ -312,8 +313,7 @@ def _closed_port() -> str:
 def test_a_smoke_that_cannot_reach_the_server_keeps_a_first_install() -> None:
     quick = load_profile("local-cpu", ["smoke.requests=1", "smoke.output_tokens=8", "smoke.ready_timeout_s=null"])
     target = EndpointTarget(_closed_port())
-    lines: list[str] = []
-    summary = pipeline.up(quick, target, lines.append, preflight=False)
+    summary = pipeline.up(quick, target, Reporter(quiet=True), preflight=False)
     assert summary.exit_code == 3, summary.error
     assert "rollback" not in target.calls
     assert summary.rollback == "not rolled back: the smoke could not test the server; the install is kept"
@@ -326,7 +326,7 @@ def test_a_smoke_that_reached_the_server_and_failed_rolls_a_first_install_back()
     strict = load_profile("local-cpu", ["smoke.requests=1", "smoke.output_tokens=8", "targets.decode_tok_s=1e9"])
     with scripted_server(Script(tokens_per_chunk=[4, 3], num_speculative_tokens=4)) as endpoint:
         target = EndpointTarget(endpoint.url)
-        summary = pipeline.up(strict, target, lambda _: None, preflight=False)
+        summary = pipeline.up(strict, target, Reporter(quiet=True), preflight=False)
     assert summary.exit_code == 1, summary.error
     assert target.calls[-1] == "rollback" and summary.rollback == "removed"
     assert "decode target" in (summary.error or "")

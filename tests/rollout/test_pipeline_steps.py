@@ -8,10 +8,13 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from k3deploy import pipeline
 from k3deploy.errors import CheckFailed, K3DeployError
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
+from k3deploy.reporter import Reporter
 from k3deploy.rollout import plan as p
 from k3deploy.rollout import steps as st
 from k3deploy.rollout import undo as u
@@ -69,14 +72,16 @@ class Planned(ScriptedTarget):
         return super().undo_plan(profile, previous, plan, begun, objects)
 
 
-def test_each_group_gate_runs_in_the_pipeline_in_plan_order_before_the_final_smoke() -> None:
+def test_each_group_gate_runs_in_the_pipeline_in_plan_order_before_the_final_smoke(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     profile = load_profile("local-cpu", SMOKE)
-    lines: list[str] = []
     with scripted_server(GOOD) as server:
         target = Planned({0: server.url, 1: server.url})
         target.endpoint = lambda profile: server.url  # type: ignore[method-assign]
-        summary = pipeline.up(profile, target, lines.append, preflight=False)
+        summary = pipeline.up(profile, target, Reporter(interactive=False), preflight=False)
         served = server.counters.requests
+    lines = capsys.readouterr().err.splitlines()
     assert summary.exit_code == 0, summary.error
     assert target.calls == [
         "current_revision",
@@ -107,7 +112,7 @@ def test_a_failed_gate_fails_the_wait_stage_stops_the_plan_and_the_rollback_know
         scripted_server(Script(completion_status=500)) as bad,
     ):
         target = Planned({1: good.url, 0: bad.url})
-        summary = pipeline.up(profile, target, lambda _: None, preflight=False)
+        summary = pipeline.up(profile, target, Reporter(quiet=True), preflight=False)
     assert (summary.stages[-1].name, summary.stages[-1].status) == ("wait", Status.FAIL)
     assert summary.exit_code == 1
     assert summary.error is not None and summary.error.startswith(
@@ -133,14 +138,16 @@ class FirstInstall(Planned):
         self.calls.append(f"mark {group} {uid}")
 
 
-def test_a_first_installs_failed_gate_fails_the_wait_stage_with_a_hint_of_its_own_and_marks_nothing() -> None:
+def test_a_first_installs_failed_gate_fails_the_wait_stage_with_a_hint_of_its_own_and_marks_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """No group served before a first install: its failed gate says that the leader takes no traffic, not that
     older groups still serve, and the leader is not marked."""
     profile = load_profile("local-cpu", SMOKE)
     with scripted_server(Script(completion_status=500)) as bad:
         target = FirstInstall({0: bad.url})
-        lines: list[str] = []
-        summary = pipeline.up(profile, target, lines.append, preflight=False)
+        summary = pipeline.up(profile, target, Reporter(interactive=False), preflight=False)
+    lines = capsys.readouterr().err.splitlines()
     assert (summary.stages[-1].name, summary.stages[-1].status) == ("wait", Status.FAIL)
     assert summary.exit_code == 1
     assert "  smoke of group 0 through its leader kimi-0 (not in traffic yet)" in lines
@@ -177,7 +184,7 @@ def test_the_pipeline_runs_a_rollback_part_by_part_and_a_stopped_part_skips_only
             return super().run_step(profile, step, timeout_s, held)
 
     target = Guarded(fail={"wait_ready": CheckFailed("not ready")})
-    summary = pipeline.up(profile, target, lambda _: None, preflight=False, smoke=False)
+    summary = pipeline.up(profile, target, Reporter(quiet=True), preflight=False, smoke=False)
     undone = target.calls[target.calls.index("Begin") :]
     assert undone == ["Begin", "Guard", "Delete", "WaitGone"]
     assert summary.rollback == (
@@ -210,7 +217,7 @@ def test_a_failed_rollback_part_ends_only_itself_and_the_error_says_what_every_p
             return super().run_step(profile, step, timeout_s, held)
 
     target = Refused(fail={"wait_ready": CheckFailed("not ready")})
-    summary = pipeline.up(profile, target, lambda _: None, preflight=False, smoke=False)
+    summary = pipeline.up(profile, target, Reporter(quiet=True), preflight=False, smoke=False)
     assert target.calls[target.calls.index("Begin") :] == ["Begin", "Restore", "Delete", "WaitGone"]
     assert summary.rollback == (
         "rollback failed: restoring the previous revision failed: apply Service/kimi-api: 503 Service Unavailable "

@@ -8,8 +8,6 @@ setup (preflight/checks_kueue.py `unusable`), and none otherwise, with the place
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
@@ -18,6 +16,7 @@ from k3deploy.lws import API_VERSION as LWS_API
 from k3deploy.preflight.checks_kueue import unusable
 from k3deploy.preflight.kueue import kueue_facts
 from k3deploy.profile.model import Profile
+from k3deploy.reporter import Reporter
 
 #: Where the render records the mode a set was made with (templates/leaderworkerset.yaml.j2).
 RECORD = "k3deploy/gang-admission"
@@ -44,8 +43,8 @@ def decide(api: KubePort, profile: Profile, namespace: str) -> tuple[str, str]:
     return "kueue", f"Kueue admits each group whole through LocalQueue {profile.kubernetes.kueue_queue}"
 
 
-def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> Profile:
-    """The Kubernetes `profile` with an `auto` gang admission decided against the cluster (and said through `note`);
+def settle(profile: Profile, kube: KubeOptions, reporter: Reporter) -> Profile:
+    """The Kubernetes `profile` with an `auto` gang admission decided against the cluster (and said through `reporter`);
     any other admission unchanged, without reading the cluster (the command asks only for a Kubernetes profile)."""
     if profile.kubernetes.gang_admission != "auto":
         return profile
@@ -64,5 +63,5 @@ def settle(profile: Profile, kube: KubeOptions, note: Callable[[str], None]) -> 
     # Only a change from the default rendering is said: `none` renders as `auto` always did, and where that can
     # split a group preflight's placement check WARNs (the issue's fallback), so its line would be noise on every run.
     if mode != "none":
-        note(f"gang admission auto: {mode} ({why})")
+        reporter.note(f"gang admission auto: {mode} ({why})")
     return with_mode(profile, mode)

@@ -19,6 +19,7 @@ from k3deploy.errors import Diagnosis, K3DeployError, RolloutFailed, RolloutTime
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.profile.model import Profile
+from k3deploy.reporter import Reporter
 from k3deploy.targets.kubernetes import history
 from k3deploy.targets.kubernetes.bluegreen import leftovers
 
@@ -36,14 +37,14 @@ def clear_leftovers(
     api: KubePort,
     found: list[KubeObject],
     serving: str | None,
-    note: Callable[[str], None],
+    reporter: Reporter,
     waiter: Callable[[], Any],
 ) -> list[str]:
     """Remove what a cut-short blue-green left (`found`; k3deploy's only) and wait for the other group's pods to go;
     what was deleted."""
     if not found:
         return []
-    removal = history.remove(api, found, note, label="blue-green leftover: ")
+    removal = history.remove(api, found, reporter, label="blue-green leftover: ")
     for obj in found:
         if obj["kind"] == "LeaderWorkerSet" and obj["metadata"]["name"] != serving:
             waiter().wait_pods_gone(obj["metadata"]["name"])

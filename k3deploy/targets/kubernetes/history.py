@@ -10,7 +10,6 @@ and the namespace that holds it. Nothing is deleted that does not carry k3deploy
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -18,6 +17,7 @@ from k3deploy.errors import K3DeployError, UsageError
 from k3deploy.kobject import JsonObject, KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.contents import foreign_contents, named
 from k3deploy.rollout.order import delete_order
 from k3deploy.rollout.ownership import (
@@ -139,7 +139,7 @@ def _holds_foreign(api: KubePort, namespace_obj: KubeObject, gone: list[KubeObje
 def remove(
     api: KubePort,
     objects: list[KubeObject],
-    note: Callable[[str], None],
+    reporter: Reporter,
     *,
     keep: frozenset[str] = KEPT_KINDS,
     label: str = "",
@@ -158,15 +158,15 @@ def remove(
             continue
         if not owned(live, obj):
             done.kept.append(f"{key} (k3deploy did not create it)")
-            note(f"  {label}kept {key}: k3deploy did not create it")
+            reporter.note(f"  {label}kept {key}: k3deploy did not create it")
             continue
         others = named(_holds_foreign(api, obj, gone)) if kind == "Namespace" else ""
         if others:
             done.kept.append(f"{key} (it holds {others})")
-            note(f"  {label}kept {key}: it holds {others}, which k3deploy did not create")
+            reporter.note(f"  {label}kept {key}: it holds {others}, which k3deploy did not create")
             continue
         if api.delete(api_version, kind, name, namespace or None):
             gone.append(live)
             done.deleted.append(f"deleted {key}")
-            note(f"  {label}deleted {key}")
+            reporter.note(f"  {label}deleted {key}")
     return done

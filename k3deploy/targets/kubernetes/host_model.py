@@ -4,14 +4,14 @@ The folder is the nodes' too only where they share this machine's folders (a one
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from k3deploy.profile.model import Profile
+from k3deploy.reporter import Reporter
 from k3deploy.targets.local import rehearsal
 
 
-def ensure_host_model(profile: Profile, note: Callable[[str], None]) -> None:
+def ensure_host_model(profile: Profile, reporter: Reporter) -> None:
     """Generate the rehearsal model in kubernetes.host_vllm.model_dir when it holds none; a folder that is something
     else is never written (rehearsal.ensure_rehearsal_model refuses it). Nothing for other profiles."""
     host = profile.kubernetes.host_vllm
@@ -20,7 +20,7 @@ def ensure_host_model(profile: Profile, note: Callable[[str], None]) -> None:
     dest = Path(host.model_dir)
     if rehearsal.is_rehearsal_model(dest):
         return
-    note(f"  rehearsal model: generating it in {dest} (random weights, not Kimi K3)")
+    reporter.note(f"  rehearsal model: generating it in {dest} (random weights, not Kimi K3)")
     if rehearsal.can_generate_here():
         rehearsal.ensure_rehearsal_model(dest)
     else:

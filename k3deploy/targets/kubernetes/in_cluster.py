@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
 
 from k3deploy.errors import K3DeployError, SmokeUnreachable
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
 from k3deploy.render.manifests import SMOKE_COMPONENT
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.groups import group_endpoint, leader_name
 from k3deploy.rollout.order import job_role
 from k3deploy.rollout.ownership import owned
@@ -77,7 +77,7 @@ def _gone(api: KubePort, job: KubeObject, deadline: float) -> None:
         )
 
 
-def fresh_job(api: KubePort, job: KubeObject, note: Callable[[str], None], *, force: bool = False) -> KubeObject:
+def fresh_job(api: KubePort, job: KubeObject, reporter: Reporter, *, force: bool = False) -> KubeObject:
     """Delete the earlier run of the smoke Job (only when k3deploy created it), then create it; the live Job."""
     meta = job["metadata"]
     live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])
@@ -89,9 +89,9 @@ def fresh_job(api: KubePort, job: KubeObject, note: Callable[[str], None], *, fo
             )
         api.delete("batch/v1", "Job", meta["name"], meta["namespace"], propagation="Background")
         _gone(api, job, time.monotonic() + GRACE_S)
-        note(f"  {object_key(job)} of the previous run deleted")
+        reporter.note(f"  {object_key(job)} of the previous run deleted")
     created = apply_object(api, job, force=force)
-    note(f"  {created.key} {created.action}")
+    reporter.note(f"  {created.key} {created.action}")
     return created.obj
 
 
@@ -123,7 +123,7 @@ def pod_state(pod: KubeObject) -> str:
     return f"{phase} ({', '.join(waiting)})" if waiting else phase
 
 
-def _wait(api: KubePort, job: KubeObject, limit: float, note: Callable[[str], None]) -> KubeObject:
+def _wait(api: KubePort, job: KubeObject, limit: float, reporter: Reporter) -> KubeObject:
     meta = job["metadata"]
     message, seen = "", ""
 
@@ -149,7 +149,7 @@ def _wait(api: KubePort, job: KubeObject, limit: float, note: Callable[[str], No
                 )
             now = f"pod {name} {pod_state(pod)}"
             if now != seen:
-                note(f"    smoke Job {now}")
+                reporter.note(f"    smoke Job {now}")
                 seen = now
         return None
 
@@ -170,14 +170,14 @@ def _pod(api: KubePort, live: KubeObject) -> KubeObject | None:
 
 
 def run(
-    api: KubePort, job: KubeObject, note: Callable[[str], None], *, force: bool = False, limit: float | None = None
+    api: KubePort, job: KubeObject, reporter: Reporter, *, force: bool = False, limit: float | None = None
 ) -> JobRun:
     """Run the smoke Job afresh, wait for its end (at most `limit` seconds, by default the Job's own bound) and read
     its log; SmokeUnreachable when it cannot run to its end."""
-    live = fresh_job(api, job, note, force=force)
+    live = fresh_job(api, job, reporter, force=force)
     target = f"job/{live['metadata']['namespace']}/{live['metadata']['name']}"
-    note(f"    smoke {Reach('', 'in-cluster', target).describe()}: waiting for it to finish")
-    done = _wait(api, live, job_bound_s(live) if limit is None else limit, note)
+    reporter.note(f"    smoke {Reach('', 'in-cluster', target).describe()}: waiting for it to finish")
+    done = _wait(api, live, job_bound_s(live) if limit is None else limit, reporter)
     state = job_readiness(done)
     pod = _pod(api, done)
     text, why = "", " (no pod of it is left)" if pod is None else ""
@@ -217,7 +217,7 @@ def gate(
     lws_name: str,
     group: int,
     port: int,
-    note: Callable[[str], None],
+    reporter: Reporter,
     *,
     force: bool = False,
     limit: float | None = None,
@@ -227,7 +227,7 @@ def gate(
     one = gate_job(job, lws_name, group, port)
     meta = one["metadata"]
     try:
-        return run(api, one, note, force=force, limit=limit)
+        return run(api, one, reporter, force=force, limit=limit)
     finally:
         # Only the run's own Job goes: one of that name k3deploy did not create stopped the run and stays.
         live = api.get("batch/v1", "Job", meta["name"], meta["namespace"])

@@ -20,6 +20,7 @@ from k3deploy.kube.port import KubePort
 from k3deploy.lws import API_VERSION, colours
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import CheckResult, Status
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.groups import group_endpoint
 from k3deploy.targets.kubernetes import marks
 from k3deploy.targets.kubernetes.poll import poll, time_left
@@ -45,7 +46,7 @@ def gate_from_inside(
     api: KubePort,
     profile: Profile,
     smoke: Smoke,
-    note: Callable[[str], None],
+    reporter: Reporter,
     template: str | None = None,
 ) -> list[CheckResult]:
     """Gate every unlabelled leader of the release (either colour); one check per leader gated: PASS when it was
@@ -64,18 +65,18 @@ def gate_from_inside(
             check = f"gate {leader.pod}"
             if leader.copy:
                 why = "a restart of a template its gate passed on"
-                marks.mark(api, namespace, name, leader.group, leader.uid, note, record_revision=record, why=why)
+                marks.mark(api, namespace, name, leader.group, leader.uid, reporter, record_revision=record, why=why)
                 checks.append(CheckResult(name=check, status=Status.PASS, detail=f"labelled without a smoke: {why}"))
                 continue
             url = group_endpoint(template, name, namespace, leader.group, port)
-            note(f"gate: smoke of {leader.pod} at {url} (not in traffic yet)")
+            reporter.note(f"gate: smoke of {leader.pod} at {url} (not in traffic yet)")
             failed = smoke(profile, url)
             if failed is not None:
                 detail = f"smoke at {url} failed: {failed}; it stays out of traffic"
                 checks.append(CheckResult(name=check, status=Status.FAIL, detail=detail))
                 continue
             try:
-                marks.mark(api, namespace, name, leader.group, leader.uid, note, record_revision=record)
+                marks.mark(api, namespace, name, leader.group, leader.uid, reporter, record_revision=record)
             except K3DeployError as exc:
                 checks.append(CheckResult(name=check, status=Status.FAIL, detail=exc.message, hint=exc.hint))
                 continue

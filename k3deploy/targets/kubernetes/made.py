@@ -9,18 +9,17 @@ then). Only what carries the release's ownership mark is deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from k3deploy.errors import K3DeployError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.contents import named, occupants
 from k3deploy.rollout.ownership import owned_by, release_of
 from k3deploy.targets.kubernetes.lease import LEASE_API, lease_name
 from k3deploy.targets.kubernetes.listing import namespace_contents
 
 
-def remove_if_unused(api: KubePort, namespace_obj: KubeObject, note: Callable[[str], None]) -> list[str]:
+def remove_if_unused(api: KubePort, namespace_obj: KubeObject, reporter: Reporter) -> list[str]:
     """Delete the release's lock Lease and the Namespace `namespace_obj` (the rendered one, which this command
     created) when nothing else is in it; what was deleted (`Kind/name`), empty when it is in use or cannot be read."""
     release, namespace = release_of(namespace_obj)
@@ -28,7 +27,7 @@ def remove_if_unused(api: KubePort, namespace_obj: KubeObject, note: Callable[[s
     try:
         held = occupants(namespace_contents(api, namespace), frozenset({("Lease", lock)}))
     except K3DeployError as exc:
-        note(
+        reporter.note(
             f"  kept Namespace/{namespace}, which this command made: what it holds cannot be listed ({exc.message}); "
             f"`kubectl delete namespace {namespace}` removes it if it is unused"
         )
@@ -41,5 +40,5 @@ def remove_if_unused(api: KubePort, namespace_obj: KubeObject, note: Callable[[s
         if live is not None and owned_by(live, release, namespace) and api.delete(api_version, kind, name, scope):
             deleted.append(f"{kind}/{name}")
     if deleted:
-        note(f"  removed {named(deleted)}: this command made them and left nothing in them")
+        reporter.note(f"  removed {named(deleted)}: this command made them and left nothing in them")
     return deleted

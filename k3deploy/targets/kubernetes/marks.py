@@ -9,12 +9,11 @@ later restart of that revision is marked without a smoke (`unmarked`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from k3deploy.errors import KubeError, SmokeUnreachable
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import API_VERSION, NAME_LABEL, WORKER_INDEX_LABEL
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.colours import api_service_of, lws_of
 from k3deploy.rollout.groups import leader_name
 from k3deploy.rollout.readiness import pod_ready
@@ -79,7 +78,7 @@ def mark(
     lws_name: str,
     group: int,
     uid: str | None,
-    note: Callable[[str], None],
+    reporter: Reporter,
     *,
     record_revision: bool,
     why: str = "its gate passed",
@@ -107,7 +106,7 @@ def mark(
                 hint="re-run `up`: it gates every leader not yet marked",
             ) from None
         raise
-    note(f"    leader {name} takes traffic: {why}")
+    reporter.note(f"    leader {name} takes traffic: {why}")
     if record_revision and revision_of(pod):
         live = api.get(API_VERSION, "LeaderWorkerSet", lws_name, namespace)
         if live is not None:

@@ -7,7 +7,6 @@ the serving colour, never rendered again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from k3deploy.errors import K3DeployError
@@ -18,6 +17,7 @@ from k3deploy.preflight.cluster import others_pods
 from k3deploy.preflight.facts import parse_nodes
 from k3deploy.profile.model import Profile
 from k3deploy.render.node_preflight import with_hosts
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.colours import lws_of, recoloured
 from k3deploy.rollout.plan import LiveState, Strategy
 from k3deploy.targets.kubernetes.bluegreen import live_name
@@ -39,7 +39,7 @@ class Observation:
     hosts: list[str] = field(default_factory=list)
 
 
-def _hosts(api: KubePort, profile: Profile, note: Callable[[str], None]) -> list[str]:
+def _hosts(api: KubePort, profile: Profile, reporter: Reporter) -> list[str]:
     """Every eligible node, from one node list and one pod list, when the profile pins the node-preflight Job to
     none; [] when it does or the nodes cannot be listed (then the Job checks any parallel.nodes GPU nodes, as a
     GitOps sync does)."""
@@ -50,19 +50,21 @@ def _hosts(api: KubePort, profile: Profile, note: Callable[[str], None]) -> list
         nodes, _ = api.list("v1", "Node")
         pods, _ = api.list("v1", "Pod")
     except K3DeployError as exc:
-        note(f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})")
+        reporter.note(
+            f"  node-preflight checks any {profile.parallel.nodes} GPU nodes (cannot list nodes: {exc.message})"
+        )
         return []
     hosts = eligible_hosts(profile, parse_nodes(nodes, others_pods(pods, profile, kube.namespace)))
     if hosts:
-        note(f"  node-preflight checks every eligible node: {', '.join(hosts)}")
+        reporter.note(f"  node-preflight checks every eligible node: {', '.join(hosts)}")
     return hosts
 
 
 def observe(
-    api: KubePort, profile: Profile, objects: list[KubeObject], strategy: Strategy, note: Callable[[str], None]
+    api: KubePort, profile: Profile, objects: list[KubeObject], strategy: Strategy, reporter: Reporter
 ) -> Observation:
     """Read what `plan()` needs of the cluster for `objects` (the command's rendered set), each thing once."""
-    hosts = _hosts(api, profile, note)
+    hosts = _hosts(api, profile, reporter)
     serving = live_name(api, profile, objects)
     live_objects = recoloured(with_hosts(objects, hosts) if hosts else list(objects), profile.name, serving)
     leftovers = [] if strategy.dry_run or strategy.diff else found_leftovers(api, profile, live_objects)

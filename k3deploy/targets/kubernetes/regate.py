@@ -24,6 +24,7 @@ from k3deploy.errors import K3DeployError
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import colours
 from k3deploy.profile.model import Profile
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.groups import group_endpoint
 from k3deploy.targets.kubernetes import marks
 from k3deploy.targets.kubernetes.job_gates import Smoke
@@ -148,7 +149,14 @@ class Regate:
         namespace = self.profile.kubernetes.namespace
         try:
             marks.mark(
-                self.api, namespace, name, leader.group, leader.uid, lambda _: None, record_revision=record, why=detail
+                self.api,
+                namespace,
+                name,
+                leader.group,
+                leader.uid,
+                Reporter(quiet=True),
+                record_revision=record,
+                why=detail,
             )
         except K3DeployError as exc:
             live = self.api.get("v1", "Pod", leader.pod, namespace)

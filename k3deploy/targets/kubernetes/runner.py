@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from k3deploy.errors import K3DeployError
 from k3deploy.kube.port import KubePort
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.colours import selected
 from k3deploy.rollout.ownership import owned_by
 from k3deploy.rollout.steps import (
@@ -52,7 +53,7 @@ class Runner:
     api: KubePort
     namespace: str
     release: str
-    note: Callable[[str], None]
+    reporter: Reporter
     #: A Waiter bounded by the command's deadline as it stands when the step runs.
     waiter: Callable[[], Waiter]
     remaining: Callable[[], float | None]
@@ -63,7 +64,7 @@ class Runner:
     def run(self, step: Step) -> StepOutcome:
         """Do `step`; raise a K3DeployError (with a diagnosis where there is one) when it fails."""
         if isinstance(step, Note):
-            self.note(step.text)
+            self.reporter.note(step.text)
         elif isinstance(step, Apply):
             return self._apply(step)
         elif isinstance(step, Diff):
@@ -71,7 +72,9 @@ class Runner:
         elif isinstance(step, Wait):
             self.waiter().wait(step.objects)
         elif isinstance(step, WaitGroup):
-            GroupRoll(self.api, self.namespace, self.note, remaining=self.remaining).wait_group(step.lws, step.group)
+            GroupRoll(self.api, self.namespace, self.reporter, remaining=self.remaining).wait_group(
+                step.lws, step.group
+            )
         elif isinstance(step, RecordGate):
             gates.record(self.api, self.namespace, step.lws["metadata"]["name"], step.lws, step.group)
         elif isinstance(step, GateLeaders) and not step.smoke:
@@ -83,7 +86,7 @@ class Runner:
                     step.lws,
                     leader.group,
                     leader.uid,
-                    self.note,
+                    self.reporter,
                     record_revision=False,
                     why=why,
                 )
@@ -94,13 +97,13 @@ class Runner:
         elif isinstance(step, WaitGone):
             self._wait_gone(step)
         elif isinstance(step, RemoveLeftovers):
-            repair.clear_leftovers(self.api, step.objects, step.serving, self.note, self.waiter)
+            repair.clear_leftovers(self.api, step.objects, step.serving, self.reporter, self.waiter)
         elif isinstance(step, RecordRevision):
             return StepOutcome(revision=history.record_revision(self.api, self.namespace, self.release, step.objects))
         elif isinstance(step, Restore):
             return self._restore(step)
         elif isinstance(step, Remove):
-            removal = history.remove(self.api, step.objects, self.note, keep=step.keep, label=step.label)
+            removal = history.remove(self.api, step.objects, self.reporter, keep=step.keep, label=step.label)
             return StepOutcome(removed=removal.deleted, kept=removal.kept)
         elif isinstance(step, Guard):
             foreign = foreign_change(self.api, step.applied, step.previous)
@@ -116,7 +119,7 @@ class Runner:
             if not step.echo:
                 return
             if step.stage != APPLY:
-                self.note(f"  {applied.key} {applied.action}")
+                self.reporter.note(f"  {applied.key} {applied.action}")
                 return
             self._noted(self._made(applied), suffix, in_place_note(applied.obj, applied.action))
 
@@ -142,18 +145,18 @@ class Runner:
             return StepOutcome()
         if not owned_by(live, self.release, self.namespace):
             # Its name is k3deploy's, the object is not (a user's ConfigMap made before the first `up`).
-            self.note(f"  kept {key}: k3deploy did not create it")
+            self.reporter.note(f"  kept {key}: k3deploy did not create it")
             return StepOutcome(kept=[f"{key} (k3deploy did not create it)"])
         if step.unless_selected_by is not None:
             service = self.api.get("v1", "Service", step.unless_selected_by, self.namespace)
             if selected(service) == step.name:
                 why = f"Service/{step.unless_selected_by} still selects it"
-                self.note(f"  kept {key}: {why}")
+                self.reporter.note(f"  kept {key}: {why}")
                 return StepOutcome(kept=[f"{key} ({why})"])
         if not self.api.delete(step.api_version, step.kind, step.name, self.namespace):
             return StepOutcome()
         if step.note:
-            self.note(step.note)
+            self.reporter.note(step.note)
         return StepOutcome(removed=[f"{step.kind}/{step.name}"])
 
     def _wait_gone(self, step: WaitGone) -> None:
@@ -168,7 +171,7 @@ class Runner:
         for applied in apply_objects(self.api, step.objects, force=True):
             if applied.changed:
                 changed.append({"object": applied.key, "action": applied.action})
-                self.note(f"  rollback: {applied.action} {applied.key}")
+                self.reporter.note(f"  rollback: {applied.action} {applied.key}")
         return StepOutcome(applied=changed, changed=bool(changed))
 
     def _diff(self, step: Diff) -> StepOutcome:
@@ -187,7 +190,7 @@ class Runner:
             return
         apply_objects(self.api, [step.service], force=self.force)
         name = step.service["metadata"]["name"]
-        self.note(f"  switched Service {name} to {step.group}")
+        self.reporter.note(f"  switched Service {name} to {step.group}")
         bluegreen.wait_endpoint(self.api, self.namespace, name, step.leader, self.remaining)
 
     def _made(self, applied: Applied) -> Applied:
@@ -198,8 +201,8 @@ class Runner:
 
     def _noted(self, applied: Applied, suffix: str, warning: str | None) -> None:
         if applied.action == KEPT:
-            self.note(f"  {applied.key} exists and k3deploy did not create it: kept as it is")
+            self.reporter.note(f"  {applied.key} exists and k3deploy did not create it: kept as it is")
             return
-        self.note(f"  {applied.key} {applied.action}{suffix}")
+        self.reporter.note(f"  {applied.key} {applied.action}{suffix}")
         if warning is not None:
-            self.note(f"  {warning}")
+            self.reporter.note(f"  {warning}")

@@ -23,6 +23,7 @@ from k3deploy.profile.model import Profile
 from k3deploy.redact import redact_url
 from k3deploy.render.manifests import rendered_objects, service_url
 from k3deploy.report.model import CheckResult
+from k3deploy.reporter import Reporter
 from k3deploy.rollout import plan as rollout_plan
 from k3deploy.rollout import undo
 from k3deploy.rollout.access import command_access
@@ -48,7 +49,6 @@ from k3deploy.targets.kubernetes.view import (
     kubernetes_status_view,
 )
 from k3deploy.targets.kubernetes.wait import Waiter
-from k3deploy.targets.progress import ProgressView
 from k3deploy.targets.rendering import Objects
 from k3deploy.traffic_gate import Unmarked
 
@@ -66,9 +66,9 @@ class KubernetesTarget(Target):
 
     name = "kubernetes"
 
-    def __init__(self, options: DeployOptions | None = None, view: ProgressView | None = None) -> None:
+    def __init__(self, options: DeployOptions | None = None, reporter: Reporter | None = None) -> None:
         self.options: DeployOptions = options or DeployOptions()
-        self.view: ProgressView = view or ProgressView(interactive=False)
+        self.reporter: Reporter = reporter or Reporter(interactive=False)
         self._api: KubeApi | None = None
         if self.options.timeout_s is not None and not self.deadline.bounded:
             self.deadline.restart(self.options.timeout_s)
@@ -101,7 +101,7 @@ class KubernetesTarget(Target):
         return Waiter(
             self.api,
             profile.kubernetes.namespace,
-            self.view,
+            self.reporter,
             deadline=float(self.deadline.at or 0.0),
             unschedulable_grace_s=profile.kubernetes.unschedulable_grace_s,
             timeout_label=f" ({self._timeout_s(profile):g}s)",
@@ -131,14 +131,14 @@ class KubernetesTarget(Target):
             # The Namespace the apply makes anyway (it holds the lease): the apply still reports it created.
             made = Held((apply_object(api, rendered).key,))
         if not api.served(LEASE_API, "Lease"):
-            self.view.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
+            self.reporter.note(f"  lock: the cluster serves no {LEASE_API} Lease; {what} runs unlocked")
             yield made
         else:
-            with ReleaseLease(api, namespace, profile.name, identity(what), note=self.view.note).hold():
+            with ReleaseLease(api, namespace, profile.name, identity(what), note=self.reporter.note).hold():
                 yield made
         if made.made and rendered is not None:
             # A command that ended before it put anything there (preflight failed) leaves no namespace behind.
-            remove_if_unused(api, rendered, self.view.note)
+            remove_if_unused(api, rendered, self.reporter)
 
     def render(self, profile: Profile) -> Rendering:
         """The manifests, one file per object in apply order, plus kustomization.yaml (targets/kubernetes/render.py)."""
@@ -191,7 +191,7 @@ class KubernetesTarget(Target):
         LeaderWorkerSet, a cut-short blue-green's leftovers) and plan the command's steps for `objects` from it
         (rollout/plan.py)."""
         strategy = self._strategy()
-        seen = observe(self.api, profile, list(objects), strategy, self.view.note)
+        seen = observe(self.api, profile, list(objects), strategy, self.reporter)
         live = dataclasses.replace(
             seen.live,
             ungated_service=not (strategy.dry_run or strategy.diff) and marks.service_ungated(self.api, seen.objects),
@@ -204,7 +204,7 @@ class KubernetesTarget(Target):
             if step.stage in (APPLY, DOWN):
                 self._start_phase(profile)
                 if step.stage == APPLY and not (self.options.dry_run or self.options.diff):
-                    ensure_host_model(profile, self.view.note)
+                    ensure_host_model(profile, self.reporter)
             elif step.stage == ROLLBACK:
                 # A rollback after a timed-out rollout gets a budget of its own: the failed revision must not stay
                 # live.
@@ -221,7 +221,7 @@ class KubernetesTarget(Target):
             self.api,
             profile.kubernetes.namespace,
             profile.name,
-            self.view.note,
+            self.reporter,
             waiter=lambda: self._waiter(profile),
             remaining=self.deadline.remaining,
             force=self.options.force_conflicts,
@@ -255,8 +255,8 @@ class KubernetesTarget(Target):
             limit = max(0.0, min(limit, self.deadline.remaining() or 0.0))
         force = self.options.force_conflicts
         if group is not None:
-            return in_cluster.gate(self.api, job, *group, profile.vllm.port, self.view.note, force=force, limit=limit)
-        return in_cluster.run(self.api, job, self.view.note, force=force, limit=limit)
+            return in_cluster.gate(self.api, job, *group, profile.vllm.port, self.reporter, force=force, limit=limit)
+        return in_cluster.run(self.api, job, self.reporter, force=force, limit=limit)
 
     def endpoint(self, profile: Profile) -> str:
         """The override when given, else the Service's cluster DNS name (reachable from inside the cluster)."""
@@ -338,7 +338,7 @@ class KubernetesTarget(Target):
             profile.kubernetes.namespace,
             *group,
             uid,
-            self.view.note,
+            self.reporter,
             record_revision=not profile.smoke.gate_restarts,
             why=why,
         )

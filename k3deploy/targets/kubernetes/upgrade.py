@@ -30,6 +30,7 @@ from k3deploy.kube.port import KubePort
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
 from k3deploy.lws import NAME_LABEL
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.currency import template_revision
 from k3deploy.rollout.groups import group_pods, group_state, steps_groups
 from k3deploy.rollout.plan import LiveLws, Strategy
@@ -47,12 +48,12 @@ class GroupRoll:
         self,
         api: KubePort,
         namespace: str,
-        note: Callable[[str], None],
+        reporter: Reporter,
         *,
         remaining: Callable[[], float | None],
         poll_s: float = POLL_S,
     ) -> None:
-        self.api, self.namespace, self.note = api, namespace, note
+        self.api, self.namespace, self.reporter = api, namespace, reporter
         self.remaining = remaining
         self.poll_s = poll_s
 
@@ -114,7 +115,7 @@ class GroupRoll:
                 Diagnosis(f"LeaderWorkerSet/{name}", "Timeout", message),
                 hint="the groups below it still serve the old template; raise --timeout for a slow load",
             )
-        self.note(f"  group {group} of {name} is ready on the new template")
+        self.reporter.note(f"  group {group} of {name} is ready on the new template")
 
 
 def template_changes(api: KubePort, live: KubeObject, new: KubeObject) -> bool:
@@ -146,6 +147,6 @@ def read_lws(api: KubePort, lws: KubeObject | None, strategy: Strategy) -> LiveL
     if changes:
         gates.check_partition(api, lws)
         template = (dry.get("spec") or {}).get("leaderWorkerTemplate")
-        roll = GroupRoll(api, meta.get("namespace"), lambda _: None, remaining=lambda: None)
+        roll = GroupRoll(api, meta.get("namespace"), Reporter(quiet=True), remaining=lambda: None)
         pods_change = template != (live.get("spec") or {}).get("leaderWorkerTemplate") or bool(roll.outdated(lws))
     return LiveLws(live=live, template_changes=changes, pods_change=pods_change, ungated=ungated)

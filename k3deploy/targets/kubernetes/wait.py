@@ -19,6 +19,7 @@ from k3deploy.kueue import QUEUE_LABEL, WORKLOAD_KIND
 from k3deploy.lws import NAME_LABEL, REVISIONS, WAITED_KINDS
 from k3deploy.pod_volumes import mounts_claims
 from k3deploy.preflight.facts import GPU_RESOURCE
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.claims import CLAIM_EVENTS_SELECTOR, CLAIM_FAILURES, CLAIMS, CLASSES, EVENTS
 from k3deploy.rollout.judge import (
     CLAIM_TEMPLATES,
@@ -37,7 +38,6 @@ from k3deploy.rollout.queue import GroupAdmission, group_admissions
 from k3deploy.rollout.readiness import PodProblem, pod_problems, restarts
 from k3deploy.targets.kubernetes.diagnosis import diagnose, read_log
 from k3deploy.targets.kubernetes.streams import Broken, Changed, Event, Inbox, Note, Synced, Unavailable
-from k3deploy.targets.progress import ProgressView
 
 __all__ = ["WAITED_KINDS", "Waiter"]
 
@@ -49,14 +49,14 @@ class Waiter:
         self,
         api: KubePort,
         namespace: str,
-        view: ProgressView,
+        reporter: Reporter,
         *,
         deadline: float,
         unschedulable_grace_s: float,
         timeout_label: str = "",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.api, self.namespace, self.view = api, namespace, view
+        self.api, self.namespace, self.reporter = api, namespace, reporter
         self.deadline = deadline
         self.grace = unschedulable_grace_s
         self.timeout_label = timeout_label
@@ -90,14 +90,14 @@ class Waiter:
                 elif isinstance(event, Changed) and event.kind == "Pod" and event.type != "DELETED":
                     self._observe_crash(event.obj, waited, state)
             verdict = judge(state, waited, now, self.grace)
-            self.view.show(verdict.rows)
+            self.reporter.show(verdict.rows)
             for queued in self._queued(waited, state):
                 line = queued.line()
                 if self._queue_said.get(queued.workload) != line:
                     self._queue_said[queued.workload] = line
-                    self.view.note(f"  {line}")
+                    self.reporter.note(f"  {line}")
             for key, how in verdict.accepted:
-                self.view.note(f"  {key} is on its current spec: {how}")
+                self.reporter.note(f"  {key} is on its current spec: {how}")
             if verdict.failure is not None:
                 self._fail(verdict.failure, waited, state)
             return verdict.ready
@@ -116,7 +116,7 @@ class Waiter:
                 for p in state.objects["Pod"].values()
                 if (p["metadata"].get("labels") or {}).get(NAME_LABEL) == lws_name
             ]
-            self.view.show([pod_row(p, state, now) for p in sorted(left, key=name_of)])
+            self.reporter.show([pod_row(p, state, now) for p in sorted(left, key=name_of)])
             return not left
 
         def at_deadline(_state: WaitState) -> None:
@@ -166,12 +166,12 @@ class Waiter:
             else:
                 state.objects[event.kind][name_of(event.obj)] = event.obj
         elif isinstance(event, Note):
-            self.view.note(f"  {event.text}")
+            self.reporter.note(f"  {event.text}")
         elif isinstance(event, Unavailable):
             state.unavailable.add(event.kind)
             synced.add(event.kind)
             plural = event.kind + ("es" if event.kind.endswith("s") else "s")
-            self.view.note(f"  cannot read {plural} ({event.reason}); judging without them")
+            self.reporter.note(f"  cannot read {plural} ({event.reason}); judging without them")
         elif isinstance(event, Broken):
             raise event.error
 
@@ -197,7 +197,7 @@ class Waiter:
         if log.lines:
             self._logs[name_of(pod)] = log
             self._last_log = log
-        self.view.note(
+        self.reporter.note(
             f"  {name_of(pod)}: container {problem.container} {problem.reason}; log captured ({len(log.lines)} lines)"
         )
 
@@ -240,7 +240,7 @@ class Waiter:
             log = self._job_pod_log(state.objects.get("Job", {}).get(name), name)
         names = failure.names | {name_of(t) for t in waited}
         diagnosis = diagnose(self.api, self.namespace, failure.subject, failure.reason, failure.message, names, log)
-        self.view.block(diagnosis.lines())
+        self.reporter.block(diagnosis.lines())
         raise RolloutFailed(
             f"{failure.subject}: {failure.reason}" + (f": {failure.message}" if failure.message else ""),
             diagnosis,
@@ -270,7 +270,7 @@ class Waiter:
             reason = "QueuedByKueue"
             message = "; ".join([*(q.line() for q in queued), message]).strip("; ")
         diagnosis = diagnose(self.api, self.namespace, subject, reason, message, names, self._last_log)
-        self.view.block(diagnosis.lines())
+        self.reporter.block(diagnosis.lines())
         raise RolloutTimeout(
             f"{subject} not ready before the deadline{self.timeout_label}: {reason}"
             + (f": {message}" if message else ""),

@@ -27,6 +27,8 @@ from k3deploy.profile.model import Profile
 from k3deploy.render.manifests import dump
 from k3deploy.report.load import load_json
 from k3deploy.report.model import CheckResult
+from k3deploy.reporter import Reporter
+from k3deploy.rollout.judge import Row
 from k3deploy.targets.base import Objects, Rendering, Revision, TargetStatus
 from k3deploy.targets.local import checks, lock, ownership, probe, process, rehearsal, startup
 from k3deploy.targets.local.capacity import kv_capacity
@@ -51,7 +53,6 @@ from k3deploy.targets.local.state import (
 )
 from k3deploy.targets.local.status_view import local_down_question, local_status_view
 from k3deploy.targets.one_go import ApplyOutcome, OneGoTarget, WaitOutcome
-from k3deploy.targets.progress import ProgressView, Row
 
 SMOKE_FILE = "smoke.json"
 #: File written for a local profile rendered into a directory.
@@ -98,9 +99,8 @@ class LocalTarget(OneGoTarget):
     name = "local"
     serves_variants = True
 
-    def __init__(self, options: Any = None, view: ProgressView | None = None) -> None:
-        super().__init__(options, view)
-        self._view = view
+    def __init__(self, options: Any = None, reporter: Reporter | None = None) -> None:
+        super().__init__(options, reporter)
 
     # -- where things are ------------------------------------------------------------------------------
     def state_dir(self, profile: Profile) -> Path:
@@ -447,7 +447,7 @@ class LocalTarget(OneGoTarget):
         url, log = _url(record.host, record.port), Path(record.log_path)
         name = f"vllm pid {record.pid}"
         deadline = time.monotonic() + timeout_s
-        with contextlib.nullcontext(self._view) if self._view is not None else ProgressView() as view:
+        with contextlib.nullcontext(self.reporter) if self.reporter is not None else Reporter() as view:
             since = time.monotonic()
             state = ""
             while True:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from k3deploy.profile import load_profile
 from k3deploy.report.model import Status
+from k3deploy.reporter import Reporter
 from k3deploy.smoke.runner import run_smoke
 from k3deploy.targets.kubernetes.job_gates import gate_from_inside
 from k3deploy.traffic_gate import GATED_LABEL, GATED_REVISION_ANNOTATION
@@ -52,7 +53,7 @@ def test_each_unlabelled_leader_is_smoked_at_its_own_address_and_labelled_only_w
             report = run_smoke(profile, urls[url.rsplit("/", 1)[1]])
             return None if report.status is not Status.FAIL else "failed"
 
-        checks = gate_from_inside(api, profile, smoke, lambda _: None, "http://gate/{group}")  # type: ignore[arg-type]
+        checks = gate_from_inside(api, profile, smoke, Reporter(quiet=True), "http://gate/{group}")  # type: ignore[arg-type]
     assert smoked == ["http://gate/1", "http://gate/2"]  # group 0 was in traffic already
     assert [(c.name, c.status) for c in checks] == [
         ("gate kimi-k3-gb300-tp16-1", Status.PASS),
@@ -67,7 +68,7 @@ def test_a_restart_of_a_gated_revision_is_labelled_without_a_smoke_only_with_gat
     off = load_profile("kimi-k3-gb300-tp16", [*SETS, "smoke.gate_restarts=false"])
     api = _api([_pod(0, revision="r1"), _pod(1, marked=True), _pod(2, marked=True)], {GATED_REVISION_ANNOTATION: "r1"})
     never: list[str] = []  # a smoke of it would land here
-    checks = gate_from_inside(api, off, lambda p, url: never.append(url), lambda _: None)  # type: ignore[arg-type,func-returns-value]
+    checks = gate_from_inside(api, off, lambda p, url: never.append(url), Reporter(quiet=True))  # type: ignore[arg-type,func-returns-value]
     assert never == []
     assert [(c.name, c.status) for c in checks] == [("gate kimi-k3-gb300-tp16-0", Status.PASS)]
     assert "without a smoke" in checks[0].detail
@@ -76,6 +77,6 @@ def test_a_restart_of_a_gated_revision_is_labelled_without_a_smoke_only_with_gat
     again = _api(
         [_pod(0, revision="r1"), _pod(1, marked=True), _pod(2, marked=True)], {GATED_REVISION_ANNOTATION: "r1"}
     )
-    gate_from_inside(again, on, lambda p, url: smoked.append(url), lambda _: None)  # type: ignore[arg-type,func-returns-value]
+    gate_from_inside(again, on, lambda p, url: smoked.append(url), Reporter(quiet=True))  # type: ignore[arg-type,func-returns-value]
     # Its cluster DNS name under the LWS headless Service: the pod's own address, never the API Service.
     assert smoked == ["http://kimi-k3-gb300-tp16-0.kimi-k3-gb300-tp16.kimi-k3.svc:8000"]

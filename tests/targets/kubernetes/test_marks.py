@@ -13,6 +13,7 @@ from k3deploy.errors import KubeError, SmokeUnreachable
 from k3deploy.lws import API_VERSION
 from k3deploy.profile import load_profile
 from k3deploy.render.manifests import rendered_objects
+from k3deploy.reporter import Reporter
 from k3deploy.targets.kubernetes import marks
 from k3deploy.traffic_gate import GATED_LABEL, GATED_REVISION_ANNOTATION, MARK_MANAGER, Unmarked
 
@@ -78,26 +79,25 @@ def test_without_gating_restarts_only_the_gated_revision_is_copied() -> None:
     assert [u.copy for u in marks.unmarked(none_recorded, NS, "kimi", gate_restarts=False)] == [False]  # type: ignore[arg-type]
 
 
-def test_a_mark_names_the_uid_and_records_the_revision_only_when_asked() -> None:
+def test_a_mark_names_the_uid_and_records_the_revision_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     api = Api([_pod(0, revision="r7")])
-    said: list[str] = []
-    marks.mark(api, NS, "kimi", 0, "u0", said.append, record_revision=True)  # type: ignore[arg-type]
+    marks.mark(api, NS, "kimi", 0, "u0", Reporter(interactive=False), record_revision=True)  # type: ignore[arg-type]
     (pod, manager), (lws, lws_manager) = api.applied
     assert manager == lws_manager == MARK_MANAGER
     assert pod["metadata"] == {"name": "kimi-0", "namespace": NS, "uid": "u0", "labels": {GATED_LABEL: "true"}}
     assert lws["metadata"]["annotations"] == {GATED_REVISION_ANNOTATION: "r7"}
-    assert said == ["    leader kimi-0 takes traffic: its gate passed"]
+    assert capsys.readouterr().err.splitlines() == ["    leader kimi-0 takes traffic: its gate passed"]
     plain = Api([_pod(0)])
-    marks.mark(plain, NS, "kimi", 0, None, said.append, record_revision=False, why="no gate")  # type: ignore[arg-type]
+    marks.mark(plain, NS, "kimi", 0, None, Reporter(quiet=True), record_revision=False, why="no gate")  # type: ignore[arg-type]
     assert [o["kind"] for o, _ in plain.applied] == ["Pod"]
 
 
 def test_a_leader_recreated_since_its_gate_is_not_marked() -> None:
     api = Api([_pod(0, uid="new")])
     with pytest.raises(SmokeUnreachable, match="kimi-0 was re-created while its gate ran"):
-        marks.mark(api, NS, "kimi", 0, "old", lambda _: None, record_revision=True)  # type: ignore[arg-type]
+        marks.mark(api, NS, "kimi", 0, "old", Reporter(quiet=True), record_revision=True)  # type: ignore[arg-type]
     with pytest.raises(SmokeUnreachable, match="re-created"):
-        marks.mark(Api([]), NS, "kimi", 0, None, lambda _: None, record_revision=True)  # type: ignore[arg-type]
+        marks.mark(Api([]), NS, "kimi", 0, None, Reporter(quiet=True), record_revision=True)  # type: ignore[arg-type]
     assert api.applied == []
 
 
@@ -107,7 +107,7 @@ def test_a_mark_of_a_judged_uid_reads_no_pod_and_a_refused_uid_stays_out_of_traf
     api = Api([_pod(0)])
     gets: list[str] = []
     api.get = lambda v, kind, name, ns=None: gets.append(kind)  # type: ignore[assignment,method-assign,func-returns-value]
-    marks.mark(api, NS, "kimi", 0, "u0", lambda _: None, record_revision=False)  # type: ignore[arg-type]
+    marks.mark(api, NS, "kimi", 0, "u0", Reporter(quiet=True), record_revision=False)  # type: ignore[arg-type]
     assert gets == []
     [(pod, _)] = api.applied
     assert pod["metadata"] == {"name": "kimi-0", "namespace": NS, "uid": "u0", "labels": {GATED_LABEL: "true"}}
@@ -117,7 +117,7 @@ def test_a_mark_of_a_judged_uid_reads_no_pod_and_a_refused_uid_stays_out_of_traf
 
     api.apply = refuse  # type: ignore[method-assign]
     with pytest.raises(SmokeUnreachable, match=r"kimi-0 changed while it was marked \(422\)"):
-        marks.mark(api, NS, "kimi", 0, "old", lambda _: None, record_revision=False)  # type: ignore[arg-type]
+        marks.mark(api, NS, "kimi", 0, "old", Reporter(quiet=True), record_revision=False)  # type: ignore[arg-type]
 
 
 def test_a_live_service_selects_ungated_only_without_the_label_in_its_selector() -> None:

@@ -14,6 +14,7 @@ from k3deploy.lws import API_VERSION, colours
 from k3deploy.profile import load_profile
 from k3deploy.render import manifests
 from k3deploy.render.node_preflight import is_node_preflight
+from k3deploy.reporter import Reporter
 from k3deploy.rollout.colours import api_service_of, lws_of, preview_name
 from k3deploy.rollout.plan import UP_STRATEGY, LiveLws, Strategy
 from k3deploy.targets.kubernetes.observe import observe
@@ -83,10 +84,12 @@ def _no_render(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return builds
 
 
-def test_one_look_reads_each_thing_once_and_renders_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_look_reads_each_thing_once_and_renders_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     builds = _no_render(monkeypatch)
-    api, notes = RecordedApi(_reads(green_preview=True)), []
-    seen = observe(api, PROFILE, list(SET), UP_STRATEGY, notes.append)
+    api = RecordedApi(_reads(green_preview=True))
+    seen = observe(api, PROFILE, list(SET), UP_STRATEGY, Reporter(interactive=False))
     assert api.calls == [
         f"list {list_key('v1', 'Node', None, None, None)}",
         f"list {list_key('v1', 'Pod', None, None, None)}",
@@ -99,7 +102,7 @@ def test_one_look_reads_each_thing_once_and_renders_nothing(monkeypatch: pytest.
     assert builds == []  # the command's set is pinned, not rendered again
     assert seen.serving == GREEN and lws_of(seen.objects)["metadata"]["name"] == GREEN
     assert seen.hosts == ["a0", "a1", "a2", "a3"]  # clique B cannot hold a group beside the other tenant
-    assert notes == ["  node-preflight checks every eligible node: a0, a1, a2, a3"]
+    assert capsys.readouterr().err.splitlines() == ["  node-preflight checks every eligible node: a0, a1, a2, a3"]
     (job,) = [o for o in seen.objects if is_node_preflight(o)]
     assert job["spec"]["completions"] == 4 and job["spec"]["completionMode"] == "Indexed"
     assert [o["metadata"]["name"] for o in seen.live.leftovers] == [preview_name(GREEN)]
@@ -111,7 +114,7 @@ def test_a_dry_run_of_a_profile_with_hosts_reads_only_the_colour_and_the_group(m
     _no_render(monkeypatch)
     pinned = load_profile(K3, ["kubernetes.node_preflight_hosts=[a1,a2,a3,a4]"])
     api = RecordedApi(_reads())
-    seen = observe(api, pinned, list(SET), Strategy(dry_run=True), lambda line: None)
+    seen = observe(api, pinned, list(SET), Strategy(dry_run=True), Reporter(quiet=True))
     assert api.calls == [f"get {get_key('v1', 'Service', SERVICE['metadata']['name'], NS)}"]
     assert seen.hosts == [] and seen.live.leftovers == [] and seen.live.lws == LiveLws()
     assert [o for o in seen.objects if is_node_preflight(o)] == [o for o in SET if is_node_preflight(o)]
