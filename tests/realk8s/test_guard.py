@@ -38,6 +38,7 @@ def group_pods(deploy: Deployment, group: str = "0") -> dict[str, dict]:
         for p in deploy.pods()
         if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/name") == LWS
         and p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/group-index") == group
+        and not p["metadata"].get("deletionTimestamp")  # a deleted pod the node has not finished yet keeps its uid
     }
 
 
