@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.realk8s.client import resource_path
+from tests.realk8s.client import resource_path, wait_until
 from tests.realk8s.cluster_fixtures import Deployment
 from tests.realk8s.test_guard import FAULT, LWS, applied, group_pods, guard_events, node, set_fault, uncordon_after
 
@@ -159,9 +159,13 @@ def test_the_guards_rbac_is_the_least_that_works_and_its_loop_acts_on_it(deploy:
     assert said["reason"] == "TrayUnhealthy" and kept["metadata"]["name"] in said["message"]
     lease = deploy.get("leases", f"{LWS}-k3deploy-guard")
     assert lease is not None and lease["spec"].get("holderIdentity") is None  # taken for the pass, freed after
-    assert not {p["metadata"]["uid"] for p in group_pods(deploy).values()} & {
-        p["metadata"]["uid"] for p in before.values()
-    }
+    # The leader goes in the foreground: the garbage collector removes its workers first, a moment after the pass.
+    old_uids = {p["metadata"]["uid"] for p in before.values()}
+    wait_until(
+        "the group's old pods gone",
+        lambda: not {p["metadata"]["uid"] for p in group_pods(deploy).values()} & old_uids or None,
+        timeout_s=120,
+    )
 
     # `down` removes what k3deploy created outside the namespace too.
     down = deploy.k3("down", "--yes", "--timeout", "120s", *ON)
