@@ -6,7 +6,7 @@ from __future__ import annotations
 from k3deploy.lws import colours
 from k3deploy.observe.promql import Scope
 from k3deploy.profile.model import Profile
-from k3deploy.profile.object_names import api_service_name
+from k3deploy.profile.object_names import api_service_name, smoke_job_name
 
 
 def profile_scope(profile: Profile) -> Scope:
@@ -21,7 +21,7 @@ def profile_scope(profile: Profile) -> Scope:
         namespace=profile.kubernetes.namespace,
         service=api_service_name(profile),
         pod_prefix=name,
-        smoke_job=f"{name}-smoke",
+        smoke_job=smoke_job_name(profile),
         leader_pattern=f"{either}-[0-9]+",
         pod_pattern=f"{either}-[0-9]+(-[0-9]+)?",
         gpu_namespace_label=dcgm.namespace,

@@ -22,6 +22,11 @@ def model_cache_name(profile: Profile) -> str:
     return f"{profile.name}-model-cache"
 
 
+def smoke_job_name(profile: Profile) -> str:
+    """Name of the release's smoke Job (its PostSync hook under GitOps)."""
+    return f"{profile.name}-smoke"
+
+
 def compute_domain_name(profile: Profile) -> str:
     """Name of the ComputeDomain the groups' IMEX channels come from."""
     return f"{profile.name}-compute-domain"

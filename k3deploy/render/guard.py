@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from k3deploy.lws import colours
 from k3deploy.profile.model import Profile
+from k3deploy.profile.object_names import smoke_job_name
 
 #: Port of the guard's metrics (k3deploy_guard_*), scraped by its PodMonitor.
 METRICS_PORT = 9400
@@ -64,7 +65,7 @@ def regate_names(profile: Profile) -> dict[str, object]:
         "sets": list(colours(profile.name)),
         "records": not profile.smoke.gate_restarts,
         "lock": f"{profile.name}-k3deploy-lock",
-        "smoke_job": f"{profile.name}-smoke",
+        "smoke_job": smoke_job_name(profile),
     }
 
 

@@ -22,7 +22,7 @@ from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_KEY_LABEL, NAME_LABEL, WORKER_INDEX_LABEL
 from k3deploy.pin.floating import Pinnable, pinnable_fields
 from k3deploy.profile.model import Profile
-from k3deploy.profile.object_names import api_service_name, compute_domain_name, model_cache_name
+from k3deploy.profile.object_names import api_service_name, compute_domain_name, model_cache_name, smoke_job_name
 from k3deploy.profile.startup import STARTUP_PROBE_PERIOD_S
 from k3deploy.render import guard
 from k3deploy.render.argv import canonical_json, serve_env
@@ -279,7 +279,7 @@ def context(profile: Profile) -> dict[str, Any]:
             "channel_template": f"{name}-compute-domain-channel",
             # build() appends the hash of the Job's spec (prefetch_job_name).
             "prefetch": f"{name}-prefetch",
-            "smoke": f"{name}-smoke",
+            "smoke": smoke_job_name(profile),
             "smoke_gate": f"{name}-smoke-gate",
             "node_preflight": f"{name}-node-preflight",
             "profile": f"{name}-profile",

@@ -24,6 +24,7 @@ from k3deploy.errors import K3DeployError
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import colours
 from k3deploy.profile.model import Profile
+from k3deploy.profile.object_names import smoke_job_name
 from k3deploy.reporter import Reporter
 from k3deploy.rollout.groups import group_endpoint
 from k3deploy.targets.kubernetes import marks
@@ -47,11 +48,6 @@ from k3deploy.traffic_gate import (
 COPY_WHY = "a restart of a template its gate passed on"
 
 
-def smoke_job_name(release: str) -> str:
-    """The release's smoke Job (templates/smoke-job.yaml.j2, render/manifests.py names.smoke)."""
-    return f"{release}-smoke"
-
-
 def bounded(profile: Profile) -> Profile:
     """The profile a re-gate smokes with: no wait for /health (the leader is Ready already) and at most
     REGATE_SMOKE_S in all, since the guard's fault passes wait while it runs."""
@@ -61,14 +57,16 @@ def bounded(profile: Profile) -> Profile:
     return profile.model_copy(update={"smoke": smoke})
 
 
-def other_gate(api: KubePort, namespace: str, release: str, now: datetime) -> str | None:
+def other_gate(api: KubePort, profile: Profile, now: datetime) -> str | None:
     """Who else is gating the release's leaders now, said as a reason to stand aside; None when nobody is."""
-    holder = holder_of(api.get(LEASE_API, "Lease", lease_name(release), namespace), now)
+    namespace = profile.kubernetes.namespace
+    holder = holder_of(api.get(LEASE_API, "Lease", lease_name(profile.name), namespace), now)
     if holder is not None:
         return f"{holder.identity} holds the release and gates the groups it rolls"
-    job = api.get("batch/v1", "Job", smoke_job_name(release), namespace)
+    job_name = smoke_job_name(profile)
+    job = api.get("batch/v1", "Job", job_name, namespace)
     if job is not None and int((job.get("status") or {}).get("active") or 0) > 0:
-        return f"the smoke Job {smoke_job_name(release)} is gating the leaders"
+        return f"the smoke Job {job_name} is gating the leaders"
     return None
 
 
@@ -103,7 +101,7 @@ class Regate:
         if not waiting:
             self.aside = None
             return []
-        busy = other_gate(self.api, namespace, release, datetime.now(UTC))
+        busy = other_gate(self.api, self.profile, datetime.now(UTC))
         if busy is not None:
             if busy != self.aside:
                 self.say(f"re-gate: standing aside: {busy}")
