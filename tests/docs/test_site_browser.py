@@ -14,7 +14,6 @@ import contextlib
 import functools
 import io
 import os
-import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,6 +26,7 @@ from PIL import Image, ImageChops
 from k3deploy.observe.alert_rule import runbook_anchor
 from tests.bench.cdp import Browser, chromium_binary
 from tests.docs.site import Build
+from tests.support.http_server import serving
 
 ARTIFACTS = Path(os.environ.get("K3DEPLOY_ARTIFACTS", Path(__file__).resolve().parents[2] / "artifacts"))
 VIEWPORT = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
@@ -52,14 +52,8 @@ class _Quiet(SimpleHTTPRequestHandler):
 def _served(folder: Path) -> Iterator[str]:
     """`folder` on an ephemeral 127.0.0.1 port for the block; its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(server) as url:
+        yield url + "/"
 
 
 def _shot(browser: Browser, sid: str) -> Image.Image:

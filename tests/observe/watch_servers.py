@@ -16,7 +16,6 @@ import contextlib
 import json
 import math
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +24,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import promql_parser
+
+from tests.support.http_server import serving
 
 #: Prometheus durations (model.ParseDuration, prometheus/common model/time.go).
 _DURATION = re.compile(r"^(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?$")
@@ -161,11 +162,5 @@ def serve(metrics: MetricsScript | None = None, prom: PromScript | None = None) 
     """Run the server on a free 127.0.0.1 port; yields its base URL."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.metrics, server.prom = metrics, prom
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(server) as url:
+        yield url
