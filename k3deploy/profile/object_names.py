@@ -22,6 +22,16 @@ def model_cache_name(profile: Profile) -> str:
     return f"{profile.name}-model-cache"
 
 
+def lock_lease_name(release: str) -> str:
+    """Name of a release's command lock Lease (targets/kubernetes/lease.py)."""
+    return f"{release}-k3deploy-lock"
+
+
+def guard_lease_name(release: str) -> str:
+    """Name of the Lease the guards of a release elect their leader on (targets/kubernetes/election.py)."""
+    return f"{release}-k3deploy-guard"
+
+
 def smoke_job_name(profile: Profile) -> str:
     """Name of the release's smoke Job (its PostSync hook under GitOps)."""
     return f"{profile.name}-smoke"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from k3deploy.lws import colours
 from k3deploy.profile.model import Profile
-from k3deploy.profile.object_names import smoke_job_name
+from k3deploy.profile.object_names import guard_lease_name, lock_lease_name, smoke_job_name
 
 #: Port of the guard's metrics (k3deploy_guard_*), scraped by its PodMonitor.
 METRICS_PORT = 9400
@@ -49,11 +49,6 @@ def cluster_role_name(profile: Profile) -> str:
     return f"k3deploy-guard-{profile.kubernetes.namespace}-{profile.name}"
 
 
-def guard_lease(profile: Profile) -> str:
-    """The Lease its replicas elect their leader on (targets/kubernetes/election.py guard_lease_name)."""
-    return f"{profile.name}-k3deploy-guard"
-
-
 def regate_names(profile: Profile) -> dict[str, object]:
     """What the re-gate (smoke.gate_traffic, targets/kubernetes/regate.py) names in the guard's Role: the leader pods
     it may read and label (LWS names a group's leader `<lws>-<group>`, either colour), the LeaderWorkerSets whose
@@ -64,7 +59,7 @@ def regate_names(profile: Profile) -> dict[str, object]:
         "leaders": [f"{lws}-{group}" for lws in colours(profile.name) for group in range(profile.parallel.replicas)],
         "sets": list(colours(profile.name)),
         "records": not profile.smoke.gate_restarts,
-        "lock": f"{profile.name}-k3deploy-lock",
+        "lock": lock_lease_name(profile.name),
         "smoke_job": smoke_job_name(profile),
     }
 
@@ -80,7 +75,7 @@ def guard_context(
         "guard": {
             "name": guard_name(profile),
             "cluster_role": cluster_role_name(profile),
-            "lease": guard_lease(profile),
+            "lease": guard_lease_name(profile.name),
             "metrics_port": METRICS_PORT,
             "compute_domains": reads_domains,
             "regate": regate_names(profile),

@@ -34,6 +34,7 @@ from typing import TypeVar
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi
+from k3deploy.profile.object_names import guard_lease_name
 from k3deploy.targets.kubernetes.lease import DURATION_S, LEASE_API, ReleaseLease, holder_of
 
 #: Seconds a guard standing by waits before it tries the lease again (less when the lease it watches lapses sooner).
@@ -41,11 +42,6 @@ RETRY_S = 15.0
 T = TypeVar("T")
 #: The fields of a Lease that make client-go's LeaderElectionRecord: a change in any of them is a renewal or a handover.
 _RECORD = ("holderIdentity", "acquireTime", "renewTime", "leaseDurationSeconds", "leaseTransitions")
-
-
-def guard_lease_name(release: str) -> str:
-    """Name of the Lease the guards of a release elect their leader on."""
-    return f"{release}-k3deploy-guard"
 
 
 @dataclass(frozen=True)

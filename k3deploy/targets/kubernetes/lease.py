@@ -36,6 +36,7 @@ from typing import Any
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError, KubeError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import KubeApi, rest_path
+from k3deploy.profile.object_names import lock_lease_name
 from k3deploy.rollout.ownership import mark
 
 LEASE_API = "coordination.k8s.io/v1"
@@ -45,11 +46,6 @@ DURATION_S = 60
 RENEW_S = 20.0
 #: Longest pause between two reads of a lease watched for a renewal.
 WATCH_POLL_S = 2.0
-
-
-def lease_name(release: str) -> str:
-    """Name of a release's lock Lease."""
-    return f"{release}-k3deploy-lock"
 
 
 def identity(what: str) -> str:
@@ -105,7 +101,7 @@ def held_error(release: str, namespace: str, holder: Holder, lease: str | None =
     return K3DeployError(
         f"release {release!r} in {namespace} is held by {holder.identity}{since}: another k3deploy command is "
         "changing it",
-        hint=f"wait for that command to end and re-run; if it is gone, Lease/{lease or lease_name(release)} in {namespace} "
+        hint=f"wait for that command to end and re-run; if it is gone, Lease/{lease or lock_lease_name(release)} in {namespace} "
         f"lapses by itself{until}",
         exit_code=EXIT_ENVIRONMENT,
     )
@@ -129,7 +125,7 @@ class ReleaseLease:
         name: str | None = None,
     ) -> None:
         self.api, self.namespace, self.release, self.who = api, namespace, release, who
-        self.name = name or lease_name(release)
+        self.name = name or lock_lease_name(release)
         self.note, self.duration_s, self.renew_s, self.clock = note, duration_s, renew_s, clock
         self._live: KubeObject | None = None
         #: Whether the lease is ours: from the acquire until it is lost or freed.

@@ -12,10 +12,11 @@ from __future__ import annotations
 from k3deploy.errors import K3DeployError
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
+from k3deploy.profile.object_names import lock_lease_name
 from k3deploy.reporter import Reporter
 from k3deploy.rollout.contents import named, occupants
 from k3deploy.rollout.ownership import owned_by, release_of
-from k3deploy.targets.kubernetes.lease import LEASE_API, lease_name
+from k3deploy.targets.kubernetes.lease import LEASE_API
 from k3deploy.targets.kubernetes.listing import namespace_contents
 
 
@@ -23,7 +24,7 @@ def remove_if_unused(api: KubePort, namespace_obj: KubeObject, reporter: Reporte
     """Delete the release's lock Lease and the Namespace `namespace_obj` (the rendered one, which this command
     created) when nothing else is in it; what was deleted (`Kind/name`), empty when it is in use or cannot be read."""
     release, namespace = release_of(namespace_obj)
-    lock = lease_name(release)
+    lock = lock_lease_name(release)
     try:
         held = occupants(namespace_contents(api, namespace), frozenset({("Lease", lock)}))
     except K3DeployError as exc:

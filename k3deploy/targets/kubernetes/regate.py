@@ -24,12 +24,12 @@ from k3deploy.errors import K3DeployError
 from k3deploy.kube.port import KubePort
 from k3deploy.lws import colours
 from k3deploy.profile.model import Profile
-from k3deploy.profile.object_names import smoke_job_name
+from k3deploy.profile.object_names import lock_lease_name, smoke_job_name
 from k3deploy.reporter import Reporter
 from k3deploy.rollout.groups import group_endpoint
 from k3deploy.targets.kubernetes import marks
 from k3deploy.targets.kubernetes.job_gates import Smoke
-from k3deploy.targets.kubernetes.lease import LEASE_API, holder_of, lease_name
+from k3deploy.targets.kubernetes.lease import LEASE_API, holder_of
 from k3deploy.traffic_gate import (
     COPIED,
     DEFERRED,
@@ -60,7 +60,7 @@ def bounded(profile: Profile) -> Profile:
 def other_gate(api: KubePort, profile: Profile, now: datetime) -> str | None:
     """Who else is gating the release's leaders now, said as a reason to stand aside; None when nobody is."""
     namespace = profile.kubernetes.namespace
-    holder = holder_of(api.get(LEASE_API, "Lease", lease_name(profile.name), namespace), now)
+    holder = holder_of(api.get(LEASE_API, "Lease", lock_lease_name(profile.name), namespace), now)
     if holder is not None:
         return f"{holder.identity} holds the release and gates the groups it rolls"
     job_name = smoke_job_name(profile)

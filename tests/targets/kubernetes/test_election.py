@@ -12,8 +12,9 @@ import pytest
 
 from k3deploy.errors import K3DeployError, KubeError
 from k3deploy.kobject import KubeObject
+from k3deploy.profile.object_names import guard_lease_name
 from k3deploy.targets.kubernetes import election
-from k3deploy.targets.kubernetes.election import decide, guard_lease_name
+from k3deploy.targets.kubernetes.election import decide
 
 WALL = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 ME = "k3deploy@workstation pid 7 (guard)"
