@@ -11,11 +11,11 @@ which never fails a gate nor rolls anything back.
 from __future__ import annotations
 
 from k3deploy.errors import EXIT_ENVIRONMENT, K3DeployError
+from k3deploy.lws import leader_name
 from k3deploy.profile.model import Profile
 from k3deploy.report.model import Status
 from k3deploy.report.smoke import SmokeReport
 from k3deploy.reporter import Reporter
-from k3deploy.rollout.groups import leader_name
 from k3deploy.rollout.steps import SmokeGroup
 from k3deploy.smoke.job_report import verdict as job_verdict
 from k3deploy.smoke.reach import Reach, unreachable

@@ -67,6 +67,11 @@ def name_length_reason(name: str, replicas: int, *, blue_green: bool = False) ->
     )
 
 
+def leader_name(lws_name: str, group: int) -> str:
+    """The leader pod of a group (LWS names it `<lws>-<group>`)."""
+    return f"{lws_name}-{group}"
+
+
 def leader_url(lws_name: str, namespace: str, group: int, port: int) -> str:
     """A group's leader under the LWS headless Service (subdomainPolicy Shared: `<lws>-<group>.<lws>`,
     kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go), reachable from inside the cluster: how the

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from k3deploy.lws import colours
+from k3deploy.lws import colours, leader_name
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import guard_lease_name, lock_lease_name, smoke_job_name
 
@@ -56,7 +56,9 @@ def regate_names(profile: Profile) -> dict[str, object]:
     if not profile.smoke.gate_traffic:
         return {}
     return {
-        "leaders": [f"{lws}-{group}" for lws in colours(profile.name) for group in range(profile.parallel.replicas)],
+        "leaders": [
+            leader_name(lws, group) for lws in colours(profile.name) for group in range(profile.parallel.replicas)
+        ],
         "sets": list(colours(profile.name)),
         "records": not profile.smoke.gate_restarts,
         "lock": lock_lease_name(profile.name),

@@ -10,7 +10,7 @@ import string
 
 from k3deploy.kobject import KubeObject
 from k3deploy.lws import GROUP_INDEX_LABEL as GROUP_LABEL
-from k3deploy.lws import NAME_LABEL, leader_url
+from k3deploy.lws import NAME_LABEL, leader_name, leader_url
 from k3deploy.lws import TEMPLATE_REVISION_LABEL as REVISION_LABEL
 from k3deploy.profile.names import check_http_url
 from k3deploy.rollout.readiness import is_fatal, pod_problems, pod_ready
@@ -60,11 +60,6 @@ def group_state(pods: list[KubeObject], key: str, size: int) -> tuple[bool, str 
                 )
     done = bool(key) and len(new) == size == len(pods) and all(pod_ready(p) for p in new)
     return done, None
-
-
-def leader_name(lws_name: str, group: int) -> str:
-    """The leader pod of a group (LWS names it `<lws>-<group>`)."""
-    return f"{lws_name}-{group}"
 
 
 #: The fields a --group-endpoint template may name.

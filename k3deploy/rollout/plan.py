@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from k3deploy.lws import leader_name
 from k3deploy.rollout.colours import (
     api_service_of,
     gated_service,
@@ -25,7 +26,7 @@ from k3deploy.rollout.colours import (
     preview_service,
     recoloured,
 )
-from k3deploy.rollout.groups import leader_name, partitioned, replicas_of, steps_groups
+from k3deploy.rollout.groups import partitioned, replicas_of, steps_groups
 from k3deploy.rollout.order import WAITED_PHASES, phases
 from k3deploy.rollout.steps import (
     APPLY,

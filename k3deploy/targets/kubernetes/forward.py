@@ -22,10 +22,10 @@ from k3deploy.kube.api import KubeApi
 from k3deploy.kube.options import KubeOptions
 from k3deploy.kube.port import KubePort
 from k3deploy.kube.portforward import PodPortForward
-from k3deploy.lws import GROUP_INDEX_LABEL, WORKER_INDEX_LABEL
+from k3deploy.lws import GROUP_INDEX_LABEL, WORKER_INDEX_LABEL, leader_name
 from k3deploy.profile.model import Profile
 from k3deploy.profile.object_names import api_service_name
-from k3deploy.rollout.groups import group_endpoint, leader_name
+from k3deploy.rollout.groups import group_endpoint
 from k3deploy.rollout.readiness import pod_ready
 from k3deploy.smoke.reach import Reach, unreachable
 

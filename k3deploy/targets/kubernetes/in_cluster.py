@@ -25,9 +25,10 @@ from k3deploy.errors import K3DeployError, SmokeUnreachable
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.api import object_key
 from k3deploy.kube.port import KubePort
+from k3deploy.lws import leader_name
 from k3deploy.render.manifests import SMOKE_COMPONENT
 from k3deploy.reporter import Reporter
-from k3deploy.rollout.groups import group_endpoint, leader_name
+from k3deploy.rollout.groups import group_endpoint
 from k3deploy.rollout.order import job_role
 from k3deploy.rollout.ownership import owned
 from k3deploy.rollout.readiness import job_readiness

@@ -12,10 +12,9 @@ from __future__ import annotations
 from k3deploy.errors import KubeError, SmokeUnreachable
 from k3deploy.kobject import KubeObject
 from k3deploy.kube.port import KubePort
-from k3deploy.lws import API_VERSION, NAME_LABEL, WORKER_INDEX_LABEL
+from k3deploy.lws import API_VERSION, NAME_LABEL, WORKER_INDEX_LABEL, leader_name
 from k3deploy.reporter import Reporter
 from k3deploy.rollout.colours import api_service_of, lws_of
-from k3deploy.rollout.groups import leader_name
 from k3deploy.rollout.readiness import pod_ready
 from k3deploy.traffic_gate import (
     GATED_REVISION_ANNOTATION,
